@@ -1,0 +1,94 @@
+//! `tessera bench overhead`: boiling on one device, paged and unpaged, side by side.
+//!
+//! Both sides run the same kernel bodies on the same number of threads; the paged side goes
+//! through page tables, request recording and the memory manager. Measurements of the two
+//! alternate so that machine noise hits both; the median of each is compared.
+
+use std::time::Instant;
+
+use anyhow::Result;
+use tessera_runtime::{Partition, Procedure, System, SystemConfig};
+use tessera_workloads::boiling::math::BoilingParams;
+use tessera_workloads::boiling::sim::PagedBoiling;
+use tessera_workloads::boiling::unpaged::UnpagedBoiling;
+
+use crate::run::{check_size, progress};
+use crate::BenchOpts;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+pub fn overhead(o: &BenchOpts) -> Result<()> {
+    check_size(o.size)?;
+    if o.frames == 0 || o.rounds == 0 {
+        anyhow::bail!("--frames and --rounds must be at least 1");
+    }
+    let params = BoilingParams::default();
+    let threads = if o.threads == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        o.threads
+    };
+    let mut unpaged = UnpagedBoiling::new(o.size, o.size, params, threads);
+    let procs = [Procedure::TwoPass, Procedure::Relaunch];
+    let mut paged = Vec::new();
+    for _ in procs {
+        let sys = System::cpu(&SystemConfig {
+            devices: 1,
+            cpu_threads: threads,
+            ..Default::default()
+        })?;
+        paged.push(PagedBoiling::new(sys, o.size, o.size, o.page, params)?);
+    }
+    // Warm-up: the first paged frame pages everything in; steady state is what is compared.
+    unpaged.frame();
+    for (sim, p) in paged.iter().zip(procs) {
+        sim.frame(Partition::Rows, p)?;
+    }
+    let bar = progress(o.rounds as u64, "overhead");
+    let mut t_unpaged = Vec::new();
+    let mut t_paged = vec![Vec::new(); procs.len()];
+    for _ in 0..o.rounds {
+        let t = Instant::now();
+        for _ in 0..o.frames {
+            unpaged.frame();
+        }
+        t_unpaged.push(t.elapsed().as_secs_f64() / o.frames as f64);
+        for ((sim, p), times) in paged.iter().zip(procs).zip(&mut t_paged) {
+            let t = Instant::now();
+            for _ in 0..o.frames {
+                sim.frame(Partition::Rows, p)?;
+            }
+            times.push(t.elapsed().as_secs_f64() / o.frames as f64);
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let u = median(t_unpaged);
+    println!(
+        "boiling {s}x{s}, 1 device [{}], page {p}x{p}, {} threads, median of {} rounds x {} frames (measured)",
+        paged[0].sys.backend(),
+        threads,
+        o.rounds,
+        o.frames,
+        s = o.size,
+        p = o.page
+    );
+    println!("unpaged            {:>9.3} ms/frame", u * 1e3);
+    let mut last = 0.0;
+    for (p, times) in procs.iter().zip(t_paged) {
+        let m = median(times);
+        let name = match p {
+            Procedure::TwoPass => "paged two-pass",
+            Procedure::Relaunch => "paged relaunch",
+        };
+        println!("{name:<18} {:>9.3} ms/frame  ratio {:.3}", m * 1e3, m / u);
+        if *p == o.procedure {
+            last = m / u;
+        }
+    }
+    println!("overhead_ratio={last:.3}");
+    Ok(())
+}

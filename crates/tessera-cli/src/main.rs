@@ -1,0 +1,148 @@
+//! `tessera`: run workloads on a distributed, demand-paged texture memory.
+
+mod bench;
+mod report;
+mod run;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use tessera_runtime::{Partition, Procedure};
+
+#[derive(Parser)]
+#[command(
+    name = "tessera",
+    version,
+    about = "One shared, demand-paged texture memory across devices"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a workload and write a report.
+    Run {
+        #[arg(value_enum)]
+        workload: Workload,
+        #[command(flatten)]
+        opts: RunOpts,
+    },
+    /// Benchmarks that print ratios measured side by side in one run.
+    Bench {
+        #[arg(value_enum)]
+        which: BenchKind,
+        #[command(flatten)]
+        opts: BenchOpts,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Workload {
+    /// The boiling simulation of paper 4.1.1.
+    Boiling,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BenchKind {
+    /// Boiling on one device, paged vs unpaged: the cost of paging.
+    Overhead,
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum BackendKind {
+    /// Software devices on the CPU: needs nothing installed.
+    Cpu,
+}
+
+/// The largest field side accepted: five textures of 8192² floats already take 1.3 GiB.
+pub const MAX_SIZE: u32 = 8192;
+
+#[derive(Args, Clone)]
+pub struct RunOpts {
+    /// Number of devices.
+    #[arg(long, default_value_t = 2)]
+    devices: usize,
+    /// Field side in texels (the field is size × size).
+    #[arg(long, default_value_t = 512)]
+    size: u32,
+    /// Page side P in texels: a power of two from 1 to 512.
+    #[arg(long, default_value_t = 64)]
+    page: u32,
+    /// Frames to simulate.
+    #[arg(long, default_value_t = 20)]
+    frames: u32,
+    /// How passes get their pages.
+    #[arg(long, default_value = "relaunch", value_parser = parse_procedure)]
+    procedure: Procedure,
+    /// How each pass's domain is split across devices.
+    #[arg(long, default_value = "rows", value_parser = parse_partition)]
+    partition: Partition,
+    /// Output directory for report.json and frame.png.
+    #[arg(long, default_value = "out")]
+    out: PathBuf,
+    /// Device backend.
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: BackendKind,
+    /// CPU threads for the software devices (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Per-device memory budget in MiB.
+    #[arg(long, default_value_t = 4096)]
+    budget_mib: u64,
+}
+
+#[derive(Args, Clone)]
+pub struct BenchOpts {
+    /// Field side in texels.
+    #[arg(long, default_value_t = 1024)]
+    size: u32,
+    /// Page side P in texels.
+    #[arg(long, default_value_t = 64)]
+    page: u32,
+    /// Frames per measurement.
+    #[arg(long, default_value_t = 5)]
+    frames: u32,
+    /// Measurements of each side, interleaved; the median is reported.
+    #[arg(long, default_value_t = 5)]
+    rounds: u32,
+    /// The procedure whose ratio is the last line.
+    #[arg(long, default_value = "relaunch", value_parser = parse_procedure)]
+    procedure: Procedure,
+    /// Device backend.
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: BackendKind,
+    /// CPU threads for both sides (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+}
+
+fn parse_procedure(s: &str) -> Result<Procedure, String> {
+    s.parse()
+}
+fn parse_partition(s: &str) -> Result<Partition, String> {
+    s.parse()
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let res = match cli.command {
+        Command::Run {
+            workload: Workload::Boiling,
+            opts,
+        } => run::boiling(&opts),
+        Command::Bench {
+            which: BenchKind::Overhead,
+            opts,
+        } => bench::overhead(&opts),
+    };
+    match res {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

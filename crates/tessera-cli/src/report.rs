@@ -1,0 +1,228 @@
+//! The run report: printed as a table and written as report.json. Every time in it is
+//! measured wall time on this machine (`time_kind`); nothing here is modeled.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+use tessera_runtime::{DeviceMemoryUse, LinkCounters, PassStats, StageTimes, System};
+
+use crate::RunOpts;
+
+#[derive(Serialize, Default, Clone, Copy)]
+pub struct PerFrame {
+    pub pages: f64,
+    pub bytes: f64,
+}
+
+impl PerFrame {
+    fn of(c: LinkCounters, frames: u32) -> Self {
+        PerFrame {
+            pages: c.pages as f64 / frames as f64,
+            bytes: c.bytes as f64 / frames as f64,
+        }
+    }
+    fn add(&mut self, o: PerFrame) {
+        self.pages += o.pages;
+        self.bytes += o.bytes;
+    }
+}
+
+#[derive(Serialize)]
+pub struct DeviceReport {
+    pub device: usize,
+    pub page_requests_per_frame: f64,
+    pub read_requests_per_frame: f64,
+    pub write_requests_per_frame: f64,
+    pub request_batches_per_frame: f64,
+    /// Batches that waited on a memory lock, over the whole run.
+    pub deferred_batches: u64,
+    pub host_to_device_per_frame: PerFrame,
+    pub device_to_host_per_frame: PerFrame,
+    pub device_to_device_via_host_per_frame: PerFrame,
+    /// At the end of the run.
+    pub memory: DeviceMemoryUse,
+    pub stage_seconds: StageTimes,
+    pub launches: u64,
+    pub relaunched_invocations: u64,
+}
+
+#[derive(Serialize)]
+pub struct Report {
+    pub workload: &'static str,
+    pub backend: &'static str,
+    pub adapter: String,
+    pub devices: usize,
+    pub size: u32,
+    pub page_size: u32,
+    pub procedure: tessera_runtime::Procedure,
+    pub partition: tessera_runtime::Partition,
+    pub frames: u32,
+    pub time_kind: &'static str,
+    pub wall_seconds: f64,
+    pub frames_per_second_measured: f64,
+    pub page_requests_per_frame: f64,
+    pub host_to_device_per_frame: PerFrame,
+    pub device_to_host_per_frame: PerFrame,
+    pub device_to_device_via_host_per_frame: PerFrame,
+    /// Summed over devices, seconds.
+    pub stage_seconds: StageTimes,
+    /// Share of the summed stage time, percent, as in the paper's Table 3.
+    pub stage_percent: StageTimes,
+    pub per_device: Vec<DeviceReport>,
+    pub field_checksum: String,
+}
+
+impl Report {
+    pub fn collect(
+        sys: &System,
+        o: &RunOpts,
+        wall: f64,
+        passes: &[PassStats],
+        field_checksum: String,
+    ) -> Result<Self> {
+        let traffic = sys.mm.traffic()?;
+        let (memory, _) = sys.mm.memory()?;
+        let f = o.frames;
+        let per_frame = |n: u64| n as f64 / f as f64;
+        let per_device: Vec<DeviceReport> = (0..sys.devices())
+            .map(|d| {
+                let t = traffic[d];
+                DeviceReport {
+                    device: d,
+                    page_requests_per_frame: per_frame(t.page_requests),
+                    read_requests_per_frame: per_frame(t.read_requests),
+                    write_requests_per_frame: per_frame(t.write_requests),
+                    request_batches_per_frame: per_frame(t.batches),
+                    deferred_batches: t.deferred,
+                    host_to_device_per_frame: PerFrame::of(t.host_to_device, f),
+                    device_to_host_per_frame: PerFrame::of(t.device_to_host, f),
+                    device_to_device_via_host_per_frame: PerFrame::of(t.device_to_device, f),
+                    memory: memory[d],
+                    stage_seconds: passes[d].stages,
+                    launches: passes[d].launches,
+                    relaunched_invocations: passes[d].relaunched,
+                }
+            })
+            .collect();
+        let mut stages = StageTimes::default();
+        let (mut h2d, mut d2h, mut d2d) = (
+            PerFrame::default(),
+            PerFrame::default(),
+            PerFrame::default(),
+        );
+        for d in &per_device {
+            stages.add(&d.stage_seconds);
+            h2d.add(d.host_to_device_per_frame);
+            d2h.add(d.device_to_host_per_frame);
+            d2d.add(d.device_to_device_via_host_per_frame);
+        }
+        let total = stages.total().max(f64::MIN_POSITIVE);
+        let pct = |s: f64| 100.0 * s / total;
+        Ok(Report {
+            workload: "boiling",
+            backend: "cpu",
+            adapter: sys.backend().to_string(),
+            devices: sys.devices(),
+            size: o.size,
+            page_size: o.page,
+            procedure: o.procedure,
+            partition: o.partition,
+            frames: f,
+            time_kind: "measured",
+            wall_seconds: wall,
+            frames_per_second_measured: f as f64 / wall,
+            page_requests_per_frame: per_device.iter().map(|d| d.page_requests_per_frame).sum(),
+            host_to_device_per_frame: h2d,
+            device_to_host_per_frame: d2h,
+            device_to_device_via_host_per_frame: d2d,
+            stage_percent: StageTimes {
+                request_pass: pct(stages.request_pass),
+                uniquify: pct(stages.uniquify),
+                read_requests: pct(stages.read_requests),
+                compute: pct(stages.compute),
+                write_requests: pct(stages.write_requests),
+                page_writes: pct(stages.page_writes),
+                display: pct(stages.display),
+            },
+            stage_seconds: stages,
+            per_device,
+            field_checksum,
+        })
+    }
+
+    pub fn print(&self) {
+        println!(
+            "boiling {s}x{s}, {} device(s) [{}], page {p}x{p}, {:?}, {:?}, {} frames",
+            self.devices,
+            self.adapter,
+            self.procedure,
+            self.partition,
+            self.frames,
+            s = self.size,
+            p = self.page_size
+        );
+        println!(
+            "frames per second (measured): {:.2}   wall {:.3} s",
+            self.frames_per_second_measured, self.wall_seconds
+        );
+        println!(
+            "{:>6} {:>10} {:>12} {:>12} {:>12} {:>12} {:>12}",
+            "device",
+            "req/frame",
+            "h→d KiB/f",
+            "d→h KiB/f",
+            "d→d KiB/f",
+            "unique KiB",
+            "shared KiB"
+        );
+        for d in &self.per_device {
+            println!(
+                "{:>6} {:>10.1} {:>12.1} {:>12.1} {:>12.1} {:>12.1} {:>12.1}",
+                d.device,
+                d.page_requests_per_frame,
+                d.host_to_device_per_frame.bytes / 1024.0,
+                d.device_to_host_per_frame.bytes / 1024.0,
+                d.device_to_device_via_host_per_frame.bytes / 1024.0,
+                d.memory.unique_bytes as f64 / 1024.0,
+                d.memory.shared_bytes as f64 / 1024.0
+            );
+        }
+        let s = &self.stage_seconds;
+        let p = &self.stage_percent;
+        println!("stage (Table 3)               seconds   share");
+        for (name, sec, pc) in [
+            ("page read request pass", s.request_pass, p.request_pass),
+            ("request uniquify", s.uniquify, p.uniquify),
+            (
+                "non-exclusive request handling",
+                s.read_requests,
+                p.read_requests,
+            ),
+            ("compute (write request pass)", s.compute, p.compute),
+            (
+                "exclusive request handling",
+                s.write_requests,
+                p.write_requests,
+            ),
+            ("page writes (merge)", s.page_writes, p.page_writes),
+            ("display", s.display, p.display),
+        ] {
+            println!("{name:<30} {sec:>8.3} {pc:>6.1}%");
+        }
+        println!("field_checksum={}", self.field_checksum);
+    }
+}
+
+/// Writes RGBA8 rows stored from the lower left as a PNG (whose rows run from the top).
+pub fn write_png(path: &Path, w: u32, h: u32, rgba_lower_left: &[u8]) -> Result<()> {
+    let row = w as usize * 4;
+    let flipped: Vec<u8> = rgba_lower_left
+        .chunks_exact(row)
+        .rev()
+        .flatten()
+        .copied()
+        .collect();
+    image::save_buffer(path, &flipped, w, h, image::ExtendedColorType::Rgba8)
+        .with_context(|| format!("cannot write {}", path.display()))
+}

@@ -1,0 +1,172 @@
+//! The directory (paper 3.2.3): per global page, which devices hold a valid copy, which one (if
+//! any) holds it modified, and where its home copy in host memory is.
+
+use crate::error::{CoreError, Result};
+use crate::{DeviceId, GlobalPage, NodeId};
+
+/// A set of up to 64 devices, one bit each (the paper's per-GPU presence bits).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DeviceSet(pub u64);
+
+impl DeviceSet {
+    pub const EMPTY: DeviceSet = DeviceSet(0);
+
+    pub fn only(d: DeviceId) -> Self {
+        DeviceSet(1 << d.0)
+    }
+    #[inline]
+    pub fn contains(self, d: DeviceId) -> bool {
+        self.0 & (1 << d.0) != 0
+    }
+    pub fn insert(&mut self, d: DeviceId) {
+        self.0 |= 1 << d.0;
+    }
+    pub fn remove(&mut self, d: DeviceId) {
+        self.0 &= !(1 << d.0);
+    }
+    pub fn len(self) -> u32 {
+        self.0.count_ones()
+    }
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+    pub fn without(self, d: DeviceId) -> Self {
+        DeviceSet(self.0 & !(1 << d.0))
+    }
+    pub fn intersects(self, o: DeviceSet) -> bool {
+        self.0 & o.0 != 0
+    }
+    /// Members in increasing order.
+    pub fn iter(self) -> impl Iterator<Item = DeviceId> {
+        let mut bits = self.0;
+        std::iter::from_fn(move || {
+            (bits != 0).then(|| {
+                let d = bits.trailing_zeros();
+                bits &= bits - 1;
+                DeviceId(d as u8)
+            })
+        })
+    }
+}
+
+/// One page's directory entry.
+///
+/// Invariant: when `owner` is `Some(d)`, `copies == {d}` and home is stale; when it is `None`,
+/// home holds the latest data and every member of `copies` holds the same.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct DirEntry {
+    pub copies: DeviceSet,
+    pub owner: Option<DeviceId>,
+}
+
+impl DirEntry {
+    /// Home is the latest copy exactly when no device holds the page modified.
+    pub fn home_is_latest(&self) -> bool {
+        self.owner.is_none()
+    }
+}
+
+/// Which node is home for a page. A pure function of the page number, so the directory can be
+/// split across nodes later (each node the home of part of the space) without changing callers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HomeMap {
+    /// One node is home for everything: today's single-process runtime.
+    Single(NodeId),
+    /// Pages are dealt out to `nodes` nodes in blocks of `block_pages`, round robin.
+    Blocked { nodes: u16, block_pages: u64 },
+}
+
+impl HomeMap {
+    pub fn home(&self, page: GlobalPage) -> NodeId {
+        match *self {
+            HomeMap::Single(n) => n,
+            HomeMap::Blocked { nodes, block_pages } => {
+                NodeId(((page.0 / block_pages.max(1)) % nodes.max(1) as u64) as u16)
+            }
+        }
+    }
+}
+
+/// The directory of every global page.
+#[derive(Clone, Debug)]
+pub struct Directory {
+    entries: Vec<DirEntry>,
+    pub home: HomeMap,
+}
+
+impl Directory {
+    pub fn new(pages: u64, home: HomeMap) -> Self {
+        Directory {
+            entries: vec![DirEntry::default(); pages as usize],
+            home,
+        }
+    }
+
+    /// Follows the address space; pages beyond the new end are forgotten, new ones are home-only.
+    pub fn resize(&mut self, pages: u64) {
+        self.entries.resize(pages as usize, DirEntry::default());
+    }
+
+    pub fn len(&self) -> u64 {
+        self.entries.len() as u64
+    }
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn entry(&self, page: GlobalPage) -> Result<&DirEntry> {
+        self.entries
+            .get(page.index())
+            .ok_or(CoreError::UnknownPage(page))
+    }
+
+    pub(crate) fn entry_mut(&mut self, page: GlobalPage) -> Result<&mut DirEntry> {
+        self.entries
+            .get_mut(page.index())
+            .ok_or(CoreError::UnknownPage(page))
+    }
+
+    /// Marks freshly (re)created pages as home-only: the runtime has already dropped every
+    /// device copy of a freed object's pages.
+    pub fn reset_range(&mut self, pages: std::ops::Range<u64>) {
+        for e in &mut self.entries[pages.start as usize..pages.end as usize] {
+            *e = DirEntry::default();
+        }
+    }
+
+    pub fn entries(&self) -> &[DirEntry] {
+        &self.entries
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_set_ops() {
+        let mut s = DeviceSet::EMPTY;
+        s.insert(DeviceId(63));
+        s.insert(DeviceId(0));
+        s.insert(DeviceId(5));
+        assert_eq!(
+            s.iter().collect::<Vec<_>>(),
+            [DeviceId(0), DeviceId(5), DeviceId(63)]
+        );
+        assert_eq!(s.len(), 3);
+        s.remove(DeviceId(5));
+        assert!(!s.contains(DeviceId(5)) && s.contains(DeviceId(63)));
+        assert_eq!(s.without(DeviceId(63)), DeviceSet::only(DeviceId(0)));
+    }
+
+    #[test]
+    fn home_map_splits_blocks_round_robin() {
+        let h = HomeMap::Blocked {
+            nodes: 3,
+            block_pages: 4,
+        };
+        let homes: Vec<u16> = (0..16).map(|p| h.home(GlobalPage(p)).0).collect();
+        assert_eq!(homes, [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 0, 0, 0, 0]);
+        assert_eq!(HomeMap::Single(NodeId(2)).home(GlobalPage(9)), NodeId(2));
+    }
+}

@@ -1,0 +1,61 @@
+//! Typed errors of the core. Every bad input a user can give ends here, never in a panic.
+
+use crate::{DeviceId, GlobalPage, ObjectId};
+
+/// Everything the pure memory model can refuse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CoreError {
+    #[error("object size must be non-zero (got {width}x{height})")]
+    ZeroSized { width: u64, height: u64 },
+    #[error("object of {texels} texels is larger than the limit of {limit} texels")]
+    Oversized { texels: u64, limit: u64 },
+    #[error("page size {0} is not a power of two between 1 and 512")]
+    BadPageSize(u32),
+    #[error("buffer page size {0} bytes is not a power of two between 4 and 1048576")]
+    BadBufferPageSize(u64),
+    #[error("texel ({x}, {y}) is outside object {object} of {width}x{height}")]
+    OutOfRange {
+        object: ObjectId,
+        x: u64,
+        y: u64,
+        width: u64,
+        height: u64,
+    },
+    #[error("unknown object id {0}")]
+    UnknownObject(ObjectId),
+    #[error("object {0} was already freed")]
+    DoubleFree(ObjectId),
+    #[error("object {object} is a {actual}, not a {expected}")]
+    WrongKind {
+        object: ObjectId,
+        expected: &'static str,
+        actual: &'static str,
+    },
+    #[error("{0} devices requested; at most 64 are supported")]
+    TooManyDevices(usize),
+    #[error("device {0} does not exist")]
+    UnknownDevice(DeviceId),
+    #[error("global page {0} is outside the address space")]
+    UnknownPage(GlobalPage),
+    #[error("the global address space is exhausted ({requested} more pages requested)")]
+    AddressSpaceExhausted { requested: u64 },
+    #[error("device {device} is out of its memory budget: {needed} more bytes needed, {budget} bytes budgeted, {used} in use")]
+    OutOfBudget {
+        device: DeviceId,
+        needed: u64,
+        used: u64,
+        budget: u64,
+    },
+    #[error("physical memory {memory} slot {slot} is not allocated")]
+    BadSlot { memory: u16, slot: u32 },
+    #[error("page descriptor field out of range: {0}")]
+    DescriptorField(&'static str),
+    #[error("device {0} sent a request while it still holds the memory lock")]
+    RequestWhileLocked(DeviceId),
+    #[error("device {0} released a memory lock it does not hold")]
+    NotLocked(DeviceId),
+    #[error("request batch from device {0} is empty")]
+    EmptyRequest(DeviceId),
+}
+
+pub type Result<T, E = CoreError> = std::result::Result<T, E>;

@@ -1,0 +1,278 @@
+//! Objects, pages and the address formulas of paper 3.3 (thesis eqs. 3.1–3.7).
+//!
+//! Texture pages are P×P texel tiles numbered row-major from the lower left; pages on the right
+//! and top edges may be partial (their unused texels are never read or written). Buffer pages
+//! are fixed byte ranges.
+
+use crate::error::{CoreError, Result};
+
+/// Largest object, in texels (or bytes for buffers): keeps every page count and texel address
+/// comfortably inside `u64` and every per-object page count inside `u32`.
+pub const MAX_OBJECT_TEXELS: u64 = 1 << 32;
+
+/// Texel formats a texture can hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum TexelFormat {
+    R32Float,
+    Rgba8Unorm,
+    Rgba32Float,
+}
+
+impl TexelFormat {
+    pub const fn bytes(self) -> u32 {
+        match self {
+            TexelFormat::R32Float | TexelFormat::Rgba8Unorm => 4,
+            TexelFormat::Rgba32Float => 16,
+        }
+    }
+}
+
+/// The side P of a square texture page: a power of two from 1 to 512.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct PageSize(u32);
+
+impl PageSize {
+    pub const MAX: u32 = 512;
+
+    pub fn new(p: u32) -> Result<Self> {
+        if p == 0 || p > Self::MAX || !p.is_power_of_two() {
+            return Err(CoreError::BadPageSize(p));
+        }
+        Ok(PageSize(p))
+    }
+    pub const fn get(self) -> u32 {
+        self.0
+    }
+    /// log2(P): divisions and remainders by P become shifts and masks on the hot path.
+    pub const fn shift(self) -> u32 {
+        self.0.trailing_zeros()
+    }
+    pub const fn texels(self) -> u64 {
+        (self.0 as u64) * (self.0 as u64)
+    }
+}
+
+/// What an object is: its shape and how it is cut into pages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum ObjectDesc {
+    Texture {
+        width: u32,
+        height: u32,
+        format: TexelFormat,
+        page: PageSize,
+    },
+    Buffer {
+        len: u64,
+        page_bytes: u64,
+    },
+}
+
+impl ObjectDesc {
+    /// A validated texture description.
+    pub fn texture(width: u32, height: u32, format: TexelFormat, page: u32) -> Result<Self> {
+        let page = PageSize::new(page)?;
+        if width == 0 || height == 0 {
+            return Err(CoreError::ZeroSized {
+                width: width as u64,
+                height: height as u64,
+            });
+        }
+        let texels = width as u64 * height as u64;
+        if texels > MAX_OBJECT_TEXELS {
+            return Err(CoreError::Oversized {
+                texels,
+                limit: MAX_OBJECT_TEXELS,
+            });
+        }
+        Ok(ObjectDesc::Texture {
+            width,
+            height,
+            format,
+            page,
+        })
+    }
+
+    /// A validated buffer description: `len` bytes cut into pages of `page_bytes`.
+    pub fn buffer(len: u64, page_bytes: u64) -> Result<Self> {
+        if !(4..=1 << 20).contains(&page_bytes) || !page_bytes.is_power_of_two() {
+            return Err(CoreError::BadBufferPageSize(page_bytes));
+        }
+        if len == 0 {
+            return Err(CoreError::ZeroSized {
+                width: 0,
+                height: 1,
+            });
+        }
+        if len > MAX_OBJECT_TEXELS {
+            return Err(CoreError::Oversized {
+                texels: len,
+                limit: MAX_OBJECT_TEXELS,
+            });
+        }
+        Ok(ObjectDesc::Buffer { len, page_bytes })
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ObjectDesc::Texture { .. } => "texture",
+            ObjectDesc::Buffer { .. } => "buffer",
+        }
+    }
+
+    /// Pages across and up: ceil(W/P) and ceil(H/P). A buffer is one row of pages.
+    pub fn pages_xy(&self) -> (u64, u64) {
+        match *self {
+            ObjectDesc::Texture {
+                width,
+                height,
+                page,
+                ..
+            } => (
+                (width as u64).div_ceil(page.get() as u64),
+                (height as u64).div_ceil(page.get() as u64),
+            ),
+            ObjectDesc::Buffer { len, page_bytes } => (len.div_ceil(page_bytes), 1),
+        }
+    }
+
+    /// Number of pages the object occupies in the global address space.
+    pub fn page_count(&self) -> u64 {
+        let (x, y) = self.pages_xy();
+        x * y
+    }
+
+    /// Bytes one page takes in a physical memory slot (partial pages take a whole slot).
+    pub fn page_bytes(&self) -> u64 {
+        match *self {
+            ObjectDesc::Texture { format, page, .. } => page.texels() * format.bytes() as u64,
+            ObjectDesc::Buffer { page_bytes, .. } => page_bytes,
+        }
+    }
+
+    /// (width, height) in texels; a buffer is `len` × 1 bytes.
+    pub fn extent(&self) -> (u64, u64) {
+        match *self {
+            ObjectDesc::Texture { width, height, .. } => (width as u64, height as u64),
+            ObjectDesc::Buffer { len, .. } => (len, 1),
+        }
+    }
+
+    /// Local-to-texture page address, paper eq. 1 / thesis eq. 3.1:
+    /// `floor(S/P) + floor(T/P) * ceil(W/P)`. For a buffer, `floor(offset / page_bytes)`.
+    /// The caller has checked that (s, t) is inside the object.
+    #[inline]
+    pub fn local_page(&self, s: u64, t: u64) -> u64 {
+        match *self {
+            ObjectDesc::Texture { width, page, .. } => {
+                let sh = page.shift();
+                let pages_x = (width as u64 + page.get() as u64 - 1) >> sh;
+                (s >> sh) + (t >> sh) * pages_x
+            }
+            ObjectDesc::Buffer { page_bytes, .. } => s / page_bytes,
+        }
+    }
+
+    /// Texel offset inside its page, thesis eqs. 3.2–3.3: `(S mod P, T mod P)`.
+    #[inline]
+    pub fn texel_offset(&self, s: u64, t: u64) -> (u64, u64) {
+        match *self {
+            ObjectDesc::Texture { page, .. } => {
+                let m = page.get() as u64 - 1;
+                (s & m, t & m)
+            }
+            ObjectDesc::Buffer { page_bytes, .. } => (s % page_bytes, 0),
+        }
+    }
+
+    /// Checks (s, t) against the object's extent.
+    pub fn check(&self, object: crate::ObjectId, s: u64, t: u64) -> Result<()> {
+        let (w, h) = self.extent();
+        if s >= w || t >= h {
+            return Err(CoreError::OutOfRange {
+                object,
+                x: s,
+                y: t,
+                width: w,
+                height: h,
+            });
+        }
+        Ok(())
+    }
+
+    /// The texels a local page covers: lower-left corner and (width, height), clipped at the
+    /// right and top edges.
+    pub fn page_rect(&self, local_page: u64) -> (u64, u64, u64, u64) {
+        let (pages_x, _) = self.pages_xy();
+        let (w, h) = self.extent();
+        let (px, py) = (local_page % pages_x, local_page / pages_x);
+        let (pw, ph) = match *self {
+            ObjectDesc::Texture { page, .. } => (page.get() as u64, page.get() as u64),
+            ObjectDesc::Buffer { page_bytes, .. } => (page_bytes, 1),
+        };
+        let (x0, y0) = (px * pw, py * ph);
+        (x0, y0, pw.min(w - x0), ph.min(h - y0))
+    }
+
+    /// Side of a page in texels (P), or bytes for a buffer page.
+    pub fn page_side(&self) -> u64 {
+        match *self {
+            ObjectDesc::Texture { page, .. } => page.get() as u64,
+            ObjectDesc::Buffer { page_bytes, .. } => page_bytes,
+        }
+    }
+
+    /// Texels one slot holds: P×P for a texture, `page_bytes` for a buffer.
+    pub fn slot_texels(&self) -> u64 {
+        match *self {
+            ObjectDesc::Texture { page, .. } => page.texels(),
+            ObjectDesc::Buffer { page_bytes, .. } => page_bytes,
+        }
+    }
+
+    /// Texel address inside a physical memory, thesis eq. 3.6: the page's physical address
+    /// (its slot, holding the page's texels row-major from the lower left) plus the texel offset.
+    #[inline]
+    pub fn texel_address(&self, slot: u32, offset: (u64, u64)) -> u64 {
+        slot as u64 * self.slot_texels() + offset.1 * self.page_side() + offset.0
+    }
+
+    /// Bytes per texel (1 for buffers).
+    pub fn texel_bytes(&self) -> u64 {
+        match *self {
+            ObjectDesc::Texture { format, .. } => format.bytes() as u64,
+            ObjectDesc::Buffer { .. } => 1,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_size_bounds() {
+        for p in [1, 2, 4, 64, 512] {
+            assert!(PageSize::new(p).is_ok());
+        }
+        for p in [0, 3, 6, 1024, 513] {
+            assert_eq!(PageSize::new(p), Err(CoreError::BadPageSize(p)));
+        }
+    }
+
+    #[test]
+    fn paper_figure4_numbering() {
+        // Fig. 4: a texture of 4×4 pages; page 0x07 is the last page of the second row.
+        let d = ObjectDesc::texture(64, 64, TexelFormat::R32Float, 16).unwrap();
+        assert_eq!(d.local_page(63, 16), 7);
+        assert_eq!(d.local_page(0, 0), 0);
+        assert_eq!(d.local_page(63, 63), 15);
+    }
+
+    #[test]
+    fn partial_pages_on_right_and_top() {
+        let d = ObjectDesc::texture(10, 5, TexelFormat::Rgba8Unorm, 4).unwrap();
+        assert_eq!(d.pages_xy(), (3, 2));
+        assert_eq!(d.page_rect(2), (8, 0, 2, 4));
+        assert_eq!(d.page_rect(5), (8, 4, 2, 1));
+    }
+}

@@ -1,0 +1,1192 @@
+//! Exhaustive explicit-state model checking of the coherence protocol.
+//!
+//! The checker drives the real [`Protocol`] (the same state machine the runtime's memory manager
+//! drives) inside a small closed world of devices, pages and data values, and visits every state
+//! that world can reach, breadth first. A state is
+//!
+//! - the protocol: directory, memory locks and deferred requests;
+//! - per device and page, the device's local copy: a value, whether its page table entry is
+//!   valid and whether it is writable. An invalidation clears the flags but keeps the value, so a
+//!   device that still trusts an old grant reads a stale slot, as a real GPU pass would;
+//! - the home value of every page, and a ghost *latest value* per page: the last value written by
+//!   anyone, in the one global order the model's interleaving defines;
+//! - per device a phase and what is left of its budgets.
+//!
+//! # Steps
+//!
+//! Each step is one of:
+//!
+//! - an idle device sends a request batch (any non-empty choice of none/read/write per page) or
+//!   an eviction of one page its page table holds; the message sits in the device's inbox;
+//! - the memory manager takes the message out of one device's inbox, hands it to
+//!   [`Protocol::handle`] and carries out every returned [`Action`] at once (see below why that is
+//!   enough); a `Complete` lets the requester start its procedure;
+//! - a device inside its procedure reads a granted page, or writes any value to a page it was
+//!   granted for writing (each page once), or sends its `Release`.
+//!
+//! Device operations trust the grant, as the paper's GPU pass does (its page table was set up at
+//! grant time): a read returns the local value even if the copy was invalidated meanwhile, and a
+//! write lands in the local slot even if the slot was dropped (the write is then lost). This is
+//! exactly what the memory lock must make impossible, so the checker sees its absence.
+//!
+//! # Why the memory manager's step may be atomic
+//!
+//! In the runtime, actions are carried out one after another while other devices run their
+//! passes. The model applies all of one message's actions in one step. That loses no behaviour as
+//! long as no action touches a device that is inside a procedure (its copies are then frozen while
+//! it runs, and the others do nothing with memory), so for every protocol that keeps memory locks
+//! the checker verifies that side condition ([`property::MEMORY_LOCK`]) at every action. For
+//! [`ProtocolVariant::NoMemoryLock`] the atomic step only under-approximates the interleavings,
+//! which is enough for finding its bugs (a bug found in fewer interleavings is still a bug).
+//!
+//! # Properties
+//!
+//! Checked in every reachable state (or at the step that breaks them), each under a name in
+//! [`property`], with a shortest counterexample trace when violated:
+//!
+//! 1. single writer / multiple readers, in the directory and in the devices' page tables;
+//! 2. data value: every read returns the latest value written;
+//! 3. no lost write: the latest value sits in the owner's copy if there is an owner, else at home,
+//!    and every valid copy holds it;
+//! 4. every request eventually completes: see below; and [`Protocol::handle`] never refuses a
+//!    message the model sends.
+//!
+//! Besides: the directory agrees with the page tables, and a `Complete` finds every page of its
+//! batch resident with the access asked for.
+//!
+//! # Liveness, and its limit
+//!
+//! Every step consumes budget or moves a device forward in its cycle (idle → request in the inbox
+//! → deferred → granted with fewer pages left to use → release in the inbox → idle), so a
+//! natural-number progress measure falls on every step; the checker asserts that on every
+//! transition it explores. The state graph is therefore finite and acyclic, so every run ends in a
+//! terminal state (no step enabled), and "every request eventually completes" becomes: every
+//! terminal state is quiescent (no request in flight or deferred, no device locked).
+//!
+//! The limit: runs are bounded by the budgets. A request that could be overtaken forever by an
+//! unbounded stream of other requests (starvation) is out of reach; the checker shows that no
+//! request is stuck once the others stop, and the protocol's fairness rule (paper 3.8 plus the
+//! "older deferred request first" rule in [`Protocol`]) is what argues for the unbounded case.
+
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+
+use crate::directory::{DeviceSet, Directory, HomeMap};
+use crate::protocol::{
+    Access, Action, Message, PageRequest, Protocol, ProtocolVariant, RequestBatch, RequestId,
+    Source,
+};
+use crate::{DeviceId, GlobalPage, NodeId};
+
+/// Most devices a model may have: keeps every per-device array fixed-size.
+pub const MAX_MODEL_DEVICES: usize = 8;
+/// Most pages a model may have.
+pub const MAX_MODEL_PAGES: usize = 8;
+/// Most data values a model may write.
+pub const MAX_MODEL_VALUES: u8 = 16;
+
+/// The names under which [`Violation`]s are reported.
+pub mod property {
+    /// At most one device holds a page writable, and then nobody else holds it at all.
+    pub const SINGLE_WRITER: &str = "single writer / multiple readers";
+    /// Every read returns the latest value written to the page.
+    pub const DATA_VALUE: &str = "data value";
+    /// The latest value is in the owner's copy (or at home without an owner); valid copies hold it.
+    pub const NO_LOST_WRITE: &str = "no lost write";
+    /// Every terminal state is quiescent: each request was answered and released.
+    pub const EVENTUAL_COMPLETION: &str = "every request eventually completes";
+    /// The protocol never returned `Err`, nor a `Complete` for a request not outstanding.
+    pub const PROTOCOL_ERROR: &str = "protocol error";
+    /// The progress measure fell on every step, so the state graph is acyclic.
+    pub const ACYCLIC: &str = "state graph acyclic";
+    /// The directory's copy sets and owners match the devices' page tables.
+    pub const DIRECTORY_AGREEMENT: &str = "directory agrees with page tables";
+    /// A `Complete` finds every page of its batch resident with the access asked for.
+    pub const GRANT: &str = "grant honours the request";
+    /// No action touches a device inside its procedure (the side condition that makes the
+    /// memory manager's atomic step sound; checked only for variants that keep memory locks).
+    pub const MEMORY_LOCK: &str = "memory lock";
+}
+
+/// The closed world to explore. Budgets bound every run, which keeps the state graph finite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModelConfig {
+    pub devices: usize,
+    pub pages: u64,
+    /// Writes choose among values `0..values`; every page starts as 0 at home.
+    pub values: u8,
+    pub requests_per_device: u8,
+    pub evictions_per_device: u8,
+    pub variant: ProtocolVariant,
+}
+
+impl ModelConfig {
+    /// The smallest world that still shows every protocol bug we know of: three devices (a
+    /// writer, a reader and a bystander whose request is deferred), two pages (batches that mix
+    /// pages), two values (a write is visible), two requests and one eviction per device.
+    pub fn minimum() -> Self {
+        ModelConfig {
+            devices: 3,
+            pages: 2,
+            values: 2,
+            requests_per_device: 2,
+            evictions_per_device: 1,
+            variant: ProtocolVariant::Correct,
+        }
+    }
+
+    pub fn with_variant(self, variant: ProtocolVariant) -> Self {
+        ModelConfig { variant, ..self }
+    }
+
+    /// Refuses worlds the fixed-size state encoding cannot hold.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1..=MAX_MODEL_DEVICES).contains(&self.devices) {
+            return Err(format!(
+                "devices must be 1..={MAX_MODEL_DEVICES}, got {}",
+                self.devices
+            ));
+        }
+        if !(1..=MAX_MODEL_PAGES as u64).contains(&self.pages) {
+            return Err(format!(
+                "pages must be 1..={MAX_MODEL_PAGES}, got {}",
+                self.pages
+            ));
+        }
+        if !(1..=MAX_MODEL_VALUES).contains(&self.values) {
+            return Err(format!(
+                "values must be 1..={MAX_MODEL_VALUES}, got {}",
+                self.values
+            ));
+        }
+        if self.requests_per_device > 15 || self.evictions_per_device > 15 {
+            return Err("budgets must be at most 15 per device".into());
+        }
+        let bits = Layout::new(self).max_bits();
+        if bits > KEY_BITS {
+            return Err(format!(
+                "a state of this world needs up to {bits} bits, the encoding holds {KEY_BITS}"
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        Self::minimum()
+    }
+}
+
+/// A broken property and the shortest run that breaks it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    /// One of the names in [`property`].
+    pub property: &'static str,
+    /// The steps from the initial state, one line each; the last line says what was wrong.
+    pub trace: Vec<String>,
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "property violated: {}", self.property)?;
+        for (i, line) in self.trace.iter().enumerate() {
+            writeln!(f, "  {i:3}. {line}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What one exhaustive run saw.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckReport {
+    /// Distinct reachable states visited.
+    pub states: u64,
+    /// Steps explored (edges of the state graph).
+    pub transitions: u64,
+    /// States with no step enabled.
+    pub terminal: u64,
+    /// Length of the longest shortest path from the initial state.
+    pub depth: u32,
+    /// The first violation found; exploration stops there.
+    pub violation: Option<Violation>,
+}
+
+impl fmt::Display for CheckReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} states, {} transitions, {} terminal, depth {}: ",
+            self.states, self.transitions, self.terminal, self.depth
+        )?;
+        match &self.violation {
+            None => write!(f, "every property holds"),
+            Some(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+/// Explores every state reachable in `cfg`'s world and checks every property in each.
+///
+/// # Panics
+/// If `cfg` is refused by [`ModelConfig::validate`].
+pub fn check(cfg: &ModelConfig) -> CheckReport {
+    if let Err(e) = cfg.validate() {
+        panic!("invalid model configuration: {e}");
+    }
+    Explorer::new(cfg).run()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The state.
+
+/// One request batch as two page masks; a page is in at most one of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Batch {
+    read: u8,
+    write: u8,
+}
+
+impl Batch {
+    fn pages(self) -> u8 {
+        self.read | self.write
+    }
+
+    fn access(self, page: usize) -> Option<Access> {
+        if self.write & (1 << page) != 0 {
+            Some(Access::Write)
+        } else if self.read & (1 << page) != 0 {
+            Some(Access::Read)
+        } else {
+            None
+        }
+    }
+
+    /// Every non-empty batch over `pages` pages: each page none, read or write.
+    fn all(pages: usize) -> Vec<Batch> {
+        let count = 3usize.pow(pages as u32);
+        (1..count)
+            .map(|mut code| {
+                let mut b = Batch { read: 0, write: 0 };
+                for p in 0..pages {
+                    match code % 3 {
+                        1 => b.read |= 1 << p,
+                        2 => b.write |= 1 << p,
+                        _ => {}
+                    }
+                    code /= 3;
+                }
+                b
+            })
+            .collect()
+    }
+
+    fn to_requests(self, pages: usize) -> Vec<PageRequest> {
+        (0..pages)
+            .filter_map(|p| {
+                self.access(p).map(|access| PageRequest {
+                    page: GlobalPage(p as u64),
+                    access,
+                })
+            })
+            .collect()
+    }
+
+    fn from_requests(reqs: &[PageRequest]) -> Batch {
+        let mut b = Batch { read: 0, write: 0 };
+        for r in reqs {
+            match r.access {
+                Access::Read => b.read |= 1 << r.page.0,
+                Access::Write => b.write |= 1 << r.page.0,
+            }
+        }
+        b
+    }
+}
+
+impl fmt::Display for Batch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = (0..MAX_MODEL_PAGES)
+            .filter_map(|p| {
+                self.access(p).map(|a| {
+                    format!(
+                        "page{p}: {}",
+                        if a == Access::Write { "write" } else { "read" }
+                    )
+                })
+            })
+            .collect();
+        write!(f, "{{{}}}", parts.join(", "))
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    /// The request is in the inbox, not yet seen by the memory manager.
+    Requested(Batch),
+    /// The memory manager deferred the request.
+    Waiting(Batch),
+    /// Inside the procedure; `done` marks the pages already used.
+    Granted {
+        batch: Batch,
+        done: u8,
+    },
+}
+
+/// One device's copy of one page, as its page table and slot see it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Slot {
+    value: u8,
+    valid: bool,
+    writable: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Dev {
+    phase: Phase,
+    /// Requests sent so far; also names the next request (see `request_id`).
+    issued: u8,
+    evicted: u8,
+    slots: [Slot; MAX_MODEL_PAGES],
+}
+
+#[derive(Clone, Debug)]
+struct State {
+    proto: Protocol,
+    home: [u8; MAX_MODEL_PAGES],
+    latest: [u8; MAX_MODEL_PAGES],
+    devs: [Dev; MAX_MODEL_DEVICES],
+}
+
+/// Request ids follow from the device and its request count, so they add no states.
+fn request_id(device: usize, index: u8) -> RequestId {
+    RequestId(((device as u64) << 8) | index as u64)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    Request { device: u8, batch: Batch },
+    Evict { device: u8, page: u8 },
+    Deliver { device: u8 },
+    Read { device: u8, page: u8 },
+    Write { device: u8, page: u8, value: u8 },
+    Release { device: u8 },
+}
+
+struct Failure {
+    property: &'static str,
+    detail: String,
+}
+
+fn fail(property: &'static str, detail: String) -> Failure {
+    Failure { property, detail }
+}
+
+fn set_to_string(s: DeviceSet) -> String {
+    let v: Vec<String> = s.iter().map(|d| d.to_string()).collect();
+    format!("{{{}}}", v.join(", "))
+}
+
+impl State {
+    fn initial(cfg: &ModelConfig) -> State {
+        let directory = Directory::new(cfg.pages, HomeMap::Single(NodeId(0)));
+        let proto = Protocol::new(directory, cfg.devices, cfg.variant)
+            .expect("validate() bounds the device count");
+        let dev = Dev {
+            phase: Phase::Idle,
+            issued: 0,
+            evicted: 0,
+            slots: [Slot::default(); MAX_MODEL_PAGES],
+        };
+        State {
+            proto,
+            home: [0; MAX_MODEL_PAGES],
+            latest: [0; MAX_MODEL_PAGES],
+            devs: [dev; MAX_MODEL_DEVICES],
+        }
+    }
+
+    fn enabled(&self, cfg: &ModelConfig, batches: &[Batch], out: &mut Vec<Step>) {
+        for (d, dev) in self.devs[..cfg.devices].iter().enumerate() {
+            let device = d as u8;
+            match dev.phase {
+                Phase::Idle => {
+                    if dev.issued < cfg.requests_per_device {
+                        out.extend(batches.iter().map(|&batch| Step::Request { device, batch }));
+                    }
+                    if dev.evicted < cfg.evictions_per_device {
+                        for p in 0..cfg.pages as u8 {
+                            if dev.slots[p as usize].valid {
+                                out.push(Step::Evict { device, page: p });
+                            }
+                        }
+                    }
+                }
+                Phase::Requested(_) => out.push(Step::Deliver { device }),
+                Phase::Waiting(_) => {}
+                Phase::Granted { batch, done } => {
+                    for p in 0..cfg.pages as u8 {
+                        if done & (1 << p) != 0 {
+                            continue;
+                        }
+                        match batch.access(p as usize) {
+                            None => {}
+                            Some(Access::Read) => out.push(Step::Read { device, page: p }),
+                            Some(Access::Write) => {
+                                out.push(Step::Read { device, page: p });
+                                out.extend((0..cfg.values).map(|value| Step::Write {
+                                    device,
+                                    page: p,
+                                    value,
+                                }));
+                            }
+                        }
+                    }
+                    out.push(Step::Release { device });
+                }
+            }
+        }
+    }
+
+    /// Carries out one step. With `log`, appends the step's description (for traces).
+    fn apply(
+        &mut self,
+        cfg: &ModelConfig,
+        step: Step,
+        log: Option<&mut Vec<String>>,
+    ) -> Result<(), Failure> {
+        match step {
+            Step::Request { device, batch } => {
+                let dev = &mut self.devs[device as usize];
+                if let Some(log) = log {
+                    log.push(format!(
+                        "device{device} sends request #{} {batch}",
+                        dev.issued
+                    ));
+                }
+                dev.phase = Phase::Requested(batch);
+                dev.issued += 1;
+            }
+            Step::Evict { device, page } => {
+                let d = device as usize;
+                self.devs[d].evicted += 1;
+                let msg = Message::Evict {
+                    device: DeviceId(device),
+                    pages: vec![GlobalPage(page as u64)],
+                };
+                self.handle(cfg, msg, format!("device{d}'s eviction of page{page}"), log)?;
+            }
+            Step::Read { device, page } => {
+                let (d, p) = (device as usize, page as usize);
+                let got = self.devs[d].slots[p].value;
+                if let Some(log) = log {
+                    log.push(format!("device{device} reads page{page} = {got}"));
+                }
+                self.mark_done(d, p);
+                if got != self.latest[p] {
+                    return Err(fail(
+                        property::DATA_VALUE,
+                        format!(
+                            "device{device} read {got} from page{page}, whose latest value is {}",
+                            self.latest[p]
+                        ),
+                    ));
+                }
+            }
+            Step::Write {
+                device,
+                page,
+                value,
+            } => {
+                if let Some(log) = log {
+                    log.push(format!("device{device} writes page{page} := {value}"));
+                }
+                let (d, p) = (device as usize, page as usize);
+                self.devs[d].slots[p].value = value;
+                self.latest[p] = value;
+                self.mark_done(d, p);
+            }
+            Step::Release { device } => {
+                let d = device as usize;
+                self.devs[d].phase = Phase::Idle;
+                let msg = Message::Release(DeviceId(device));
+                self.handle(cfg, msg, format!("device{d}'s release"), log)?;
+            }
+            Step::Deliver { device } => {
+                let d = device as usize;
+                let dev = &mut self.devs[d];
+                let Phase::Requested(batch) = dev.phase else {
+                    unreachable!("enabled() offers delivery only with a request in the inbox")
+                };
+                let index = dev.issued - 1;
+                dev.phase = Phase::Waiting(batch);
+                let msg = Message::Request(RequestBatch {
+                    id: request_id(d, index),
+                    device: DeviceId(device),
+                    pages: batch.to_requests(cfg.pages as usize),
+                });
+                self.handle(cfg, msg, format!("device{d}'s request #{index} {batch}"), log)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn mark_done(&mut self, d: usize, p: usize) {
+        if let Phase::Granted { done, .. } = &mut self.devs[d].phase {
+            *done |= 1 << p;
+        }
+    }
+
+    /// The memory manager hands `msg` to the protocol and carries out every action it returns.
+    fn handle(
+        &mut self,
+        cfg: &ModelConfig,
+        msg: Message,
+        what: String,
+        log: Option<&mut Vec<String>>,
+    ) -> Result<(), Failure> {
+        let result = self.proto.handle(msg);
+        if let Some(log) = log {
+            log.push(format!("memory manager handles {what} -> {result:?}"));
+        }
+        let actions = result.map_err(|e| {
+            fail(
+                property::PROTOCOL_ERROR,
+                format!("Protocol::handle refused {what}: {e}"),
+            )
+        })?;
+        let locking = cfg.variant != ProtocolVariant::NoMemoryLock;
+        for action in actions {
+            if locking {
+                self.check_lock(action)?;
+            }
+            self.carry_out(cfg, action)?;
+        }
+        Ok(())
+    }
+
+    fn check_lock(&self, action: Action) -> Result<(), Failure> {
+        let in_procedure = |d: DeviceId| matches!(self.devs[d.index()].phase, Phase::Granted { .. });
+        let touched = match action {
+            Action::Complete { .. } => None,
+            Action::Copy {
+                from: Source::Device(o),
+                ..
+            } if in_procedure(o) => Some(o),
+            _ => Some(action.device()).filter(|&d| in_procedure(d)),
+        };
+        match touched {
+            Some(d) => Err(fail(
+                property::MEMORY_LOCK,
+                format!("{action:?} touches {d}, which is inside its procedure"),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    fn carry_out(&mut self, cfg: &ModelConfig, action: Action) -> Result<(), Failure> {
+        match action {
+            Action::Copy { page, from, to } => {
+                let p = page.index();
+                let value = match from {
+                    Source::Home => self.home[p],
+                    Source::Device(o) => self.devs[o.index()].slots[p].value,
+                };
+                self.devs[to.index()].slots[p] = Slot {
+                    value,
+                    valid: true,
+                    writable: false,
+                };
+            }
+            Action::WriteBack { page, from } => {
+                self.home[page.index()] = self.devs[from.index()].slots[page.index()].value;
+            }
+            Action::Invalidate { page, device } => {
+                let s = &mut self.devs[device.index()].slots[page.index()];
+                s.valid = false;
+                s.writable = false;
+            }
+            Action::Install {
+                page,
+                device,
+                writable,
+            } => {
+                let s = &mut self.devs[device.index()].slots[page.index()];
+                s.valid = true;
+                s.writable = writable;
+            }
+            Action::GrantWrite { page, device } => {
+                self.devs[device.index()].slots[page.index()].writable = true;
+            }
+            Action::Downgrade { page, device } => {
+                self.devs[device.index()].slots[page.index()].writable = false;
+            }
+            Action::Complete { request, device } => {
+                let d = device.index();
+                let dev = &mut self.devs[d];
+                let batch = match dev.phase {
+                    Phase::Waiting(batch) if request == request_id(d, dev.issued - 1) => batch,
+                    _ => {
+                        return Err(fail(
+                            property::PROTOCOL_ERROR,
+                            format!("{action:?} answers no outstanding request"),
+                        ))
+                    }
+                };
+                dev.phase = Phase::Granted { batch, done: 0 };
+                for p in 0..cfg.pages as usize {
+                    let s = dev.slots[p];
+                    let ok = match batch.access(p) {
+                        None => true,
+                        Some(Access::Read) => s.valid,
+                        Some(Access::Write) => s.valid && s.writable,
+                    };
+                    if !ok {
+                        return Err(fail(
+                            property::GRANT,
+                            format!("{action:?} finds page{p} on {device} as {s:?}"),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The safety properties that are a function of one state.
+    fn invariants(&self, cfg: &ModelConfig) -> Result<(), Failure> {
+        let devs = &self.devs[..cfg.devices];
+        for p in 0..cfg.pages as usize {
+            let e = self.proto.directory.entries()[p];
+            let holders = |f: fn(&Slot) -> bool| {
+                let mut s = DeviceSet::EMPTY;
+                for (d, dev) in devs.iter().enumerate() {
+                    if f(&dev.slots[p]) {
+                        s.insert(DeviceId(d as u8));
+                    }
+                }
+                s
+            };
+            let valid = holders(|s| s.valid);
+            let writable = holders(|s| s.valid && s.writable);
+
+            if let Some(o) = e.owner {
+                if e.copies != DeviceSet::only(o) {
+                    return Err(fail(
+                        property::SINGLE_WRITER,
+                        format!(
+                            "directory: page{p} is owned by {o} but copies are {}",
+                            set_to_string(e.copies)
+                        ),
+                    ));
+                }
+            }
+            if writable.len() > 1 || (writable.len() == 1 && valid.len() > 1) {
+                return Err(fail(
+                    property::SINGLE_WRITER,
+                    format!(
+                        "page tables: page{p} is writable on {} and valid on {}",
+                        set_to_string(writable),
+                        set_to_string(valid)
+                    ),
+                ));
+            }
+
+            let latest = self.latest[p];
+            match e.owner {
+                Some(o) => {
+                    let s = self.devs[o.index()].slots[p];
+                    if !s.valid || s.value != latest {
+                        return Err(fail(
+                            property::NO_LOST_WRITE,
+                            format!("page{p}'s owner {o} holds {s:?}, the latest value is {latest}"),
+                        ));
+                    }
+                }
+                None => {
+                    if self.home[p] != latest {
+                        return Err(fail(
+                            property::NO_LOST_WRITE,
+                            format!(
+                                "page{p} has no owner and home holds {}, the latest value is {latest}",
+                                self.home[p]
+                            ),
+                        ));
+                    }
+                }
+            }
+            for d in valid.iter() {
+                let v = self.devs[d.index()].slots[p].value;
+                if v != latest {
+                    return Err(fail(
+                        property::NO_LOST_WRITE,
+                        format!("{d} holds a valid copy of page{p} = {v}, the latest value is {latest}"),
+                    ));
+                }
+            }
+
+            let writer = writable.iter().next();
+            if e.copies != valid || e.owner != writer {
+                return Err(fail(
+                    property::DIRECTORY_AGREEMENT,
+                    format!(
+                        "page{p}: directory says copies {} owner {:?}, page tables say valid {} writable {:?}",
+                        set_to_string(e.copies),
+                        e.owner,
+                        set_to_string(valid),
+                        writer
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checked in terminal states only: nothing may be left waiting.
+    fn quiescent(&self, cfg: &ModelConfig) -> Result<(), Failure> {
+        let busy: Vec<String> = self.devs[..cfg.devices]
+            .iter()
+            .enumerate()
+            .filter(|(_, dev)| dev.phase != Phase::Idle)
+            .map(|(d, dev)| format!("device{d} is {:?}", dev.phase))
+            .collect();
+        let deferred = self.proto.deferred().count();
+        let locked = self.proto.locked();
+        if busy.is_empty() && deferred == 0 && locked.is_empty() {
+            return Ok(());
+        }
+        Err(fail(
+            property::EVENTUAL_COMPLETION,
+            format!(
+                "no step is enabled, yet {}; {deferred} request(s) deferred; locked {}",
+                if busy.is_empty() {
+                    "every device is idle".to_string()
+                } else {
+                    busy.join(", ")
+                },
+                set_to_string(locked)
+            ),
+        ))
+    }
+
+    /// Falls on every step (see the module docs): budgets weigh more than any phase.
+    fn measure(&self, cfg: &ModelConfig) -> u32 {
+        const BUDGET: u32 = MAX_MODEL_PAGES as u32 + 4;
+        self.devs[..cfg.devices]
+            .iter()
+            .map(|dev| {
+                let left = (cfg.requests_per_device - dev.issued) as u32
+                    + (cfg.evictions_per_device - dev.evicted) as u32;
+                let rank = match dev.phase {
+                    Phase::Idle => 0,
+                    Phase::Granted { batch, done } => 1 + (batch.pages() & !done).count_ones(),
+                    Phase::Waiting(_) => MAX_MODEL_PAGES as u32 + 2,
+                    Phase::Requested(_) => MAX_MODEL_PAGES as u32 + 3,
+                };
+                left * BUDGET + rank
+            })
+            .sum()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The compact key: the visited set holds only these, never whole states.
+
+const KEY_WORDS: usize = 4;
+const KEY_BITS: u32 = 64 * KEY_WORDS as u32;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Key([u64; KEY_WORDS]);
+
+impl Hash for Key {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        for w in self.0 {
+            h.write_u64(w);
+        }
+    }
+}
+
+/// Field widths of the encoding, fixed per world.
+struct Layout {
+    devices: u32,
+    pages: u32,
+    value_bits: u32,
+    device_bits: u32,
+    owner_bits: u32,
+    index_bits: u32,
+    issued_bits: u32,
+    evicted_bits: u32,
+}
+
+/// Bits to hold every number in `0..=max`.
+fn bits_for(max: u32) -> u32 {
+    32 - max.leading_zeros()
+}
+
+impl Layout {
+    fn new(cfg: &ModelConfig) -> Layout {
+        let devices = cfg.devices as u32;
+        let pages = cfg.pages as u32;
+        Layout {
+            devices,
+            pages,
+            value_bits: bits_for(cfg.values.saturating_sub(1) as u32),
+            device_bits: bits_for(devices.saturating_sub(1)),
+            owner_bits: bits_for(devices),
+            index_bits: bits_for(cfg.requests_per_device.saturating_sub(1) as u32),
+            issued_bits: bits_for(cfg.requests_per_device as u32),
+            evicted_bits: bits_for(cfg.evictions_per_device as u32),
+        }
+    }
+
+    fn max_bits(&self) -> u32 {
+        let per_page = 2 * self.value_bits + self.devices + self.owner_bits;
+        // At most one outstanding request per device, so at most `devices` deferred.
+        let deferred = self.devices * (1 + self.device_bits + self.index_bits + 2 * self.pages) + 1;
+        let per_device = 2
+            + 3 * self.pages
+            + self.issued_bits
+            + self.evicted_bits
+            + self.pages * (self.value_bits + 2);
+        self.pages * per_page + self.devices + deferred + self.devices * per_device
+    }
+}
+
+struct BitWriter {
+    words: [u64; KEY_WORDS],
+    pos: u32,
+}
+
+impl BitWriter {
+    fn push(&mut self, value: u64, bits: u32) {
+        if bits == 0 {
+            return;
+        }
+        debug_assert!(value < 1 << bits, "{value} does not fit {bits} bits");
+        let (w, off) = ((self.pos / 64) as usize, self.pos % 64);
+        self.words[w] |= value << off;
+        if off + bits > 64 {
+            self.words[w + 1] |= value >> (64 - off);
+        }
+        self.pos += bits;
+    }
+}
+
+/// A device's own part of the key: everything that names no other device.
+fn push_device(w: &mut BitWriter, l: &Layout, dev: &Dev) {
+    match dev.phase {
+        Phase::Idle => w.push(0, 2),
+        Phase::Requested(b) => {
+            w.push(1, 2);
+            push_batch(w, b, l.pages);
+        }
+        Phase::Waiting(b) => {
+            w.push(2, 2);
+            push_batch(w, b, l.pages);
+        }
+        Phase::Granted { batch, done } => {
+            w.push(3, 2);
+            push_batch(w, batch, l.pages);
+            w.push(done as u64, l.pages);
+        }
+    }
+    w.push(dev.issued as u64, l.issued_bits);
+    w.push(dev.evicted as u64, l.evicted_bits);
+    let live = match dev.phase {
+        Phase::Granted { batch, done } => batch.pages() & !done,
+        _ => 0,
+    };
+    for (p, s) in dev.slots[..l.pages as usize].iter().enumerate() {
+        let dead = !s.valid && live & (1 << p) == 0;
+        w.push(if dead { 0 } else { s.value as u64 }, l.value_bits);
+        w.push(s.valid as u64, 1);
+        w.push(s.writable as u64, 1);
+    }
+}
+
+fn push_batch(w: &mut BitWriter, b: Batch, pages: u32) {
+    w.push(b.read as u64, pages);
+    w.push(b.write as u64, pages);
+}
+
+fn permute(set: DeviceSet, to: &[u8; MAX_MODEL_DEVICES]) -> u64 {
+    set.iter().fold(0, |acc, d| acc | 1 << to[d.index()])
+}
+
+impl State {
+    /// The key of a representative of the state's symmetry class.
+    ///
+    /// Devices are interchangeable: the protocol treats device numbers only as names (sets,
+    /// FIFO order of arrival, action order inside one atomic step), so renaming devices maps
+    /// reachable states to reachable states and keeps every property. The key renames devices
+    /// in order of their own part of the state, so most symmetric states share a key. Ties are
+    /// broken by device number, which may leave some symmetric states apart: that costs states,
+    /// never soundness, since two states share a key only if one is a renaming of the other.
+    fn key(&self, l: &Layout) -> Key {
+        let n = l.devices as usize;
+        let mut own = [(0u64, 0u8); MAX_MODEL_DEVICES];
+        for (d, dev) in self.devs[..n].iter().enumerate() {
+            let mut w = BitWriter {
+                words: [0; KEY_WORDS],
+                pos: 0,
+            };
+            push_device(&mut w, l, dev);
+            // Own parts fit one word in every world `validate` admits; a wider one only
+            // weakens the sort, not the key.
+            own[d] = (w.words[0], d as u8);
+        }
+        own[..n].sort_unstable();
+        let mut to = [0u8; MAX_MODEL_DEVICES];
+        for (new, &(_, old)) in own[..n].iter().enumerate() {
+            to[old as usize] = new as u8;
+        }
+
+        let mut w = BitWriter {
+            words: [0; KEY_WORDS],
+            pos: 0,
+        };
+        let entries = self.proto.directory.entries();
+        for p in 0..l.pages as usize {
+            w.push(self.home[p] as u64, l.value_bits);
+            w.push(self.latest[p] as u64, l.value_bits);
+            w.push(permute(entries[p].copies, &to), l.devices);
+            let owner = entries[p].owner.map_or(0, |o| to[o.index()] as u64 + 1);
+            w.push(owner, l.owner_bits);
+        }
+        w.push(permute(self.proto.locked(), &to), l.devices);
+        for b in self.proto.deferred() {
+            w.push(1, 1);
+            w.push(to[b.device.index()] as u64, l.device_bits);
+            w.push(b.id.0 & 0xff, l.index_bits);
+            push_batch(&mut w, Batch::from_requests(&b.pages), l.pages);
+        }
+        w.push(0, 1);
+        for &(_, old) in &own[..n] {
+            push_device(&mut w, l, &self.devs[old as usize]);
+        }
+        Key(w.words)
+    }
+}
+
+/// FxHash-style word hasher with a final mix: the keys are already dense bit fields, so SipHash's
+/// DoS resistance buys nothing here and costs a large share of the run time.
+#[derive(Default)]
+struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(b as u64);
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn finish(&self) -> u64 {
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^ (h >> 33)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Breadth-first exploration.
+
+struct Explorer<'a> {
+    cfg: &'a ModelConfig,
+    layout: Layout,
+    batches: Vec<Batch>,
+    ids: HashMap<Key, u32, BuildHasherDefault<WordHasher>>,
+    /// Per state id: the state it was first reached from, and the step; a BFS tree, so the path
+    /// back to the root is a shortest trace.
+    parents: Vec<(u32, Step)>,
+}
+
+impl<'a> Explorer<'a> {
+    fn new(cfg: &'a ModelConfig) -> Self {
+        Explorer {
+            cfg,
+            layout: Layout::new(cfg),
+            batches: Batch::all(cfg.pages as usize),
+            ids: HashMap::default(),
+            parents: Vec::new(),
+        }
+    }
+
+    fn run(mut self) -> CheckReport {
+        let cfg = self.cfg;
+        let init = State::initial(cfg);
+        let mut report = CheckReport {
+            states: 1,
+            transitions: 0,
+            terminal: 0,
+            depth: 0,
+            violation: None,
+        };
+        self.ids.insert(init.key(&self.layout), 0);
+        self.parents.push((u32::MAX, Step::Release { device: 0 }));
+        if let Err(f) = init.invariants(cfg) {
+            report.violation = Some(self.violation(0, None, f));
+            return report;
+        }
+        let mut queue = VecDeque::from([(0u32, 0u32, init)]);
+        let mut steps = Vec::new();
+        while let Some((id, depth, s)) = queue.pop_front() {
+            report.depth = report.depth.max(depth);
+            steps.clear();
+            s.enabled(cfg, &self.batches, &mut steps);
+            if steps.is_empty() {
+                report.terminal += 1;
+                if let Err(f) = s.quiescent(cfg) {
+                    report.violation = Some(self.violation(id, None, f));
+                    return report;
+                }
+            }
+            let measure = s.measure(cfg);
+            for &step in &steps {
+                report.transitions += 1;
+                let mut t = s.clone();
+                if let Err(f) = t.apply(cfg, step, None) {
+                    report.violation = Some(self.violation(id, Some(step), f));
+                    return report;
+                }
+                let after = t.measure(cfg);
+                if after >= measure {
+                    let f = fail(
+                        property::ACYCLIC,
+                        format!("the progress measure went from {measure} to {after}"),
+                    );
+                    report.violation = Some(self.violation(id, Some(step), f));
+                    return report;
+                }
+                let next = self.parents.len() as u32;
+                match self.ids.entry(t.key(&self.layout)) {
+                    Entry::Occupied(_) => continue,
+                    Entry::Vacant(v) => {
+                        v.insert(next);
+                    }
+                }
+                self.parents.push((id, step));
+                report.states += 1;
+                if let Err(f) = t.invariants(cfg) {
+                    report.violation = Some(self.violation(next, None, f));
+                    return report;
+                }
+                queue.push_back((next, depth + 1, t));
+            }
+        }
+        report
+    }
+
+    /// Replays the path to state `id` (then `extra`, the step that failed) with logging on.
+    fn violation(&self, id: u32, extra: Option<Step>, f: Failure) -> Violation {
+        let mut path = Vec::new();
+        let mut at = id;
+        while at != 0 {
+            let (parent, step) = self.parents[at as usize];
+            path.push(step);
+            at = parent;
+        }
+        path.reverse();
+        path.extend(extra);
+        let mut trace = Vec::new();
+        let mut s = State::initial(self.cfg);
+        for step in path {
+            // The last step may fail again here, by design: it is the one being reported.
+            let _ = s.apply(self.cfg, step, Some(&mut trace));
+        }
+        trace.push(format!("VIOLATED {}: {}", f.property, f.detail));
+        Violation {
+            property: f.property,
+            trace,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tiny(variant: ProtocolVariant) -> ModelConfig {
+        ModelConfig {
+            devices: 2,
+            pages: 1,
+            values: 2,
+            requests_per_device: 1,
+            evictions_per_device: 1,
+            variant,
+        }
+    }
+
+    #[test]
+    fn batches_cover_every_non_empty_choice() {
+        let all = Batch::all(2);
+        assert_eq!(all.len(), 8);
+        assert!(all.iter().all(|b| b.pages() != 0 && b.read & b.write == 0));
+        let mut seen: Vec<(u8, u8)> = all.iter().map(|b| (b.read, b.write)).collect();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), 8);
+    }
+
+    #[test]
+    fn keys_tell_states_apart() {
+        let cfg = ModelConfig::minimum();
+        let l = Layout::new(&cfg);
+        let a = State::initial(&cfg);
+        let mut b = a.clone();
+        b.devs[2].slots[1].writable = true;
+        let mut c = a.clone();
+        c.latest[1] = 1;
+        assert!(a.key(&l) != b.key(&l) && a.key(&l) != c.key(&l) && b.key(&l) != c.key(&l));
+        assert!(a.key(&l) == a.clone().key(&l));
+    }
+
+    #[test]
+    fn oversized_worlds_are_refused() {
+        let mut cfg = ModelConfig::minimum();
+        cfg.devices = 8;
+        cfg.pages = 8;
+        assert!(cfg.validate().is_err());
+        cfg.devices = 0;
+        assert!(cfg.validate().is_err());
+        assert!(ModelConfig::minimum().validate().is_ok());
+    }
+
+    #[test]
+    fn a_stale_read_is_a_data_value_violation() {
+        let cfg = tiny(ProtocolVariant::Correct);
+        let mut s = State::initial(&cfg);
+        s.devs[0].phase = Phase::Granted {
+            batch: Batch { read: 1, write: 0 },
+            done: 0,
+        };
+        s.latest[0] = 1;
+        let err = s
+            .apply(&cfg, Step::Read { device: 0, page: 0 }, None)
+            .err()
+            .expect("slot holds 0, latest is 1");
+        assert_eq!(err.property, property::DATA_VALUE);
+    }
+
+    #[test]
+    fn a_stuck_request_is_not_quiescent() {
+        let cfg = tiny(ProtocolVariant::Correct);
+        let mut s = State::initial(&cfg);
+        assert!(s.quiescent(&cfg).is_ok());
+        s.devs[1].phase = Phase::Waiting(Batch { read: 1, write: 0 });
+        let err = s.quiescent(&cfg).err().expect("device1 waits forever");
+        assert_eq!(err.property, property::EVENTUAL_COMPLETION);
+    }
+
+    #[test]
+    fn tiny_world_passes_and_counts_add_up() {
+        let r = check(&tiny(ProtocolVariant::Correct));
+        assert!(r.violation.is_none(), "{r}");
+        assert!(r.states > 10 && r.transitions >= r.states - 1 && r.terminal >= 1, "{r}");
+    }
+}

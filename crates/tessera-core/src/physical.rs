@@ -1,0 +1,177 @@
+//! Physical memories: fixed-capacity pools of page slots on one device (paper 3.2.2).
+//!
+//! A GPU allocation is not resizable, so when every memory with the right slot size is full the
+//! device creates another one, as the paper did when a 4096² physical texture filled up. The
+//! device's byte budget counts whole memories, because that is what the GPU allocates.
+
+use crate::error::{CoreError, Result};
+use crate::DeviceId;
+
+/// Where a page lives on one device: a physical memory and a slot in it (the paper's
+/// "physical page address").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SlotAddr {
+    pub memory: u16,
+    pub slot: u32,
+}
+
+/// One fixed-capacity pool of equally sized slots.
+#[derive(Clone, Debug)]
+pub struct PhysicalMemory {
+    pub id: u16,
+    pub slot_bytes: u64,
+    pub capacity: u32,
+    free: Vec<u32>,
+    /// Slots never handed out yet sit above this mark, so creation costs O(1), not O(capacity).
+    fresh: u32,
+    allocated: Vec<u64>,
+}
+
+impl PhysicalMemory {
+    fn new(id: u16, slot_bytes: u64, capacity: u32) -> Self {
+        PhysicalMemory {
+            id,
+            slot_bytes,
+            capacity,
+            free: Vec::new(),
+            fresh: 0,
+            allocated: vec![0; (capacity as usize).div_ceil(64)],
+        }
+    }
+
+    pub fn used(&self) -> u32 {
+        self.fresh - self.free.len() as u32
+    }
+
+    fn alloc(&mut self) -> Option<u32> {
+        let slot = self.free.pop().or_else(|| {
+            (self.fresh < self.capacity).then(|| {
+                self.fresh += 1;
+                self.fresh - 1
+            })
+        })?;
+        self.allocated[slot as usize / 64] |= 1 << (slot % 64);
+        Some(slot)
+    }
+
+    fn is_allocated(&self, slot: u32) -> bool {
+        slot < self.capacity && self.allocated[slot as usize / 64] & (1 << (slot % 64)) != 0
+    }
+}
+
+/// All physical memories of one device, under its byte budget.
+#[derive(Clone, Debug)]
+pub struct DeviceMemory {
+    pub device: DeviceId,
+    pub budget_bytes: u64,
+    /// Slots in each newly created memory (fewer when the budget has less room left).
+    pub slots_per_memory: u32,
+    memories: Vec<PhysicalMemory>,
+}
+
+impl DeviceMemory {
+    pub fn new(device: DeviceId, budget_bytes: u64, slots_per_memory: u32) -> Self {
+        DeviceMemory {
+            device,
+            budget_bytes,
+            slots_per_memory: slots_per_memory.max(1),
+            memories: Vec::new(),
+        }
+    }
+
+    /// Bytes reserved by all memories: what counts against the budget.
+    pub fn reserved_bytes(&self) -> u64 {
+        self.memories
+            .iter()
+            .map(|m| m.capacity as u64 * m.slot_bytes)
+            .sum()
+    }
+
+    /// Bytes of slots holding a page.
+    pub fn used_bytes(&self) -> u64 {
+        self.memories
+            .iter()
+            .map(|m| m.used() as u64 * m.slot_bytes)
+            .sum()
+    }
+
+    pub fn memories(&self) -> &[PhysicalMemory] {
+        &self.memories
+    }
+
+    /// Allocates a slot of `slot_bytes`. Returns the slot and, when a new physical memory had
+    /// to be created for it, that memory (the backend must allocate it before writing).
+    pub fn alloc(&mut self, slot_bytes: u64) -> Result<(SlotAddr, Option<PhysicalMemory>)> {
+        for m in self
+            .memories
+            .iter_mut()
+            .filter(|m| m.slot_bytes == slot_bytes)
+        {
+            if let Some(slot) = m.alloc() {
+                return Ok((SlotAddr { memory: m.id, slot }, None));
+            }
+        }
+        let left = self.budget_bytes.saturating_sub(self.reserved_bytes());
+        let capacity = (left / slot_bytes.max(1)).min(self.slots_per_memory as u64) as u32;
+        if capacity == 0 || self.memories.len() > u16::MAX as usize {
+            return Err(CoreError::OutOfBudget {
+                device: self.device,
+                needed: slot_bytes,
+                used: self.reserved_bytes(),
+                budget: self.budget_bytes,
+            });
+        }
+        let mut m = PhysicalMemory::new(self.memories.len() as u16, slot_bytes, capacity);
+        let slot = m.alloc().expect("a new memory has at least one slot");
+        let addr = SlotAddr { memory: m.id, slot };
+        let created = m.clone();
+        self.memories.push(m);
+        Ok((addr, Some(created)))
+    }
+
+    pub fn free(&mut self, at: SlotAddr) -> Result<()> {
+        let m = self
+            .memories
+            .get_mut(at.memory as usize)
+            .filter(|m| m.is_allocated(at.slot))
+            .ok_or(CoreError::BadSlot {
+                memory: at.memory,
+                slot: at.slot,
+            })?;
+        m.allocated[at.slot as usize / 64] &= !(1 << (at.slot % 64));
+        m.free.push(at.slot);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_memory_when_full_and_budget_is_typed() {
+        let mut d = DeviceMemory::new(DeviceId(0), 5 * 64, 2);
+        let (a, m) = d.alloc(64).unwrap();
+        assert_eq!(
+            (a, m.map(|m| m.capacity)),
+            (SlotAddr { memory: 0, slot: 0 }, Some(2))
+        );
+        let (b, m) = d.alloc(64).unwrap();
+        assert_eq!((b.memory, m.is_none()), (0, true));
+        let (c, m) = d.alloc(64).unwrap();
+        assert_eq!((c.memory, m.map(|m| m.capacity)), (1, Some(2)));
+        d.alloc(64).unwrap();
+        let (e, m) = d.alloc(64).unwrap();
+        assert_eq!(
+            (e.memory, m.map(|m| m.capacity)),
+            (2, Some(1)),
+            "last memory fits the budget"
+        );
+        assert!(matches!(d.alloc(64), Err(CoreError::OutOfBudget { .. })));
+        d.free(b).unwrap();
+        assert_eq!(d.free(b), Err(CoreError::BadSlot { memory: 0, slot: 1 }));
+        assert_eq!(d.alloc(64).unwrap().0, b, "freed slots are reused");
+        assert_eq!(d.used_bytes(), 5 * 64);
+        assert!(d.free(SlotAddr { memory: 9, slot: 0 }).is_err());
+    }
+}

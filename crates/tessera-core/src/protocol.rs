@@ -1,0 +1,580 @@
+//! The coherence protocol as a sans-IO state machine.
+//!
+//! `(directory, message) → (new directory, ordered actions)`. The protocol never moves a byte:
+//! the runtime's memory manager carries out the [`Action`]s in order, waiting for each device
+//! worker's acknowledgement, and sends the [`Action::Complete`] reply only after every action
+//! before it is done. The model checker ([`crate::model`]) drives the same state machine.
+//!
+//! Requests are read (shared) or write (exclusive), in batches from one device (paper 3.4–3.5).
+//! The memory lock (paper 3.8): after a device's batch is answered, the device stays locked
+//! until it sends [`Message::Release`]; any later request that needs data from it, a downgrade
+//! of it or an invalidation on it is deferred (kept in a queue here, never a blocked thread)
+//! and retried when the lock is released. A locked device must not send a request.
+
+use std::collections::VecDeque;
+
+use crate::directory::{DeviceSet, Directory};
+use crate::error::{CoreError, Result};
+use crate::{DeviceId, GlobalPage};
+
+/// Shared (read) or exclusive (write) access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub enum Access {
+    Read,
+    Write,
+}
+
+/// One page of a request batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PageRequest {
+    pub page: GlobalPage,
+    pub access: Access,
+}
+
+/// Names a batch so its reply can be matched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RequestId(pub u64);
+
+/// A batch of page requests from one device, answered all at once.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RequestBatch {
+    pub id: RequestId,
+    pub device: DeviceId,
+    pub pages: Vec<PageRequest>,
+}
+
+/// What the memory manager feeds the protocol.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Message {
+    Request(RequestBatch),
+    /// The device finished the procedure its last reply started: its memory lock is released.
+    Release(DeviceId),
+    /// The device drops its copies of these pages (eviction, or freeing an object).
+    Evict {
+        device: DeviceId,
+        pages: Vec<GlobalPage>,
+    },
+}
+
+/// Where a page's data comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Source {
+    Home,
+    /// The device holding the modified copy; the runtime moves it through host memory.
+    Device(DeviceId),
+}
+
+/// One step for the runtime to carry out, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Copy the page's data into a fresh slot on `to`.
+    Copy {
+        page: GlobalPage,
+        from: Source,
+        to: DeviceId,
+    },
+    /// Write `from`'s modified copy back to home.
+    WriteBack { page: GlobalPage, from: DeviceId },
+    /// Drop `device`'s copy: clear its page table entry and free the slot.
+    Invalidate { page: GlobalPage, device: DeviceId },
+    /// Point `device`'s page table entry at the slot the preceding `Copy` filled.
+    Install {
+        page: GlobalPage,
+        device: DeviceId,
+        writable: bool,
+    },
+    /// `device` already holds a valid copy; make it writable.
+    GrantWrite { page: GlobalPage, device: DeviceId },
+    /// `device` keeps its copy read-only (after its write-back).
+    Downgrade { page: GlobalPage, device: DeviceId },
+    /// Reply to `device`: every page of the batch is now resident with the access asked for.
+    /// The device is locked from here until it sends `Release`.
+    Complete {
+        request: RequestId,
+        device: DeviceId,
+    },
+}
+
+impl Action {
+    /// The device whose worker carries the action out (and whose acknowledgement the memory
+    /// manager waits for before going on); `Complete` goes to that device's driver instead.
+    pub fn device(&self) -> DeviceId {
+        match *self {
+            Action::Copy { to, .. } => to,
+            Action::WriteBack { from, .. } => from,
+            Action::Invalidate { device, .. }
+            | Action::Install { device, .. }
+            | Action::GrantWrite { device, .. }
+            | Action::Downgrade { device, .. }
+            | Action::Complete { device, .. } => device,
+        }
+    }
+}
+
+/// The correct protocol, or a deliberately broken one. The broken ones exist so that the
+/// model checker, the runtime's tests and the litmus runner can show that they catch bugs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ProtocolVariant {
+    #[default]
+    Correct,
+    /// Paper 3.8 without its fix: requests are never deferred behind a locked device.
+    NoMemoryLock,
+    /// Exclusive requests leave other devices' copies valid.
+    SkipInvalidation,
+    /// Downgrading a modified copy for a reader does not write it back home first.
+    SkipWriteBackOnDowngrade,
+}
+
+/// The protocol state: the directory plus the memory locks and the deferred requests.
+#[derive(Clone, Debug)]
+pub struct Protocol {
+    pub directory: Directory,
+    variant: ProtocolVariant,
+    locked: DeviceSet,
+    deferred: VecDeque<RequestBatch>,
+    devices: usize,
+}
+
+impl Protocol {
+    pub fn new(directory: Directory, devices: usize, variant: ProtocolVariant) -> Result<Self> {
+        if devices > crate::MAX_DEVICES {
+            return Err(CoreError::TooManyDevices(devices));
+        }
+        Ok(Protocol {
+            directory,
+            variant,
+            locked: DeviceSet::EMPTY,
+            deferred: VecDeque::new(),
+            devices,
+        })
+    }
+
+    pub fn variant(&self) -> ProtocolVariant {
+        self.variant
+    }
+    pub fn locked(&self) -> DeviceSet {
+        self.locked
+    }
+    /// Requests waiting for a memory lock to be released, oldest first.
+    pub fn deferred(&self) -> impl Iterator<Item = &RequestBatch> {
+        self.deferred.iter()
+    }
+
+    /// Handles one message; returns the actions to carry out, in order. A deferred request
+    /// yields no actions now; its actions come out of the `Release` that unblocks it.
+    pub fn handle(&mut self, msg: Message) -> Result<Vec<Action>> {
+        let mut out = Vec::new();
+        match msg {
+            Message::Request(batch) => {
+                self.check_device(batch.device)?;
+                if batch.pages.is_empty() {
+                    return Err(CoreError::EmptyRequest(batch.device));
+                }
+                for r in &batch.pages {
+                    self.directory.entry(r.page)?;
+                }
+                if self.locking() && self.locked.contains(batch.device) {
+                    return Err(CoreError::RequestWhileLocked(batch.device));
+                }
+                if self.blocked(&batch) {
+                    self.deferred.push_back(batch);
+                } else {
+                    self.grant(&batch, &mut out)?;
+                }
+            }
+            Message::Release(d) => {
+                self.check_device(d)?;
+                if self.locking() {
+                    if !self.locked.contains(d) {
+                        return Err(CoreError::NotLocked(d));
+                    }
+                    self.locked.remove(d);
+                    self.retry_deferred(&mut out)?;
+                }
+            }
+            Message::Evict { device, pages } => {
+                self.check_device(device)?;
+                for page in pages {
+                    let e = self.directory.entry_mut(page)?;
+                    if e.owner == Some(device) {
+                        out.push(Action::WriteBack { page, from: device });
+                        e.owner = None;
+                    }
+                    if e.copies.contains(device) {
+                        e.copies.remove(device);
+                        out.push(Action::Invalidate { page, device });
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn locking(&self) -> bool {
+        self.variant != ProtocolVariant::NoMemoryLock
+    }
+
+    fn check_device(&self, d: DeviceId) -> Result<()> {
+        if d.index() >= self.devices {
+            return Err(CoreError::UnknownDevice(d));
+        }
+        Ok(())
+    }
+
+    /// The devices other than the requester that granting `batch` would touch.
+    fn touched(&self, batch: &RequestBatch) -> DeviceSet {
+        let mut s = DeviceSet::EMPTY;
+        for r in &batch.pages {
+            let Ok(e) = self.directory.entry(r.page) else {
+                continue;
+            };
+            match r.access {
+                Access::Read if !e.copies.contains(batch.device) => {
+                    if let Some(o) = e.owner {
+                        s.insert(o);
+                    }
+                }
+                Access::Write => s.0 |= e.copies.0,
+                Access::Read => {}
+            }
+        }
+        s.without(batch.device)
+    }
+
+    /// Deferred while it needs a locked device. Also deferred, for fairness, when an older
+    /// deferred request needs the requester: granting would lock the requester again and could
+    /// starve the older one forever.
+    fn blocked(&self, batch: &RequestBatch) -> bool {
+        if !self.locking() {
+            return false;
+        }
+        self.touched(batch).intersects(self.locked)
+            || self
+                .deferred
+                .iter()
+                .any(|older| self.touched(older).contains(batch.device))
+    }
+
+    fn retry_deferred(&mut self, out: &mut Vec<Action>) -> Result<()> {
+        let mut waiting = std::mem::take(&mut self.deferred);
+        while let Some(batch) = waiting.pop_front() {
+            // Re-evaluated against the requests still deferred ahead of it, in arrival order.
+            if self.blocked(&batch) {
+                self.deferred.push_back(batch);
+            } else {
+                self.grant(&batch, out)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn grant(&mut self, batch: &RequestBatch, out: &mut Vec<Action>) -> Result<()> {
+        let d = batch.device;
+        let variant = self.variant;
+        for r in &batch.pages {
+            let page = r.page;
+            let e = self.directory.entry_mut(page)?;
+            match r.access {
+                Access::Read => {
+                    if e.copies.contains(d) {
+                        continue;
+                    }
+                    if let Some(o) = e.owner.take() {
+                        if variant != ProtocolVariant::SkipWriteBackOnDowngrade {
+                            out.push(Action::WriteBack { page, from: o });
+                        }
+                        out.push(Action::Downgrade { page, device: o });
+                    }
+                    out.push(Action::Copy {
+                        page,
+                        from: Source::Home,
+                        to: d,
+                    });
+                    out.push(Action::Install {
+                        page,
+                        device: d,
+                        writable: false,
+                    });
+                    e.copies.insert(d);
+                }
+                Access::Write => {
+                    if e.owner == Some(d) {
+                        continue;
+                    }
+                    let had_copy = e.copies.contains(d);
+                    if let Some(o) = e.owner {
+                        out.push(Action::Copy {
+                            page,
+                            from: Source::Device(o),
+                            to: d,
+                        });
+                    } else if !had_copy {
+                        out.push(Action::Copy {
+                            page,
+                            from: Source::Home,
+                            to: d,
+                        });
+                    }
+                    if variant != ProtocolVariant::SkipInvalidation {
+                        for s in e.copies.without(d).iter() {
+                            out.push(Action::Invalidate { page, device: s });
+                        }
+                        e.copies = DeviceSet::only(d);
+                    } else {
+                        e.copies.insert(d);
+                    }
+                    out.push(if had_copy {
+                        Action::GrantWrite { page, device: d }
+                    } else {
+                        Action::Install {
+                            page,
+                            device: d,
+                            writable: true,
+                        }
+                    });
+                    e.owner = Some(d);
+                }
+            }
+        }
+        out.push(Action::Complete {
+            request: batch.id,
+            device: d,
+        });
+        if self.locking() {
+            self.locked.insert(d);
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::directory::HomeMap;
+    use crate::NodeId;
+
+    fn proto(devices: usize) -> Protocol {
+        Protocol::new(
+            Directory::new(4, HomeMap::Single(NodeId(0))),
+            devices,
+            ProtocolVariant::Correct,
+        )
+        .unwrap()
+    }
+
+    fn req(id: u64, d: u8, pages: &[(u64, Access)]) -> Message {
+        Message::Request(RequestBatch {
+            id: RequestId(id),
+            device: DeviceId(d),
+            pages: pages
+                .iter()
+                .map(|&(p, access)| PageRequest {
+                    page: GlobalPage(p),
+                    access,
+                })
+                .collect(),
+        })
+    }
+
+    const P: GlobalPage = GlobalPage(1);
+
+    #[test]
+    fn read_then_exclusive_then_read() {
+        let mut p = proto(3);
+        let a = p.handle(req(1, 0, &[(1, Access::Read)])).unwrap();
+        assert_eq!(
+            a,
+            [
+                Action::Copy {
+                    page: P,
+                    from: Source::Home,
+                    to: DeviceId(0)
+                },
+                Action::Install {
+                    page: P,
+                    device: DeviceId(0),
+                    writable: false
+                },
+                Action::Complete {
+                    request: RequestId(1),
+                    device: DeviceId(0)
+                },
+            ]
+        );
+        p.handle(Message::Release(DeviceId(0))).unwrap();
+        let a = p.handle(req(2, 1, &[(1, Access::Write)])).unwrap();
+        assert_eq!(
+            a,
+            [
+                Action::Copy {
+                    page: P,
+                    from: Source::Home,
+                    to: DeviceId(1)
+                },
+                Action::Invalidate {
+                    page: P,
+                    device: DeviceId(0)
+                },
+                Action::Install {
+                    page: P,
+                    device: DeviceId(1),
+                    writable: true
+                },
+                Action::Complete {
+                    request: RequestId(2),
+                    device: DeviceId(1)
+                },
+            ]
+        );
+        p.handle(Message::Release(DeviceId(1))).unwrap();
+        let a = p.handle(req(3, 2, &[(1, Access::Read)])).unwrap();
+        assert_eq!(
+            a,
+            [
+                Action::WriteBack {
+                    page: P,
+                    from: DeviceId(1)
+                },
+                Action::Downgrade {
+                    page: P,
+                    device: DeviceId(1)
+                },
+                Action::Copy {
+                    page: P,
+                    from: Source::Home,
+                    to: DeviceId(2)
+                },
+                Action::Install {
+                    page: P,
+                    device: DeviceId(2),
+                    writable: false
+                },
+                Action::Complete {
+                    request: RequestId(3),
+                    device: DeviceId(2)
+                },
+            ]
+        );
+        let e = p.directory.entry(P).unwrap();
+        assert_eq!((e.copies.0, e.owner), (0b110, None));
+    }
+
+    #[test]
+    fn memory_lock_defers_until_release() {
+        // Paper 3.8: two devices take the same page exclusively, back to back.
+        let mut p = proto(2);
+        p.handle(req(1, 0, &[(1, Access::Write)])).unwrap();
+        assert!(p
+            .handle(req(2, 1, &[(1, Access::Write)]))
+            .unwrap()
+            .is_empty());
+        assert_eq!(p.deferred().count(), 1);
+        let a = p.handle(Message::Release(DeviceId(0))).unwrap();
+        assert_eq!(
+            a,
+            [
+                Action::Copy {
+                    page: P,
+                    from: Source::Device(DeviceId(0)),
+                    to: DeviceId(1)
+                },
+                Action::Invalidate {
+                    page: P,
+                    device: DeviceId(0)
+                },
+                Action::Install {
+                    page: P,
+                    device: DeviceId(1),
+                    writable: true
+                },
+                Action::Complete {
+                    request: RequestId(2),
+                    device: DeviceId(1)
+                },
+            ]
+        );
+        // Without the lock the second request is answered at once, from a copy device 0 may
+        // not have written yet: the race the paper describes.
+        let mut p = proto(2);
+        p.variant = ProtocolVariant::NoMemoryLock;
+        p.handle(req(1, 0, &[(1, Access::Write)])).unwrap();
+        assert_eq!(p.handle(req(2, 1, &[(1, Access::Write)])).unwrap().len(), 4);
+    }
+
+    #[test]
+    fn upgrade_and_eviction() {
+        let mut p = proto(2);
+        p.handle(req(1, 0, &[(1, Access::Read), (2, Access::Read)]))
+            .unwrap();
+        p.handle(Message::Release(DeviceId(0))).unwrap();
+        let a = p.handle(req(2, 0, &[(1, Access::Write)])).unwrap();
+        assert_eq!(
+            a[0],
+            Action::GrantWrite {
+                page: P,
+                device: DeviceId(0)
+            }
+        );
+        p.handle(Message::Release(DeviceId(0))).unwrap();
+        let a = p
+            .handle(Message::Evict {
+                device: DeviceId(0),
+                pages: vec![P, GlobalPage(2), GlobalPage(3)],
+            })
+            .unwrap();
+        assert_eq!(
+            a,
+            [
+                Action::WriteBack {
+                    page: P,
+                    from: DeviceId(0)
+                },
+                Action::Invalidate {
+                    page: P,
+                    device: DeviceId(0)
+                },
+                Action::Invalidate {
+                    page: GlobalPage(2),
+                    device: DeviceId(0)
+                },
+            ]
+        );
+        assert!(p
+            .directory
+            .entries()
+            .iter()
+            .all(|e| e.copies.is_empty() && e.owner.is_none()));
+    }
+
+    #[test]
+    fn bad_messages_are_typed_errors() {
+        let mut p = proto(2);
+        assert_eq!(
+            p.handle(req(1, 5, &[(1, Access::Read)])),
+            Err(CoreError::UnknownDevice(DeviceId(5)))
+        );
+        assert_eq!(
+            p.handle(req(1, 0, &[])),
+            Err(CoreError::EmptyRequest(DeviceId(0)))
+        );
+        assert_eq!(
+            p.handle(req(1, 0, &[(9, Access::Read)])),
+            Err(CoreError::UnknownPage(GlobalPage(9)))
+        );
+        assert_eq!(
+            p.handle(Message::Release(DeviceId(1))),
+            Err(CoreError::NotLocked(DeviceId(1)))
+        );
+        p.handle(req(1, 0, &[(1, Access::Read)])).unwrap();
+        assert_eq!(
+            p.handle(req(2, 0, &[(2, Access::Read)])),
+            Err(CoreError::RequestWhileLocked(DeviceId(0)))
+        );
+        assert!(Protocol::new(
+            Directory::new(1, HomeMap::Single(NodeId(0))),
+            65,
+            ProtocolVariant::Correct
+        )
+        .is_err());
+    }
+}

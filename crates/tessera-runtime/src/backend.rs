@@ -1,0 +1,82 @@
+//! The device trait every backend implements, and what a launch is.
+
+use std::sync::Arc;
+
+use tessera_core::{GlobalPage, PageDescriptor, PageRequest, SlotAddr};
+
+use crate::error::Result;
+use crate::kernel::{Bound, Kernel, Mode};
+
+/// The invocations a launch runs.
+#[derive(Clone, Debug)]
+pub enum Domain {
+    /// Every (x, y) with x0 ≤ x < x1, y0 ≤ y < y1.
+    Rect { x0: u32, y0: u32, x1: u32, y1: u32 },
+    /// Just these invocations: a relaunch of the ones that faulted.
+    List(Arc<Vec<(u32, u32)>>),
+}
+
+impl Domain {
+    pub fn len(&self) -> u64 {
+        match self {
+            Domain::Rect { x0, y0, x1, y1 } => {
+                (x1.saturating_sub(*x0) as u64) * (y1.saturating_sub(*y0) as u64)
+            }
+            Domain::List(l) => l.len() as u64,
+        }
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// One kernel launch on one device.
+#[derive(Clone)]
+pub struct Launch {
+    pub kernel: Arc<dyn Kernel>,
+    pub bindings: Arc<Vec<Bound>>,
+    pub domain: Domain,
+    pub mode: Mode,
+    /// Global pages in the address space: the size of the request bit fields.
+    pub pages: u64,
+    /// Launch counter, written into the time stamps of the pages the launch touches.
+    pub time: u64,
+}
+
+/// What a launch reports back: its uniquified requests and the invocations to relaunch.
+#[derive(Clone, Debug, Default)]
+pub struct LaunchOutcome {
+    pub requests: Vec<PageRequest>,
+    pub incomplete: Vec<(u32, u32)>,
+    pub invocations: u64,
+    /// Seconds spent turning request bits into the request list.
+    pub uniquify_s: f64,
+}
+
+/// What a merge wrote, and the pages it could not write because they are not held writable.
+#[derive(Clone, Debug, Default)]
+pub struct MergeOutcome {
+    pub written: u64,
+    pub missing: Vec<GlobalPage>,
+}
+
+/// A device: physical memories, page slots, a page table, and kernel launches.
+/// Implemented by the CPU backend (the embedded default) and, later, by wgpu.
+pub trait Device: Send {
+    /// What the device is, for reports.
+    fn describe(&self) -> String;
+    /// Allocates physical memory `memory` with `capacity` slots of `slot_bytes`.
+    fn create_memory(&mut self, memory: u16, slot_bytes: u64, capacity: u32) -> Result<()>;
+    fn write_slot(&mut self, at: SlotAddr, data: &[u8]) -> Result<()>;
+    fn read_slot(&mut self, at: SlotAddr) -> Result<Vec<u8>>;
+    /// The page table follows the global address space.
+    fn resize_page_table(&mut self, pages: u64) -> Result<()>;
+    fn set_page(&mut self, page: GlobalPage, desc: PageDescriptor) -> Result<()>;
+    fn launch(&mut self, launch: &Launch) -> Result<LaunchOutcome>;
+    /// Merges the temporary of this pass's `Mode::Temp` launches into the pages through its
+    /// write mask (paper 3.5, third pass). Stores to pages not held writable stay in the
+    /// temporary; their pages are reported so the driver can request them and merge again.
+    fn merge(&mut self) -> Result<MergeOutcome>;
+    /// Drops the last temporary without merging (a pass that wrote nothing).
+    fn discard_temp(&mut self);
+}

@@ -1,0 +1,244 @@
+//! The CPU backend: a software GPU that needs nothing installed.
+//!
+//! Each device owns its physical memories (its own allocations, shared with no other device)
+//! and its page table. Kernels run on a rayon pool, rows split into tasks; each task has its
+//! own [`Invocation`] (translation, TLB, store buffer). Memory words are `AtomicU32` accessed
+//! with relaxed ordering: on the targets we run on that compiles to plain loads and stores,
+//! and it keeps two invocations writing one texel in one pass (allowed by the semantics, paper
+//! 3.1, with an undefined winner) free of undefined behaviour without any `unsafe`.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use rayon::prelude::*;
+use tessera_core::{DeviceId, GlobalPage, PageDescriptor, PageTable, RequestBits, SlotAddr};
+
+use crate::backend::{Device, Domain, Launch, LaunchOutcome, MergeOutcome};
+use crate::error::{Result, RuntimeError};
+use crate::kernel::{Fault, Invocation, TempStore};
+
+pub struct CpuDevice {
+    id: DeviceId,
+    memories: Vec<Vec<AtomicU32>>,
+    slot_words: Vec<u64>,
+    table: PageTable,
+    temp: Vec<TempStore>,
+    pool: Arc<rayon::ThreadPool>,
+}
+
+impl CpuDevice {
+    pub fn new(id: DeviceId, pool: Arc<rayon::ThreadPool>) -> Self {
+        CpuDevice {
+            id,
+            memories: Vec::new(),
+            slot_words: Vec::new(),
+            table: PageTable::default(),
+            temp: Vec::new(),
+            pool,
+        }
+    }
+
+    fn slot_range(&self, at: SlotAddr) -> Result<std::ops::Range<usize>> {
+        let words = *self
+            .slot_words
+            .get(at.memory as usize)
+            .ok_or_else(|| self.err(format!("no physical memory {}", at.memory)))?;
+        let start = at.slot as usize * words as usize;
+        let end = start + words as usize;
+        if end > self.memories[at.memory as usize].len() {
+            return Err(self.err(format!(
+                "slot {} outside physical memory {}",
+                at.slot, at.memory
+            )));
+        }
+        Ok(start..end)
+    }
+
+    fn err(&self, message: String) -> RuntimeError {
+        RuntimeError::Backend {
+            device: self.id,
+            message,
+        }
+    }
+}
+
+/// Rows per rayon task: enough work per task to amortise the TLB and buffers.
+const ROWS_PER_TASK: u32 = 4;
+const LIST_PER_TASK: usize = 1024;
+
+struct TaskResult {
+    incomplete: Vec<(u32, u32)>,
+    temp: Vec<TempStore>,
+    touched: Vec<GlobalPage>,
+    error: Option<RuntimeError>,
+}
+
+impl Device for CpuDevice {
+    fn describe(&self) -> String {
+        format!("cpu ({} threads)", self.pool.current_num_threads())
+    }
+
+    fn create_memory(&mut self, memory: u16, slot_bytes: u64, capacity: u32) -> Result<()> {
+        if memory as usize != self.memories.len() || slot_bytes % 4 != 0 {
+            return Err(self.err(format!(
+                "bad physical memory {memory} of {slot_bytes}-byte slots"
+            )));
+        }
+        let words = (slot_bytes / 4) as usize * capacity as usize;
+        self.memories
+            .push((0..words).map(|_| AtomicU32::new(0)).collect());
+        self.slot_words.push(slot_bytes / 4);
+        Ok(())
+    }
+
+    fn write_slot(&mut self, at: SlotAddr, data: &[u8]) -> Result<()> {
+        let r = self.slot_range(at)?;
+        if data.len() != r.len() * 4 {
+            return Err(self.err(format!(
+                "slot write of {} bytes into a {}-byte slot",
+                data.len(),
+                r.len() * 4
+            )));
+        }
+        for (w, b) in self.memories[at.memory as usize][r]
+            .iter()
+            .zip(data.chunks_exact(4))
+        {
+            w.store(
+                u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+                Ordering::Relaxed,
+            );
+        }
+        Ok(())
+    }
+
+    fn read_slot(&mut self, at: SlotAddr) -> Result<Vec<u8>> {
+        let r = self.slot_range(at)?;
+        Ok(self.memories[at.memory as usize][r]
+            .iter()
+            .flat_map(|w| w.load(Ordering::Relaxed).to_le_bytes())
+            .collect())
+    }
+
+    fn resize_page_table(&mut self, pages: u64) -> Result<()> {
+        self.table.resize(pages);
+        Ok(())
+    }
+
+    fn set_page(&mut self, page: GlobalPage, desc: PageDescriptor) -> Result<()> {
+        Ok(self.table.set(page, desc)?)
+    }
+
+    fn launch(&mut self, l: &Launch) -> Result<LaunchOutcome> {
+        let mut bits = RequestBits::new(l.pages);
+        let (memories, table, bindings) = (&self.memories, &self.table, &l.bindings[..]);
+        let kernel = &*l.kernel;
+        let run_task = |items: &mut dyn Iterator<Item = (u32, u32)>| -> TaskResult {
+            let mut inv = Invocation::new(memories, table, bindings, &bits, kernel.name(), l.mode);
+            let mut incomplete = Vec::new();
+            for (x, y) in items {
+                match kernel.invoke(&mut inv, x, y) {
+                    Ok(()) => inv.finish(true),
+                    Err(Fault::Miss) => {
+                        inv.finish(false);
+                        incomplete.push((x, y));
+                    }
+                    Err(Fault::Error(e)) => {
+                        return TaskResult {
+                            incomplete,
+                            temp: Vec::new(),
+                            touched: Vec::new(),
+                            error: Some(*e),
+                        }
+                    }
+                }
+            }
+            TaskResult {
+                incomplete,
+                temp: std::mem::take(&mut inv.temp),
+                touched: std::mem::take(&mut inv.touched),
+                error: None,
+            }
+        };
+        let results: Vec<TaskResult> = self.pool.install(|| match &l.domain {
+            Domain::Rect { x0, y0, x1, y1 } => {
+                let (x0, x1) = (*x0, *x1);
+                let starts: Vec<u32> = (*y0..*y1).step_by(ROWS_PER_TASK as usize).collect();
+                starts
+                    .into_par_iter()
+                    .map(|ys| {
+                        let ye = (ys + ROWS_PER_TASK).min(*y1);
+                        run_task(&mut (ys..ye).flat_map(|y| (x0..x1).map(move |x| (x, y))))
+                    })
+                    .collect()
+            }
+            Domain::List(list) => list
+                .par_chunks(LIST_PER_TASK)
+                .map(|c| run_task(&mut c.iter().copied()))
+                .collect(),
+        });
+        let mut out = LaunchOutcome {
+            invocations: l.domain.len(),
+            ..Default::default()
+        };
+        // Temporaries accumulate across the relaunches of one pass until merged or discarded.
+        for r in results {
+            if let Some(e) = r.error {
+                return Err(e);
+            }
+            out.incomplete.extend(r.incomplete);
+            if self.temp.is_empty() {
+                self.temp = r.temp;
+            } else {
+                self.temp.extend(r.temp);
+            }
+            for p in r.touched {
+                self.table.touch(p, l.time)?;
+            }
+        }
+        let t = Instant::now();
+        out.requests = bits.uniquify();
+        out.uniquify_s = t.elapsed().as_secs_f64();
+        Ok(out)
+    }
+
+    fn merge(&mut self) -> Result<MergeOutcome> {
+        let temp = std::mem::take(&mut self.temp);
+        let (table, memories, slot_words) = (&self.table, &self.memories, &self.slot_words);
+        let parts: Vec<(u64, Vec<TempStore>)> = self.pool.install(|| {
+            temp.par_chunks(4096)
+                .map(|chunk| {
+                    let (mut written, mut kept) = (0, Vec::new());
+                    for s in chunk {
+                        let d = table.get(s.page).unwrap_or_default();
+                        match d.slot_addr() {
+                            Some(at) if d.is_writable() => {
+                                let base =
+                                    at.slot as usize * slot_words[at.memory as usize] as usize;
+                                memories[at.memory as usize][base + s.word as usize]
+                                    .store(s.value, Ordering::Relaxed);
+                                written += 1;
+                            }
+                            _ => kept.push(*s),
+                        }
+                    }
+                    (written, kept)
+                })
+                .collect()
+        });
+        let mut out = MergeOutcome::default();
+        for (w, kept) in parts {
+            out.written += w;
+            out.missing.extend(kept.iter().map(|s| s.page));
+            self.temp.extend(kept);
+        }
+        out.missing.sort_unstable();
+        out.missing.dedup();
+        Ok(out)
+    }
+
+    fn discard_temp(&mut self) {
+        self.temp.clear();
+    }
+}

@@ -1,0 +1,33 @@
+//! Runtime errors: what can go wrong once threads, backends and kernels are involved.
+
+use tessera_core::{CoreError, DeviceId, GlobalPage, ObjectId};
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RuntimeError {
+    #[error(transparent)]
+    Core(#[from] CoreError),
+    #[error("kernel {kernel} touched object {object}, which is not bound to its launch")]
+    Unbound { kernel: String, object: ObjectId },
+    #[error("kernel {kernel}: {source}")]
+    Kernel { kernel: String, source: CoreError },
+    #[error("{device} was told to write {page} without holding it writable: its grant was broken (memory lock disabled?)")]
+    GrantViolated { device: DeviceId, page: GlobalPage },
+    #[error("{0} stopped unexpectedly")]
+    ThreadGone(&'static str),
+    #[error("backend error on {device}: {message}")]
+    Backend { device: DeviceId, message: String },
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    #[error("data for object {object} has {got} bytes; {want} expected")]
+    DataSize {
+        object: ObjectId,
+        got: usize,
+        want: usize,
+    },
+    #[error(
+        "launch did not converge: {left} invocations still faulting after {rounds} relaunches"
+    )]
+    NoProgress { left: usize, rounds: usize },
+}
+
+pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;

@@ -1,0 +1,25 @@
+//! tessera-runtime: the running system on top of tessera-core.
+//!
+//! Threads after the paper's model (3.7–3.8): a device worker per device owning the backend
+//! device, one memory manager owning the directory, a driver per device running its command
+//! stream. The CPU backend is the embedded default. See docs/ARCHITECTURE.md.
+
+pub mod backend;
+pub mod cpu;
+pub mod driver;
+pub mod error;
+pub mod kernel;
+pub mod manager;
+pub mod partition;
+pub mod stats;
+pub mod system;
+pub mod worker;
+
+pub use backend::{Device, Domain, Launch, LaunchOutcome, MergeOutcome};
+pub use driver::{DeviceContext, PassSpec, PassStats, Procedure, StageTimes};
+pub use error::{Result, RuntimeError};
+pub use kernel::{Bound, Fault, Invocation, Kernel, Mode};
+pub use manager::ManagerHandle;
+pub use partition::Partition;
+pub use stats::{DeviceMemoryUse, DeviceTraffic, LinkCounters};
+pub use system::{System, SystemConfig};

@@ -1,0 +1,467 @@
+//! The memory manager: one thread per node that owns the directory (through the protocol),
+//! the home copies in host memory and the slot allocators of every device.
+//!
+//! It runs the sans-IO protocol and carries out its actions by sending jobs to device workers,
+//! waiting only on them (paper 3.7–3.8). A request the protocol defers under the memory lock
+//! just keeps its reply channel here; nothing blocks. Replies travel on per-request channels,
+//! separate from the command queue.
+
+use std::collections::HashMap;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+use tessera_core::protocol::Source;
+use tessera_core::{
+    Action, AddressSpace, DeviceId, DeviceMemory, DirEntry, Directory, GlobalPage, HomeMap,
+    Message, NodeId, ObjectDesc, ObjectEntry, ObjectId, PageDescriptor, PageRequest, Protocol,
+    ProtocolVariant, RequestBatch, RequestId, SlotAddr,
+};
+
+use crate::error::{Result, RuntimeError};
+use crate::stats::{DeviceMemoryUse, DeviceTraffic};
+use crate::worker::{Pending, WorkerHandle};
+
+pub(crate) enum Cmd {
+    Create(ObjectDesc, Option<Vec<u8>>, Sender<Result<ObjectEntry>>),
+    Free(ObjectId, Sender<Result<()>>),
+    Read(ObjectId, Sender<Result<Vec<u8>>>),
+    Request(DeviceId, Vec<PageRequest>, Sender<Result<()>>),
+    Release(DeviceId),
+    Traffic(Sender<Vec<DeviceTraffic>>),
+    Memory(Sender<(Vec<DeviceMemoryUse>, Vec<DirEntry>)>),
+}
+
+/// The command side of the memory manager; cheap to clone.
+#[derive(Clone)]
+pub struct ManagerHandle {
+    tx: Sender<Cmd>,
+}
+
+fn call<R>(tx: &Sender<Cmd>, make: impl FnOnce(Sender<R>) -> Cmd) -> Pending<R> {
+    let (rtx, rrx) = bounded(1);
+    let _ = tx.send(make(rtx));
+    Pending::new(rrx, "memory manager")
+}
+
+impl ManagerHandle {
+    /// A handle to nothing: every call reports the manager gone. Lets `System::drop` let go
+    /// of its real handle before joining the threads.
+    pub(crate) fn detached(tx: Sender<Cmd>) -> Self {
+        ManagerHandle { tx }
+    }
+    /// Creates an object; `data` (row-major from the lower left, texels tightly packed)
+    /// becomes its home copy, zeros when absent.
+    pub fn create(&self, desc: ObjectDesc, data: Option<Vec<u8>>) -> Result<ObjectEntry> {
+        call(&self.tx, |r| Cmd::Create(desc, data, r)).wait()?
+    }
+    /// Drops every copy of the object and frees its pages.
+    pub fn free(&self, id: ObjectId) -> Result<()> {
+        call(&self.tx, |r| Cmd::Free(id, r)).wait()?
+    }
+    /// The object's latest data, row-major from the lower left. Call between passes.
+    pub fn read(&self, id: ObjectId) -> Result<Vec<u8>> {
+        call(&self.tx, |r| Cmd::Read(id, r)).wait()?
+    }
+    /// Sends a request batch; the reply arrives when it is granted (the device is then locked).
+    pub fn request(&self, device: DeviceId, pages: Vec<PageRequest>) -> Pending<Result<()>> {
+        call(&self.tx, |r| Cmd::Request(device, pages, r))
+    }
+    /// Releases the device's memory lock.
+    pub fn release(&self, device: DeviceId) {
+        let _ = self.tx.send(Cmd::Release(device));
+    }
+    pub fn traffic(&self) -> Result<Vec<DeviceTraffic>> {
+        call(&self.tx, Cmd::Traffic).wait()
+    }
+    /// Memory per device and the directory, as they stand.
+    pub fn memory(&self) -> Result<(Vec<DeviceMemoryUse>, Vec<DirEntry>)> {
+        call(&self.tx, Cmd::Memory).wait()
+    }
+}
+
+/// Settings of one memory manager.
+#[derive(Clone, Debug)]
+pub struct ManagerConfig {
+    pub variant: ProtocolVariant,
+    /// Per device byte budget for physical memories.
+    pub budget_bytes: u64,
+    /// Slots per physical memory (a new one is created when all are full).
+    pub slots_per_memory: u32,
+}
+
+struct Manager {
+    protocol: Protocol,
+    space: AddressSpace,
+    /// Home copies, per object, page after page (each page a whole slot's worth of bytes).
+    home: HashMap<ObjectId, Vec<u8>>,
+    memories: Vec<DeviceMemory>,
+    /// Per device, the slot holding each resident global page.
+    slots: Vec<HashMap<u64, SlotAddr>>,
+    workers: Vec<WorkerHandle>,
+    waiting: HashMap<RequestId, Sender<Result<()>>>,
+    next_request: u64,
+    traffic: Vec<DeviceTraffic>,
+    /// Set when carrying out actions failed half way: the directory no longer matches the
+    /// devices, so every later command gets this error rather than wrong data.
+    broken: Option<RuntimeError>,
+}
+
+/// Starts the memory manager of a node driving these device workers.
+pub fn spawn(
+    workers: Vec<WorkerHandle>,
+    cfg: &ManagerConfig,
+) -> Result<(ManagerHandle, JoinHandle<()>)> {
+    let n = workers.len();
+    let protocol = Protocol::new(
+        Directory::new(0, HomeMap::Single(NodeId(0))),
+        n,
+        cfg.variant,
+    )?;
+    let mut m = Manager {
+        protocol,
+        space: AddressSpace::new(),
+        home: HashMap::new(),
+        memories: workers
+            .iter()
+            .map(|w| DeviceMemory::new(w.device, cfg.budget_bytes, cfg.slots_per_memory))
+            .collect(),
+        slots: vec![HashMap::new(); n],
+        workers,
+        waiting: HashMap::new(),
+        next_request: 0,
+        traffic: vec![DeviceTraffic::default(); n],
+        broken: None,
+    };
+    let (tx, rx) = unbounded();
+    let join = std::thread::Builder::new()
+        .name("tessera-memory-manager".into())
+        .spawn(move || m.run(rx))
+        .map_err(|e| RuntimeError::Config(format!("cannot start a thread: {e}")))?;
+    Ok((ManagerHandle { tx }, join))
+}
+
+impl Manager {
+    fn run(&mut self, rx: Receiver<Cmd>) {
+        while let Ok(cmd) = rx.recv() {
+            match cmd {
+                Cmd::Create(desc, data, r) => {
+                    let _ = r.send(self.guarded(|m| m.create(desc, data)));
+                }
+                Cmd::Free(id, r) => {
+                    let _ = r.send(self.guarded(|m| m.free(id)));
+                }
+                Cmd::Read(id, r) => {
+                    let _ = r.send(self.guarded(|m| m.read(id)));
+                }
+                Cmd::Request(device, pages, r) => self.request(device, pages, r),
+                Cmd::Release(d) => {
+                    let res = self.guarded(|m| {
+                        let actions = m.protocol.handle(Message::Release(d))?;
+                        m.execute(actions)
+                    });
+                    if let Err(e) = res {
+                        self.fail_all(e);
+                    }
+                }
+                Cmd::Traffic(r) => {
+                    let _ = r.send(self.traffic.clone());
+                }
+                Cmd::Memory(r) => {
+                    let _ = r.send(self.memory_use());
+                }
+            }
+        }
+    }
+
+    fn guarded<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        if let Some(e) = &self.broken {
+            return Err(e.clone());
+        }
+        f(self)
+    }
+
+    fn fail_all(&mut self, e: RuntimeError) {
+        self.broken.get_or_insert(e.clone());
+        for (_, r) in self.waiting.drain() {
+            let _ = r.send(Err(e.clone()));
+        }
+    }
+
+    fn request(&mut self, device: DeviceId, pages: Vec<PageRequest>, reply: Sender<Result<()>>) {
+        if let Some(e) = &self.broken {
+            let _ = reply.send(Err(e.clone()));
+            return;
+        }
+        let id = RequestId(self.next_request);
+        self.next_request += 1;
+        if let Some(t) = self.traffic.get_mut(device.index()) {
+            t.batches += 1;
+            t.page_requests += pages.len() as u64;
+            for p in &pages {
+                match p.access {
+                    tessera_core::Access::Read => t.read_requests += 1,
+                    tessera_core::Access::Write => t.write_requests += 1,
+                }
+            }
+        }
+        let msg = Message::Request(RequestBatch { id, device, pages });
+        match self.protocol.handle(msg) {
+            Err(e) => {
+                // Refused before any state changed (bad page, locked requester): only this
+                // request fails.
+                let _ = reply.send(Err(e.into()));
+            }
+            Ok(actions) => {
+                if actions.is_empty() {
+                    self.traffic[device.index()].deferred += 1;
+                }
+                self.waiting.insert(id, reply);
+                if let Err(e) = self.execute(actions) {
+                    self.fail_all(e);
+                }
+            }
+        }
+    }
+
+    fn page_bytes(&self, page: GlobalPage) -> Result<(ObjectId, u64, u64)> {
+        let (e, local) = self
+            .space
+            .object_of(page)
+            .ok_or(tessera_core::CoreError::UnknownPage(page))?;
+        Ok((e.id, local, e.desc.page_bytes()))
+    }
+
+    fn slot(&self, d: DeviceId, page: GlobalPage) -> Result<SlotAddr> {
+        self.slots[d.index()]
+            .get(&page.0)
+            .copied()
+            .ok_or_else(|| RuntimeError::Backend {
+                device: d,
+                message: format!("directory lists a copy of {page} the device does not hold"),
+            })
+    }
+
+    fn read_slot(&self, d: DeviceId, at: SlotAddr) -> Result<Vec<u8>> {
+        self.workers[d.index()].call(move |dev| dev.read_slot(at))
+    }
+
+    /// Carries out actions in order. Writes and page table updates are queued without waiting
+    /// (a worker runs its queue in order, and a driver only launches after the reply); reads
+    /// wait for their data; every acknowledgement is collected before a request's reply.
+    fn execute(&mut self, actions: Vec<Action>) -> Result<()> {
+        let mut acks: Vec<Pending<Result<()>>> = Vec::new();
+        for a in actions {
+            match a {
+                Action::Copy { page, from, to } => {
+                    let (obj, local, bytes) = self.page_bytes(page)?;
+                    let data = match from {
+                        Source::Home => {
+                            self.traffic[to.index()].host_to_device.add(bytes);
+                            let h = &self.home[&obj];
+                            h[(local * bytes) as usize..((local + 1) * bytes) as usize].to_vec()
+                        }
+                        Source::Device(o) => {
+                            self.traffic[to.index()].device_to_device.add(bytes);
+                            self.read_slot(o, self.slot(o, page)?)?
+                        }
+                    };
+                    let (at, created) = self.memories[to.index()].alloc(bytes)?;
+                    let w = &self.workers[to.index()];
+                    if let Some(m) = created {
+                        acks.push(
+                            w.submit(move |d| d.create_memory(m.id, m.slot_bytes, m.capacity)),
+                        );
+                    }
+                    acks.push(w.submit(move |d| d.write_slot(at, &data)));
+                    self.slots[to.index()].insert(page.0, at);
+                }
+                Action::WriteBack { page, from } => {
+                    let (obj, local, bytes) = self.page_bytes(page)?;
+                    let data = self.read_slot(from, self.slot(from, page)?)?;
+                    self.traffic[from.index()].device_to_host.add(bytes);
+                    let h = self
+                        .home
+                        .get_mut(&obj)
+                        .expect("live object has a home copy");
+                    h[(local * bytes) as usize..((local + 1) * bytes) as usize]
+                        .copy_from_slice(&data);
+                }
+                Action::Invalidate { page, device } => {
+                    let at = self.slot(device, page)?;
+                    self.slots[device.index()].remove(&page.0);
+                    self.memories[device.index()].free(at)?;
+                    self.traffic[device.index()].invalidations += 1;
+                    acks.push(
+                        self.workers[device.index()]
+                            .submit(move |d| d.set_page(page, PageDescriptor::NOT_RESIDENT)),
+                    );
+                }
+                Action::Install {
+                    page,
+                    device,
+                    writable,
+                } => {
+                    acks.push(self.set_page(device, page, writable)?);
+                }
+                Action::GrantWrite { page, device } => {
+                    acks.push(self.set_page(device, page, true)?)
+                }
+                Action::Downgrade { page, device } => {
+                    acks.push(self.set_page(device, page, false)?)
+                }
+                Action::Complete { request, .. } => {
+                    let res = acks.drain(..).try_for_each(|p| p.wait()?);
+                    let failed = res.clone().err();
+                    if let Some(r) = self.waiting.remove(&request) {
+                        let _ = r.send(res);
+                    }
+                    if let Some(e) = failed {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        acks.into_iter().try_for_each(|p| p.wait()?)
+    }
+
+    fn set_page(
+        &self,
+        device: DeviceId,
+        page: GlobalPage,
+        writable: bool,
+    ) -> Result<Pending<Result<()>>> {
+        let at = self.slot(device, page)?;
+        let desc = PageDescriptor::resident(at, writable);
+        Ok(self.workers[device.index()].submit(move |d| d.set_page(page, desc)))
+    }
+
+    fn resize_tables(&mut self) -> Result<()> {
+        let pages = self.space.page_count();
+        self.protocol.directory.resize(pages);
+        let acks: Vec<_> = self
+            .workers
+            .iter()
+            .map(|w| w.submit(move |d| d.resize_page_table(pages)))
+            .collect();
+        acks.into_iter().try_for_each(|p| p.wait()?)
+    }
+
+    fn create(&mut self, desc: ObjectDesc, data: Option<Vec<u8>>) -> Result<ObjectEntry> {
+        let want = host_len(&desc);
+        if let Some(d) = &data {
+            if d.len() as u64 != want {
+                return Err(RuntimeError::DataSize {
+                    object: ObjectId(u32::MAX),
+                    got: d.len(),
+                    want: want as usize,
+                });
+            }
+        }
+        let e = self.space.create(desc)?;
+        let mut home = vec![0u8; (desc.page_count() * desc.page_bytes()) as usize];
+        if let Some(d) = data {
+            pack(&desc, &d, &mut home);
+        }
+        self.home.insert(e.id, home);
+        self.resize_tables()?;
+        self.protocol.directory.reset_range(e.pages());
+        Ok(e)
+    }
+
+    fn free(&mut self, id: ObjectId) -> Result<()> {
+        let e = *self.space.get(id)?;
+        for d in 0..self.workers.len() {
+            let device = DeviceId(d as u8);
+            let pages: Vec<GlobalPage> = e
+                .pages()
+                .map(GlobalPage)
+                .filter(|p| self.slots[d].contains_key(&p.0))
+                .collect();
+            if !pages.is_empty() {
+                let actions = self.protocol.handle(Message::Evict { device, pages })?;
+                self.execute(actions)?;
+            }
+        }
+        self.space.free(id)?;
+        self.home.remove(&id);
+        self.resize_tables()
+    }
+
+    fn read(&mut self, id: ObjectId) -> Result<Vec<u8>> {
+        let e = *self.space.get(id)?;
+        let bytes = e.desc.page_bytes();
+        let mut pages = self.home[&id].clone();
+        for (local, page) in e.pages().enumerate() {
+            if let Some(o) = self.protocol.directory.entry(GlobalPage(page))?.owner {
+                let data = self.read_slot(o, self.slot(o, GlobalPage(page))?)?;
+                pages[local * bytes as usize..(local + 1) * bytes as usize].copy_from_slice(&data);
+            }
+        }
+        let mut out = vec![0u8; host_len(&e.desc) as usize];
+        unpack(&e.desc, &pages, &mut out);
+        Ok(out)
+    }
+
+    fn memory_use(&self) -> (Vec<DeviceMemoryUse>, Vec<DirEntry>) {
+        let mut out: Vec<DeviceMemoryUse> = self
+            .memories
+            .iter()
+            .map(|m| DeviceMemoryUse {
+                reserved_bytes: m.reserved_bytes(),
+                ..Default::default()
+            })
+            .collect();
+        let entries = self.protocol.directory.entries();
+        for obj in self.space.live_objects() {
+            let bytes = obj.desc.page_bytes();
+            for p in obj.pages() {
+                let copies = entries[p as usize].copies;
+                for d in copies.iter() {
+                    let u = &mut out[d.index()];
+                    if copies.len() == 1 {
+                        u.unique_pages += 1;
+                        u.unique_bytes += bytes;
+                    } else {
+                        u.shared_pages += 1;
+                        u.shared_bytes += bytes;
+                    }
+                }
+            }
+        }
+        (out, entries.to_vec())
+    }
+}
+
+/// Bytes of an object's host layout: texels row-major from the lower left, tightly packed.
+pub fn host_len(desc: &ObjectDesc) -> u64 {
+    let (w, h) = desc.extent();
+    w * h * desc.texel_bytes()
+}
+
+/// Copies host layout into page layout (each page a whole slot, rows from its lower left).
+fn pack(desc: &ObjectDesc, host: &[u8], pages: &mut [u8]) {
+    for_each_page_row(desc, |host_off, page_off, len| {
+        pages[page_off..page_off + len].copy_from_slice(&host[host_off..host_off + len]);
+    });
+}
+
+fn unpack(desc: &ObjectDesc, pages: &[u8], host: &mut [u8]) {
+    for_each_page_row(desc, |host_off, page_off, len| {
+        host[host_off..host_off + len].copy_from_slice(&pages[page_off..page_off + len]);
+    });
+}
+
+/// Calls `f(host_offset, page_offset, bytes)` for every row segment of every page.
+fn for_each_page_row(desc: &ObjectDesc, mut f: impl FnMut(usize, usize, usize)) {
+    let (w, _) = desc.extent();
+    let tb = desc.texel_bytes();
+    let side = desc.page_side();
+    for local in 0..desc.page_count() {
+        let (x0, y0, pw, ph) = desc.page_rect(local);
+        for r in 0..ph {
+            let host = ((y0 + r) * w + x0) * tb;
+            let page = local * desc.page_bytes() + r * side * tb;
+            f(host as usize, page as usize, (pw * tb) as usize);
+        }
+    }
+}

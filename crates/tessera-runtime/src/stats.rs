@@ -1,0 +1,49 @@
+//! Counters every run keeps: requests, pages and bytes per link kind, memory per device.
+
+use serde::Serialize;
+
+/// Pages and bytes that crossed one kind of link.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LinkCounters {
+    pub pages: u64,
+    pub bytes: u64,
+}
+
+impl LinkCounters {
+    pub fn add(&mut self, bytes: u64) {
+        self.pages += 1;
+        self.bytes += bytes;
+    }
+}
+
+/// Traffic the memory manager caused for one device (as requester or as data source).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DeviceTraffic {
+    /// Request batches the device sent.
+    pub batches: u64,
+    /// Page requests in them (each batch is uniquified, so a page counts once per batch).
+    pub page_requests: u64,
+    pub read_requests: u64,
+    pub write_requests: u64,
+    /// Requests that waited on a memory lock (paper 3.8).
+    pub deferred: u64,
+    /// Home → this device.
+    pub host_to_device: LinkCounters,
+    /// This device → home (write-backs).
+    pub device_to_host: LinkCounters,
+    /// Another device → this device, through host memory.
+    pub device_to_device: LinkCounters,
+    /// Copies of this device's that were invalidated.
+    pub invalidations: u64,
+}
+
+/// Memory one device holds, split into pages only it holds and pages other devices hold too.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct DeviceMemoryUse {
+    pub unique_pages: u64,
+    pub unique_bytes: u64,
+    pub shared_pages: u64,
+    pub shared_bytes: u64,
+    /// Bytes reserved in physical memories (whole memories, as a GPU allocates them).
+    pub reserved_bytes: u64,
+}

@@ -1,0 +1,187 @@
+//! A running tessera node: device workers, one memory manager, one driver per device.
+//!
+//! Wait-for graph (who may block waiting on whom): driver → device worker, driver → memory
+//! manager, memory manager → device worker. Device workers wait on nobody. The graph has no
+//! cycle, so the threads cannot deadlock (paper 3.8); docs/ARCHITECTURE.md has the argument.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{bounded, unbounded, Sender};
+use tessera_core::{DeviceId, ObjectDesc, ObjectEntry, ProtocolVariant, MAX_DEVICES};
+
+use crate::backend::Device;
+use crate::cpu::CpuDevice;
+use crate::driver::{DeviceContext, PassSpec, PassStats, Procedure};
+use crate::error::{Result, RuntimeError};
+use crate::manager::{self, ManagerConfig, ManagerHandle};
+use crate::partition::Partition;
+use crate::worker::{self, Pending};
+
+/// How to build a node.
+#[derive(Clone, Debug)]
+pub struct SystemConfig {
+    pub devices: usize,
+    pub variant: ProtocolVariant,
+    /// Per device budget for physical memories, in bytes.
+    pub budget_bytes: u64,
+    pub slots_per_memory: u32,
+    /// Worker threads shared by the CPU devices' kernels (0: one per core).
+    pub cpu_threads: usize,
+}
+
+impl Default for SystemConfig {
+    fn default() -> Self {
+        SystemConfig {
+            devices: 1,
+            variant: ProtocolVariant::Correct,
+            budget_bytes: 4 << 30,
+            slots_per_memory: 4096,
+            cpu_threads: 0,
+        }
+    }
+}
+
+type DriverJob = Box<dyn FnOnce(&mut DeviceContext) + Send>;
+
+pub struct System {
+    pub mm: ManagerHandle,
+    drivers: Vec<Sender<DriverJob>>,
+    backend: String,
+    joins: Vec<JoinHandle<()>>,
+}
+
+impl System {
+    /// A node of CPU devices (the embedded default backend).
+    pub fn cpu(cfg: &SystemConfig) -> Result<Self> {
+        if cfg.devices == 0 || cfg.devices > MAX_DEVICES {
+            return Err(RuntimeError::Config(format!(
+                "device count must be between 1 and {MAX_DEVICES} (got {})",
+                cfg.devices
+            )));
+        }
+        let pool = Arc::new(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(cfg.cpu_threads)
+                .thread_name(|i| format!("tessera-cpu-{i}"))
+                .build()
+                .map_err(|e| RuntimeError::Config(format!("cannot start CPU threads: {e}")))?,
+        );
+        let devices: Vec<Box<dyn Device>> = (0..cfg.devices)
+            .map(|i| Box::new(CpuDevice::new(DeviceId(i as u8), pool.clone())) as Box<dyn Device>)
+            .collect();
+        Self::with_devices(devices, cfg)
+    }
+
+    /// A node over any backend's devices.
+    pub fn with_devices(devices: Vec<Box<dyn Device>>, cfg: &SystemConfig) -> Result<Self> {
+        let backend = devices.first().map(|d| d.describe()).unwrap_or_default();
+        let mut joins = Vec::new();
+        let mut workers = Vec::new();
+        for (i, d) in devices.into_iter().enumerate() {
+            let (h, j) = worker::spawn(DeviceId::new(i)?, d);
+            workers.push(h);
+            joins.push(j);
+        }
+        let (mm, j) = manager::spawn(
+            workers.clone(),
+            &ManagerConfig {
+                variant: cfg.variant,
+                budget_bytes: cfg.budget_bytes,
+                slots_per_memory: cfg.slots_per_memory,
+            },
+        )?;
+        joins.push(j);
+        let mut drivers = Vec::new();
+        for w in workers {
+            let (tx, rx) = unbounded::<DriverJob>();
+            let mut ctx = DeviceContext::new(w, mm.clone());
+            let j = std::thread::Builder::new()
+                .name(format!("tessera-driver-{}", ctx.device.0))
+                .spawn(move || {
+                    while let Ok(job) = rx.recv() {
+                        job(&mut ctx);
+                    }
+                })
+                .map_err(|e| RuntimeError::Config(format!("cannot start a thread: {e}")))?;
+            drivers.push(tx);
+            joins.push(j);
+        }
+        Ok(System {
+            mm,
+            drivers,
+            backend,
+            joins,
+        })
+    }
+
+    pub fn devices(&self) -> usize {
+        self.drivers.len()
+    }
+
+    /// What the devices are, for reports.
+    pub fn backend(&self) -> &str {
+        &self.backend
+    }
+
+    pub fn create(&self, desc: ObjectDesc, data: Option<Vec<u8>>) -> Result<ObjectEntry> {
+        self.mm.create(desc, data)
+    }
+
+    /// Runs `f` in device `d`'s driver, after everything queued there before.
+    pub fn on_device<R: Send + 'static>(
+        &self,
+        d: usize,
+        f: impl FnOnce(&mut DeviceContext) -> R + Send + 'static,
+    ) -> Result<Pending<R>> {
+        let tx = self.drivers.get(d).ok_or(RuntimeError::Core(
+            tessera_core::CoreError::UnknownDevice(DeviceId(d as u8)),
+        ))?;
+        let (rtx, rrx) = bounded(1);
+        tx.send(Box::new(move |ctx: &mut DeviceContext| {
+            let _ = rtx.send(f(ctx));
+        }))
+        .map_err(|_| RuntimeError::ThreadGone("driver"))?;
+        Ok(Pending::new(rrx, "driver"))
+    }
+
+    /// Runs one pass over `width × height`, split across the devices, and waits for all of
+    /// them: the barrier between passes. Returns each device's stats.
+    pub fn run_pass(
+        &self,
+        spec: &PassSpec,
+        width: u32,
+        height: u32,
+        partition: Partition,
+        procedure: Procedure,
+    ) -> Result<Vec<PassStats>> {
+        let regions = partition.regions(width, height, self.devices() as u32)?;
+        let pending: Vec<_> = regions
+            .into_iter()
+            .enumerate()
+            .map(|(d, domain)| {
+                let spec = PassSpec {
+                    domain,
+                    ..spec.clone()
+                };
+                self.on_device(d, move |ctx| ctx.run_pass(&spec, procedure))
+            })
+            .collect::<Result<_>>()?;
+        // Wait for every device before reporting the first error: the barrier must hold.
+        let results: Vec<Result<PassStats>> = pending.into_iter().map(|p| p.wait()?).collect();
+        results.into_iter().collect()
+    }
+}
+
+impl Drop for System {
+    fn drop(&mut self) {
+        self.drivers.clear();
+        // The drivers hold the last handles to the memory manager and the workers; once they
+        // finish, every queue closes and every thread returns.
+        let (tx, _) = unbounded();
+        self.mm = ManagerHandle::detached(tx);
+        for j in self.joins.drain(..) {
+            let _ = j.join();
+        }
+    }
+}

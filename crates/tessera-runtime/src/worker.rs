@@ -1,0 +1,77 @@
+//! Device workers: one thread per device that owns the backend device.
+//!
+//! A worker runs jobs from its command queue one at a time, to completion, and never waits on
+//! another thread: the paper's OpenGL thread (3.7), whose commands "never cause [it] to block".
+//! Each job answers on its own reply channel, so replies never queue behind commands. Because
+//! a device runs one job at a time, a launch is atomic with respect to the memory manager's
+//! page moves on that device.
+
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+use tessera_core::DeviceId;
+
+use crate::backend::Device;
+use crate::error::{Result, RuntimeError};
+
+type Job = Box<dyn FnOnce(&mut dyn Device) + Send>;
+
+/// A reply that will arrive on its own channel.
+pub struct Pending<R>(Receiver<R>, &'static str);
+
+impl<R> Pending<R> {
+    pub fn wait(self) -> Result<R> {
+        self.0.recv().map_err(|_| RuntimeError::ThreadGone(self.1))
+    }
+    /// The reply if it has arrived already.
+    pub fn try_take(&self) -> Option<R> {
+        self.0.try_recv().ok()
+    }
+    pub(crate) fn new(rx: Receiver<R>, who: &'static str) -> Self {
+        Pending(rx, who)
+    }
+}
+
+/// The command side of a device worker; cheap to clone.
+#[derive(Clone)]
+pub struct WorkerHandle {
+    pub device: DeviceId,
+    tx: Sender<Job>,
+}
+
+impl WorkerHandle {
+    /// Queues a job on the device; its result comes back on a fresh reply channel.
+    pub fn submit<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut dyn Device) -> R + Send + 'static,
+    ) -> Pending<R> {
+        let (tx, rx) = bounded(1);
+        // A send fails only when the worker is gone; the Pending then reports ThreadGone.
+        let _ = self.tx.send(Box::new(move |d: &mut dyn Device| {
+            let _ = tx.send(f(d));
+        }));
+        Pending::new(rx, "device worker")
+    }
+
+    /// Queues a job and waits for it.
+    pub fn call<R: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut dyn Device) -> Result<R> + Send + 'static,
+    ) -> Result<R> {
+        self.submit(f).wait()?
+    }
+}
+
+/// Starts a worker thread owning `device`.
+pub fn spawn(id: DeviceId, mut device: Box<dyn Device>) -> (WorkerHandle, JoinHandle<()>) {
+    let (tx, rx) = unbounded::<Job>();
+    let join = std::thread::Builder::new()
+        .name(format!("tessera-worker-{}", id.0))
+        .spawn(move || {
+            while let Ok(job) = rx.recv() {
+                job(&mut *device);
+            }
+        })
+        .expect("spawning a thread");
+    (WorkerHandle { device: id, tx }, join)
+}

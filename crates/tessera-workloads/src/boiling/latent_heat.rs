@@ -1,0 +1,42 @@
+//! Latent-heat pass (Table 1: 9 texels read): the 3×3 of the frame input (the border
+//! output) and the 5-point stencil of the buoyancy output. Writes the next frame's input.
+use tessera_core::ObjectId;
+use tessera_runtime::Fault;
+
+use super::{math, BoilingPass, Ctx};
+use crate::access::TexelAccess;
+
+pub struct LatentHeat(pub Ctx);
+
+impl BoilingPass for LatentHeat {
+    const NAME: &'static str = "latent_heat";
+    fn ctx(&self) -> &Ctx {
+        &self.0
+    }
+    fn output(&self) -> ObjectId {
+        self.0.tex.field
+    }
+    #[inline]
+    fn texel<A: TexelAccess>(&self, a: &mut A, x: u32, y: u32) -> Result<(), Fault> {
+        let c = &self.0;
+        let mut input = [0.0f32; 9];
+        for (i, t) in input.iter_mut().enumerate() {
+            *t = c.at(
+                a,
+                c.tex.border,
+                x,
+                y,
+                (i % 3) as i64 - 1,
+                (i / 3) as i64 - 1,
+            )?;
+        }
+        let b = c.tex.buoyancy;
+        let b_c = c.at(a, b, x, y, 0, 0)?;
+        let b_n = c.at(a, b, x, y, 0, 1)?;
+        let b_s = c.at(a, b, x, y, 0, -1)?;
+        let b_e = c.at(a, b, x, y, 1, 0)?;
+        let b_w = c.at(a, b, x, y, -1, 0)?;
+        let t = math::latent_heat(&c.params, input, b_c, b_n, b_s, b_e, b_w);
+        a.store_f32(c.tex.field, x, y, t)
+    }
+}

@@ -1,0 +1,92 @@
+//! The boiling simulation of paper 4.1.1 (Harris et al. 2002, a coupled map lattice after
+//! Yanagita): four render-to-texture passes and a display pass per frame (paper Table 1).
+//!
+//! `math` holds the per-texel equations; each kernel file (`border.rs`, `diffusion.rs`, …)
+//! is the CPU twin of the WGSL shader of the same name; `reference` is the plain, unpaged,
+//! single-device version; `sim` runs it paged on a tessera node; `unpaged` runs the same
+//! kernel bodies on plain arrays for the overhead benchmark.
+pub mod border;
+pub mod buoyancy;
+pub mod diffusion;
+pub mod display;
+pub mod latent_heat;
+pub mod math;
+pub mod reference;
+pub mod sim;
+pub mod unpaged;
+
+use tessera_core::ObjectId;
+
+use crate::access::TexelAccess;
+use math::BoilingParams;
+
+/// The textures of one simulation: the frame input and the three intermediate fields
+/// (R32Float), and the display image (RGBA8Unorm).
+#[derive(Clone, Copy, Debug)]
+pub struct Textures {
+    /// Frame input; the latent-heat pass writes the next frame's input here.
+    pub field: ObjectId,
+    pub border: ObjectId,
+    pub diffusion: ObjectId,
+    pub buoyancy: ObjectId,
+    pub display: ObjectId,
+}
+
+/// What every boiling kernel knows: its textures, the field size and the constants.
+#[derive(Clone, Copy, Debug)]
+pub struct Ctx {
+    pub tex: Textures,
+    pub width: u32,
+    pub height: u32,
+    pub params: BoilingParams,
+}
+
+impl Ctx {
+    /// Clamp-to-edge neighbour read, as the reference does.
+    #[inline(always)]
+    pub fn at<A: TexelAccess>(
+        &self,
+        a: &mut A,
+        id: ObjectId,
+        x: u32,
+        y: u32,
+        dx: i64,
+        dy: i64,
+    ) -> Result<f32, tessera_runtime::Fault> {
+        let cx = math::clamp_coord(x as i64 + dx, self.width);
+        let cy = math::clamp_coord(y as i64 + dy, self.height);
+        a.load_f32(id, cx, cy)
+    }
+}
+
+/// A boiling pass: one texel's work, generic over paged or plain access.
+pub trait BoilingPass: Send + Sync + 'static {
+    const NAME: &'static str;
+    fn ctx(&self) -> &Ctx;
+    /// The texture it writes.
+    fn output(&self) -> ObjectId;
+    fn texel<A: TexelAccess>(
+        &self,
+        a: &mut A,
+        x: u32,
+        y: u32,
+    ) -> Result<(), tessera_runtime::Fault>;
+}
+
+/// Every boiling pass is a runtime kernel through the paged translation API.
+pub struct Paged<P>(pub P);
+
+impl<P: BoilingPass> tessera_runtime::Kernel for Paged<P> {
+    fn name(&self) -> &'static str {
+        P::NAME
+    }
+    #[inline]
+    fn invoke(
+        &self,
+        inv: &mut tessera_runtime::Invocation<'_>,
+        x: u32,
+        y: u32,
+    ) -> Result<(), tessera_runtime::Fault> {
+        self.0.texel(inv, x, y)
+    }
+}

@@ -1,0 +1,3 @@
+//! Workloads that run on tessera: each is a set of kernels plus an unpaged reference.
+pub mod access;
+pub mod boiling;
