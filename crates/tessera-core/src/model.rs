@@ -105,6 +105,9 @@ pub mod property {
     pub const DIRECTORY_AGREEMENT: &str = "directory agrees with page tables";
     /// A `Complete` finds every page of its batch resident with the access asked for.
     pub const GRANT: &str = "grant honours the request";
+    /// Data moves only out of valid copies: no copy from, write-back of or install of a dropped
+    /// or never-filled slot.
+    pub const LIVE_SOURCE: &str = "data moves only from valid copies";
     /// No action touches a device inside its procedure (the side condition that makes the
     /// memory manager's atomic step sound; checked only for variants that keep memory locks).
     pub const MEMORY_LOCK: &str = "memory lock";
@@ -336,12 +339,54 @@ enum Phase {
     },
 }
 
-/// One device's copy of one page, as its page table and slot see it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Slot {
-    value: u8,
-    valid: bool,
-    writable: bool,
+/// One device's copy of one page, as its page table and slot see it: the slot's value, and the
+/// page table's valid and writable bits. One byte, because states are cloned on every step.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+struct Slot(u8);
+
+impl Slot {
+    const VALID: u8 = 1 << 6;
+    const WRITABLE: u8 = 1 << 7;
+    const VALUE: u8 = Self::VALID - 1;
+
+    fn filled(value: u8) -> Slot {
+        Slot(value | Self::VALID)
+    }
+    fn value(self) -> u8 {
+        self.0 & Self::VALUE
+    }
+    fn valid(self) -> bool {
+        self.0 & Self::VALID != 0
+    }
+    fn writable(self) -> bool {
+        self.0 & Self::WRITABLE != 0
+    }
+    fn set_value(&mut self, v: u8) {
+        self.0 = (self.0 & !Self::VALUE) | v;
+    }
+    fn set_writable(&mut self, w: bool) {
+        self.0 = if w {
+            self.0 | Self::WRITABLE
+        } else {
+            self.0 & !Self::WRITABLE
+        };
+    }
+    /// Invalidation: the page table entry goes, the stale value stays in the slot.
+    fn drop_copy(&mut self) {
+        self.0 &= Self::VALUE;
+    }
+}
+
+impl fmt::Debug for Slot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{{ value: {}, valid: {}, writable: {} }}",
+            self.value(),
+            self.valid(),
+            self.writable()
+        )
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -419,7 +464,7 @@ impl State {
                     }
                     if dev.evicted < cfg.evictions_per_device {
                         for p in 0..cfg.pages as u8 {
-                            if dev.slots[p as usize].valid {
+                            if dev.slots[p as usize].valid() {
                                 out.push(Step::Evict { device, page: p });
                             }
                         }
@@ -481,7 +526,7 @@ impl State {
             }
             Step::Read { device, page } => {
                 let (d, p) = (device as usize, page as usize);
-                let got = self.devs[d].slots[p].value;
+                let got = self.devs[d].slots[p].value();
                 if let Some(log) = log {
                     log.push(format!("device{device} reads page{page} = {got}"));
                 }
@@ -505,7 +550,7 @@ impl State {
                     log.push(format!("device{device} writes page{page} := {value}"));
                 }
                 let (d, p) = (device as usize, page as usize);
-                self.devs[d].slots[p].value = value;
+                self.devs[d].slots[p].set_value(value);
                 self.latest[p] = value;
                 self.mark_done(d, p);
             }
@@ -593,36 +638,29 @@ impl State {
                 let p = page.index();
                 let value = match from {
                     Source::Home => self.home[p],
-                    Source::Device(o) => self.devs[o.index()].slots[p].value,
+                    Source::Device(o) => self.live_value(o, p, action)?,
                 };
-                self.devs[to.index()].slots[p] = Slot {
-                    value,
-                    valid: true,
-                    writable: false,
-                };
+                self.devs[to.index()].slots[p] = Slot::filled(value);
             }
             Action::WriteBack { page, from } => {
-                self.home[page.index()] = self.devs[from.index()].slots[page.index()].value;
+                self.home[page.index()] = self.live_value(from, page.index(), action)?;
             }
             Action::Invalidate { page, device } => {
-                let s = &mut self.devs[device.index()].slots[page.index()];
-                s.valid = false;
-                s.writable = false;
+                self.devs[device.index()].slots[page.index()].drop_copy();
             }
             Action::Install {
                 page,
                 device,
                 writable,
             } => {
-                let s = &mut self.devs[device.index()].slots[page.index()];
-                s.valid = true;
-                s.writable = writable;
+                self.live_value(device, page.index(), action)?;
+                self.devs[device.index()].slots[page.index()].set_writable(writable);
             }
             Action::GrantWrite { page, device } => {
-                self.devs[device.index()].slots[page.index()].writable = true;
+                self.devs[device.index()].slots[page.index()].set_writable(true);
             }
             Action::Downgrade { page, device } => {
-                self.devs[device.index()].slots[page.index()].writable = false;
+                self.devs[device.index()].slots[page.index()].set_writable(false);
             }
             Action::Complete { request, device } => {
                 let d = device.index();
@@ -641,8 +679,8 @@ impl State {
                     let s = dev.slots[p];
                     let ok = match batch.access(p) {
                         None => true,
-                        Some(Access::Read) => s.valid,
-                        Some(Access::Write) => s.valid && s.writable,
+                        Some(Access::Read) => s.valid(),
+                        Some(Access::Write) => s.valid() && s.writable(),
                     };
                     if !ok {
                         return Err(fail(
@@ -654,6 +692,19 @@ impl State {
             }
         }
         Ok(())
+    }
+
+    /// The value of `d`'s copy of page `p`, which `action` moves: refused if the copy was dropped
+    /// (its value is dead, see the key's section comment).
+    fn live_value(&self, d: DeviceId, p: usize, action: Action) -> Result<u8, Failure> {
+        let s = self.devs[d.index()].slots[p];
+        if !s.valid() {
+            return Err(fail(
+                property::LIVE_SOURCE,
+                format!("{action:?} uses {d}'s copy of page{p}, which is not valid"),
+            ));
+        }
+        Ok(s.value())
     }
 
     /// The safety properties that are a function of one state.
@@ -670,8 +721,8 @@ impl State {
                 }
                 s
             };
-            let valid = holders(|s| s.valid);
-            let writable = holders(|s| s.valid && s.writable);
+            let valid = holders(|s| s.valid());
+            let writable = holders(|s| s.valid() && s.writable());
 
             if let Some(o) = e.owner {
                 if e.copies != DeviceSet::only(o) {
@@ -699,7 +750,7 @@ impl State {
             match e.owner {
                 Some(o) => {
                     let s = self.devs[o.index()].slots[p];
-                    if !s.valid || s.value != latest {
+                    if !s.valid() || s.value() != latest {
                         return Err(fail(
                             property::NO_LOST_WRITE,
                             format!("page{p}'s owner {o} holds {s:?}, the latest value is {latest}"),
@@ -719,7 +770,7 @@ impl State {
                 }
             }
             for d in valid.iter() {
-                let v = self.devs[d.index()].slots[p].value;
+                let v = self.devs[d.index()].slots[p].value();
                 if v != latest {
                     return Err(fail(
                         property::NO_LOST_WRITE,
@@ -794,6 +845,21 @@ impl State {
 
 // ---------------------------------------------------------------------------------------------
 // The compact key: the visited set holds only these, never whole states.
+//
+// Two reductions make the key smaller than the state it names, and both are sound only because
+// of checks made elsewhere:
+//
+// - Symmetry. Devices are interchangeable, and so are pages: the protocol uses their numbers
+//   only as names (sets, arrival order, the order of actions inside one atomic step, which touch
+//   disjoint data per page), so renaming maps reachable states to reachable states and keeps
+//   every property. The key renames pages, then devices, in the order of a label-free summary of
+//   each; ties keep their numbers, which may leave some symmetric states apart. That costs
+//   states, never soundness: two states share a key only if one is a renaming of the other.
+// - Dead values. The value left in a dropped slot matters only to a device that still trusts a
+//   grant for that page (it may read or write it). Elsewhere it is dead, and the key writes it as
+//   0. The protocol itself could still read it if it copied from a dropped copy, installed a
+//   slot it never filled or wrote a dropped copy back; `carry_out` reports each of those as a
+//   violation, so no run the key merges can tell the merged states apart unnoticed.
 
 const KEY_WORDS: usize = 4;
 const KEY_BITS: u32 = 64 * KEY_WORDS as u32;
@@ -829,10 +895,9 @@ fn bits_for(max: u32) -> u32 {
 impl Layout {
     fn new(cfg: &ModelConfig) -> Layout {
         let devices = cfg.devices as u32;
-        let pages = cfg.pages as u32;
         Layout {
             devices,
-            pages,
+            pages: cfg.pages as u32,
             value_bits: bits_for(cfg.values.saturating_sub(1) as u32),
             device_bits: bits_for(devices.saturating_sub(1)),
             owner_bits: bits_for(devices),
@@ -842,30 +907,39 @@ impl Layout {
         }
     }
 
+    /// Bits of one device's own part (see `own_part`).
+    fn device_bits_total(&self) -> u32 {
+        2 + 3 * self.pages + self.issued_bits + self.evicted_bits + self.pages * (self.value_bits + 2)
+    }
+
     fn max_bits(&self) -> u32 {
         let per_page = 2 * self.value_bits + self.devices + self.owner_bits;
         // At most one outstanding request per device, so at most `devices` deferred.
         let deferred = self.devices * (1 + self.device_bits + self.index_bits + 2 * self.pages) + 1;
-        let per_device = 2
-            + 3 * self.pages
-            + self.issued_bits
-            + self.evicted_bits
-            + self.pages * (self.value_bits + 2);
-        self.pages * per_page + self.devices + deferred + self.devices * per_device
+        self.pages * per_page + self.devices + deferred + self.devices * self.device_bits_total()
     }
 }
 
-struct BitWriter {
-    words: [u64; KEY_WORDS],
+/// Appends fixed-width fields to a little-endian bit string of `N` words.
+struct Bits<const N: usize> {
+    words: [u64; N],
     pos: u32,
 }
 
-impl BitWriter {
+impl<const N: usize> Bits<N> {
+    fn new() -> Self {
+        Bits {
+            words: [0; N],
+            pos: 0,
+        }
+    }
+
+    #[inline]
     fn push(&mut self, value: u64, bits: u32) {
         if bits == 0 {
             return;
         }
-        debug_assert!(value < 1 << bits, "{value} does not fit {bits} bits");
+        debug_assert!(bits == 64 || value < 1 << bits, "{value} does not fit {bits} bits");
         let (w, off) = ((self.pos / 64) as usize, self.pos % 64);
         self.words[w] |= value << off;
         if off + bits > 64 {
@@ -873,99 +947,173 @@ impl BitWriter {
         }
         self.pos += bits;
     }
+
+    fn push_batch(&mut self, b: Batch, pages: u32) {
+        self.push(b.read as u64, pages);
+        self.push(b.write as u64, pages);
+    }
 }
 
-/// A device's own part of the key: everything that names no other device.
-fn push_device(w: &mut BitWriter, l: &Layout, dev: &Dev) {
-    match dev.phase {
-        Phase::Idle => w.push(0, 2),
-        Phase::Requested(b) => {
-            w.push(1, 2);
-            push_batch(w, b, l.pages);
+/// A renaming of devices and pages: `x_from[new] = old`, `x_to[old] = new`.
+struct Renaming {
+    dev_to: [u8; MAX_MODEL_DEVICES],
+    page_to: [u8; MAX_MODEL_PAGES],
+    page_from: [u8; MAX_MODEL_PAGES],
+}
+
+impl Renaming {
+    fn devices(&self, set: DeviceSet) -> u64 {
+        set.iter().fold(0, |acc, d| acc | 1 << self.dev_to[d.index()])
+    }
+    fn pages(&self, mask: u8) -> u8 {
+        let mut out = 0;
+        let mut m = mask;
+        while m != 0 {
+            let p = m.trailing_zeros() as usize;
+            out |= 1 << self.page_to[p];
+            m &= m - 1;
         }
-        Phase::Waiting(b) => {
-            w.push(2, 2);
-            push_batch(w, b, l.pages);
-        }
-        Phase::Granted { batch, done } => {
-            w.push(3, 2);
-            push_batch(w, batch, l.pages);
-            w.push(done as u64, l.pages);
+        out
+    }
+    fn batch(&self, b: Batch) -> Batch {
+        Batch {
+            read: self.pages(b.read),
+            write: self.pages(b.write),
         }
     }
-    w.push(dev.issued as u64, l.issued_bits);
-    w.push(dev.evicted as u64, l.evicted_bits);
-    let live = match dev.phase {
+}
+
+/// Pages the device may still read or write under its grant: only there does a dropped slot's
+/// value stay live.
+fn live_pages(dev: &Dev) -> u8 {
+    match dev.phase {
         Phase::Granted { batch, done } => batch.pages() & !done,
         _ => 0,
-    };
-    for (p, s) in dev.slots[..l.pages as usize].iter().enumerate() {
-        let dead = !s.valid && live & (1 << p) == 0;
-        w.push(if dead { 0 } else { s.value as u64 }, l.value_bits);
-        w.push(s.valid as u64, 1);
-        w.push(s.writable as u64, 1);
     }
 }
 
-fn push_batch(w: &mut BitWriter, b: Batch, pages: u32) {
-    w.push(b.read as u64, pages);
-    w.push(b.write as u64, pages);
+fn slot_bits(dev: &Dev, p: usize, value_bits: u32) -> u64 {
+    let s = dev.slots[p];
+    let dead = !s.valid() && live_pages(dev) & (1 << p) == 0;
+    let value = if dead { 0 } else { s.value() as u64 };
+    value | (s.valid() as u64) << value_bits | (s.writable() as u64) << (value_bits + 1)
 }
 
-fn permute(set: DeviceSet, to: &[u8; MAX_MODEL_DEVICES]) -> u64 {
-    set.iter().fold(0, |acc, d| acc | 1 << to[d.index()])
+/// Mixes one feature into a label-free (order-independent) sum.
+fn mix(x: u64) -> u64 {
+    let mut h = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^ (h >> 31)
 }
 
 impl State {
-    /// The key of a representative of the state's symmetry class.
-    ///
-    /// Devices are interchangeable: the protocol treats device numbers only as names (sets,
-    /// FIFO order of arrival, action order inside one atomic step), so renaming devices maps
-    /// reachable states to reachable states and keeps every property. The key renames devices
-    /// in order of their own part of the state, so most symmetric states share a key. Ties are
-    /// broken by device number, which may leave some symmetric states apart: that costs states,
-    /// never soundness, since two states share a key only if one is a renaming of the other.
-    fn key(&self, l: &Layout) -> Key {
-        let n = l.devices as usize;
-        let mut own = [(0u64, 0u8); MAX_MODEL_DEVICES];
-        for (d, dev) in self.devs[..n].iter().enumerate() {
-            let mut w = BitWriter {
-                words: [0; KEY_WORDS],
-                pos: 0,
-            };
-            push_device(&mut w, l, dev);
-            // Own parts fit one word in every world `validate` admits; a wider one only
-            // weakens the sort, not the key.
-            own[d] = (w.words[0], d as u8);
+    /// A device's own part of the key, pages renamed: everything that names no other device.
+    fn own_part(&self, l: &Layout, r: &Renaming, dev: &Dev) -> Bits<2> {
+        let mut w = Bits::<2>::new();
+        match dev.phase {
+            Phase::Idle => w.push(0, 2),
+            Phase::Requested(b) => {
+                w.push(1, 2);
+                w.push_batch(r.batch(b), l.pages);
+            }
+            Phase::Waiting(b) => {
+                w.push(2, 2);
+                w.push_batch(r.batch(b), l.pages);
+            }
+            Phase::Granted { batch, done } => {
+                w.push(3, 2);
+                w.push_batch(r.batch(batch), l.pages);
+                w.push(r.pages(done) as u64, l.pages);
+            }
         }
-        own[..n].sort_unstable();
-        let mut to = [0u8; MAX_MODEL_DEVICES];
-        for (new, &(_, old)) in own[..n].iter().enumerate() {
-            to[old as usize] = new as u8;
+        w.push(dev.issued as u64, l.issued_bits);
+        w.push(dev.evicted as u64, l.evicted_bits);
+        for &old in &r.page_from[..l.pages as usize] {
+            w.push(slot_bits(dev, old as usize, l.value_bits), l.value_bits + 2);
+        }
+        w
+    }
+
+    /// The key of one renaming of the state (see the section comment).
+    fn key(&self, l: &Layout) -> Key {
+        let (nd, np) = (l.devices as usize, l.pages as usize);
+        let devs = &self.devs[..nd];
+        let entries = self.proto.directory.entries();
+
+        let mut pages = [(0u64, 0u8); MAX_MODEL_PAGES];
+        for (p, sig) in pages[..np].iter_mut().enumerate() {
+            let e = entries[p];
+            let mut h = mix(self.home[p] as u64
+                | (self.latest[p] as u64) << 8
+                | (e.owner.is_some() as u64) << 16
+                | (e.copies.len() as u64) << 17);
+            for (d, dev) in devs.iter().enumerate() {
+                let id = DeviceId(d as u8);
+                let (tag, access, done) = match dev.phase {
+                    Phase::Idle => (0, None, false),
+                    Phase::Requested(b) => (1, b.access(p), false),
+                    Phase::Waiting(b) => (2, b.access(p), false),
+                    Phase::Granted { batch, done } => (3, batch.access(p), done & (1 << p) != 0),
+                };
+                let access = match access {
+                    None => 0,
+                    Some(Access::Read) => 1,
+                    Some(Access::Write) => 2,
+                };
+                h = h.wrapping_add(mix(slot_bits(dev, p, l.value_bits)
+                    | tag << 8
+                    | access << 10
+                    | (done as u64) << 12
+                    | (e.copies.contains(id) as u64) << 13
+                    | ((e.owner == Some(id)) as u64) << 14
+                    | (self.proto.locked().contains(id) as u64) << 15));
+            }
+            *sig = (h, p as u8);
+        }
+        pages[..np].sort_unstable();
+        let mut r = Renaming {
+            dev_to: [0; MAX_MODEL_DEVICES],
+            page_to: [0; MAX_MODEL_PAGES],
+            page_from: [0; MAX_MODEL_PAGES],
+        };
+        for (new, &(_, old)) in pages[..np].iter().enumerate() {
+            r.page_to[old as usize] = new as u8;
+            r.page_from[new] = old;
         }
 
-        let mut w = BitWriter {
-            words: [0; KEY_WORDS],
-            pos: 0,
-        };
-        let entries = self.proto.directory.entries();
-        for p in 0..l.pages as usize {
-            w.push(self.home[p] as u64, l.value_bits);
-            w.push(self.latest[p] as u64, l.value_bits);
-            w.push(permute(entries[p].copies, &to), l.devices);
-            let owner = entries[p].owner.map_or(0, |o| to[o.index()] as u64 + 1);
+        let mut own = [([0u64; 2], 0u8); MAX_MODEL_DEVICES];
+        for (d, dev) in devs.iter().enumerate() {
+            // Most significant word first, so the sort compares whole bit strings.
+            let w = self.own_part(l, &r, dev).words;
+            own[d] = ([w[1], w[0]], d as u8);
+        }
+        own[..nd].sort_unstable();
+        for (new, &(_, old)) in own[..nd].iter().enumerate() {
+            r.dev_to[old as usize] = new as u8;
+        }
+
+        let mut w = Bits::<KEY_WORDS>::new();
+        for &old in &r.page_from[..np] {
+            let e = entries[old as usize];
+            w.push(self.home[old as usize] as u64, l.value_bits);
+            w.push(self.latest[old as usize] as u64, l.value_bits);
+            w.push(r.devices(e.copies), l.devices);
+            let owner = e.owner.map_or(0, |o| r.dev_to[o.index()] as u64 + 1);
             w.push(owner, l.owner_bits);
         }
-        w.push(permute(self.proto.locked(), &to), l.devices);
+        w.push(r.devices(self.proto.locked()), l.devices);
         for b in self.proto.deferred() {
             w.push(1, 1);
-            w.push(to[b.device.index()] as u64, l.device_bits);
+            w.push(r.dev_to[b.device.index()] as u64, l.device_bits);
             w.push(b.id.0 & 0xff, l.index_bits);
-            push_batch(&mut w, Batch::from_requests(&b.pages), l.pages);
+            w.push_batch(r.batch(Batch::from_requests(&b.pages)), l.pages);
         }
         w.push(0, 1);
-        for &(_, old) in &own[..n] {
-            push_device(&mut w, l, &self.devs[old as usize]);
+        let bits = l.device_bits_total();
+        for &([hi, lo], _) in &own[..nd] {
+            w.push(lo, bits.min(64));
+            w.push(hi, bits.saturating_sub(64));
         }
         Key(w.words)
     }
@@ -1139,7 +1287,7 @@ mod tests {
         let l = Layout::new(&cfg);
         let a = State::initial(&cfg);
         let mut b = a.clone();
-        b.devs[2].slots[1].writable = true;
+        b.devs[2].slots[1].set_writable(true);
         let mut c = a.clone();
         c.latest[1] = 1;
         assert!(a.key(&l) != b.key(&l) && a.key(&l) != c.key(&l) && b.key(&l) != c.key(&l));

@@ -63,8 +63,9 @@ impl CpuDevice {
     }
 }
 
-/// Rows per rayon task: enough work per task to amortise the TLB and buffers.
-const ROWS_PER_TASK: u32 = 4;
+/// Invocations per rayon task for a rectangle: a tile of this many columns and rows.
+const TILE_W: u32 = 64;
+const TILE_H: u32 = 16;
 const LIST_PER_TASK: usize = 1024;
 
 struct TaskResult {
@@ -72,6 +73,54 @@ struct TaskResult {
     temp: Vec<TempStore>,
     touched: Vec<GlobalPage>,
     error: Option<RuntimeError>,
+}
+
+/// What every task of one launch shares.
+struct Task<'a> {
+    memories: &'a [Vec<AtomicU32>],
+    table: &'a PageTable,
+    bindings: &'a [crate::kernel::Bound],
+    bits: &'a RequestBits,
+    kernel: &'a dyn crate::kernel::Kernel,
+    mode: crate::kernel::Mode,
+}
+
+impl Task<'_> {
+    /// Runs a task's invocations; generic so the domain's loop compiles to plain loops.
+    fn run(&self, items: impl Iterator<Item = (u32, u32)>) -> TaskResult {
+        let mut inv = Invocation::new(
+            self.memories,
+            self.table,
+            self.bindings,
+            self.bits,
+            self.kernel.name(),
+            self.mode,
+        );
+        let mut incomplete = Vec::new();
+        for (x, y) in items {
+            match self.kernel.invoke(&mut inv, x, y) {
+                Ok(()) => inv.finish(true),
+                Err(Fault::Miss) => {
+                    inv.finish(false);
+                    incomplete.push((x, y));
+                }
+                Err(Fault::Error(e)) => {
+                    return TaskResult {
+                        incomplete,
+                        temp: Vec::new(),
+                        touched: Vec::new(),
+                        error: Some(*e),
+                    }
+                }
+            }
+        }
+        TaskResult {
+            incomplete,
+            temp: std::mem::take(&mut inv.temp),
+            touched: std::mem::take(&mut inv.touched),
+            error: None,
+        }
+    }
 }
 
 impl Device for CpuDevice {
@@ -134,48 +183,36 @@ impl Device for CpuDevice {
         let mut bits = RequestBits::new(l.pages);
         let (memories, table, bindings) = (&self.memories, &self.table, &l.bindings[..]);
         let kernel = &*l.kernel;
-        let run_task = |items: &mut dyn Iterator<Item = (u32, u32)>| -> TaskResult {
-            let mut inv = Invocation::new(memories, table, bindings, &bits, kernel.name(), l.mode);
-            let mut incomplete = Vec::new();
-            for (x, y) in items {
-                match kernel.invoke(&mut inv, x, y) {
-                    Ok(()) => inv.finish(true),
-                    Err(Fault::Miss) => {
-                        inv.finish(false);
-                        incomplete.push((x, y));
-                    }
-                    Err(Fault::Error(e)) => {
-                        return TaskResult {
-                            incomplete,
-                            temp: Vec::new(),
-                            touched: Vec::new(),
-                            error: Some(*e),
-                        }
-                    }
-                }
-            }
-            TaskResult {
-                incomplete,
-                temp: std::mem::take(&mut inv.temp),
-                touched: std::mem::take(&mut inv.touched),
-                error: None,
-            }
+        let task = Task {
+            memories,
+            table,
+            bindings,
+            bits: &bits,
+            kernel,
+            mode: l.mode,
         };
+        let run_task = |items| task.run(items);
         let results: Vec<TaskResult> = self.pool.install(|| match &l.domain {
             Domain::Rect { x0, y0, x1, y1 } => {
-                let (x0, x1) = (*x0, *x1);
-                let starts: Vec<u32> = (*y0..*y1).step_by(ROWS_PER_TASK as usize).collect();
-                starts
+                // Tasks are tiles, walked row by row inside: a tile stays on a few pages, so
+                // the TLB hits and the page slots stream through the cache like a GPU's
+                // tiled rasterisation order.
+                let (x0, y0, x1, y1) = (*x0, *y0, *x1, *y1);
+                let tiles: Vec<(u32, u32)> = (y0..y1)
+                    .step_by(TILE_H as usize)
+                    .flat_map(|ty| (x0..x1).step_by(TILE_W as usize).map(move |tx| (tx, ty)))
+                    .collect();
+                tiles
                     .into_par_iter()
-                    .map(|ys| {
-                        let ye = (ys + ROWS_PER_TASK).min(*y1);
-                        run_task(&mut (ys..ye).flat_map(|y| (x0..x1).map(move |x| (x, y))))
+                    .map(|(tx, ty)| {
+                        let (xe, ye) = ((tx + TILE_W).min(x1), (ty + TILE_H).min(y1));
+                        task.run((ty..ye).flat_map(|y| (tx..xe).map(move |x| (x, y))))
                     })
                     .collect()
             }
             Domain::List(list) => list
                 .par_chunks(LIST_PER_TASK)
-                .map(|c| run_task(&mut c.iter().copied()))
+                .map(|c| run_task(c.iter().copied()))
                 .collect(),
         });
         let mut out = LaunchOutcome {

@@ -135,16 +135,29 @@ pub struct TempStore {
     pub value: u32,
 }
 
+/// The last page translated for one binding, kept as the texel rectangle it covers (clipped
+/// to the object) so that a hit costs two subtractions and two compares, with the bounds
+/// check folded in.
 #[derive(Clone, Copy)]
 struct TlbEntry<'a> {
-    page: u64,
+    x0: u64,
+    y0: u64,
+    w: u64,
+    h: u64,
+    shift: u32,
+    words_per_texel: u64,
     memory: &'a [AtomicU32],
     base: usize,
     writable: bool,
 }
 
 const TLB_EMPTY: TlbEntry<'static> = TlbEntry {
-    page: u64::MAX,
+    x0: 0,
+    y0: 0,
+    w: 0,
+    h: 0,
+    shift: 0,
+    words_per_texel: 0,
     memory: &[],
     base: 0,
     writable: false,
@@ -197,7 +210,11 @@ impl<'a> Invocation<'a> {
     }
 
     /// Called by the backend after `invoke` returned: commit on success, discard on fault.
+    #[inline]
     pub(crate) fn finish(&mut self, completed: bool) {
+        if self.stores.is_empty() && self.temp_stores.is_empty() {
+            return;
+        }
         if completed {
             for s in self.stores.drain(..) {
                 s.memory[s.word].store(s.value, Ordering::Relaxed);
@@ -241,15 +258,12 @@ impl<'a> Invocation<'a> {
         access: Access,
     ) -> Result<Option<(&'a [AtomicU32], usize)>, Fault> {
         let bi = self.binding(id)?;
-        let b = &self.bindings[bi];
+        let e = &self.tlb[bi];
         let (x, y) = (x as u64, y as u64);
-        if x < b.width && y < b.height {
-            let (page, off) = b.locate(x, y);
-            let e = &self.tlb[bi];
-            if e.page == page && (e.writable || access == Access::Read || self.mode != Mode::Direct)
-            {
-                return Ok(Some((e.memory, e.base + off as usize)));
-            }
+        let (dx, dy) = (x.wrapping_sub(e.x0), y.wrapping_sub(e.y0));
+        if dx < e.w && dy < e.h && (e.writable || access == Access::Read || self.mode != Mode::Direct) {
+            let word = ((dy << e.shift) | dx) * e.words_per_texel;
+            return Ok(Some((e.memory, e.base + word as usize)));
         }
         self.translate_slow(bi, x, y, access)
     }
@@ -277,31 +291,35 @@ impl<'a> Invocation<'a> {
             }));
         }
         let (page, off) = b.locate(x, y);
-        if self.tlb[bi].page != page {
-            let d = self.table.get(GlobalPage(page)).map_err(|e| self.fail(e))?;
-            self.touched.push(GlobalPage(page));
-            match d.slot_addr() {
-                Some(at) => {
-                    self.tlb[bi] = TlbEntry {
-                        page,
-                        memory: &self.memories[at.memory as usize],
-                        base: (at.slot as u64 * b.slot_words) as usize,
-                        writable: d.is_writable(),
-                    }
-                }
-                None => self.tlb[bi] = TLB_EMPTY,
-            }
-        }
-        let e = &self.tlb[bi];
+        let d = self.table.get(GlobalPage(page)).map_err(|e| self.fail(e))?;
+        self.touched.push(GlobalPage(page));
         let needs_write = access == Access::Write && self.mode == Mode::Direct;
-        if e.page != page || (needs_write && !e.writable) {
-            self.bits.record(GlobalPage(page), access);
-            return match self.mode {
-                Mode::Request => Ok(None),
-                _ => Err(Fault::Miss),
-            };
-        }
-        Ok(Some((e.memory, e.base + off as usize)))
+        let at = match d.slot_addr() {
+            Some(at) if d.is_writable() || !needs_write => at,
+            _ => {
+                self.bits.record(GlobalPage(page), access);
+                return match self.mode {
+                    Mode::Request => Ok(None),
+                    _ => Err(Fault::Miss),
+                };
+            }
+        };
+        let side = b.mask + 1;
+        let (x0, y0) = (x & !b.mask, if b.format.is_some() { y & !b.mask } else { 0 });
+        let memory = &self.memories[at.memory as usize];
+        let base = (at.slot as u64 * b.slot_words) as usize;
+        self.tlb[bi] = TlbEntry {
+            x0,
+            y0,
+            w: side.min(b.width - x0),
+            h: if b.format.is_some() { side.min(b.height - y0) } else { 1 },
+            shift: b.shift,
+            words_per_texel: b.words_per_texel,
+            memory,
+            base,
+            writable: d.is_writable(),
+        };
+        Ok(Some((memory, base + off as usize)))
     }
 
     #[inline(always)]
@@ -384,13 +402,13 @@ impl<'a> Invocation<'a> {
     }
 
     /// Loads an R32Float texel.
-    #[inline]
+    #[inline(always)]
     pub fn load_f32(&mut self, id: ObjectId, x: u32, y: u32) -> Result<f32, Fault> {
         Ok(f32::from_bits(self.load_word(id, x, y, 0)?))
     }
 
     /// Stores an R32Float texel (buffered until the invocation completes).
-    #[inline]
+    #[inline(always)]
     pub fn store_f32(&mut self, id: ObjectId, x: u32, y: u32, v: f32) -> Result<(), Fault> {
         self.store_word(id, x, y, 0, v.to_bits())
     }
