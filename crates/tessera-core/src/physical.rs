@@ -64,18 +64,23 @@ impl PhysicalMemory {
 pub struct DeviceMemory {
     pub device: DeviceId,
     pub budget_bytes: u64,
-    /// Slots in each newly created memory (fewer when the budget has less room left).
-    pub slots_per_memory: u32,
+    /// Bytes of each newly created memory (less when the budget has less room left), like
+    /// the paper's fixed 4096² physical textures: small pages get many slots per memory.
+    pub memory_bytes: u64,
     memories: Vec<PhysicalMemory>,
+    /// The memory that last had a free slot: allocation starts there instead of scanning
+    /// every memory, which matters with millions of tiny pages.
+    hint: usize,
 }
 
 impl DeviceMemory {
-    pub fn new(device: DeviceId, budget_bytes: u64, slots_per_memory: u32) -> Self {
+    pub fn new(device: DeviceId, budget_bytes: u64, memory_bytes: u64) -> Self {
         DeviceMemory {
             device,
             budget_bytes,
-            slots_per_memory: slots_per_memory.max(1),
+            memory_bytes: memory_bytes.max(1),
             memories: Vec::new(),
+            hint: 0,
         }
     }
 
@@ -102,29 +107,34 @@ impl DeviceMemory {
     /// Allocates a slot of `slot_bytes`. Returns the slot and, when a new physical memory had
     /// to be created for it, that memory (the backend must allocate it before writing).
     pub fn alloc(&mut self, slot_bytes: u64) -> Result<(SlotAddr, Option<PhysicalMemory>)> {
-        for m in self
-            .memories
-            .iter_mut()
-            .filter(|m| m.slot_bytes == slot_bytes)
-        {
+        let n = self.memories.len();
+        for i in (0..n).map(|k| (self.hint + k) % n) {
+            let m = &mut self.memories[i];
+            if m.slot_bytes != slot_bytes {
+                continue;
+            }
             if let Some(slot) = m.alloc() {
+                self.hint = i;
                 return Ok((SlotAddr { memory: m.id, slot }, None));
             }
         }
         let left = self.budget_bytes.saturating_sub(self.reserved_bytes());
-        let capacity = (left / slot_bytes.max(1)).min(self.slots_per_memory as u64) as u32;
+        let per_memory = (self.memory_bytes / slot_bytes.max(1)).clamp(1, u32::MAX as u64);
+        let capacity = (left / slot_bytes.max(1)).min(per_memory) as u32;
+        let over = CoreError::OutOfBudget {
+            device: self.device,
+            needed: slot_bytes,
+            used: self.reserved_bytes(),
+            budget: self.budget_bytes,
+        };
         if capacity == 0 || self.memories.len() > u16::MAX as usize {
-            return Err(CoreError::OutOfBudget {
-                device: self.device,
-                needed: slot_bytes,
-                used: self.reserved_bytes(),
-                budget: self.budget_bytes,
-            });
+            return Err(over);
         }
         let mut m = PhysicalMemory::new(self.memories.len() as u16, slot_bytes, capacity);
-        let slot = m.alloc().expect("a new memory has at least one slot");
+        let slot = m.alloc().ok_or(over)?;
         let addr = SlotAddr { memory: m.id, slot };
         let created = m.clone();
+        self.hint = self.memories.len();
         self.memories.push(m);
         Ok((addr, Some(created)))
     }
@@ -140,6 +150,7 @@ impl DeviceMemory {
             })?;
         m.allocated[at.slot as usize / 64] &= !(1 << (at.slot % 64));
         m.free.push(at.slot);
+        self.hint = at.memory as usize;
         Ok(())
     }
 }
@@ -150,7 +161,7 @@ mod tests {
 
     #[test]
     fn new_memory_when_full_and_budget_is_typed() {
-        let mut d = DeviceMemory::new(DeviceId(0), 5 * 64, 2);
+        let mut d = DeviceMemory::new(DeviceId(0), 5 * 64, 2 * 64);
         let (a, m) = d.alloc(64).unwrap();
         assert_eq!(
             (a, m.map(|m| m.capacity)),

@@ -261,7 +261,10 @@ impl<'a> Invocation<'a> {
         let e = &self.tlb[bi];
         let (x, y) = (x as u64, y as u64);
         let (dx, dy) = (x.wrapping_sub(e.x0), y.wrapping_sub(e.y0));
-        if dx < e.w && dy < e.h && (e.writable || access == Access::Read || self.mode != Mode::Direct) {
+        if dx < e.w
+            && dy < e.h
+            && (e.writable || access == Access::Read || self.mode != Mode::Direct)
+        {
             let word = ((dy << e.shift) | dx) * e.words_per_texel;
             return Ok(Some((e.memory, e.base + word as usize)));
         }
@@ -305,14 +308,21 @@ impl<'a> Invocation<'a> {
             }
         };
         let side = b.mask + 1;
-        let (x0, y0) = (x & !b.mask, if b.format.is_some() { y & !b.mask } else { 0 });
+        let (x0, y0) = (
+            x & !b.mask,
+            if b.format.is_some() { y & !b.mask } else { 0 },
+        );
         let memory = &self.memories[at.memory as usize];
         let base = (at.slot as u64 * b.slot_words) as usize;
         self.tlb[bi] = TlbEntry {
             x0,
             y0,
             w: side.min(b.width - x0),
-            h: if b.format.is_some() { side.min(b.height - y0) } else { 1 },
+            h: if b.format.is_some() {
+                side.min(b.height - y0)
+            } else {
+                1
+            },
             shift: b.shift,
             words_per_texel: b.words_per_texel,
             memory,

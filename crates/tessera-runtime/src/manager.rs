@@ -85,8 +85,8 @@ pub struct ManagerConfig {
     pub variant: ProtocolVariant,
     /// Per device byte budget for physical memories.
     pub budget_bytes: u64,
-    /// Slots per physical memory (a new one is created when all are full).
-    pub slots_per_memory: u32,
+    /// Bytes per physical memory (a new one is created when all are full).
+    pub memory_bytes: u64,
 }
 
 struct Manager {
@@ -95,8 +95,8 @@ struct Manager {
     /// Home copies, per object, page after page (each page a whole slot's worth of bytes).
     home: HashMap<ObjectId, Vec<u8>>,
     memories: Vec<DeviceMemory>,
-    /// Per device, the slot holding each resident global page.
-    slots: Vec<HashMap<u64, SlotAddr>>,
+    /// Per device, the slot holding each resident global page, indexed by global page.
+    slots: Vec<Vec<Option<SlotAddr>>>,
     workers: Vec<WorkerHandle>,
     waiting: HashMap<RequestId, Sender<Result<()>>>,
     next_request: u64,
@@ -123,9 +123,9 @@ pub fn spawn(
         home: HashMap::new(),
         memories: workers
             .iter()
-            .map(|w| DeviceMemory::new(w.device, cfg.budget_bytes, cfg.slots_per_memory))
+            .map(|w| DeviceMemory::new(w.device, cfg.budget_bytes, cfg.memory_bytes))
             .collect(),
-        slots: vec![HashMap::new(); n],
+        slots: vec![Vec::new(); n],
         workers,
         waiting: HashMap::new(),
         next_request: 0,
@@ -233,8 +233,9 @@ impl Manager {
 
     fn slot(&self, d: DeviceId, page: GlobalPage) -> Result<SlotAddr> {
         self.slots[d.index()]
-            .get(&page.0)
+            .get(page.index())
             .copied()
+            .flatten()
             .ok_or_else(|| RuntimeError::Backend {
                 device: d,
                 message: format!("directory lists a copy of {page} the device does not hold"),
@@ -245,11 +246,13 @@ impl Manager {
         self.workers[d.index()].call(move |dev| dev.read_slot(at))
     }
 
-    /// Carries out actions in order. Writes and page table updates are queued without waiting
-    /// (a worker runs its queue in order, and a driver only launches after the reply); reads
-    /// wait for their data; every acknowledgement is collected before a request's reply.
+    /// Carries out actions in order. Slot writes and descriptor updates are collected per
+    /// device and sent as one job per device (a worker runs its queue in order, and a driver
+    /// launches only after the reply), so a batch of a thousand pages costs a few channel
+    /// round trips, not thousands. A device's collected work is sent before any read from it,
+    /// and every acknowledgement is in before a request's reply goes out.
     fn execute(&mut self, actions: Vec<Action>) -> Result<()> {
-        let mut acks: Vec<Pending<Result<()>>> = Vec::new();
+        let mut out = Outbox::new(self.workers.len());
         for a in actions {
             match a {
                 Action::Copy { page, from, to } => {
@@ -262,55 +265,48 @@ impl Manager {
                         }
                         Source::Device(o) => {
                             self.traffic[to.index()].device_to_device.add(bytes);
+                            out.flush(&self.workers, o);
                             self.read_slot(o, self.slot(o, page)?)?
                         }
                     };
                     let (at, created) = self.memories[to.index()].alloc(bytes)?;
-                    let w = &self.workers[to.index()];
                     if let Some(m) = created {
-                        acks.push(
-                            w.submit(move |d| d.create_memory(m.id, m.slot_bytes, m.capacity)),
-                        );
+                        out.push(to, DeviceOp::Create(m.id, m.slot_bytes, m.capacity));
                     }
-                    acks.push(w.submit(move |d| d.write_slot(at, &data)));
-                    self.slots[to.index()].insert(page.0, at);
+                    out.push(to, DeviceOp::Write(at, data));
+                    self.slots[to.index()][page.index()] = Some(at);
                 }
                 Action::WriteBack { page, from } => {
                     let (obj, local, bytes) = self.page_bytes(page)?;
+                    out.flush(&self.workers, from);
                     let data = self.read_slot(from, self.slot(from, page)?)?;
                     self.traffic[from.index()].device_to_host.add(bytes);
-                    let h = self
-                        .home
-                        .get_mut(&obj)
-                        .expect("live object has a home copy");
+                    let h = self.home.get_mut(&obj).ok_or(RuntimeError::Core(
+                        tessera_core::CoreError::UnknownObject(obj),
+                    ))?;
                     h[(local * bytes) as usize..((local + 1) * bytes) as usize]
                         .copy_from_slice(&data);
                 }
                 Action::Invalidate { page, device } => {
                     let at = self.slot(device, page)?;
-                    self.slots[device.index()].remove(&page.0);
+                    self.slots[device.index()][page.index()] = None;
                     self.memories[device.index()].free(at)?;
                     self.traffic[device.index()].invalidations += 1;
-                    acks.push(
-                        self.workers[device.index()]
-                            .submit(move |d| d.set_page(page, PageDescriptor::NOT_RESIDENT)),
-                    );
+                    out.push(device, DeviceOp::Set(page, PageDescriptor::NOT_RESIDENT));
                 }
                 Action::Install {
                     page,
                     device,
                     writable,
-                } => {
-                    acks.push(self.set_page(device, page, writable)?);
-                }
+                } => self.set_page(&mut out, device, page, writable)?,
                 Action::GrantWrite { page, device } => {
-                    acks.push(self.set_page(device, page, true)?)
+                    self.set_page(&mut out, device, page, true)?
                 }
                 Action::Downgrade { page, device } => {
-                    acks.push(self.set_page(device, page, false)?)
+                    self.set_page(&mut out, device, page, false)?
                 }
                 Action::Complete { request, .. } => {
-                    let res = acks.drain(..).try_for_each(|p| p.wait()?);
+                    let res = out.finish(&self.workers);
                     let failed = res.clone().err();
                     if let Some(r) = self.waiting.remove(&request) {
                         let _ = r.send(res);
@@ -321,23 +317,30 @@ impl Manager {
                 }
             }
         }
-        acks.into_iter().try_for_each(|p| p.wait()?)
+        out.finish(&self.workers)
     }
 
     fn set_page(
         &self,
+        out: &mut Outbox,
         device: DeviceId,
         page: GlobalPage,
         writable: bool,
-    ) -> Result<Pending<Result<()>>> {
+    ) -> Result<()> {
         let at = self.slot(device, page)?;
-        let desc = PageDescriptor::resident(at, writable);
-        Ok(self.workers[device.index()].submit(move |d| d.set_page(page, desc)))
+        out.push(
+            device,
+            DeviceOp::Set(page, PageDescriptor::resident(at, writable)),
+        );
+        Ok(())
     }
 
     fn resize_tables(&mut self) -> Result<()> {
         let pages = self.space.page_count();
         self.protocol.directory.resize(pages);
+        for s in &mut self.slots {
+            s.resize(pages as usize, None);
+        }
         let acks: Vec<_> = self
             .workers
             .iter()
@@ -375,7 +378,7 @@ impl Manager {
             let pages: Vec<GlobalPage> = e
                 .pages()
                 .map(GlobalPage)
-                .filter(|p| self.slots[d].contains_key(&p.0))
+                .filter(|p| self.slots[d][p.index()].is_some())
                 .collect();
             if !pages.is_empty() {
                 let actions = self.protocol.handle(Message::Evict { device, pages })?;
@@ -389,12 +392,30 @@ impl Manager {
 
     fn read(&mut self, id: ObjectId) -> Result<Vec<u8>> {
         let e = *self.space.get(id)?;
-        let bytes = e.desc.page_bytes();
+        let bytes = e.desc.page_bytes() as usize;
         let mut pages = self.home[&id].clone();
+        // Modified pages come from their owners: one job per device, not one per page.
+        let mut by_owner: Vec<Vec<(usize, SlotAddr)>> = vec![Vec::new(); self.workers.len()];
         for (local, page) in e.pages().enumerate() {
             if let Some(o) = self.protocol.directory.entry(GlobalPage(page))?.owner {
-                let data = self.read_slot(o, self.slot(o, GlobalPage(page))?)?;
-                pages[local * bytes as usize..(local + 1) * bytes as usize].copy_from_slice(&data);
+                by_owner[o.index()].push((local, self.slot(o, GlobalPage(page))?));
+            }
+        }
+        let jobs: Vec<_> = by_owner
+            .into_iter()
+            .enumerate()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(d, v)| {
+                self.workers[d].submit(move |dev| {
+                    v.into_iter()
+                        .map(|(local, at)| Ok((local, dev.read_slot(at)?)))
+                        .collect::<Result<Vec<_>>>()
+                })
+            })
+            .collect();
+        for j in jobs {
+            for (local, data) in j.wait()?? {
+                pages[local * bytes..(local + 1) * bytes].copy_from_slice(&data);
             }
         }
         let mut out = vec![0u8; host_len(&e.desc) as usize];
@@ -429,6 +450,65 @@ impl Manager {
             }
         }
         (out, entries.to_vec())
+    }
+}
+
+/// Work for one device worker, collected while a batch of actions is carried out.
+enum DeviceOp {
+    Create(u16, u64, u32),
+    Write(SlotAddr, Vec<u8>),
+    Set(GlobalPage, PageDescriptor),
+}
+
+/// Per-device queues of collected work and the acknowledgements still to come.
+struct Outbox {
+    ops: Vec<Vec<DeviceOp>>,
+    acks: Vec<Pending<Result<()>>>,
+}
+
+impl Outbox {
+    fn new(devices: usize) -> Self {
+        Outbox {
+            ops: (0..devices).map(|_| Vec::new()).collect(),
+            acks: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, d: DeviceId, op: DeviceOp) {
+        self.ops[d.index()].push(op);
+    }
+
+    /// Sends device `d`'s collected work as one job.
+    fn flush(&mut self, workers: &[WorkerHandle], d: DeviceId) {
+        let ops = std::mem::take(&mut self.ops[d.index()]);
+        if ops.is_empty() {
+            return;
+        }
+        self.acks.push(workers[d.index()].submit(move |dev| {
+            for op in ops {
+                match op {
+                    DeviceOp::Create(id, bytes, cap) => dev.create_memory(id, bytes, cap)?,
+                    DeviceOp::Write(at, data) => dev.write_slot(at, &data)?,
+                    DeviceOp::Set(page, desc) => dev.set_page(page, desc)?,
+                }
+            }
+            Ok(())
+        }));
+    }
+
+    /// Sends everything and waits for every acknowledgement; the first error wins.
+    fn finish(&mut self, workers: &[WorkerHandle]) -> Result<()> {
+        for d in 0..self.ops.len() {
+            self.flush(workers, DeviceId(d as u8));
+        }
+        let mut res = Ok(());
+        for p in self.acks.drain(..) {
+            let r = p.wait().and_then(|r| r);
+            if res.is_ok() {
+                res = r;
+            }
+        }
+        res
     }
 }
 

@@ -25,7 +25,8 @@ pub struct SystemConfig {
     pub variant: ProtocolVariant,
     /// Per device budget for physical memories, in bytes.
     pub budget_bytes: u64,
-    pub slots_per_memory: u32,
+    /// Bytes per physical memory; another is created when all are full (paper 3.2.2).
+    pub memory_bytes: u64,
     /// Worker threads shared by the CPU devices' kernels (0: one per core).
     pub cpu_threads: usize,
 }
@@ -36,7 +37,7 @@ impl Default for SystemConfig {
             devices: 1,
             variant: ProtocolVariant::Correct,
             budget_bytes: 4 << 30,
-            slots_per_memory: 4096,
+            memory_bytes: 64 << 20,
             cpu_threads: 0,
         }
     }
@@ -88,7 +89,7 @@ impl System {
             &ManagerConfig {
                 variant: cfg.variant,
                 budget_bytes: cfg.budget_bytes,
-                slots_per_memory: cfg.slots_per_memory,
+                memory_bytes: cfg.memory_bytes,
             },
         )?;
         joins.push(j);

@@ -87,6 +87,12 @@ impl PagedBoiling {
         Ok(PagedBoiling { sys, ctx, passes })
     }
 
+    /// A frame's passes in order, for callers that run them one by one (the evaluation
+    /// measures traffic per pass to model it on a topology).
+    pub fn passes(&self) -> &[PassSpec] {
+        &self.passes
+    }
+
     /// One frame: four render-to-texture passes and the display pass, each a barrier.
     /// Returns each device's stats summed over the passes.
     pub fn frame(&self, partition: Partition, procedure: Procedure) -> Result<Vec<PassStats>> {
