@@ -144,6 +144,23 @@ fn bad_input_is_a_clear_error_never_a_panic() {
             "--frames",
         ),
         (&["bench", "overhead", "--size", "0"], "--size"),
+        (
+            &[
+                "run",
+                "boiling",
+                "--size",
+                "64",
+                "--page",
+                "8",
+                "--budget-mib",
+                "0",
+                "--frames",
+                "1",
+                "--out",
+                out,
+            ],
+            "memory budget",
+        ),
     ];
     for (args, needle) in cases {
         let o = tessera(args);

@@ -33,13 +33,13 @@ pub enum CoreError {
     },
     #[error("{0} devices requested; at most 64 are supported")]
     TooManyDevices(usize),
-    #[error("device {0} does not exist")]
+    #[error("{0} does not exist")]
     UnknownDevice(DeviceId),
-    #[error("global page {0} is outside the address space")]
+    #[error("{0} is outside the global address space")]
     UnknownPage(GlobalPage),
     #[error("the global address space is exhausted ({requested} more pages requested)")]
     AddressSpaceExhausted { requested: u64 },
-    #[error("device {device} is out of its memory budget: {needed} more bytes needed, {budget} bytes budgeted, {used} in use")]
+    #[error("{device} is out of its memory budget: {needed} more bytes needed, {budget} bytes budgeted, {used} in use")]
     OutOfBudget {
         device: DeviceId,
         needed: u64,
@@ -50,11 +50,11 @@ pub enum CoreError {
     BadSlot { memory: u16, slot: u32 },
     #[error("page descriptor field out of range: {0}")]
     DescriptorField(&'static str),
-    #[error("device {0} sent a request while it still holds the memory lock")]
+    #[error("{0} sent a request while it still holds the memory lock")]
     RequestWhileLocked(DeviceId),
-    #[error("device {0} released a memory lock it does not hold")]
+    #[error("{0} released a memory lock it does not hold")]
     NotLocked(DeviceId),
-    #[error("request batch from device {0} is empty")]
+    #[error("request batch from {0} is empty")]
     EmptyRequest(DeviceId),
 }
 

@@ -16,7 +16,7 @@ use tessera_core::{DeviceId, GlobalPage, PageDescriptor, PageTable, RequestBits,
 
 use crate::backend::{Device, Domain, Launch, LaunchOutcome, MergeOutcome};
 use crate::error::{Result, RuntimeError};
-use crate::kernel::{Fault, Invocation, TempStore};
+use crate::kernel::{Invocation, TempStore};
 
 pub struct CpuDevice {
     id: DeviceId,
@@ -86,40 +86,49 @@ struct Task<'a> {
 }
 
 impl Task<'_> {
-    /// Runs a task's invocations; generic so the domain's loop compiles to plain loops.
-    fn run(&self, items: impl Iterator<Item = (u32, u32)>) -> TaskResult {
-        let mut inv = Invocation::new(
+    fn invocation(&self) -> Invocation<'_> {
+        Invocation::new(
             self.memories,
             self.table,
             self.bindings,
             self.bits,
             self.kernel.name(),
             self.mode,
-        );
-        let mut incomplete = Vec::new();
-        for (x, y) in items {
-            match self.kernel.invoke(&mut inv, x, y) {
-                Ok(()) => inv.finish(true),
-                Err(Fault::Miss) => {
-                    inv.finish(false);
-                    incomplete.push((x, y));
-                }
-                Err(Fault::Error(e)) => {
-                    return TaskResult {
-                        incomplete,
-                        temp: Vec::new(),
-                        touched: Vec::new(),
-                        error: Some(*e),
-                    }
-                }
-            }
-        }
+        )
+    }
+
+    fn result(inv: Invocation<'_>, incomplete: Vec<(u32, u32)>, error: Option<RuntimeError>) -> TaskResult {
+        let mut inv = inv;
         TaskResult {
             incomplete,
             temp: std::mem::take(&mut inv.temp),
             touched: std::mem::take(&mut inv.touched),
-            error: None,
+            error,
         }
+    }
+
+    /// Runs a tile, row by row, through the kernel's span loop.
+    fn run_tile(&self, xs: std::ops::Range<u32>, ys: std::ops::Range<u32>) -> TaskResult {
+        let mut inv = self.invocation();
+        let mut incomplete = Vec::new();
+        for y in ys {
+            if let Err(e) = self.kernel.run_span(&mut inv, y, xs.clone(), &mut incomplete) {
+                return Self::result(inv, incomplete, Some(e));
+            }
+        }
+        Self::result(inv, incomplete, None)
+    }
+
+    /// Runs a list of invocations (a relaunch).
+    fn run_list(&self, items: &[(u32, u32)]) -> TaskResult {
+        let mut inv = self.invocation();
+        let mut incomplete = Vec::new();
+        for &(x, y) in items {
+            if let Err(e) = self.kernel.run_span(&mut inv, y, x..x + 1, &mut incomplete) {
+                return Self::result(inv, incomplete, Some(e));
+            }
+        }
+        Self::result(inv, incomplete, None)
     }
 }
 
@@ -191,7 +200,6 @@ impl Device for CpuDevice {
             kernel,
             mode: l.mode,
         };
-        let run_task = |items| task.run(items);
         let results: Vec<TaskResult> = self.pool.install(|| match &l.domain {
             Domain::Rect { x0, y0, x1, y1 } => {
                 // Tasks are tiles, walked row by row inside: a tile stays on a few pages, so
@@ -206,13 +214,13 @@ impl Device for CpuDevice {
                     .into_par_iter()
                     .map(|(tx, ty)| {
                         let (xe, ye) = ((tx + TILE_W).min(x1), (ty + TILE_H).min(y1));
-                        task.run((ty..ye).flat_map(|y| (tx..xe).map(move |x| (x, y))))
+                        task.run_tile(tx..xe, ty..ye)
                     })
                     .collect()
             }
             Domain::List(list) => list
                 .par_chunks(LIST_PER_TASK)
-                .map(|c| run_task(c.iter().copied()))
+                .map(|c| task.run_list(c))
                 .collect(),
         });
         let mut out = LaunchOutcome {

@@ -38,6 +38,41 @@ pub trait Kernel: Send + Sync {
     fn name(&self) -> &'static str;
     /// Runs the invocation at (x, y) of the launch domain.
     fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault>;
+
+    /// Runs the invocations (x0..x1, y), committing each that completes and listing each that
+    /// faulted. Kernels override it with `run_span_with(…, Self::body)` so that the row loop
+    /// is compiled with the body inlined instead of one dynamic call per invocation.
+    fn run_span(
+        &self,
+        inv: &mut Invocation<'_>,
+        y: u32,
+        xs: std::ops::Range<u32>,
+        incomplete: &mut Vec<(u32, u32)>,
+    ) -> Result<(), RuntimeError> {
+        run_span_with(inv, y, xs, incomplete, |inv, x, y| self.invoke(inv, x, y))
+    }
+}
+
+/// The loop behind [`Kernel::run_span`], generic over the invocation body.
+#[inline(always)]
+pub fn run_span_with(
+    inv: &mut Invocation<'_>,
+    y: u32,
+    xs: std::ops::Range<u32>,
+    incomplete: &mut Vec<(u32, u32)>,
+    mut body: impl FnMut(&mut Invocation<'_>, u32, u32) -> Result<(), Fault>,
+) -> Result<(), RuntimeError> {
+    for x in xs {
+        match body(inv, x, y) {
+            Ok(()) => inv.finish(true),
+            Err(Fault::Miss) => {
+                inv.finish(false);
+                incomplete.push((x, y));
+            }
+            Err(Fault::Error(e)) => return Err(*e),
+        }
+    }
+    Ok(())
 }
 
 /// How a launch treats misses and stores.

@@ -89,4 +89,15 @@ impl<P: BoilingPass> tessera_runtime::Kernel for Paged<P> {
     ) -> Result<(), tessera_runtime::Fault> {
         self.0.texel(inv, x, y)
     }
+    fn run_span(
+        &self,
+        inv: &mut tessera_runtime::Invocation<'_>,
+        y: u32,
+        xs: std::ops::Range<u32>,
+        incomplete: &mut Vec<(u32, u32)>,
+    ) -> Result<(), tessera_runtime::RuntimeError> {
+        tessera_runtime::kernel::run_span_with(inv, y, xs, incomplete, |inv, x, y| {
+            self.0.texel(inv, x, y)
+        })
+    }
 }
