@@ -52,6 +52,8 @@ pub enum CoreError {
     DescriptorField(&'static str),
     #[error("{0} sent a request while it still holds the memory lock")]
     RequestWhileLocked(DeviceId),
+    #[error("{0} asked to evict pages while it holds the memory lock")]
+    EvictWhileLocked(DeviceId),
     #[error("{0} released a memory lock it does not hold")]
     NotLocked(DeviceId),
     #[error("request batch from {0} is empty")]

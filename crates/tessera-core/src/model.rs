@@ -2,7 +2,7 @@
 //!
 //! The checker drives the real [`Protocol`] (the same state machine the runtime's memory manager
 //! drives) inside a small closed world of devices, pages and data values, and visits every state
-//! that world can reach, breadth first. A state is
+//! that world can reach, breadth first, so a violation comes with a shortest trace. A state is
 //!
 //! - the protocol: directory, memory locks and deferred requests;
 //! - per device and page, the device's local copy: a value, whether its page table entry is
@@ -10,23 +10,27 @@
 //!   device that still trusts an old grant reads a stale slot, as a real GPU pass would;
 //! - the home value of every page, and a ghost *latest value* per page: the last value written by
 //!   anyone, in the one global order the model's interleaving defines;
-//! - per device a phase and what is left of its budgets.
+//! - per device a phase (idle, request in the inbox, deferred, granted) and what is left of its
+//!   budgets.
 //!
 //! # Steps
 //!
-//! Each step is one of:
-//!
-//! - an idle device sends a request batch (any non-empty choice of none/read/write per page) or
-//!   an eviction of one page its page table holds; the message sits in the device's inbox;
-//! - the memory manager takes the message out of one device's inbox, hands it to
-//!   [`Protocol::handle`] and carries out every returned [`Action`] at once (see below why that is
-//!   enough); a `Complete` lets the requester start its procedure;
-//! - a device inside its procedure reads a granted page, or writes any value to a page it was
-//!   granted for writing (each page once), or sends its `Release`.
+//! - An idle device with request budget left sends a batch: any non-empty choice of
+//!   none/read/write per page. The request sits in the device's inbox.
+//! - The memory manager takes a request out of one device's inbox, hands it to
+//!   [`Protocol::handle`] and carries out every returned [`Action`] at once (see below why that
+//!   is enough). Taking requests in any order is what explores arrival orders.
+//! - A device inside its procedure reads a granted page, or writes any value to a page it was
+//!   granted for writing: one operation per page and procedure.
+//! - A device inside its procedure releases its memory lock; an idle device with eviction
+//!   budget left evicts one page its page table holds. The memory manager handles these two
+//!   messages in the same step they are sent: a device does nothing between sending either and
+//!   the memory manager seeing it, so a run in which the message waits in an inbox is the same
+//!   run with the device idling (or, for a release, doing no more operations) until then.
 //!
 //! Device operations trust the grant, as the paper's GPU pass does (its page table was set up at
 //! grant time): a read returns the local value even if the copy was invalidated meanwhile, and a
-//! write lands in the local slot even if the slot was dropped (the write is then lost). This is
+//! write lands in the local slot even if the slot was dropped (the write is then lost). That is
 //! exactly what the memory lock must make impossible, so the checker sees its absence.
 //!
 //! # Why the memory manager's step may be atomic
@@ -37,7 +41,16 @@
 //! it runs, and the others do nothing with memory), so for every protocol that keeps memory locks
 //! the checker verifies that side condition ([`property::MEMORY_LOCK`]) at every action. For
 //! [`ProtocolVariant::NoMemoryLock`] the atomic step only under-approximates the interleavings,
-//! which is enough for finding its bugs (a bug found in fewer interleavings is still a bug).
+//! which is enough for finding its bugs: a bug found in fewer interleavings is still a bug.
+//!
+//! # Reductions
+//!
+//! The visited set stores a compact key per state, not the state. Two states share a key when
+//! one is the other with devices and pages renamed (both are interchangeable names to the
+//! protocol), or when they differ only in values left in dropped slots that nobody may read
+//! again. Both are sound; the reasons are at the key's definition. On the minimum world, renaming
+//! pages and forgetting dead values cut 30.4 million states (with devices renamed only) to 3.1
+//! million.
 //!
 //! # Properties
 //!
@@ -51,27 +64,28 @@
 //! 4. every request eventually completes: see below; and [`Protocol::handle`] never refuses a
 //!    message the model sends.
 //!
-//! Besides: the directory agrees with the page tables, and a `Complete` finds every page of its
-//! batch resident with the access asked for.
+//! Besides: the directory agrees with the page tables, a `Complete` finds every page of its batch
+//! resident with the access asked for, data moves only out of valid copies, and (for locking
+//! variants) no action touches a device inside its procedure.
 //!
 //! # Liveness, and its limit
 //!
 //! Every step consumes budget or moves a device forward in its cycle (idle → request in the inbox
-//! → deferred → granted with fewer pages left to use → release in the inbox → idle), so a
-//! natural-number progress measure falls on every step; the checker asserts that on every
-//! transition it explores. The state graph is therefore finite and acyclic, so every run ends in a
-//! terminal state (no step enabled), and "every request eventually completes" becomes: every
-//! terminal state is quiescent (no request in flight or deferred, no device locked).
+//! → deferred → granted with fewer pages left to use → idle), so a natural-number progress
+//! measure falls on every step; the checker asserts that on every transition it explores. The
+//! state graph is therefore finite and acyclic, every run ends in a terminal state (no step
+//! enabled), and "every request eventually completes" becomes: every terminal state is quiescent
+//! (no request in an inbox or deferred, no device granted or locked).
 //!
-//! The limit: runs are bounded by the budgets. A request that could be overtaken forever by an
-//! unbounded stream of other requests (starvation) is out of reach; the checker shows that no
-//! request is stuck once the others stop, and the protocol's fairness rule (paper 3.8 plus the
-//! "older deferred request first" rule in [`Protocol`]) is what argues for the unbounded case.
+//! The limit: runs are bounded by the budgets. Starvation, a request overtaken forever by an
+//! unbounded stream of others, is out of reach; the checker shows that no request is stuck once
+//! the others stop. The protocol's fairness rule (a request that an older deferred one needs is
+//! deferred too) is what argues for the unbounded case.
 
-use std::collections::hash_map::Entry;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashSet, VecDeque};
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::rc::Rc;
 
 use crate::directory::{DeviceSet, Directory, HomeMap};
 use crate::protocol::{
@@ -126,9 +140,10 @@ pub struct ModelConfig {
 }
 
 impl ModelConfig {
-    /// The smallest world that still shows every protocol bug we know of: three devices (a
-    /// writer, a reader and a bystander whose request is deferred), two pages (batches that mix
-    /// pages), two values (a write is visible), two requests and one eviction per device.
+    /// The world the test suite checks: three devices (so a request can wait behind an older
+    /// deferred one, the protocol's fairness rule), two pages (batches that mix pages and
+    /// accesses), two values (a write is visible), two requests per device (a device can read a
+    /// page and then upgrade it) and one eviction per device (a write-back that no reader caused).
     pub fn minimum() -> Self {
         ModelConfig {
             devices: 3,
@@ -211,7 +226,7 @@ pub struct CheckReport {
     pub transitions: u64,
     /// States with no step enabled.
     pub terminal: u64,
-    /// Length of the longest shortest path from the initial state.
+    /// Length of the longest shortest path from the initial state (as far as explored).
     pub depth: u32,
     /// The first violation found; exploration stops there.
     pub violation: Option<Violation>,
@@ -232,14 +247,15 @@ impl fmt::Display for CheckReport {
 }
 
 /// Explores every state reachable in `cfg`'s world and checks every property in each.
-///
-/// # Panics
-/// If `cfg` is refused by [`ModelConfig::validate`].
-pub fn check(cfg: &ModelConfig) -> CheckReport {
-    if let Err(e) = cfg.validate() {
-        panic!("invalid model configuration: {e}");
-    }
-    Explorer::new(cfg).run()
+/// A world [`ModelConfig::validate`] refuses is an error, not a panic.
+pub fn check(cfg: &ModelConfig) -> Result<CheckReport, String> {
+    cfg.validate()?;
+    // The narrowest key that holds the world: the visited set is most of the memory.
+    Ok(match Layout::new(cfg).max_bits() {
+        0..=128 => Explorer::<2>::new(cfg).run(),
+        129..=192 => Explorer::<3>::new(cfg).run(),
+        _ => Explorer::<KEY_WORDS>::new(cfg).run(),
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -400,7 +416,10 @@ struct Dev {
 
 #[derive(Clone, Debug)]
 struct State {
-    proto: Protocol,
+    /// Shared between a state and its successors until a step hands the protocol a message:
+    /// most steps (sending a request, reading, writing) leave it alone, and cloning its
+    /// allocations on every step would dominate the run time.
+    proto: Rc<Protocol>,
     home: [u8; MAX_MODEL_PAGES],
     latest: [u8; MAX_MODEL_PAGES],
     devs: [Dev; MAX_MODEL_DEVICES],
@@ -419,6 +438,28 @@ enum Step {
     Read { device: u8, page: u8 },
     Write { device: u8, page: u8, value: u8 },
     Release { device: u8 },
+}
+
+/// What a message was, for traces: built on every step, formatted only for a trace.
+#[derive(Clone, Copy)]
+enum Sent {
+    Request { device: u8, index: u8, batch: Batch },
+    Release { device: u8 },
+    Evict { device: u8, page: u8 },
+}
+
+impl fmt::Display for Sent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Sent::Request {
+                device,
+                index,
+                batch,
+            } => write!(f, "device{device}'s request #{index} {batch}"),
+            Sent::Release { device } => write!(f, "device{device}'s release"),
+            Sent::Evict { device, page } => write!(f, "device{device}'s eviction of page{page}"),
+        }
+    }
 }
 
 struct Failure {
@@ -447,7 +488,7 @@ impl State {
             slots: [Slot::default(); MAX_MODEL_PAGES],
         };
         State {
-            proto,
+            proto: Rc::new(proto),
             home: [0; MAX_MODEL_PAGES],
             latest: [0; MAX_MODEL_PAGES],
             devs: [dev; MAX_MODEL_DEVICES],
@@ -516,13 +557,12 @@ impl State {
                 dev.issued += 1;
             }
             Step::Evict { device, page } => {
-                let d = device as usize;
-                self.devs[d].evicted += 1;
+                self.devs[device as usize].evicted += 1;
                 let msg = Message::Evict {
                     device: DeviceId(device),
                     pages: vec![GlobalPage(page as u64)],
                 };
-                self.handle(cfg, msg, format!("device{d}'s eviction of page{page}"), log)?;
+                self.handle(cfg, msg, Sent::Evict { device, page }, log)?;
             }
             Step::Read { device, page } => {
                 let (d, p) = (device as usize, page as usize);
@@ -555,10 +595,9 @@ impl State {
                 self.mark_done(d, p);
             }
             Step::Release { device } => {
-                let d = device as usize;
-                self.devs[d].phase = Phase::Idle;
+                self.devs[device as usize].phase = Phase::Idle;
                 let msg = Message::Release(DeviceId(device));
-                self.handle(cfg, msg, format!("device{d}'s release"), log)?;
+                self.handle(cfg, msg, Sent::Release { device }, log)?;
             }
             Step::Deliver { device } => {
                 let d = device as usize;
@@ -573,7 +612,12 @@ impl State {
                     device: DeviceId(device),
                     pages: batch.to_requests(cfg.pages as usize),
                 });
-                self.handle(cfg, msg, format!("device{d}'s request #{index} {batch}"), log)?;
+                let sent = Sent::Request {
+                    device,
+                    index,
+                    batch,
+                };
+                self.handle(cfg, msg, sent, log)?;
             }
         }
         Ok(())
@@ -590,10 +634,10 @@ impl State {
         &mut self,
         cfg: &ModelConfig,
         msg: Message,
-        what: String,
+        what: Sent,
         log: Option<&mut Vec<String>>,
     ) -> Result<(), Failure> {
-        let result = self.proto.handle(msg);
+        let result = Rc::make_mut(&mut self.proto).handle(msg);
         if let Some(log) = log {
             log.push(format!("memory manager handles {what} -> {result:?}"));
         }
@@ -614,7 +658,8 @@ impl State {
     }
 
     fn check_lock(&self, action: Action) -> Result<(), Failure> {
-        let in_procedure = |d: DeviceId| matches!(self.devs[d.index()].phase, Phase::Granted { .. });
+        let in_procedure =
+            |d: DeviceId| matches!(self.devs[d.index()].phase, Phase::Granted { .. });
         let touched = match action {
             Action::Complete { .. } => None,
             Action::Copy {
@@ -753,7 +798,9 @@ impl State {
                     if !s.valid() || s.value() != latest {
                         return Err(fail(
                             property::NO_LOST_WRITE,
-                            format!("page{p}'s owner {o} holds {s:?}, the latest value is {latest}"),
+                            format!(
+                                "page{p}'s owner {o} holds {s:?}, the latest value is {latest}"
+                            ),
                         ));
                     }
                 }
@@ -774,7 +821,9 @@ impl State {
                 if v != latest {
                     return Err(fail(
                         property::NO_LOST_WRITE,
-                        format!("{d} holds a valid copy of page{p} = {v}, the latest value is {latest}"),
+                        format!(
+                            "{d} holds a valid copy of page{p} = {v}, the latest value is {latest}"
+                        ),
                     ));
                 }
             }
@@ -861,13 +910,14 @@ impl State {
 //   slot it never filled or wrote a dropped copy back; `carry_out` reports each of those as a
 //   violation, so no run the key merges can tell the merged states apart unnoticed.
 
+/// Most words a key may take.
 const KEY_WORDS: usize = 4;
 const KEY_BITS: u32 = 64 * KEY_WORDS as u32;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-struct Key([u64; KEY_WORDS]);
+struct Key<const W: usize>([u64; W]);
 
-impl Hash for Key {
+impl<const W: usize> Hash for Key<W> {
     fn hash<H: Hasher>(&self, h: &mut H) {
         for w in self.0 {
             h.write_u64(w);
@@ -909,7 +959,10 @@ impl Layout {
 
     /// Bits of one device's own part (see `own_part`).
     fn device_bits_total(&self) -> u32 {
-        2 + 3 * self.pages + self.issued_bits + self.evicted_bits + self.pages * (self.value_bits + 2)
+        2 + 3 * self.pages
+            + self.issued_bits
+            + self.evicted_bits
+            + self.pages * (self.value_bits + 2)
     }
 
     fn max_bits(&self) -> u32 {
@@ -939,7 +992,10 @@ impl<const N: usize> Bits<N> {
         if bits == 0 {
             return;
         }
-        debug_assert!(bits == 64 || value < 1 << bits, "{value} does not fit {bits} bits");
+        debug_assert!(
+            bits == 64 || value < 1 << bits,
+            "{value} does not fit {bits} bits"
+        );
         let (w, off) = ((self.pos / 64) as usize, self.pos % 64);
         self.words[w] |= value << off;
         if off + bits > 64 {
@@ -963,7 +1019,8 @@ struct Renaming {
 
 impl Renaming {
     fn devices(&self, set: DeviceSet) -> u64 {
-        set.iter().fold(0, |acc, d| acc | 1 << self.dev_to[d.index()])
+        set.iter()
+            .fold(0, |acc, d| acc | 1 << self.dev_to[d.index()])
     }
     fn pages(&self, mask: u8) -> u8 {
         let mut out = 0;
@@ -1036,7 +1093,7 @@ impl State {
     }
 
     /// The key of one renaming of the state (see the section comment).
-    fn key(&self, l: &Layout) -> Key {
+    fn key<const W: usize>(&self, l: &Layout) -> Key<W> {
         let (nd, np) = (l.devices as usize, l.pages as usize);
         let devs = &self.devs[..nd];
         let entries = self.proto.directory.entries();
@@ -1093,7 +1150,7 @@ impl State {
             r.dev_to[old as usize] = new as u8;
         }
 
-        let mut w = Bits::<KEY_WORDS>::new();
+        let mut w = Bits::<W>::new();
         for &old in &r.page_from[..np] {
             let e = entries[old as usize];
             w.push(self.home[old as usize] as u64, l.value_bits);
@@ -1144,23 +1201,23 @@ impl Hasher for WordHasher {
 // ---------------------------------------------------------------------------------------------
 // Breadth-first exploration.
 
-struct Explorer<'a> {
+struct Explorer<'a, const W: usize> {
     cfg: &'a ModelConfig,
     layout: Layout,
     batches: Vec<Batch>,
-    ids: HashMap<Key, u32, BuildHasherDefault<WordHasher>>,
-    /// Per state id: the state it was first reached from, and the step; a BFS tree, so the path
-    /// back to the root is a shortest trace.
+    visited: HashSet<Key<W>, BuildHasherDefault<WordHasher>>,
+    /// Per state, numbered in order of discovery: the state it was first reached from and the
+    /// step. A BFS tree, so the path back to the root is a shortest trace.
     parents: Vec<(u32, Step)>,
 }
 
-impl<'a> Explorer<'a> {
+impl<'a, const W: usize> Explorer<'a, W> {
     fn new(cfg: &'a ModelConfig) -> Self {
         Explorer {
             cfg,
             layout: Layout::new(cfg),
             batches: Batch::all(cfg.pages as usize),
-            ids: HashMap::default(),
+            visited: HashSet::default(),
             parents: Vec::new(),
         }
     }
@@ -1175,7 +1232,8 @@ impl<'a> Explorer<'a> {
             depth: 0,
             violation: None,
         };
-        self.ids.insert(init.key(&self.layout), 0);
+        self.visited.insert(init.key(&self.layout));
+        // The root's entry is never read: `violation` stops walking at state 0.
         self.parents.push((u32::MAX, Step::Release { device: 0 }));
         if let Err(f) = init.invariants(cfg) {
             report.violation = Some(self.violation(0, None, f));
@@ -1211,13 +1269,10 @@ impl<'a> Explorer<'a> {
                     report.violation = Some(self.violation(id, Some(step), f));
                     return report;
                 }
-                let next = self.parents.len() as u32;
-                match self.ids.entry(t.key(&self.layout)) {
-                    Entry::Occupied(_) => continue,
-                    Entry::Vacant(v) => {
-                        v.insert(next);
-                    }
+                if !self.visited.insert(t.key(&self.layout)) {
+                    continue;
                 }
+                let next = self.parents.len() as u32;
                 self.parents.push((id, step));
                 report.states += 1;
                 if let Err(f) = t.invariants(cfg) {
@@ -1290,8 +1345,60 @@ mod tests {
         b.devs[2].slots[1].set_writable(true);
         let mut c = a.clone();
         c.latest[1] = 1;
-        assert!(a.key(&l) != b.key(&l) && a.key(&l) != c.key(&l) && b.key(&l) != c.key(&l));
-        assert!(a.key(&l) == a.clone().key(&l));
+        assert!(
+            a.key::<4>(&l) != b.key::<4>(&l)
+                && a.key::<4>(&l) != c.key::<4>(&l)
+                && b.key::<4>(&l) != c.key::<4>(&l)
+        );
+        assert!(a.key::<4>(&l) == a.clone().key::<4>(&l));
+    }
+
+    /// `device` holds a read-only copy of `page`, in the directory and its page table.
+    fn with_copy(mut s: State, device: u8, page: u64) -> State {
+        let e = Rc::make_mut(&mut s.proto)
+            .directory
+            .entry_mut(GlobalPage(page))
+            .unwrap();
+        e.copies.insert(DeviceId(device));
+        s.devs[device as usize].slots[page as usize] = Slot::filled(0);
+        s
+    }
+
+    #[test]
+    fn renamed_states_share_a_key() {
+        let cfg = ModelConfig::minimum();
+        let l = Layout::new(&cfg);
+        let a = with_copy(State::initial(&cfg), 0, 0);
+        let b = with_copy(State::initial(&cfg), 2, 1);
+        assert!(a.key::<4>(&l) == b.key::<4>(&l));
+        // Two copies of one page are not a renaming of copies of two pages.
+        let one_page = with_copy(with_copy(State::initial(&cfg), 0, 0), 1, 0);
+        let two_pages = with_copy(with_copy(State::initial(&cfg), 0, 0), 1, 1);
+        assert!(one_page.key::<4>(&l) != two_pages.key::<4>(&l));
+    }
+
+    #[test]
+    fn only_dead_values_are_forgotten() {
+        let cfg = ModelConfig::minimum();
+        let l = Layout::new(&cfg);
+        let a = State::initial(&cfg);
+        let mut stale = a.clone();
+        stale.devs[1].slots[0].set_value(1);
+        assert!(
+            a.key::<4>(&l) == stale.key::<4>(&l),
+            "nobody may read device1's dropped slot"
+        );
+        let granted = Phase::Granted {
+            batch: Batch { read: 1, write: 0 },
+            done: 0,
+        };
+        let (mut a, mut stale) = (a, stale);
+        a.devs[1].phase = granted;
+        stale.devs[1].phase = granted;
+        assert!(
+            a.key::<4>(&l) != stale.key::<4>(&l),
+            "device1 trusts its grant and may read the slot"
+        );
     }
 
     #[test]
@@ -1316,8 +1423,7 @@ mod tests {
         s.latest[0] = 1;
         let err = s
             .apply(&cfg, Step::Read { device: 0, page: 0 }, None)
-            .err()
-            .expect("slot holds 0, latest is 1");
+            .expect_err("slot holds 0, latest is 1");
         assert_eq!(err.property, property::DATA_VALUE);
     }
 
@@ -1327,14 +1433,26 @@ mod tests {
         let mut s = State::initial(&cfg);
         assert!(s.quiescent(&cfg).is_ok());
         s.devs[1].phase = Phase::Waiting(Batch { read: 1, write: 0 });
-        let err = s.quiescent(&cfg).err().expect("device1 waits forever");
+        let err = s.quiescent(&cfg).expect_err("device1 waits forever");
         assert_eq!(err.property, property::EVENTUAL_COMPLETION);
     }
 
     #[test]
     fn tiny_world_passes_and_counts_add_up() {
-        let r = check(&tiny(ProtocolVariant::Correct));
+        let r = check(&tiny(ProtocolVariant::Correct)).unwrap();
         assert!(r.violation.is_none(), "{r}");
-        assert!(r.states > 10 && r.transitions >= r.states - 1 && r.terminal >= 1, "{r}");
+        assert!(
+            r.states > 10 && r.transitions >= r.states - 1 && r.terminal >= 1,
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn a_refused_world_is_an_error() {
+        let cfg = ModelConfig {
+            devices: 0,
+            ..tiny(ProtocolVariant::Correct)
+        };
+        assert!(check(&cfg).is_err());
     }
 }

@@ -194,6 +194,12 @@ impl Protocol {
             }
             Message::Evict { device, pages } => {
                 self.check_device(device)?;
+                // Evicting a page of the batch a locked device is working on would drop its
+                // grant under it and lose its writes (found by the model checker); a locked
+                // device evicts nothing until it releases.
+                if self.locking() && self.locked.contains(device) {
+                    return Err(CoreError::EvictWhileLocked(device));
+                }
                 for page in pages {
                     let e = self.directory.entry_mut(page)?;
                     if e.owner == Some(device) {
@@ -569,6 +575,13 @@ mod tests {
         assert_eq!(
             p.handle(req(2, 0, &[(2, Access::Read)])),
             Err(CoreError::RequestWhileLocked(DeviceId(0)))
+        );
+        assert_eq!(
+            p.handle(Message::Evict {
+                device: DeviceId(0),
+                pages: vec![P]
+            }),
+            Err(CoreError::EvictWhileLocked(DeviceId(0)))
         );
         assert!(Protocol::new(
             Directory::new(1, HomeMap::Single(NodeId(0))),
