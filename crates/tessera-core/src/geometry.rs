@@ -260,6 +260,46 @@ mod tests {
     }
 
     #[test]
+    fn bad_objects_are_typed_errors() {
+        use crate::DeviceId;
+        assert_eq!(
+            ObjectDesc::texture(0, 5, TexelFormat::R32Float, 4),
+            Err(CoreError::ZeroSized {
+                width: 0,
+                height: 5
+            })
+        );
+        assert!(matches!(
+            ObjectDesc::texture(1 << 17, 1 << 16, TexelFormat::R32Float, 4),
+            Err(CoreError::Oversized { texels, .. }) if texels == 1 << 33
+        ));
+        assert_eq!(
+            ObjectDesc::texture(8, 8, TexelFormat::R32Float, 12),
+            Err(CoreError::BadPageSize(12))
+        );
+        assert!(matches!(
+            ObjectDesc::buffer(0, 64),
+            Err(CoreError::ZeroSized { .. })
+        ));
+        assert!(matches!(
+            ObjectDesc::buffer(1 << 40, 64),
+            Err(CoreError::Oversized { .. })
+        ));
+        assert_eq!(
+            ObjectDesc::buffer(64, 6),
+            Err(CoreError::BadBufferPageSize(6))
+        );
+        let d = ObjectDesc::texture(8, 4, TexelFormat::R32Float, 4).unwrap();
+        assert!(matches!(
+            d.check(crate::ObjectId(3), 8, 0),
+            Err(CoreError::OutOfRange { x: 8, .. })
+        ));
+        assert!(d.check(crate::ObjectId(3), 7, 3).is_ok());
+        assert_eq!(DeviceId::new(63), Ok(DeviceId(63)));
+        assert_eq!(DeviceId::new(64), Err(CoreError::TooManyDevices(65)));
+    }
+
+    #[test]
     fn paper_figure4_numbering() {
         // Fig. 4: a texture of 4×4 pages; page 0x07 is the last page of the second row.
         let d = ObjectDesc::texture(64, 64, TexelFormat::R32Float, 16).unwrap();
