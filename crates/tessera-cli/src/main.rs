@@ -1,8 +1,14 @@
 //! `tessera`: run workloads on a distributed, demand-paged texture memory.
 
 mod bench;
+mod litmus;
+mod measure;
+mod plot;
 mod report;
+mod residency;
 mod run;
+mod sweep;
+mod topology_args;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,10 +43,17 @@ enum Command {
         #[command(flatten)]
         opts: BenchOpts,
     },
+    /// Many runs, one CSV and the paper's evaluation figures as plots.
+    Sweep {
+        #[command(subcommand)]
+        which: sweep::SweepKind,
+    },
+    /// Run litmus tests (herd7 C format) and check every outcome against sequential consistency.
+    Litmus(litmus::LitmusOpts),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-enum Workload {
+pub enum Workload {
     /// The boiling simulation of paper 4.1.1.
     Boiling,
 }
@@ -92,6 +105,16 @@ pub struct RunOpts {
     /// Per-device memory budget in MiB.
     #[arg(long, default_value_t = 4096)]
     budget_mib: u64,
+    /// Interconnect for the modeled time: a preset (pcie1-x16, pcie3-x16, pcie4-x16,
+    /// pcie5-x16, nvlink) or a TOML file (docs/EVALUATION.md).
+    #[arg(long, default_value = "pcie3-x16")]
+    topology: String,
+    /// Frames run before the measured ones; the report counts none of them.
+    #[arg(long, default_value_t = 0)]
+    warmup: u32,
+    /// Also write residency-<texture>.png: where each page lives at the end of the run.
+    #[arg(long)]
+    residency_png: bool,
 }
 
 #[derive(Args, Clone)]
@@ -137,6 +160,13 @@ fn main() -> ExitCode {
             which: BenchKind::Overhead,
             opts,
         } => bench::overhead(&opts),
+        Command::Litmus(opts) => litmus::litmus(&opts),
+        Command::Sweep {
+            which: sweep::SweepKind::PageSize(opts),
+        } => sweep::page_size(&opts),
+        Command::Sweep {
+            which: sweep::SweepKind::Devices(opts),
+        } => sweep::devices(&opts),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

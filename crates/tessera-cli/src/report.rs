@@ -1,12 +1,15 @@
-//! The run report: printed as a table and written as report.json. Every time in it is
-//! measured wall time on this machine (`time_kind`); nothing here is modeled.
+//! The run report: printed as a table and written as report.json. Every time at its top
+//! level and per device is measured wall time on this machine (`time_kind`); the `modeled`
+//! section alone holds time modeled on a topology, and says so in its own `time_kind`.
 
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
-use tessera_runtime::{DeviceMemoryUse, LinkCounters, PassStats, StageTimes, System};
+use tessera_core::topology::Topology;
+use tessera_runtime::{DeviceMemoryUse, LinkCounters, StageTimes};
 
+use crate::measure::{traffic_delta, Run};
 use crate::RunOpts;
 
 #[derive(Serialize, Default, Clone, Copy)]
@@ -58,13 +61,27 @@ pub struct Report {
     pub procedure: tessera_runtime::Procedure,
     pub partition: tessera_runtime::Partition,
     pub frames: u32,
+    /// Frames run before the measured ones; nothing in this report counts them.
+    pub warmup_frames: u32,
     pub time_kind: &'static str,
     pub wall_seconds: f64,
     pub frames_per_second_measured: f64,
+    /// The topology the modeled time is for.
+    pub topology: String,
+    /// Same as `modeled.frames_per_second`, beside the measured one.
+    pub frames_per_second_modeled: f64,
+    pub modeled: ModeledReport,
     pub page_requests_per_frame: f64,
     pub host_to_device_per_frame: PerFrame,
     pub device_to_host_per_frame: PerFrame,
     pub device_to_device_via_host_per_frame: PerFrame,
+    /// Texels in the pages moved to devices (from home or another device): the paper's
+    /// Figure 10.
+    pub texels_to_devices_per_frame: f64,
+    /// Texels in the pages written back to home.
+    pub texels_to_host_per_frame: f64,
+    /// Memory over all devices at the end of the run: the paper's Figure 8.
+    pub memory: MemorySummary,
     /// Summed over devices, seconds.
     pub stage_seconds: StageTimes,
     /// Share of the summed stage time, percent, as in the paper's Table 3.
@@ -73,16 +90,70 @@ pub struct Report {
     pub field_checksum: String,
 }
 
+/// Memory over all devices, each page counted once.
+#[derive(Serialize, Clone, Copy, Default)]
+pub struct MemorySummary {
+    /// Pages held by exactly one device.
+    pub unique_bytes: u64,
+    /// Pages held by two or more devices, counted once.
+    pub shared_bytes: u64,
+    /// Pages held by any device, counted once: unique + shared.
+    pub total_bytes: u64,
+}
+
+/// Time modeled on a topology (docs/EVALUATION.md): per pass, the slowest device's measured
+/// work, then the page moves charged to the links, the busiest link deciding.
+#[derive(Serialize)]
+pub struct ModeledReport {
+    pub time_kind: &'static str,
+    pub topology: String,
+    pub seconds: f64,
+    pub frames_per_second: f64,
+    /// Of `seconds`: the slowest device's work in each pass, measured on this machine.
+    pub device_seconds_measured: f64,
+    /// Of `seconds`: the busiest link's time in each pass, modeled.
+    pub transfer_seconds_modeled: f64,
+    pub links: Vec<LinkReport>,
+}
+
+#[derive(Serialize)]
+pub struct LinkReport {
+    pub link: String,
+    pub gb_per_s: f64,
+    pub latency_us: f64,
+    /// Modeled busy time over the measured frames.
+    pub busy_seconds: f64,
+}
+
 impl Report {
     pub fn collect(
-        sys: &System,
+        run: &Run,
         o: &RunOpts,
-        wall: f64,
-        passes: &[PassStats],
+        topo: &Topology,
         field_checksum: String,
     ) -> Result<Self> {
-        let traffic = sys.mm.traffic()?;
-        let (memory, _) = sys.mm.memory()?;
+        let sys = &run.sim.sys;
+        let (wall, passes) = (run.wall, &run.per_device);
+        let traffic: Vec<_> = sys
+            .mm
+            .traffic()?
+            .iter()
+            .zip(&run.baseline)
+            .map(|(a, b)| traffic_delta(b, a))
+            .collect();
+        let (memory, directory) = sys.mm.memory()?;
+        let mut summary = MemorySummary::default();
+        for t in &run.textures {
+            let bytes = t.desc.page_bytes();
+            for p in t.pages.clone() {
+                match directory.get(p as usize).map_or(0, |e| e.copies.len()) {
+                    0 => {}
+                    1 => summary.unique_bytes += bytes,
+                    _ => summary.shared_bytes += bytes,
+                }
+            }
+        }
+        summary.total_bytes = summary.unique_bytes + summary.shared_bytes;
         let f = o.frames;
         let per_frame = |n: u64| n as f64 / f as f64;
         let per_device: Vec<DeviceReport> = (0..sys.devices())
@@ -119,6 +190,27 @@ impl Report {
         }
         let total = stages.total().max(f64::MIN_POSITIVE);
         let pct = |s: f64| 100.0 * s / total;
+        let texels_per_page = (o.page as f64) * (o.page as f64);
+        let m = &run.modeled;
+        let modeled = ModeledReport {
+            time_kind: "modeled",
+            topology: topo.name().to_string(),
+            seconds: m.seconds(),
+            frames_per_second: f as f64 / m.seconds().max(f64::MIN_POSITIVE),
+            device_seconds_measured: m.device_seconds,
+            transfer_seconds_modeled: m.transfer_seconds,
+            links: topo
+                .links()
+                .iter()
+                .zip(&m.link_seconds)
+                .map(|(l, s)| LinkReport {
+                    link: l.to_string(),
+                    gb_per_s: l.bandwidth / 1e9,
+                    latency_us: l.latency * 1e6,
+                    busy_seconds: *s,
+                })
+                .collect(),
+        };
         Ok(Report {
             workload: "boiling",
             backend: "cpu",
@@ -129,13 +221,20 @@ impl Report {
             procedure: o.procedure,
             partition: o.partition,
             frames: f,
+            warmup_frames: o.warmup,
             time_kind: "measured",
             wall_seconds: wall,
             frames_per_second_measured: f as f64 / wall,
+            topology: topo.name().to_string(),
+            frames_per_second_modeled: modeled.frames_per_second,
+            modeled,
             page_requests_per_frame: per_device.iter().map(|d| d.page_requests_per_frame).sum(),
             host_to_device_per_frame: h2d,
             device_to_host_per_frame: d2h,
             device_to_device_via_host_per_frame: d2d,
+            texels_to_devices_per_frame: (h2d.pages + d2d.pages) * texels_per_page,
+            texels_to_host_per_frame: d2h.pages * texels_per_page,
+            memory: summary,
             stage_percent: StageTimes {
                 request_pass: pct(stages.request_pass),
                 uniquify: pct(stages.uniquify),
@@ -167,6 +266,13 @@ impl Report {
             self.frames_per_second_measured, self.wall_seconds
         );
         println!(
+            "frames per second (modeled on {}): {:.2}   device work {:.3} s (measured) + transfers {:.3} s (modeled)",
+            self.topology,
+            self.frames_per_second_modeled,
+            self.modeled.device_seconds_measured,
+            self.modeled.transfer_seconds_modeled
+        );
+        println!(
             "{:>6} {:>10} {:>12} {:>12} {:>12} {:>12} {:>12}",
             "device",
             "req/frame",
@@ -188,6 +294,13 @@ impl Report {
                 d.memory.shared_bytes as f64 / 1024.0
             );
         }
+        println!(
+            "memory (all devices): unique {:.1} KiB, shared {:.1} KiB, total {:.1} KiB; texels to devices per frame {:.0}",
+            self.memory.unique_bytes as f64 / 1024.0,
+            self.memory.shared_bytes as f64 / 1024.0,
+            self.memory.total_bytes as f64 / 1024.0,
+            self.texels_to_devices_per_frame
+        );
         let s = &self.stage_seconds;
         let p = &self.stage_percent;
         println!("stage (Table 3)               seconds   share");

@@ -1,16 +1,13 @@
 //! `tessera run boiling`.
 
-use std::time::Instant;
-
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use tessera_runtime::{PassStats, System, SystemConfig};
-use tessera_workloads::boiling::math::BoilingParams;
+use tessera_core::topology::Topology;
 use tessera_workloads::boiling::reference::{checksum_hex, field_checksum};
-use tessera_workloads::boiling::sim::PagedBoiling;
 
+use crate::measure::{run_boiling, Run};
 use crate::report::{write_png, Report};
-use crate::{RunOpts, MAX_SIZE};
+use crate::{residency, topology_args, RunOpts, MAX_SIZE};
 
 pub fn check_size(size: u32) -> Result<()> {
     if size == 0 || size > MAX_SIZE {
@@ -32,43 +29,68 @@ pub fn progress(len: u64, what: &str) -> ProgressBar {
     bar
 }
 
+/// Runs boiling with `o` on `topo` and builds its report; shared by `run` and the sweeps.
+pub fn execute(o: &RunOpts, topo: &Topology, tick: impl FnMut()) -> Result<(Run, Report)> {
+    check_size(o.size)?;
+    if o.frames == 0 {
+        bail!("--frames must be at least 1");
+    }
+    let run = run_boiling(o, topo, tick)?;
+    let field = run.sim.field()?;
+    let checksum = checksum_hex(field_checksum(&field));
+    let report = Report::collect(&run, o, topo, checksum)?;
+    Ok((run, report))
+}
+
+pub fn write_report(report: &Report, dir: &std::path::Path) -> Result<std::path::PathBuf> {
+    let json = dir.join("report.json");
+    std::fs::write(&json, serde_json::to_string_pretty(report)?)
+        .with_context(|| format!("cannot write {}", json.display()))?;
+    Ok(json)
+}
+
 pub fn boiling(o: &RunOpts) -> Result<()> {
     check_size(o.size)?;
     if o.frames == 0 {
         bail!("--frames must be at least 1");
     }
+    let topo = topology_args::load(&o.topology, o.devices)?;
     std::fs::create_dir_all(&o.out)
         .with_context(|| format!("cannot create output directory {}", o.out.display()))?;
-    let sys = System::cpu(&SystemConfig {
-        devices: o.devices,
-        cpu_threads: o.threads,
-        budget_bytes: o.budget_mib.saturating_mul(1 << 20),
-        ..Default::default()
-    })?;
-    // Validate the partition before creating textures so the error names the real problem.
-    o.partition.regions(o.size, o.size, o.devices as u32)?;
-    let sim = PagedBoiling::new(sys, o.size, o.size, o.page, BoilingParams::default())?;
-    let bar = progress(o.frames as u64, "boiling");
-    let mut per_device = vec![PassStats::default(); o.devices];
-    let t = Instant::now();
-    for _ in 0..o.frames {
-        let stats = sim.frame(o.partition, o.procedure)?;
-        for (a, s) in per_device.iter_mut().zip(&stats) {
-            a.add(s);
-        }
-        bar.inc(1);
-    }
-    let wall = t.elapsed().as_secs_f64();
+    let bar = progress((o.warmup + o.frames) as u64, "boiling");
+    let (run, report) = execute(o, &topo, || bar.inc(1))?;
     bar.finish_and_clear();
-    let field = sim.field()?;
-    let checksum = checksum_hex(field_checksum(&field));
-    let report = Report::collect(&sim.sys, o, wall, &per_device, checksum)?;
     report.print();
-    let json = o.out.join("report.json");
-    std::fs::write(&json, serde_json::to_string_pretty(&report)?)
-        .with_context(|| format!("cannot write {}", json.display()))?;
+    let json = write_report(&report, &o.out)?;
     let png = o.out.join("frame.png");
-    write_png(&png, o.size, o.size, &sim.display_rgba()?)?;
+    write_png(&png, o.size, o.size, &run.sim.display_rgba()?)?;
     println!("wrote {} and {}", json.display(), png.display());
+    let stages = o.out.join("stages");
+    crate::plot::stage_bars(
+        &stages,
+        &format!(
+            "Time per stage, boiling {s}x{s}, page {p}, {d} device(s)",
+            s = o.size,
+            p = o.page,
+            d = o.devices
+        ),
+        "device",
+        &report
+            .per_device
+            .iter()
+            .map(|d| (format!("device {}", d.device), d.stage_seconds))
+            .collect::<Vec<_>>(),
+        false,
+    )?;
+    println!(
+        "wrote {}.svg and {}.png",
+        stages.display(),
+        stages.display()
+    );
+    if o.residency_png {
+        for path in residency::write_all(&run, o, &o.out)? {
+            println!("wrote {}", path.display());
+        }
+    }
     Ok(())
 }

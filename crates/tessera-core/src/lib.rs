@@ -13,6 +13,7 @@ pub mod page_table;
 pub mod physical;
 pub mod protocol;
 pub mod requests;
+pub mod topology;
 
 pub use address::{AddressSpace, ObjectEntry};
 pub use directory::{DeviceSet, DirEntry, Directory, HomeMap};

@@ -97,7 +97,11 @@ impl Task<'_> {
         )
     }
 
-    fn result(inv: Invocation<'_>, incomplete: Vec<(u32, u32)>, error: Option<RuntimeError>) -> TaskResult {
+    fn result(
+        inv: Invocation<'_>,
+        incomplete: Vec<(u32, u32)>,
+        error: Option<RuntimeError>,
+    ) -> TaskResult {
         let mut inv = inv;
         TaskResult {
             incomplete,
@@ -112,7 +116,10 @@ impl Task<'_> {
         let mut inv = self.invocation();
         let mut incomplete = Vec::new();
         for y in ys {
-            if let Err(e) = self.kernel.run_span(&mut inv, y, xs.clone(), &mut incomplete) {
+            if let Err(e) = self
+                .kernel
+                .run_span(&mut inv, y, xs.clone(), &mut incomplete)
+            {
                 return Self::result(inv, incomplete, Some(e));
             }
         }
@@ -138,7 +145,7 @@ impl Device for CpuDevice {
     }
 
     fn create_memory(&mut self, memory: u16, slot_bytes: u64, capacity: u32) -> Result<()> {
-        if memory as usize != self.memories.len() || slot_bytes % 4 != 0 {
+        if memory as usize != self.memories.len() || !slot_bytes.is_multiple_of(4) {
             return Err(self.err(format!(
                 "bad physical memory {memory} of {slot_bytes}-byte slots"
             )));

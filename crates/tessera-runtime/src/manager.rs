@@ -265,8 +265,7 @@ impl Manager {
                         }
                         Source::Device(o) => {
                             self.traffic[to.index()].device_to_device.add(bytes);
-                            out.flush(&self.workers, o);
-                            self.read_slot(o, self.slot(o, page)?)?
+                            self.revoke_and_read(&mut out, o, page)?
                         }
                     };
                     let (at, created) = self.memories[to.index()].alloc(bytes)?;
@@ -278,8 +277,7 @@ impl Manager {
                 }
                 Action::WriteBack { page, from } => {
                     let (obj, local, bytes) = self.page_bytes(page)?;
-                    out.flush(&self.workers, from);
-                    let data = self.read_slot(from, self.slot(from, page)?)?;
+                    let data = self.revoke_and_read(&mut out, from, page)?;
                     self.traffic[from.index()].device_to_host.add(bytes);
                     let h = self.home.get_mut(&obj).ok_or(RuntimeError::Core(
                         tessera_core::CoreError::UnknownObject(obj),
@@ -318,6 +316,27 @@ impl Manager {
             }
         }
         out.finish(&self.workers)
+    }
+
+    /// Reads the owner's copy of a page it is about to lose write access to. The owner need
+    /// not be locked, so a launch of its own could store into the page between our read and
+    /// a later downgrade, and that store would be lost (found by the litmus runner). Making
+    /// the page read-only on the owner's worker first, in the same queue as the read, closes
+    /// the window: launches before it are in the data we read, launches after it fault and
+    /// ask the memory manager, which answers only after this batch.
+    fn revoke_and_read(
+        &self,
+        out: &mut Outbox,
+        owner: DeviceId,
+        page: GlobalPage,
+    ) -> Result<Vec<u8>> {
+        let at = self.slot(owner, page)?;
+        out.push(
+            owner,
+            DeviceOp::Set(page, PageDescriptor::resident(at, false)),
+        );
+        out.flush(&self.workers, owner);
+        self.read_slot(owner, at)
     }
 
     fn set_page(

@@ -54,7 +54,7 @@ impl Partition {
             Partition::Cols => (devices, 1),
             Partition::Tiles => {
                 let gy = (1..=devices)
-                    .filter(|g| devices % g == 0 && g * g <= devices)
+                    .filter(|g| devices.is_multiple_of(*g) && g * g <= devices)
                     .max()
                     .unwrap_or(1);
                 (devices / gy.max(1), gy)

@@ -26,6 +26,8 @@ impl Kernel for Fill {
     }
 }
 
+type Step = Box<dyn FnOnce(&mut tessera_runtime::DeviceContext) -> Result<()> + Send>;
+
 struct Outcome {
     /// Whether device 1's request was answered before device 0 released.
     answered_early: bool,
@@ -60,7 +62,7 @@ fn scenario(variant: ProtocolVariant) -> Outcome {
     };
     let (s0, s1) = (spec(0, 4, 1.0), spec(4, 8, 2.0));
     let on =
-        |d: usize, f: Box<dyn FnOnce(&mut tessera_runtime::DeviceContext) -> Result<()> + Send>| {
+        |d: usize, f: Step| {
             sys.on_device(d, f).unwrap().wait().unwrap()
         };
     // Second pass of the write procedure on both devices: values into their temporaries.

@@ -1,0 +1,116 @@
+//! `tessera litmus FILE...`: runs litmus tests in the herd7 C format through the runtime and
+//! checks every outcome against sequential consistency (see tessera-litmus).
+
+use std::path::PathBuf;
+
+use anyhow::bail;
+use clap::{Args, ValueEnum};
+use tessera_core::ProtocolVariant;
+use tessera_litmus::{load, run_test, Placement, RunConfig};
+
+#[derive(Args, Clone)]
+pub struct LitmusOpts {
+    /// Litmus files in herd7's C format (as in Linux's tools/memory-model/litmus-tests).
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Runs per test.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    runs: u64,
+    /// Put all shared variables on one page (default: each on its own page).
+    #[arg(long)]
+    same_page: bool,
+    /// Seed of the randomised schedules; thread timing still varies between runs.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Coherence protocol. Only `correct` is tessera's: the others are broken on purpose and
+    /// exist to show that the runner reports forbidden outcomes when the protocol is wrong.
+    #[arg(long, value_enum, default_value = "correct")]
+    protocol: ProtocolArg,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ProtocolArg {
+    Correct,
+    NoMemoryLock,
+    SkipInvalidation,
+    SkipWriteBack,
+}
+
+impl From<ProtocolArg> for ProtocolVariant {
+    fn from(p: ProtocolArg) -> Self {
+        match p {
+            ProtocolArg::Correct => ProtocolVariant::Correct,
+            ProtocolArg::NoMemoryLock => ProtocolVariant::NoMemoryLock,
+            ProtocolArg::SkipInvalidation => ProtocolVariant::SkipInvalidation,
+            ProtocolArg::SkipWriteBack => ProtocolVariant::SkipWriteBackOnDowngrade,
+        }
+    }
+}
+
+/// Runs every file, printing each report as it completes; fails if any file is unreadable or
+/// malformed, any outcome is forbidden by sequential consistency, or any run failed.
+pub fn litmus(opts: &LitmusOpts) -> anyhow::Result<()> {
+    let config = RunConfig {
+        runs: opts.runs,
+        placement: if opts.same_page {
+            Placement::SamePage
+        } else {
+            Placement::OwnPage
+        },
+        variant: opts.protocol.into(),
+        seed: opts.seed,
+    };
+    let mut unreadable = Vec::new();
+    let mut failed = Vec::new();
+    let mut passed = 0;
+    for path in &opts.files {
+        // One bad file must not hide the results of the others.
+        let test = match load(path) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("error: {e}");
+                unreadable.push(path.display().to_string());
+                continue;
+            }
+        };
+        match run_test(&test, &config) {
+            Ok(report) => {
+                println!("{}", report.render());
+                if report.passed() {
+                    passed += 1;
+                } else {
+                    failed.push(test.name.clone());
+                }
+            }
+            Err(e) => {
+                eprintln!("error: {}: {e}", path.display());
+                failed.push(test.name.clone());
+            }
+        }
+    }
+    let total = opts.files.len();
+    println!(
+        "Summary: {total} files, {passed} passed, {} failed, {} not run (unreadable, malformed or unsupported)",
+        failed.len(),
+        unreadable.len()
+    );
+    let mut problems = Vec::new();
+    if !failed.is_empty() {
+        problems.push(format!(
+            "{} tests showed outcomes sequential consistency forbids or failed to run ({})",
+            failed.len(),
+            failed.join(", ")
+        ));
+    }
+    if !unreadable.is_empty() {
+        problems.push(format!(
+            "{} files could not be run: unreadable, malformed or unsupported ({})",
+            unreadable.len(),
+            unreadable.join(", ")
+        ));
+    }
+    if !problems.is_empty() {
+        bail!("{}", problems.join("; "));
+    }
+    Ok(())
+}

@@ -1,0 +1,767 @@
+//! `tessera sweep page-size` and `tessera sweep devices`: many runs, one CSV, the paper's
+//! figures as plots.
+//!
+//! Every point is an ordinary `tessera run` (the same [`crate::run::execute`]) whose
+//! report.json is kept in its own folder; the CSV's columns are read out of those reports,
+//! so a CSV row and the report of the same run cannot disagree.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use serde_json::Value;
+use tessera_core::PageSize;
+use tessera_runtime::{Partition, Procedure, StageTimes};
+
+use crate::plot::{self, LineChart, Series};
+use crate::run::{check_size, execute, progress, write_report};
+use crate::{parse_partition, parse_procedure, topology_args, BackendKind, RunOpts, Workload};
+
+#[derive(Subcommand)]
+pub enum SweepKind {
+    /// One run per page size: memory, requests, transfers and speed against page width
+    /// (the paper's Figures 8–11) and the stage breakdown (Table 3).
+    PageSize(PageSweepOpts),
+    /// One run per device count: speed-up and traffic against devices.
+    Devices(DeviceSweepOpts),
+}
+
+#[derive(Args, Clone)]
+pub struct SweepCommon {
+    /// The workload to run at every point.
+    #[arg(long, value_enum, default_value = "boiling")]
+    workload: Workload,
+    /// Field side in texels.
+    #[arg(long, default_value_t = 1024)]
+    size: u32,
+    /// Measured frames per point.
+    #[arg(long, default_value_t = 3)]
+    frames: u32,
+    /// Frames run before the measured ones at every point (pages move in on the first).
+    #[arg(long, default_value_t = 1)]
+    warmup: u32,
+    /// How passes get their pages.
+    #[arg(long, default_value = "relaunch", value_parser = parse_procedure)]
+    procedure: Procedure,
+    /// How each pass's domain is split across devices.
+    #[arg(long, default_value = "rows", value_parser = parse_partition)]
+    partition: Partition,
+    /// Interconnect for the modeled time: a preset (pcie1-x16, pcie3-x16, pcie4-x16,
+    /// pcie5-x16, nvlink) or a TOML file.
+    #[arg(long, default_value = "pcie3-x16")]
+    topology: String,
+    /// Device backend.
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: BackendKind,
+    /// CPU threads for the software devices (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Per-device memory budget in MiB.
+    #[arg(long, default_value_t = 4096)]
+    budget_mib: u64,
+    /// Output directory: sweep.csv, per_device.csv, the plots, and a report.json per point.
+    #[arg(long, default_value = "sweep")]
+    out: PathBuf,
+}
+
+#[derive(Args, Clone)]
+pub struct PageSweepOpts {
+    #[command(flatten)]
+    common: SweepCommon,
+    /// Number of devices.
+    #[arg(long, default_value_t = 2)]
+    devices: usize,
+    /// Page sides to run, powers of two from 1 to 512: a list such as 16,32,64, where `...`
+    /// keeps doubling up to the next value (1,2,...,512).
+    #[arg(long, default_value = "1,2,...,512", value_parser = parse_pages)]
+    pages: List,
+}
+
+#[derive(Args, Clone)]
+pub struct DeviceSweepOpts {
+    #[command(flatten)]
+    common: SweepCommon,
+    /// Device counts to run, from 1 to 64: a list such as 1,2,4,8 (`...` keeps doubling).
+    #[arg(long, default_value = "1,2,4,8", value_parser = parse_devices)]
+    devices: List,
+    /// Page side P in texels.
+    #[arg(long, default_value_t = 64)]
+    page: u32,
+}
+
+/// A parsed, sorted list without duplicates.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct List(pub Vec<u32>);
+
+/// Parses `a,b,c` where `...` between two values keeps doubling from the one before it.
+fn parse_list(
+    s: &str,
+    what: &str,
+    check: impl Fn(u32) -> Result<(), String>,
+) -> Result<List, String> {
+    let mut out: Vec<u32> = Vec::new();
+    let mut pending_dots = false;
+    for tok in s.split(',').map(str::trim) {
+        if tok == "..." {
+            if out.is_empty() || pending_dots {
+                return Err(format!(
+                    "`...` in {what} list {s:?} must stand between two values"
+                ));
+            }
+            pending_dots = true;
+            continue;
+        }
+        let v: u32 = tok
+            .parse()
+            .map_err(|_| format!("{what} {tok:?} is not a whole number (in {s:?})"))?;
+        check(v)?;
+        if pending_dots {
+            let mut x = *out.last().unwrap_or(&v);
+            while x.saturating_mul(2) < v {
+                x *= 2;
+                out.push(x);
+            }
+            pending_dots = false;
+        }
+        out.push(v);
+    }
+    if pending_dots {
+        return Err(format!(
+            "`...` in {what} list {s:?} must stand between two values"
+        ));
+    }
+    if out.is_empty() {
+        return Err(format!("the {what} list is empty"));
+    }
+    let mut sorted = out.clone();
+    sorted.sort_unstable();
+    if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!("{what} {} appears twice in {s:?}", w[0]));
+    }
+    Ok(List(sorted))
+}
+
+pub fn parse_pages(s: &str) -> Result<List, String> {
+    parse_list(s, "page size", |p| {
+        PageSize::new(p).map(|_| ()).map_err(|_| {
+            if p.is_power_of_two() {
+                format!("page size {p} is out of range: a power of two between 1 and 512")
+            } else {
+                format!("page size {p} is not a power of two (1, 2, 4, ..., 512)")
+            }
+        })
+    })
+}
+
+pub fn parse_devices(s: &str) -> Result<List, String> {
+    parse_list(s, "device count", |d| {
+        if d == 0 || d as usize > tessera_core::MAX_DEVICES {
+            Err(format!(
+                "device count {d} is out of range 1..{}",
+                tessera_core::MAX_DEVICES
+            ))
+        } else {
+            Ok(())
+        }
+    })
+}
+
+fn point_opts(c: &SweepCommon, devices: usize, page: u32, out: PathBuf) -> RunOpts {
+    RunOpts {
+        devices,
+        size: c.size,
+        page,
+        frames: c.frames,
+        warmup: c.warmup,
+        procedure: c.procedure,
+        partition: c.partition,
+        out,
+        backend: c.backend,
+        threads: c.threads,
+        budget_mib: c.budget_mib,
+        topology: c.topology.clone(),
+        residency_png: false,
+    }
+}
+
+/// Checks every point before the first runs, so a bad point fails in seconds, not after an
+/// hour of good ones.
+fn check_points(points: &[RunOpts]) -> Result<()> {
+    for o in points {
+        check_size(o.size)?;
+        if o.frames == 0 {
+            bail!("--frames must be at least 1");
+        }
+        PageSize::new(o.page)?;
+        if o.page > o.size {
+            bail!(
+                "page size {} is larger than the {s}x{s} field (--size {s})",
+                o.page,
+                s = o.size
+            );
+        }
+        o.partition
+            .regions(o.size, o.size, o.devices as u32)
+            .with_context(|| format!("--devices {}", o.devices))?;
+        topology_args::load(&o.topology, o.devices)?;
+    }
+    Ok(())
+}
+
+/// Runs the points in order (checked by [`check_points`] first), writing each report.json;
+/// returns the reports as JSON values.
+fn run_points(points: &[RunOpts], label: impl Fn(&RunOpts) -> String) -> Result<Vec<Value>> {
+    let total: u64 = points.iter().map(|o| (o.warmup + o.frames) as u64).sum();
+    let bar = progress(total, "sweep");
+    let mut reports = Vec::new();
+    for o in points {
+        bar.set_message(label(o));
+        let topo = topology_args::load(&o.topology, o.devices)?;
+        std::fs::create_dir_all(&o.out)
+            .with_context(|| format!("cannot create output directory {}", o.out.display()))?;
+        let (_, report) =
+            execute(o, &topo, || bar.inc(1)).with_context(|| format!("at {}", label(o)))?;
+        write_report(&report, &o.out)?;
+        reports.push(serde_json::to_value(&report)?);
+    }
+    bar.finish_and_clear();
+    Ok(reports)
+}
+
+/// The CSV columns and where each comes from in report.json (a JSON pointer).
+pub const COLUMNS: &[(&str, &str)] = &[
+    ("workload", "/workload"),
+    ("size", "/size"),
+    ("devices", "/devices"),
+    ("page_size", "/page_size"),
+    ("procedure", "/procedure"),
+    ("partition", "/partition"),
+    ("topology", "/topology"),
+    ("frames", "/frames"),
+    ("warmup_frames", "/warmup_frames"),
+    ("wall_seconds_measured", "/wall_seconds"),
+    ("frames_per_second_measured", "/frames_per_second_measured"),
+    ("frames_per_second_modeled", "/frames_per_second_modeled"),
+    ("seconds_modeled", "/modeled/seconds"),
+    (
+        "device_seconds_measured_in_model",
+        "/modeled/device_seconds_measured",
+    ),
+    (
+        "transfer_seconds_modeled",
+        "/modeled/transfer_seconds_modeled",
+    ),
+    ("page_requests_per_frame", "/page_requests_per_frame"),
+    (
+        "host_to_device_pages_per_frame",
+        "/host_to_device_per_frame/pages",
+    ),
+    (
+        "host_to_device_bytes_per_frame",
+        "/host_to_device_per_frame/bytes",
+    ),
+    (
+        "device_to_host_pages_per_frame",
+        "/device_to_host_per_frame/pages",
+    ),
+    (
+        "device_to_host_bytes_per_frame",
+        "/device_to_host_per_frame/bytes",
+    ),
+    (
+        "device_to_device_pages_per_frame",
+        "/device_to_device_via_host_per_frame/pages",
+    ),
+    (
+        "device_to_device_bytes_per_frame",
+        "/device_to_device_via_host_per_frame/bytes",
+    ),
+    (
+        "texels_to_devices_per_frame",
+        "/texels_to_devices_per_frame",
+    ),
+    ("texels_to_host_per_frame", "/texels_to_host_per_frame"),
+    ("memory_unique_bytes", "/memory/unique_bytes"),
+    ("memory_shared_bytes", "/memory/shared_bytes"),
+    ("memory_total_bytes", "/memory/total_bytes"),
+    ("request_pass_seconds", "/stage_seconds/request_pass"),
+    ("uniquify_seconds", "/stage_seconds/uniquify"),
+    ("read_requests_seconds", "/stage_seconds/read_requests"),
+    ("compute_seconds", "/stage_seconds/compute"),
+    ("write_requests_seconds", "/stage_seconds/write_requests"),
+    ("page_writes_seconds", "/stage_seconds/page_writes"),
+    ("display_seconds", "/stage_seconds/display"),
+    ("field_checksum", "/field_checksum"),
+];
+
+/// Per device columns, under `/per_device/<i>`.
+pub const DEVICE_COLUMNS: &[(&str, &str)] = &[
+    ("device", "/device"),
+    ("page_requests_per_frame", "/page_requests_per_frame"),
+    ("read_requests_per_frame", "/read_requests_per_frame"),
+    ("write_requests_per_frame", "/write_requests_per_frame"),
+    (
+        "host_to_device_pages_per_frame",
+        "/host_to_device_per_frame/pages",
+    ),
+    (
+        "host_to_device_bytes_per_frame",
+        "/host_to_device_per_frame/bytes",
+    ),
+    (
+        "device_to_host_pages_per_frame",
+        "/device_to_host_per_frame/pages",
+    ),
+    (
+        "device_to_host_bytes_per_frame",
+        "/device_to_host_per_frame/bytes",
+    ),
+    (
+        "device_to_device_pages_per_frame",
+        "/device_to_device_via_host_per_frame/pages",
+    ),
+    (
+        "device_to_device_bytes_per_frame",
+        "/device_to_device_via_host_per_frame/bytes",
+    ),
+    ("unique_pages", "/memory/unique_pages"),
+    ("unique_bytes", "/memory/unique_bytes"),
+    ("shared_pages", "/memory/shared_pages"),
+    ("shared_bytes", "/memory/shared_bytes"),
+    ("compute_seconds", "/stage_seconds/compute"),
+    ("read_requests_seconds", "/stage_seconds/read_requests"),
+    ("write_requests_seconds", "/stage_seconds/write_requests"),
+];
+
+fn cell(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) if s.contains([',', '"', '\n']) => {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        }
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+        None => String::new(),
+    }
+}
+
+fn write_csvs(dir: &Path, reports: &[Value]) -> Result<Vec<PathBuf>> {
+    let mut main = COLUMNS.iter().map(|c| c.0).collect::<Vec<_>>().join(",");
+    main.push('\n');
+    let mut dev = format!(
+        "page_size,devices,{}\n",
+        DEVICE_COLUMNS
+            .iter()
+            .map(|c| c.0)
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    for r in reports {
+        let row: Vec<String> = COLUMNS.iter().map(|c| cell(r.pointer(c.1))).collect();
+        writeln!(main, "{}", row.join(","))?;
+        let n = r["per_device"].as_array().map_or(0, |a| a.len());
+        for d in 0..n {
+            let row: Vec<String> = DEVICE_COLUMNS
+                .iter()
+                .map(|c| cell(r.pointer(&format!("/per_device/{d}{}", c.1))))
+                .collect();
+            writeln!(
+                dev,
+                "{},{},{}",
+                cell(r.get("page_size")),
+                cell(r.get("devices")),
+                row.join(",")
+            )?;
+        }
+    }
+    let (a, b) = (dir.join("sweep.csv"), dir.join("per_device.csv"));
+    for (path, text) in [(&a, main), (&b, dev)] {
+        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(vec![a, b])
+}
+
+fn num(r: &Value, ptr: &str) -> f64 {
+    r.pointer(ptr).and_then(Value::as_f64).unwrap_or(f64::NAN)
+}
+
+fn stage_times(r: &Value) -> StageTimes {
+    serde_json::from_value::<StagesIn>(r["stage_seconds"].clone())
+        .map(|s| StageTimes {
+            request_pass: s.request_pass,
+            uniquify: s.uniquify,
+            read_requests: s.read_requests,
+            compute: s.compute,
+            write_requests: s.write_requests,
+            page_writes: s.page_writes,
+            display: s.display,
+        })
+        .unwrap_or_default()
+}
+
+#[derive(serde::Deserialize)]
+struct StagesIn {
+    request_pass: f64,
+    uniquify: f64,
+    read_requests: f64,
+    compute: f64,
+    write_requests: f64,
+    page_writes: f64,
+    display: f64,
+}
+
+/// A log y axis when the values span more than two orders of magnitude.
+fn wants_log(series: &[Series]) -> bool {
+    let v: Vec<f64> = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .filter(|v| *v > 0.0 && v.is_finite())
+        .collect();
+    let (lo, hi) = v
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
+    !v.is_empty() && hi / lo > 100.0
+}
+
+fn series(name: &str, reports: &[Value], x: &str, y: impl Fn(&Value) -> f64) -> Series {
+    Series {
+        name: name.to_string(),
+        points: reports.iter().map(|r| (num(r, x), y(r))).collect(),
+        secondary: false,
+    }
+}
+
+fn chart(
+    dir: &Path,
+    stem: &str,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: Vec<Series>,
+) -> Result<PathBuf> {
+    let path = dir.join(stem);
+    plot::line_chart(
+        &path,
+        &LineChart {
+            title,
+            x_label,
+            y_label,
+            x_log2: true,
+            y_log: wants_log(&series),
+            series,
+        },
+    )?;
+    Ok(path)
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+pub fn page_size(o: &PageSweepOpts) -> Result<()> {
+    let c = &o.common;
+    let points: Vec<RunOpts> = o
+        .pages
+        .0
+        .iter()
+        .map(|&p| point_opts(c, o.devices, p, c.out.join(format!("page-{p}"))))
+        .collect();
+    check_points(&points)?;
+    std::fs::create_dir_all(&c.out)
+        .with_context(|| format!("cannot create output directory {}", c.out.display()))?;
+    let reports = run_points(&points, |o| format!("page {}", o.page))?;
+    let dir = &c.out;
+    let mut wrote = write_csvs(dir, &reports)?;
+    let x = "/page_size";
+    let setting = format!(
+        "boiling {s}x{s}, {d} device(s), {part}",
+        s = c.size,
+        d = o.devices,
+        part = cell(reports[0].get("partition"))
+    );
+    let mut mem: Vec<Series> = (0..o.devices)
+        .map(|d| {
+            series(&format!("device {d} unique"), &reports, x, |r| {
+                num(r, &format!("/per_device/{d}/memory/unique_bytes")) / MIB
+            })
+        })
+        .collect();
+    mem.push(series("shared (counted once)", &reports, x, |r| {
+        num(r, "/memory/shared_bytes") / MIB
+    }));
+    mem.push(series("total", &reports, x, |r| {
+        num(r, "/memory/total_bytes") / MIB
+    }));
+    wrote.push(chart(
+        dir,
+        "memory",
+        &format!("Memory on devices at the end of the run (Fig. 8), {setting}"),
+        "page width (texels)",
+        "memory (MiB)",
+        mem,
+    )?);
+    let sum_dev = |key: &'static str| {
+        move |r: &Value| {
+            r["per_device"].as_array().map_or(f64::NAN, |a| {
+                a.iter().map(|d| d[key].as_f64().unwrap_or(0.0)).sum()
+            })
+        }
+    };
+    wrote.push(chart(
+        dir,
+        "requests",
+        &format!("Page requests per frame (Fig. 9), {setting}"),
+        "page width (texels)",
+        "page requests per frame (all devices)",
+        vec![
+            series("all requests", &reports, x, |r| {
+                num(r, "/page_requests_per_frame")
+            }),
+            series("read", &reports, x, sum_dev("read_requests_per_frame")),
+            series(
+                "write (exclusive)",
+                &reports,
+                x,
+                sum_dev("write_requests_per_frame"),
+            ),
+        ],
+    )?);
+    wrote.push(chart(
+        dir,
+        "transfer",
+        &format!("Texels transferred per frame (Fig. 10), {setting}"),
+        "page width (texels)",
+        "texels per frame (all devices)",
+        vec![
+            series("to devices (from home or a device)", &reports, x, |r| {
+                num(r, "/texels_to_devices_per_frame")
+            }),
+            series("written back to home", &reports, x, |r| {
+                num(r, "/texels_to_host_per_frame")
+            }),
+        ],
+    )?);
+    let topo = cell(reports[0].get("topology"));
+    let mut modeled = series(&format!("modeled on {topo}"), &reports, x, |r| {
+        num(r, "/frames_per_second_modeled")
+    });
+    modeled.secondary = true;
+    wrote.push(chart(
+        dir,
+        "speed",
+        &format!("Frames per second (Fig. 11), {setting}"),
+        "page width (texels)",
+        "frames per second",
+        vec![
+            series("measured (CPU devices)", &reports, x, |r| {
+                num(r, "/frames_per_second_measured")
+            }),
+            modeled,
+        ],
+    )?);
+    let bars: Vec<(String, StageTimes)> = reports
+        .iter()
+        .map(|r| (cell(r.get("page_size")), stage_times(r)))
+        .collect();
+    let stem = dir.join("stages");
+    plot::stage_bars(
+        &stem,
+        &format!("Share of time per stage (Table 3), {setting}"),
+        "page width (texels)",
+        &bars,
+        true,
+    )?;
+    wrote.push(stem);
+    summary(&reports, "page", "/page_size");
+    for p in wrote {
+        println!(
+            "wrote {}{}",
+            p.display(),
+            if p.extension().is_some() {
+                ""
+            } else {
+                ".svg/.png"
+            }
+        );
+    }
+    Ok(())
+}
+
+pub fn devices(o: &DeviceSweepOpts) -> Result<()> {
+    let c = &o.common;
+    let points: Vec<RunOpts> = o
+        .devices
+        .0
+        .iter()
+        .map(|&d| point_opts(c, d as usize, o.page, c.out.join(format!("devices-{d}"))))
+        .collect();
+    check_points(&points)?;
+    std::fs::create_dir_all(&c.out)
+        .with_context(|| format!("cannot create output directory {}", c.out.display()))?;
+    let reports = run_points(&points, |o| format!("{} device(s)", o.devices))?;
+    let dir = &c.out;
+    let mut wrote = write_csvs(dir, &reports)?;
+    let x = "/devices";
+    let setting = format!(
+        "boiling {s}x{s}, page {p}, {part}",
+        s = c.size,
+        p = o.page,
+        part = cell(reports[0].get("partition"))
+    );
+    let topo = cell(reports[0].get("topology"));
+    let first = &reports[0];
+    let (n0, m0, q0) = (
+        num(first, "/devices"),
+        num(first, "/frames_per_second_measured"),
+        num(first, "/frames_per_second_modeled"),
+    );
+    let mut modeled = series(&format!("modeled on {topo}"), &reports, x, |r| {
+        num(r, "/frames_per_second_modeled") / q0
+    });
+    modeled.secondary = true;
+    let mut ideal = series("ideal (linear)", &reports, x, |r| num(r, "/devices") / n0);
+    ideal.secondary = true;
+    wrote.push(chart(
+        dir,
+        "speedup",
+        &format!("Speed-up over {n0} device(s), {setting}"),
+        "devices",
+        "speed-up (frames per second ratio)",
+        vec![
+            series("measured (CPU devices)", &reports, x, |r| {
+                num(r, "/frames_per_second_measured") / m0
+            }),
+            modeled,
+            ideal,
+        ],
+    )?);
+    wrote.push(chart(
+        dir,
+        "traffic",
+        &format!("Traffic per frame, {setting}"),
+        "devices",
+        "MiB per frame (all devices)",
+        vec![
+            series("host to device", &reports, x, |r| {
+                num(r, "/host_to_device_per_frame/bytes") / MIB
+            }),
+            series("device to host", &reports, x, |r| {
+                num(r, "/device_to_host_per_frame/bytes") / MIB
+            }),
+            series("device to device", &reports, x, |r| {
+                num(r, "/device_to_device_via_host_per_frame/bytes") / MIB
+            }),
+        ],
+    )?);
+    wrote.push(chart(
+        dir,
+        "requests",
+        &format!("Page requests per frame, {setting}"),
+        "devices",
+        "page requests per frame (all devices)",
+        vec![series("all requests", &reports, x, |r| {
+            num(r, "/page_requests_per_frame")
+        })],
+    )?);
+    let bars: Vec<(String, StageTimes)> = reports
+        .iter()
+        .map(|r| (cell(r.get("devices")), stage_times(r)))
+        .collect();
+    let stem = dir.join("stages");
+    plot::stage_bars(
+        &stem,
+        &format!("Share of time per stage, {setting}"),
+        "devices",
+        &bars,
+        true,
+    )?;
+    wrote.push(stem);
+    summary(&reports, "devices", "/devices");
+    for p in wrote {
+        println!(
+            "wrote {}{}",
+            p.display(),
+            if p.extension().is_some() {
+                ""
+            } else {
+                ".svg/.png"
+            }
+        );
+    }
+    Ok(())
+}
+
+fn summary(reports: &[Value], what: &str, key: &str) {
+    println!(
+        "modeled on {}; wall time of the measured frames is measured",
+        cell(reports.first().and_then(|r| r.get("topology")))
+    );
+    println!(
+        "{what:>7} {:>12} {:>12} {:>12} {:>14} {:>10} {:>10} {:>10}",
+        "fps meas.",
+        "fps modeled",
+        "req/frame",
+        "texels→dev/f",
+        "uniq MiB",
+        "shared MiB",
+        "total MiB"
+    );
+    for r in reports {
+        println!(
+            "{:>7} {:>12.3} {:>12.3} {:>12.1} {:>14.0} {:>10.2} {:>10.2} {:>10.2}",
+            num(r, key),
+            num(r, "/frames_per_second_measured"),
+            num(r, "/frames_per_second_modeled"),
+            num(r, "/page_requests_per_frame"),
+            num(r, "/texels_to_devices_per_frame"),
+            num(r, "/memory/unique_bytes") / MIB,
+            num(r, "/memory/shared_bytes") / MIB,
+            num(r, "/memory/total_bytes") / MIB,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_lists_expand_and_sort() {
+        assert_eq!(
+            parse_pages("1,2,...,512").unwrap().0,
+            vec![1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+        );
+        assert_eq!(parse_pages("64, 16,32").unwrap().0, vec![16, 32, 64]);
+        assert_eq!(parse_pages("8,...,64").unwrap().0, vec![8, 16, 32, 64]);
+        assert_eq!(parse_devices("1,...,8").unwrap().0, vec![1, 2, 4, 8]);
+        assert_eq!(parse_devices("3,5").unwrap().0, vec![3, 5]);
+    }
+
+    #[test]
+    fn bad_lists_say_what_is_wrong() {
+        for (s, needle) in [
+            ("1,3,4", "page size 3 is not a power of two"),
+            ("1024", "out of range"),
+            ("0", "not a power of two"),
+            ("16,16", "appears twice"),
+            ("", "not a whole number"),
+            ("sixteen", "not a whole number"),
+            ("-4", "not a whole number"),
+            ("...,64", "between two values"),
+            ("8,...", "between two values"),
+            ("8,...,...,64", "between two values"),
+            ("8,...,48", "not a power of two"),
+        ] {
+            let e = parse_pages(s).unwrap_err();
+            assert!(e.contains(needle), "{s:?}: {e}");
+        }
+        assert!(parse_devices("0,2").unwrap_err().contains("out of range"));
+        assert!(parse_devices("65").unwrap_err().contains("out of range"));
+    }
+
+    #[test]
+    fn csv_cells_quote_what_needs_it() {
+        assert_eq!(cell(Some(&Value::from("a,b"))), "\"a,b\"");
+        assert_eq!(cell(Some(&Value::from("say \"hi\""))), "\"say \"\"hi\"\"\"");
+        assert_eq!(cell(Some(&Value::from(2.5))), "2.5");
+        assert_eq!(cell(None), "");
+    }
+}

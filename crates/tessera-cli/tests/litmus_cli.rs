@@ -1,0 +1,166 @@
+//! `tessera litmus` as a user runs it: the shipped tests, a broken protocol, bad files.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn tessera(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn shipped(name: &str) -> String {
+    litmus_dir()
+        .join(format!("{name}.litmus"))
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn litmus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/litmus")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn every_shipped_test_passes() {
+    let mut files: Vec<String> = std::fs::read_dir(litmus_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path().to_string_lossy().into_owned())
+        .filter(|p| p.ends_with(".litmus"))
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 13);
+    let mut args = vec!["litmus", "--runs", "20"];
+    args.extend(files.iter().map(String::as_str));
+    let o = tessera(&args);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_eq!(out.matches(" Never 0 20\n").count(), 13, "{out}");
+    assert_eq!(
+        out.matches("Forbidden by sequential consistency: none")
+            .count(),
+        13
+    );
+    assert!(
+        out.contains("Summary: 13 files, 13 passed, 0 failed"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_single_thread_test_passes_and_prints_the_herd7_summary() {
+    let o = tessera(&["litmus", "--runs", "10", "--same-page", &shipped("CoWW")]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("Test CoWW Allowed\n"), "{out}");
+    assert!(
+        out.contains("Histogram (1 states)\n10    :>x=2;\n"),
+        "{out}"
+    );
+    assert!(out.contains("\nObservation CoWW Never 0 10\n"), "{out}");
+    assert!(out.contains("Forbidden by sequential consistency: none"));
+    assert!(out.contains("all variables on one page"));
+}
+
+#[test]
+fn a_broken_protocol_makes_the_run_fail() {
+    let o = tessera(&[
+        "litmus",
+        "--runs",
+        "10",
+        "--protocol",
+        "skip-write-back",
+        &shipped("SB"),
+    ]);
+    let (out, err) = text(&o);
+    assert!(!o.status.success(), "{out}");
+    assert!(out.contains("Observation SB Always 10 0"), "{out}");
+    assert!(
+        out.contains("Forbidden by sequential consistency: "),
+        "{out}"
+    );
+    assert!(out.contains("!>0:r0=0; 1:r0=0;"), "{out}");
+    assert!(
+        err.contains("sequential consistency forbids") && err.contains("SB"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"));
+}
+
+#[test]
+fn malformed_files_are_reported_with_line_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: &[(&str, &[u8], &str)] = &[
+        (
+            "missing-semicolon.litmus",
+            b"C Bad\n{}\nP0(int *x) {\n  WRITE_ONCE(*x, 1)\n}\nexists (x=1)\n",
+            "line 5, column 1: expected `;`, found `}`",
+        ),
+        (
+            "lock.litmus",
+            b"C Lock\n{}\nP0(int *x) {\n\tspin_lock(x);\n}\nexists (x=1)\n",
+            "line 4, column 2: unsupported: `spin_lock`",
+        ),
+        (
+            "binary.litmus",
+            b"C Bin\n{}\n\xff\xfe",
+            "line 3, column 1: the file is not UTF-8 text",
+        ),
+        ("empty.litmus", b"", "line 1, column 1: expected `C`"),
+    ];
+    for (name, bytes, want) in cases {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        let o = tessera(&["litmus", "--runs", "5", path.to_str().unwrap()]);
+        let (out, err) = text(&o);
+        assert!(!o.status.success(), "{name}: {out}");
+        assert!(err.contains(want), "{name}: {err}");
+        assert!(err.contains(name), "the message names the file: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn unreadable_files_are_a_clear_error_and_the_others_still_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope.litmus");
+    let o = tessera(&[
+        "litmus",
+        "--runs",
+        "5",
+        missing.to_str().unwrap(),
+        dir.path().to_str().unwrap(),
+        &shipped("CoWW"),
+    ]);
+    let (out, err) = text(&o);
+    assert!(!o.status.success());
+    assert!(err.contains("nope.litmus: cannot read the file"), "{err}");
+    assert_eq!(err.matches("cannot read the file").count(), 2, "{err}");
+    assert!(out.contains("Observation CoWW Never 0 5"), "{out}");
+    assert!(err.contains("2 files could not be run"), "{err}");
+    assert!(!err.contains("panicked"));
+}
+
+#[test]
+fn bad_arguments_are_rejected() {
+    for (args, want) in [
+        (&["litmus"][..], "required"),
+        (&["litmus", "--runs", "0", "x.litmus"][..], "--runs"),
+        (
+            &["litmus", "--protocol", "magic", "x.litmus"][..],
+            "invalid value",
+        ),
+    ] {
+        let o = tessera(args);
+        let (_, err) = text(&o);
+        assert!(!o.status.success());
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
+}

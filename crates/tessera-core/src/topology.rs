@@ -1,0 +1,785 @@
+//! Topologies: the devices, the host and the links between them, and the modeled time of the
+//! page moves a pass makes.
+//!
+//! A link is one direction of a connection, with a bandwidth (bytes per second) and a
+//! latency charged once per page move (a page move is one copy command; small pages pay it
+//! many times, which is what makes them slow in the paper's Figure 11). A page move crosses
+//! the links of its route: host → device and device → host directly, device → device over a
+//! direct link when the topology has one, else through host memory (two links).
+//!
+//! Time model of one pass (docs/EVALUATION.md has the reasons):
+//! - each link's busy time is the sum over the moves routed across it of
+//!   `latency + bytes / bandwidth`: moves on one link serialise;
+//! - different links run at once, so the pass's transfer time is the busiest link's time (a
+//!   move routed over two links is counted on both and pipelined across pages);
+//! - devices wait for their pages before they compute (the paper's procedures do, and
+//!   overlapping the two is its future work, section 5.1.2), so the pass takes the slowest
+//!   device's work plus the transfer time.
+//!
+//! Everything here is pure: presets, a TOML description parsed from text, routing and the
+//! arithmetic. Reading a file and measuring device work happen in the caller.
+
+use std::collections::HashMap;
+use std::fmt;
+
+use serde::Deserialize;
+
+/// One end of a link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Endpoint {
+    /// Host memory, where every page's home copy lives.
+    Host,
+    /// A device by index.
+    Device(usize),
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Endpoint::Host => write!(f, "host"),
+            Endpoint::Device(d) => write!(f, "device{d}"),
+        }
+    }
+}
+
+impl Endpoint {
+    /// `host` or `device<N>`; anything else is `None`.
+    pub fn parse(s: &str) -> Option<Self> {
+        if s == "host" {
+            return Some(Endpoint::Host);
+        }
+        let digits = s.strip_prefix("device")?;
+        // `device01` or `device+1` would parse as numbers but are surely typos.
+        if digits.is_empty()
+            || !digits.bytes().all(|b| b.is_ascii_digit())
+            || (digits.len() > 1 && digits.starts_with('0'))
+        {
+            return None;
+        }
+        digits.parse().ok().map(Endpoint::Device)
+    }
+}
+
+/// One direction of a connection.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Link {
+    pub from: Endpoint,
+    pub to: Endpoint,
+    /// Bytes per second, positive and finite.
+    pub bandwidth: f64,
+    /// Seconds charged once per page move, non-negative and finite.
+    pub latency: f64,
+}
+
+impl Link {
+    /// Time for `pages` moves carrying `bytes` in all.
+    pub fn seconds(&self, pages: u64, bytes: u64) -> f64 {
+        pages as f64 * self.latency + bytes as f64 / self.bandwidth
+    }
+}
+
+impl fmt::Display for Link {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}->{}", self.from, self.to)
+    }
+}
+
+/// Where in a topology file something is: `origin:line:column`, 1-based.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    pub origin: String,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.origin, self.line, self.column)
+    }
+}
+
+/// Everything a topology can refuse.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum TopologyError {
+    #[error("unknown topology {name:?} (expected a file or one of: {})", PRESETS.join(", "))]
+    UnknownPreset { name: String },
+    #[error("{origin}: {message}")]
+    Parse { origin: String, message: String },
+    #[error("{at}: bandwidth must be a positive, finite number of GB/s (got {value})")]
+    BadBandwidth { at: Location, value: f64 },
+    #[error("{at}: latency must be a non-negative, finite number of microseconds (got {value})")]
+    BadLatency { at: Location, value: f64 },
+    #[error("{at}: unknown endpoint {name:?} (expected \"host\" or one of the declared devices device0..device{last})")]
+    UnknownEndpoint {
+        at: Location,
+        name: String,
+        last: usize,
+    },
+    #[error("{at}: a link from {endpoint} to itself")]
+    SelfLink { at: Location, endpoint: Endpoint },
+    #[error("{at}: a second link from {from} to {to} (each direction may be given once)")]
+    DuplicateLink {
+        at: Location,
+        from: Endpoint,
+        to: Endpoint,
+    },
+    #[error("{at}: device {id} declared twice")]
+    DuplicateDevice { at: Location, id: u64 },
+    #[error("{origin}: device ids must be 0..{count} without gaps; device{missing} is missing")]
+    DeviceGap {
+        origin: String,
+        count: usize,
+        missing: usize,
+    },
+    #[error("{origin}: a topology needs at least one [[device]]")]
+    NoDevices { origin: String },
+    #[error("{origin}: device{device} has no link {direction} host (every device needs links to and from host, where pages live)")]
+    Unreachable {
+        origin: String,
+        device: usize,
+        direction: &'static str,
+    },
+    #[error("device count must be between 1 and {max} (got {0})", max = crate::MAX_DEVICES)]
+    DeviceCount(usize),
+    #[error("topology {name} has {has} device(s), but the run uses {wanted}")]
+    TooFewDevices {
+        name: String,
+        has: usize,
+        wanted: usize,
+    },
+    #[error("no route from {from} to {to} in topology {name}")]
+    NoRoute {
+        name: String,
+        from: Endpoint,
+        to: Endpoint,
+    },
+}
+
+pub type Result<T> = std::result::Result<T, TopologyError>;
+
+/// The built-in topologies' names.
+pub const PRESETS: &[&str] = &["pcie1-x16", "pcie3-x16", "pcie4-x16", "pcie5-x16", "nvlink"];
+
+/// Nominal per-direction data rate of a PCIe x16 link in bytes per second: lanes × transfer
+/// rate × line-code efficiency / 8 bits. Gen 1 uses 8b/10b, gen 3 onwards 128b/130b.
+fn pcie_x16(gen: u32) -> f64 {
+    let (gt_per_s, code) = match gen {
+        1 => (2.5e9, 8.0 / 10.0),
+        3 => (8e9, 128.0 / 130.0),
+        4 => (16e9, 128.0 / 130.0),
+        _ => (32e9, 128.0 / 130.0),
+    };
+    16.0 * gt_per_s * code / 8.0
+}
+
+/// Per page move on the 2007 machine: a driver call and a DMA set-up per page (an assumption;
+/// docs/EVALUATION.md).
+pub const PCIE1_LATENCY: f64 = 10e-6;
+/// Per page move on current machines, the same on every modern preset so that they differ in
+/// bandwidth only (an assumption; docs/EVALUATION.md).
+pub const MODERN_LATENCY: f64 = 5e-6;
+/// OO-VR's inter-GPU link: 64 GB/s in each direction between every pair (its Table 2).
+pub const NVLINK_BANDWIDTH: f64 = 64e9;
+
+/// A validated topology: devices `0..devices`, and links by direction.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Topology {
+    name: String,
+    devices: usize,
+    links: Vec<Link>,
+    by_ends: HashMap<(Endpoint, Endpoint), usize>,
+}
+
+/// Page moves from one endpoint to another, summed: `pages` moves carrying `bytes`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    pub from: Endpoint,
+    pub to: Endpoint,
+    pub pages: u64,
+    pub bytes: u64,
+}
+
+/// The modeled time of one pass.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PassTime {
+    /// The slowest device's work, as given (measured by the caller).
+    pub device_seconds: f64,
+    /// The busiest link's time (modeled).
+    pub transfer_seconds: f64,
+    /// Each link's busy time in this pass, indexed like [`Topology::links`].
+    pub link_seconds: Vec<f64>,
+}
+
+impl PassTime {
+    pub fn total(&self) -> f64 {
+        self.device_seconds + self.transfer_seconds
+    }
+}
+
+impl Topology {
+    /// A built-in topology for `devices` devices.
+    ///
+    /// - `pcieN-x16`: each device on its own PCIe generation-N x16 link to host, full duplex;
+    ///   device-to-device moves go through host memory.
+    /// - `nvlink`: a direct 64 GB/s link in each direction between every pair of devices (as
+    ///   OO-VR's GPU modules, its Table 2), and a PCIe 3 x16 link from each to host.
+    pub fn preset(name: &str, devices: usize) -> Result<Self> {
+        if devices == 0 || devices > crate::MAX_DEVICES {
+            return Err(TopologyError::DeviceCount(devices));
+        }
+        let (host_bw, latency, mesh) = match name {
+            "pcie1-x16" => (pcie_x16(1), PCIE1_LATENCY, None),
+            "pcie3-x16" => (pcie_x16(3), MODERN_LATENCY, None),
+            "pcie4-x16" => (pcie_x16(4), MODERN_LATENCY, None),
+            "pcie5-x16" => (pcie_x16(5), MODERN_LATENCY, None),
+            "nvlink" => (pcie_x16(3), MODERN_LATENCY, Some(NVLINK_BANDWIDTH)),
+            _ => {
+                return Err(TopologyError::UnknownPreset {
+                    name: name.to_string(),
+                })
+            }
+        };
+        let mut links = Vec::new();
+        for d in 0..devices {
+            for (from, to) in [
+                (Endpoint::Host, Endpoint::Device(d)),
+                (Endpoint::Device(d), Endpoint::Host),
+            ] {
+                links.push(Link {
+                    from,
+                    to,
+                    bandwidth: host_bw,
+                    latency,
+                });
+            }
+        }
+        if let Some(bw) = mesh {
+            for a in 0..devices {
+                for b in (0..devices).filter(|&b| b != a) {
+                    links.push(Link {
+                        from: Endpoint::Device(a),
+                        to: Endpoint::Device(b),
+                        bandwidth: bw,
+                        latency,
+                    });
+                }
+            }
+        }
+        Ok(Self::assemble(name.to_string(), devices, links))
+    }
+
+    fn assemble(name: String, devices: usize, links: Vec<Link>) -> Self {
+        let by_ends = links
+            .iter()
+            .enumerate()
+            .map(|(i, l)| ((l.from, l.to), i))
+            .collect();
+        Topology {
+            name,
+            devices,
+            links,
+            by_ends,
+        }
+    }
+
+    /// Parses and validates a topology file's text; `origin` (the file's path) names it in
+    /// errors and is its name when the file gives none.
+    ///
+    /// ```toml
+    /// name = "two-gpus"          # optional
+    /// [[device]]
+    /// id = 0
+    /// [[device]]
+    /// id = 1
+    /// [[link]]
+    /// from = "host"
+    /// to = "device0"
+    /// bandwidth_gb_per_s = 16    # 10^9 bytes per second, in each direction when duplex
+    /// latency_us = 5             # per page move; optional, 0 when absent
+    /// duplex = true              # optional, true when absent: also to -> from
+    /// ```
+    pub fn from_toml_str(text: &str, origin: &str) -> Result<Self> {
+        let file: File = toml::from_str(text).map_err(|e| TopologyError::Parse {
+            origin: origin.to_string(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        let at = |span: std::ops::Range<usize>| location(text, origin, span.start);
+
+        let mut ids = HashMap::new();
+        for d in &file.device {
+            let id = *d.id.get_ref();
+            if ids.insert(id, ()).is_some() {
+                return Err(TopologyError::DuplicateDevice {
+                    at: at(d.id.span()),
+                    id,
+                });
+            }
+        }
+        let count = ids.len();
+        if count == 0 {
+            return Err(TopologyError::NoDevices {
+                origin: origin.to_string(),
+            });
+        }
+        if count > crate::MAX_DEVICES {
+            return Err(TopologyError::DeviceCount(count));
+        }
+        if let Some(missing) = (0..count).find(|i| !ids.contains_key(&(*i as u64))) {
+            return Err(TopologyError::DeviceGap {
+                origin: origin.to_string(),
+                count,
+                missing,
+            });
+        }
+
+        let mut links: Vec<Link> = Vec::new();
+        let mut seen: HashMap<(Endpoint, Endpoint), ()> = HashMap::new();
+        for l in &file.link {
+            let end = |s: &toml::Spanned<String>| -> Result<Endpoint> {
+                match Endpoint::parse(s.get_ref()) {
+                    Some(Endpoint::Device(d)) if d >= count => None,
+                    e => e,
+                }
+                .ok_or_else(|| TopologyError::UnknownEndpoint {
+                    at: at(s.span()),
+                    name: s.get_ref().clone(),
+                    last: count - 1,
+                })
+            };
+            let (from, to) = (end(&l.from)?, end(&l.to)?);
+            if from == to {
+                return Err(TopologyError::SelfLink {
+                    at: at(l.to.span()),
+                    endpoint: from,
+                });
+            }
+            let gb = l.bandwidth_gb_per_s.get_ref().value();
+            if !(gb.is_finite() && gb > 0.0) {
+                return Err(TopologyError::BadBandwidth {
+                    at: at(l.bandwidth_gb_per_s.span()),
+                    value: gb,
+                });
+            }
+            let us = match &l.latency_us {
+                Some(v) => {
+                    let us = v.get_ref().value();
+                    if !(us.is_finite() && us >= 0.0) {
+                        return Err(TopologyError::BadLatency {
+                            at: at(v.span()),
+                            value: us,
+                        });
+                    }
+                    us
+                }
+                None => 0.0,
+            };
+            let mut dirs = vec![(from, to)];
+            if l.duplex.unwrap_or(true) {
+                dirs.push((to, from));
+            }
+            for (from, to) in dirs {
+                if seen.insert((from, to), ()).is_some() {
+                    return Err(TopologyError::DuplicateLink {
+                        at: at(l.from.span()),
+                        from,
+                        to,
+                    });
+                }
+                links.push(Link {
+                    from,
+                    to,
+                    bandwidth: gb * 1e9,
+                    latency: us * 1e-6,
+                });
+            }
+        }
+        for d in 0..count {
+            for (ends, direction) in [
+                ((Endpoint::Host, Endpoint::Device(d)), "from"),
+                ((Endpoint::Device(d), Endpoint::Host), "to"),
+            ] {
+                if !seen.contains_key(&ends) {
+                    return Err(TopologyError::Unreachable {
+                        origin: origin.to_string(),
+                        device: d,
+                        direction,
+                    });
+                }
+            }
+        }
+        let name = file.name.unwrap_or_else(|| origin.to_string());
+        Ok(Self::assemble(name, count, links))
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn devices(&self) -> usize {
+        self.devices
+    }
+
+    pub fn links(&self) -> &[Link] {
+        &self.links
+    }
+
+    /// Fails unless devices `0..wanted` all exist here.
+    pub fn check_devices(&self, wanted: usize) -> Result<()> {
+        if wanted > self.devices {
+            return Err(TopologyError::TooFewDevices {
+                name: self.name.clone(),
+                has: self.devices,
+                wanted,
+            });
+        }
+        Ok(())
+    }
+
+    /// The links a move from `from` to `to` crosses, by index into [`Topology::links`]: the
+    /// direct link when there is one, else through host.
+    pub fn route(&self, from: Endpoint, to: Endpoint) -> Result<Vec<usize>> {
+        let no_route = || TopologyError::NoRoute {
+            name: self.name.clone(),
+            from,
+            to,
+        };
+        let known = |e: Endpoint| match e {
+            Endpoint::Device(d) => d < self.devices,
+            Endpoint::Host => true,
+        };
+        if from == to || !known(from) || !known(to) {
+            return Err(no_route());
+        }
+        if let Some(&i) = self.by_ends.get(&(from, to)) {
+            return Ok(vec![i]);
+        }
+        let up = self.by_ends.get(&(from, Endpoint::Host));
+        let down = self.by_ends.get(&(Endpoint::Host, to));
+        match (up, down) {
+            (Some(&a), Some(&b)) => Ok(vec![a, b]),
+            _ => Err(no_route()),
+        }
+    }
+
+    /// Each link's busy time for these moves, indexed like [`Topology::links`].
+    pub fn link_seconds(&self, transfers: &[Transfer]) -> Result<Vec<f64>> {
+        let mut busy = vec![0.0; self.links.len()];
+        for t in transfers.iter().filter(|t| t.pages > 0 || t.bytes > 0) {
+            for i in self.route(t.from, t.to)? {
+                busy[i] += self.links[i].seconds(t.pages, t.bytes);
+            }
+        }
+        Ok(busy)
+    }
+
+    /// The modeled time of one pass: the slowest device's work (`device_seconds`, one entry
+    /// per device, measured by the caller) and then the busiest link's time for the moves.
+    pub fn pass_time(&self, device_seconds: &[f64], transfers: &[Transfer]) -> Result<PassTime> {
+        let link_seconds = self.link_seconds(transfers)?;
+        Ok(PassTime {
+            device_seconds: device_seconds.iter().copied().fold(0.0, f64::max),
+            transfer_seconds: link_seconds.iter().copied().fold(0.0, f64::max),
+            link_seconds,
+        })
+    }
+}
+
+/// 1-based line and column of byte `offset` in `text`.
+fn location(text: &str, origin: &str, offset: usize) -> Location {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    Location {
+        origin: origin.to_string(),
+        line,
+        column,
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    name: Option<String>,
+    #[serde(default)]
+    device: Vec<DeviceDecl>,
+    #[serde(default)]
+    link: Vec<LinkDecl>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeviceDecl {
+    id: toml::Spanned<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LinkDecl {
+    from: toml::Spanned<String>,
+    to: toml::Spanned<String>,
+    bandwidth_gb_per_s: toml::Spanned<Number>,
+    latency_us: Option<toml::Spanned<Number>>,
+    duplex: Option<bool>,
+}
+
+/// TOML keeps integers and floats apart; a bandwidth of `16` and one of `15.75` are both fine.
+#[derive(Deserialize, Clone, Copy)]
+#[serde(untagged)]
+enum Number {
+    Int(i64),
+    Float(f64),
+}
+
+impl Number {
+    fn value(self) -> f64 {
+        match self {
+            Number::Int(i) => i as f64,
+            Number::Float(f) => f,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Endpoint::{Device, Host};
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-12 * b.abs().max(1e-9)
+    }
+
+    fn t(from: Endpoint, to: Endpoint, pages: u64, bytes: u64) -> Transfer {
+        Transfer {
+            from,
+            to,
+            pages,
+            bytes,
+        }
+    }
+
+    #[test]
+    fn pcie1_x16_charges_the_2007_bus() {
+        let topo = Topology::preset("pcie1-x16", 2).unwrap();
+        // 100 pages of 64x64 R32Float (16384 bytes each) home -> device0 on a 4 GB/s link
+        // with 10 us per move: 100 * 10e-6 + 1_638_400 / 4e9 = 0.001 + 0.0004096 = 0.0014096 s.
+        // The devices worked 10 ms and 12 ms: the pass takes 0.012 + 0.0014096 = 0.0134096 s.
+        let p = topo
+            .pass_time(&[0.010, 0.012], &[t(Host, Device(0), 100, 1_638_400)])
+            .unwrap();
+        assert!(close(p.transfer_seconds, 0.0014096), "{p:?}");
+        assert!(close(p.total(), 0.0134096), "{p:?}");
+    }
+
+    #[test]
+    fn pcie3_x16_sends_device_to_device_through_host() {
+        let topo = Topology::preset("pcie3-x16", 2).unwrap();
+        assert_eq!(topo.route(Device(0), Device(1)).unwrap().len(), 2);
+        // 10 pages of 65536 bytes device0 -> host -> device1. PCIe 3 x16 moves
+        // 16 * 8e9 * 128/130 / 8 bytes/s, so 655360 bytes take 655360 * 130 * 8 / (16 * 8e9 *
+        // 128) = 4.16e-5 s; with 10 * 5e-6 of latency each link is busy 9.16e-5 s. The two
+        // links run at once: the pass's transfer time is 9.16e-5 s, not twice that.
+        let p = topo
+            .pass_time(&[0.0, 0.0], &[t(Device(0), Device(1), 10, 655_360)])
+            .unwrap();
+        assert!(close(p.transfer_seconds, 9.16e-5), "{p:?}");
+        assert_eq!(p.link_seconds.iter().filter(|&&s| s > 0.0).count(), 2);
+    }
+
+    #[test]
+    fn pcie4_x16_overlaps_links_and_serialises_each() {
+        let topo = Topology::preset("pcie4-x16", 2).unwrap();
+        // PCIe 4 x16: 16 * 16e9 * 128/130 / 8 bytes/s, so 32768 bytes take
+        // 32768 * 130 * 8 / (16 * 16e9 * 128) = 1.04e-6 s. Two batches of 4 pages (16384 bytes
+        // each) to device0 serialise on host->device0: 8 * 5e-6 + 1.04e-6 = 4.104e-5 s. The
+        // same to device1 runs on its own link at the same time.
+        let p = topo
+            .pass_time(
+                &[1e-3, 0.0],
+                &[
+                    t(Host, Device(0), 4, 16_384),
+                    t(Host, Device(0), 4, 16_384),
+                    t(Host, Device(1), 8, 32_768),
+                ],
+            )
+            .unwrap();
+        assert!(close(p.transfer_seconds, 4.104e-5), "{p:?}");
+        assert!(close(p.total(), 1e-3 + 4.104e-5), "{p:?}");
+    }
+
+    #[test]
+    fn pcie5_x16_write_back_of_one_large_page() {
+        let topo = Topology::preset("pcie5-x16", 1).unwrap();
+        // One 512x512 R32Float page (1 MiB) device0 -> host on PCIe 5 x16
+        // (16 * 32e9 * 128/130 / 8 bytes/s): 1048576 * 130 * 8 / (16 * 32e9 * 128)
+        // = 1.664e-5 s, plus 5e-6 latency = 2.164e-5 s.
+        let p = topo
+            .pass_time(&[0.0], &[t(Device(0), Host, 1, 1_048_576)])
+            .unwrap();
+        assert!(close(p.transfer_seconds, 2.164e-5), "{p:?}");
+    }
+
+    #[test]
+    fn nvlink_moves_device_to_device_directly() {
+        let topo = Topology::preset("nvlink", 4).unwrap();
+        // 4 host links each way plus 4 * 3 directed device links.
+        assert_eq!(topo.links().len(), 8 + 12);
+        assert_eq!(topo.route(Device(2), Device(3)).unwrap().len(), 1);
+        // device0 -> device1: 4 pages, 262144 bytes at 64 GB/s: 4 * 5e-6 + 262144 / 64e9 =
+        // 2e-5 + 4.096e-6 = 2.4096e-5 s. At the same time host -> device0 carries 2 pages,
+        // 131072 bytes, on PCIe 3 x16: 2 * 5e-6 + 131072 * 130 * 8 / (16 * 8e9 * 128)
+        // = 1e-5 + 8.32e-6 = 1.832e-5 s. The busiest link decides: 2.4096e-5 s.
+        let p = topo
+            .pass_time(
+                &[0.0; 4],
+                &[
+                    t(Device(0), Device(1), 4, 262_144),
+                    t(Host, Device(0), 2, 131_072),
+                ],
+            )
+            .unwrap();
+        assert!(close(p.transfer_seconds, 2.4096e-5), "{p:?}");
+    }
+
+    #[test]
+    fn unknown_presets_and_device_counts_are_errors() {
+        assert!(matches!(
+            Topology::preset("pcie2-x16", 2),
+            Err(TopologyError::UnknownPreset { .. })
+        ));
+        assert!(matches!(
+            Topology::preset("nvlink", 0),
+            Err(TopologyError::DeviceCount(0))
+        ));
+        let topo = Topology::preset("pcie3-x16", 2).unwrap();
+        assert!(topo.check_devices(2).is_ok());
+        assert!(topo.check_devices(3).is_err());
+        assert!(topo.route(Device(0), Device(5)).is_err());
+        assert!(topo.route(Host, Host).is_err());
+    }
+
+    const TWO: &str = r#"
+name = "two"
+[[device]]
+id = 0
+[[device]]
+id = 1
+[[link]]
+from = "host"
+to = "device0"
+bandwidth_gb_per_s = 16
+latency_us = 5
+[[link]]
+from = "host"
+to = "device1"
+bandwidth_gb_per_s = 8.5
+[[link]]
+from = "device0"
+to = "device1"
+bandwidth_gb_per_s = 50
+duplex = false
+"#;
+
+    #[test]
+    fn a_file_gives_links_both_ways_unless_one_way() {
+        let topo = Topology::from_toml_str(TWO, "two.toml").unwrap();
+        assert_eq!(topo.name(), "two");
+        assert_eq!(topo.devices(), 2);
+        assert_eq!(topo.links().len(), 5);
+        let l = &topo.links()[topo.route(Device(1), Host).unwrap()[0]];
+        assert_eq!((l.bandwidth, l.latency), (8.5e9, 0.0));
+        // One way direct, the other way through host.
+        assert_eq!(topo.route(Device(0), Device(1)).unwrap().len(), 1);
+        assert_eq!(topo.route(Device(1), Device(0)).unwrap().len(), 2);
+        // 2 pages of 1000 bytes over the 50 GB/s link: 2000 / 50e9 = 4e-8 s.
+        let busy = topo
+            .link_seconds(&[t(Device(0), Device(1), 2, 2000)])
+            .unwrap();
+        assert!(close(busy.iter().sum::<f64>(), 4e-8));
+    }
+
+    fn err(text: &str) -> TopologyError {
+        Topology::from_toml_str(text, "t.toml").unwrap_err()
+    }
+
+    #[test]
+    fn bad_files_name_the_problem_and_the_place() {
+        let base = "[[device]]\nid = 0\n[[device]]\nid = 1\n";
+        let link = |from: &str, to: &str, bw: &str| {
+            format!("[[link]]\nfrom = \"{from}\"\nto = \"{to}\"\nbandwidth_gb_per_s = {bw}\n")
+        };
+        let both = format!(
+            "{}{}",
+            link("host", "device0", "4"),
+            link("host", "device1", "4")
+        );
+
+        let e = err(&format!("{base}{}", link("host", "device0", "-4")));
+        assert!(matches!(e, TopologyError::BadBandwidth { value, .. } if value == -4.0));
+        // Line 8 is the bandwidth; its value starts in column 22.
+        assert!(e.to_string().starts_with("t.toml:8:22: bandwidth"), "{e}");
+        assert!(matches!(
+            err(&format!("{base}{}", link("host", "device0", "0"))),
+            TopologyError::BadBandwidth { .. }
+        ));
+        assert!(matches!(
+            err(&format!("{base}{}", link("host", "device0", "nan"))),
+            TopologyError::BadBandwidth { .. }
+        ));
+        assert!(matches!(
+            err(&format!("{base}{both}latency_us = -1\n")),
+            TopologyError::BadLatency { .. }
+        ));
+        let e = err(&format!("{base}{}", link("host", "device2", "4")));
+        assert!(
+            matches!(&e, TopologyError::UnknownEndpoint { name, .. } if name == "device2"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("device0..device1"), "{e}");
+        assert!(matches!(
+            err(&format!("{base}{}", link("host", "gpu0", "4"))),
+            TopologyError::UnknownEndpoint { .. }
+        ));
+        assert!(matches!(
+            err(&format!("{base}{}", link("device1", "device1", "4"))),
+            TopologyError::SelfLink { .. }
+        ));
+        assert!(matches!(
+            err(&format!("{base}{both}{}", link("device0", "host", "4"))),
+            TopologyError::DuplicateLink { .. }
+        ));
+        assert!(matches!(
+            err(&format!("{base}{}", link("host", "device0", "4"))),
+            TopologyError::Unreachable { device: 1, .. }
+        ));
+        assert!(matches!(
+            err(&format!("{base}[[device]]\nid = 1\n{both}")),
+            TopologyError::DuplicateDevice { id: 1, .. }
+        ));
+        assert!(matches!(
+            err(&format!("[[device]]\nid = 0\n[[device]]\nid = 2\n{both}")),
+            TopologyError::DeviceGap { missing: 1, .. }
+        ));
+        assert!(matches!(err(""), TopologyError::NoDevices { .. }));
+        // Syntax errors and unknown keys carry toml's own line and column.
+        let e = err(&format!("{base}[[link]]\nfrom = host\n"));
+        assert!(
+            matches!(&e, TopologyError::Parse { message, .. } if message.contains("line 6")),
+            "{e}"
+        );
+        let e = err(&format!("{base}{both}bandwith_gb_per_s = 3\n"));
+        assert!(e.to_string().contains("bandwith_gb_per_s"), "{e}");
+        assert!(matches!(
+            err("[[device]]\nid = -1\n"),
+            TopologyError::Parse { .. }
+        ));
+    }
+
+    #[test]
+    fn endpoints_parse_strictly() {
+        assert_eq!(Endpoint::parse("host"), Some(Host));
+        assert_eq!(Endpoint::parse("device12"), Some(Device(12)));
+        for bad in ["device", "device01", "device+1", "Device1", "dev1", " host"] {
+            assert_eq!(Endpoint::parse(bad), None, "{bad}");
+        }
+    }
+}

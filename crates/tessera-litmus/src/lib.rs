@@ -1,0 +1,49 @@
+//! tessera-litmus: litmus tests in the herd7 C format, run through tessera's runtime.
+//!
+//! The source paper (3.1) claims sequential consistency for single operations. This crate
+//! checks the claim the way memory-model people do:
+//!
+//! - [`parse`] reads herd7's C litmus format, as used by the Linux kernel memory model's
+//!   `tools/memory-model/litmus-tests`, into a [`Test`]: straight-line threads of memory
+//!   operations, and a final condition;
+//! - [`sc`] enumerates, on its own, every outcome a sequentially consistent machine allows;
+//! - [`run`] runs the test thousands of times on a node with one device per thread, every
+//!   operation a pass through the coherence protocol, under randomised schedules, and reports
+//!   what it saw in litmus7's layout, with any outcome the oracle forbids.
+//!
+//! See docs/ARCHITECTURE.md, "Memory model we promise".
+
+pub mod ast;
+pub mod parse;
+mod rng;
+pub mod run;
+pub mod sc;
+
+use std::path::Path;
+
+pub use ast::{Loc, Op, Outcome, Prop, Quantifier, Test, Thread};
+pub use parse::{parse, parse_bytes, ErrorKind, ParseError};
+pub use run::{run_test, Placement, Report, RunConfig, RunError, Runner};
+pub use sc::sc_outcomes;
+
+/// Why a litmus file could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{path}: cannot read the file: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {source}")]
+    Parse { path: String, source: ParseError },
+}
+
+/// Reads and parses one litmus file.
+pub fn load(path: &Path) -> Result<Test, LoadError> {
+    let name = path.display().to_string();
+    let bytes = std::fs::read(path).map_err(|source| LoadError::Io {
+        path: name.clone(),
+        source,
+    })?;
+    parse_bytes(&bytes).map_err(|source| LoadError::Parse { path: name, source })
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Re-creates every figure and table of docs/EVALUATION.md from real runs (about 3 minutes on
+# 2 cores). Each command is the one the document quotes. Per-point report.json folders and
+# SVGs are dropped afterwards to keep the repository small; run a command by hand to keep them.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cargo build --release -q -p tessera-cli
+tessera() { "${CARGO_TARGET_DIR:-target}/release/tessera" "$@"; }
+E=docs/eval
+
+uptime
+# Figure 8 (memory) at 1024x1024, and the sweep whose wall time the issue asks for.
+time tessera sweep page-size --workload boiling --size 1024 --devices 2 --pages 1,2,...,512 --topology pcie3-x16 --out $E/page-size-1024
+# Figures 9-11 and the stage shares at 512x512, as in the paper, on its 2007 bus.
+tessera sweep page-size --workload boiling --size 512 --devices 2 --pages 1,2,...,512 --frames 20 --topology pcie1-x16 --out $E/page-size-512
+tessera sweep page-size --workload boiling --size 512 --devices 2 --pages 1,2,...,512 --frames 20 --procedure two-pass --topology pcie1-x16 --out $E/page-size-512-two-pass
+# Page boundaries that do not line up with the partition boundary (row 320).
+tessera sweep page-size --workload boiling --size 640 --devices 2 --pages 8,...,512 --frames 20 --topology pcie1-x16 --out $E/page-size-640
+# Device counts, with direct links and through host.
+tessera sweep devices --workload boiling --size 1024 --page 64 --devices 1,2,4,8 --frames 5 --topology nvlink --out $E/devices-1024-nvlink
+tessera sweep devices --workload boiling --size 1024 --page 64 --devices 1,2,4,8 --frames 5 --topology pcie3-x16 --out $E/devices-1024-pcie3
+# Table 2 and Table 3: 512x512, 64x64 pages.
+for procedure in two-pass relaunch; do
+    for devices in 1 2; do
+        tessera run boiling --size 512 --page 64 --devices $devices --frames 20 --warmup 1 \
+            --procedure $procedure --topology pcie1-x16 --out $E/table2-$procedure-$devices
+    done
+done
+tessera bench overhead --size 512 --page 64 --frames 20 --rounds 5 | tee $E/table2-unpaged.txt
+# Figure 13's idea: where pages live.
+tessera run boiling --size 512 --page 32 --devices 4 --partition tiles --frames 5 --residency-png --topology pcie1-x16 --out $E/residency-512-tiles
+tessera run boiling --size 640 --page 128 --devices 2 --frames 5 --residency-png --topology pcie1-x16 --out $E/residency-640
+uptime
+
+rm -rf $E/*/page-* $E/*/devices-* $E/*/*.svg $E/table2-*/frame.png $E/residency-*/frame.png \
+    $E/residency-*/report.json $E/residency-*/stages.png
