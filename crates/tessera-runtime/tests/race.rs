@@ -61,10 +61,7 @@ fn scenario(variant: ProtocolVariant) -> Outcome {
         display: false,
     };
     let (s0, s1) = (spec(0, 4, 1.0), spec(4, 8, 2.0));
-    let on =
-        |d: usize, f: Step| {
-            sys.on_device(d, f).unwrap().wait().unwrap()
-        };
+    let on = |d: usize, f: Step| sys.on_device(d, f).unwrap().wait().unwrap();
     // Second pass of the write procedure on both devices: values into their temporaries.
     let w0 = sys
         .on_device(0, move |c| {

@@ -108,7 +108,7 @@ fn run(devices: u32, page: u32, rounds: u32, seed: u32) -> (Vec<u32>, Vec<u32>) 
                     },
                     display: false,
                 };
-                let procedure = if mix(seed ^ r ^ (d << 20)) % 2 == 0 {
+                let procedure = if mix(seed ^ r ^ (d << 20)).is_multiple_of(2) {
                     Procedure::TwoPass
                 } else {
                     Procedure::Relaunch
