@@ -31,7 +31,7 @@ pub fn overhead(o: &BenchOpts) -> Result<()> {
     } else {
         o.threads
     };
-    let mut unpaged = UnpagedBoiling::new(o.size, o.size, params, threads);
+    let mut unpaged = UnpagedBoiling::new(o.size, o.size, params, threads)?;
     let procs = [Procedure::TwoPass, Procedure::Relaunch];
     let mut paged = Vec::new();
     for _ in procs {

@@ -204,6 +204,8 @@ pub struct Invocation<'a> {
     memories: &'a [Vec<AtomicU32>],
     table: &'a PageTable,
     bindings: &'a [Bound],
+    /// The bound ids, packed: the lookup every access starts with scans one cache line.
+    ids: [u32; MAX_BINDINGS],
     bits: &'a RequestBits,
     kernel: &'static str,
     mode: Mode,
@@ -225,10 +227,15 @@ impl<'a> Invocation<'a> {
         kernel: &'static str,
         mode: Mode,
     ) -> Self {
+        let mut ids = [u32::MAX; MAX_BINDINGS];
+        for (i, b) in bindings.iter().take(MAX_BINDINGS).enumerate() {
+            ids[i] = b.id.0;
+        }
         Invocation {
             memories,
             table,
             bindings,
+            ids,
             bits,
             kernel,
             mode,
@@ -270,15 +277,12 @@ impl<'a> Invocation<'a> {
 
     #[inline(always)]
     fn binding(&self, id: ObjectId) -> Result<usize, Fault> {
-        self.bindings
-            .iter()
-            .position(|b| b.id == id)
-            .ok_or_else(|| {
-                Fault::Error(Box::new(RuntimeError::Unbound {
-                    kernel: self.kernel.to_string(),
-                    object: id,
-                }))
-            })
+        self.ids.iter().position(|&b| b == id.0).ok_or_else(|| {
+            Fault::Error(Box::new(RuntimeError::Unbound {
+                kernel: self.kernel.to_string(),
+                object: id,
+            }))
+        })
     }
 
     /// Translates (x, y) of a bound object to (memory, word). `Ok(None)` only in request mode,

@@ -80,7 +80,7 @@ impl System {
         let mut joins = Vec::new();
         let mut workers = Vec::new();
         for (i, d) in devices.into_iter().enumerate() {
-            let (h, j) = worker::spawn(DeviceId::new(i)?, d);
+            let (h, j) = worker::spawn(DeviceId::new(i)?, d)?;
             workers.push(h);
             joins.push(j);
         }

@@ -63,7 +63,7 @@ impl WorkerHandle {
 }
 
 /// Starts a worker thread owning `device`.
-pub fn spawn(id: DeviceId, mut device: Box<dyn Device>) -> (WorkerHandle, JoinHandle<()>) {
+pub fn spawn(id: DeviceId, mut device: Box<dyn Device>) -> Result<(WorkerHandle, JoinHandle<()>)> {
     let (tx, rx) = unbounded::<Job>();
     let join = std::thread::Builder::new()
         .name(format!("tessera-worker-{}", id.0))
@@ -72,6 +72,6 @@ pub fn spawn(id: DeviceId, mut device: Box<dyn Device>) -> (WorkerHandle, JoinHa
                 job(&mut *device);
             }
         })
-        .expect("spawning a thread");
-    (WorkerHandle { device: id, tx }, join)
+        .map_err(|e| RuntimeError::Config(format!("cannot start a thread: {e}")))?;
+    Ok((WorkerHandle { device: id, tx }, join))
 }

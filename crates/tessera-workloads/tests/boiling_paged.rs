@@ -64,7 +64,7 @@ fn paged_equals_reference_small_matrix() {
 #[test]
 fn unpaged_kernels_equal_reference() {
     let mut r = ReferenceBoiling::new(40, 33, BoilingParams::default());
-    let mut u = UnpagedBoiling::new(40, 33, BoilingParams::default(), 2);
+    let mut u = UnpagedBoiling::new(40, 33, BoilingParams::default(), 2).unwrap();
     for _ in 0..5 {
         r.step();
         u.frame();

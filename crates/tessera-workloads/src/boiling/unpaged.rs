@@ -25,7 +25,16 @@ pub struct UnpagedBoiling {
 }
 
 impl UnpagedBoiling {
-    pub fn new(width: u32, height: u32, params: BoilingParams, threads: usize) -> Self {
+    /// Fails only when the operating system refuses the worker threads.
+    pub fn new(
+        width: u32,
+        height: u32,
+        params: BoilingParams,
+        threads: usize,
+    ) -> Result<Self, rayon::ThreadPoolBuildError> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()?;
         let n = width as usize * height as usize;
         let field = (0..height)
             .flat_map(|y| (0..width).map(move |x| (x, y)))
@@ -38,7 +47,7 @@ impl UnpagedBoiling {
             buoyancy: ObjectId(3),
             display: ObjectId(4),
         };
-        UnpagedBoiling {
+        Ok(UnpagedBoiling {
             ctx: Ctx {
                 tex,
                 width,
@@ -47,11 +56,8 @@ impl UnpagedBoiling {
             },
             fields: [field, vec![0.0; n], vec![0.0; n], vec![0.0; n]],
             display: vec![[0; 4]; n],
-            pool: rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .expect("thread pool"),
-        }
+            pool,
+        })
     }
 
     pub fn field(&self) -> &[f32] {
