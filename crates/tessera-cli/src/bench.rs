@@ -25,6 +25,10 @@ pub fn overhead(o: &BenchOpts) -> Result<()> {
     if o.frames == 0 || o.rounds == 0 {
         anyhow::bail!("--frames and --rounds must be at least 1");
     }
+    if o.backend != crate::BackendKind::Cpu {
+        // The unpaged side runs on plain CPU arrays; a GPU ratio would need a GPU twin of it.
+        anyhow::bail!("bench overhead compares against the CPU's unpaged run: use --backend cpu");
+    }
     let params = BoilingParams::default();
     let threads = if o.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())

@@ -1,5 +1,6 @@
 //! `tessera`: run workloads on a distributed, demand-paged texture memory.
 
+mod backend;
 mod bench;
 mod litmus;
 mod measure;
@@ -50,6 +51,8 @@ enum Command {
     },
     /// Run litmus tests (herd7 C format) and check every outcome against sequential consistency.
     Litmus(litmus::LitmusOpts),
+    /// List the GPU adapters the wgpu backend can run on.
+    Devices,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -68,6 +71,19 @@ enum BenchKind {
 pub enum BackendKind {
     /// Software devices on the CPU: needs nothing installed.
     Cpu,
+    /// GPUs through wgpu (Vulkan, Metal, DX12; lavapipe on a machine without one). Every
+    /// device is its own wgpu device; several on one adapter emulate a multi-GPU machine.
+    /// `TESSERA_ADAPTER=<name part>` picks the adapter (see `tessera devices`).
+    Wgpu,
+}
+
+impl BackendKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Cpu => "cpu",
+            BackendKind::Wgpu => "wgpu",
+        }
+    }
 }
 
 /// The largest field side accepted: five textures of 8192² floats already take 1.3 GiB.
@@ -161,6 +177,7 @@ fn main() -> ExitCode {
             opts,
         } => bench::overhead(&opts),
         Command::Litmus(opts) => litmus::litmus(&opts),
+        Command::Devices => backend::devices(),
         Command::Sweep {
             which: sweep::SweepKind::PageSize(opts),
         } => sweep::page_size(&opts),

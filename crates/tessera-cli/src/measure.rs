@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use tessera_core::topology::{Endpoint, Topology, Transfer};
 use tessera_core::{ObjectDesc, TexelFormat};
-use tessera_runtime::{DeviceTraffic, LinkCounters, PassStats, StageTimes, System, SystemConfig};
+use tessera_runtime::{DeviceTraffic, LinkCounters, PassStats, StageTimes, SystemConfig};
 use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::sim::PagedBoiling;
 
@@ -55,12 +55,15 @@ pub struct Run {
 /// measured ones, calling `tick` after every frame.
 pub fn run_boiling(o: &RunOpts, topo: &Topology, mut tick: impl FnMut()) -> Result<Run> {
     topo.check_devices(o.devices)?;
-    let sys = System::cpu(&SystemConfig {
-        devices: o.devices,
-        cpu_threads: o.threads,
-        budget_bytes: o.budget_mib.saturating_mul(1 << 20),
-        ..Default::default()
-    })?;
+    let sys = crate::backend::system(
+        o.backend,
+        &SystemConfig {
+            devices: o.devices,
+            cpu_threads: o.threads,
+            budget_bytes: o.budget_mib.saturating_mul(1 << 20),
+            ..Default::default()
+        },
+    )?;
     // Validate the partition before creating textures so the error names the real problem.
     o.partition.regions(o.size, o.size, o.devices as u32)?;
     let sim = PagedBoiling::new(sys, o.size, o.size, o.page, BoilingParams::default())?;

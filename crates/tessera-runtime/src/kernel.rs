@@ -36,6 +36,10 @@ pub enum Fault {
 pub trait Kernel: Send + Sync {
     /// Names the kernel and its WGSL twin (`<name>.wgsl`).
     fn name(&self) -> &'static str;
+    /// The WGSL twin, for GPU backends; `None` for a kernel with a CPU twin only.
+    fn wgsl(&self) -> Option<WgslKernel> {
+        None
+    }
     /// Runs the invocation at (x, y) of the launch domain.
     fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault>;
 
@@ -51,6 +55,15 @@ pub trait Kernel: Send + Sync {
     ) -> Result<(), RuntimeError> {
         run_span_with(inv, y, xs, incomplete, |inv, x, y| self.invoke(inv, x, y))
     }
+}
+
+/// A kernel's WGSL twin: the body (a WGSL source defining `fn kernel_main(x: u32, y: u32)`,
+/// written against the backend's prelude: `load_f32`, `store_f32`, `store_rgba8`, `param`)
+/// and the parameter words it reads with `param(i)` (ids, sizes, constants as bits).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WgslKernel {
+    pub source: &'static str,
+    pub params: Vec<u32>,
 }
 
 /// The loop behind [`Kernel::run_span`], generic over the invocation body.
@@ -139,6 +152,34 @@ impl Bound {
                 format: None,
             },
         }
+    }
+
+    /// Width in texels (in words for a buffer).
+    pub fn width(&self) -> u64 {
+        self.width
+    }
+    /// Height in texels (1 for a buffer).
+    pub fn height(&self) -> u64 {
+        self.height
+    }
+    /// Pages per row of the object.
+    pub fn pages_x(&self) -> u64 {
+        self.pages_x
+    }
+    /// log2 of the page side (of the page's words, for a buffer).
+    pub fn shift(&self) -> u32 {
+        self.shift
+    }
+    pub fn words_per_texel(&self) -> u64 {
+        self.words_per_texel
+    }
+    /// 32-bit words per page slot.
+    pub fn slot_words(&self) -> u64 {
+        self.slot_words
+    }
+    /// The texel format; `None` for a buffer.
+    pub fn format(&self) -> Option<TexelFormat> {
+        self.format
     }
 
     /// Global page and word offset inside the page's slot of texel (x, y).

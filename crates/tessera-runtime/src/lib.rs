@@ -18,7 +18,7 @@ pub mod worker;
 pub use backend::{Device, Domain, Launch, LaunchOutcome, MergeOutcome};
 pub use driver::{DeviceContext, PassSpec, PassStats, Procedure, StageTimes};
 pub use error::{Result, RuntimeError};
-pub use kernel::{Bound, Fault, Invocation, Kernel, Mode};
+pub use kernel::{Bound, Fault, Invocation, Kernel, Mode, WgslKernel};
 pub use manager::ManagerHandle;
 pub use partition::Partition;
 pub use stats::{DeviceMemoryUse, DeviceTraffic, LinkCounters};

@@ -9,6 +9,7 @@ pub struct Border(pub Ctx);
 
 impl BoilingPass for Border {
     const NAME: &'static str = "border";
+    const WGSL: &'static str = concat!(include_str!("math.wgsl"), include_str!("border.wgsl"));
     fn ctx(&self) -> &Ctx {
         &self.0
     }

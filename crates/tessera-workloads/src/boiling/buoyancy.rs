@@ -9,6 +9,7 @@ pub struct Buoyancy(pub Ctx);
 
 impl BoilingPass for Buoyancy {
     const NAME: &'static str = "buoyancy";
+    const WGSL: &'static str = concat!(include_str!("math.wgsl"), include_str!("buoyancy.wgsl"));
     fn ctx(&self) -> &Ctx {
         &self.0
     }

@@ -9,6 +9,7 @@ pub struct Diffusion(pub Ctx);
 
 impl BoilingPass for Diffusion {
     const NAME: &'static str = "diffusion";
+    const WGSL: &'static str = concat!(include_str!("math.wgsl"), include_str!("diffusion.wgsl"));
     fn ctx(&self) -> &Ctx {
         &self.0
     }

@@ -9,6 +9,7 @@ pub struct Display(pub Ctx);
 
 impl BoilingPass for Display {
     const NAME: &'static str = "display";
+    const WGSL: &'static str = concat!(include_str!("math.wgsl"), include_str!("display.wgsl"));
     fn ctx(&self) -> &Ctx {
         &self.0
     }

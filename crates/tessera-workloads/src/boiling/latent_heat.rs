@@ -10,6 +10,7 @@ pub struct LatentHeat(pub Ctx);
 
 impl BoilingPass for LatentHeat {
     const NAME: &'static str = "latent_heat";
+    const WGSL: &'static str = concat!(include_str!("math.wgsl"), include_str!("latent_heat.wgsl"));
     fn ctx(&self) -> &Ctx {
         &self.0
     }

@@ -59,9 +59,45 @@ impl Ctx {
     }
 }
 
+impl Ctx {
+    /// The parameter words of the WGSL twins, in the order `math.wgsl` reads them.
+    pub fn wgsl_params(&self) -> Vec<u32> {
+        let t = &self.tex;
+        let p = &self.params;
+        let mut w = vec![
+            t.field.0,
+            t.border.0,
+            t.diffusion.0,
+            t.buoyancy.0,
+            t.display.0,
+            self.width,
+            self.height,
+        ];
+        w.extend(
+            [
+                p.t_hot,
+                p.t_cold,
+                p.t_c,
+                p.alpha,
+                p.k_diff,
+                p.k_buoy,
+                p.k_latent,
+                p.t_min,
+                p.t_max,
+                p.noise,
+                p.hot_jitter,
+            ]
+            .map(f32::to_bits),
+        );
+        w
+    }
+}
+
 /// A boiling pass: one texel's work, generic over paged or plain access.
 pub trait BoilingPass: Send + Sync + 'static {
     const NAME: &'static str;
+    /// The WGSL twin (`<NAME>.wgsl`, after the shared `math.wgsl`), for GPU backends.
+    const WGSL: &'static str;
     fn ctx(&self) -> &Ctx;
     /// The texture it writes.
     fn output(&self) -> ObjectId;
@@ -79,6 +115,12 @@ pub struct Paged<P>(pub P);
 impl<P: BoilingPass> tessera_runtime::Kernel for Paged<P> {
     fn name(&self) -> &'static str {
         P::NAME
+    }
+    fn wgsl(&self) -> Option<tessera_runtime::WgslKernel> {
+        Some(tessera_runtime::WgslKernel {
+            source: P::WGSL,
+            params: self.0.ctx().wgsl_params(),
+        })
     }
     #[inline]
     fn invoke(

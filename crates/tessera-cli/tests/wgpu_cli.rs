@@ -1,0 +1,72 @@
+//! `--backend wgpu` and `tessera devices` as a user runs them. Without an adapter the wgpu
+//! run is skipped (and says so), unless `TESSERA_REQUIRE_VULKAN=1`, where it fails.
+
+use std::process::Command;
+
+fn tessera(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn report(dir: &std::path::Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn devices_lists_adapters_or_says_there_are_none() {
+    let o = tessera(&["devices"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("--backend wgpu uses:") || text.contains("no GPU adapter found"),
+        "{text}"
+    );
+}
+
+#[test]
+fn wgpu_runs_agree_across_devices_and_procedures() {
+    let listing = String::from_utf8_lossy(&tessera(&["devices"]).stdout).to_string();
+    if !listing.contains("--backend wgpu uses:") {
+        assert!(
+            std::env::var("TESSERA_REQUIRE_VULKAN").as_deref() != Ok("1"),
+            "TESSERA_REQUIRE_VULKAN=1 but no adapter: {listing}"
+        );
+        eprintln!("SKIPPED: no wgpu adapter ({listing})");
+        return;
+    }
+    let mut sums = Vec::new();
+    for (devices, procedure, page) in [("2", "relaunch", "16"), ("3", "two-pass", "8")] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = tessera(&[
+            "run",
+            "boiling",
+            "--backend",
+            "wgpu",
+            "--devices",
+            devices,
+            "--size",
+            "48",
+            "--page",
+            page,
+            "--frames",
+            "3",
+            "--procedure",
+            procedure,
+            "--partition",
+            "tiles",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let r = report(dir.path());
+        assert_eq!(r["backend"], "wgpu");
+        sums.push(r["field_checksum"].clone());
+    }
+    assert_eq!(sums[0], sums[1]);
+    // The overhead benchmark's unpaged side is CPU only: a clear error, not a panic.
+    let o = tessera(&["bench", "overhead", "--backend", "wgpu", "--size", "32"]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--backend cpu"));
+}

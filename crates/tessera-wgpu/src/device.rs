@@ -1,0 +1,894 @@
+//! `WgpuDevice`: one tessera device on one wgpu device.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use tessera_core::{
+    Access, DeviceId, GlobalPage, ObjectId, PageDescriptor, PageRequest, SlotAddr, TexelFormat,
+};
+use tessera_runtime::{
+    Device, Domain, Launch, LaunchOutcome, MergeOutcome, Mode, Result, RuntimeError,
+};
+use wgpu::util::DeviceExt;
+
+use crate::error::WgpuError;
+
+/// Physical memories one kernel can bind (the prelude's `switch` has this many arms).
+pub const MAX_MEMORIES: usize = 4;
+/// Objects one launch may bind (`array<BindInfo, 8>` in the prelude).
+const MAX_BINDS: usize = 8;
+/// Parameter words of a kernel (`array<vec4<u32>, 16>` in the prelude).
+const MAX_PARAMS: usize = 64;
+/// Buffered stores per invocation (`MAX_STORES` in the prelude).
+const MAX_STORES: u64 = 8;
+/// Invocations per list-launch dispatch row and per workgroup side of a rectangle.
+const GROUP: u32 = 8;
+const MAX_GROUPS: u32 = 65_535;
+
+/// Which adapter the devices run on.
+#[derive(Clone, Debug, Default)]
+pub enum AdapterChoice {
+    /// wgpu's default choice (a discrete GPU first; lavapipe where nothing else is found).
+    #[default]
+    Default,
+    /// The first adapter whose name contains this (case-insensitive), e.g. "llvmpipe".
+    Named(String),
+}
+
+/// The adapters wgpu finds (for `tessera devices`).
+pub fn adapters() -> Vec<wgpu::AdapterInfo> {
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
+    pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
+        .into_iter()
+        .map(|a| a.get_info())
+        .collect()
+}
+
+fn request_adapter(
+    instance: &wgpu::Instance,
+    choice: &AdapterChoice,
+) -> Result<wgpu::Adapter, WgpuError> {
+    match choice {
+        AdapterChoice::Default => {
+            pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions::default()))
+                .map_err(|e| WgpuError::NoAdapter(e.to_string()))
+        }
+        AdapterChoice::Named(name) => {
+            let want = name.to_lowercase();
+            pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
+                .into_iter()
+                .find(|a| a.get_info().name.to_lowercase().contains(&want))
+                .ok_or_else(|| WgpuError::NoAdapter(format!("none is named like {name:?}")))
+        }
+    }
+}
+
+struct Memory {
+    buffer: wgpu::Buffer,
+    slot_words: u64,
+    capacity: u32,
+}
+
+struct Pipelines {
+    kernel_layout: wgpu::BindGroupLayout,
+    kernel_pipeline_layout: wgpu::PipelineLayout,
+    compact_layout: wgpu::BindGroupLayout,
+    compact: wgpu::ComputePipeline,
+    kernels: HashMap<&'static str, wgpu::ComputePipeline>,
+}
+
+/// A tessera device on a wgpu device.
+pub struct WgpuDevice {
+    id: DeviceId,
+    info: wgpu::AdapterInfo,
+    limits: wgpu::Limits,
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    memories: Vec<Memory>,
+    /// Bound in place of memories that do not exist (yet).
+    spare: wgpu::Buffer,
+    /// Host mirror of the page table: the merge reads it, and a resize re-uploads it.
+    table: Vec<u64>,
+    table_buf: wgpu::Buffer,
+    pipes: Pipelines,
+    /// `Mode::Temp` stores of this pass, read back: (page, word in the page, value).
+    temp: Vec<[u32; 3]>,
+    /// Errors wgpu reports outside an error scope, and the device-lost reason.
+    uncaptured: Arc<Mutex<Option<String>>>,
+    lost: Arc<Mutex<Option<String>>>,
+}
+
+fn storage(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage { read_only },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+fn uniform(binding: u32) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Uniform,
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+/// Dispatch size covering `n` items of `per_group` in rows of at most MAX_GROUPS groups:
+/// (groups x, groups y, items per row).
+fn spread(n: u64, per_group: u32) -> (u32, u32, u32) {
+    let groups = n.div_ceil(per_group as u64).max(1);
+    let gx = groups.min(MAX_GROUPS as u64) as u32;
+    let gy = groups.div_ceil(gx as u64) as u32;
+    (gx, gy, gx * per_group)
+}
+
+impl WgpuDevice {
+    /// Opens a device on the chosen adapter. Every call gets its own wgpu device (and queue),
+    /// so several calls on one adapter emulate several GPUs.
+    pub fn new(id: DeviceId, choice: &AdapterChoice) -> Result<Self, WgpuError> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
+        let adapter = request_adapter(&instance, choice)?;
+        let info = adapter.get_info();
+        // The adapter's own limits: the defaults cap storage buffers per stage at 8 and
+        // buffer bindings at 128 MiB, below what the prelude binds and what memories need.
+        let limits = adapter.limits();
+        if (limits.max_storage_buffers_per_shader_stage as usize) < 10 {
+            return Err(WgpuError::RequestDevice {
+                adapter: info.name.clone(),
+                message: format!(
+                    "it binds {} storage buffers per shader stage; the prelude needs 10",
+                    limits.max_storage_buffers_per_shader_stage
+                ),
+            });
+        }
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("tessera"),
+            required_features: wgpu::Features::empty(),
+            required_limits: limits.clone(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        }))
+        .map_err(|e| WgpuError::RequestDevice {
+            adapter: info.name.clone(),
+            message: e.to_string(),
+        })?;
+        let uncaptured = Arc::new(Mutex::new(None));
+        let u = uncaptured.clone();
+        // Without a handler wgpu panics on an error outside an error scope; keep it instead
+        // and report it from the next call.
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            if let Ok(mut g) = u.lock() {
+                g.get_or_insert_with(|| e.to_string());
+            }
+        }));
+        let lost = Arc::new(Mutex::new(None));
+        let l = lost.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            if let Ok(mut g) = l.lock() {
+                *g = Some(if message.is_empty() {
+                    format!("{reason:?}")
+                } else {
+                    format!("{reason:?}: {message}")
+                });
+            }
+        });
+
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let kernel_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("tessera kernel"),
+            entries: &[
+                storage(0, true),
+                storage(1, false),
+                storage(2, false),
+                storage(3, false),
+                storage(4, false),
+                uniform(5),
+                storage(6, true),
+                storage(7, false),
+                storage(8, false),
+                storage(9, false),
+                storage(10, false),
+            ],
+        });
+        let kernel_pipeline_layout =
+            device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some("tessera kernel"),
+                bind_group_layouts: &[Some(&kernel_layout)],
+                immediate_size: 0,
+            });
+        let compact_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("tessera compact"),
+            entries: &[uniform(0), storage(1, false), storage(2, false)],
+        });
+        let compact_pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("tessera compact"),
+            bind_group_layouts: &[Some(&compact_layout)],
+            immediate_size: 0,
+        });
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("compact"),
+            source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(crate::COMPACT)),
+        });
+        let compact = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("compact"),
+            layout: Some(&compact_pl),
+            module: &module,
+            entry_point: Some("compact"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(WgpuError::Shader {
+                kernel: "compact".into(),
+                message: e.to_string(),
+            });
+        }
+        let spare = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("spare memory"),
+            size: 16,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        });
+        let table_buf = Self::table_buffer(&device, 1);
+        Ok(WgpuDevice {
+            id,
+            info,
+            limits,
+            device,
+            queue,
+            memories: Vec::new(),
+            spare,
+            table: Vec::new(),
+            table_buf,
+            pipes: Pipelines {
+                kernel_layout,
+                kernel_pipeline_layout,
+                compact_layout,
+                compact,
+                kernels: HashMap::new(),
+            },
+            temp: Vec::new(),
+            uncaptured,
+            lost,
+        })
+    }
+
+    /// Destroys the wgpu device, as a driver reset or unplugged GPU would: every later call
+    /// fails with [`WgpuError::DeviceLost`]. Lets tests reach the device-lost path.
+    pub fn destroy(&mut self) {
+        self.device.destroy();
+    }
+
+    /// The adapter this device runs on.
+    pub fn adapter_info(&self) -> &wgpu::AdapterInfo {
+        &self.info
+    }
+
+    fn table_buffer(device: &wgpu::Device, pages: u64) -> wgpu::Buffer {
+        device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("page table"),
+            size: pages.max(1) * 8,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
+    }
+
+    fn err(&self, e: WgpuError) -> RuntimeError {
+        e.on(self.id)
+    }
+
+    /// Fails with the device-lost reason or an error wgpu reported out of scope.
+    fn check(&self) -> Result<()> {
+        if let Some(m) = self.lost.lock().ok().and_then(|g| g.clone()) {
+            return Err(self.err(WgpuError::DeviceLost(m)));
+        }
+        if let Some(m) = self.uncaptured.lock().ok().and_then(|mut g| g.take()) {
+            return Err(self.err(WgpuError::Wgpu(m)));
+        }
+        Ok(())
+    }
+
+    fn wait(&self) -> Result<()> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| self.err(WgpuError::DeviceLost(e.to_string())))?;
+        self.check()
+    }
+
+    /// Copies `ranges` (buffer, offset, bytes) into one staging buffer and reads them back.
+    fn read_back(&self, ranges: &[(&wgpu::Buffer, u64, u64)]) -> Result<Vec<Vec<u8>>> {
+        let total: u64 = ranges.iter().map(|r| r.2).sum();
+        if total == 0 {
+            return Ok(ranges.iter().map(|_| Vec::new()).collect());
+        }
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("staging"),
+            size: total,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        let mut at = 0;
+        for &(buf, off, len) in ranges {
+            if len > 0 {
+                enc.copy_buffer_to_buffer(buf, off, &staging, at, len);
+            }
+            at += len;
+        }
+        self.queue.submit([enc.finish()]);
+        let done = Arc::new(Mutex::new(None));
+        let d = done.clone();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            if let Ok(mut g) = d.lock() {
+                *g = Some(r);
+            }
+        });
+        self.wait()?;
+        match done.lock().ok().and_then(|mut g| g.take()) {
+            Some(Ok(())) => {}
+            Some(Err(e)) => return Err(self.err(WgpuError::Wgpu(format!("read-back: {e}")))),
+            None => return Err(self.err(WgpuError::Wgpu("read-back never completed".into()))),
+        }
+        let out = {
+            let view = staging
+                .get_mapped_range(..)
+                .map_err(|e| self.err(WgpuError::Wgpu(format!("read-back: {e}"))))?;
+            let mut out = Vec::with_capacity(ranges.len());
+            let mut at = 0usize;
+            for r in ranges {
+                out.push(view[at..at + r.2 as usize].to_vec());
+                at += r.2 as usize;
+            }
+            out
+        };
+        staging.unmap();
+        Ok(out)
+    }
+
+    fn slot_range(&self, at: SlotAddr) -> Result<(u64, u64)> {
+        let m = self.memories.get(at.memory as usize).ok_or_else(|| {
+            self.err(WgpuError::Invalid(format!(
+                "no physical memory {}",
+                at.memory
+            )))
+        })?;
+        if at.slot >= m.capacity {
+            return Err(self.err(WgpuError::Invalid(format!(
+                "slot {} outside physical memory {}",
+                at.slot, at.memory
+            ))));
+        }
+        Ok((at.slot as u64 * m.slot_words * 4, m.slot_words * 4))
+    }
+
+    /// The compute pipeline of a kernel, built once per kernel name.
+    fn pipeline(&mut self, name: &'static str, source: &str) -> Result<wgpu::ComputePipeline> {
+        if let Some(p) = self.pipes.kernels.get(name) {
+            return Ok(p.clone());
+        }
+        let code = format!("{}\n{}", crate::PRELUDE, source);
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = self
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(name),
+                source: wgpu::ShaderSource::Wgsl(Cow::Owned(code)),
+            });
+        let p = self
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(name),
+                layout: Some(&self.pipes.kernel_pipeline_layout),
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(self.err(WgpuError::Shader {
+                kernel: name.into(),
+                message: e.to_string(),
+            }));
+        }
+        self.pipes.kernels.insert(name, p.clone());
+        Ok(p)
+    }
+
+    fn storage_init(&self, label: &str, data: &[u8], extra: wgpu::BufferUsages) -> wgpu::Buffer {
+        // Storage bindings must not be empty.
+        let zero = [0u8; 16];
+        self.device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some(label),
+                contents: if data.is_empty() { &zero } else { data },
+                usage: wgpu::BufferUsages::STORAGE | extra,
+            })
+    }
+
+    fn zeroed(&self, label: &str, bytes: u64) -> wgpu::Buffer {
+        self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: bytes.max(16).next_multiple_of(4),
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        })
+    }
+}
+
+/// The prelude's `BindInfo` format code.
+fn format_code(f: Option<TexelFormat>) -> u32 {
+    match f {
+        None => 0,
+        Some(TexelFormat::R32Float) => 1,
+        Some(TexelFormat::Rgba8Unorm) => 2,
+        Some(TexelFormat::Rgba32Float) => 3,
+    }
+}
+
+fn words(bytes: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    bytes
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+impl Device for WgpuDevice {
+    fn describe(&self) -> String {
+        format!("wgpu ({}, {:?})", self.info.name, self.info.backend)
+    }
+
+    fn create_memory(&mut self, memory: u16, slot_bytes: u64, capacity: u32) -> Result<()> {
+        self.check()?;
+        if memory as usize != self.memories.len()
+            || slot_bytes == 0
+            || !slot_bytes.is_multiple_of(4)
+        {
+            return Err(self.err(WgpuError::Invalid(format!(
+                "bad physical memory {memory} of {slot_bytes}-byte slots"
+            ))));
+        }
+        if memory as usize >= MAX_MEMORIES {
+            return Err(self.err(WgpuError::TooManyMemories {
+                memory,
+                max: MAX_MEMORIES,
+            }));
+        }
+        let bytes = slot_bytes * capacity as u64;
+        let max = self
+            .limits
+            .max_storage_buffer_binding_size
+            .min(self.limits.max_buffer_size);
+        if bytes > max {
+            return Err(self.err(WgpuError::OutOfMemory(format!(
+                "physical memory of {bytes} bytes; this adapter binds at most {max} bytes per buffer (lower the memory size)"
+            ))));
+        }
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("physical memory"),
+            size: bytes.max(16),
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_DST
+                | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(self.err(WgpuError::OutOfMemory(e.to_string())));
+        }
+        self.memories.push(Memory {
+            buffer,
+            slot_words: slot_bytes / 4,
+            capacity,
+        });
+        Ok(())
+    }
+
+    fn write_slot(&mut self, at: SlotAddr, data: &[u8]) -> Result<()> {
+        self.check()?;
+        let (off, len) = self.slot_range(at)?;
+        if data.len() as u64 != len {
+            return Err(self.err(WgpuError::Invalid(format!(
+                "slot write of {} bytes into a {len}-byte slot",
+                data.len()
+            ))));
+        }
+        self.queue
+            .write_buffer(&self.memories[at.memory as usize].buffer, off, data);
+        Ok(())
+    }
+
+    fn read_slot(&mut self, at: SlotAddr) -> Result<Vec<u8>> {
+        self.check()?;
+        let (off, len) = self.slot_range(at)?;
+        let mut out = self.read_back(&[(&self.memories[at.memory as usize].buffer, off, len)])?;
+        Ok(out.pop().unwrap_or_default())
+    }
+
+    fn resize_page_table(&mut self, pages: u64) -> Result<()> {
+        self.check()?;
+        if pages > u32::MAX as u64 {
+            return Err(self.err(WgpuError::Invalid(format!(
+                "{pages} pages: the GPU page table addresses at most 2^32"
+            ))));
+        }
+        if pages * 8 > self.limits.max_storage_buffer_binding_size {
+            return Err(self.err(WgpuError::OutOfMemory(format!(
+                "a page table of {pages} pages does not fit one storage binding"
+            ))));
+        }
+        self.table.resize(pages as usize, 0);
+        self.table_buf = Self::table_buffer(&self.device, pages);
+        if !self.table.is_empty() {
+            self.queue
+                .write_buffer(&self.table_buf, 0, bytemuck::cast_slice(&self.table));
+        }
+        Ok(())
+    }
+
+    fn set_page(&mut self, page: GlobalPage, desc: PageDescriptor) -> Result<()> {
+        self.check()?;
+        let slot = self.table.get_mut(page.index()).ok_or(RuntimeError::Core(
+            tessera_core::CoreError::UnknownPage(page),
+        ))?;
+        *slot = desc.0;
+        // Queued: ordered before the next launch's dispatch on the same queue.
+        self.queue
+            .write_buffer(&self.table_buf, page.0 * 8, &desc.0.to_le_bytes());
+        Ok(())
+    }
+
+    fn launch(&mut self, l: &Launch) -> Result<LaunchOutcome> {
+        self.check()?;
+        let name = l.kernel.name();
+        let wgsl = l.kernel.wgsl().ok_or_else(|| {
+            self.err(WgpuError::NoWgsl {
+                kernel: name.into(),
+            })
+        })?;
+        if l.bindings.len() > MAX_BINDS || wgsl.params.len() > MAX_PARAMS {
+            return Err(self.err(WgpuError::Invalid(format!(
+                "kernel {name}: at most {MAX_BINDS} bindings and {MAX_PARAMS} parameter words"
+            ))));
+        }
+        if l.pages > self.table.len() as u64 {
+            return Err(self.err(WgpuError::Invalid(format!(
+                "launch over {} pages; the page table has {}",
+                l.pages,
+                self.table.len()
+            ))));
+        }
+        let pipeline = self.pipeline(name, wgsl.source)?;
+        let n = l.domain.len();
+        let mut out = LaunchOutcome {
+            invocations: n,
+            ..Default::default()
+        };
+        if n == 0 {
+            return Ok(out);
+        }
+
+        // The launch uniform, laid out as the prelude's LaunchInfo.
+        let mut info = [0u32; 12 + MAX_BINDS * 12 + MAX_PARAMS];
+        let (dispatch, list) = match &l.domain {
+            Domain::Rect { x0, y0, x1, y1 } => {
+                info[2..6].copy_from_slice(&[*x0, *y0, *x1, *y1]);
+                let gx = (x1 - x0).div_ceil(GROUP);
+                let gy = (y1 - y0).div_ceil(GROUP);
+                if gx > MAX_GROUPS || gy > MAX_GROUPS {
+                    return Err(self.err(WgpuError::Invalid(format!(
+                        "domain of {}x{} is too large for one dispatch",
+                        x1 - x0,
+                        y1 - y0
+                    ))));
+                }
+                ((gx, gy), Vec::new())
+            }
+            Domain::List(items) => {
+                // Rows of `row` invocations; each workgroup covers 8 of a row and 8 rows.
+                let rows_needed = n.div_ceil(GROUP as u64 * MAX_GROUPS as u64).max(1);
+                let (gx, _, row) = spread(n.div_ceil(rows_needed), GROUP);
+                let rows = n.div_ceil(row as u64);
+                let gy = rows.div_ceil(GROUP as u64) as u32;
+                info[1] = 1;
+                info[8] = row;
+                let flat: Vec<u32> = items.iter().flat_map(|&(x, y)| [x, y]).collect();
+                ((gx, gy), flat)
+            }
+        };
+        // Every per-launch list must fit one storage binding (and the counts a u32).
+        let binding = self.limits.max_storage_buffer_binding_size;
+        if n > u32::MAX as u64 || n * 8 > binding || 8 + l.pages * 8 > binding {
+            return Err(self.err(WgpuError::OutOfMemory(format!(
+                "kernel {name}: a launch of {n} invocations over {} pages needs lists larger than one storage binding ({binding} bytes); use more devices or split the pass",
+                l.pages
+            ))));
+        }
+        let bit_words = l.pages.div_ceil(32).max(1);
+        let max_temp = if l.mode == Mode::Temp {
+            n * MAX_STORES
+        } else {
+            0
+        };
+        if max_temp * 16 > self.limits.max_storage_buffer_binding_size {
+            return Err(self.err(WgpuError::OutOfMemory(format!(
+                "a temporary of {max_temp} stores does not fit one storage binding"
+            ))));
+        }
+        info[0] = match l.mode {
+            Mode::Request => 0,
+            Mode::Direct => 1,
+            Mode::Temp => 2,
+        };
+        info[6] = n as u32;
+        info[7] = l.bindings.len() as u32;
+        info[9] = bit_words as u32;
+        info[10] = max_temp as u32;
+        for (i, b) in l.bindings.iter().enumerate() {
+            if b.pages_end > u32::MAX as u64 {
+                return Err(self.err(WgpuError::Invalid("object beyond global page 2^32".into())));
+            }
+            let w = &mut info[12 + i * 12..12 + (i + 1) * 12];
+            w[..9].copy_from_slice(&[
+                b.id.0,
+                b.page_offset as u32,
+                b.width() as u32,
+                b.height() as u32,
+                b.pages_x() as u32,
+                b.shift(),
+                b.words_per_texel() as u32,
+                b.slot_words() as u32,
+                format_code(b.format()),
+            ]);
+        }
+        let p0 = 12 + MAX_BINDS * 12;
+        info[p0..p0 + wgsl.params.len()].copy_from_slice(&wgsl.params);
+
+        let launch_buf = self
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("launch"),
+                contents: bytemuck::cast_slice(&info),
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+        let list_buf = self.storage_init(
+            "domain list",
+            bytemuck::cast_slice(&list),
+            wgpu::BufferUsages::empty(),
+        );
+        let bits = self.zeroed("request bits", bit_words * 8);
+        let status = self.zeroed("status", 16);
+        let incomplete = self.zeroed("incomplete", n * 8);
+        let temp = self.zeroed("temp", max_temp * 16);
+        let requests = self.zeroed("requests", 8 + l.pages * 8);
+        let compact_params: [u32; 4] = {
+            let (_, _, row) = spread(bit_words, 64);
+            [bit_words as u32, row, 0, 0]
+        };
+        let (cgx, cgy, _) = spread(bit_words, 64);
+        let compact_buf = self
+            .device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("compact params"),
+                contents: bytemuck::cast_slice(&compact_params),
+                usage: wgpu::BufferUsages::UNIFORM,
+            });
+
+        let mem = |i: usize| {
+            self.memories
+                .get(i)
+                .map(|m| &m.buffer)
+                .unwrap_or(&self.spare)
+                .as_entire_binding()
+        };
+        let entries = [
+            self.table_buf.as_entire_binding(),
+            mem(0),
+            mem(1),
+            mem(2),
+            mem(3),
+            launch_buf.as_entire_binding(),
+            list_buf.as_entire_binding(),
+            bits.as_entire_binding(),
+            status.as_entire_binding(),
+            incomplete.as_entire_binding(),
+            temp.as_entire_binding(),
+        ];
+        let entries: Vec<wgpu::BindGroupEntry> = entries
+            .into_iter()
+            .enumerate()
+            .map(|(i, resource)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource,
+            })
+            .collect();
+        let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(name),
+            layout: &self.pipes.kernel_layout,
+            entries: &entries,
+        });
+        let compact_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("compact"),
+            layout: &self.pipes.compact_layout,
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: compact_buf.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: bits.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 2,
+                    resource: requests.as_entire_binding(),
+                },
+            ],
+        });
+        let mut enc = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(name) });
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(name),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &group, &[]);
+            pass.dispatch_workgroups(dispatch.0, dispatch.1, 1);
+        }
+        {
+            // A second pass: its dispatch sees every bit the kernel recorded.
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("compact"),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(&self.pipes.compact);
+            pass.set_bind_group(0, &compact_group, &[]);
+            pass.dispatch_workgroups(cgx, cgy, 1);
+        }
+        self.queue.submit([enc.finish()]);
+
+        // First the counts, then exactly the lists they announce.
+        let head = self.read_back(&[(&status, 0, 16), (&requests, 0, 4)])?;
+        let st: Vec<u32> = words(&head[0]).collect();
+        let nreq = words(&head[1]).next().unwrap_or(0) as u64;
+        if st[0] != 0 {
+            return Err(self.kernel_error(name, st[0], st[1]));
+        }
+        let (ninc, ntemp) = (st[2] as u64, st[3] as u64);
+        if ninc > n || ntemp > max_temp || nreq > l.pages {
+            return Err(self.err(WgpuError::Wgpu(format!(
+                "kernel {name}: inconsistent counts (incomplete {ninc}, temp {ntemp}, requests {nreq})"
+            ))));
+        }
+        let lists = self.read_back(&[
+            (&incomplete, 0, ninc * 8),
+            (&requests, 8, nreq * 8),
+            (&temp, 0, ntemp * 16),
+        ])?;
+        let w: Vec<u32> = words(&lists[0]).collect();
+        out.incomplete = w.chunks_exact(2).map(|c| (c[0], c[1])).collect();
+        let t = Instant::now();
+        let w: Vec<u32> = words(&lists[1]).collect();
+        let mut reqs: Vec<PageRequest> = w
+            .chunks_exact(2)
+            .map(|c| PageRequest {
+                page: GlobalPage(c[0] as u64),
+                access: if c[1] == 1 {
+                    Access::Write
+                } else {
+                    Access::Read
+                },
+            })
+            .collect();
+        // The CPU backend's order: by page.
+        reqs.sort_unstable_by_key(|r| r.page);
+        out.requests = reqs;
+        out.uniquify_s = t.elapsed().as_secs_f64();
+        let w: Vec<u32> = words(&lists[2]).collect();
+        self.temp
+            .extend(w.chunks_exact(4).map(|c| [c[0], c[1], c[2]]));
+        Ok(out)
+    }
+
+    fn merge(&mut self) -> Result<MergeOutcome> {
+        self.check()?;
+        let temp = std::mem::take(&mut self.temp);
+        let mut out = MergeOutcome::default();
+        // (memory, word address, value) of the stores whose page is held writable.
+        let mut writes: Vec<(u16, u64, u32)> = Vec::with_capacity(temp.len());
+        for s in temp {
+            let d = PageDescriptor(self.table.get(s[0] as usize).copied().unwrap_or(0));
+            match d.slot_addr() {
+                Some(at) if d.is_writable() => {
+                    let m = self.memories.get(at.memory as usize).ok_or_else(|| {
+                        self.err(WgpuError::Invalid(format!(
+                            "page {} is in physical memory {}, which does not exist",
+                            s[0], at.memory
+                        )))
+                    })?;
+                    let word = at.slot as u64 * m.slot_words + s[1] as u64;
+                    if word >= m.slot_words * m.capacity as u64 {
+                        return Err(self.err(WgpuError::Invalid(format!(
+                            "page {} is in slot {}, outside physical memory {}",
+                            s[0], at.slot, at.memory
+                        ))));
+                    }
+                    writes.push((at.memory, word, s[2]));
+                }
+                _ => {
+                    out.missing.push(GlobalPage(s[0] as u64));
+                    self.temp.push(s);
+                }
+            }
+        }
+        out.written = writes.len() as u64;
+        // Stable: of two stores to one word, the later one wins, as in the CPU backend.
+        writes.sort_by_key(|w| (w.0, w.1));
+        writes.dedup_by(|later, earlier| {
+            if (later.0, later.1) == (earlier.0, earlier.1) {
+                earlier.2 = later.2;
+                true
+            } else {
+                false
+            }
+        });
+        // Runs of consecutive words become one queued write each (whole slots, mostly).
+        let mut i = 0;
+        while i < writes.len() {
+            let (m, start, _) = writes[i];
+            let mut j = i + 1;
+            while j < writes.len() && writes[j].0 == m && writes[j].1 == start + (j - i) as u64 {
+                j += 1;
+            }
+            let data: Vec<u32> = writes[i..j].iter().map(|w| w.2).collect();
+            self.queue.write_buffer(
+                &self.memories[m as usize].buffer,
+                start * 4,
+                bytemuck::cast_slice(&data),
+            );
+            i = j;
+        }
+        out.missing.sort_unstable();
+        out.missing.dedup();
+        Ok(out)
+    }
+
+    fn discard_temp(&mut self) {
+        self.temp.clear();
+    }
+}
+
+impl WgpuDevice {
+    fn kernel_error(&self, kernel: &str, flags: u32, object: u32) -> RuntimeError {
+        let object = ObjectId(object);
+        let what = match flags {
+            f if f & 1 != 0 => format!("touched object {object} out of its range"),
+            f if f & 2 != 0 => {
+                return RuntimeError::Unbound {
+                    kernel: kernel.into(),
+                    object,
+                }
+            }
+            f if f & 4 != 0 => format!("an invocation made more than {MAX_STORES} stores"),
+            f if f & 8 != 0 => format!("accessed object {object} with the wrong texel format"),
+            _ => "the temporary overflowed".into(),
+        };
+        self.err(WgpuError::Invalid(format!("kernel {kernel}: {what}")))
+    }
+}

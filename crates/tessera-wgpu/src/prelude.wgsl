@@ -1,0 +1,306 @@
+// tessera prelude: the GPU twin of tessera_runtime::kernel::Invocation.
+//
+// Included before every kernel body, which defines `fn kernel_main(x: u32, y: u32)` and reads
+// and writes objects only through `load_f32` / `store_f32` / `load_rgba8` / `store_rgba8` /
+// `load_u32` / `store_u32`, by object id and texel coordinates, as the CPU twin does:
+// - a load of a page that is not resident records a read request bit (atomicOr) and faults;
+// - in Mode::Direct a store to a page not held writable records a write bit and faults;
+// - in Mode::Request a miss records its bit and yields zero, and stores are dropped;
+// - in Mode::Temp stores go to the temporary list with their page (the write mask), and a
+//   store to a page not held writable records a write bit;
+// - once an invocation has faulted, later accesses yield zero and record nothing (the CPU twin
+//   has returned at the fault), and its buffered stores are dropped, so a faulting invocation
+//   leaves no side effect and can be relaunched.
+// WGSL cannot index separate buffers dynamically, so a fixed number of physical memories is
+// bound and selected with a switch.
+
+const MODE_REQUEST: u32 = 0u;
+const MODE_DIRECT: u32 = 1u;
+const MODE_TEMP: u32 = 2u;
+const MAX_STORES: u32 = 8u;
+const NONE: u32 = 0xffffffffu;
+
+// Error flags in status.error (the host turns them into typed errors).
+const ERR_OUT_OF_RANGE: u32 = 1u;
+const ERR_UNBOUND: u32 = 2u;
+const ERR_STORES: u32 = 4u;
+const ERR_FORMAT: u32 = 8u;
+const ERR_TEMP_FULL: u32 = 16u;
+
+// One bound object: kernel::Bound's address constants. format: 0 buffer, 1 R32Float,
+// 2 Rgba8Unorm, 3 Rgba32Float.
+struct BindInfo {
+    id: u32,
+    page_offset: u32,
+    width: u32,
+    height: u32,
+    pages_x: u32,
+    shift: u32,
+    words_per_texel: u32,
+    slot_words: u32,
+    format: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+struct LaunchInfo {
+    mode: u32,
+    is_list: u32,
+    x0: u32,
+    y0: u32,
+    x1: u32,
+    y1: u32,
+    count: u32,
+    nbind: u32,
+    // Invocations per dispatch row of a list launch.
+    row: u32,
+    // Words of each request bit field (read at [0, n), write at [n, 2n)).
+    bit_words: u32,
+    max_temp: u32,
+    _pad: u32,
+    binds: array<BindInfo, 8>,
+    params: array<vec4<u32>, 16>,
+}
+
+struct Status {
+    error: atomic<u32>,
+    error_object: atomic<u32>,
+    incomplete: atomic<u32>,
+    temp: atomic<u32>,
+}
+
+@group(0) @binding(0) var<storage, read> page_table: array<vec2<u32>>;
+@group(0) @binding(1) var<storage, read_write> mem0: array<u32>;
+@group(0) @binding(2) var<storage, read_write> mem1: array<u32>;
+@group(0) @binding(3) var<storage, read_write> mem2: array<u32>;
+@group(0) @binding(4) var<storage, read_write> mem3: array<u32>;
+@group(0) @binding(5) var<uniform> launch: LaunchInfo;
+@group(0) @binding(6) var<storage, read> domain_list: array<vec2<u32>>;
+@group(0) @binding(7) var<storage, read_write> bits: array<atomic<u32>>;
+@group(0) @binding(8) var<storage, read_write> status: Status;
+@group(0) @binding(9) var<storage, read_write> incomplete: array<vec2<u32>>;
+// Mode::Temp stores: (page, word in the page's slot, value, unused).
+@group(0) @binding(10) var<storage, read_write> temp: array<vec4<u32>>;
+
+var<private> g_faulted: bool;
+var<private> g_nst: u32;
+// Direct: (memory, word, value). Temp: (page, word in page, value).
+var<private> g_st: array<vec3<u32>, MAX_STORES>;
+
+fn param(i: u32) -> u32 {
+    return launch.params[i / 4u][i % 4u];
+}
+
+fn mem_load(m: u32, i: u32) -> u32 {
+    switch m {
+        case 0u: { return mem0[i]; }
+        case 1u: { return mem1[i]; }
+        case 2u: { return mem2[i]; }
+        default: { return mem3[i]; }
+    }
+}
+
+fn mem_store(m: u32, i: u32, v: u32) {
+    switch m {
+        case 0u: { mem0[i] = v; }
+        case 1u: { mem1[i] = v; }
+        case 2u: { mem2[i] = v; }
+        default: { mem3[i] = v; }
+    }
+}
+
+fn fail(code: u32, object: u32) {
+    atomicOr(&status.error, code);
+    atomicStore(&status.error_object, object);
+    g_faulted = true;
+}
+
+fn record(page: u32, write: bool) {
+    let w = page / 32u;
+    let b = 1u << (page % 32u);
+    if write {
+        atomicOr(&bits[launch.bit_words + w], b);
+    } else {
+        atomicOr(&bits[w], b);
+    }
+}
+
+fn binding_of(id: u32) -> u32 {
+    for (var i = 0u; i < launch.nbind; i++) {
+        if launch.binds[i].id == id {
+            return i;
+        }
+    }
+    fail(ERR_UNBOUND, id);
+    return NONE;
+}
+
+// Global page (x) and word offset in the page's slot (y) of texel (x, y) of binding b.
+fn locate(b: BindInfo, x: u32, y: u32) -> vec2<u32> {
+    let mask = (1u << b.shift) - 1u;
+    if b.format == 0u {
+        return vec2<u32>(b.page_offset + (x >> b.shift), x & mask);
+    }
+    let local = (x >> b.shift) + (y >> b.shift) * b.pages_x;
+    let off = (((y & mask) << b.shift) | (x & mask)) * b.words_per_texel;
+    return vec2<u32>(b.page_offset + local, off);
+}
+
+struct Tr {
+    ok: bool,
+    mem: u32,
+    word: u32,
+}
+
+// Translation: the CPU twin's translate_slow without the TLB.
+fn translate(id: u32, x: u32, y: u32, write: bool, format: u32) -> Tr {
+    var r = Tr(false, 0u, 0u);
+    if g_faulted {
+        return r;
+    }
+    let bi = binding_of(id);
+    if bi == NONE {
+        return r;
+    }
+    let b = launch.binds[bi];
+    if format != NONE && b.format != format {
+        fail(ERR_FORMAT, id);
+        return r;
+    }
+    if x >= b.width || y >= b.height {
+        // A request pass may compute addresses from values it could not load yet.
+        if launch.mode != MODE_REQUEST {
+            fail(ERR_OUT_OF_RANGE, id);
+        }
+        return r;
+    }
+    let loc = locate(b, x, y);
+    let d = page_table[loc.x];
+    let needs_write = write && launch.mode == MODE_DIRECT;
+    if (d.x & 1u) == 0u || (needs_write && (d.x & 2u) == 0u) {
+        record(loc.x, write);
+        if launch.mode != MODE_REQUEST {
+            g_faulted = true;
+        }
+        return r;
+    }
+    r.ok = true;
+    r.mem = d.x >> 16u;
+    r.word = d.y * b.slot_words + loc.y;
+    return r;
+}
+
+fn load_word(id: u32, x: u32, y: u32, i: u32, format: u32) -> u32 {
+    let t = translate(id, x, y, false, format);
+    if !t.ok {
+        return 0u;
+    }
+    return mem_load(t.mem, t.word + i);
+}
+
+fn buffer_store(a: u32, b: u32, v: u32) {
+    if g_nst >= MAX_STORES {
+        fail(ERR_STORES, 0u);
+        return;
+    }
+    g_st[g_nst] = vec3<u32>(a, b, v);
+    g_nst += 1u;
+}
+
+fn store_word(id: u32, x: u32, y: u32, i: u32, v: u32, format: u32) {
+    if launch.mode == MODE_REQUEST || g_faulted {
+        return;
+    }
+    if launch.mode == MODE_DIRECT {
+        let t = translate(id, x, y, true, format);
+        if t.ok {
+            buffer_store(t.mem, t.word + i, v);
+        }
+        return;
+    }
+    // Temp: no translation, the page and its word go to the temporary with the value.
+    let bi = binding_of(id);
+    if bi == NONE {
+        return;
+    }
+    let b = launch.binds[bi];
+    if format != NONE && b.format != format {
+        fail(ERR_FORMAT, id);
+        return;
+    }
+    if x >= b.width || y >= b.height {
+        fail(ERR_OUT_OF_RANGE, id);
+        return;
+    }
+    let loc = locate(b, x, y);
+    if (page_table[loc.x].x & 2u) == 0u {
+        record(loc.x, true);
+    }
+    buffer_store(loc.x, loc.y + i, v);
+}
+
+fn load_f32(id: u32, x: u32, y: u32) -> f32 {
+    return bitcast<f32>(load_word(id, x, y, 0u, NONE));
+}
+fn store_f32(id: u32, x: u32, y: u32, v: f32) {
+    store_word(id, x, y, 0u, bitcast<u32>(v), NONE);
+}
+// RGBA8 texels as one little-endian word (r in the low byte).
+fn load_rgba8(id: u32, x: u32, y: u32) -> u32 {
+    return load_word(id, x, y, 0u, 2u);
+}
+fn store_rgba8(id: u32, x: u32, y: u32, v: u32) {
+    store_word(id, x, y, 0u, v, 2u);
+}
+fn load_u32(id: u32, index: u32) -> u32 {
+    return load_word(id, index, 0u, 0u, 0u);
+}
+fn store_u32(id: u32, index: u32, v: u32) {
+    store_word(id, index, 0u, 0u, v, 0u);
+}
+
+@compute @workgroup_size(8, 8, 1)
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    var x: u32;
+    var y: u32;
+    if launch.is_list != 0u {
+        let idx = gid.y * launch.row + gid.x;
+        if gid.x >= launch.row || idx >= launch.count {
+            return;
+        }
+        let xy = domain_list[idx];
+        x = xy.x;
+        y = xy.y;
+    } else {
+        x = launch.x0 + gid.x;
+        y = launch.y0 + gid.y;
+        if x >= launch.x1 || y >= launch.y1 {
+            return;
+        }
+    }
+    g_faulted = false;
+    g_nst = 0u;
+    kernel_main(x, y);
+    if g_faulted {
+        let k = atomicAdd(&status.incomplete, 1u);
+        if k < arrayLength(&incomplete) {
+            incomplete[k] = vec2<u32>(x, y);
+        }
+        return;
+    }
+    // Commit: the invocation completed.
+    for (var i = 0u; i < g_nst; i++) {
+        let s = g_st[i];
+        if launch.mode == MODE_TEMP {
+            let k = atomicAdd(&status.temp, 1u);
+            if k < launch.max_temp {
+                temp[k] = vec4<u32>(s.x, s.y, s.z, 0u);
+            } else {
+                atomicOr(&status.error, ERR_TEMP_FULL);
+            }
+        } else {
+            mem_store(s.x, s.y, s.z);
+        }
+    }
+}

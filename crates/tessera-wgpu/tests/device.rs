@@ -1,0 +1,313 @@
+//! The wgpu device against the CPU device, launch by launch: the same page tables and slots,
+//! the same kernel in every mode over rectangles and lists, then the same requests, the same
+//! invocations to relaunch, the same memory and the same merge. Plus the typed errors.
+//!
+//! Without an adapter these tests print that they skipped and pass, unless
+//! `TESSERA_REQUIRE_VULKAN=1`, where a missing adapter fails them.
+
+use std::sync::Arc;
+
+use tessera_core::{
+    AddressSpace, DeviceId, GlobalPage, ObjectDesc, ObjectEntry, ObjectId, PageDescriptor,
+    SlotAddr, TexelFormat,
+};
+use tessera_runtime::cpu::CpuDevice;
+use tessera_runtime::{
+    Bound, Device, Domain, Fault, Invocation, Kernel, Launch, Mode, RuntimeError, WgslKernel,
+};
+use tessera_wgpu::{AdapterChoice, WgpuDevice, WgpuError, MAX_MEMORIES};
+
+fn gpu() -> Option<WgpuDevice> {
+    match WgpuDevice::new(DeviceId(0), &AdapterChoice::Default) {
+        Ok(d) => Some(d),
+        Err(e @ WgpuError::NoAdapter(_))
+            if std::env::var("TESSERA_REQUIRE_VULKAN").as_deref() != Ok("1") =>
+        {
+            eprintln!("SKIPPED: {e} (set TESSERA_REQUIRE_VULKAN=1 to fail instead)");
+            None
+        }
+        Err(e) => panic!("cannot open a wgpu device: {e}"),
+    }
+}
+
+/// Stores first, then loads: a fault after the store must drop it. Reads `src` at (x, y) and
+/// at (x/2, y/2), so invocations touch pages other than their own.
+struct Probe {
+    src: ObjectId,
+    dst: ObjectId,
+}
+
+const PROBE_WGSL: &str = r#"
+fn kernel_main(x: u32, y: u32) {
+    let src = param(0u);
+    let dst = param(1u);
+    store_f32(dst, x, y, f32(x) + 0.5);
+    let v = load_f32(src, x, y);
+    let w = load_f32(src, x / 2u, y / 2u);
+    store_f32(dst, x, y, v * 2.0 + w);
+}
+"#;
+
+impl Kernel for Probe {
+    fn name(&self) -> &'static str {
+        "probe"
+    }
+    fn wgsl(&self) -> Option<WgslKernel> {
+        Some(WgslKernel {
+            source: PROBE_WGSL,
+            params: vec![self.src.0, self.dst.0],
+        })
+    }
+    fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
+        inv.store_f32(self.dst, x, y, x as f32 + 0.5)?;
+        let v = inv.load_f32(self.src, x, y)?;
+        let w = inv.load_f32(self.src, x / 2, y / 2)?;
+        inv.store_f32(self.dst, x, y, v * 2.0 + w)
+    }
+}
+
+/// Touches an object it was not given, or one out of range.
+struct Bad {
+    id: ObjectId,
+    x: u32,
+}
+
+impl Kernel for Bad {
+    fn name(&self) -> &'static str {
+        "bad"
+    }
+    fn wgsl(&self) -> Option<WgslKernel> {
+        Some(WgslKernel {
+            source: "fn kernel_main(x: u32, y: u32) { store_f32(param(0u), param(1u), y, 1.0); }",
+            params: vec![self.id.0, self.x],
+        })
+    }
+    fn invoke(&self, inv: &mut Invocation<'_>, _x: u32, y: u32) -> Result<(), Fault> {
+        inv.store_f32(self.id, self.x, y, 1.0)
+    }
+}
+
+struct CpuOnly;
+
+impl Kernel for CpuOnly {
+    fn name(&self) -> &'static str {
+        "cpu-only"
+    }
+    fn invoke(&self, _: &mut Invocation<'_>, _: u32, _: u32) -> Result<(), Fault> {
+        Ok(())
+    }
+}
+
+const SIDE: u32 = 32;
+const PAGE: u32 = 8;
+const SLOT_BYTES: u64 = (PAGE * PAGE * 4) as u64;
+
+struct World {
+    src: ObjectEntry,
+    dst: ObjectEntry,
+    pages: u64,
+}
+
+/// Two 32×32 R32Float textures of 8×8 pages; a mix of read-only, writable and missing pages.
+fn set_up(d: &mut dyn Device) -> World {
+    let mut space = AddressSpace::new();
+    let desc = ObjectDesc::texture(SIDE, SIDE, TexelFormat::R32Float, PAGE).unwrap();
+    let src = space.create(desc).unwrap();
+    let dst = space.create(desc).unwrap();
+    let pages = space.page_count();
+    d.create_memory(0, SLOT_BYTES, 24).unwrap();
+    d.create_memory(1, SLOT_BYTES, 24).unwrap();
+    d.resize_page_table(pages).unwrap();
+    for p in 0..pages {
+        // Spread over both memories so the prelude's memory switch is exercised.
+        let at = SlotAddr {
+            memory: (p % 2) as u16,
+            slot: (p / 2) as u32,
+        };
+        // Mod 3, so that some invocations store to a writable page and then miss on a load:
+        // their buffered store must be dropped.
+        let desc = match p % 3 {
+            0 => PageDescriptor::resident(at, false),
+            1 => PageDescriptor::resident(at, true),
+            _ => PageDescriptor::NOT_RESIDENT,
+        };
+        d.set_page(GlobalPage(p), desc).unwrap();
+        let data: Vec<u8> = (0..SLOT_BYTES / 4)
+            .flat_map(|i| ((p * 1000 + i) as f32 * 0.25).to_le_bytes())
+            .collect();
+        d.write_slot(at, &data).unwrap();
+    }
+    World { src, dst, pages }
+}
+
+fn slots(d: &mut dyn Device) -> Vec<Vec<u8>> {
+    (0..2u16)
+        .flat_map(|memory| (0..24).map(move |slot| SlotAddr { memory, slot }))
+        .map(|at| d.read_slot(at).unwrap())
+        .collect()
+}
+
+fn launch(w: &World, kernel: Arc<dyn Kernel>, domain: Domain, mode: Mode) -> Launch {
+    Launch {
+        kernel,
+        bindings: Arc::new(vec![Bound::new(&w.src), Bound::new(&w.dst)]),
+        domain,
+        mode,
+        pages: w.pages,
+        time: 1,
+    }
+}
+
+#[test]
+fn launches_match_the_cpu_device_in_every_mode() {
+    let Some(g) = gpu() else { return };
+    eprintln!("adapter: {}", g.describe());
+    drop(g);
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap(),
+    );
+    let list: Vec<(u32, u32)> = (0..SIDE * SIDE)
+        .map(|i| ((i * 7) % SIDE, (i * 13 / SIDE) % SIDE))
+        .step_by(3)
+        .collect();
+    let domains = [
+        Domain::Rect {
+            x0: 0,
+            y0: 0,
+            x1: SIDE,
+            y1: SIDE,
+        },
+        Domain::Rect {
+            x0: 3,
+            y0: 5,
+            x1: 29,
+            y1: 17,
+        },
+        Domain::List(Arc::new(list)),
+    ];
+    for mode in [Mode::Request, Mode::Direct, Mode::Temp] {
+        for domain in &domains {
+            let mut c = CpuDevice::new(DeviceId(0), pool.clone());
+            let wc = set_up(&mut c);
+            let mut g2 = gpu().unwrap();
+            let wg = set_up(&mut g2);
+            let kernel: Arc<dyn Kernel> = Arc::new(Probe {
+                src: wc.src.id,
+                dst: wc.dst.id,
+            });
+            let mut a = c
+                .launch(&launch(&wc, kernel.clone(), domain.clone(), mode))
+                .unwrap();
+            let mut b = g2
+                .launch(&launch(&wg, kernel, domain.clone(), mode))
+                .unwrap();
+            let what = format!("{mode:?} over {domain:?}");
+            assert!(!a.requests.is_empty(), "{what}: the set-up should miss");
+            assert_eq!(a.requests, b.requests, "{what}: requests");
+            a.incomplete.sort_unstable();
+            b.incomplete.sort_unstable();
+            assert_eq!(a.incomplete, b.incomplete, "{what}: incomplete");
+            assert_eq!(a.invocations, b.invocations);
+            if mode == Mode::Temp {
+                let (ma, mb) = (c.merge().unwrap(), g2.merge().unwrap());
+                assert!(ma.written > 0 && !ma.missing.is_empty(), "{what}");
+                assert_eq!(ma.written, mb.written, "{what}: merged stores");
+                assert_eq!(ma.missing, mb.missing, "{what}: pages left to merge");
+            }
+            assert!(slots(&mut c) == slots(&mut g2), "{what}: memory differs");
+        }
+    }
+}
+
+#[test]
+fn errors_are_typed_not_panics() {
+    let Some(mut g) = gpu() else { return };
+    let w = set_up(&mut g);
+    let rect = Domain::Rect {
+        x0: 0,
+        y0: 0,
+        x1: 4,
+        y1: 4,
+    };
+    // A kernel without a WGSL twin.
+    let e = g
+        .launch(&launch(&w, Arc::new(CpuOnly), rect.clone(), Mode::Direct))
+        .unwrap_err();
+    assert!(e.to_string().contains("no WGSL twin"), "{e}");
+    // An object the launch does not bind.
+    let bad = Arc::new(Bad {
+        id: ObjectId(99),
+        x: 0,
+    });
+    let e = g
+        .launch(&launch(&w, bad, rect.clone(), Mode::Direct))
+        .unwrap_err();
+    assert!(matches!(e, RuntimeError::Unbound { .. }), "{e}");
+    // Out of range in a compute launch.
+    let bad = Arc::new(Bad {
+        id: w.dst.id,
+        x: SIDE,
+    });
+    let e = g
+        .launch(&launch(&w, bad, rect.clone(), Mode::Direct))
+        .unwrap_err();
+    assert!(e.to_string().contains("out of its range"), "{e}");
+    // Physical memories beyond what a kernel can bind, and bad slots.
+    for m in 2..MAX_MEMORIES as u16 {
+        g.create_memory(m, SLOT_BYTES, 1).unwrap();
+    }
+    let e = g
+        .create_memory(MAX_MEMORIES as u16, SLOT_BYTES, 1)
+        .unwrap_err();
+    assert!(e.to_string().contains("at most 4 physical memories"), "{e}");
+    assert!(g
+        .read_slot(SlotAddr {
+            memory: 0,
+            slot: 24
+        })
+        .is_err());
+    assert!(g.read_slot(SlotAddr { memory: 9, slot: 0 }).is_err());
+    assert!(g
+        .write_slot(SlotAddr { memory: 0, slot: 0 }, &[0; 4])
+        .is_err());
+    assert!(g
+        .set_page(GlobalPage(w.pages), PageDescriptor::NOT_RESIDENT)
+        .is_err());
+    // A memory larger than one storage binding is an out-of-memory error, not a panic.
+    let mut g = gpu().unwrap();
+    let e = g.create_memory(0, 1 << 30, u32::MAX).unwrap_err();
+    assert!(e.to_string().contains("out of GPU memory"), "{e}");
+    // The device still works after the errors.
+    let w = set_up(&mut g);
+    assert!(!slots(&mut g).is_empty());
+    let _ = w;
+}
+
+#[test]
+fn a_lost_device_is_an_error_on_every_later_call() {
+    let Some(mut g) = gpu() else { return };
+    let w = set_up(&mut g);
+    g.destroy();
+    let e = g.read_slot(SlotAddr { memory: 0, slot: 0 }).unwrap_err();
+    eprintln!("after destroy: {e}");
+    assert!(e.to_string().contains("device was lost"), "{e}");
+    let l = launch(
+        &w,
+        Arc::new(Probe {
+            src: w.src.id,
+            dst: w.dst.id,
+        }),
+        Domain::Rect {
+            x0: 0,
+            y0: 0,
+            x1: 4,
+            y1: 4,
+        },
+        Mode::Direct,
+    );
+    let e = g.launch(&l).unwrap_err();
+    assert!(e.to_string().contains("device was lost"), "{e}");
+}
