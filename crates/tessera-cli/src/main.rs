@@ -89,6 +89,24 @@ impl BackendKind {
 /// The largest field side accepted: five textures of 8192² floats already take 1.3 GiB.
 pub const MAX_SIZE: u32 = 8192;
 
+/// What the node runs on, shared by `run` and `sweep`.
+#[derive(Args, Clone)]
+pub struct NodeOpts {
+    /// Device backend.
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: BackendKind,
+    /// CPU threads for the software devices (0: one per core).
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Per-device memory budget in MiB.
+    #[arg(long, default_value_t = 4096)]
+    budget_mib: u64,
+    /// Interconnect for the modeled time: a preset (pcie1-x16, pcie3-x16, pcie4-x16,
+    /// pcie5-x16, nvlink) or a TOML file (docs/EVALUATION.md).
+    #[arg(long, default_value = "pcie3-x16")]
+    topology: String,
+}
+
 #[derive(Args, Clone)]
 pub struct RunOpts {
     /// Number of devices.
@@ -112,19 +130,8 @@ pub struct RunOpts {
     /// Output directory for report.json and frame.png.
     #[arg(long, default_value = "out")]
     out: PathBuf,
-    /// Device backend.
-    #[arg(long, value_enum, default_value = "cpu")]
-    backend: BackendKind,
-    /// CPU threads for the software devices (0: one per core).
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
-    /// Per-device memory budget in MiB.
-    #[arg(long, default_value_t = 4096)]
-    budget_mib: u64,
-    /// Interconnect for the modeled time: a preset (pcie1-x16, pcie3-x16, pcie4-x16,
-    /// pcie5-x16, nvlink) or a TOML file (docs/EVALUATION.md).
-    #[arg(long, default_value = "pcie3-x16")]
-    topology: String,
+    #[command(flatten)]
+    node: NodeOpts,
     /// Frames run before the measured ones; the report counts none of them.
     #[arg(long, default_value_t = 0)]
     warmup: u32,

@@ -56,11 +56,11 @@ pub struct Run {
 pub fn run_boiling(o: &RunOpts, topo: &Topology, mut tick: impl FnMut()) -> Result<Run> {
     topo.check_devices(o.devices)?;
     let sys = crate::backend::system(
-        o.backend,
+        o.node.backend,
         &SystemConfig {
             devices: o.devices,
-            cpu_threads: o.threads,
-            budget_bytes: o.budget_mib.saturating_mul(1 << 20),
+            cpu_threads: o.node.threads,
+            budget_bytes: o.node.budget_mib.saturating_mul(1 << 20),
             ..Default::default()
         },
     )?;

@@ -213,7 +213,7 @@ impl Report {
         };
         Ok(Report {
             workload: "boiling",
-            backend: o.backend.name(),
+            backend: o.node.backend.name(),
             adapter: sys.backend().to_string(),
             devices: sys.devices(),
             size: o.size,

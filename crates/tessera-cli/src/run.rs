@@ -54,7 +54,7 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
     if o.frames == 0 {
         bail!("--frames must be at least 1");
     }
-    let topo = topology_args::load(&o.topology, o.devices)?;
+    let topo = topology_args::load(&o.node.topology, o.devices)?;
     std::fs::create_dir_all(&o.out)
         .with_context(|| format!("cannot create output directory {}", o.out.display()))?;
     let bar = progress((o.warmup + o.frames) as u64, "boiling");

@@ -16,7 +16,7 @@ use tessera_runtime::{Partition, Procedure, StageTimes};
 
 use crate::plot::{self, LineChart, Series};
 use crate::run::{check_size, execute, progress, write_report};
-use crate::{parse_partition, parse_procedure, topology_args, BackendKind, RunOpts, Workload};
+use crate::{parse_partition, parse_procedure, topology_args, NodeOpts, RunOpts, Workload};
 
 #[derive(Subcommand)]
 pub enum SweepKind {
@@ -47,19 +47,8 @@ pub struct SweepCommon {
     /// How each pass's domain is split across devices.
     #[arg(long, default_value = "rows", value_parser = parse_partition)]
     partition: Partition,
-    /// Interconnect for the modeled time: a preset (pcie1-x16, pcie3-x16, pcie4-x16,
-    /// pcie5-x16, nvlink) or a TOML file.
-    #[arg(long, default_value = "pcie3-x16")]
-    topology: String,
-    /// Device backend.
-    #[arg(long, value_enum, default_value = "cpu")]
-    backend: BackendKind,
-    /// CPU threads for the software devices (0: one per core).
-    #[arg(long, default_value_t = 0)]
-    threads: usize,
-    /// Per-device memory budget in MiB.
-    #[arg(long, default_value_t = 4096)]
-    budget_mib: u64,
+    #[command(flatten)]
+    node: NodeOpts,
     /// Output directory: sweep.csv, per_device.csv, the plots, and a report.json per point.
     #[arg(long, default_value = "sweep")]
     out: PathBuf,
@@ -177,10 +166,7 @@ fn point_opts(c: &SweepCommon, devices: usize, page: u32, out: PathBuf) -> RunOp
         procedure: c.procedure,
         partition: c.partition,
         out,
-        backend: c.backend,
-        threads: c.threads,
-        budget_mib: c.budget_mib,
-        topology: c.topology.clone(),
+        node: c.node.clone(),
         residency_png: false,
     }
 }
@@ -204,7 +190,7 @@ fn check_points(points: &[RunOpts]) -> Result<()> {
         o.partition
             .regions(o.size, o.size, o.devices as u32)
             .with_context(|| format!("--devices {}", o.devices))?;
-        topology_args::load(&o.topology, o.devices)?;
+        topology_args::load(&o.node.topology, o.devices)?;
     }
     Ok(())
 }
@@ -217,7 +203,7 @@ fn run_points(points: &[RunOpts], label: impl Fn(&RunOpts) -> String) -> Result<
     let mut reports = Vec::new();
     for o in points {
         bar.set_message(label(o));
-        let topo = topology_args::load(&o.topology, o.devices)?;
+        let topo = topology_args::load(&o.node.topology, o.devices)?;
         std::fs::create_dir_all(&o.out)
             .with_context(|| format!("cannot create output directory {}", o.out.display()))?;
         let (_, report) =
