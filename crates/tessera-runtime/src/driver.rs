@@ -255,7 +255,8 @@ impl DeviceContext {
     ) -> Result<Vec<PageRequest>> {
         let mut domain = spec.domain.clone();
         let mut writes = Vec::new();
-        for _ in 0..MAX_ROUNDS {
+        let mut left = 0;
+        for round in 0..MAX_ROUNDS {
             let out = self.timed_launch(spec, domain, mode, stats)?;
             let misses: Vec<PageRequest> = match mode {
                 Mode::Temp => {
@@ -273,15 +274,20 @@ impl DeviceContext {
             if out.incomplete.is_empty() {
                 return Ok(writes);
             }
+            left = out.incomplete.len();
             if misses.is_empty() {
-                break;
+                // Faulted without asking for anything: relaunching cannot help.
+                return Err(RuntimeError::NoProgress {
+                    left,
+                    rounds: round,
+                });
             }
             stats.relaunched += out.incomplete.len() as u64;
             self.timed_acquire(misses, stats)?;
             domain = Domain::List(Arc::new(out.incomplete));
         }
         Err(RuntimeError::NoProgress {
-            left: domain_len(&spec.domain),
+            left,
             rounds: MAX_ROUNDS,
         })
     }
@@ -323,6 +329,7 @@ impl DeviceContext {
     /// were not granted are ordinary contention and are requested again; a granted page that
     /// is not writable is a broken grant and fails the pass.
     pub fn merge_temp(&mut self, stats: &mut PassStats) -> Result<()> {
+        let mut left = 0;
         for _ in 0..MAX_ROUNDS {
             let t = Instant::now();
             let m = self.merge()?;
@@ -330,6 +337,7 @@ impl DeviceContext {
             if m.missing.is_empty() {
                 return Ok(());
             }
+            left = m.missing.len();
             let missing: Vec<PageRequest> = m
                 .missing
                 .into_iter()
@@ -343,12 +351,8 @@ impl DeviceContext {
             self.timed_acquire(missing, stats)?;
         }
         Err(RuntimeError::NoProgress {
-            left: 0,
+            left,
             rounds: MAX_ROUNDS,
         })
     }
-}
-
-fn domain_len(d: &Domain) -> usize {
-    d.len() as usize
 }

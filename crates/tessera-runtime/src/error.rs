@@ -25,7 +25,7 @@ pub enum RuntimeError {
         want: usize,
     },
     #[error(
-        "launch did not converge: {left} invocations still faulting after {rounds} relaunches"
+        "pass did not converge: {left} invocations (or pages to merge) still missing pages after {rounds} rounds"
     )]
     NoProgress { left: usize, rounds: usize },
 }
