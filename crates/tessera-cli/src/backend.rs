@@ -49,8 +49,13 @@ pub fn devices() -> Result<()> {
     }
     match WgpuDevice::new(DeviceId(0), &adapter_choice()) {
         Ok(d) => println!(
-            "--backend wgpu uses: {} (each tessera device is its own wgpu device on it; set TESSERA_ADAPTER to choose)",
-            d.adapter_info().name
+            "--backend wgpu uses: {} (each tessera device is its own wgpu device on it; set TESSERA_ADAPTER to choose); timestamp queries: {}",
+            d.adapter_info().name,
+            if d.has_timestamps() {
+                "yes (reports give device time per stage)"
+            } else {
+                "no (reports give wall time only)"
+            }
         ),
         Err(e) => println!("--backend wgpu cannot open a device: {e}"),
     }

@@ -127,10 +127,7 @@ fn frame(
         modeled.transfer_seconds += pass.transfer_seconds;
         if spec.display {
             for s in &mut per {
-                s.stages = StageTimes {
-                    display: s.stages.total(),
-                    ..Default::default()
-                };
+                s.lump_into_display();
             }
         }
         for (t, s) in total.iter_mut().zip(&per) {

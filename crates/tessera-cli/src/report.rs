@@ -46,6 +46,9 @@ pub struct DeviceReport {
     /// At the end of the run.
     pub memory: DeviceMemoryUse,
     pub stage_seconds: StageTimes,
+    /// Device time per stage from timestamp queries; absent where the backend has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_stage_seconds: Option<StageTimes>,
     pub launches: u64,
     pub relaunched_invocations: u64,
 }
@@ -86,6 +89,11 @@ pub struct Report {
     pub stage_seconds: StageTimes,
     /// Share of the summed stage time, percent, as in the paper's Table 3.
     pub stage_percent: StageTimes,
+    /// Summed over devices, seconds of device time per stage measured by timestamp queries
+    /// (kernels, request compaction, merge); part of `stage_seconds`. Absent on the CPU
+    /// backend and on adapters without timestamp queries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_stage_seconds: Option<StageTimes>,
     pub per_device: Vec<DeviceReport>,
     pub field_checksum: String,
 }
@@ -171,6 +179,7 @@ impl Report {
                     device_to_device_via_host_per_frame: PerFrame::of(t.device_to_device, f),
                     memory: memory[d],
                     stage_seconds: passes[d].stages,
+                    gpu_stage_seconds: passes[d].gpu_stages,
                     launches: passes[d].launches,
                     relaunched_invocations: passes[d].relaunched,
                 }
@@ -182,8 +191,12 @@ impl Report {
             PerFrame::default(),
             PerFrame::default(),
         );
+        let mut gpu_stages: Option<StageTimes> = None;
         for d in &per_device {
             stages.add(&d.stage_seconds);
+            if let Some(g) = &d.gpu_stage_seconds {
+                gpu_stages.get_or_insert_with(Default::default).add(g);
+            }
             h2d.add(d.host_to_device_per_frame);
             d2h.add(d.device_to_host_per_frame);
             d2d.add(d.device_to_device_via_host_per_frame);
@@ -245,6 +258,7 @@ impl Report {
                 display: pct(stages.display),
             },
             stage_seconds: stages,
+            gpu_stage_seconds: gpu_stages,
             per_device,
             field_checksum,
         })
@@ -303,25 +317,55 @@ impl Report {
         );
         let s = &self.stage_seconds;
         let p = &self.stage_percent;
-        println!("stage (Table 3)               seconds   share");
-        for (name, sec, pc) in [
-            ("page read request pass", s.request_pass, p.request_pass),
-            ("request uniquify", s.uniquify, p.uniquify),
+        let g = self.gpu_stage_seconds;
+        if g.is_some() {
+            println!("stage (Table 3)               seconds   share   on device (timestamps)");
+        } else {
+            println!("stage (Table 3)               seconds   share");
+        }
+        for (name, sec, pc, dev) in [
+            (
+                "page read request pass",
+                s.request_pass,
+                p.request_pass,
+                g.map(|g| g.request_pass),
+            ),
+            (
+                "request uniquify",
+                s.uniquify,
+                p.uniquify,
+                g.map(|g| g.uniquify),
+            ),
             (
                 "non-exclusive request handling",
                 s.read_requests,
                 p.read_requests,
+                g.map(|g| g.read_requests),
             ),
-            ("compute (write request pass)", s.compute, p.compute),
+            (
+                "compute (write request pass)",
+                s.compute,
+                p.compute,
+                g.map(|g| g.compute),
+            ),
             (
                 "exclusive request handling",
                 s.write_requests,
                 p.write_requests,
+                g.map(|g| g.write_requests),
             ),
-            ("page writes (merge)", s.page_writes, p.page_writes),
-            ("display", s.display, p.display),
+            (
+                "page writes (merge)",
+                s.page_writes,
+                p.page_writes,
+                g.map(|g| g.page_writes),
+            ),
+            ("display", s.display, p.display, g.map(|g| g.display)),
         ] {
-            println!("{name:<30} {sec:>8.3} {pc:>6.1}%");
+            match dev {
+                Some(d) => println!("{name:<30} {sec:>8.3} {pc:>6.1}%  {d:>9.4}"),
+                None => println!("{name:<30} {sec:>8.3} {pc:>6.1}%"),
+            }
         }
         println!("field_checksum={}", self.field_checksum);
     }

@@ -75,10 +75,17 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
             d = o.devices
         ),
         "device",
+        // Where timestamps timed the kernels, each device's wall bar has its device-time bar.
         &report
             .per_device
             .iter()
-            .map(|d| (format!("device {}", d.device), d.stage_seconds))
+            .flat_map(|d| match d.gpu_stage_seconds {
+                Some(g) => vec![
+                    (format!("device {} wall", d.device), d.stage_seconds),
+                    (format!("device {} on GPU", d.device), g),
+                ],
+                None => vec![(format!("device {}", d.device), d.stage_seconds)],
+            })
             .collect::<Vec<_>>(),
         false,
     )?;

@@ -62,6 +62,25 @@ fn wgpu_runs_agree_across_devices_and_procedures() {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let r = report(dir.path());
         assert_eq!(r["backend"], "wgpu");
+        // Where the adapter has timestamp queries, the stage breakdown has device time.
+        let gpu = &r["gpu_stage_seconds"];
+        if listing.contains("timestamp queries: yes") {
+            let compute = gpu["compute"].as_f64().unwrap_or(0.0);
+            let total: f64 = ["request_pass", "compute", "display"]
+                .iter()
+                .filter_map(|k| gpu[*k].as_f64())
+                .sum();
+            assert!(compute > 0.0 && total > compute, "{gpu}");
+            let wall: f64 = r["stage_seconds"]
+                .as_object()
+                .unwrap()
+                .values()
+                .filter_map(|v| v.as_f64())
+                .sum();
+            assert!(total <= wall, "device time {total} within wall time {wall}");
+        } else {
+            assert!(gpu.is_null(), "{gpu}");
+        }
         sums.push(r["field_checksum"].clone());
     }
     assert_eq!(sums[0], sums[1]);

@@ -51,6 +51,17 @@ pub struct LaunchOutcome {
     pub invocations: u64,
     /// Seconds spent turning request bits into the request list.
     pub uniquify_s: f64,
+    /// Device time of the launch, from timestamp queries, where the backend has them.
+    pub gpu: Option<GpuLaunchTime>,
+}
+
+/// Device time of one launch, measured on the device (timestamp queries), not by the host.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct GpuLaunchTime {
+    /// The kernel's dispatch.
+    pub kernel_s: f64,
+    /// Turning the request bit fields into the request list (the compaction kernel).
+    pub uniquify_s: f64,
 }
 
 /// What a merge wrote, and the pages it could not write because they are not held writable.
@@ -58,6 +69,8 @@ pub struct LaunchOutcome {
 pub struct MergeOutcome {
     pub written: u64,
     pub missing: Vec<GlobalPage>,
+    /// Device time of the merge, from timestamp queries, where the backend has them.
+    pub gpu_s: Option<f64>,
 }
 
 /// A device: physical memories, page slots, a page table, and kernel launches.

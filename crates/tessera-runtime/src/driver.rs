@@ -76,6 +76,14 @@ impl StageTimes {
         self.page_writes += o.page_writes;
         self.display += o.display;
     }
+    /// All of the time as display time.
+    pub fn lumped_into_display(&self) -> StageTimes {
+        StageTimes {
+            display: self.total(),
+            ..Default::default()
+        }
+    }
+
     pub fn total(&self) -> f64 {
         self.request_pass
             + self.uniquify
@@ -91,6 +99,9 @@ impl StageTimes {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct PassStats {
     pub stages: StageTimes,
+    /// Device time per stage from timestamp queries (GPU backends that have them): the
+    /// kernels' own time inside `stages`' wall time. `None` where nothing was timed.
+    pub gpu_stages: Option<StageTimes>,
     pub launches: u64,
     pub invocations: u64,
     /// Invocations run again after a fault.
@@ -99,8 +110,17 @@ pub struct PassStats {
 }
 
 impl PassStats {
+    /// A display pass: all its time, wall and device, is the display stage.
+    pub fn lump_into_display(&mut self) {
+        self.stages = self.stages.lumped_into_display();
+        self.gpu_stages = self.gpu_stages.map(|g| g.lumped_into_display());
+    }
+
     pub fn add(&mut self, o: &PassStats) {
         self.stages.add(&o.stages);
+        if let Some(g) = &o.gpu_stages {
+            self.gpu_stages.get_or_insert_with(Default::default).add(g);
+        }
         self.launches += o.launches;
         self.invocations += o.invocations;
         self.relaunched += o.relaunched;
@@ -222,6 +242,14 @@ impl DeviceContext {
             _ => stats.stages.compute += s,
         }
         stats.stages.uniquify += out.uniquify_s;
+        if let Some(g) = out.gpu {
+            let gs = stats.gpu_stages.get_or_insert_with(Default::default);
+            match mode {
+                Mode::Request => gs.request_pass += g.kernel_s,
+                _ => gs.compute += g.kernel_s,
+            }
+            gs.uniquify += g.uniquify_s;
+        }
         stats.launches += 1;
         stats.invocations += out.invocations;
         Ok(out)
@@ -237,10 +265,7 @@ impl DeviceContext {
         self.release();
         res?;
         if spec.display {
-            stats.stages = StageTimes {
-                display: stats.stages.total(),
-                ..Default::default()
-            };
+            stats.lump_into_display();
         }
         Ok(stats)
     }
@@ -334,6 +359,12 @@ impl DeviceContext {
             let t = Instant::now();
             let m = self.merge()?;
             stats.stages.page_writes += t.elapsed().as_secs_f64();
+            if let Some(g) = m.gpu_s {
+                stats
+                    .gpu_stages
+                    .get_or_insert_with(Default::default)
+                    .page_writes += g;
+            }
             if m.missing.is_empty() {
                 return Ok(());
             }

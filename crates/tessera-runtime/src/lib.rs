@@ -15,7 +15,7 @@ pub mod stats;
 pub mod system;
 pub mod worker;
 
-pub use backend::{Device, Domain, Launch, LaunchOutcome, MergeOutcome};
+pub use backend::{Device, Domain, GpuLaunchTime, Launch, LaunchOutcome, MergeOutcome};
 pub use driver::{DeviceContext, PassSpec, PassStats, Procedure, StageTimes};
 pub use error::{Result, RuntimeError};
 pub use kernel::{Bound, Fault, Invocation, Kernel, Mode, WgslKernel};

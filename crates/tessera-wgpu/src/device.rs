@@ -9,11 +9,11 @@ use tessera_core::{
     Access, DeviceId, GlobalPage, ObjectId, PageDescriptor, PageRequest, SlotAddr, TexelFormat,
 };
 use tessera_runtime::{
-    Device, Domain, Launch, LaunchOutcome, MergeOutcome, Mode, Result, RuntimeError,
+    Device, Domain, GpuLaunchTime, Launch, LaunchOutcome, MergeOutcome, Mode, Result, RuntimeError,
 };
-use wgpu::util::DeviceExt;
 
 use crate::error::WgpuError;
+use crate::scratch::{self, Grow, Timestamps, TIMESTAMPS};
 
 /// Physical memories one kernel can bind (the prelude's `switch` has this many arms).
 pub const MAX_MEMORIES: usize = 4;
@@ -93,8 +93,12 @@ pub struct WgpuDevice {
     table: Vec<u64>,
     table_buf: wgpu::Buffer,
     pipes: Pipelines,
-    /// `Mode::Temp` stores of this pass, read back: (page, word in the page, value).
-    temp: Vec<[u32; 3]>,
+    scratch: Scratch,
+    /// Stores in the temporary (`scratch.temp`): this pass's `Mode::Temp` launches append,
+    /// the merge consumes. The temporary stays on the device.
+    temp_len: u64,
+    /// Where the adapter has timestamp queries.
+    timestamps: Option<Timestamps>,
     /// Errors wgpu reports outside an error scope, and the device-lost reason.
     uncaptured: Arc<Mutex<Option<String>>>,
     lost: Arc<Mutex<Option<String>>>,
@@ -145,18 +149,18 @@ impl WgpuDevice {
         // The adapter's own limits: the defaults cap storage buffers per stage at 8 and
         // buffer bindings at 128 MiB, below what the prelude binds and what memories need.
         let limits = adapter.limits();
-        if (limits.max_storage_buffers_per_shader_stage as usize) < 10 {
+        if (limits.max_storage_buffers_per_shader_stage as usize) < 11 {
             return Err(WgpuError::RequestDevice {
                 adapter: info.name.clone(),
                 message: format!(
-                    "it binds {} storage buffers per shader stage; the prelude needs 10",
+                    "it binds {} storage buffers per shader stage; the prelude needs 11",
                     limits.max_storage_buffers_per_shader_stage
                 ),
             });
         }
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("tessera"),
-            required_features: wgpu::Features::empty(),
+            required_features: adapter.features() & wgpu::Features::TIMESTAMP_QUERY,
             required_limits: limits.clone(),
             experimental_features: wgpu::ExperimentalFeatures::disabled(),
             memory_hints: wgpu::MemoryHints::Performance,
@@ -202,6 +206,7 @@ impl WgpuDevice {
                 storage(8, false),
                 storage(9, false),
                 storage(10, false),
+                storage(11, false),
             ],
         });
         let kernel_pipeline_layout =
@@ -244,7 +249,14 @@ impl WgpuDevice {
             mapped_at_creation: false,
         });
         let table_buf = Self::table_buffer(&device, 1);
+        let timestamps = device
+            .features()
+            .contains(wgpu::Features::TIMESTAMP_QUERY)
+            .then(|| Timestamps::new(&device, &queue));
         Ok(WgpuDevice {
+            scratch: Scratch::new(&device),
+            temp_len: 0,
+            timestamps,
             id,
             info,
             limits,
@@ -261,7 +273,6 @@ impl WgpuDevice {
                 compact,
                 kernels: HashMap::new(),
             },
-            temp: Vec::new(),
             uncaptured,
             lost,
         })
@@ -271,6 +282,11 @@ impl WgpuDevice {
     /// fails with [`WgpuError::DeviceLost`]. Lets tests reach the device-lost path.
     pub fn destroy(&mut self) {
         self.device.destroy();
+    }
+
+    /// Whether launches are timed on the device (timestamp queries).
+    pub fn has_timestamps(&self) -> bool {
+        self.timestamps.is_some()
     }
 
     /// The adapter this device runs on.
@@ -332,32 +348,13 @@ impl WgpuDevice {
             at += len;
         }
         self.queue.submit([enc.finish()]);
-        let done = Arc::new(Mutex::new(None));
-        let d = done.clone();
-        staging.map_async(wgpu::MapMode::Read, .., move |r| {
-            if let Ok(mut g) = d.lock() {
-                *g = Some(r);
-            }
-        });
-        self.wait()?;
-        match done.lock().ok().and_then(|mut g| g.take()) {
-            Some(Ok(())) => {}
-            Some(Err(e)) => return Err(self.err(WgpuError::Wgpu(format!("read-back: {e}")))),
-            None => return Err(self.err(WgpuError::Wgpu("read-back never completed".into()))),
+        let bytes = self.map_read(&staging)?;
+        let mut out = Vec::with_capacity(ranges.len());
+        let mut at = 0usize;
+        for r in ranges {
+            out.push(bytes[at..at + r.2 as usize].to_vec());
+            at += r.2 as usize;
         }
-        let out = {
-            let view = staging
-                .get_mapped_range(..)
-                .map_err(|e| self.err(WgpuError::Wgpu(format!("read-back: {e}"))))?;
-            let mut out = Vec::with_capacity(ranges.len());
-            let mut at = 0usize;
-            for r in ranges {
-                out.push(view[at..at + r.2 as usize].to_vec());
-                at += r.2 as usize;
-            }
-            out
-        };
-        staging.unmap();
         Ok(out)
     }
 
@@ -378,7 +375,12 @@ impl WgpuDevice {
     }
 
     /// The compute pipeline of a kernel, built once per kernel name.
-    fn pipeline(&mut self, name: &'static str, source: &str) -> Result<wgpu::ComputePipeline> {
+    fn pipeline(
+        &mut self,
+        name: &'static str,
+        source: &str,
+        entry: &str,
+    ) -> Result<wgpu::ComputePipeline> {
         if let Some(p) = self.pipes.kernels.get(name) {
             return Ok(p.clone());
         }
@@ -396,7 +398,7 @@ impl WgpuDevice {
                 label: Some(name),
                 layout: Some(&self.pipes.kernel_pipeline_layout),
                 module: &module,
-                entry_point: Some("main"),
+                entry_point: Some(entry),
                 compilation_options: Default::default(),
                 cache: None,
             });
@@ -408,26 +410,6 @@ impl WgpuDevice {
         }
         self.pipes.kernels.insert(name, p.clone());
         Ok(p)
-    }
-
-    fn storage_init(&self, label: &str, data: &[u8], extra: wgpu::BufferUsages) -> wgpu::Buffer {
-        // Storage bindings must not be empty.
-        let zero = [0u8; 16];
-        self.device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(label),
-                contents: if data.is_empty() { &zero } else { data },
-                usage: wgpu::BufferUsages::STORAGE | extra,
-            })
-    }
-
-    fn zeroed(&self, label: &str, bytes: u64) -> wgpu::Buffer {
-        self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(label),
-            size: bytes.max(16).next_multiple_of(4),
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        })
     }
 }
 
@@ -572,18 +554,14 @@ impl Device for WgpuDevice {
                 self.table.len()
             ))));
         }
-        let pipeline = self.pipeline(name, wgsl.source)?;
+        let pipeline = self.pipeline(name, wgsl.source, "main")?;
         let n = l.domain.len();
-        let mut out = LaunchOutcome {
-            invocations: n,
-            ..Default::default()
-        };
         if n == 0 {
-            return Ok(out);
+            return Ok(LaunchOutcome::default());
         }
 
         // The launch uniform, laid out as the prelude's LaunchInfo.
-        let mut info = [0u32; 12 + MAX_BINDS * 12 + MAX_PARAMS];
+        let mut info = [0u32; INFO_WORDS];
         let (dispatch, list) = match &l.domain {
             Domain::Rect { x0, y0, x1, y1 } => {
                 info[2..6].copy_from_slice(&[*x0, *y0, *x1, *y1]);
@@ -610,25 +588,12 @@ impl Device for WgpuDevice {
                 ((gx, gy), flat)
             }
         };
-        // Every per-launch list must fit one storage binding (and the counts a u32).
-        let binding = self.limits.max_storage_buffer_binding_size;
-        if n > u32::MAX as u64 || n * 8 > binding || 8 + l.pages * 8 > binding {
+        if n > u32::MAX as u64 {
             return Err(self.err(WgpuError::OutOfMemory(format!(
-                "kernel {name}: a launch of {n} invocations over {} pages needs lists larger than one storage binding ({binding} bytes); use more devices or split the pass",
-                l.pages
+                "kernel {name}: a launch of {n} invocations; split the pass or use more devices"
             ))));
         }
         let bit_words = l.pages.div_ceil(32).max(1);
-        let max_temp = if l.mode == Mode::Temp {
-            n * MAX_STORES
-        } else {
-            0
-        };
-        if max_temp * 16 > self.limits.max_storage_buffer_binding_size {
-            return Err(self.err(WgpuError::OutOfMemory(format!(
-                "a temporary of {max_temp} stores does not fit one storage binding"
-            ))));
-        }
         info[0] = match l.mode {
             Mode::Request => 0,
             Mode::Direct => 1,
@@ -637,7 +602,6 @@ impl Device for WgpuDevice {
         info[6] = n as u32;
         info[7] = l.bindings.len() as u32;
         info[9] = bit_words as u32;
-        info[10] = max_temp as u32;
         for (i, b) in l.bindings.iter().enumerate() {
             if b.pages_end > u32::MAX as u64 {
                 return Err(self.err(WgpuError::Invalid("object beyond global page 2^32".into())));
@@ -658,36 +622,296 @@ impl Device for WgpuDevice {
         let p0 = 12 + MAX_BINDS * 12;
         info[p0..p0 + wgsl.params.len()].copy_from_slice(&wgsl.params);
 
-        let launch_buf = self
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("launch"),
-                contents: bytemuck::cast_slice(&info),
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
-        let list_buf = self.storage_init(
-            "domain list",
-            bytemuck::cast_slice(&list),
-            wgpu::BufferUsages::empty(),
-        );
-        let bits = self.zeroed("request bits", bit_words * 8);
-        let status = self.zeroed("status", 16);
-        let incomplete = self.zeroed("incomplete", n * 8);
-        let temp = self.zeroed("temp", max_temp * 16);
-        let requests = self.zeroed("requests", 8 + l.pages * 8);
-        let compact_params: [u32; 4] = {
-            let (_, _, row) = spread(bit_words, 64);
-            [bit_words as u32, row, 0, 0]
+        let mut work = Work {
+            label: name,
+            pipeline,
+            entry_group: dispatch,
+            invocations: n,
+            pages: l.pages,
+            bit_words,
+            list: &list,
+            info,
         };
-        let (cgx, cgy, _) = spread(bit_words, 64);
-        let compact_buf = self
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some("compact params"),
-                contents: bytemuck::cast_slice(&compact_params),
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
+        // A Temp launch stores once per invocation in the common case; one that stores more
+        // is run again with the temporary it turned out to need (it wrote no page).
+        let mut max_temp = if l.mode == Mode::Temp { n } else { 0 };
+        loop {
+            match self.launch_once(&mut work, max_temp)? {
+                Ok(out) => return Ok(out),
+                Err(need) => max_temp = need,
+            }
+        }
+    }
 
+    fn merge(&mut self) -> Result<MergeOutcome> {
+        self.check()?;
+        let count = self.temp_len;
+        if count == 0 {
+            return Ok(MergeOutcome::default());
+        }
+        let pipeline = self.pipeline("tessera merge", include_str!("merge.wgsl"), "merge")?;
+        let pages = self.table.len() as u64;
+        let bit_words = pages.div_ceil(32).max(1);
+        let max = self.limits.max_storage_buffer_binding_size;
+        self.scratch
+            .leftover
+            .ensure(&self.device, count * 16, max)
+            .map_err(|e| self.err(e))?;
+        self.ensure_lists(0, 0, bit_words, pages)?;
+        let (gx, gy, row) = spread(count, 64);
+        let mut info = [0u32; INFO_WORDS];
+        info[6] = count as u32;
+        info[8] = row;
+        info[9] = bit_words as u32;
+        let p0 = 12 + MAX_BINDS * 12;
+        for (i, m) in self.memories.iter().enumerate() {
+            info[p0 + i] = m.slot_words as u32;
+            info[p0 + 4 + i] = m.capacity;
+        }
+        info[p0 + 8] = self.memories.len() as u32;
+        self.queue
+            .write_buffer(&self.scratch.launch, 0, bytemuck::cast_slice(&info));
+        let group = self.kernel_group("tessera merge");
+        let (mut enc, compact_group, compact_dispatch) = self.begin(bit_words);
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("merge"),
+                timestamp_writes: self.timestamps.as_ref().map(|t| t.writes(0)),
+            });
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &group, &[]);
+            pass.dispatch_workgroups(gx, gy, 1);
+        }
+        let head = self.finish(enc, &compact_group, compact_dispatch, 0, pages)?;
+        if head.status[0] != 0 {
+            return Err(self.err(WgpuError::Invalid(format!(
+                "merge: page {} maps outside its physical memory",
+                head.status[1]
+            ))));
+        }
+        let (written, left) = (head.status[2] as u64, head.status[3] as u64);
+        if written + left != count || head.requests > pages {
+            return Err(self.err(WgpuError::Wgpu(format!(
+                "merge: inconsistent counts (written {written}, left {left} of {count}, pages {})",
+                head.requests
+            ))));
+        }
+        let missing = self.request_list(&head, pages)?;
+        // The stores left over are the temporary of the next merge.
+        std::mem::swap(&mut self.scratch.temp, &mut self.scratch.leftover);
+        self.temp_len = left;
+        Ok(MergeOutcome {
+            written,
+            missing: missing.into_iter().map(|r| r.page).collect(),
+            gpu_s: head.gpu.map(|[a, b]| a + b),
+        })
+    }
+
+    fn discard_temp(&mut self) {
+        self.temp_len = 0;
+    }
+}
+
+/// Words of the prelude's `LaunchInfo`.
+const INFO_WORDS: usize = 12 + MAX_BINDS * 12 + MAX_PARAMS;
+/// List entries read back with the counts, before knowing them: a launch that faults on fewer
+/// pages and invocations than this needs one read-back, not two.
+const SPECULATIVE: u64 = 1024;
+/// Read-back layout: status (16 bytes), request count (8), timestamps (32), then the first
+/// SPECULATIVE entries of the incomplete list and of the request list.
+const HEAD_REQ: u64 = 16;
+const HEAD_TS: u64 = 24;
+const HEAD_INC: u64 = 64;
+const HEAD_LIST: u64 = HEAD_INC + SPECULATIVE * 8;
+const HEAD_BYTES: u64 = HEAD_LIST + SPECULATIVE * 8;
+
+/// A kernel launch being prepared.
+struct Work<'a> {
+    label: &'static str,
+    pipeline: wgpu::ComputePipeline,
+    entry_group: (u32, u32),
+    invocations: u64,
+    pages: u64,
+    bit_words: u64,
+    list: &'a [u32],
+    info: [u32; INFO_WORDS],
+}
+
+/// What a submission's first read-back says.
+struct Head {
+    status: [u32; 4],
+    requests: u64,
+    gpu: Option<[f64; 2]>,
+    bytes: Vec<u8>,
+}
+
+/// Buffers kept from launch to launch (see scratch.rs).
+pub(crate) struct Scratch {
+    launch: wgpu::Buffer,
+    compact: wgpu::Buffer,
+    status: wgpu::Buffer,
+    head: wgpu::Buffer,
+    list: Grow,
+    bits: Grow,
+    incomplete: Grow,
+    requests: Grow,
+    temp: Grow,
+    leftover: Grow,
+}
+
+impl Scratch {
+    fn new(device: &wgpu::Device) -> Self {
+        let fixed = |label, size, usage| {
+            device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size,
+                usage,
+                mapped_at_creation: false,
+            })
+        };
+        let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
+        Scratch {
+            launch: fixed("launch", INFO_WORDS as u64 * 4, uniform),
+            compact: fixed("compact params", 16, uniform),
+            status: fixed("status", 16, scratch::STORAGE),
+            head: fixed(
+                "read-back",
+                HEAD_BYTES,
+                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            ),
+            list: Grow::new(device, "domain list", scratch::STORAGE),
+            // Zero at creation, and the compaction clears every word it reads.
+            bits: Grow::new(device, "request bits", scratch::STORAGE),
+            incomplete: Grow::new(device, "incomplete", scratch::STORAGE),
+            requests: Grow::new(device, "requests", scratch::STORAGE),
+            temp: Grow::new(device, "temporary", scratch::STORAGE),
+            leftover: Grow::new(device, "leftover", scratch::STORAGE),
+        }
+    }
+}
+
+impl WgpuDevice {
+    /// Grows the per-launch lists; `Err` names the list that does not fit one binding.
+    fn ensure_lists(&mut self, list_bytes: u64, n: u64, bit_words: u64, pages: u64) -> Result<()> {
+        let max = self.limits.max_storage_buffer_binding_size;
+        let s = &mut self.scratch;
+        let d = &self.device;
+        let r = s
+            .list
+            .ensure(d, list_bytes, max)
+            .and_then(|_| s.incomplete.ensure(d, n * 8, max))
+            .and_then(|_| s.bits.ensure(d, bit_words * 8, max))
+            .and_then(|_| s.requests.ensure(d, 8 + pages * 8, max));
+        r.map(|_| ()).map_err(|e| self.err(e))
+    }
+
+    /// Runs a prepared launch with room for `max_temp` stores in the temporary. `Ok(Err(n))`:
+    /// the launch needed room for `n` stores and must run again.
+    fn launch_once(
+        &mut self,
+        w: &mut Work<'_>,
+        max_temp: u64,
+    ) -> Result<std::result::Result<LaunchOutcome, u64>> {
+        let n = w.invocations;
+        self.ensure_lists(w.list.len() as u64 * 4, n, w.bit_words, w.pages)?;
+        let max = self.limits.max_storage_buffer_binding_size;
+        let old = self
+            .scratch
+            .temp
+            .ensure(&self.device, (self.temp_len + max_temp) * 16, max)
+            .map_err(|e| self.err(e))?;
+        if self.temp_len + max_temp > u32::MAX as u64 {
+            return Err(self.err(WgpuError::OutOfMemory(
+                "a temporary of more than 2^32 stores".into(),
+            )));
+        }
+        w.info[10] = max_temp as u32;
+        w.info[11] = self.temp_len as u32;
+        self.queue
+            .write_buffer(&self.scratch.launch, 0, bytemuck::cast_slice(&w.info));
+        if !w.list.is_empty() {
+            self.queue
+                .write_buffer(&self.scratch.list.buf, 0, bytemuck::cast_slice(w.list));
+        }
+        let group = self.kernel_group(w.label);
+        let (mut enc, compact_group, compact_dispatch) = self.begin(w.bit_words);
+        if let Some(old) = old {
+            // The temporary grew: the stores of the pass's earlier launches move along.
+            if self.temp_len > 0 {
+                enc.copy_buffer_to_buffer(&old, 0, &self.scratch.temp.buf, 0, self.temp_len * 16);
+            }
+        }
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(w.label),
+                timestamp_writes: self.timestamps.as_ref().map(|t| t.writes(0)),
+            });
+            pass.set_pipeline(&w.pipeline);
+            pass.set_bind_group(0, &group, &[]);
+            pass.dispatch_workgroups(w.entry_group.0, w.entry_group.1, 1);
+        }
+        let head = self.finish(enc, &compact_group, compact_dispatch, n, w.pages)?;
+        let st = head.status;
+        if st[0] != 0 {
+            return Err(self.kernel_error(w.label, st[0], st[1]));
+        }
+        let (ninc, ntemp) = (st[2] as u64, st[3] as u64);
+        if ntemp > max_temp {
+            return Ok(Err(ntemp));
+        }
+        if ninc > n || head.requests > w.pages {
+            return Err(self.err(WgpuError::Wgpu(format!(
+                "kernel {}: inconsistent counts (incomplete {ninc}, temp {ntemp}, requests {})",
+                w.label, head.requests
+            ))));
+        }
+        let incomplete: Vec<u32> = if ninc <= SPECULATIVE {
+            words(&head.bytes[HEAD_INC as usize..(HEAD_INC + ninc * 8) as usize]).collect()
+        } else {
+            let b = self.read_back(&[(&self.scratch.incomplete.buf, 0, ninc * 8)])?;
+            words(&b[0]).collect()
+        };
+        let t = Instant::now();
+        let mut requests = self.request_list(&head, w.pages)?;
+        // The CPU backend's order: by page.
+        requests.sort_unstable_by_key(|r| r.page);
+        self.temp_len += ntemp;
+        Ok(Ok(LaunchOutcome {
+            requests,
+            incomplete: incomplete.chunks_exact(2).map(|c| (c[0], c[1])).collect(),
+            invocations: n,
+            uniquify_s: t.elapsed().as_secs_f64(),
+            gpu: head.gpu.map(|[k, u]| GpuLaunchTime {
+                kernel_s: k,
+                uniquify_s: u,
+            }),
+        }))
+    }
+
+    /// The request list a submission's compaction wrote (from the read-back where it fitted).
+    fn request_list(&self, head: &Head, pages: u64) -> Result<Vec<PageRequest>> {
+        let nreq = head.requests.min(pages);
+        let w: Vec<u32> = if nreq <= SPECULATIVE {
+            words(&head.bytes[HEAD_LIST as usize..(HEAD_LIST + nreq * 8) as usize]).collect()
+        } else {
+            let b = self.read_back(&[(&self.scratch.requests.buf, 8, nreq * 8)])?;
+            words(&b[0]).collect()
+        };
+        Ok(w.chunks_exact(2)
+            .map(|c| PageRequest {
+                page: GlobalPage(c[0] as u64),
+                access: if c[1] == 1 {
+                    Access::Write
+                } else {
+                    Access::Read
+                },
+            })
+            .collect())
+    }
+
+    /// The bind group of a kernel or the merge over the current buffers.
+    fn kernel_group(&self, label: &str) -> wgpu::BindGroup {
+        let s = &self.scratch;
         let mem = |i: usize| {
             self.memories
                 .get(i)
@@ -701,12 +925,13 @@ impl Device for WgpuDevice {
             mem(1),
             mem(2),
             mem(3),
-            launch_buf.as_entire_binding(),
-            list_buf.as_entire_binding(),
-            bits.as_entire_binding(),
-            status.as_entire_binding(),
-            incomplete.as_entire_binding(),
-            temp.as_entire_binding(),
+            s.launch.as_entire_binding(),
+            s.list.buf.as_entire_binding(),
+            s.bits.buf.as_entire_binding(),
+            s.status.as_entire_binding(),
+            s.incomplete.buf.as_entire_binding(),
+            s.temp.buf.as_entire_binding(),
+            s.leftover.buf.as_entire_binding(),
         ];
         let entries: Vec<wgpu::BindGroupEntry> = entries
             .into_iter()
@@ -716,161 +941,122 @@ impl Device for WgpuDevice {
                 resource,
             })
             .collect();
-        let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some(name),
+        self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some(label),
             layout: &self.pipes.kernel_layout,
             entries: &entries,
-        });
-        let compact_group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+        })
+    }
+
+    /// An encoder that starts with the counts cleared, and the compaction of `bit_words`
+    /// request words that [`Self::finish`] runs after the caller's pass.
+    fn begin(&self, bit_words: u64) -> (wgpu::CommandEncoder, wgpu::BindGroup, (u32, u32)) {
+        let (cgx, cgy, row) = spread(bit_words, 64);
+        self.queue.write_buffer(
+            &self.scratch.compact,
+            0,
+            bytemuck::cast_slice(&[bit_words as u32, row, 0, 0]),
+        );
+        let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("compact"),
             layout: &self.pipes.compact_layout,
             entries: &[
                 wgpu::BindGroupEntry {
                     binding: 0,
-                    resource: compact_buf.as_entire_binding(),
+                    resource: self.scratch.compact.as_entire_binding(),
                 },
                 wgpu::BindGroupEntry {
                     binding: 1,
-                    resource: bits.as_entire_binding(),
+                    resource: self.scratch.bits.buf.as_entire_binding(),
                 },
                 wgpu::BindGroupEntry {
                     binding: 2,
-                    resource: requests.as_entire_binding(),
+                    resource: self.scratch.requests.buf.as_entire_binding(),
                 },
             ],
         });
         let mut enc = self
             .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(name) });
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        enc.clear_buffer(&self.scratch.status, 0, None);
+        enc.clear_buffer(&self.scratch.requests.buf, 0, Some(8));
+        (enc, group, (cgx, cgy))
+    }
+
+    /// Runs the compaction after the caller's pass, submits, and reads back the counts, the
+    /// timestamps and the first entries of the lists in one go.
+    fn finish(
+        &self,
+        mut enc: wgpu::CommandEncoder,
+        compact_group: &wgpu::BindGroup,
+        dispatch: (u32, u32),
+        invocations: u64,
+        pages: u64,
+    ) -> Result<Head> {
+        let s = &self.scratch;
         {
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some(name),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&pipeline);
-            pass.set_bind_group(0, &group, &[]);
-            pass.dispatch_workgroups(dispatch.0, dispatch.1, 1);
-        }
-        {
-            // A second pass: its dispatch sees every bit the kernel recorded.
+            // A pass of its own: its dispatch sees every bit the previous pass recorded.
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some("compact"),
-                timestamp_writes: None,
+                timestamp_writes: self.timestamps.as_ref().map(|t| t.writes(1)),
             });
             pass.set_pipeline(&self.pipes.compact);
-            pass.set_bind_group(0, &compact_group, &[]);
-            pass.dispatch_workgroups(cgx, cgy, 1);
+            pass.set_bind_group(0, compact_group, &[]);
+            pass.dispatch_workgroups(dispatch.0, dispatch.1, 1);
+        }
+        enc.copy_buffer_to_buffer(&s.status, 0, &s.head, 0, 16);
+        enc.copy_buffer_to_buffer(&s.requests.buf, 0, &s.head, HEAD_REQ, 8);
+        if let Some(t) = &self.timestamps {
+            enc.resolve_query_set(&t.set, 0..TIMESTAMPS, &t.resolve, 0);
+            enc.copy_buffer_to_buffer(&t.resolve, 0, &s.head, HEAD_TS, TIMESTAMPS as u64 * 8);
+        }
+        let inc = invocations.min(SPECULATIVE) * 8;
+        if inc > 0 {
+            enc.copy_buffer_to_buffer(&s.incomplete.buf, 0, &s.head, HEAD_INC, inc);
+        }
+        let req = pages.min(SPECULATIVE) * 8;
+        if req > 0 {
+            enc.copy_buffer_to_buffer(&s.requests.buf, 8, &s.head, HEAD_LIST, req);
         }
         self.queue.submit([enc.finish()]);
-
-        // First the counts, then exactly the lists they announce.
-        let head = self.read_back(&[(&status, 0, 16), (&requests, 0, 4)])?;
-        let st: Vec<u32> = words(&head[0]).collect();
-        let nreq = words(&head[1]).next().unwrap_or(0) as u64;
-        if st[0] != 0 {
-            return Err(self.kernel_error(name, st[0], st[1]));
-        }
-        let (ninc, ntemp) = (st[2] as u64, st[3] as u64);
-        if ninc > n || ntemp > max_temp || nreq > l.pages {
-            return Err(self.err(WgpuError::Wgpu(format!(
-                "kernel {name}: inconsistent counts (incomplete {ninc}, temp {ntemp}, requests {nreq})"
-            ))));
-        }
-        let lists = self.read_back(&[
-            (&incomplete, 0, ninc * 8),
-            (&requests, 8, nreq * 8),
-            (&temp, 0, ntemp * 16),
-        ])?;
-        let w: Vec<u32> = words(&lists[0]).collect();
-        out.incomplete = w.chunks_exact(2).map(|c| (c[0], c[1])).collect();
-        let t = Instant::now();
-        let w: Vec<u32> = words(&lists[1]).collect();
-        let mut reqs: Vec<PageRequest> = w
-            .chunks_exact(2)
-            .map(|c| PageRequest {
-                page: GlobalPage(c[0] as u64),
-                access: if c[1] == 1 {
-                    Access::Write
-                } else {
-                    Access::Read
-                },
-            })
-            .collect();
-        // The CPU backend's order: by page.
-        reqs.sort_unstable_by_key(|r| r.page);
-        out.requests = reqs;
-        out.uniquify_s = t.elapsed().as_secs_f64();
-        let w: Vec<u32> = words(&lists[2]).collect();
-        self.temp
-            .extend(w.chunks_exact(4).map(|c| [c[0], c[1], c[2]]));
-        Ok(out)
+        let bytes = self.map_read(&s.head)?;
+        let w: Vec<u32> = words(&bytes[..HEAD_TS as usize]).collect();
+        let gpu = self.timestamps.as_ref().and_then(|t| {
+            let ticks: Vec<u64> = bytes[HEAD_TS as usize..HEAD_INC as usize]
+                .chunks_exact(8)
+                .map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default()))
+                .collect();
+            t.seconds(&ticks)
+        });
+        Ok(Head {
+            status: [w[0], w[1], w[2], w[3]],
+            requests: w[4] as u64,
+            gpu,
+            bytes,
+        })
     }
 
-    fn merge(&mut self) -> Result<MergeOutcome> {
-        self.check()?;
-        let temp = std::mem::take(&mut self.temp);
-        let mut out = MergeOutcome::default();
-        // (memory, word address, value) of the stores whose page is held writable.
-        let mut writes: Vec<(u16, u64, u32)> = Vec::with_capacity(temp.len());
-        for s in temp {
-            let d = PageDescriptor(self.table.get(s[0] as usize).copied().unwrap_or(0));
-            match d.slot_addr() {
-                Some(at) if d.is_writable() => {
-                    let m = self.memories.get(at.memory as usize).ok_or_else(|| {
-                        self.err(WgpuError::Invalid(format!(
-                            "page {} is in physical memory {}, which does not exist",
-                            s[0], at.memory
-                        )))
-                    })?;
-                    let word = at.slot as u64 * m.slot_words + s[1] as u64;
-                    if word >= m.slot_words * m.capacity as u64 {
-                        return Err(self.err(WgpuError::Invalid(format!(
-                            "page {} is in slot {}, outside physical memory {}",
-                            s[0], at.slot, at.memory
-                        ))));
-                    }
-                    writes.push((at.memory, word, s[2]));
-                }
-                _ => {
-                    out.missing.push(GlobalPage(s[0] as u64));
-                    self.temp.push(s);
-                }
-            }
-        }
-        out.written = writes.len() as u64;
-        // Stable: of two stores to one word, the later one wins, as in the CPU backend.
-        writes.sort_by_key(|w| (w.0, w.1));
-        writes.dedup_by(|later, earlier| {
-            if (later.0, later.1) == (earlier.0, earlier.1) {
-                earlier.2 = later.2;
-                true
-            } else {
-                false
+    /// Maps a staging buffer the queue has been told to fill, and copies it out.
+    fn map_read(&self, staging: &wgpu::Buffer) -> Result<Vec<u8>> {
+        let done = Arc::new(Mutex::new(None));
+        let d = done.clone();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            if let Ok(mut g) = d.lock() {
+                *g = Some(r);
             }
         });
-        // Runs of consecutive words become one queued write each (whole slots, mostly).
-        let mut i = 0;
-        while i < writes.len() {
-            let (m, start, _) = writes[i];
-            let mut j = i + 1;
-            while j < writes.len() && writes[j].0 == m && writes[j].1 == start + (j - i) as u64 {
-                j += 1;
-            }
-            let data: Vec<u32> = writes[i..j].iter().map(|w| w.2).collect();
-            self.queue.write_buffer(
-                &self.memories[m as usize].buffer,
-                start * 4,
-                bytemuck::cast_slice(&data),
-            );
-            i = j;
+        self.wait()?;
+        match done.lock().ok().and_then(|mut g| g.take()) {
+            Some(Ok(())) => {}
+            Some(Err(e)) => return Err(self.err(WgpuError::Wgpu(format!("read-back: {e}")))),
+            None => return Err(self.err(WgpuError::Wgpu("read-back never completed".into()))),
         }
-        out.missing.sort_unstable();
-        out.missing.dedup();
-        Ok(out)
-    }
-
-    fn discard_temp(&mut self) {
-        self.temp.clear();
+        let out = staging
+            .get_mapped_range(..)
+            .map(|v| v.to_vec())
+            .map_err(|e| self.err(WgpuError::Wgpu(format!("read-back: {e}"))));
+        staging.unmap();
+        out
     }
 }
 
@@ -886,8 +1072,7 @@ impl WgpuDevice {
                 }
             }
             f if f & 4 != 0 => format!("an invocation made more than {MAX_STORES} stores"),
-            f if f & 8 != 0 => format!("accessed object {object} with the wrong texel format"),
-            _ => "the temporary overflowed".into(),
+            _ => format!("accessed object {object} with the wrong texel format"),
         };
         self.err(WgpuError::Invalid(format!("kernel {kernel}: {what}")))
     }

@@ -15,14 +15,22 @@
 //!   descriptor of `tessera_core::page_table`), updated with queued writes;
 //! - a launch runs the kernel's WGSL twin after `prelude.wgsl`, which records request bits
 //!   with `atomicOr`, then `compact.wgsl` turns the bit fields into a request list on the GPU;
-//!   only the counts and the lists are read back.
+//!   one read-back brings the counts, the timestamps and the first entries of the lists (a
+//!   second only when more than `SPECULATIVE` (1024) entries are due);
+//! - `Mode::Temp` stores stay on the device in a temporary that the pass's launches append to;
+//!   `merge.wgsl` writes it through the page table and keeps the stores whose page is not held
+//!   writable for the next merge;
+//! - buffers a launch needs (lists, bit fields, temporary, staging) are kept and grown, so a
+//!   launch in the steady state allocates nothing;
+//! - where the adapter has timestamp queries, every launch and merge is timed on the device,
+//!   and the runtime's stage breakdown gets the device time beside the wall time.
 //!
-//! Not yet: access time stamps (no GPU eviction yet, so nothing reads them), a GPU merge
-//! kernel (the merge of `Mode::Temp` runs on the host from the read-back temporary, writing
-//! runs of consecutive words with queued writes).
+//! Not yet: access time stamps of pages (nothing reads them on this backend: eviction is the
+//! memory manager's, on the CPU side).
 
 mod device;
 mod error;
+mod scratch;
 
 pub use device::{adapters, AdapterChoice, WgpuDevice, MAX_MEMORIES};
 pub use error::WgpuError;

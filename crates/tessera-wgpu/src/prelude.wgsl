@@ -25,7 +25,6 @@ const ERR_OUT_OF_RANGE: u32 = 1u;
 const ERR_UNBOUND: u32 = 2u;
 const ERR_STORES: u32 = 4u;
 const ERR_FORMAT: u32 = 8u;
-const ERR_TEMP_FULL: u32 = 16u;
 
 // One bound object: kernel::Bound's address constants. format: 0 buffer, 1 R32Float,
 // 2 Rgba8Unorm, 3 Rgba32Float.
@@ -58,7 +57,9 @@ struct LaunchInfo {
     // Words of each request bit field (read at [0, n), write at [n, 2n)).
     bit_words: u32,
     max_temp: u32,
-    _pad: u32,
+    // Mode::Temp: where this launch's stores start in the temporary (earlier launches of the
+    // pass hold [0, temp_base)).
+    temp_base: u32,
     binds: array<BindInfo, 8>,
     params: array<vec4<u32>, 16>,
 }
@@ -80,11 +81,16 @@ struct Status {
 @group(0) @binding(7) var<storage, read_write> bits: array<atomic<u32>>;
 @group(0) @binding(8) var<storage, read_write> status: Status;
 @group(0) @binding(9) var<storage, read_write> incomplete: array<vec2<u32>>;
-// Mode::Temp stores: (page, word in the page's slot, value, unused).
+// Mode::Temp stores: (page, word in the page's slot, value, 1 if a later store of the same
+// invocation overwrites it).
 @group(0) @binding(10) var<storage, read_write> temp: array<vec4<u32>>;
+// The merge's output: the stores it could not write (their pages are not held writable).
+@group(0) @binding(11) var<storage, read_write> leftover: array<vec4<u32>>;
 
 var<private> g_faulted: bool;
 var<private> g_nst: u32;
+// The last request bit this invocation recorded, as (page << 1 | write).
+var<private> g_rec: u32;
 // Direct: (memory, word, value). Temp: (page, word in page, value).
 var<private> g_st: array<vec3<u32>, MAX_STORES>;
 
@@ -117,11 +123,20 @@ fn fail(code: u32, object: u32) {
 }
 
 fn record(page: u32, write: bool) {
-    let w = page / 32u;
-    let b = 1u << (page % 32u);
+    // A stencil's misses are mostly on one page: skip the bit this invocation just set.
+    let key = (page << 1u) | u32(write);
+    if key == g_rec {
+        return;
+    }
+    g_rec = key;
+    var w = page / 32u;
     if write {
-        atomicOr(&bits[launch.bit_words + w], b);
-    } else {
+        w += launch.bit_words;
+    }
+    let b = 1u << (page % 32u);
+    // Most misses of a launch are on a few pages: look before writing, so that thousands of
+    // invocations do not all contend for the same word.
+    if (atomicLoad(&bits[w]) & b) == 0u {
         atomicOr(&bits[w], b);
     }
 }
@@ -281,6 +296,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     g_faulted = false;
     g_nst = 0u;
+    g_rec = NONE;
     kernel_main(x, y);
     if g_faulted {
         let k = atomicAdd(&status.incomplete, 1u);
@@ -293,11 +309,20 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     for (var i = 0u; i < g_nst; i++) {
         let s = g_st[i];
         if launch.mode == MODE_TEMP {
+            // The merge writes a pass's stores in parallel, so of this invocation's stores to
+            // one word only the last is written (program order, as on the CPU); the others
+            // are kept, marked superseded, so that the merge counts them as the CPU does.
+            var later = 0u;
+            for (var j = i + 1u; j < g_nst; j++) {
+                if g_st[j].x == s.x && g_st[j].y == s.y {
+                    later = 1u;
+                }
+            }
+            // Counted even when the temporary is full: the host then grows it and runs the
+            // launch again, which a Temp launch allows (it writes no page).
             let k = atomicAdd(&status.temp, 1u);
             if k < launch.max_temp {
-                temp[k] = vec4<u32>(s.x, s.y, s.z, 0u);
-            } else {
-                atomicOr(&status.error, ERR_TEMP_FULL);
+                temp[launch.temp_base + k] = vec4<u32>(s.x, s.y, s.z, later);
             }
         } else {
             mem_store(s.x, s.y, s.z);

@@ -216,6 +216,21 @@ fn launches_match_the_cpu_device_in_every_mode() {
                 assert!(ma.written > 0 && !ma.missing.is_empty(), "{what}");
                 assert_eq!(ma.written, mb.written, "{what}: merged stores");
                 assert_eq!(ma.missing, mb.missing, "{what}: pages left to merge");
+                // Grant the missing pages, as the driver would, and merge what was left.
+                for &p in &ma.missing {
+                    let at = SlotAddr {
+                        memory: (p.0 % 2) as u16,
+                        slot: (p.0 / 2) as u32,
+                    };
+                    let d = PageDescriptor::resident(at, true);
+                    c.set_page(p, d).unwrap();
+                    g2.set_page(p, d).unwrap();
+                }
+                let (ma2, mb2) = (c.merge().unwrap(), g2.merge().unwrap());
+                assert!(ma2.written > 0 && ma2.missing.is_empty(), "{what}");
+                assert_eq!(ma2.written, mb2.written, "{what}: second merge");
+                assert!(mb2.missing.is_empty(), "{what}: second merge left pages");
+                assert_eq!(g2.merge().unwrap().written, 0, "{what}: merged twice");
             }
             assert!(slots(&mut c) == slots(&mut g2), "{what}: memory differs");
         }
@@ -310,4 +325,83 @@ fn a_lost_device_is_an_error_on_every_later_call() {
     );
     let e = g.launch(&l).unwrap_err();
     assert!(e.to_string().contains("device was lost"), "{e}");
+}
+
+/// The temporary of a pass stays on the device and grows across launches: a small launch,
+/// then a larger one that makes it grow (its earlier stores must move along), then one merge.
+#[test]
+fn the_temporary_grows_across_launches_of_a_pass() {
+    let Some(mut g) = gpu() else { return };
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(2)
+            .build()
+            .unwrap(),
+    );
+    let mut c = CpuDevice::new(DeviceId(0), pool);
+    let (wc, wg) = (set_up(&mut c), set_up(&mut g));
+    let kernel: Arc<dyn Kernel> = Arc::new(Probe {
+        src: wc.src.id,
+        dst: wc.dst.id,
+    });
+    for domain in [
+        Domain::Rect {
+            x0: 0,
+            y0: 0,
+            x1: 2,
+            y1: 2,
+        },
+        Domain::Rect {
+            x0: 2,
+            y0: 0,
+            x1: SIDE,
+            y1: SIDE,
+        },
+    ] {
+        let a = c
+            .launch(&launch(&wc, kernel.clone(), domain.clone(), Mode::Temp))
+            .unwrap();
+        let b = g
+            .launch(&launch(&wg, kernel.clone(), domain, Mode::Temp))
+            .unwrap();
+        assert_eq!(a.requests, b.requests);
+    }
+    let (ma, mb) = (c.merge().unwrap(), g.merge().unwrap());
+    assert!(ma.written > 8, "both launches stored");
+    assert_eq!(ma.written, mb.written);
+    assert_eq!(ma.missing, mb.missing);
+    assert!(slots(&mut c) == slots(&mut g), "memory differs");
+}
+
+/// Timestamp queries, where the adapter has them, time every launch and merge on the device.
+#[test]
+fn launches_are_timed_on_the_device_where_timestamps_exist() {
+    let Some(mut g) = gpu() else { return };
+    let w = set_up(&mut g);
+    let kernel: Arc<dyn Kernel> = Arc::new(Probe {
+        src: w.src.id,
+        dst: w.dst.id,
+    });
+    let rect = Domain::Rect {
+        x0: 0,
+        y0: 0,
+        x1: SIDE,
+        y1: SIDE,
+    };
+    let out = g.launch(&launch(&w, kernel, rect, Mode::Temp)).unwrap();
+    let merged = g.merge().unwrap();
+    eprintln!(
+        "timestamps: {} launch {:?} merge {:?}",
+        g.has_timestamps(),
+        out.gpu,
+        merged.gpu_s
+    );
+    if g.has_timestamps() {
+        let t = out.gpu.expect("a timed launch");
+        assert!(t.kernel_s > 0.0 && t.kernel_s < 10.0, "{t:?}");
+        assert!(t.uniquify_s > 0.0 && t.uniquify_s < 10.0, "{t:?}");
+        assert!(merged.gpu_s.is_some_and(|s| s > 0.0 && s < 10.0));
+    } else {
+        assert!(out.gpu.is_none() && merged.gpu_s.is_none());
+    }
 }

@@ -1,0 +1,42 @@
+// Merge (paper 3.5, third pass) on the GPU: writes a pass's temporary into the pages through
+// the page table, after prelude.wgsl, whose bindings it shares. Stores whose page is not held
+// writable go to `leftover` and set the page's bit in the read half of `bits`, which the
+// compaction kernel turns into the list of pages to request. Stores run in parallel: two
+// invocations storing to one word in one pass race, as the memory model says; of one
+// invocation's stores to a word the prelude marked all but the last superseded (w = 1).
+//
+// LaunchInfo as used here: count = stores in the temporary, row = stores per dispatch row,
+// bit_words as in a launch; params 0..4 = words per slot of memories 0..3, params 4..8 = their
+// slots, param 8 = how many memories exist. status.incomplete counts written stores and
+// status.temp the leftover ones.
+
+fn kernel_main(x: u32, y: u32) {}
+
+@compute @workgroup_size(64, 1, 1)
+fn merge(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let i = gid.y * launch.row + gid.x;
+    if gid.x >= launch.row || i >= launch.count {
+        return;
+    }
+    let s = temp[i];
+    if s.x >= arrayLength(&page_table) {
+        fail(ERR_OUT_OF_RANGE, s.x);
+        return;
+    }
+    let d = page_table[s.x];
+    if (d.x & 3u) == 3u {
+        let m = d.x >> 16u;
+        if m >= param(8u) || d.y >= param(4u + m) || s.y >= param(m) {
+            fail(ERR_OUT_OF_RANGE, s.x);
+            return;
+        }
+        if s.w == 0u {
+            mem_store(m, d.y * param(m) + s.y, s.z);
+        }
+        atomicAdd(&status.incomplete, 1u);
+    } else {
+        let k = atomicAdd(&status.temp, 1u);
+        leftover[k] = s;
+        record(s.x, false);
+    }
+}
