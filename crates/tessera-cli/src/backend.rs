@@ -8,7 +8,7 @@ use tessera_wgpu::{AdapterChoice, WgpuDevice};
 use crate::BackendKind;
 
 /// `TESSERA_ADAPTER` picks the wgpu adapter by a part of its name; unset, wgpu's default.
-fn adapter_choice() -> AdapterChoice {
+pub fn adapter_choice() -> AdapterChoice {
     match std::env::var("TESSERA_ADAPTER") {
         Ok(name) if !name.is_empty() => AdapterChoice::Named(name),
         _ => AdapterChoice::Default,

@@ -1,19 +1,47 @@
 //! `tessera bench overhead`: boiling on one device, paged and unpaged, side by side.
 //!
-//! Both sides run the same kernel bodies on the same number of threads; the paged side goes
-//! through page tables, request recording and the memory manager. Measurements of the two
-//! alternate so that machine noise hits both; the median of each is compared.
+//! Both sides run the same kernel bodies on the same hardware; the paged side goes through
+//! page tables, request recording and the memory manager. On the CPU both use the same number
+//! of threads; on wgpu the unpaged side is the GPU twin (`UnpagedGpu`: the WGSL bodies on plain
+//! arrays) on the paged device's adapter. Measurements of the two alternate so that machine
+//! noise hits both; the median of each is compared.
 
 use std::time::Instant;
 
 use anyhow::Result;
-use tessera_runtime::{Partition, Procedure, System, SystemConfig};
+use tessera_runtime::{Partition, Procedure, SystemConfig};
 use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::sim::PagedBoiling;
 use tessera_workloads::boiling::unpaged::UnpagedBoiling;
 
+use crate::backend;
 use crate::run::{check_size, progress};
-use crate::BenchOpts;
+use crate::unpaged_gpu::GpuBoiling;
+use crate::{BackendKind, BenchOpts};
+
+/// The unpaged side's frame, and how the header describes it.
+type Unpaged = (Box<dyn FnMut() -> Result<()>>, String);
+
+fn unpaged_side(o: &BenchOpts, params: BoilingParams, threads: usize) -> Result<Unpaged> {
+    Ok(match o.backend {
+        BackendKind::Cpu => {
+            let mut u = UnpagedBoiling::new(o.size, o.size, params, threads)?;
+            let frame = move || {
+                u.frame();
+                Ok(())
+            };
+            (Box::new(frame), format!("{threads} threads"))
+        }
+        BackendKind::Wgpu => {
+            let mut g = GpuBoiling::new(&backend::adapter_choice(), o.size, params)?;
+            let what = format!(
+                "unpaged: the GPU twin on {} (--threads ignored)",
+                g.gpu.adapter_info().name
+            );
+            (Box::new(move || g.frame()), what)
+        }
+    })
+}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
@@ -25,29 +53,26 @@ pub fn overhead(o: &BenchOpts) -> Result<()> {
     if o.frames == 0 || o.rounds == 0 {
         anyhow::bail!("--frames and --rounds must be at least 1");
     }
-    if o.backend != crate::BackendKind::Cpu {
-        // The unpaged side runs on plain CPU arrays; a GPU ratio would need a GPU twin of it.
-        anyhow::bail!("bench overhead compares against the CPU's unpaged run: use --backend cpu");
-    }
     let params = BoilingParams::default();
     let threads = if o.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
         o.threads
     };
-    let mut unpaged = UnpagedBoiling::new(o.size, o.size, params, threads)?;
+    let cfg = SystemConfig {
+        devices: 1,
+        cpu_threads: threads,
+        ..Default::default()
+    };
     let procs = [Procedure::TwoPass, Procedure::Relaunch];
     let mut paged = Vec::new();
     for _ in procs {
-        let sys = System::cpu(&SystemConfig {
-            devices: 1,
-            cpu_threads: threads,
-            ..Default::default()
-        })?;
+        let sys = backend::system(o.backend, &cfg)?;
         paged.push(PagedBoiling::new(sys, o.size, o.size, o.page, params)?);
     }
+    let (mut unpaged, unpaged_desc) = unpaged_side(o, params, threads)?;
     // Warm-up: the first paged frame pages everything in; steady state is what is compared.
-    unpaged.frame();
+    unpaged()?;
     for (sim, p) in paged.iter().zip(procs) {
         sim.frame(Partition::Rows, p)?;
     }
@@ -57,7 +82,7 @@ pub fn overhead(o: &BenchOpts) -> Result<()> {
     for _ in 0..o.rounds {
         let t = Instant::now();
         for _ in 0..o.frames {
-            unpaged.frame();
+            unpaged()?;
         }
         t_unpaged.push(t.elapsed().as_secs_f64() / o.frames as f64);
         for ((sim, p), times) in paged.iter().zip(procs).zip(&mut t_paged) {
@@ -72,9 +97,8 @@ pub fn overhead(o: &BenchOpts) -> Result<()> {
     bar.finish_and_clear();
     let u = median(t_unpaged);
     println!(
-        "boiling {s}x{s}, 1 device [{}], page {p}x{p}, {} threads, median of {} rounds x {} frames (measured)",
+        "boiling {s}x{s}, 1 device [{}], page {p}x{p}, {unpaged_desc}, median of {} rounds x {} frames (measured)",
         paged[0].sys.backend(),
-        threads,
         o.rounds,
         o.frames,
         s = o.size,

@@ -10,6 +10,7 @@ mod residency;
 mod run;
 mod sweep;
 mod topology_args;
+mod unpaged_gpu;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -160,7 +161,8 @@ pub struct BenchOpts {
     /// Device backend.
     #[arg(long, value_enum, default_value = "cpu")]
     backend: BackendKind,
-    /// CPU threads for both sides (0: one per core).
+    /// CPU threads for both sides (0: one per core). The wgpu backend ignores it: both of
+    /// its sides run on the GPU.
     #[arg(long, default_value_t = 0)]
     threads: usize,
 }

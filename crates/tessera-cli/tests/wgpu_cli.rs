@@ -1,5 +1,6 @@
-//! `--backend wgpu` and `tessera devices` as a user runs them. Without an adapter the wgpu
-//! run is skipped (and says so), unless `TESSERA_REQUIRE_VULKAN=1`, where it fails.
+//! `--backend wgpu`, `bench overhead --backend wgpu` and `tessera devices` as a user runs them.
+//! Without an adapter the wgpu runs are skipped (and say so), unless `TESSERA_REQUIRE_VULKAN=1`,
+//! where they fail.
 
 use std::process::Command;
 
@@ -25,15 +26,24 @@ fn devices_lists_adapters_or_says_there_are_none() {
     );
 }
 
+/// Whether `--backend wgpu` can run here; without an adapter the caller skips (saying so),
+/// unless `TESSERA_REQUIRE_VULKAN=1`.
+fn adapter_or_skip() -> bool {
+    let listing = String::from_utf8_lossy(&tessera(&["devices"]).stdout).to_string();
+    if listing.contains("--backend wgpu uses:") {
+        return true;
+    }
+    assert!(
+        std::env::var("TESSERA_REQUIRE_VULKAN").as_deref() != Ok("1"),
+        "TESSERA_REQUIRE_VULKAN=1 but no adapter: {listing}"
+    );
+    eprintln!("SKIPPED: no wgpu adapter ({listing})");
+    false
+}
+
 #[test]
 fn wgpu_runs_agree_across_devices_and_procedures() {
-    let listing = String::from_utf8_lossy(&tessera(&["devices"]).stdout).to_string();
-    if !listing.contains("--backend wgpu uses:") {
-        assert!(
-            std::env::var("TESSERA_REQUIRE_VULKAN").as_deref() != Ok("1"),
-            "TESSERA_REQUIRE_VULKAN=1 but no adapter: {listing}"
-        );
-        eprintln!("SKIPPED: no wgpu adapter ({listing})");
+    if !adapter_or_skip() {
         return;
     }
     let mut sums = Vec::new();
@@ -84,8 +94,36 @@ fn wgpu_runs_agree_across_devices_and_procedures() {
         sums.push(r["field_checksum"].clone());
     }
     assert_eq!(sums[0], sums[1]);
-    // The overhead benchmark's unpaged side is CPU only: a clear error, not a panic.
-    let o = tessera(&["bench", "overhead", "--backend", "wgpu", "--size", "32"]);
-    assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--backend cpu"));
+}
+
+#[test]
+fn bench_overhead_runs_against_the_gpu_twin() {
+    if !adapter_or_skip() {
+        return;
+    }
+    let o = tessera(&[
+        "bench",
+        "overhead",
+        "--backend",
+        "wgpu",
+        "--size",
+        "128",
+        "--page",
+        "32",
+        "--frames",
+        "1",
+        "--rounds",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].contains("GPU twin"), "{text}");
+    assert!(lines[1].starts_with("unpaged "), "{text}");
+    let ratio: f64 = lines
+        .last()
+        .and_then(|l| l.strip_prefix("overhead_ratio="))
+        .and_then(|r| r.parse().ok())
+        .unwrap_or_else(|| panic!("no overhead_ratio line: {text}"));
+    assert!(ratio.is_finite() && ratio > 0.0, "{text}");
 }

@@ -46,7 +46,7 @@ pub fn adapters() -> Vec<wgpu::AdapterInfo> {
         .collect()
 }
 
-fn request_adapter(
+pub(crate) fn request_adapter(
     instance: &wgpu::Instance,
     choice: &AdapterChoice,
 ) -> Result<wgpu::Adapter, WgpuError> {

@@ -27,15 +27,23 @@
 //!
 //! Not yet: access time stamps of pages (nothing reads them on this backend: eviction is the
 //! memory manager's, on the CPU side).
+//!
+//! [`UnpagedGpu`] runs the same kernel bodies with no paging, after `unpaged.wgsl`, on plain
+//! row-major arrays: the unpaged original that `tessera bench overhead --backend wgpu` compares
+//! the paged device against.
 
 mod device;
 mod error;
 mod scratch;
+mod unpaged;
 
 pub use device::{adapters, AdapterChoice, WgpuDevice, MAX_MEMORIES};
 pub use error::WgpuError;
+pub use unpaged::{UnpagedGpu, UNPAGED_MAX_OBJECTS};
 
 /// The prelude every kernel body is compiled after.
 pub const PRELUDE: &str = include_str!("prelude.wgsl");
 /// The request compaction kernel.
 pub const COMPACT: &str = include_str!("compact.wgsl");
+/// The prelude of [`UnpagedGpu`]: the same kernel bodies on plain arrays, with no paging.
+pub const UNPAGED_PRELUDE: &str = include_str!("unpaged.wgsl");

@@ -15,7 +15,7 @@ pub mod reference;
 pub mod sim;
 pub mod unpaged;
 
-use tessera_core::ObjectId;
+use tessera_core::{ObjectId, TexelFormat};
 
 use crate::access::TexelAccess;
 use math::BoilingParams;
@@ -30,6 +30,41 @@ pub struct Textures {
     pub diffusion: ObjectId,
     pub buoyancy: ObjectId,
     pub display: ObjectId,
+}
+
+impl Textures {
+    /// Ids 0..4 in field order, for runs with no memory manager to hand out ids.
+    pub const NUMBERED: Textures = Textures {
+        field: ObjectId(0),
+        border: ObjectId(1),
+        diffusion: ObjectId(2),
+        buoyancy: ObjectId(3),
+        display: ObjectId(4),
+    };
+
+    /// Every texture with its texel format.
+    pub fn formats(&self) -> [(ObjectId, TexelFormat); 5] {
+        let f = TexelFormat::R32Float;
+        [
+            (self.field, f),
+            (self.border, f),
+            (self.diffusion, f),
+            (self.buoyancy, f),
+            (self.display, TexelFormat::Rgba8Unorm),
+        ]
+    }
+}
+
+/// A frame's five passes in order as runtime kernels, for runners that drive a backend
+/// without the runtime (the unpaged GPU twin of `tessera bench overhead`).
+pub fn frame_kernels(ctx: Ctx) -> [Box<dyn tessera_runtime::Kernel>; 5] {
+    [
+        Box::new(Paged(border::Border(ctx))),
+        Box::new(Paged(diffusion::Diffusion(ctx))),
+        Box::new(Paged(buoyancy::Buoyancy(ctx))),
+        Box::new(Paged(latent_heat::LatentHeat(ctx))),
+        Box::new(Paged(display::Display(ctx))),
+    ]
 }
 
 /// What every boiling kernel knows: its textures, the field size and the constants.

@@ -40,16 +40,9 @@ impl UnpagedBoiling {
             .flat_map(|y| (0..width).map(move |x| (x, y)))
             .map(|(x, y)| initial_value(&params, x, y, width, height))
             .collect();
-        let tex = Textures {
-            field: ObjectId(0),
-            border: ObjectId(1),
-            diffusion: ObjectId(2),
-            buoyancy: ObjectId(3),
-            display: ObjectId(4),
-        };
         Ok(UnpagedBoiling {
             ctx: Ctx {
-                tex,
+                tex: Textures::NUMBERED,
                 width,
                 height,
                 params,

@@ -1,0 +1,474 @@
+//! `UnpagedGpu`: kernels' WGSL twins on plain GPU arrays, with no paging at all.
+//!
+//! This is the "unpaged original" of the paper's overhead measurement on a GPU: the same kernel
+//! bodies as a paged run, compiled after `unpaged.wgsl` instead of `prelude.wgsl`, on objects
+//! that sit whole in one storage buffer. Passes are encoded back to back and submitted once per
+//! [`UnpagedGpu::finish`]; nothing is read back in between. A paged frame against an unpaged
+//! one therefore differs only in paging: translation, request recording, the memory manager and
+//! the read-backs it needs.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::num::NonZeroU64;
+use std::sync::{Arc, Mutex};
+
+use tessera_core::{ObjectId, TexelFormat};
+use tessera_runtime::Kernel;
+
+use crate::device::{request_adapter, AdapterChoice};
+use crate::error::WgpuError;
+
+/// Objects an unpaged run holds; ids must be below it (`array<Object, 8>` in `unpaged.wgsl`,
+/// indexed by id).
+pub const UNPAGED_MAX_OBJECTS: usize = 8;
+/// Parameter words of a kernel (`array<vec4<u32>, 16>`, as in the paged prelude).
+const MAX_PARAMS: usize = 64;
+/// The prelude's `Launch`: width, height, two pad words, then the parameters.
+const LAUNCH_WORDS: usize = 4 + MAX_PARAMS;
+/// Launch uniforms queued between two submissions; more passes than this submit early.
+const LAUNCH_SLOTS: u64 = 64;
+const GROUP: u32 = 8;
+
+/// Where an object lives in the word buffer.
+#[derive(Clone, Copy)]
+struct Placement {
+    base: u64,
+    width: u32,
+    height: u32,
+    format: TexelFormat,
+}
+
+impl Placement {
+    fn bytes(&self) -> u64 {
+        self.width as u64 * self.height as u64 * self.format.bytes() as u64
+    }
+}
+
+/// What wgpu reports outside any call: the first uncaptured error and why the device was lost.
+struct Health {
+    uncaptured: Arc<Mutex<Option<String>>>,
+    lost: Arc<Mutex<Option<String>>>,
+}
+
+impl Health {
+    fn watch(device: &wgpu::Device) -> Self {
+        let h = Health {
+            uncaptured: Arc::default(),
+            lost: Arc::default(),
+        };
+        let u = h.uncaptured.clone();
+        // Without a handler wgpu panics on an error outside an error scope.
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            if let Ok(mut g) = u.lock() {
+                g.get_or_insert_with(|| e.to_string());
+            }
+        }));
+        let l = h.lost.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            if let Ok(mut g) = l.lock() {
+                *g = Some(format!("{reason:?} {message}").trim_end().to_string());
+            }
+        });
+        h
+    }
+
+    fn check(&self) -> Result<(), WgpuError> {
+        if let Some(m) = self.lost.lock().ok().and_then(|g| g.clone()) {
+            return Err(WgpuError::DeviceLost(m));
+        }
+        match self.uncaptured.lock().ok().and_then(|mut g| g.take()) {
+            Some(m) => Err(WgpuError::Wgpu(m)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Objects as plain row-major arrays on one wgpu device, and kernels run on them directly.
+pub struct UnpagedGpu {
+    info: wgpu::AdapterInfo,
+    limits: wgpu::Limits,
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    objects: HashMap<ObjectId, Placement>,
+    words: wgpu::Buffer,
+    launch: wgpu::Buffer,
+    launch_stride: u64,
+    /// Launch slots written since the last submission.
+    launches: u64,
+    group: wgpu::BindGroup,
+    pipeline_layout: wgpu::PipelineLayout,
+    pipelines: HashMap<&'static str, wgpu::ComputePipeline>,
+    /// Passes encoded and not yet submitted.
+    pending: Option<wgpu::CommandEncoder>,
+    health: Health,
+}
+
+fn entry(binding: u32, ty: wgpu::BufferBindingType, dynamic: bool) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty,
+            has_dynamic_offset: dynamic,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+impl UnpagedGpu {
+    /// Opens a device on the chosen adapter and lays out `objects` (id, width, height,
+    /// format), zero-filled, one after the other in one storage buffer.
+    pub fn new(
+        choice: &AdapterChoice,
+        objects: &[(ObjectId, u32, u32, TexelFormat)],
+    ) -> Result<Self, WgpuError> {
+        let mut placed = HashMap::new();
+        let mut words = 0u64;
+        for &(id, width, height, format) in objects {
+            if id.0 as usize >= UNPAGED_MAX_OBJECTS {
+                return Err(WgpuError::Invalid(format!(
+                    "object {id}: an unpaged run takes ids below {UNPAGED_MAX_OBJECTS}"
+                )));
+            }
+            let p = Placement {
+                base: words,
+                width,
+                height,
+                format,
+            };
+            if placed.insert(id, p).is_some() {
+                return Err(WgpuError::Invalid(format!("object {id} is given twice")));
+            }
+            words += p.bytes() / 4;
+        }
+        // The prelude addresses words with u32 arithmetic.
+        if words > u32::MAX as u64 {
+            return Err(WgpuError::OutOfMemory(format!(
+                "{words} words of objects; an unpaged run addresses at most 2^32"
+            )));
+        }
+
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
+        let adapter = request_adapter(&instance, choice)?;
+        let info = adapter.get_info();
+        // The adapter's own limits: the defaults cap a storage binding at 128 MiB.
+        let limits = adapter.limits();
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("tessera unpaged"),
+            required_features: wgpu::Features::empty(),
+            required_limits: limits.clone(),
+            experimental_features: wgpu::ExperimentalFeatures::disabled(),
+            memory_hints: wgpu::MemoryHints::Performance,
+            trace: wgpu::Trace::Off,
+        }))
+        .map_err(|e| WgpuError::RequestDevice {
+            adapter: info.name.clone(),
+            message: e.to_string(),
+        })?;
+        let health = Health::watch(&device);
+
+        let bytes = (words * 4).max(16);
+        let max = limits
+            .max_storage_buffer_binding_size
+            .min(limits.max_buffer_size);
+        if bytes > max {
+            return Err(WgpuError::OutOfMemory(format!(
+                "objects of {bytes} bytes; this adapter binds at most {max} bytes per buffer"
+            )));
+        }
+        let scope = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let words_buf = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("unpaged objects"),
+            size: bytes,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_DST
+                | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(WgpuError::OutOfMemory(e.to_string()));
+        }
+
+        // The object table, indexed by id; an id with no object keeps width 0.
+        let mut table = [0u32; 4 * UNPAGED_MAX_OBJECTS];
+        for (id, p) in &placed {
+            let i = id.0 as usize * 4;
+            table[i..i + 4].copy_from_slice(&[
+                p.base as u32,
+                p.width,
+                p.height,
+                p.format.bytes() / 4,
+            ]);
+        }
+        let table_buf = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("unpaged object table"),
+            size: std::mem::size_of_val(&table) as u64,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        queue.write_buffer(&table_buf, 0, bytemuck::cast_slice(&table));
+
+        let launch_bytes = (LAUNCH_WORDS * 4) as u64;
+        let launch_stride =
+            launch_bytes.next_multiple_of(limits.min_uniform_buffer_offset_alignment as u64);
+        let launch = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("unpaged launches"),
+            size: launch_stride * LAUNCH_SLOTS,
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("tessera unpaged"),
+            entries: &[
+                entry(
+                    0,
+                    wgpu::BufferBindingType::Storage { read_only: false },
+                    false,
+                ),
+                entry(1, wgpu::BufferBindingType::Uniform, false),
+                // One launch uniform per pass, chosen by a dynamic offset, so that a frame's
+                // passes can be encoded together without a buffer or bind group each.
+                entry(2, wgpu::BufferBindingType::Uniform, true),
+            ],
+        });
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("tessera unpaged"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("tessera unpaged"),
+            layout: &layout,
+            entries: &[
+                wgpu::BindGroupEntry {
+                    binding: 0,
+                    resource: words_buf.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 1,
+                    resource: table_buf.as_entire_binding(),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 2,
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: &launch,
+                        offset: 0,
+                        size: NonZeroU64::new(launch_bytes),
+                    }),
+                },
+            ],
+        });
+        let gpu = UnpagedGpu {
+            info,
+            limits,
+            device,
+            queue,
+            objects: placed,
+            words: words_buf,
+            launch,
+            launch_stride,
+            launches: 0,
+            group,
+            pipeline_layout,
+            pipelines: HashMap::new(),
+            pending: None,
+            health,
+        };
+        gpu.health.check()?;
+        Ok(gpu)
+    }
+
+    /// The adapter this runs on.
+    pub fn adapter_info(&self) -> &wgpu::AdapterInfo {
+        &self.info
+    }
+
+    fn placement(&self, id: ObjectId) -> Result<Placement, WgpuError> {
+        self.objects
+            .get(&id)
+            .copied()
+            .ok_or_else(|| WgpuError::Invalid(format!("no object {id} in this unpaged run")))
+    }
+
+    /// Submits the passes encoded so far, without waiting for them.
+    fn flush(&mut self) {
+        if let Some(enc) = self.pending.take() {
+            self.queue.submit([enc.finish()]);
+        }
+        // Queued writes land after every earlier submission, so the slots are free again.
+        self.launches = 0;
+    }
+
+    /// Replaces the whole contents of an object: row-major from texel (0, 0), in its format.
+    /// Ordered after the passes run so far and before those run later.
+    pub fn write_object(&mut self, id: ObjectId, data: &[u8]) -> Result<(), WgpuError> {
+        self.health.check()?;
+        let p = self.placement(id)?;
+        if data.len() as u64 != p.bytes() {
+            return Err(WgpuError::Invalid(format!(
+                "object {id} holds {} bytes; {} were given",
+                p.bytes(),
+                data.len()
+            )));
+        }
+        // A queued write runs before the next submission, so passes already encoded go first.
+        self.flush();
+        if !data.is_empty() {
+            self.queue.write_buffer(&self.words, p.base * 4, data);
+        }
+        Ok(())
+    }
+
+    /// The whole contents of an object after every pass run so far (waits for them).
+    pub fn read_object(&mut self, id: ObjectId) -> Result<Vec<u8>, WgpuError> {
+        self.health.check()?;
+        let p = self.placement(id)?;
+        self.flush();
+        let len = p.bytes();
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("unpaged read-back"),
+            size: len,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut enc = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        enc.copy_buffer_to_buffer(&self.words, p.base * 4, &staging, 0, len);
+        self.queue.submit([enc.finish()]);
+        let done = Arc::new(Mutex::new(None));
+        let d = done.clone();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            if let Ok(mut g) = d.lock() {
+                *g = Some(r);
+            }
+        });
+        self.wait()?;
+        match done.lock().ok().and_then(|mut g| g.take()) {
+            Some(Ok(())) => {}
+            Some(Err(e)) => return Err(WgpuError::Wgpu(format!("read-back: {e}"))),
+            None => return Err(WgpuError::Wgpu("read-back never completed".into())),
+        }
+        let out = staging
+            .get_mapped_range(..)
+            .map_err(|e| WgpuError::Wgpu(format!("read-back: {e}")))?
+            .to_vec();
+        staging.unmap();
+        Ok(out)
+    }
+
+    /// The compute pipeline of a kernel, built once per kernel name.
+    fn pipeline(
+        &mut self,
+        name: &'static str,
+        source: &str,
+    ) -> Result<wgpu::ComputePipeline, WgpuError> {
+        if let Some(p) = self.pipelines.get(name) {
+            return Ok(p.clone());
+        }
+        let code = format!("{}\n{}", crate::UNPAGED_PRELUDE, source);
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = self
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(name),
+                source: wgpu::ShaderSource::Wgsl(Cow::Owned(code)),
+            });
+        let p = self
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(name),
+                layout: Some(&self.pipeline_layout),
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(WgpuError::Shader {
+                kernel: name.into(),
+                message: e.to_string(),
+            });
+        }
+        self.pipelines.insert(name, p.clone());
+        Ok(p)
+    }
+
+    /// Encodes one pass of `kernel`'s WGSL twin over texels `(0, 0)..size`. It runs at the
+    /// next [`finish`](Self::finish) (or read or write), after every pass encoded before it.
+    pub fn run(&mut self, kernel: &dyn Kernel, size: (u32, u32)) -> Result<(), WgpuError> {
+        self.health.check()?;
+        let name = kernel.name();
+        let wgsl = kernel.wgsl().ok_or_else(|| WgpuError::NoWgsl {
+            kernel: name.into(),
+        })?;
+        if wgsl.params.len() > MAX_PARAMS {
+            return Err(WgpuError::Invalid(format!(
+                "kernel {name}: at most {MAX_PARAMS} parameter words"
+            )));
+        }
+        let (gx, gy) = (size.0.div_ceil(GROUP), size.1.div_ceil(GROUP));
+        let max = self.limits.max_compute_workgroups_per_dimension;
+        if gx > max || gy > max {
+            return Err(WgpuError::Invalid(format!(
+                "kernel {name}: a domain of {}x{} is too large for one dispatch",
+                size.0, size.1
+            )));
+        }
+        let pipeline = self.pipeline(name, wgsl.source)?;
+        if gx == 0 || gy == 0 {
+            return Ok(());
+        }
+        if self.launches == LAUNCH_SLOTS {
+            self.flush();
+        }
+        let mut launch = [0u32; LAUNCH_WORDS];
+        launch[..2].copy_from_slice(&[size.0, size.1]);
+        launch[4..4 + wgsl.params.len()].copy_from_slice(&wgsl.params);
+        let offset = self.launches * self.launch_stride;
+        self.queue
+            .write_buffer(&self.launch, offset, bytemuck::cast_slice(&launch));
+        self.launches += 1;
+        let enc = self.pending.get_or_insert_with(|| {
+            self.device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("unpaged passes"),
+                })
+        });
+        // One compute pass per kernel: the next pass reads what this one wrote.
+        let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some(name),
+            timestamp_writes: None,
+        });
+        pass.set_pipeline(&pipeline);
+        // Offsets below LAUNCH_SLOTS * stride: well inside u32.
+        pass.set_bind_group(0, &self.group, &[offset as u32]);
+        pass.dispatch_workgroups(gx, gy, 1);
+        Ok(())
+    }
+
+    /// Submits the passes encoded so far and waits until the GPU has run them, so that the
+    /// time up to here counts their execution (a paged frame waits on its read-backs).
+    pub fn finish(&mut self) -> Result<(), WgpuError> {
+        self.health.check()?;
+        self.flush();
+        self.wait()
+    }
+
+    fn wait(&self) -> Result<(), WgpuError> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| WgpuError::DeviceLost(e.to_string()))?;
+        self.health.check()
+    }
+
+    /// Destroys the wgpu device, as a driver reset would; lets tests reach the device-lost path.
+    pub fn destroy(&mut self) {
+        self.device.destroy();
+    }
+}
