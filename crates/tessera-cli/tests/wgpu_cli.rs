@@ -46,6 +46,7 @@ fn wgpu_runs_agree_across_devices_and_procedures() {
     if !adapter_or_skip() {
         return;
     }
+    let listing = String::from_utf8_lossy(&tessera(&["devices"]).stdout).to_string();
     let mut sums = Vec::new();
     for (devices, procedure, page) in [("2", "relaunch", "16"), ("3", "two-pass", "8")] {
         let dir = tempfile::tempdir().unwrap();
