@@ -618,8 +618,13 @@ impl Device for WgpuDevice {
                 b.slot_words() as u32,
                 format_code(b.format()),
             ]);
+            // The first binding of each id class wins; the prelude searches for the others.
+            let h = &mut info[BY_ID + (b.id.0 & 15) as usize];
+            if *h == 0 {
+                *h = i as u32 + 1;
+            }
         }
-        let p0 = 12 + MAX_BINDS * 12;
+        let p0 = PARAMS_AT;
         info[p0..p0 + wgsl.params.len()].copy_from_slice(&wgsl.params);
 
         let mut work = Work {
@@ -663,7 +668,7 @@ impl Device for WgpuDevice {
         info[6] = count as u32;
         info[8] = row;
         info[9] = bit_words as u32;
-        let p0 = 12 + MAX_BINDS * 12;
+        let p0 = PARAMS_AT;
         for (i, m) in self.memories.iter().enumerate() {
             info[p0 + i] = m.slot_words as u32;
             info[p0 + 4 + i] = m.capacity;
@@ -712,8 +717,10 @@ impl Device for WgpuDevice {
     }
 }
 
-/// Words of the prelude's `LaunchInfo`.
-const INFO_WORDS: usize = 12 + MAX_BINDS * 12 + MAX_PARAMS;
+/// Words of the prelude's `LaunchInfo`: header, bindings, parameters, the by-id table.
+const INFO_WORDS: usize = BY_ID + 16;
+const PARAMS_AT: usize = 12 + MAX_BINDS * 12;
+const BY_ID: usize = PARAMS_AT + MAX_PARAMS;
 /// List entries read back with the counts, before knowing them: a launch that faults on fewer
 /// pages and invocations than this needs one read-back, not two.
 const SPECULATIVE: u64 = 1024;

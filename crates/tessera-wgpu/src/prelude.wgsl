@@ -62,6 +62,9 @@ struct LaunchInfo {
     temp_base: u32,
     binds: array<BindInfo, 8>,
     params: array<vec4<u32>, 16>,
+    // Binding + 1 of the object whose id is i mod 16 (0: none, or look further): one uniform
+    // load finds a binding in the common case instead of a search on every access.
+    by_id: array<vec4<u32>, 4>,
 }
 
 struct Status {
@@ -142,6 +145,10 @@ fn record(page: u32, write: bool) {
 }
 
 fn binding_of(id: u32) -> u32 {
+    let h = launch.by_id[(id & 15u) >> 2u][id & 3u];
+    if h != 0u && launch.binds[h - 1u].id == id {
+        return h - 1u;
+    }
     for (var i = 0u; i < launch.nbind; i++) {
         if launch.binds[i].id == id {
             return i;
@@ -151,15 +158,34 @@ fn binding_of(id: u32) -> u32 {
     return NONE;
 }
 
-// Global page (x) and word offset in the page's slot (y) of texel (x, y) of binding b.
-fn locate(b: BindInfo, x: u32, y: u32) -> vec2<u32> {
-    let mask = (1u << b.shift) - 1u;
-    if b.format == 0u {
-        return vec2<u32>(b.page_offset + (x >> b.shift), x & mask);
+// Global page (x) and word offset in the page's slot (y) of texel (x, y) of binding bi.
+// Fields are read one by one: copying the whole BindInfo costs a load per field.
+fn locate(bi: u32, x: u32, y: u32) -> vec2<u32> {
+    let shift = launch.binds[bi].shift;
+    let mask = (1u << shift) - 1u;
+    let base = launch.binds[bi].page_offset;
+    if launch.binds[bi].format == 0u {
+        return vec2<u32>(base + (x >> shift), x & mask);
     }
-    let local = (x >> b.shift) + (y >> b.shift) * b.pages_x;
-    let off = (((y & mask) << b.shift) | (x & mask)) * b.words_per_texel;
-    return vec2<u32>(b.page_offset + local, off);
+    let local = (x >> shift) + (y >> shift) * launch.binds[bi].pages_x;
+    let off = (((y & mask) << shift) | (x & mask)) * launch.binds[bi].words_per_texel;
+    return vec2<u32>(base + local, off);
+}
+
+// Checks an access's format and range; false (after flagging an error where one is due).
+fn in_range(bi: u32, id: u32, x: u32, y: u32, format: u32) -> bool {
+    if format != NONE && launch.binds[bi].format != format {
+        fail(ERR_FORMAT, id);
+        return false;
+    }
+    if x >= launch.binds[bi].width || y >= launch.binds[bi].height {
+        // A request pass may compute addresses from values it could not load yet.
+        if launch.mode != MODE_REQUEST {
+            fail(ERR_OUT_OF_RANGE, id);
+        }
+        return false;
+    }
+    return true;
 }
 
 struct Tr {
@@ -178,19 +204,10 @@ fn translate(id: u32, x: u32, y: u32, write: bool, format: u32) -> Tr {
     if bi == NONE {
         return r;
     }
-    let b = launch.binds[bi];
-    if format != NONE && b.format != format {
-        fail(ERR_FORMAT, id);
+    if !in_range(bi, id, x, y, format) {
         return r;
     }
-    if x >= b.width || y >= b.height {
-        // A request pass may compute addresses from values it could not load yet.
-        if launch.mode != MODE_REQUEST {
-            fail(ERR_OUT_OF_RANGE, id);
-        }
-        return r;
-    }
-    let loc = locate(b, x, y);
+    let loc = locate(bi, x, y);
     let d = page_table[loc.x];
     let needs_write = write && launch.mode == MODE_DIRECT;
     if (d.x & 1u) == 0u || (needs_write && (d.x & 2u) == 0u) {
@@ -202,7 +219,7 @@ fn translate(id: u32, x: u32, y: u32, write: bool, format: u32) -> Tr {
     }
     r.ok = true;
     r.mem = d.x >> 16u;
-    r.word = d.y * b.slot_words + loc.y;
+    r.word = d.y * launch.binds[bi].slot_words + loc.y;
     return r;
 }
 
@@ -239,16 +256,10 @@ fn store_word(id: u32, x: u32, y: u32, i: u32, v: u32, format: u32) {
     if bi == NONE {
         return;
     }
-    let b = launch.binds[bi];
-    if format != NONE && b.format != format {
-        fail(ERR_FORMAT, id);
+    if !in_range(bi, id, x, y, format) {
         return;
     }
-    if x >= b.width || y >= b.height {
-        fail(ERR_OUT_OF_RANGE, id);
-        return;
-    }
-    let loc = locate(b, x, y);
+    let loc = locate(bi, x, y);
     if (page_table[loc.x].x & 2u) == 0u {
         record(loc.x, true);
     }
