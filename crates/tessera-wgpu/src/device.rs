@@ -638,12 +638,12 @@ impl Device for WgpuDevice {
             info,
         };
         // A Temp launch stores once per invocation in the common case; one that stores more
-        // is run again with the temporary it turned out to need (it wrote no page).
-        let mut max_temp = if l.mode == Mode::Temp { n } else { 0 };
+        // is run again with the room per invocation it turned out to need (it wrote no page).
+        let mut per_invocation = if l.mode == Mode::Temp { 1 } else { 0 };
         loop {
-            match self.launch_once(&mut work, max_temp)? {
+            match self.launch_once(&mut work, per_invocation)? {
                 Ok(out) => return Ok(out),
-                Err(need) => max_temp = need,
+                Err(need) => per_invocation = need,
             }
         }
     }
@@ -695,7 +695,7 @@ impl Device for WgpuDevice {
             ))));
         }
         let (written, left) = (head.status[2] as u64, head.status[3] as u64);
-        if written + left != count || head.requests > pages {
+        if written + left > count || head.requests > pages {
             return Err(self.err(WgpuError::Wgpu(format!(
                 "merge: inconsistent counts (written {written}, left {left} of {count}, pages {})",
                 head.requests
@@ -812,14 +812,15 @@ impl WgpuDevice {
         r.map(|_| ()).map_err(|e| self.err(e))
     }
 
-    /// Runs a prepared launch with room for `max_temp` stores in the temporary. `Ok(Err(n))`:
-    /// the launch needed room for `n` stores and must run again.
+    /// Runs a prepared launch with room for `per_invocation` stores of each invocation in the
+    /// temporary. `Ok(Err(k))`: an invocation stored `k` words, so the launch must run again.
     fn launch_once(
         &mut self,
         w: &mut Work<'_>,
-        max_temp: u64,
+        per_invocation: u64,
     ) -> Result<std::result::Result<LaunchOutcome, u64>> {
         let n = w.invocations;
+        let max_temp = n * per_invocation;
         self.ensure_lists(w.list.len() as u64 * 4, n, w.bit_words, w.pages)?;
         let max = self.limits.max_storage_buffer_binding_size;
         let old = self
@@ -832,7 +833,7 @@ impl WgpuDevice {
                 "a temporary of more than 2^32 stores".into(),
             )));
         }
-        w.info[10] = max_temp as u32;
+        w.info[10] = per_invocation as u32;
         w.info[11] = self.temp_len as u32;
         self.queue
             .write_buffer(&self.scratch.launch, 0, bytemuck::cast_slice(&w.info));
@@ -848,6 +849,14 @@ impl WgpuDevice {
                 enc.copy_buffer_to_buffer(&old, 0, &self.scratch.temp.buf, 0, self.temp_len * 16);
             }
         }
+        if max_temp > 0 {
+            // Entries of invocations that fault or store less stay empty (kind 0).
+            enc.clear_buffer(
+                &self.scratch.temp.buf,
+                self.temp_len * 16,
+                Some(max_temp * 16),
+            );
+        }
         {
             let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: Some(w.label),
@@ -862,13 +871,13 @@ impl WgpuDevice {
         if st[0] != 0 {
             return Err(self.kernel_error(w.label, st[0], st[1]));
         }
-        let (ninc, ntemp) = (st[2] as u64, st[3] as u64);
-        if ntemp > max_temp {
-            return Ok(Err(ntemp));
+        let (ninc, need) = (st[2] as u64, st[3] as u64);
+        if need > per_invocation {
+            return Ok(Err(need));
         }
         if ninc > n || head.requests > w.pages {
             return Err(self.err(WgpuError::Wgpu(format!(
-                "kernel {}: inconsistent counts (incomplete {ninc}, temp {ntemp}, requests {})",
+                "kernel {}: inconsistent counts (incomplete {ninc}, requests {})",
                 w.label, head.requests
             ))));
         }
@@ -882,7 +891,7 @@ impl WgpuDevice {
         let mut requests = self.request_list(&head, w.pages)?;
         // The CPU backend's order: by page.
         requests.sort_unstable_by_key(|r| r.page);
-        self.temp_len += ntemp;
+        self.temp_len += max_temp;
         Ok(Ok(LaunchOutcome {
             requests,
             incomplete: incomplete.chunks_exact(2).map(|c| (c[0], c[1])).collect(),

@@ -56,9 +56,11 @@ struct LaunchInfo {
     row: u32,
     // Words of each request bit field (read at [0, n), write at [n, 2n)).
     bit_words: u32,
-    max_temp: u32,
-    // Mode::Temp: where this launch's stores start in the temporary (earlier launches of the
-    // pass hold [0, temp_base)).
+    // Mode::Temp: entries of the temporary per invocation; invocation i of the launch owns
+    // [temp_base + i * temp_k, temp_base + (i + 1) * temp_k), earlier launches of the pass
+    // [0, temp_base). Fixed places need no atomic counter, which every storing invocation of
+    // the launch would contend for.
+    temp_k: u32,
     temp_base: u32,
     binds: array<BindInfo, 8>,
     params: array<vec4<u32>, 16>,
@@ -84,8 +86,9 @@ struct Status {
 @group(0) @binding(7) var<storage, read_write> bits: array<atomic<u32>>;
 @group(0) @binding(8) var<storage, read_write> status: Status;
 @group(0) @binding(9) var<storage, read_write> incomplete: array<vec2<u32>>;
-// Mode::Temp stores: (page, word in the page's slot, value, 1 if a later store of the same
-// invocation overwrites it).
+// Mode::Temp stores: (page, word in the page's slot, value, kind): kind 0 is an empty entry
+// (cleared by the host; an invocation that stored less or faulted), 1 a store, 2 a store a
+// later store of the same invocation to the same word overwrites.
 @group(0) @binding(10) var<storage, read_write> temp: array<vec4<u32>>;
 // The merge's output: the stores it could not write (their pages are not held writable).
 @group(0) @binding(11) var<storage, read_write> leftover: array<vec4<u32>>;
@@ -290,8 +293,9 @@ fn store_u32(id: u32, index: u32, v: u32) {
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     var x: u32;
     var y: u32;
+    var idx: u32;
     if launch.is_list != 0u {
-        let idx = gid.y * launch.row + gid.x;
+        idx = gid.y * launch.row + gid.x;
         if gid.x >= launch.row || idx >= launch.count {
             return;
         }
@@ -304,6 +308,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         if x >= launch.x1 || y >= launch.y1 {
             return;
         }
+        idx = gid.y * (launch.x1 - launch.x0) + gid.x;
     }
     g_faulted = false;
     g_nst = 0u;
@@ -317,26 +322,31 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     // Commit: the invocation completed.
-    for (var i = 0u; i < g_nst; i++) {
-        let s = g_st[i];
-        if launch.mode == MODE_TEMP {
+    if launch.mode == MODE_TEMP {
+        if g_nst > launch.temp_k {
+            // No room: the host grows the temporary to the most any invocation needed and
+            // runs the launch again, which a Temp launch allows (it writes no page).
+            atomicMax(&status.temp, g_nst);
+            return;
+        }
+        let at = launch.temp_base + idx * launch.temp_k;
+        for (var i = 0u; i < g_nst; i++) {
+            let s = g_st[i];
             // The merge writes a pass's stores in parallel, so of this invocation's stores to
             // one word only the last is written (program order, as on the CPU); the others
             // are kept, marked superseded, so that the merge counts them as the CPU does.
-            var later = 0u;
+            var kind = 1u;
             for (var j = i + 1u; j < g_nst; j++) {
                 if g_st[j].x == s.x && g_st[j].y == s.y {
-                    later = 1u;
+                    kind = 2u;
                 }
             }
-            // Counted even when the temporary is full: the host then grows it and runs the
-            // launch again, which a Temp launch allows (it writes no page).
-            let k = atomicAdd(&status.temp, 1u);
-            if k < launch.max_temp {
-                temp[launch.temp_base + k] = vec4<u32>(s.x, s.y, s.z, later);
-            }
-        } else {
-            mem_store(s.x, s.y, s.z);
+            temp[at + i] = vec4<u32>(s.x, s.y, s.z, kind);
         }
+        return;
+    }
+    for (var i = 0u; i < g_nst; i++) {
+        let s = g_st[i];
+        mem_store(s.x, s.y, s.z);
     }
 }
