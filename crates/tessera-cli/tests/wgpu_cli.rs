@@ -128,3 +128,40 @@ fn bench_overhead_runs_against_the_gpu_twin() {
         .unwrap_or_else(|| panic!("no overhead_ratio line: {text}"));
     assert!(ratio.is_finite() && ratio > 0.0, "{text}");
 }
+
+/// With no Vulkan driver to load (the loader pointed at a file that does not exist), a wgpu
+/// run fails with a message that says what to install, and no panic.
+#[cfg(target_os = "linux")]
+#[test]
+fn no_adapter_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &[
+            "run",
+            "boiling",
+            "--backend",
+            "wgpu",
+            "--size",
+            "32",
+            "--page",
+            "8",
+            "--frames",
+            "1",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ][..],
+        &["bench", "overhead", "--backend", "wgpu", "--size", "32"][..],
+    ] {
+        let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(args)
+            .env("VK_ICD_FILENAMES", "/nonexistent/icd.json")
+            .env("VK_DRIVER_FILES", "/nonexistent/icd.json")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("no GPU adapter found"), "{args:?}: {err}");
+        assert!(err.contains("mesa-vulkan-drivers"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
