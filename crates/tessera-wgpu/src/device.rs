@@ -2,7 +2,6 @@
 
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tessera_core::{
@@ -13,6 +12,7 @@ use tessera_runtime::{
 };
 
 use crate::error::WgpuError;
+use crate::gpu::{self, Health};
 use crate::scratch::{self, Grow, Timestamps, TIMESTAMPS};
 
 /// Physical memories one kernel can bind (the prelude's `switch` has this many arms).
@@ -99,9 +99,7 @@ pub struct WgpuDevice {
     temp_len: u64,
     /// Where the adapter has timestamp queries.
     timestamps: Option<Timestamps>,
-    /// Errors wgpu reports outside an error scope, and the device-lost reason.
-    uncaptured: Arc<Mutex<Option<String>>>,
-    lost: Arc<Mutex<Option<String>>>,
+    health: Health,
 }
 
 fn storage(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
@@ -170,26 +168,7 @@ impl WgpuDevice {
             adapter: info.name.clone(),
             message: e.to_string(),
         })?;
-        let uncaptured = Arc::new(Mutex::new(None));
-        let u = uncaptured.clone();
-        // Without a handler wgpu panics on an error outside an error scope; keep it instead
-        // and report it from the next call.
-        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
-            if let Ok(mut g) = u.lock() {
-                g.get_or_insert_with(|| e.to_string());
-            }
-        }));
-        let lost = Arc::new(Mutex::new(None));
-        let l = lost.clone();
-        device.set_device_lost_callback(move |reason, message| {
-            if let Ok(mut g) = l.lock() {
-                *g = Some(if message.is_empty() {
-                    format!("{reason:?}")
-                } else {
-                    format!("{reason:?}: {message}")
-                });
-            }
-        });
+        let health = Health::watch(&device);
 
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let kernel_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
@@ -273,8 +252,7 @@ impl WgpuDevice {
                 compact,
                 kernels: HashMap::new(),
             },
-            uncaptured,
-            lost,
+            health,
         })
     }
 
@@ -309,20 +287,7 @@ impl WgpuDevice {
 
     /// Fails with the device-lost reason or an error wgpu reported out of scope.
     fn check(&self) -> Result<()> {
-        if let Some(m) = self.lost.lock().ok().and_then(|g| g.clone()) {
-            return Err(self.err(WgpuError::DeviceLost(m)));
-        }
-        if let Some(m) = self.uncaptured.lock().ok().and_then(|mut g| g.take()) {
-            return Err(self.err(WgpuError::Wgpu(m)));
-        }
-        Ok(())
-    }
-
-    fn wait(&self) -> Result<()> {
-        self.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| self.err(WgpuError::DeviceLost(e.to_string())))?;
-        self.check()
+        self.health.check().map_err(|e| self.err(e))
     }
 
     /// Copies `ranges` (buffer, offset, bytes) into one staging buffer and reads them back.
@@ -385,29 +350,14 @@ impl WgpuDevice {
             return Ok(p.clone());
         }
         let code = format!("{}\n{}", crate::PRELUDE, source);
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = self
-            .device
-            .create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(name),
-                source: wgpu::ShaderSource::Wgsl(Cow::Owned(code)),
-            });
-        let p = self
-            .device
-            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(name),
-                layout: Some(&self.pipes.kernel_pipeline_layout),
-                module: &module,
-                entry_point: Some(entry),
-                compilation_options: Default::default(),
-                cache: None,
-            });
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(self.err(WgpuError::Shader {
-                kernel: name.into(),
-                message: e.to_string(),
-            }));
-        }
+        let p = gpu::compile(
+            &self.device,
+            &self.pipes.kernel_pipeline_layout,
+            name,
+            code,
+            entry,
+        )
+        .map_err(|e| self.err(e))?;
         self.pipes.kernels.insert(name, p.clone());
         Ok(p)
     }
@@ -1052,27 +1002,10 @@ impl WgpuDevice {
         })
     }
 
-    /// Maps a staging buffer the queue has been told to fill, and copies it out.
     fn map_read(&self, staging: &wgpu::Buffer) -> Result<Vec<u8>> {
-        let done = Arc::new(Mutex::new(None));
-        let d = done.clone();
-        staging.map_async(wgpu::MapMode::Read, .., move |r| {
-            if let Ok(mut g) = d.lock() {
-                *g = Some(r);
-            }
-        });
-        self.wait()?;
-        match done.lock().ok().and_then(|mut g| g.take()) {
-            Some(Ok(())) => {}
-            Some(Err(e)) => return Err(self.err(WgpuError::Wgpu(format!("read-back: {e}")))),
-            None => return Err(self.err(WgpuError::Wgpu("read-back never completed".into()))),
-        }
-        let out = staging
-            .get_mapped_range(..)
-            .map(|v| v.to_vec())
-            .map_err(|e| self.err(WgpuError::Wgpu(format!("read-back: {e}"))));
-        staging.unmap();
-        out
+        self.health
+            .map_read(&self.device, staging)
+            .map_err(|e| self.err(e))
     }
 }
 

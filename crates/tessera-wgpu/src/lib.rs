@@ -34,6 +34,7 @@
 
 mod device;
 mod error;
+mod gpu;
 mod scratch;
 mod unpaged;
 

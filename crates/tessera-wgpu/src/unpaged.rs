@@ -7,16 +7,15 @@
 //! one therefore differs only in paging: translation, request recording, the memory manager and
 //! the read-backs it needs.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::num::NonZeroU64;
-use std::sync::{Arc, Mutex};
 
 use tessera_core::{ObjectId, TexelFormat};
 use tessera_runtime::Kernel;
 
 use crate::device::{request_adapter, AdapterChoice};
 use crate::error::WgpuError;
+use crate::gpu::{self, Health};
 
 /// Objects an unpaged run holds; ids must be below it (`array<Object, 8>` in `unpaged.wgsl`,
 /// indexed by id).
@@ -41,45 +40,6 @@ struct Placement {
 impl Placement {
     fn bytes(&self) -> u64 {
         self.width as u64 * self.height as u64 * self.format.bytes() as u64
-    }
-}
-
-/// What wgpu reports outside any call: the first uncaptured error and why the device was lost.
-struct Health {
-    uncaptured: Arc<Mutex<Option<String>>>,
-    lost: Arc<Mutex<Option<String>>>,
-}
-
-impl Health {
-    fn watch(device: &wgpu::Device) -> Self {
-        let h = Health {
-            uncaptured: Arc::default(),
-            lost: Arc::default(),
-        };
-        let u = h.uncaptured.clone();
-        // Without a handler wgpu panics on an error outside an error scope.
-        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
-            if let Ok(mut g) = u.lock() {
-                g.get_or_insert_with(|| e.to_string());
-            }
-        }));
-        let l = h.lost.clone();
-        device.set_device_lost_callback(move |reason, message| {
-            if let Ok(mut g) = l.lock() {
-                *g = Some(format!("{reason:?} {message}").trim_end().to_string());
-            }
-        });
-        h
-    }
-
-    fn check(&self) -> Result<(), WgpuError> {
-        if let Some(m) = self.lost.lock().ok().and_then(|g| g.clone()) {
-            return Err(WgpuError::DeviceLost(m));
-        }
-        match self.uncaptured.lock().ok().and_then(|mut g| g.take()) {
-            Some(m) => Err(WgpuError::Wgpu(m)),
-            None => Ok(()),
-        }
     }
 }
 
@@ -341,25 +301,7 @@ impl UnpagedGpu {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
         enc.copy_buffer_to_buffer(&self.words, p.base * 4, &staging, 0, len);
         self.queue.submit([enc.finish()]);
-        let done = Arc::new(Mutex::new(None));
-        let d = done.clone();
-        staging.map_async(wgpu::MapMode::Read, .., move |r| {
-            if let Ok(mut g) = d.lock() {
-                *g = Some(r);
-            }
-        });
-        self.wait()?;
-        match done.lock().ok().and_then(|mut g| g.take()) {
-            Some(Ok(())) => {}
-            Some(Err(e)) => return Err(WgpuError::Wgpu(format!("read-back: {e}"))),
-            None => return Err(WgpuError::Wgpu("read-back never completed".into())),
-        }
-        let out = staging
-            .get_mapped_range(..)
-            .map_err(|e| WgpuError::Wgpu(format!("read-back: {e}")))?
-            .to_vec();
-        staging.unmap();
-        Ok(out)
+        self.health.map_read(&self.device, &staging)
     }
 
     /// The compute pipeline of a kernel, built once per kernel name.
@@ -372,29 +314,7 @@ impl UnpagedGpu {
             return Ok(p.clone());
         }
         let code = format!("{}\n{}", crate::UNPAGED_PRELUDE, source);
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
-        let module = self
-            .device
-            .create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(name),
-                source: wgpu::ShaderSource::Wgsl(Cow::Owned(code)),
-            });
-        let p = self
-            .device
-            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(name),
-                layout: Some(&self.pipeline_layout),
-                module: &module,
-                entry_point: Some("main"),
-                compilation_options: Default::default(),
-                cache: None,
-            });
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(WgpuError::Shader {
-                kernel: name.into(),
-                message: e.to_string(),
-            });
-        }
+        let p = gpu::compile(&self.device, &self.pipeline_layout, name, code, "main")?;
         self.pipelines.insert(name, p.clone());
         Ok(p)
     }
@@ -461,10 +381,7 @@ impl UnpagedGpu {
     }
 
     fn wait(&self) -> Result<(), WgpuError> {
-        self.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| WgpuError::DeviceLost(e.to_string()))?;
-        self.health.check()
+        self.health.wait(&self.device)
     }
 
     /// Destroys the wgpu device, as a driver reset would; lets tests reach the device-lost path.

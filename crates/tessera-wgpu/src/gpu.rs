@@ -1,0 +1,114 @@
+//! What both wgpu devices of this crate (the paged `WgpuDevice` and `UnpagedGpu`) do the same
+//! way: watch for errors wgpu reports outside any call, compile a kernel, read a buffer back.
+
+use std::borrow::Cow;
+use std::sync::{Arc, Mutex};
+
+use crate::error::WgpuError;
+
+/// What wgpu reports outside any call: the first uncaptured error and why the device was lost.
+pub(crate) struct Health {
+    uncaptured: Arc<Mutex<Option<String>>>,
+    lost: Arc<Mutex<Option<String>>>,
+}
+
+impl Health {
+    pub fn watch(device: &wgpu::Device) -> Self {
+        let h = Health {
+            uncaptured: Arc::default(),
+            lost: Arc::default(),
+        };
+        let u = h.uncaptured.clone();
+        // Without a handler wgpu panics on an error outside an error scope; keep it instead
+        // and report it from the next call.
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            if let Ok(mut g) = u.lock() {
+                g.get_or_insert_with(|| e.to_string());
+            }
+        }));
+        let l = h.lost.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            if let Ok(mut g) = l.lock() {
+                *g = Some(format!("{reason:?} {message}").trim_end().to_string());
+            }
+        });
+        h
+    }
+
+    /// Fails with the device-lost reason or an error wgpu reported out of scope.
+    pub fn check(&self) -> Result<(), WgpuError> {
+        if let Some(m) = self.lost.lock().ok().and_then(|g| g.clone()) {
+            return Err(WgpuError::DeviceLost(m));
+        }
+        match self.uncaptured.lock().ok().and_then(|mut g| g.take()) {
+            Some(m) => Err(WgpuError::Wgpu(m)),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits until the device has run everything submitted.
+    pub fn wait(&self, device: &wgpu::Device) -> Result<(), WgpuError> {
+        device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| WgpuError::DeviceLost(e.to_string()))?;
+        self.check()
+    }
+
+    /// Maps a staging buffer the queue has been told to fill, and copies it out.
+    pub fn map_read(
+        &self,
+        device: &wgpu::Device,
+        staging: &wgpu::Buffer,
+    ) -> Result<Vec<u8>, WgpuError> {
+        let done = Arc::new(Mutex::new(None));
+        let d = done.clone();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            if let Ok(mut g) = d.lock() {
+                *g = Some(r);
+            }
+        });
+        self.wait(device)?;
+        match done.lock().ok().and_then(|mut g| g.take()) {
+            Some(Ok(())) => {}
+            Some(Err(e)) => return Err(WgpuError::Wgpu(format!("read-back: {e}"))),
+            None => return Err(WgpuError::Wgpu("read-back never completed".into())),
+        }
+        let out = staging
+            .get_mapped_range(..)
+            .map(|v| v.to_vec())
+            .map_err(|e| WgpuError::Wgpu(format!("read-back: {e}")));
+        staging.unmap();
+        out
+    }
+}
+
+/// Compiles `code` and builds the compute pipeline of its `entry` point; a WGSL or validation
+/// error is [`WgpuError::Shader`] naming the kernel.
+pub(crate) fn compile(
+    device: &wgpu::Device,
+    layout: &wgpu::PipelineLayout,
+    name: &str,
+    code: String,
+    entry: &str,
+) -> Result<wgpu::ComputePipeline, WgpuError> {
+    let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some(name),
+        source: wgpu::ShaderSource::Wgsl(Cow::Owned(code)),
+    });
+    let p = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some(name),
+        layout: Some(layout),
+        module: &module,
+        entry_point: Some(entry),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    match pollster::block_on(scope.pop()) {
+        Some(e) => Err(WgpuError::Shader {
+            kernel: name.into(),
+            message: e.to_string(),
+        }),
+        None => Ok(p),
+    }
+}
