@@ -23,6 +23,9 @@ const MAX_BINDS: usize = 8;
 const MAX_PARAMS: usize = 64;
 /// Buffered stores per invocation (`MAX_STORES` in the prelude).
 const MAX_STORES: u64 = 8;
+/// Storage buffers the prelude binds (page table, 4 memories, list, bits, status, incomplete,
+/// temporary, leftover).
+const STORAGE_BINDINGS: u32 = 11;
 /// Invocations per list-launch dispatch row and per workgroup side of a rectangle.
 const GROUP: u32 = 8;
 const MAX_GROUPS: u32 = 65_535;
@@ -141,34 +144,18 @@ impl WgpuDevice {
     /// Opens a device on the chosen adapter. Every call gets its own wgpu device (and queue),
     /// so several calls on one adapter emulate several GPUs.
     pub fn new(id: DeviceId, choice: &AdapterChoice) -> Result<Self, WgpuError> {
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
-        let adapter = request_adapter(&instance, choice)?;
-        let info = adapter.get_info();
-        // The adapter's own limits: the defaults cap storage buffers per stage at 8 and
-        // buffer bindings at 128 MiB, below what the prelude binds and what memories need.
-        let limits = adapter.limits();
-        if (limits.max_storage_buffers_per_shader_stage as usize) < 11 {
-            return Err(WgpuError::RequestDevice {
-                adapter: info.name.clone(),
-                message: format!(
-                    "it binds {} storage buffers per shader stage; the prelude needs 11",
-                    limits.max_storage_buffers_per_shader_stage
-                ),
-            });
-        }
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("tessera"),
-            required_features: adapter.features() & wgpu::Features::TIMESTAMP_QUERY,
-            required_limits: limits.clone(),
-            experimental_features: wgpu::ExperimentalFeatures::disabled(),
-            memory_hints: wgpu::MemoryHints::Performance,
-            trace: wgpu::Trace::Off,
-        }))
-        .map_err(|e| WgpuError::RequestDevice {
-            adapter: info.name.clone(),
-            message: e.to_string(),
-        })?;
-        let health = Health::watch(&device);
+        let gpu::Opened {
+            info,
+            limits,
+            device,
+            queue,
+            health,
+        } = gpu::open(
+            choice,
+            "tessera",
+            STORAGE_BINDINGS,
+            wgpu::Features::TIMESTAMP_QUERY,
+        )?;
 
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let kernel_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {

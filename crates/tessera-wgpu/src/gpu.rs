@@ -112,3 +112,57 @@ pub(crate) fn compile(
         None => Ok(p),
     }
 }
+
+/// A wgpu device of its own, on the chosen adapter, with the adapter's own limits (the
+/// defaults cap storage buffers per stage at 8 and a storage binding at 128 MiB, below what
+/// the preludes bind and what memories need).
+pub(crate) struct Opened {
+    pub info: wgpu::AdapterInfo,
+    pub limits: wgpu::Limits,
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub health: Health,
+}
+
+/// Opens a device needing `storage_buffers` storage bindings per stage, with those of
+/// `features` the adapter has.
+pub(crate) fn open(
+    choice: &crate::AdapterChoice,
+    label: &str,
+    storage_buffers: u32,
+    features: wgpu::Features,
+) -> Result<Opened, WgpuError> {
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
+    let adapter = crate::device::request_adapter(&instance, choice)?;
+    let info = adapter.get_info();
+    let limits = adapter.limits();
+    if limits.max_storage_buffers_per_shader_stage < storage_buffers {
+        return Err(WgpuError::RequestDevice {
+            adapter: info.name.clone(),
+            message: format!(
+                "it binds {} storage buffers per shader stage; tessera needs {storage_buffers}",
+                limits.max_storage_buffers_per_shader_stage
+            ),
+        });
+    }
+    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+        label: Some(label),
+        required_features: adapter.features() & features,
+        required_limits: limits.clone(),
+        experimental_features: wgpu::ExperimentalFeatures::disabled(),
+        memory_hints: wgpu::MemoryHints::Performance,
+        trace: wgpu::Trace::Off,
+    }))
+    .map_err(|e| WgpuError::RequestDevice {
+        adapter: info.name.clone(),
+        message: e.to_string(),
+    })?;
+    let health = Health::watch(&device);
+    Ok(Opened {
+        info,
+        limits,
+        device,
+        queue,
+        health,
+    })
+}

@@ -13,7 +13,7 @@ use std::num::NonZeroU64;
 use tessera_core::{ObjectId, TexelFormat};
 use tessera_runtime::Kernel;
 
-use crate::device::{request_adapter, AdapterChoice};
+use crate::device::AdapterChoice;
 use crate::error::WgpuError;
 use crate::gpu::{self, Health};
 
@@ -109,24 +109,13 @@ impl UnpagedGpu {
             )));
         }
 
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
-        let adapter = request_adapter(&instance, choice)?;
-        let info = adapter.get_info();
-        // The adapter's own limits: the defaults cap a storage binding at 128 MiB.
-        let limits = adapter.limits();
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            label: Some("tessera unpaged"),
-            required_features: wgpu::Features::empty(),
-            required_limits: limits.clone(),
-            experimental_features: wgpu::ExperimentalFeatures::disabled(),
-            memory_hints: wgpu::MemoryHints::Performance,
-            trace: wgpu::Trace::Off,
-        }))
-        .map_err(|e| WgpuError::RequestDevice {
-            adapter: info.name.clone(),
-            message: e.to_string(),
-        })?;
-        let health = Health::watch(&device);
+        let gpu::Opened {
+            info,
+            limits,
+            device,
+            queue,
+            health,
+        } = gpu::open(choice, "tessera unpaged", 1, wgpu::Features::empty())?;
 
         let bytes = (words * 4).max(16);
         let max = limits
