@@ -323,52 +323,39 @@ impl Report {
         } else {
             println!("stage (Table 3)               seconds   share");
         }
-        for (name, sec, pc, dev) in [
-            (
-                "page read request pass",
-                s.request_pass,
-                p.request_pass,
-                g.map(|g| g.request_pass),
-            ),
-            (
-                "request uniquify",
-                s.uniquify,
-                p.uniquify,
-                g.map(|g| g.uniquify),
-            ),
-            (
-                "non-exclusive request handling",
-                s.read_requests,
-                p.read_requests,
-                g.map(|g| g.read_requests),
-            ),
-            (
-                "compute (write request pass)",
-                s.compute,
-                p.compute,
-                g.map(|g| g.compute),
-            ),
-            (
-                "exclusive request handling",
-                s.write_requests,
-                p.write_requests,
-                g.map(|g| g.write_requests),
-            ),
-            (
-                "page writes (merge)",
-                s.page_writes,
-                p.page_writes,
-                g.map(|g| g.page_writes),
-            ),
-            ("display", s.display, p.display, g.map(|g| g.display)),
-        ] {
-            match dev {
-                Some(d) => println!("{name:<30} {sec:>8.3} {pc:>6.1}%  {d:>9.4}"),
+        let names = [
+            "page read request pass",
+            "request uniquify",
+            "non-exclusive request handling",
+            "compute (write request pass)",
+            "exclusive request handling",
+            "page writes (merge)",
+            "display",
+        ];
+        let (secs, pcs) = (in_order(s), in_order(p));
+        let devs = g.as_ref().map(in_order);
+        for (i, name) in names.iter().enumerate() {
+            let (sec, pc) = (secs[i], pcs[i]);
+            match devs {
+                Some(d) => println!("{name:<30} {sec:>8.3} {pc:>6.1}%  {:>9.4}", d[i]),
                 None => println!("{name:<30} {sec:>8.3} {pc:>6.1}%"),
             }
         }
         println!("field_checksum={}", self.field_checksum);
     }
+}
+
+/// The stages in Table 3's order.
+fn in_order(s: &StageTimes) -> [f64; 7] {
+    [
+        s.request_pass,
+        s.uniquify,
+        s.read_requests,
+        s.compute,
+        s.write_requests,
+        s.page_writes,
+        s.display,
+    ]
 }
 
 /// Writes RGBA8 rows stored from the lower left as a PNG (whose rows run from the top).

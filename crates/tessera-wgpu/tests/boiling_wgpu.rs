@@ -4,33 +4,26 @@
 //! Without an adapter these tests print that they skipped and pass, unless
 //! `TESSERA_REQUIRE_VULKAN=1`, where a missing adapter fails them.
 
+mod common;
+
 use tessera_core::DeviceId;
 use tessera_runtime::{Device, Partition, Procedure, System, SystemConfig};
-use tessera_wgpu::{AdapterChoice, WgpuDevice, WgpuError};
+use tessera_wgpu::{AdapterChoice, WgpuDevice};
 use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::sim::PagedBoiling;
-
-fn require_vulkan() -> bool {
-    std::env::var("TESSERA_REQUIRE_VULKAN").is_ok_and(|v| v == "1")
-}
 
 /// `n` wgpu devices, or `None` (after saying so) where no adapter exists and none is required.
 fn wgpu_devices(n: usize) -> Option<Vec<Box<dyn Device>>> {
     let mut out: Vec<Box<dyn Device>> = Vec::new();
     for i in 0..n {
-        match WgpuDevice::new(DeviceId(i as u8), &AdapterChoice::Default) {
-            Ok(d) => {
-                if i == 0 {
-                    eprintln!("wgpu adapter: {}", d.describe());
-                }
-                out.push(Box::new(d));
-            }
-            Err(e @ WgpuError::NoAdapter(_)) if !require_vulkan() => {
-                eprintln!("SKIPPED: {e} (set TESSERA_REQUIRE_VULKAN=1 to fail instead)");
-                return None;
-            }
-            Err(e) => panic!("cannot open wgpu device {i}: {e}"),
+        let d = common::opened(
+            WgpuDevice::new(DeviceId(i as u8), &AdapterChoice::Default),
+            "a wgpu device",
+        )?;
+        if i == 0 {
+            eprintln!("wgpu adapter: {}", d.describe());
         }
+        out.push(Box::new(d));
     }
     Some(out)
 }

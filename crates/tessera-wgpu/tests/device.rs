@@ -5,6 +5,8 @@
 //! Without an adapter these tests print that they skipped and pass, unless
 //! `TESSERA_REQUIRE_VULKAN=1`, where a missing adapter fails them.
 
+mod common;
+
 use std::sync::Arc;
 
 use tessera_core::{
@@ -15,19 +17,13 @@ use tessera_runtime::cpu::CpuDevice;
 use tessera_runtime::{
     Bound, Device, Domain, Fault, Invocation, Kernel, Launch, Mode, RuntimeError, WgslKernel,
 };
-use tessera_wgpu::{AdapterChoice, WgpuDevice, WgpuError, MAX_MEMORIES};
+use tessera_wgpu::{AdapterChoice, WgpuDevice, MAX_MEMORIES};
 
 fn gpu() -> Option<WgpuDevice> {
-    match WgpuDevice::new(DeviceId(0), &AdapterChoice::Default) {
-        Ok(d) => Some(d),
-        Err(e @ WgpuError::NoAdapter(_))
-            if std::env::var("TESSERA_REQUIRE_VULKAN").as_deref() != Ok("1") =>
-        {
-            eprintln!("SKIPPED: {e} (set TESSERA_REQUIRE_VULKAN=1 to fail instead)");
-            None
-        }
-        Err(e) => panic!("cannot open a wgpu device: {e}"),
-    }
+    common::opened(
+        WgpuDevice::new(DeviceId(0), &AdapterChoice::Default),
+        "a wgpu device",
+    )
 }
 
 /// Stores first, then loads: a fault after the store must drop it. Reads `src` at (x, y) and

@@ -5,6 +5,8 @@
 //! Without an adapter these tests print that they skipped and pass, unless
 //! `TESSERA_REQUIRE_VULKAN=1`, where a missing adapter fails them.
 
+mod common;
+
 use tessera_core::{DeviceId, ObjectId, TexelFormat};
 use tessera_runtime::{Device, WgslKernel};
 use tessera_runtime::{Fault, Invocation, Kernel, Partition, Procedure, System, SystemConfig};
@@ -15,16 +17,10 @@ use tessera_workloads::boiling::sim::PagedBoiling;
 use tessera_workloads::boiling::{frame_kernels, Ctx, Textures};
 
 fn open(objects: &[(ObjectId, u32, u32, TexelFormat)]) -> Option<UnpagedGpu> {
-    match UnpagedGpu::new(&AdapterChoice::Default, objects) {
-        Ok(g) => Some(g),
-        Err(e @ WgpuError::NoAdapter(_))
-            if std::env::var("TESSERA_REQUIRE_VULKAN").as_deref() != Ok("1") =>
-        {
-            eprintln!("SKIPPED: {e} (set TESSERA_REQUIRE_VULKAN=1 to fail instead)");
-            None
-        }
-        Err(e) => panic!("cannot open an unpaged wgpu device: {e}"),
-    }
+    common::opened(
+        UnpagedGpu::new(&AdapterChoice::Default, objects),
+        "an unpaged wgpu device",
+    )
 }
 
 fn f32_bits(bytes: &[u8]) -> Vec<u32> {
