@@ -555,10 +555,10 @@ fn word(var: usize) -> Result<u32, RuntimeError> {
 
 /// One load: the value reaches `out` only when the invocation completes, so a faulting
 /// attempt that is relaunched leaves no trace.
-struct LoadWord {
-    id: ObjectId,
-    word: u32,
-    out: Arc<AtomicU32>,
+pub struct LoadWord {
+    pub id: ObjectId,
+    pub word: u32,
+    pub out: Arc<AtomicU32>,
 }
 
 impl Kernel for LoadWord {
@@ -572,10 +572,11 @@ impl Kernel for LoadWord {
     }
 }
 
-struct StoreWord {
-    id: ObjectId,
-    word: u32,
-    value: u32,
+/// One store of `value` to word `word` of buffer `id`.
+pub struct StoreWord {
+    pub id: ObjectId,
+    pub word: u32,
+    pub value: u32,
 }
 
 impl Kernel for StoreWord {

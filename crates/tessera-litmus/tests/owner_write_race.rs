@@ -23,40 +23,10 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 
 use tessera_core::{ObjectDesc, ObjectId, ProtocolVariant};
+use tessera_litmus::run::{LoadWord, StoreWord};
 use tessera_runtime::{
-    Bound, Domain, Fault, Invocation, Kernel, Launch, Mode, PassSpec, Procedure, System,
-    SystemConfig,
+    Bound, Domain, Kernel, Launch, Mode, PassSpec, Procedure, System, SystemConfig,
 };
-
-struct LoadWord {
-    id: ObjectId,
-    out: Arc<AtomicU32>,
-}
-
-impl Kernel for LoadWord {
-    fn name(&self) -> &'static str {
-        "load_word"
-    }
-    fn invoke(&self, inv: &mut Invocation<'_>, _x: u32, _y: u32) -> Result<(), Fault> {
-        let v = inv.load_u32(self.id, 0)?;
-        self.out.store(v, Ordering::Relaxed);
-        Ok(())
-    }
-}
-
-struct StoreWord {
-    id: ObjectId,
-    value: u32,
-}
-
-impl Kernel for StoreWord {
-    fn name(&self) -> &'static str {
-        "store_word"
-    }
-    fn invoke(&self, inv: &mut Invocation<'_>, _x: u32, _y: u32) -> Result<(), Fault> {
-        inv.store_u32(self.id, 0, self.value)
-    }
-}
 
 fn spec(kernel: Arc<dyn Kernel>, bindings: &Arc<Vec<Bound>>) -> PassSpec {
     PassSpec {
@@ -77,6 +47,7 @@ fn read(sys: &System, d: usize, id: ObjectId, b: &Arc<Vec<Bound>>) -> u32 {
     let s = spec(
         Arc::new(LoadWord {
             id,
+            word: 0,
             out: out.clone(),
         }),
         b,
@@ -103,7 +74,14 @@ fn a_store_racing_a_downgrade_is_not_lost() {
         .unwrap();
     let b = Arc::new(vec![Bound::new(&e)]);
     // Device 0 takes the page exclusively.
-    let s0 = spec(Arc::new(StoreWord { id: e.id, value: 0 }), &b);
+    let s0 = spec(
+        Arc::new(StoreWord {
+            id: e.id,
+            word: 0,
+            value: 0,
+        }),
+        &b,
+    );
     sys.on_device(0, move |c| c.run_pass(&s0, Procedure::Relaunch))
         .unwrap()
         .wait()
@@ -113,7 +91,14 @@ fn a_store_racing_a_downgrade_is_not_lost() {
     let (hold_tx, hold_rx) = mpsc::channel::<()>();
     let (go_tx, go_rx) = mpsc::channel::<()>();
     let (ready_tx, ready_rx) = mpsc::channel::<()>();
-    let store1 = spec(Arc::new(StoreWord { id: e.id, value: 1 }), &b);
+    let store1 = spec(
+        Arc::new(StoreWord {
+            id: e.id,
+            word: 0,
+            value: 1,
+        }),
+        &b,
+    );
     let pages = e.pages().end;
     let d0 = sys
         .on_device(0, move |c| {
@@ -145,6 +130,7 @@ fn a_store_racing_a_downgrade_is_not_lost() {
     let s1 = spec(
         Arc::new(LoadWord {
             id: e.id,
+            word: 0,
             out: out.clone(),
         }),
         &b,
