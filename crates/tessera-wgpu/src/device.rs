@@ -279,35 +279,7 @@ impl WgpuDevice {
 
     /// Copies `ranges` (buffer, offset, bytes) into one staging buffer and reads them back.
     fn read_back(&self, ranges: &[(&wgpu::Buffer, u64, u64)]) -> Result<Vec<Vec<u8>>> {
-        let total: u64 = ranges.iter().map(|r| r.2).sum();
-        if total == 0 {
-            return Ok(ranges.iter().map(|_| Vec::new()).collect());
-        }
-        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("staging"),
-            size: total,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut enc = self
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-        let mut at = 0;
-        for &(buf, off, len) in ranges {
-            if len > 0 {
-                enc.copy_buffer_to_buffer(buf, off, &staging, at, len);
-            }
-            at += len;
-        }
-        self.queue.submit([enc.finish()]);
-        let bytes = self.map_read(&staging)?;
-        let mut out = Vec::with_capacity(ranges.len());
-        let mut at = 0usize;
-        for r in ranges {
-            out.push(bytes[at..at + r.2 as usize].to_vec());
-            at += r.2 as usize;
-        }
-        Ok(out)
+        gpu::read_back(&self.device, &self.queue, &self.health, ranges).map_err(|e| self.err(e))
     }
 
     fn slot_range(&self, at: SlotAddr) -> Result<(u64, u64)> {
@@ -388,27 +360,14 @@ impl Device for WgpuDevice {
             }));
         }
         let bytes = slot_bytes * capacity as u64;
-        let max = self
-            .limits
-            .max_storage_buffer_binding_size
-            .min(self.limits.max_buffer_size);
-        if bytes > max {
-            return Err(self.err(WgpuError::OutOfMemory(format!(
-                "physical memory of {bytes} bytes; this adapter binds at most {max} bytes per buffer (lower the memory size)"
-            ))));
-        }
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("physical memory"),
-            size: bytes.max(16),
-            usage: wgpu::BufferUsages::STORAGE
-                | wgpu::BufferUsages::COPY_DST
-                | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        });
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(self.err(WgpuError::OutOfMemory(e.to_string())));
-        }
+        let buffer = gpu::buffer(
+            &self.device,
+            "physical memory",
+            bytes,
+            scratch::STORAGE,
+            gpu::max_storage_bytes(&self.limits),
+        )
+        .map_err(|e| self.err(e))?;
         self.memories.push(Memory {
             buffer,
             slot_words: slot_bytes / 4,
@@ -567,7 +526,7 @@ impl Device for WgpuDevice {
         let mut work = Work {
             label: name,
             pipeline,
-            entry_group: dispatch,
+            dispatch,
             invocations: n,
             pages: l.pages,
             bit_words,
@@ -594,7 +553,7 @@ impl Device for WgpuDevice {
         let pipeline = self.pipeline("tessera merge", include_str!("merge.wgsl"), "merge")?;
         let pages = self.table.len() as u64;
         let bit_words = pages.div_ceil(32).max(1);
-        let max = self.limits.max_storage_buffer_binding_size;
+        let max = gpu::max_storage_bytes(&self.limits);
         self.scratch
             .leftover
             .ensure(&self.device, count * 16, max)
@@ -673,7 +632,7 @@ const HEAD_BYTES: u64 = HEAD_LIST + SPECULATIVE * 8;
 struct Work<'a> {
     label: &'static str,
     pipeline: wgpu::ComputePipeline,
-    entry_group: (u32, u32),
+    dispatch: (u32, u32),
     invocations: u64,
     pages: u64,
     bit_words: u64,
@@ -737,7 +696,7 @@ impl Scratch {
 impl WgpuDevice {
     /// Grows the per-launch lists; `Err` names the list that does not fit one binding.
     fn ensure_lists(&mut self, list_bytes: u64, n: u64, bit_words: u64, pages: u64) -> Result<()> {
-        let max = self.limits.max_storage_buffer_binding_size;
+        let max = gpu::max_storage_bytes(&self.limits);
         let s = &mut self.scratch;
         let d = &self.device;
         let r = s
@@ -759,7 +718,7 @@ impl WgpuDevice {
         let n = w.invocations;
         let max_temp = n * per_invocation;
         self.ensure_lists(w.list.len() as u64 * 4, n, w.bit_words, w.pages)?;
-        let max = self.limits.max_storage_buffer_binding_size;
+        let max = gpu::max_storage_bytes(&self.limits);
         let old = self
             .scratch
             .temp
@@ -801,7 +760,7 @@ impl WgpuDevice {
             });
             pass.set_pipeline(&w.pipeline);
             pass.set_bind_group(0, &group, &[]);
-            pass.dispatch_workgroups(w.entry_group.0, w.entry_group.1, 1);
+            pass.dispatch_workgroups(w.dispatch.0, w.dispatch.1, 1);
         }
         let head = self.finish(enc, &compact_group, compact_dispatch, n, w.pages)?;
         let st = head.status;

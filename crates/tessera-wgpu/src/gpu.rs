@@ -166,3 +166,75 @@ pub(crate) fn open(
         health,
     })
 }
+
+/// The most bytes one storage buffer can hold and still be bound whole on this adapter.
+pub(crate) fn max_storage_bytes(limits: &wgpu::Limits) -> u64 {
+    limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size)
+}
+
+/// A buffer of `bytes` (at least 16) inside an out-of-memory error scope: one larger than
+/// `max` or one the device cannot allocate is [`WgpuError::OutOfMemory`] naming `what`.
+pub(crate) fn buffer(
+    device: &wgpu::Device,
+    what: &str,
+    bytes: u64,
+    usage: wgpu::BufferUsages,
+    max: u64,
+) -> Result<wgpu::Buffer, WgpuError> {
+    if bytes > max {
+        return Err(WgpuError::OutOfMemory(format!(
+            "{what} of {bytes} bytes; one storage binding of this adapter holds at most {max}"
+        )));
+    }
+    let scope = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+    let buf = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(what),
+        size: bytes.max(16).next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT),
+        usage,
+        mapped_at_creation: false,
+    });
+    match pollster::block_on(scope.pop()) {
+        Some(e) => Err(WgpuError::OutOfMemory(format!(
+            "{what} of {bytes} bytes: {e}"
+        ))),
+        None => Ok(buf),
+    }
+}
+
+/// Copies `ranges` (buffer, offset, bytes) into one staging buffer and reads them back.
+pub(crate) fn read_back(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    health: &Health,
+    ranges: &[(&wgpu::Buffer, u64, u64)],
+) -> Result<Vec<Vec<u8>>, WgpuError> {
+    let total: u64 = ranges.iter().map(|r| r.2).sum();
+    if total == 0 {
+        return Ok(ranges.iter().map(|_| Vec::new()).collect());
+    }
+    let staging = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("staging"),
+        size: total,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+    let mut at = 0;
+    for &(buf, off, len) in ranges {
+        if len > 0 {
+            enc.copy_buffer_to_buffer(buf, off, &staging, at, len);
+        }
+        at += len;
+    }
+    queue.submit([enc.finish()]);
+    let bytes = health.map_read(device, &staging)?;
+    let mut out = Vec::with_capacity(ranges.len());
+    let mut at = 0usize;
+    for r in ranges {
+        out.push(bytes[at..at + r.2 as usize].to_vec());
+        at += r.2 as usize;
+    }
+    Ok(out)
+}

@@ -3,6 +3,7 @@
 //! every launch go through one staging buffer that stays allocated.
 
 use crate::error::WgpuError;
+use crate::gpu;
 
 /// A buffer that grows (to a power of two) and never shrinks.
 pub(crate) struct Grow {
@@ -33,21 +34,9 @@ impl Grow {
         if bytes <= self.bytes {
             return Ok(None);
         }
-        if bytes > max {
-            return Err(WgpuError::OutOfMemory(format!(
-                "{} needs {bytes} bytes; one storage binding of this adapter holds {max}",
-                self.label
-            )));
-        }
-        let size = bytes.next_power_of_two().min(max).max(16);
-        let scope = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let buf = create(device, self.label, size, self.usage);
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(WgpuError::OutOfMemory(format!(
-                "{} of {size} bytes: {e}",
-                self.label
-            )));
-        }
+        // Beyond `max` the size stays `bytes`, which `gpu::buffer` refuses with a clear error.
+        let size = bytes.next_power_of_two().min(max).max(bytes);
+        let buf = gpu::buffer(device, self.label, size, self.usage, max)?;
         self.bytes = size;
         Ok(Some(std::mem::replace(&mut self.buf, buf)))
     }

@@ -117,27 +117,15 @@ impl UnpagedGpu {
             health,
         } = gpu::open(choice, "tessera unpaged", 1, wgpu::Features::empty())?;
 
-        let bytes = (words * 4).max(16);
-        let max = limits
-            .max_storage_buffer_binding_size
-            .min(limits.max_buffer_size);
-        if bytes > max {
-            return Err(WgpuError::OutOfMemory(format!(
-                "objects of {bytes} bytes; this adapter binds at most {max} bytes per buffer"
-            )));
-        }
-        let scope = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let words_buf = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("unpaged objects"),
-            size: bytes,
-            usage: wgpu::BufferUsages::STORAGE
+        let words_buf = gpu::buffer(
+            &device,
+            "unpaged objects",
+            words * 4,
+            wgpu::BufferUsages::STORAGE
                 | wgpu::BufferUsages::COPY_DST
                 | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        });
-        if let Some(e) = pollster::block_on(scope.pop()) {
-            return Err(WgpuError::OutOfMemory(e.to_string()));
-        }
+            gpu::max_storage_bytes(&limits),
+        )?;
 
         // The object table, indexed by id; an id with no object keeps width 0.
         let mut table = [0u32; 4 * UNPAGED_MAX_OBJECTS];
@@ -275,22 +263,13 @@ impl UnpagedGpu {
         self.health.check()?;
         let p = self.placement(id)?;
         self.flush();
-        let len = p.bytes();
-        if len == 0 {
-            return Ok(Vec::new());
-        }
-        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("unpaged read-back"),
-            size: len,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut enc = self
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-        enc.copy_buffer_to_buffer(&self.words, p.base * 4, &staging, 0, len);
-        self.queue.submit([enc.finish()]);
-        self.health.map_read(&self.device, &staging)
+        let mut out = gpu::read_back(
+            &self.device,
+            &self.queue,
+            &self.health,
+            &[(&self.words, p.base * 4, p.bytes())],
+        )?;
+        Ok(out.pop().unwrap_or_default())
     }
 
     /// The compute pipeline of a kernel, built once per kernel name.
