@@ -49,25 +49,6 @@ pub fn adapters() -> Vec<wgpu::AdapterInfo> {
         .collect()
 }
 
-pub(crate) fn request_adapter(
-    instance: &wgpu::Instance,
-    choice: &AdapterChoice,
-) -> Result<wgpu::Adapter, WgpuError> {
-    match choice {
-        AdapterChoice::Default => {
-            pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions::default()))
-                .map_err(|e| WgpuError::NoAdapter(e.to_string()))
-        }
-        AdapterChoice::Named(name) => {
-            let want = name.to_lowercase();
-            pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
-                .into_iter()
-                .find(|a| a.get_info().name.to_lowercase().contains(&want))
-                .ok_or_else(|| WgpuError::NoAdapter(format!("none is named like {name:?}")))
-        }
-    }
-}
-
 struct Memory {
     buffer: wgpu::Buffer,
     slot_words: u64,

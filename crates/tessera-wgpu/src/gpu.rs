@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
 use crate::error::WgpuError;
+use crate::AdapterChoice;
 
 /// What wgpu reports outside any call: the first uncaptured error and why the device was lost.
 pub(crate) struct Health {
@@ -113,6 +114,25 @@ pub(crate) fn compile(
     }
 }
 
+fn request_adapter(
+    instance: &wgpu::Instance,
+    choice: &AdapterChoice,
+) -> Result<wgpu::Adapter, WgpuError> {
+    match choice {
+        AdapterChoice::Default => {
+            pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions::default()))
+                .map_err(|e| WgpuError::NoAdapter(e.to_string()))
+        }
+        AdapterChoice::Named(name) => {
+            let want = name.to_lowercase();
+            pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
+                .into_iter()
+                .find(|a| a.get_info().name.to_lowercase().contains(&want))
+                .ok_or_else(|| WgpuError::NoAdapter(format!("none is named like {name:?}")))
+        }
+    }
+}
+
 /// A wgpu device of its own, on the chosen adapter, with the adapter's own limits (the
 /// defaults cap storage buffers per stage at 8 and a storage binding at 128 MiB, below what
 /// the preludes bind and what memories need).
@@ -127,13 +147,13 @@ pub(crate) struct Opened {
 /// Opens a device needing `storage_buffers` storage bindings per stage, with those of
 /// `features` the adapter has.
 pub(crate) fn open(
-    choice: &crate::AdapterChoice,
+    choice: &AdapterChoice,
     label: &str,
     storage_buffers: u32,
     features: wgpu::Features,
 ) -> Result<Opened, WgpuError> {
     let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
-    let adapter = crate::device::request_adapter(&instance, choice)?;
+    let adapter = request_adapter(&instance, choice)?;
     let info = adapter.get_info();
     let limits = adapter.limits();
     if limits.max_storage_buffers_per_shader_stage < storage_buffers {

@@ -162,7 +162,6 @@ fn binding_of(id: u32) -> u32 {
 }
 
 // Global page (x) and word offset in the page's slot (y) of texel (x, y) of binding bi.
-// Fields are read one by one: copying the whole BindInfo costs a load per field.
 fn locate(bi: u32, x: u32, y: u32) -> vec2<u32> {
     let shift = launch.binds[bi].shift;
     let mask = (1u << shift) - 1u;
