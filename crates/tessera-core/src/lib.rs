@@ -12,7 +12,6 @@ pub mod model;
 pub mod page_table;
 pub mod physical;
 pub mod protocol;
-pub mod requests;
 pub mod topology;
 
 pub use address::{AddressSpace, ObjectEntry};
@@ -24,7 +23,6 @@ pub use physical::{DeviceMemory, PhysicalMemory, SlotAddr};
 pub use protocol::{
     Access, Action, Message, PageRequest, Protocol, ProtocolVariant, RequestBatch, RequestId,
 };
-pub use requests::RequestBits;
 
 use std::fmt;
 

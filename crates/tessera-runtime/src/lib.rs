@@ -16,9 +16,12 @@ pub mod system;
 pub mod worker;
 
 pub use backend::{Device, Domain, GpuLaunchTime, Launch, LaunchOutcome, MergeOutcome};
+pub use cpu::{run_span_with, Invocation, Plain, PlainInput, PlainOutput, RequestBits};
 pub use driver::{DeviceContext, PassSpec, PassStats, Procedure, StageTimes};
 pub use error::{Result, RuntimeError};
-pub use kernel::{Bound, Fault, Invocation, Kernel, Mode, WgslKernel};
+pub use kernel::{
+    Bound, Fault, Footprint, Kernel, Mode, TempStore, TexelAccess, WgslKernel, MAX_BINDINGS,
+};
 pub use manager::ManagerHandle;
 pub use partition::Partition;
 pub use stats::{DeviceMemoryUse, DeviceTraffic, LinkCounters};

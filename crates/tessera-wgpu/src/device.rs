@@ -531,7 +531,8 @@ impl Device for WgpuDevice {
         if count == 0 {
             return Ok(MergeOutcome::default());
         }
-        let pipeline = self.pipeline("tessera merge", include_str!("merge.wgsl"), "merge")?;
+        let pipeline =
+            self.pipeline("tessera merge", include_str!("shader/merge.wgsl"), "merge")?;
         let pages = self.table.len() as u64;
         let bit_words = pages.div_ceil(32).max(1);
         let max = gpu::max_storage_bytes(&self.limits);

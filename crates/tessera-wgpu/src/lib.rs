@@ -43,8 +43,8 @@ pub use error::WgpuError;
 pub use unpaged::{UnpagedGpu, UNPAGED_MAX_OBJECTS};
 
 /// The prelude every kernel body is compiled after.
-pub const PRELUDE: &str = include_str!("prelude.wgsl");
+pub const PRELUDE: &str = include_str!("shader/invocation.wgsl");
 /// The request compaction kernel.
-pub const COMPACT: &str = include_str!("compact.wgsl");
+pub const COMPACT: &str = include_str!("shader/compact.wgsl");
 /// The prelude of [`UnpagedGpu`]: the same kernel bodies on plain arrays, with no paging.
-pub const UNPAGED_PRELUDE: &str = include_str!("unpaged.wgsl");
+pub const UNPAGED_PRELUDE: &str = include_str!("shader/unpaged.wgsl");

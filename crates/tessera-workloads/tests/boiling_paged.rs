@@ -69,7 +69,7 @@ fn unpaged_kernels_equal_reference() {
         r.step();
         u.frame();
     }
-    assert_eq!(bits(u.field()), bits(&r.field));
+    assert_eq!(bits(&u.field()), bits(&r.field));
 }
 
 /// The full matrix of the issue: devices 1–4, page sizes 1–512, every partition and both

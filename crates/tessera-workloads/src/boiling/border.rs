@@ -16,6 +16,9 @@ impl BoilingPass for Border {
     fn output(&self) -> ObjectId {
         self.0.tex.border
     }
+    fn reads(&self) -> Vec<(ObjectId, u32)> {
+        vec![(self.0.tex.field, 0)]
+    }
     #[inline]
     fn texel<A: TexelAccess>(&self, a: &mut A, x: u32, y: u32) -> Result<(), Fault> {
         let c = &self.0;

@@ -17,6 +17,9 @@ impl BoilingPass for LatentHeat {
     fn output(&self) -> ObjectId {
         self.0.tex.field
     }
+    fn reads(&self) -> Vec<(ObjectId, u32)> {
+        vec![(self.0.tex.border, 1), (self.0.tex.buoyancy, 1)]
+    }
     #[inline]
     fn texel<A: TexelAccess>(&self, a: &mut A, x: u32, y: u32) -> Result<(), Fault> {
         let c = &self.0;

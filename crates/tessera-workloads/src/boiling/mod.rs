@@ -134,8 +134,11 @@ pub trait BoilingPass: Send + Sync + 'static {
     /// The WGSL twin (`<NAME>.wgsl`, after the shared `math.wgsl`), for GPU backends.
     const WGSL: &'static str;
     fn ctx(&self) -> &Ctx;
-    /// The texture it writes.
+    /// The texture it writes, at the invocation's own texel.
     fn output(&self) -> ObjectId;
+    /// The textures it reads, each with how far from the invocation's texel it reads
+    /// (coordinates clamped to the field): the pass's footprint.
+    fn reads(&self) -> Vec<(ObjectId, u32)>;
     fn texel<A: TexelAccess>(
         &self,
         a: &mut A,
@@ -166,6 +169,25 @@ impl<P: BoilingPass> tessera_runtime::Kernel for Paged<P> {
     ) -> Result<(), tessera_runtime::Fault> {
         self.0.texel(inv, x, y)
     }
+    fn footprint(&self) -> Option<tessera_runtime::Footprint> {
+        Some(tessera_runtime::Footprint {
+            reads: self.0.reads(),
+            write: self.0.output(),
+        })
+    }
+    fn run_plain(
+        &self,
+        plain: &mut tessera_runtime::Plain<'_>,
+        xs: std::ops::Range<u32>,
+        ys: std::ops::Range<u32>,
+    ) -> Result<(), tessera_runtime::Fault> {
+        for y in ys {
+            for x in xs.clone() {
+                self.0.texel(plain, x, y)?;
+            }
+        }
+        Ok(())
+    }
     fn run_span(
         &self,
         inv: &mut tessera_runtime::Invocation<'_>,
@@ -173,8 +195,6 @@ impl<P: BoilingPass> tessera_runtime::Kernel for Paged<P> {
         xs: std::ops::Range<u32>,
         incomplete: &mut Vec<(u32, u32)>,
     ) -> Result<(), tessera_runtime::RuntimeError> {
-        tessera_runtime::kernel::run_span_with(inv, y, xs, incomplete, |inv, x, y| {
-            self.0.texel(inv, x, y)
-        })
+        tessera_runtime::run_span_with(inv, y, xs, incomplete, |inv, x, y| self.0.texel(inv, x, y))
     }
 }

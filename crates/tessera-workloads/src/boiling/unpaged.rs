@@ -3,7 +3,7 @@
 //! compares against, so the ratio measures paging and nothing else.
 
 use rayon::prelude::*;
-use tessera_core::ObjectId;
+use tessera_core::{ObjectId, TexelFormat};
 
 use super::border::Border;
 use super::buoyancy::Buoyancy;
@@ -12,15 +12,15 @@ use super::display::Display;
 use super::latent_heat::LatentHeat;
 use super::math::{initial_value, BoilingParams};
 use super::{BoilingPass, Ctx, Textures};
-use crate::access::Plain;
+use crate::access::{Plain, PlainInput, PlainOutput};
 
 const ROWS_PER_TASK: usize = 4;
 
 pub struct UnpagedBoiling {
     pub ctx: Ctx,
-    /// Field, border, diffusion, buoyancy, indexed like `Textures` ids 0..4.
-    fields: [Vec<f32>; 4],
-    pub display: Vec<[u8; 4]>,
+    /// Every texture as 32-bit words, indexed like `Textures` ids 0..5: the four fields
+    /// (R32Float bits), then the display image (Rgba8Unorm, little-endian).
+    objects: [Vec<u32>; 5],
     pool: rayon::ThreadPool,
 }
 
@@ -38,7 +38,7 @@ impl UnpagedBoiling {
         let n = width as usize * height as usize;
         let field = (0..height)
             .flat_map(|y| (0..width).map(move |x| (x, y)))
-            .map(|(x, y)| initial_value(&params, x, y, width, height))
+            .map(|(x, y)| initial_value(&params, x, y, width, height).to_bits())
             .collect();
         Ok(UnpagedBoiling {
             ctx: Ctx {
@@ -47,67 +47,69 @@ impl UnpagedBoiling {
                 height,
                 params,
             },
-            fields: [field, vec![0.0; n], vec![0.0; n], vec![0.0; n]],
-            display: vec![[0; 4]; n],
+            objects: [field, vec![0; n], vec![0; n], vec![0; n], vec![0; n]],
             pool,
         })
     }
 
-    pub fn field(&self) -> &[f32] {
-        &self.fields[0]
+    /// The frame input field.
+    pub fn field(&self) -> Vec<f32> {
+        self.objects[0].iter().map(|&w| f32::from_bits(w)).collect()
+    }
+
+    /// The display image.
+    pub fn display(&self) -> Vec<[u8; 4]> {
+        self.objects[4].iter().map(|w| w.to_le_bytes()).collect()
     }
 
     fn run<P: BoilingPass>(&mut self, pass: P) {
-        let w = self.ctx.width as usize;
+        let (w, h) = (self.ctx.width, self.ctx.height);
         let out = pass.output().0 as usize;
-        let mut target = if out < 4 {
-            std::mem::take(&mut self.fields[out])
+        let format = if out == 4 {
+            TexelFormat::Rgba8Unorm
         } else {
-            Vec::new()
+            TexelFormat::R32Float
         };
-        let mut display = std::mem::take(&mut self.display);
-        let inputs: Vec<(ObjectId, &[f32])> = (0..4)
+        let mut target = std::mem::take(&mut self.objects[out]);
+        let inputs: Vec<PlainInput<'_>> = (0..5)
             .filter(|&i| i != out)
-            .map(|i| (ObjectId(i as u32), &self.fields[i][..]))
+            .map(|i| PlainInput {
+                id: ObjectId(i as u32),
+                x0: 0,
+                y0: 0,
+                w,
+                h,
+                data: &self.objects[i],
+            })
             .collect();
-        let chunk = w * ROWS_PER_TASK;
+        let chunk = w as usize * ROWS_PER_TASK;
         self.pool.install(|| {
-            let run_band = |band: usize, out_f32: &mut [f32], out_rgba8: &mut [[u8; 4]]| {
-                let y0 = band * ROWS_PER_TASK;
-                let rows = (out_f32.len().max(out_rgba8.len())) / w;
+            target.par_chunks_mut(chunk).enumerate().for_each(|(b, o)| {
+                let y0 = (b * ROWS_PER_TASK) as u32;
+                let rows = (o.len() / w as usize) as u32;
                 let mut a = Plain {
-                    width: w as u32,
                     inputs: &inputs,
-                    output: pass.output(),
-                    y0: y0 as u32,
-                    out_f32,
-                    out_rgba8,
+                    output: PlainOutput {
+                        id: pass.output(),
+                        format,
+                        x0: 0,
+                        y0,
+                        w,
+                        h: rows,
+                        data: o,
+                        written: None,
+                    },
                 };
                 for y in y0..y0 + rows {
                     for x in 0..w {
                         // Plain access cannot miss on in-range texels; the kernels stay in range.
-                        let _ = pass.texel(&mut a, x as u32, y as u32);
+                        let _ = pass.texel(&mut a, x, y);
                     }
                 }
-            };
-            if out < 4 {
-                target
-                    .par_chunks_mut(chunk)
-                    .enumerate()
-                    .for_each(|(b, o)| run_band(b, o, &mut []));
-            } else {
-                display
-                    .par_chunks_mut(chunk)
-                    .enumerate()
-                    .for_each(|(b, o)| run_band(b, &mut [], o));
-            }
+            });
         });
-        self.display = display;
-        if out < 4 {
-            self.fields[out] = target;
-        }
+        self.objects[out] = target;
     }
-
     /// One frame, the same five passes as the paged run.
     pub fn frame(&mut self) {
         let c = self.ctx;

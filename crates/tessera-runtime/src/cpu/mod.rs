@@ -12,11 +12,22 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rayon::prelude::*;
-use tessera_core::{DeviceId, GlobalPage, PageDescriptor, PageTable, RequestBits, SlotAddr};
+use tessera_core::{DeviceId, GlobalPage, PageDescriptor, PageTable, SlotAddr};
+
+mod compact;
+mod invocation;
+mod merge;
+mod unpaged;
+
+pub use compact::RequestBits;
+pub use invocation::{run_span_with, Invocation};
+pub use unpaged::{Plain, PlainInput, PlainOutput};
+
+use invocation::Rect;
 
 use crate::backend::{Device, Domain, Launch, LaunchOutcome, MergeOutcome};
 use crate::error::{Result, RuntimeError};
-use crate::kernel::{Invocation, TempStore};
+use crate::kernel::TempStore;
 
 pub struct CpuDevice {
     id: DeviceId,
@@ -83,6 +94,15 @@ struct Task<'a> {
     bits: &'a RequestBits,
     kernel: &'a dyn crate::kernel::Kernel,
     mode: crate::kernel::Mode,
+    footprint: Option<crate::kernel::Footprint>,
+}
+
+/// A worker thread's buffers for the tile path, kept from tile to tile.
+#[derive(Default)]
+struct TileBuffers {
+    inputs: Vec<Vec<u32>>,
+    out: Vec<u32>,
+    written: Vec<u8>,
 }
 
 impl Task<'_> {
@@ -111,10 +131,19 @@ impl Task<'_> {
         }
     }
 
-    /// Runs a tile, row by row, through the kernel's span loop.
-    fn run_tile(&self, xs: std::ops::Range<u32>, ys: std::ops::Range<u32>) -> TaskResult {
+    /// Runs a tile: over plain windows where the kernel has a footprint and its pages are
+    /// there, else row by row through the kernel's span loop.
+    fn run_tile(
+        &self,
+        xs: std::ops::Range<u32>,
+        ys: std::ops::Range<u32>,
+        bufs: &mut TileBuffers,
+    ) -> TaskResult {
         let mut inv = self.invocation();
         let mut incomplete = Vec::new();
+        if self.run_plain_tile(&mut inv, &xs, &ys, bufs) {
+            return Self::result(inv, incomplete, None);
+        }
         for y in ys {
             if let Err(e) = self
                 .kernel
@@ -124,6 +153,100 @@ impl Task<'_> {
             }
         }
         Self::result(inv, incomplete, None)
+    }
+
+    /// The tile path: translates each page of the footprint's rectangles once, runs the tile
+    /// over plain copies and commits its stores. `false` (nothing committed, nothing
+    /// recorded) sends the tile to the per-texel path.
+    fn run_plain_tile(
+        &self,
+        inv: &mut Invocation<'_>,
+        xs: &std::ops::Range<u32>,
+        ys: &std::ops::Range<u32>,
+        bufs: &mut TileBuffers,
+    ) -> bool {
+        let Some(fp) = &self.footprint else {
+            return false;
+        };
+        let Some(wi) = inv.binding_of(fp.write) else {
+            return false;
+        };
+        let Some((ow, oh, format)) = inv.plain_extent(wi) else {
+            return false;
+        };
+        let out = Rect {
+            x0: xs.start,
+            y0: ys.start,
+            x1: xs.end,
+            y1: ys.end,
+        };
+        if out.x1 > ow || out.y1 > oh || out.x0 >= out.x1 || out.y0 >= out.y1 {
+            return false;
+        }
+        bufs.inputs.resize_with(fp.reads.len(), Vec::new);
+        let mut rects = [out; crate::kernel::MAX_BINDINGS];
+        for (k, &(id, halo)) in fp.reads.iter().enumerate() {
+            let Some(bi) = inv.binding_of(id) else {
+                return false;
+            };
+            let Some((w, h, _)) = inv.plain_extent(bi) else {
+                return false;
+            };
+            let r = Rect {
+                x0: out.x0.saturating_sub(halo).min(w),
+                y0: out.y0.saturating_sub(halo).min(h),
+                x1: out.x1.saturating_add(halo).min(w),
+                y1: out.y1.saturating_add(halo).min(h),
+            };
+            if k >= rects.len() || !inv.copy_rect(bi, r, &mut bufs.inputs[k]) {
+                return false;
+            }
+            rects[k] = r;
+        }
+        if inv.mode() == crate::kernel::Mode::Direct && !inv.rect_writable(wi, out) {
+            return false;
+        }
+        let n = (out.w() * out.h()) as usize;
+        bufs.out.clear();
+        bufs.out.resize(n, 0);
+        bufs.written.clear();
+        bufs.written.resize(n, 0);
+        let inputs: Vec<PlainInput<'_>> = fp
+            .reads
+            .iter()
+            .zip(&rects)
+            .zip(&bufs.inputs)
+            .map(|((&(id, _), r), data)| PlainInput {
+                id,
+                x0: r.x0,
+                y0: r.y0,
+                w: r.w(),
+                h: r.h(),
+                data,
+            })
+            .collect();
+        let mut plain = Plain {
+            inputs: &inputs,
+            output: PlainOutput {
+                id: fp.write,
+                format,
+                x0: out.x0,
+                y0: out.y0,
+                w: out.w(),
+                h: out.h(),
+                data: &mut bufs.out,
+                written: Some(&mut bufs.written),
+            },
+        };
+        if self
+            .kernel
+            .run_plain(&mut plain, xs.clone(), ys.clone())
+            .is_err()
+        {
+            return false;
+        }
+        inv.commit_rect(wi, out, &bufs.out, &bufs.written);
+        true
     }
 
     /// Runs a list of invocations (a relaunch).
@@ -206,6 +329,9 @@ impl Device for CpuDevice {
             bits: &bits,
             kernel,
             mode: l.mode,
+            footprint: kernel
+                .footprint()
+                .filter(|f| f.reads.len() <= crate::kernel::MAX_BINDINGS),
         };
         let results: Vec<TaskResult> = self.pool.install(|| match &l.domain {
             Domain::Rect { x0, y0, x1, y1 } => {
@@ -219,9 +345,9 @@ impl Device for CpuDevice {
                     .collect();
                 tiles
                     .into_par_iter()
-                    .map(|(tx, ty)| {
+                    .map_init(TileBuffers::default, |bufs, (tx, ty)| {
                         let (xe, ye) = ((tx + TILE_W).min(x1), (ty + TILE_H).min(y1));
-                        task.run_tile(tx..xe, ty..ye)
+                        task.run_tile(tx..xe, ty..ye, bufs)
                     })
                     .collect()
             }
@@ -257,36 +383,10 @@ impl Device for CpuDevice {
 
     fn merge(&mut self) -> Result<MergeOutcome> {
         let temp = std::mem::take(&mut self.temp);
-        let (table, memories, slot_words) = (&self.table, &self.memories, &self.slot_words);
-        let parts: Vec<(u64, Vec<TempStore>)> = self.pool.install(|| {
-            temp.par_chunks(4096)
-                .map(|chunk| {
-                    let (mut written, mut kept) = (0, Vec::new());
-                    for s in chunk {
-                        let d = table.get(s.page).unwrap_or_default();
-                        match d.slot_addr() {
-                            Some(at) if d.is_writable() => {
-                                let base =
-                                    at.slot as usize * slot_words[at.memory as usize] as usize;
-                                memories[at.memory as usize][base + s.word as usize]
-                                    .store(s.value, Ordering::Relaxed);
-                                written += 1;
-                            }
-                            _ => kept.push(*s),
-                        }
-                    }
-                    (written, kept)
-                })
-                .collect()
-        });
-        let mut out = MergeOutcome::default();
-        for (w, kept) in parts {
-            out.written += w;
-            out.missing.extend(kept.iter().map(|s| s.page));
-            self.temp.extend(kept);
-        }
-        out.missing.sort_unstable();
-        out.missing.dedup();
+        let (out, kept) = self
+            .pool
+            .install(|| merge::merge(&self.table, &self.memories, &self.slot_words, &temp));
+        self.temp = kept;
         Ok(out)
     }
 

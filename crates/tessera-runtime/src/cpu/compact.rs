@@ -1,4 +1,5 @@
-//! Per-launch request bit fields (the patent's request bit field) and their uniquify.
+//! Per-launch request bit fields (the patent's request bit field) and their compaction into a
+//! request list: the CPU twin of `shader/compact.wgsl` in tessera-wgpu.
 //!
 //! A kernel invocation that misses sets one bit per global page it needs, in a read field or a
 //! write field. Thousands of invocations touching one page set the same bit, so the redundancy
@@ -8,8 +9,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::protocol::{Access, PageRequest};
-use crate::GlobalPage;
+use tessera_core::{Access, GlobalPage, PageRequest};
 
 /// The read and write request bits of one launch, one bit per global page each. Bits are set
 /// with atomic ORs so that a launch's worker threads can record misses concurrently.

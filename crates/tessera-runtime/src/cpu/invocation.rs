@@ -1,0 +1,549 @@
+//! The CPU twin of a kernel invocation (`shader/invocation.wgsl` in tessera-wgpu is the GPU
+//! twin): translation through the device's page table, request recording and store buffering.
+//! Inside a kernel's Rust twin every texel access goes through here; a miss is
+//! `Err(Fault::Miss)`, which `?` propagates, after recording a request bit. Stores are
+//! buffered and committed only when the invocation completes, so a faulting invocation leaves
+//! no side effect and can be relaunched.
+//!
+//! A tiny TLB per worker task (the last page translated per bound object) keeps the page table
+//! walk off the hot path: a stencil touches the same page for most of its neighbours.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use tessera_core::{Access, CoreError, GlobalPage, ObjectId, PageTable, TexelFormat};
+
+use super::compact::RequestBits;
+use crate::error::RuntimeError;
+use crate::kernel::{Bound, Fault, Mode, TempStore, MAX_BINDINGS};
+
+/// The loop behind [`Kernel::run_span`], generic over the invocation body.
+#[inline(always)]
+pub fn run_span_with(
+    inv: &mut Invocation<'_>,
+    y: u32,
+    xs: std::ops::Range<u32>,
+    incomplete: &mut Vec<(u32, u32)>,
+    mut body: impl FnMut(&mut Invocation<'_>, u32, u32) -> Result<(), Fault>,
+) -> Result<(), RuntimeError> {
+    for x in xs {
+        match body(inv, x, y) {
+            Ok(()) => inv.finish(true),
+            Err(Fault::Miss) => {
+                inv.finish(false);
+                incomplete.push((x, y));
+            }
+            Err(Fault::Error(e)) => return Err(*e),
+        }
+    }
+    Ok(())
+}
+
+/// One pending store: a word of a page, kept until the invocation completes.
+#[derive(Clone, Copy, Debug)]
+struct Store<'a> {
+    memory: &'a [AtomicU32],
+    word: usize,
+    value: u32,
+}
+
+/// The last page translated for one binding, kept as the texel rectangle it covers (clipped
+/// to the object) so that a hit costs two subtractions and two compares, with the bounds
+/// check folded in.
+#[derive(Clone, Copy)]
+struct TlbEntry<'a> {
+    x0: u64,
+    y0: u64,
+    w: u64,
+    h: u64,
+    shift: u32,
+    words_per_texel: u64,
+    memory: &'a [AtomicU32],
+    base: usize,
+    writable: bool,
+}
+
+const TLB_EMPTY: TlbEntry<'static> = TlbEntry {
+    x0: 0,
+    y0: 0,
+    w: 0,
+    h: 0,
+    shift: 0,
+    words_per_texel: 0,
+    memory: &[],
+    base: 0,
+    writable: false,
+};
+
+/// The CPU twin's view of the device during one launch: translation, request recording and
+/// store buffering. One per worker task; reused across the invocations the task runs.
+pub struct Invocation<'a> {
+    memories: &'a [Vec<AtomicU32>],
+    table: &'a PageTable,
+    bindings: &'a [Bound],
+    /// The bound ids, packed: the lookup every access starts with scans one cache line.
+    ids: [u32; MAX_BINDINGS],
+    bits: &'a RequestBits,
+    kernel: &'static str,
+    mode: Mode,
+    tlb: [TlbEntry<'a>; MAX_BINDINGS],
+    stores: Vec<Store<'a>>,
+    temp_stores: Vec<TempStore>,
+    /// Committed temporary stores of all invocations this task ran.
+    pub(crate) temp: Vec<TempStore>,
+    /// Pages translated through the table (TLB misses): their time stamps are updated.
+    pub(crate) touched: Vec<GlobalPage>,
+}
+
+impl<'a> Invocation<'a> {
+    pub(crate) fn new(
+        memories: &'a [Vec<AtomicU32>],
+        table: &'a PageTable,
+        bindings: &'a [Bound],
+        bits: &'a RequestBits,
+        kernel: &'static str,
+        mode: Mode,
+    ) -> Self {
+        let mut ids = [u32::MAX; MAX_BINDINGS];
+        for (i, b) in bindings.iter().take(MAX_BINDINGS).enumerate() {
+            ids[i] = b.id.0;
+        }
+        Invocation {
+            memories,
+            table,
+            bindings,
+            ids,
+            bits,
+            kernel,
+            mode,
+            tlb: [TLB_EMPTY; MAX_BINDINGS],
+            stores: Vec::new(),
+            temp_stores: Vec::new(),
+            temp: Vec::new(),
+            touched: Vec::new(),
+        }
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Called by the backend after `invoke` returned: commit on success, discard on fault.
+    #[inline]
+    pub(crate) fn finish(&mut self, completed: bool) {
+        if self.stores.is_empty() && self.temp_stores.is_empty() {
+            return;
+        }
+        if completed {
+            for s in self.stores.drain(..) {
+                s.memory[s.word].store(s.value, Ordering::Relaxed);
+            }
+            self.temp.append(&mut self.temp_stores);
+        } else {
+            self.stores.clear();
+            self.temp_stores.clear();
+        }
+    }
+
+    fn fail(&self, e: CoreError) -> Fault {
+        Fault::Error(Box::new(RuntimeError::Kernel {
+            kernel: self.kernel.to_string(),
+            source: e,
+        }))
+    }
+
+    #[inline(always)]
+    fn binding(&self, id: ObjectId) -> Result<usize, Fault> {
+        self.ids.iter().position(|&b| b == id.0).ok_or_else(|| {
+            Fault::Error(Box::new(RuntimeError::Unbound {
+                kernel: self.kernel.to_string(),
+                object: id,
+            }))
+        })
+    }
+
+    /// Translates (x, y) of a bound object to (memory, word). `Ok(None)` only in request mode,
+    /// where a miss is recorded and the access yields zero. The TLB hit is the whole fast
+    /// path; everything else is out of line.
+    #[inline(always)]
+    fn translate(
+        &mut self,
+        id: ObjectId,
+        x: u32,
+        y: u32,
+        access: Access,
+    ) -> Result<Option<(&'a [AtomicU32], usize)>, Fault> {
+        let bi = self.binding(id)?;
+        let e = &self.tlb[bi];
+        let (x, y) = (x as u64, y as u64);
+        let (dx, dy) = (x.wrapping_sub(e.x0), y.wrapping_sub(e.y0));
+        if dx < e.w
+            && dy < e.h
+            && (e.writable || access == Access::Read || self.mode != Mode::Direct)
+        {
+            let word = ((dy << e.shift) | dx) * e.words_per_texel;
+            return Ok(Some((e.memory, e.base + word as usize)));
+        }
+        self.translate_slow(bi, x, y, access)
+    }
+
+    #[inline(never)]
+    fn translate_slow(
+        &mut self,
+        bi: usize,
+        x: u64,
+        y: u64,
+        access: Access,
+    ) -> Result<Option<(&'a [AtomicU32], usize)>, Fault> {
+        let b = self.bindings[bi];
+        if x >= b.width || y >= b.height {
+            if self.mode == Mode::Request {
+                // A request pass may compute addresses from values it could not load yet.
+                return Ok(None);
+            }
+            return Err(self.fail(CoreError::OutOfRange {
+                object: b.id,
+                x,
+                y,
+                width: b.width,
+                height: b.height,
+            }));
+        }
+        let (page, off) = b.locate(x, y);
+        let d = self.table.get(GlobalPage(page)).map_err(|e| self.fail(e))?;
+        self.touched.push(GlobalPage(page));
+        let needs_write = access == Access::Write && self.mode == Mode::Direct;
+        let at = match d.slot_addr() {
+            Some(at) if d.is_writable() || !needs_write => at,
+            _ => {
+                self.bits.record(GlobalPage(page), access);
+                return match self.mode {
+                    Mode::Request => Ok(None),
+                    _ => Err(Fault::Miss),
+                };
+            }
+        };
+        let side = b.mask + 1;
+        let (x0, y0) = (
+            x & !b.mask,
+            if b.format.is_some() { y & !b.mask } else { 0 },
+        );
+        let memory = &self.memories[at.memory as usize];
+        let base = (at.slot as u64 * b.slot_words) as usize;
+        self.tlb[bi] = TlbEntry {
+            x0,
+            y0,
+            w: side.min(b.width - x0),
+            h: if b.format.is_some() {
+                side.min(b.height - y0)
+            } else {
+                1
+            },
+            shift: b.shift,
+            words_per_texel: b.words_per_texel,
+            memory,
+            base,
+            writable: d.is_writable(),
+        };
+        Ok(Some((memory, base + off as usize)))
+    }
+
+    #[inline(always)]
+    fn load_word(&mut self, id: ObjectId, x: u32, y: u32, i: usize) -> Result<u32, Fault> {
+        Ok(match self.translate(id, x, y, Access::Read)? {
+            Some((m, w)) => m[w + i].load(Ordering::Relaxed),
+            None => 0,
+        })
+    }
+
+    #[inline(always)]
+    fn store_word(
+        &mut self,
+        id: ObjectId,
+        x: u32,
+        y: u32,
+        i: usize,
+        value: u32,
+    ) -> Result<(), Fault> {
+        match self.mode {
+            Mode::Request => Ok(()),
+            Mode::Direct => {
+                if let Some((memory, word)) = self.translate(id, x, y, Access::Write)? {
+                    self.stores.push(Store {
+                        memory,
+                        word: word + i,
+                        value,
+                    });
+                }
+                Ok(())
+            }
+            Mode::Temp => {
+                let bi = self.binding(id)?;
+                let b = self.bindings[bi];
+                if x as u64 >= b.width || y as u64 >= b.height {
+                    return Err(self.fail(CoreError::OutOfRange {
+                        object: id,
+                        x: x as u64,
+                        y: y as u64,
+                        width: b.width,
+                        height: b.height,
+                    }));
+                }
+                let (page, off) = b.locate(x as u64, y as u64);
+                let writable = self
+                    .table
+                    .get(GlobalPage(page))
+                    .map(|d| d.is_writable())
+                    .unwrap_or(false);
+                if !writable {
+                    self.bits.record(GlobalPage(page), Access::Write);
+                }
+                self.temp_stores.push(TempStore {
+                    page: GlobalPage(page),
+                    word: off as u32 + i as u32,
+                    value,
+                });
+                Ok(())
+            }
+        }
+    }
+
+    fn check_format(&self, id: ObjectId, want: TexelFormat) -> Result<(), Fault> {
+        let b = self.bindings[self.binding(id)?];
+        if b.format != Some(want) {
+            return Err(self.fail(CoreError::WrongKind {
+                object: id,
+                expected: match want {
+                    TexelFormat::R32Float => "R32Float texture",
+                    TexelFormat::Rgba8Unorm => "Rgba8Unorm texture",
+                    TexelFormat::Rgba32Float => "Rgba32Float texture",
+                },
+                actual: match b.format {
+                    Some(_) => "texture of another format",
+                    None => "buffer",
+                },
+            }));
+        }
+        Ok(())
+    }
+
+    /// Loads an R32Float texel.
+    #[inline(always)]
+    pub fn load_f32(&mut self, id: ObjectId, x: u32, y: u32) -> Result<f32, Fault> {
+        Ok(f32::from_bits(self.load_word(id, x, y, 0)?))
+    }
+
+    /// Stores an R32Float texel (buffered until the invocation completes).
+    #[inline(always)]
+    pub fn store_f32(&mut self, id: ObjectId, x: u32, y: u32, v: f32) -> Result<(), Fault> {
+        self.store_word(id, x, y, 0, v.to_bits())
+    }
+
+    pub fn load_rgba8(&mut self, id: ObjectId, x: u32, y: u32) -> Result<[u8; 4], Fault> {
+        self.check_format(id, TexelFormat::Rgba8Unorm)?;
+        Ok(self.load_word(id, x, y, 0)?.to_le_bytes())
+    }
+
+    pub fn store_rgba8(&mut self, id: ObjectId, x: u32, y: u32, v: [u8; 4]) -> Result<(), Fault> {
+        self.check_format(id, TexelFormat::Rgba8Unorm)?;
+        self.store_word(id, x, y, 0, u32::from_le_bytes(v))
+    }
+
+    pub fn load_rgba32f(&mut self, id: ObjectId, x: u32, y: u32) -> Result<[f32; 4], Fault> {
+        self.check_format(id, TexelFormat::Rgba32Float)?;
+        let mut v = [0.0; 4];
+        for (i, c) in v.iter_mut().enumerate() {
+            *c = f32::from_bits(self.load_word(id, x, y, i)?);
+        }
+        Ok(v)
+    }
+
+    pub fn store_rgba32f(
+        &mut self,
+        id: ObjectId,
+        x: u32,
+        y: u32,
+        v: [f32; 4],
+    ) -> Result<(), Fault> {
+        self.check_format(id, TexelFormat::Rgba32Float)?;
+        for (i, c) in v.iter().enumerate() {
+            self.store_word(id, x, y, i, c.to_bits())?;
+        }
+        Ok(())
+    }
+
+    /// Loads word `index` of a buffer.
+    pub fn load_u32(&mut self, id: ObjectId, index: u32) -> Result<u32, Fault> {
+        self.load_word(id, index, 0, 0)
+    }
+
+    /// Stores word `index` of a buffer.
+    pub fn store_u32(&mut self, id: ObjectId, index: u32, v: u32) -> Result<(), Fault> {
+        self.store_word(id, index, 0, 0, v)
+    }
+}
+
+impl crate::kernel::TexelAccess for Invocation<'_> {
+    #[inline(always)]
+    fn load_f32(&mut self, id: ObjectId, x: u32, y: u32) -> Result<f32, Fault> {
+        Invocation::load_f32(self, id, x, y)
+    }
+    #[inline(always)]
+    fn store_f32(&mut self, id: ObjectId, x: u32, y: u32, v: f32) -> Result<(), Fault> {
+        Invocation::store_f32(self, id, x, y, v)
+    }
+    #[inline(always)]
+    fn store_rgba8(&mut self, id: ObjectId, x: u32, y: u32, v: [u8; 4]) -> Result<(), Fault> {
+        Invocation::store_rgba8(self, id, x, y, v)
+    }
+}
+
+/// A rectangle of texels, [x0, x1) × [y0, y1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Rect {
+    pub x0: u32,
+    pub y0: u32,
+    pub x1: u32,
+    pub y1: u32,
+}
+
+impl Rect {
+    pub fn w(&self) -> u32 {
+        self.x1 - self.x0
+    }
+    pub fn h(&self) -> u32 {
+        self.y1 - self.y0
+    }
+}
+
+/// One page's part of a rectangle: the page, its slot's first word, and the texels it covers.
+struct PagePart {
+    page: GlobalPage,
+    desc: tessera_core::PageDescriptor,
+    part: Rect,
+}
+
+/// The tile path (see `Kernel::footprint`): whole rectangles, each page translated once.
+/// Nothing here records a request: a rectangle that is not all resident sends the tile back to
+/// the per-texel path, which records exactly the requests it always did.
+impl<'a> Invocation<'a> {
+    pub(crate) fn binding_of(&self, id: ObjectId) -> Option<usize> {
+        self.ids.iter().position(|&b| b == id.0)
+    }
+
+    /// The bound object's extent, for a texture of one word per texel; `None` otherwise.
+    pub(crate) fn plain_extent(&self, bi: usize) -> Option<(u32, u32, TexelFormat)> {
+        let b = &self.bindings[bi];
+        match b.format {
+            Some(f) if b.words_per_texel == 1 => Some((b.width as u32, b.height as u32, f)),
+            _ => None,
+        }
+    }
+}
+
+/// Calls `f` with each page of `b` covering `r` (inside the object), stopping at the first
+/// `false`; a page beyond the page table is `false`.
+fn each_page(table: &PageTable, b: &Bound, r: Rect, mut f: impl FnMut(PagePart) -> bool) -> bool {
+    let s = b.shift;
+    if r.x0 >= r.x1 || r.y0 >= r.y1 {
+        return true;
+    }
+    for py in (r.y0 >> s)..=((r.y1 - 1) >> s) {
+        for px in (r.x0 >> s)..=((r.x1 - 1) >> s) {
+            let page = GlobalPage(b.page_offset + px as u64 + py as u64 * b.pages_x);
+            let Ok(desc) = table.get(page) else {
+                return false;
+            };
+            let part = Rect {
+                x0: r.x0.max(px << s),
+                y0: r.y0.max(py << s),
+                x1: r.x1.min((px + 1) << s),
+                y1: r.y1.min((py + 1) << s),
+            };
+            if !f(PagePart { page, desc, part }) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+impl Invocation<'_> {
+    /// Copies rectangle `r` of binding `bi` into `buf` (row-major) when every page it covers
+    /// is resident.
+    pub(crate) fn copy_rect(&mut self, bi: usize, r: Rect, buf: &mut Vec<u32>) -> bool {
+        let b = self.bindings[bi];
+        let (w, mask) = (r.w() as usize, b.mask as u32);
+        buf.clear();
+        buf.resize(w * r.h() as usize, 0);
+        let (memories, touched) = (self.memories, &mut self.touched);
+        let slot_words = b.slot_words as usize;
+        each_page(self.table, &b, r, |p| {
+            let Some(at) = p.desc.slot_addr() else {
+                return false;
+            };
+            touched.push(p.page);
+            let memory = &memories[at.memory as usize];
+            let base = at.slot as usize * slot_words;
+            let n = p.part.w() as usize;
+            for y in p.part.y0..p.part.y1 {
+                let src = base + ((((y & mask) << b.shift) | (p.part.x0 & mask)) as usize);
+                let dst = (y - r.y0) as usize * w + (p.part.x0 - r.x0) as usize;
+                for (d, s) in buf[dst..dst + n].iter_mut().zip(&memory[src..src + n]) {
+                    *d = s.load(Ordering::Relaxed);
+                }
+            }
+            true
+        })
+    }
+
+    /// Whether every page covering `r` is held writable (what a direct store needs).
+    pub(crate) fn rect_writable(&mut self, bi: usize, r: Rect) -> bool {
+        let touched = &mut self.touched;
+        each_page(self.table, &self.bindings[bi], r, |p| {
+            touched.push(p.page);
+            p.desc.is_writable()
+        })
+    }
+
+    /// Commits the stored texels of rectangle `r` (`written` marks them) as the launch's mode
+    /// wants: into the pages (Direct, after [`Self::rect_writable`]), into the temporary with
+    /// a write request for each page not held writable (Temp), or nowhere (Request).
+    pub(crate) fn commit_rect(&mut self, bi: usize, r: Rect, data: &[u32], written: &[u8]) {
+        let b = self.bindings[bi];
+        let (w, mask, mode) = (r.w() as usize, b.mask as u32, self.mode);
+        if mode == Mode::Request {
+            return;
+        }
+        let (memories, temp, bits) = (self.memories, &mut self.temp, self.bits);
+        let slot_words = b.slot_words as usize;
+        each_page(self.table, &b, r, |p| {
+            let mut any = false;
+            for y in p.part.y0..p.part.y1 {
+                let row = (y - r.y0) as usize * w;
+                let word0 = ((y & mask) << b.shift) as usize;
+                for x in p.part.x0..p.part.x1 {
+                    let i = row + (x - r.x0) as usize;
+                    if written[i] == 0 {
+                        continue;
+                    }
+                    let word = word0 | (x & mask) as usize;
+                    if mode == Mode::Temp {
+                        temp.push(TempStore {
+                            page: p.page,
+                            word: word as u32,
+                            value: data[i],
+                        });
+                    } else if let Some(at) = p.desc.slot_addr() {
+                        memories[at.memory as usize][at.slot as usize * slot_words + word]
+                            .store(data[i], Ordering::Relaxed);
+                    }
+                    any = true;
+                }
+            }
+            if any && mode == Mode::Temp && !p.desc.is_writable() {
+                bits.record(p.page, Access::Write);
+            }
+            true
+        });
+    }
+}
