@@ -8,7 +8,8 @@ use tessera_core::{
     Access, DeviceId, GlobalPage, ObjectId, PageDescriptor, PageRequest, SlotAddr, TexelFormat,
 };
 use tessera_runtime::{
-    Device, Domain, GpuLaunchTime, Launch, LaunchOutcome, MergeOutcome, Mode, Result, RuntimeError,
+    Bound, Device, Domain, Footprint, GpuLaunchTime, Launch, LaunchOutcome, MergeOutcome, Mode,
+    Result, RuntimeError,
 };
 
 use crate::error::WgpuError;
@@ -303,6 +304,27 @@ impl WgpuDevice {
     }
 }
 
+/// Writes the footprint's reads as (binding, halo) words for the prelude's tile path; returns
+/// how many (0: the launch takes the per-texel path only). Only textures of one word per texel
+/// get a window.
+fn fp_reads(fp: &Footprint, bindings: &[Bound], out: &mut [u32]) -> u32 {
+    if fp.reads.len() > FP_MAX {
+        return 0;
+    }
+    for (k, &(id, halo)) in fp.reads.iter().enumerate() {
+        let Some(bi) = bindings.iter().position(|b| b.id == id) else {
+            return 0;
+        };
+        let b = &bindings[bi];
+        if halo > FP_MAX_HALO || b.format().is_none() || b.words_per_texel() != 1 {
+            return 0;
+        }
+        out[k * 4] = bi as u32;
+        out[k * 4 + 1] = halo;
+    }
+    fp.reads.len() as u32
+}
+
 /// The prelude's `BindInfo` format code.
 fn format_code(f: Option<TexelFormat>) -> u32 {
     match f {
@@ -503,6 +525,10 @@ impl Device for WgpuDevice {
         }
         let p0 = PARAMS_AT;
         info[p0..p0 + wgsl.params.len()].copy_from_slice(&wgsl.params);
+        if let (Some(fp), Domain::Rect { .. }) = (l.kernel.footprint(), &l.domain) {
+            let n = fp_reads(&fp, &l.bindings, &mut info[FP_AT..FP_AT + 4 * FP_MAX]);
+            info[FP_AT + 4 * FP_MAX] = n;
+        }
 
         let mut work = Work {
             label: name,
@@ -595,8 +621,14 @@ impl Device for WgpuDevice {
     }
 }
 
-/// Words of the prelude's `LaunchInfo`: header, bindings, parameters, the by-id table.
-const INFO_WORDS: usize = BY_ID + 16;
+/// Words of the prelude's `LaunchInfo`: header, bindings, parameters, the by-id table, the
+/// footprint's reads and their count (with padding).
+const INFO_WORDS: usize = FP_AT + 4 * FP_MAX + 4;
+const FP_AT: usize = BY_ID + 16;
+/// Reads of a footprint the prelude keeps windows for (`FP_MAX`).
+const FP_MAX: usize = 4;
+/// Widest halo whose window (8 + 2 halo texels a side) fits the prelude's 16x16 windows.
+const FP_MAX_HALO: u32 = 4;
 const PARAMS_AT: usize = 12 + MAX_BINDS * 12;
 const BY_ID: usize = PARAMS_AT + MAX_PARAMS;
 /// List entries read back with the counts, before knowing them: a launch that faults on fewer
