@@ -354,9 +354,10 @@ impl Manager {
         Ok(())
     }
 
+    /// Sizes the slot maps and the devices' page tables to the address space; the directory
+    /// follows the space through `Create` and `Free`.
     fn resize_tables(&mut self) -> Result<()> {
         let pages = self.space.page_count();
-        self.protocol.directory.resize(pages);
         for s in &mut self.slots {
             s.resize(pages as usize, None);
         }
@@ -380,29 +381,34 @@ impl Manager {
             }
         }
         let e = self.space.create(desc)?;
+        let created = self.protocol.handle(Message::Create { pages: e.pages() });
+        if let Err(err) = created {
+            // The space and the directory disagree only if the bookkeeping is wrong; undo so
+            // that at least this object does not half exist.
+            self.space.free(e.id)?;
+            return Err(err.into());
+        }
         let mut home = vec![0u8; (desc.page_count() * desc.page_bytes()) as usize];
         if let Some(d) = data {
             pack(&desc, &d, &mut home);
         }
         self.home.insert(e.id, home);
+        // Freeing dropped every device's copy of reused pages, so no device maps one of them.
         self.resize_tables()?;
-        self.protocol.directory.reset_range(e.pages());
         Ok(e)
     }
 
+    /// Refused, changing nothing, while a device is inside a pass holding one of the object's
+    /// pages or a deferred request names one (`CoreError::FreeWhileLocked`,
+    /// `CoreError::FreeWhileDeferred`): free between passes. Otherwise every device's copy is
+    /// dropped, without writing modified ones home, since the data goes with the object.
     fn free(&mut self, id: ObjectId) -> Result<()> {
         let e = *self.space.get(id)?;
-        for d in 0..self.workers.len() {
-            let device = DeviceId(d as u8);
-            let pages: Vec<GlobalPage> = e
-                .pages()
-                .map(GlobalPage)
-                .filter(|p| self.slots[d][p.index()].is_some())
-                .collect();
-            if !pages.is_empty() {
-                let actions = self.protocol.handle(Message::Evict { device, pages })?;
-                self.execute(actions)?;
-            }
+        let actions = self.protocol.handle(Message::Free { pages: e.pages() })?;
+        if let Err(err) = self.execute(actions) {
+            // The directory has forgotten copies some device may still map.
+            self.fail_all(err.clone());
+            return Err(err);
         }
         self.space.free(id)?;
         self.home.remove(&id);
@@ -416,7 +422,7 @@ impl Manager {
         // Modified pages come from their owners: one job per device, not one per page.
         let mut by_owner: Vec<Vec<(usize, SlotAddr)>> = vec![Vec::new(); self.workers.len()];
         for (local, page) in e.pages().enumerate() {
-            if let Some(o) = self.protocol.directory.entry(GlobalPage(page))?.owner {
+            if let Some(o) = self.protocol.directory().entry(GlobalPage(page))?.owner {
                 by_owner[o.index()].push((local, self.slot(o, GlobalPage(page))?));
             }
         }
@@ -451,7 +457,7 @@ impl Manager {
                 ..Default::default()
             })
             .collect();
-        let entries = self.protocol.directory.entries();
+        let entries = self.protocol.directory().entries();
         for obj in self.space.live_objects() {
             let bytes = obj.desc.page_bytes();
             for p in obj.pages() {
