@@ -570,3 +570,161 @@ fn for_each_page_row(desc: &ObjectDesc, mut f: impl FnMut(usize, usize, usize)) 
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use tessera_core::{
+        Access, CoreError, DeviceId, GlobalPage, ObjectDesc, ObjectEntry, ObjectId, PageRequest,
+        ProtocolVariant, TexelFormat,
+    };
+
+    use crate::{
+        Bound, Domain, Fault, Invocation, Kernel, Partition, PassSpec, Procedure, RuntimeError,
+        System, SystemConfig,
+    };
+
+    struct Fill {
+        to: ObjectId,
+        value: f32,
+    }
+
+    impl Kernel for Fill {
+        fn name(&self) -> &'static str {
+            "fill"
+        }
+        fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
+            inv.store_f32(self.to, x, y, self.value)
+        }
+    }
+
+    struct CopyTexels {
+        from: ObjectId,
+        to: ObjectId,
+    }
+
+    impl Kernel for CopyTexels {
+        fn name(&self) -> &'static str {
+            "copy"
+        }
+        fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
+            let v = inv.load_f32(self.from, x, y)?;
+            inv.store_f32(self.to, x, y, v)
+        }
+    }
+
+    /// One 8×8 page of 32-bit floats.
+    fn one_page() -> ObjectDesc {
+        ObjectDesc::texture(8, 8, TexelFormat::R32Float, 8).unwrap()
+    }
+
+    fn texels(v: f32) -> Vec<u8> {
+        (0..64).flat_map(|_| v.to_le_bytes()).collect()
+    }
+
+    fn system(variant: ProtocolVariant) -> System {
+        System::cpu(&SystemConfig {
+            devices: 1,
+            variant,
+            cpu_threads: 1,
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    fn pass(sys: &System, kernel: impl Kernel + 'static, objects: &[&ObjectEntry]) {
+        let spec = PassSpec {
+            kernel: Arc::new(kernel),
+            bindings: Arc::new(objects.iter().map(|e| Bound::new(e)).collect()),
+            domain: Domain::Rect {
+                x0: 0,
+                y0: 0,
+                x1: 8,
+                y1: 8,
+            },
+            display: false,
+        };
+        sys.run_pass(&spec, 8, 8, Partition::Rows, Procedure::Relaunch)
+            .unwrap();
+    }
+
+    /// Device 0 writes an object, which is freed; the next object reuses its page, and device
+    /// 0 copies it: what it copies is what it saw of the new object.
+    fn copy_of_a_reused_page(variant: ProtocolVariant) -> Vec<u8> {
+        let sys = system(variant);
+        let old = sys.create(one_page(), None).unwrap();
+        // Keeps the old page a hole inside the space, so page tables are not shortened past it
+        // (which would hide a stale mapping).
+        let _keep = sys.create(one_page(), None).unwrap();
+        pass(
+            &sys,
+            Fill {
+                to: old.id,
+                value: 1.0,
+            },
+            &[&old],
+        );
+        sys.mm.free(old.id).unwrap();
+        let new = sys.create(one_page(), Some(texels(2.0))).unwrap();
+        assert_eq!(new.page_offset, old.page_offset, "the page is reused");
+        let out = sys.create(one_page(), None).unwrap();
+        pass(
+            &sys,
+            CopyTexels {
+                from: new.id,
+                to: out.id,
+            },
+            &[&new, &out],
+        );
+        sys.mm.read(out.id).unwrap()
+    }
+
+    #[test]
+    fn a_reused_page_is_not_mapped_to_the_freed_objects_data() {
+        assert_eq!(copy_of_a_reused_page(ProtocolVariant::Correct), texels(2.0));
+        // Without the invalidations the device keeps its mapping of the old object's slot and
+        // reads it without asking.
+        assert_eq!(
+            copy_of_a_reused_page(ProtocolVariant::FreeWithoutInvalidation),
+            texels(1.0)
+        );
+    }
+
+    #[test]
+    fn freeing_a_page_held_under_the_memory_lock_is_refused_until_release() {
+        let sys = system(ProtocolVariant::Correct);
+        let e = sys.create(one_page(), Some(texels(3.0))).unwrap();
+        let page = GlobalPage(e.page_offset);
+        let write = vec![PageRequest {
+            page,
+            access: Access::Write,
+        }];
+        sys.mm
+            .request(DeviceId(0), write.clone())
+            .wait()
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            sys.mm.free(e.id),
+            Err(RuntimeError::Core(CoreError::FreeWhileLocked {
+                page,
+                device: DeviceId(0)
+            }))
+        );
+        // Refused means untouched: the object is still there, with its data.
+        assert_eq!(sys.mm.read(e.id).unwrap(), texels(3.0));
+        sys.mm.release(DeviceId(0));
+        sys.mm.free(e.id).unwrap();
+        assert_eq!(
+            sys.mm.read(e.id),
+            Err(RuntimeError::Core(CoreError::UnknownObject(e.id)))
+        );
+        assert_eq!(
+            sys.mm.request(DeviceId(0), write).wait().unwrap(),
+            Err(RuntimeError::Core(CoreError::UnknownPage(page)))
+        );
+        let (_, directory) = sys.mm.memory().unwrap();
+        assert!(directory.is_empty(), "the space shrank to nothing");
+    }
+}
