@@ -17,6 +17,8 @@
 //! a page of the object is held by a locked device or named by a deferred request (the caller
 //! frees between passes, or retries), and otherwise drops every device's copy, so no device
 //! maps a page that a later object reuses.
+//!
+//! The specification, with the model checker's measured state counts, is docs/PROTOCOL.md.
 
 use std::collections::VecDeque;
 use std::ops::Range;
