@@ -274,8 +274,8 @@ impl Protocol {
                         requested: pages.end.saturating_sub(self.directory.len()),
                     });
                 }
-                if let Some(p) = pages
-                    .clone()
+                // Pages past the end are not live: only the ones inside need looking at.
+                if let Some(p) = (pages.start..pages.end.min(self.directory.len()))
                     .map(GlobalPage)
                     .find(|&p| self.directory.is_live(p))
                 {
