@@ -1,6 +1,8 @@
 //! The directory (paper 3.2.3): per global page, which devices hold a valid copy, which one (if
 //! any) holds it modified, and where its home copy in host memory is.
 
+use std::ops::Range;
+
 use crate::error::{CoreError, Result};
 use crate::{DeviceId, GlobalPage, NodeId};
 
@@ -88,25 +90,30 @@ impl HomeMap {
 }
 
 /// The directory of every global page.
+///
+/// Only the protocol changes it (see [`crate::protocol::Message::Create`] and
+/// [`crate::protocol::Message::Free`]): readers get `&Directory` from
+/// [`crate::Protocol::directory`]. A page is *live* while it belongs to a live object; the
+/// pages of freed objects stay in the table as holes until a later object reuses them or the
+/// space shrinks past them, and a hole is as unknown to every lookup as a page past the end.
 #[derive(Clone, Debug)]
 pub struct Directory {
     entries: Vec<DirEntry>,
+    live: Vec<bool>,
     pub home: HomeMap,
 }
 
 impl Directory {
+    /// A directory of `pages` live pages, every one home-only.
     pub fn new(pages: u64, home: HomeMap) -> Self {
         Directory {
             entries: vec![DirEntry::default(); pages as usize],
+            live: vec![true; pages as usize],
             home,
         }
     }
 
-    /// Follows the address space; pages beyond the new end are forgotten, new ones are home-only.
-    pub fn resize(&mut self, pages: u64) {
-        self.entries.resize(pages as usize, DirEntry::default());
-    }
-
+    /// Pages spanned, holes included.
     pub fn len(&self) -> u64 {
         self.entries.len() as u64
     }
@@ -114,28 +121,52 @@ impl Directory {
         self.entries.is_empty()
     }
 
+    /// Whether the page belongs to a live object.
+    pub fn is_live(&self, page: GlobalPage) -> bool {
+        self.live.get(page.index()).copied().unwrap_or(false)
+    }
+
+    /// The entry of a live page; a hole or a page past the end is unknown.
     pub fn entry(&self, page: GlobalPage) -> Result<&DirEntry> {
-        self.entries
-            .get(page.index())
-            .ok_or(CoreError::UnknownPage(page))
+        if !self.is_live(page) {
+            return Err(CoreError::UnknownPage(page));
+        }
+        Ok(&self.entries[page.index()])
     }
 
     pub(crate) fn entry_mut(&mut self, page: GlobalPage) -> Result<&mut DirEntry> {
-        self.entries
-            .get_mut(page.index())
-            .ok_or(CoreError::UnknownPage(page))
-    }
-
-    /// Marks freshly (re)created pages as home-only: the runtime has already dropped every
-    /// device copy of a freed object's pages.
-    pub fn reset_range(&mut self, pages: std::ops::Range<u64>) {
-        for e in &mut self.entries[pages.start as usize..pages.end as usize] {
-            *e = DirEntry::default();
+        if !self.is_live(page) {
+            return Err(CoreError::UnknownPage(page));
         }
+        Ok(&mut self.entries[page.index()])
     }
 
+    /// Every entry, holes included (a hole's entry is always home-only with no copies).
     pub fn entries(&self) -> &[DirEntry] {
         &self.entries
+    }
+
+    /// Makes `pages` live and home-only, growing the table when they reach past its end.
+    /// The caller has checked that none of them is live.
+    pub(crate) fn create(&mut self, pages: Range<u64>) {
+        if pages.end > self.len() {
+            self.entries.resize(pages.end as usize, DirEntry::default());
+            self.live.resize(pages.end as usize, false);
+        }
+        let r = pages.start as usize..pages.end as usize;
+        self.entries[r.clone()].fill(DirEntry::default());
+        self.live[r].fill(true);
+    }
+
+    /// Turns `pages` into holes and drops the holes that end the table. The caller has
+    /// dropped every copy of them first.
+    pub(crate) fn free(&mut self, pages: Range<u64>) {
+        let r = pages.start as usize..pages.end as usize;
+        self.entries[r.clone()].fill(DirEntry::default());
+        self.live[r].fill(false);
+        let end = self.live.iter().rposition(|&l| l).map_or(0, |i| i + 1);
+        self.entries.truncate(end);
+        self.live.truncate(end);
     }
 }
 

@@ -35,8 +35,16 @@ pub enum CoreError {
     TooManyDevices(usize),
     #[error("{0} does not exist")]
     UnknownDevice(DeviceId),
-    #[error("{0} is outside the global address space")]
+    #[error("{0} is not a page of a live object")]
     UnknownPage(GlobalPage),
+    #[error("page range {start}..{end} is empty")]
+    EmptyPageRange { start: u64, end: u64 },
+    #[error("{0} cannot be given to a new object: it belongs to a live one")]
+    PageInUse(GlobalPage),
+    #[error("{page} cannot be freed yet: {device} holds it under the memory lock")]
+    FreeWhileLocked { page: GlobalPage, device: DeviceId },
+    #[error("{page} cannot be freed yet: a deferred request of {device} names it")]
+    FreeWhileDeferred { page: GlobalPage, device: DeviceId },
     #[error("the global address space is exhausted ({requested} more pages requested)")]
     AddressSpaceExhausted { requested: u64 },
     #[error("{device} is out of its memory budget: {needed} more bytes needed, {budget} bytes budgeted, {used} in use")]

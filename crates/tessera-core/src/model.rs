@@ -22,6 +22,15 @@
 //!   is enough). Taking requests in any order is what explores arrival orders.
 //! - A device inside its procedure reads a granted page, or writes any value to a page it was
 //!   granted for writing: one operation per page and procedure.
+//! - The host frees the object of a live page (each page is an object of its own) while the
+//!   world's free budget lasts, or creates a new object over a freed page. Both go to the
+//!   protocol as [`Message::Free`] and [`Message::Create`] in the step that makes them. A free
+//!   the protocol refuses because a page is locked or named by a deferred request changes
+//!   nothing and is no transition (the host retries, which is the same free offered later);
+//!   the checker confirms that the refusal names a device that is inside its procedure holding
+//!   the page, or waiting with a request for it. A request sent before its page was freed and
+//!   delivered after is refused and the device goes back to idle; devices send requests only
+//!   for live pages.
 //! - A device inside its procedure releases its memory lock; an idle device with eviction
 //!   budget left evicts one page its page table holds. The memory manager handles these two
 //!   messages in the same step they are sent: a device does nothing between sending either and
@@ -62,20 +71,22 @@
 //! 3. no lost write: the latest value sits in the owner's copy if there is an owner, else at home,
 //!    and every valid copy holds it;
 //! 4. every request eventually completes: see below; and [`Protocol::handle`] never refuses a
-//!    message the model sends.
+//!    message the model sends, but for the refusals above;
+//! 5. no stale mapping: no device holds a valid copy of a freed page.
 //!
-//! Besides: the directory agrees with the page tables, a `Complete` finds every page of its batch
+//! Besides: the directory agrees with the page tables and with the world on which pages are live, a `Complete` finds every page of its batch
 //! resident with the access asked for, data moves only out of valid copies, and (for locking
 //! variants) no action touches a device inside its procedure.
 //!
 //! # Liveness, and its limit
 //!
-//! Every step consumes budget or moves a device forward in its cycle (idle → request in the inbox
-//! → deferred → granted with fewer pages left to use → idle), so a natural-number progress
-//! measure falls on every step; the checker asserts that on every transition it explores. The
-//! state graph is therefore finite and acyclic, every run ends in a terminal state (no step
-//! enabled), and "every request eventually completes" becomes: every terminal state is quiescent
-//! (no request in an inbox or deferred, no device granted or locked).
+//! Every step consumes budget, moves a device forward in its cycle (idle → request in the inbox
+//! → deferred → granted with fewer pages left to use → idle) or creates an object over a freed
+//! page (a free costs more than the create it enables), so a natural-number progress measure
+//! falls on every step; the checker asserts that on every transition it explores. The state
+//! graph is therefore finite and acyclic, every run ends in a terminal state (no step enabled,
+//! or only refused frees), and "every request eventually completes" becomes: every terminal
+//! state is quiescent (no request in an inbox or deferred, no device granted or locked).
 //!
 //! The limit: runs are bounded by the budgets. Starvation, a request overtaken forever by an
 //! unbounded stream of others, is out of reach; the checker shows that no request is stuck once
@@ -92,7 +103,7 @@ use crate::protocol::{
     Access, Action, Message, PageRequest, Protocol, ProtocolVariant, RequestBatch, RequestId,
     Source,
 };
-use crate::{DeviceId, GlobalPage, NodeId};
+use crate::{CoreError, DeviceId, GlobalPage, NodeId};
 
 /// Most devices a model may have: keeps every per-device array fixed-size.
 pub const MAX_MODEL_DEVICES: usize = 8;
@@ -125,6 +136,8 @@ pub mod property {
     /// No action touches a device inside its procedure (the side condition that makes the
     /// memory manager's atomic step sound; checked only for variants that keep memory locks).
     pub const MEMORY_LOCK: &str = "memory lock";
+    /// No device maps a page of a freed object: a later object over the page would find it.
+    pub const NO_STALE_MAPPING: &str = "no stale mapping of a freed page";
 }
 
 /// The closed world to explore. Budgets bound every run, which keeps the state graph finite.
@@ -136,6 +149,9 @@ pub struct ModelConfig {
     pub values: u8,
     pub requests_per_device: u8,
     pub evictions_per_device: u8,
+    /// Objects the host may free in one run, whole world (each page is an object of its own).
+    /// A freed page may be created again, any number of times.
+    pub frees: u8,
     pub variant: ProtocolVariant,
 }
 
@@ -151,6 +167,7 @@ impl ModelConfig {
             values: 2,
             requests_per_device: 2,
             evictions_per_device: 1,
+            frees: 1,
             variant: ProtocolVariant::Correct,
         }
     }
@@ -179,8 +196,8 @@ impl ModelConfig {
                 self.values
             ));
         }
-        if self.requests_per_device > 15 || self.evictions_per_device > 15 {
-            return Err("budgets must be at most 15 per device".into());
+        if self.requests_per_device > 15 || self.evictions_per_device > 15 || self.frees > 15 {
+            return Err("budgets must be at most 15".into());
         }
         let bits = Layout::new(self).max_bits();
         if bits > KEY_BITS {
@@ -226,6 +243,9 @@ pub struct CheckReport {
     pub transitions: u64,
     /// States with no step enabled.
     pub terminal: u64,
+    /// Frees the protocol refused, as it must, because a page was locked or deferred: offered
+    /// steps that changed nothing, so neither transitions nor states.
+    pub refused_frees: u64,
     /// Length of the longest shortest path from the initial state (as far as explored).
     pub depth: u32,
     /// The first violation found; exploration stops there.
@@ -236,8 +256,8 @@ impl fmt::Display for CheckReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} states, {} transitions, {} terminal, depth {}: ",
-            self.states, self.transitions, self.terminal, self.depth
+            "{} states, {} transitions, {} terminal, {} refused frees, depth {}: ",
+            self.states, self.transitions, self.terminal, self.refused_frees, self.depth
         )?;
         match &self.violation {
             None => write!(f, "every property holds"),
@@ -422,7 +442,20 @@ struct State {
     proto: Rc<Protocol>,
     home: [u8; MAX_MODEL_PAGES],
     latest: [u8; MAX_MODEL_PAGES],
+    /// The world's own record of which pages belong to a live object (the protocol's is
+    /// checked against it); a freed page's home and latest value are dead and kept at 0.
+    live: u8,
+    /// Objects freed so far.
+    freed: u8,
     devs: [Dev; MAX_MODEL_DEVICES],
+}
+
+/// Whether a step happened. A free the protocol refuses (a page of it is locked or deferred)
+/// changes nothing; the host retries later, which is the same free offered in a later state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Applied {
+    Done,
+    Refused,
 }
 
 /// Request ids follow from the device and its request count, so they add no states.
@@ -438,6 +471,8 @@ enum Step {
     Read { device: u8, page: u8 },
     Write { device: u8, page: u8, value: u8 },
     Release { device: u8 },
+    Free { page: u8 },
+    Create { page: u8 },
 }
 
 /// What a message was, for traces: built on every step, formatted only for a trace.
@@ -446,6 +481,8 @@ enum Sent {
     Request { device: u8, index: u8, batch: Batch },
     Release { device: u8 },
     Evict { device: u8, page: u8 },
+    Free { page: u8 },
+    Create { page: u8 },
 }
 
 impl fmt::Display for Sent {
@@ -458,6 +495,8 @@ impl fmt::Display for Sent {
             } => write!(f, "device{device}'s request #{index} {batch}"),
             Sent::Release { device } => write!(f, "device{device}'s release"),
             Sent::Evict { device, page } => write!(f, "device{device}'s eviction of page{page}"),
+            Sent::Free { page } => write!(f, "the free of page{page}'s object"),
+            Sent::Create { page } => write!(f, "a new object over page{page}"),
         }
     }
 }
@@ -469,6 +508,13 @@ struct Failure {
 
 fn fail(property: &'static str, detail: String) -> Failure {
     Failure { property, detail }
+}
+
+fn refused(what: Sent, e: CoreError) -> Failure {
+    fail(
+        property::PROTOCOL_ERROR,
+        format!("Protocol::handle refused {what}: {e}"),
+    )
 }
 
 fn set_to_string(s: DeviceSet) -> String {
@@ -491,6 +537,8 @@ impl State {
             proto: Rc::new(proto),
             home: [0; MAX_MODEL_PAGES],
             latest: [0; MAX_MODEL_PAGES],
+            live: ((1u16 << cfg.pages) - 1) as u8,
+            freed: 0,
             devs: [dev; MAX_MODEL_DEVICES],
         }
     }
@@ -501,7 +549,15 @@ impl State {
             match dev.phase {
                 Phase::Idle => {
                     if dev.issued < cfg.requests_per_device {
-                        out.extend(batches.iter().map(|&batch| Step::Request { device, batch }));
+                        // A request for a freed page is refused like one for a page that never
+                        // existed; what is worth exploring is the request already sent when
+                        // its page is freed, which the inbox covers.
+                        out.extend(
+                            batches
+                                .iter()
+                                .filter(|b| b.pages() & !self.live == 0)
+                                .map(|&batch| Step::Request { device, batch }),
+                        );
                     }
                     if dev.evicted < cfg.evictions_per_device {
                         for p in 0..cfg.pages as u8 {
@@ -535,6 +591,13 @@ impl State {
                 }
             }
         }
+        for page in 0..cfg.pages as u8 {
+            if self.live & (1 << page) == 0 {
+                out.push(Step::Create { page });
+            } else if self.freed < cfg.frees {
+                out.push(Step::Free { page });
+            }
+        }
     }
 
     /// Carries out one step. With `log`, appends the step's description (for traces).
@@ -543,7 +606,7 @@ impl State {
         cfg: &ModelConfig,
         step: Step,
         log: Option<&mut Vec<String>>,
-    ) -> Result<(), Failure> {
+    ) -> Result<Applied, Failure> {
         match step {
             Step::Request { device, batch } => {
                 let dev = &mut self.devs[device as usize];
@@ -591,7 +654,12 @@ impl State {
                 }
                 let (d, p) = (device as usize, page as usize);
                 self.devs[d].slots[p].set_value(value);
-                self.latest[p] = value;
+                // Under a grant the page cannot have been freed unless the memory lock is off;
+                // then the write went to a dead object, and only a later object over the page
+                // can be hurt, which its own latest value shows.
+                if self.live & (1 << p) != 0 {
+                    self.latest[p] = value;
+                }
                 self.mark_done(d, p);
             }
             Step::Release { device } => {
@@ -617,10 +685,63 @@ impl State {
                     index,
                     batch,
                 };
-                self.handle(cfg, msg, sent, log)?;
+                match self.submit(msg, sent, log) {
+                    Ok(actions) => self.carry_out_all(cfg, actions)?,
+                    // Its page was freed while the request sat in the inbox: the device gets
+                    // the error and goes back to idle.
+                    Err(CoreError::UnknownPage(page))
+                        if batch.access(page.index()).is_some()
+                            && self.live & (1 << page.0) == 0 =>
+                    {
+                        self.devs[d].phase = Phase::Idle;
+                    }
+                    Err(e) => return Err(refused(sent, e)),
+                }
+            }
+            Step::Free { page } => {
+                let p = page as usize;
+                let msg = Message::Free {
+                    pages: page as u64..page as u64 + 1,
+                };
+                let sent = Sent::Free { page };
+                match self.submit(msg, sent, log) {
+                    Ok(actions) => {
+                        self.freed += 1;
+                        self.live &= !(1 << p);
+                        self.home[p] = 0;
+                        self.latest[p] = 0;
+                        self.carry_out_all(cfg, actions)?;
+                    }
+                    Err(CoreError::FreeWhileLocked { page: at, device })
+                        if at.index() == p
+                            && matches!(self.devs[device.index()].phase, Phase::Granted { .. })
+                            && self.devs[device.index()].slots[p].valid() =>
+                    {
+                        return Ok(Applied::Refused)
+                    }
+                    Err(CoreError::FreeWhileDeferred { page: at, device })
+                        if at.index() == p
+                            && matches!(self.devs[device.index()].phase,
+                                Phase::Waiting(b) if b.access(p).is_some()) =>
+                    {
+                        return Ok(Applied::Refused)
+                    }
+                    Err(e) => return Err(refused(sent, e)),
+                }
+            }
+            Step::Create { page } => {
+                let p = page as usize;
+                let msg = Message::Create {
+                    pages: page as u64..page as u64 + 1,
+                };
+                // The new object's data is zeros, as the runtime's without initial data.
+                self.live |= 1 << p;
+                self.home[p] = 0;
+                self.latest[p] = 0;
+                self.handle(cfg, msg, Sent::Create { page }, log)?;
             }
         }
-        Ok(())
+        Ok(Applied::Done)
     }
 
     fn mark_done(&mut self, d: usize, p: usize) {
@@ -637,16 +758,25 @@ impl State {
         what: Sent,
         log: Option<&mut Vec<String>>,
     ) -> Result<(), Failure> {
+        let actions = self.submit(msg, what, log).map_err(|e| refused(what, e))?;
+        self.carry_out_all(cfg, actions)
+    }
+
+    /// Hands `msg` to the protocol; the caller decides whether a refusal is expected.
+    fn submit(
+        &mut self,
+        msg: Message,
+        what: Sent,
+        log: Option<&mut Vec<String>>,
+    ) -> Result<Vec<Action>, CoreError> {
         let result = Rc::make_mut(&mut self.proto).handle(msg);
         if let Some(log) = log {
             log.push(format!("memory manager handles {what} -> {result:?}"));
         }
-        let actions = result.map_err(|e| {
-            fail(
-                property::PROTOCOL_ERROR,
-                format!("Protocol::handle refused {what}: {e}"),
-            )
-        })?;
+        result
+    }
+
+    fn carry_out_all(&mut self, cfg: &ModelConfig, actions: Vec<Action>) -> Result<(), Failure> {
         let locking = cfg.variant != ProtocolVariant::NoMemoryLock;
         for action in actions {
             if locking {
@@ -755,8 +885,8 @@ impl State {
     /// The safety properties that are a function of one state.
     fn invariants(&self, cfg: &ModelConfig) -> Result<(), Failure> {
         let devs = &self.devs[..cfg.devices];
+        let directory = self.proto.directory();
         for p in 0..cfg.pages as usize {
-            let e = self.proto.directory.entries()[p];
             let holders = |f: fn(&Slot) -> bool| {
                 let mut s = DeviceSet::EMPTY;
                 for (d, dev) in devs.iter().enumerate() {
@@ -768,6 +898,32 @@ impl State {
             };
             let valid = holders(|s| s.valid());
             let writable = holders(|s| s.valid() && s.writable());
+
+            let live = self.live & (1 << p) != 0;
+            let e = match directory.entry(GlobalPage(p as u64)) {
+                Ok(&e) if live => e,
+                Err(_) if !live => {
+                    if !valid.is_empty() {
+                        return Err(fail(
+                            property::NO_STALE_MAPPING,
+                            format!(
+                                "page{p} belongs to no object, yet {} still map it",
+                                set_to_string(valid)
+                            ),
+                        ));
+                    }
+                    continue;
+                }
+                _ => {
+                    return Err(fail(
+                        property::DIRECTORY_AGREEMENT,
+                        format!(
+                            "page{p} is {} in the world but not in the directory",
+                            if live { "live" } else { "freed" }
+                        ),
+                    ))
+                }
+            };
 
             if let Some(o) = e.owner {
                 if e.copies != DeviceSet::only(o) {
@@ -872,10 +1028,13 @@ impl State {
         ))
     }
 
-    /// Falls on every step (see the module docs): budgets weigh more than any phase.
+    /// Falls on every step (see the module docs): budgets weigh more than any phase, and a
+    /// free more than the one page it leaves to be created again.
     fn measure(&self, cfg: &ModelConfig) -> u32 {
         const BUDGET: u32 = MAX_MODEL_PAGES as u32 + 4;
-        self.devs[..cfg.devices]
+        let pages = ((1u16 << cfg.pages) - 1) as u8;
+        let host = (cfg.frees - self.freed) as u32 * 2 + (pages & !self.live).count_ones();
+        host + self.devs[..cfg.devices]
             .iter()
             .map(|dev| {
                 let left = (cfg.requests_per_device - dev.issued) as u32
@@ -888,7 +1047,7 @@ impl State {
                 };
                 left * BUDGET + rank
             })
-            .sum()
+            .sum::<u32>()
     }
 }
 
@@ -935,6 +1094,8 @@ struct Layout {
     index_bits: u32,
     issued_bits: u32,
     evicted_bits: u32,
+    freed_bits: u32,
+    len_bits: u32,
 }
 
 /// Bits to hold every number in `0..=max`.
@@ -954,6 +1115,8 @@ impl Layout {
             index_bits: bits_for(cfg.requests_per_device.saturating_sub(1) as u32),
             issued_bits: bits_for(cfg.requests_per_device as u32),
             evicted_bits: bits_for(cfg.evictions_per_device as u32),
+            freed_bits: bits_for(cfg.frees as u32),
+            len_bits: bits_for(cfg.pages as u32),
         }
     }
 
@@ -966,10 +1129,15 @@ impl Layout {
     }
 
     fn max_bits(&self) -> u32 {
-        let per_page = 2 * self.value_bits + self.devices + self.owner_bits;
+        let per_page = 1 + 2 * self.value_bits + self.devices + self.owner_bits;
         // At most one outstanding request per device, so at most `devices` deferred.
         let deferred = self.devices * (1 + self.device_bits + self.index_bits + 2 * self.pages) + 1;
-        self.pages * per_page + self.devices + deferred + self.devices * self.device_bits_total()
+        self.pages * per_page
+            + self.devices
+            + self.freed_bits
+            + self.len_bits
+            + deferred
+            + self.devices * self.device_bits_total()
     }
 }
 
@@ -1096,15 +1264,23 @@ impl State {
     fn key<const W: usize>(&self, l: &Layout) -> Key<W> {
         let (nd, np) = (l.devices as usize, l.pages as usize);
         let devs = &self.devs[..nd];
-        let entries = self.proto.directory.entries();
+        let directory = self.proto.directory();
+        // A freed page's entry is unknown to the directory and home-only by construction.
+        let entry = |p: usize| {
+            directory
+                .entry(GlobalPage(p as u64))
+                .copied()
+                .unwrap_or_default()
+        };
 
         let mut pages = [(0u64, 0u8); MAX_MODEL_PAGES];
         for (p, sig) in pages[..np].iter_mut().enumerate() {
-            let e = entries[p];
+            let e = entry(p);
             let mut h = mix(self.home[p] as u64
                 | (self.latest[p] as u64) << 8
                 | (e.owner.is_some() as u64) << 16
-                | (e.copies.len() as u64) << 17);
+                | (e.copies.len() as u64) << 17
+                | ((self.live >> p) as u64 & 1) << 25);
             for (d, dev) in devs.iter().enumerate() {
                 let id = DeviceId(d as u8);
                 let (tag, access, done) = match dev.phase {
@@ -1152,7 +1328,8 @@ impl State {
 
         let mut w = Bits::<W>::new();
         for &old in &r.page_from[..np] {
-            let e = entries[old as usize];
+            let e = entry(old as usize);
+            w.push((self.live >> old) as u64 & 1, 1);
             w.push(self.home[old as usize] as u64, l.value_bits);
             w.push(self.latest[old as usize] as u64, l.value_bits);
             w.push(r.devices(e.copies), l.devices);
@@ -1160,6 +1337,12 @@ impl State {
             w.push(owner, l.owner_bits);
         }
         w.push(r.devices(self.proto.locked()), l.devices);
+        w.push(self.freed as u64, l.freed_bits);
+        // Not renamed: which page ends the space decides whether a free shrinks the directory
+        // and a create grows it. The protocol behaves alike either way, so leaving it out would
+        // be sound too, but would explore growth only when a free of the last page happened to
+        // be reached first.
+        w.push(directory.len(), l.len_bits);
         for b in self.proto.deferred() {
             w.push(1, 1);
             w.push(r.dev_to[b.device.index()] as u64, l.device_bits);
@@ -1229,6 +1412,7 @@ impl<'a, const W: usize> Explorer<'a, W> {
             states: 1,
             transitions: 0,
             terminal: 0,
+            refused_frees: 0,
             depth: 0,
             violation: None,
         };
@@ -1245,21 +1429,23 @@ impl<'a, const W: usize> Explorer<'a, W> {
             report.depth = report.depth.max(depth);
             steps.clear();
             s.enabled(cfg, &self.batches, &mut steps);
-            if steps.is_empty() {
-                report.terminal += 1;
-                if let Err(f) = s.quiescent(cfg) {
-                    report.violation = Some(self.violation(id, None, f));
-                    return report;
-                }
-            }
             let measure = s.measure(cfg);
+            let mut moved = false;
             for &step in &steps {
-                report.transitions += 1;
                 let mut t = s.clone();
-                if let Err(f) = t.apply(cfg, step, None) {
-                    report.violation = Some(self.violation(id, Some(step), f));
-                    return report;
+                match t.apply(cfg, step, None) {
+                    Err(f) => {
+                        report.violation = Some(self.violation(id, Some(step), f));
+                        return report;
+                    }
+                    Ok(Applied::Refused) => {
+                        report.refused_frees += 1;
+                        continue;
+                    }
+                    Ok(Applied::Done) => {}
                 }
+                moved = true;
+                report.transitions += 1;
                 let after = t.measure(cfg);
                 if after >= measure {
                     let f = fail(
@@ -1280,6 +1466,13 @@ impl<'a, const W: usize> Explorer<'a, W> {
                     return report;
                 }
                 queue.push_back((next, depth + 1, t));
+            }
+            if !moved {
+                report.terminal += 1;
+                if let Err(f) = s.quiescent(cfg) {
+                    report.violation = Some(self.violation(id, None, f));
+                    return report;
+                }
             }
         }
         report
@@ -1321,6 +1514,7 @@ mod tests {
             values: 2,
             requests_per_device: 1,
             evictions_per_device: 1,
+            frees: 1,
             variant,
         }
     }
@@ -1356,7 +1550,7 @@ mod tests {
     /// `device` holds a read-only copy of `page`, in the directory and its page table.
     fn with_copy(mut s: State, device: u8, page: u64) -> State {
         let e = Rc::make_mut(&mut s.proto)
-            .directory
+            .directory_mut()
             .entry_mut(GlobalPage(page))
             .unwrap();
         e.copies.insert(DeviceId(device));
@@ -1445,6 +1639,85 @@ mod tests {
             r.states > 10 && r.transitions >= r.states - 1 && r.terminal >= 1,
             "{r}"
         );
+    }
+
+    #[test]
+    fn freeing_the_last_page_shrinks_the_directory_and_creating_grows_it() {
+        let cfg = ModelConfig::minimum();
+        let l = Layout::new(&cfg);
+        let mut s = State::initial(&cfg);
+        assert_eq!(
+            s.apply(&cfg, Step::Free { page: 1 }, None).ok(),
+            Some(Applied::Done)
+        );
+        assert_eq!((s.proto.directory().len(), s.live), (1, 0b01));
+        let mut hole = State::initial(&cfg);
+        assert!(hole.apply(&cfg, Step::Free { page: 0 }, None).is_ok());
+        assert_eq!(hole.proto.directory().len(), 2);
+        assert!(
+            s.key::<4>(&l) != hole.key::<4>(&l),
+            "a shrunk directory is kept apart from one with a hole"
+        );
+        assert_eq!(
+            s.apply(&cfg, Step::Create { page: 1 }, None).ok(),
+            Some(Applied::Done)
+        );
+        assert_eq!((s.proto.directory().len(), s.live), (2, 0b11));
+        assert!(s.invariants(&cfg).is_ok());
+    }
+
+    #[test]
+    fn a_request_whose_page_was_freed_in_the_inbox_is_refused() {
+        let cfg = ModelConfig::minimum();
+        let mut s = State::initial(&cfg);
+        let batch = Batch {
+            read: 0b10,
+            write: 0,
+        };
+        s.apply(&cfg, Step::Request { device: 0, batch }, None).ok();
+        s.apply(&cfg, Step::Free { page: 1 }, None).ok();
+        assert_eq!(
+            s.apply(&cfg, Step::Deliver { device: 0 }, None).ok(),
+            Some(Applied::Done)
+        );
+        assert_eq!(s.devs[0].phase, Phase::Idle);
+        // Refused only because the page is gone: the same request for a live page is served.
+        let mut s = State::initial(&cfg);
+        s.apply(&cfg, Step::Request { device: 0, batch }, None).ok();
+        s.apply(&cfg, Step::Deliver { device: 0 }, None).ok();
+        assert!(matches!(s.devs[0].phase, Phase::Granted { .. }));
+    }
+
+    #[test]
+    fn a_free_of_a_locked_page_is_refused_and_changes_nothing() {
+        let cfg = ModelConfig::minimum();
+        let mut s = State::initial(&cfg);
+        let batch = Batch {
+            read: 0,
+            write: 0b01,
+        };
+        s.apply(&cfg, Step::Request { device: 2, batch }, None).ok();
+        s.apply(&cfg, Step::Deliver { device: 2 }, None).ok();
+        let before = s.key::<4>(&Layout::new(&cfg));
+        assert_eq!(
+            s.apply(&cfg, Step::Free { page: 0 }, None).ok(),
+            Some(Applied::Refused)
+        );
+        assert!(before == s.key::<4>(&Layout::new(&cfg)));
+        assert_eq!(
+            s.apply(&cfg, Step::Free { page: 1 }, None).ok(),
+            Some(Applied::Done)
+        );
+    }
+
+    #[test]
+    fn a_mapped_freed_page_is_a_stale_mapping() {
+        let cfg = ModelConfig::minimum();
+        let mut s = State::initial(&cfg);
+        s.apply(&cfg, Step::Free { page: 0 }, None).ok();
+        s.devs[1].slots[0] = Slot::filled(0);
+        let err = s.invariants(&cfg).expect_err("device1 maps a freed page");
+        assert_eq!(err.property, property::NO_STALE_MAPPING);
     }
 
     #[test]

@@ -10,8 +10,18 @@
 //! until it sends [`Message::Release`]; any later request that needs data from it, a downgrade
 //! of it or an invalidation on it is deferred (kept in a queue here, never a blocked thread)
 //! and retried when the lock is released. A locked device must not send a request.
+//!
+//! Objects come and go through the protocol too ([`Message::Create`], [`Message::Free`]), so
+//! the directory has no other writer and the model checker explores creation and freeing
+//! interleaved with requests. Freeing waits for nothing: it is refused, changing nothing, while
+//! a page of the object is held by a locked device or named by a deferred request (the caller
+//! frees between passes, or retries), and otherwise drops every device's copy, so no device
+//! maps a page that a later object reuses.
+//!
+//! The specification, with the model checker's measured state counts, is docs/PROTOCOL.md.
 
 use std::collections::VecDeque;
+use std::ops::Range;
 
 use crate::directory::{DeviceSet, Directory};
 use crate::error::{CoreError, Result};
@@ -53,6 +63,23 @@ pub enum Message {
     Evict {
         device: DeviceId,
         pages: Vec<GlobalPage>,
+    },
+    /// An object was created over `pages`, which must not be live: they become live and
+    /// home-only (the caller has put the object's initial data at home), and the directory
+    /// grows when they reach past its end. Yields no actions: no device can hold a copy of a
+    /// page that is not live, since `Free` dropped them all.
+    Create {
+        pages: Range<u64>,
+    },
+    /// The object over `pages` (all live) is freed. Every device's copy is invalidated, the
+    /// owner's without a write-back since the data dies with the object, and the pages become
+    /// holes; the directory shrinks past holes that end it. Refused with
+    /// [`CoreError::FreeWhileLocked`] or [`CoreError::FreeWhileDeferred`], changing nothing,
+    /// while a locked device holds one of the pages (it may be inside a pass that uses it) or a
+    /// deferred request names one (granting it later would hand out a page of no object, or of
+    /// the next object over the range).
+    Free {
+        pages: Range<u64>,
     },
 }
 
@@ -111,6 +138,16 @@ impl Action {
     }
 }
 
+fn check_range(pages: &Range<u64>) -> Result<()> {
+    if pages.is_empty() {
+        return Err(CoreError::EmptyPageRange {
+            start: pages.start,
+            end: pages.end,
+        });
+    }
+    Ok(())
+}
+
 /// The correct protocol, or a deliberately broken one. The broken ones exist so that the
 /// model checker, the runtime's tests and the litmus runner can show that they catch bugs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -123,12 +160,18 @@ pub enum ProtocolVariant {
     SkipInvalidation,
     /// Downgrading a modified copy for a reader does not write it back home first.
     SkipWriteBackOnDowngrade,
+    /// Freeing an object forgets its pages in the directory but leaves the devices' copies
+    /// mapped, so a device keeps a stale mapping of a page the next object reuses.
+    FreeWithoutInvalidation,
+    /// Freeing an object does not wait for the memory lock or deferred requests.
+    FreeIgnoringLocks,
 }
 
 /// The protocol state: the directory plus the memory locks and the deferred requests.
+/// Private, so that every change goes through [`Protocol::handle`].
 #[derive(Clone, Debug)]
 pub struct Protocol {
-    pub directory: Directory,
+    directory: Directory,
     variant: ProtocolVariant,
     locked: DeviceSet,
     deferred: VecDeque<RequestBatch>,
@@ -151,6 +194,14 @@ impl Protocol {
 
     pub fn variant(&self) -> ProtocolVariant {
         self.variant
+    }
+    pub fn directory(&self) -> &Directory {
+        &self.directory
+    }
+    /// For the model checker's tests, which build states no run reaches directly.
+    #[cfg(test)]
+    pub(crate) fn directory_mut(&mut self) -> &mut Directory {
+        &mut self.directory
     }
     pub fn locked(&self) -> DeviceSet {
         self.locked
@@ -200,6 +251,10 @@ impl Protocol {
                 if self.locking() && self.locked.contains(device) {
                     return Err(CoreError::EvictWhileLocked(device));
                 }
+                // All checked before any change, so a refusal leaves the state as it was.
+                for &page in &pages {
+                    self.directory.entry(page)?;
+                }
                 for page in pages {
                     let e = self.directory.entry_mut(page)?;
                     if e.owner == Some(device) {
@@ -212,8 +267,65 @@ impl Protocol {
                     }
                 }
             }
+            Message::Create { pages } => {
+                check_range(&pages)?;
+                if pages.end > crate::address::DEFAULT_PAGE_LIMIT {
+                    return Err(CoreError::AddressSpaceExhausted {
+                        requested: pages.end.saturating_sub(self.directory.len()),
+                    });
+                }
+                // Pages past the end are not live: only the ones inside need looking at.
+                if let Some(p) = (pages.start..pages.end.min(self.directory.len()))
+                    .map(GlobalPage)
+                    .find(|&p| self.directory.is_live(p))
+                {
+                    return Err(CoreError::PageInUse(p));
+                }
+                self.directory.create(pages);
+            }
+            Message::Free { pages } => {
+                check_range(&pages)?;
+                for p in pages.clone() {
+                    self.directory.entry(GlobalPage(p))?;
+                }
+                if self.variant != ProtocolVariant::FreeIgnoringLocks {
+                    self.check_free(&pages)?;
+                }
+                if self.variant != ProtocolVariant::FreeWithoutInvalidation {
+                    for p in pages.clone() {
+                        let page = GlobalPage(p);
+                        for device in self.directory.entry(page)?.copies.iter() {
+                            out.push(Action::Invalidate { page, device });
+                        }
+                    }
+                }
+                self.directory.free(pages);
+            }
         }
         Ok(out)
+    }
+
+    /// Refuses a free while a page of it may still be used under a grant, now or later.
+    fn check_free(&self, pages: &Range<u64>) -> Result<()> {
+        if !self.locking() {
+            return Ok(());
+        }
+        for p in pages.clone() {
+            let page = GlobalPage(p);
+            let held = DeviceSet(self.directory.entry(page)?.copies.0 & self.locked.0);
+            if let Some(device) = held.iter().next() {
+                return Err(CoreError::FreeWhileLocked { page, device });
+            }
+        }
+        for b in &self.deferred {
+            if let Some(r) = b.pages.iter().find(|r| pages.contains(&r.page.0)) {
+                return Err(CoreError::FreeWhileDeferred {
+                    page: r.page,
+                    device: b.device,
+                });
+            }
+        }
+        Ok(())
     }
 
     fn locking(&self) -> bool {
@@ -461,7 +573,7 @@ mod tests {
                 },
             ]
         );
-        let e = p.directory.entry(P).unwrap();
+        let e = p.directory().entry(P).unwrap();
         assert_eq!((e.copies.0, e.owner), (0b110, None));
     }
 
@@ -546,10 +658,111 @@ mod tests {
             ]
         );
         assert!(p
-            .directory
+            .directory()
             .entries()
             .iter()
             .all(|e| e.copies.is_empty() && e.owner.is_none()));
+    }
+
+    fn create(p: &mut Protocol, pages: Range<u64>) -> Result<Vec<Action>> {
+        p.handle(Message::Create { pages })
+    }
+    fn free(p: &mut Protocol, pages: Range<u64>) -> Result<Vec<Action>> {
+        p.handle(Message::Free { pages })
+    }
+
+    #[test]
+    fn create_grows_and_free_shrinks_the_directory() {
+        let mut p = Protocol::new(
+            Directory::new(0, HomeMap::Single(NodeId(0))),
+            2,
+            ProtocolVariant::Correct,
+        )
+        .unwrap();
+        assert_eq!(create(&mut p, 0..2), Ok(vec![]));
+        assert_eq!(create(&mut p, 2..5), Ok(vec![]));
+        assert_eq!(p.directory().len(), 5);
+        assert_eq!(
+            create(&mut p, 4..6),
+            Err(CoreError::PageInUse(GlobalPage(4)))
+        );
+        assert_eq!(p.directory().len(), 5, "a refused create grows nothing");
+        // A hole in the middle stays; holes that end the space go.
+        free(&mut p, 0..2).unwrap();
+        assert_eq!(p.directory().len(), 5);
+        assert!(!p.directory().is_live(GlobalPage(1)) && p.directory().is_live(GlobalPage(2)));
+        free(&mut p, 2..5).unwrap();
+        assert!(p.directory().is_empty());
+        create(&mut p, 0..1).unwrap();
+        assert_eq!(p.directory().len(), 1);
+    }
+
+    #[test]
+    fn free_drops_every_copy_without_writing_back() {
+        let mut p = proto(3);
+        p.handle(req(1, 0, &[(1, Access::Read), (2, Access::Read)]))
+            .unwrap();
+        p.handle(Message::Release(DeviceId(0))).unwrap();
+        p.handle(req(2, 1, &[(1, Access::Read)])).unwrap();
+        p.handle(Message::Release(DeviceId(1))).unwrap();
+        p.handle(req(3, 2, &[(2, Access::Write)])).unwrap();
+        p.handle(Message::Release(DeviceId(2))).unwrap();
+        let inv = |page, d| Action::Invalidate {
+            page: GlobalPage(page),
+            device: DeviceId(d),
+        };
+        assert_eq!(
+            free(&mut p, 1..3),
+            Ok(vec![inv(1, 0), inv(1, 1), inv(2, 2)])
+        );
+        assert_eq!(
+            p.handle(req(4, 0, &[(1, Access::Read)])),
+            Err(CoreError::UnknownPage(P)),
+            "a freed page is requested no more"
+        );
+        // The next object over the pages starts home-only, with nobody holding a copy.
+        assert_eq!(create(&mut p, 1..3), Ok(vec![]));
+        let e = p.directory().entry(GlobalPage(2)).unwrap();
+        assert_eq!((e.copies, e.owner), (DeviceSet::EMPTY, None));
+    }
+
+    #[test]
+    fn free_waits_for_locks_and_deferred_requests() {
+        let mut p = proto(2);
+        p.handle(req(1, 0, &[(1, Access::Write)])).unwrap();
+        assert_eq!(
+            free(&mut p, 0..4),
+            Err(CoreError::FreeWhileLocked {
+                page: P,
+                device: DeviceId(0)
+            })
+        );
+        // Deferred behind page 1; page 3 is held by nobody but would be granted later.
+        assert!(p
+            .handle(req(2, 1, &[(1, Access::Read), (3, Access::Write)]))
+            .unwrap()
+            .is_empty());
+        assert_eq!(
+            free(&mut p, 3..4),
+            Err(CoreError::FreeWhileDeferred {
+                page: GlobalPage(3),
+                device: DeviceId(1)
+            })
+        );
+        assert!(
+            p.directory().is_live(GlobalPage(3)),
+            "a refused free changes nothing"
+        );
+        assert_eq!(free(&mut p, 2..3), Ok(vec![]));
+        p.handle(Message::Release(DeviceId(0))).unwrap();
+        p.handle(Message::Release(DeviceId(1))).unwrap();
+        // Device 0 was downgraded for device 1's read: both copies go.
+        assert_eq!(free(&mut p, 1..2).map(|a| a.len()), Ok(2));
+        // The broken variant frees under the lock.
+        let mut p = proto(2);
+        p.variant = ProtocolVariant::FreeIgnoringLocks;
+        p.handle(req(1, 0, &[(1, Access::Write)])).unwrap();
+        assert_eq!(free(&mut p, 1..2).map(|a| a.len()), Ok(1));
     }
 
     #[test]
@@ -583,6 +796,25 @@ mod tests {
             }),
             Err(CoreError::EvictWhileLocked(DeviceId(0)))
         );
+        assert_eq!(
+            free(&mut p, 2..2),
+            Err(CoreError::EmptyPageRange { start: 2, end: 2 })
+        );
+        assert_eq!(
+            free(&mut p, 3..9),
+            Err(CoreError::UnknownPage(GlobalPage(4)))
+        );
+        assert_eq!(
+            p.handle(Message::Evict {
+                device: DeviceId(1),
+                pages: vec![GlobalPage(0), GlobalPage(7)]
+            }),
+            Err(CoreError::UnknownPage(GlobalPage(7)))
+        );
+        assert!(matches!(
+            create(&mut p, 4..u64::MAX),
+            Err(CoreError::AddressSpaceExhausted { .. })
+        ));
         assert!(Protocol::new(
             Directory::new(1, HomeMap::Single(NodeId(0))),
             65,

@@ -265,6 +265,8 @@ pub fn variant_name(v: ProtocolVariant) -> &'static str {
         ProtocolVariant::NoMemoryLock => "no-memory-lock",
         ProtocolVariant::SkipInvalidation => "skip-invalidation",
         ProtocolVariant::SkipWriteBackOnDowngrade => "skip-write-back",
+        ProtocolVariant::FreeWithoutInvalidation => "free-without-invalidation",
+        ProtocolVariant::FreeIgnoringLocks => "free-ignoring-locks",
     }
 }
 

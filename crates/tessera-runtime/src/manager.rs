@@ -354,9 +354,10 @@ impl Manager {
         Ok(())
     }
 
+    /// Sizes the slot maps and the devices' page tables to the address space; the directory
+    /// follows the space through `Create` and `Free`.
     fn resize_tables(&mut self) -> Result<()> {
         let pages = self.space.page_count();
-        self.protocol.directory.resize(pages);
         for s in &mut self.slots {
             s.resize(pages as usize, None);
         }
@@ -380,29 +381,34 @@ impl Manager {
             }
         }
         let e = self.space.create(desc)?;
+        let created = self.protocol.handle(Message::Create { pages: e.pages() });
+        if let Err(err) = created {
+            // The space and the directory disagree only if the bookkeeping is wrong; undo so
+            // that at least this object does not half exist.
+            self.space.free(e.id)?;
+            return Err(err.into());
+        }
         let mut home = vec![0u8; (desc.page_count() * desc.page_bytes()) as usize];
         if let Some(d) = data {
             pack(&desc, &d, &mut home);
         }
         self.home.insert(e.id, home);
+        // Freeing dropped every device's copy of reused pages, so no device maps one of them.
         self.resize_tables()?;
-        self.protocol.directory.reset_range(e.pages());
         Ok(e)
     }
 
+    /// Refused, changing nothing, while a device is inside a pass holding one of the object's
+    /// pages or a deferred request names one (`CoreError::FreeWhileLocked`,
+    /// `CoreError::FreeWhileDeferred`): free between passes. Otherwise every device's copy is
+    /// dropped, without writing modified ones home, since the data goes with the object.
     fn free(&mut self, id: ObjectId) -> Result<()> {
         let e = *self.space.get(id)?;
-        for d in 0..self.workers.len() {
-            let device = DeviceId(d as u8);
-            let pages: Vec<GlobalPage> = e
-                .pages()
-                .map(GlobalPage)
-                .filter(|p| self.slots[d][p.index()].is_some())
-                .collect();
-            if !pages.is_empty() {
-                let actions = self.protocol.handle(Message::Evict { device, pages })?;
-                self.execute(actions)?;
-            }
+        let actions = self.protocol.handle(Message::Free { pages: e.pages() })?;
+        if let Err(err) = self.execute(actions) {
+            // The directory has forgotten copies some device may still map.
+            self.fail_all(err.clone());
+            return Err(err);
         }
         self.space.free(id)?;
         self.home.remove(&id);
@@ -416,7 +422,7 @@ impl Manager {
         // Modified pages come from their owners: one job per device, not one per page.
         let mut by_owner: Vec<Vec<(usize, SlotAddr)>> = vec![Vec::new(); self.workers.len()];
         for (local, page) in e.pages().enumerate() {
-            if let Some(o) = self.protocol.directory.entry(GlobalPage(page))?.owner {
+            if let Some(o) = self.protocol.directory().entry(GlobalPage(page))?.owner {
                 by_owner[o.index()].push((local, self.slot(o, GlobalPage(page))?));
             }
         }
@@ -451,7 +457,7 @@ impl Manager {
                 ..Default::default()
             })
             .collect();
-        let entries = self.protocol.directory.entries();
+        let entries = self.protocol.directory().entries();
         for obj in self.space.live_objects() {
             let bytes = obj.desc.page_bytes();
             for p in obj.pages() {
@@ -562,5 +568,163 @@ fn for_each_page_row(desc: &ObjectDesc, mut f: impl FnMut(usize, usize, usize)) 
             let page = local * desc.page_bytes() + r * side * tb;
             f(host as usize, page as usize, (pw * tb) as usize);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use tessera_core::{
+        Access, CoreError, DeviceId, GlobalPage, ObjectDesc, ObjectEntry, ObjectId, PageRequest,
+        ProtocolVariant, TexelFormat,
+    };
+
+    use crate::{
+        Bound, Domain, Fault, Invocation, Kernel, Partition, PassSpec, Procedure, RuntimeError,
+        System, SystemConfig,
+    };
+
+    struct Fill {
+        to: ObjectId,
+        value: f32,
+    }
+
+    impl Kernel for Fill {
+        fn name(&self) -> &'static str {
+            "fill"
+        }
+        fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
+            inv.store_f32(self.to, x, y, self.value)
+        }
+    }
+
+    struct CopyTexels {
+        from: ObjectId,
+        to: ObjectId,
+    }
+
+    impl Kernel for CopyTexels {
+        fn name(&self) -> &'static str {
+            "copy"
+        }
+        fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
+            let v = inv.load_f32(self.from, x, y)?;
+            inv.store_f32(self.to, x, y, v)
+        }
+    }
+
+    /// One 8×8 page of 32-bit floats.
+    fn one_page() -> ObjectDesc {
+        ObjectDesc::texture(8, 8, TexelFormat::R32Float, 8).unwrap()
+    }
+
+    fn texels(v: f32) -> Vec<u8> {
+        (0..64).flat_map(|_| v.to_le_bytes()).collect()
+    }
+
+    fn system(variant: ProtocolVariant) -> System {
+        System::cpu(&SystemConfig {
+            devices: 1,
+            variant,
+            cpu_threads: 1,
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    fn pass(sys: &System, kernel: impl Kernel + 'static, objects: &[&ObjectEntry]) {
+        let spec = PassSpec {
+            kernel: Arc::new(kernel),
+            bindings: Arc::new(objects.iter().map(|e| Bound::new(e)).collect()),
+            domain: Domain::Rect {
+                x0: 0,
+                y0: 0,
+                x1: 8,
+                y1: 8,
+            },
+            display: false,
+        };
+        sys.run_pass(&spec, 8, 8, Partition::Rows, Procedure::Relaunch)
+            .unwrap();
+    }
+
+    /// Device 0 writes an object, which is freed; the next object reuses its page, and device
+    /// 0 copies it: what it copies is what it saw of the new object.
+    fn copy_of_a_reused_page(variant: ProtocolVariant) -> Vec<u8> {
+        let sys = system(variant);
+        let old = sys.create(one_page(), None).unwrap();
+        // Keeps the old page a hole inside the space, so page tables are not shortened past it
+        // (which would hide a stale mapping).
+        let _keep = sys.create(one_page(), None).unwrap();
+        pass(
+            &sys,
+            Fill {
+                to: old.id,
+                value: 1.0,
+            },
+            &[&old],
+        );
+        sys.mm.free(old.id).unwrap();
+        let new = sys.create(one_page(), Some(texels(2.0))).unwrap();
+        assert_eq!(new.page_offset, old.page_offset, "the page is reused");
+        let out = sys.create(one_page(), None).unwrap();
+        pass(
+            &sys,
+            CopyTexels {
+                from: new.id,
+                to: out.id,
+            },
+            &[&new, &out],
+        );
+        sys.mm.read(out.id).unwrap()
+    }
+
+    #[test]
+    fn a_reused_page_is_not_mapped_to_the_freed_objects_data() {
+        assert_eq!(copy_of_a_reused_page(ProtocolVariant::Correct), texels(2.0));
+        // Without the invalidations the device keeps its mapping of the old object's slot and
+        // reads it without asking.
+        assert_eq!(
+            copy_of_a_reused_page(ProtocolVariant::FreeWithoutInvalidation),
+            texels(1.0)
+        );
+    }
+
+    #[test]
+    fn freeing_a_page_held_under_the_memory_lock_is_refused_until_release() {
+        let sys = system(ProtocolVariant::Correct);
+        let e = sys.create(one_page(), Some(texels(3.0))).unwrap();
+        let page = GlobalPage(e.page_offset);
+        let write = vec![PageRequest {
+            page,
+            access: Access::Write,
+        }];
+        sys.mm
+            .request(DeviceId(0), write.clone())
+            .wait()
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            sys.mm.free(e.id),
+            Err(RuntimeError::Core(CoreError::FreeWhileLocked {
+                page,
+                device: DeviceId(0)
+            }))
+        );
+        // Refused means untouched: the object is still there, with its data.
+        assert_eq!(sys.mm.read(e.id).unwrap(), texels(3.0));
+        sys.mm.release(DeviceId(0));
+        sys.mm.free(e.id).unwrap();
+        assert_eq!(
+            sys.mm.read(e.id),
+            Err(RuntimeError::Core(CoreError::UnknownObject(e.id)))
+        );
+        assert_eq!(
+            sys.mm.request(DeviceId(0), write).wait().unwrap(),
+            Err(RuntimeError::Core(CoreError::UnknownPage(page)))
+        );
+        let (_, directory) = sys.mm.memory().unwrap();
+        assert!(directory.is_empty(), "the space shrank to nothing");
     }
 }
