@@ -348,3 +348,25 @@ fn run_writes_an_animation_of_the_display() {
     assert!(none.path().join("frame.png").exists());
     assert!(!none.path().join("frames.gif").exists());
 }
+
+#[test]
+fn sweep_legends_name_the_backend_that_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = tessera(&[
+        "sweep",
+        "devices",
+        "--size",
+        "16",
+        "--page",
+        "8",
+        "--devices",
+        "1,2",
+        "--frames",
+        "1",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let svg = std::fs::read_to_string(dir.path().join("speedup.svg")).unwrap();
+    assert!(svg.contains("measured (cpu)"), "{svg}");
+}
