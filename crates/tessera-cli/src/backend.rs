@@ -15,21 +15,25 @@ pub fn adapter_choice() -> AdapterChoice {
     }
 }
 
-/// A node of `cfg.devices` devices on `kind`.
-pub fn system(kind: BackendKind, cfg: &SystemConfig) -> Result<System> {
+/// A node of `cfg.devices` devices on `kind`, and the name of the wgpu adapter they run on
+/// (none on the CPU backend): reports and plot legends name it.
+pub fn system(kind: BackendKind, cfg: &SystemConfig) -> Result<(System, Option<String>)> {
     match kind {
-        BackendKind::Cpu => Ok(System::cpu(cfg)?),
+        BackendKind::Cpu => Ok((System::cpu(cfg)?, None)),
         BackendKind::Wgpu => {
             if cfg.devices == 0 {
                 bail!("device count must be at least 1");
             }
             let choice = adapter_choice();
             let mut devices: Vec<Box<dyn Device>> = Vec::with_capacity(cfg.devices);
+            let mut name = None;
             for i in 0..cfg.devices {
                 let id = DeviceId::new(i)?;
-                devices.push(Box::new(WgpuDevice::new(id, &choice)?));
+                let d = WgpuDevice::new(id, &choice)?;
+                name.get_or_insert_with(|| d.adapter_info().name.clone());
+                devices.push(Box::new(d));
             }
-            Ok(System::with_devices(devices, cfg)?)
+            Ok((System::with_devices(devices, cfg)?, name))
         }
     }
 }

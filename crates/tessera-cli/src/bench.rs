@@ -67,7 +67,7 @@ pub fn overhead(o: &BenchOpts) -> Result<()> {
     let procs = [Procedure::TwoPass, Procedure::Relaunch];
     let mut paged = Vec::new();
     for _ in procs {
-        let sys = backend::system(o.backend, &cfg)?;
+        let (sys, _) = backend::system(o.backend, &cfg)?;
         paged.push(PagedBoiling::new(sys, o.size, o.size, o.page, params)?);
     }
     let (mut unpaged, unpaged_desc) = unpaged_side(o, params, threads)?;

@@ -1,5 +1,6 @@
 //! `tessera`: run workloads on a distributed, demand-paged texture memory.
 
+mod animation;
 mod backend;
 mod bench;
 mod litmus;
@@ -96,8 +97,10 @@ pub struct NodeOpts {
     /// Device backend.
     #[arg(long, value_enum, default_value = "cpu")]
     backend: BackendKind,
-    /// CPU threads for the software devices (0: one per core).
-    #[arg(long, default_value_t = 0)]
+    /// CPU threads for the software devices (0: one per core). Accepts at most 8 per core or 64,
+    /// whichever is more: more threads only add switching, and tens of thousands take minutes
+    /// just to start.
+    #[arg(long, default_value_t = 0, value_parser = parse_threads)]
     threads: usize,
     /// Per-device memory budget in MiB.
     #[arg(long, default_value_t = 4096)]
@@ -128,7 +131,7 @@ pub struct RunOpts {
     /// How each pass's domain is split across devices.
     #[arg(long, default_value = "rows", value_parser = parse_partition)]
     partition: Partition,
-    /// Output directory for report.json and frame.png.
+    /// Output directory for report.json, frame.png and frames.gif.
     #[arg(long, default_value = "out")]
     out: PathBuf,
     #[command(flatten)]
@@ -139,6 +142,11 @@ pub struct RunOpts {
     /// Also write residency-<texture>.png: where each page lives at the end of the run.
     #[arg(long)]
     residency_png: bool,
+    /// Add the display to frames.gif every K frames (warm-up included) and after the last
+    /// one; 0 writes no GIF. Sampling reads the display back to the host; its time is not in
+    /// the measured wall time.
+    #[arg(long, value_name = "K", default_value_t = 10)]
+    gif_every: u32,
 }
 
 #[derive(Args, Clone)]
@@ -161,10 +169,50 @@ pub struct BenchOpts {
     /// Device backend.
     #[arg(long, value_enum, default_value = "cpu")]
     backend: BackendKind,
-    /// CPU threads for both sides (0: one per core). The wgpu backend ignores it: both of
-    /// its sides run on the GPU.
-    #[arg(long, default_value_t = 0)]
+    /// CPU threads for both sides (0: one per core; at most 8 per core or 64, whichever is
+    /// more). The wgpu backend ignores it: both of its sides run on the GPU.
+    #[arg(long, default_value_t = 0, value_parser = parse_threads)]
     threads: usize,
+}
+
+/// Threads per core that `--threads` accepts.
+///
+/// The CPU devices' kernels are compute-bound, so past a few threads per core more threads only
+/// add switching; tens of thousands make the thread pool's start-up alone take minutes with
+/// nothing printed (issue 19). Eight per core leaves room for experiments with
+/// oversubscription.
+const THREADS_PER_CORE: usize = 8;
+/// Accepted on any machine: a 1- or 2-core machine (CI's) can still run many threads, which is
+/// how scheduling races are shaken out.
+const THREADS_FLOOR: usize = 64;
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The most threads `--threads` accepts on this machine.
+pub fn max_threads() -> usize {
+    cores().saturating_mul(THREADS_PER_CORE).max(THREADS_FLOOR)
+}
+
+fn parse_threads(s: &str) -> Result<usize, String> {
+    let s = s.trim();
+    let max = max_threads();
+    let too_many = || {
+        format!(
+            "{s} threads is more than this machine can sensibly run: at most {max} \
+             ({THREADS_PER_CORE} per core on {} core(s), or {THREADS_FLOOR}, whichever is more); \
+             0 means one per core",
+            cores()
+        )
+    };
+    match s.parse::<usize>() {
+        Ok(n) if n > max => Err(too_many()),
+        Ok(n) => Ok(n),
+        // Digits that overflow are a count too large, not a malformed one.
+        Err(_) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => Err(too_many()),
+        Err(_) => Err(format!("{s:?} is not a whole number of threads")),
+    }
 }
 
 fn parse_procedure(s: &str) -> Result<Procedure, String> {

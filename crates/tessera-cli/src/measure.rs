@@ -41,6 +41,8 @@ impl Modeled {
 /// What a run leaves behind for its report.
 pub struct Run {
     pub sim: PagedBoiling,
+    /// The wgpu adapter the devices ran on; none on the CPU backend.
+    pub adapter_name: Option<String>,
     pub textures: Vec<TextureInfo>,
     /// Each device's stats summed over the measured frames (warm-up frames excluded).
     pub per_device: Vec<PassStats>,
@@ -52,10 +54,18 @@ pub struct Run {
 }
 
 /// Builds a node and the simulation for `o`, runs `o.warmup` frames and then `o.frames`
-/// measured ones, calling `tick` after every frame.
-pub fn run_boiling(o: &RunOpts, topo: &Topology, mut tick: impl FnMut()) -> Result<Run> {
+/// measured ones, calling `after_frame` with the simulation and the number of frames run so
+/// far (warm-up included) after every frame.
+///
+/// `after_frame`'s time is left out of the measured wall time: it is the caller's progress bar
+/// and animation sampling, not the memory's work.
+pub fn run_boiling(
+    o: &RunOpts,
+    topo: &Topology,
+    mut after_frame: impl FnMut(&PagedBoiling, u32) -> Result<()>,
+) -> Result<Run> {
     topo.check_devices(o.devices)?;
-    let sys = crate::backend::system(
+    let (sys, adapter_name) = crate::backend::system(
         o.node.backend,
         &SystemConfig {
             devices: o.devices,
@@ -72,23 +82,25 @@ pub fn run_boiling(o: &RunOpts, topo: &Topology, mut tick: impl FnMut()) -> Resu
         link_seconds: vec![0.0; topo.links().len()],
         ..Default::default()
     };
-    for _ in 0..o.warmup {
+    for n in 1..=o.warmup {
         frame(&sim, o, topo, &mut Modeled::default())?;
-        tick();
+        after_frame(&sim, n)?;
     }
     let baseline = sim.sys.mm.traffic()?;
     let mut per_device = vec![PassStats::default(); o.devices];
-    let t = Instant::now();
-    for _ in 0..o.frames {
+    let mut wall = 0.0;
+    for n in 1..=o.frames {
+        let t = Instant::now();
         let stats = frame(&sim, o, topo, &mut modeled)?;
+        wall += t.elapsed().as_secs_f64();
         for (a, s) in per_device.iter_mut().zip(&stats) {
             a.add(s);
         }
-        tick();
+        after_frame(&sim, o.warmup + n)?;
     }
-    let wall = t.elapsed().as_secs_f64();
     Ok(Run {
         sim,
+        adapter_name,
         textures,
         per_device,
         wall,

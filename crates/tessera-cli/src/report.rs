@@ -57,7 +57,11 @@ pub struct DeviceReport {
 pub struct Report {
     pub workload: &'static str,
     pub backend: &'static str,
+    /// The devices as the backend describes them, e.g. `cpu (2 threads)`.
     pub adapter: String,
+    /// The wgpu adapter's name; absent on the CPU backend.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adapter_name: Option<String>,
     pub devices: usize,
     pub size: u32,
     pub page_size: u32,
@@ -228,6 +232,7 @@ impl Report {
             workload: "boiling",
             backend: o.node.backend.name(),
             adapter: sys.backend().to_string(),
+            adapter_name: run.adapter_name.clone(),
             devices: sys.devices(),
             size: o.size,
             page_size: o.page,
@@ -262,6 +267,14 @@ impl Report {
             per_device,
             field_checksum,
         })
+    }
+
+    /// What ran the measured frames, for plot legends: `cpu`, or `wgpu: <adapter name>`.
+    pub fn ran_on(&self) -> String {
+        match &self.adapter_name {
+            Some(name) => format!("{}: {name}", self.backend),
+            None => self.backend.to_string(),
+        }
     }
 
     pub fn print(&self) {

@@ -4,6 +4,9 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use tessera_core::topology::Topology;
 use tessera_workloads::boiling::reference::{checksum_hex, field_checksum};
+use tessera_workloads::boiling::sim::PagedBoiling;
+
+use crate::animation::{sampled, Animation};
 
 use crate::measure::{run_boiling, Run};
 use crate::report::{write_png, Report};
@@ -30,12 +33,17 @@ pub fn progress(len: u64, what: &str) -> ProgressBar {
 }
 
 /// Runs boiling with `o` on `topo` and builds its report; shared by `run` and the sweeps.
-pub fn execute(o: &RunOpts, topo: &Topology, tick: impl FnMut()) -> Result<(Run, Report)> {
+/// `after_frame` is called as [`run_boiling`] says.
+pub fn execute(
+    o: &RunOpts,
+    topo: &Topology,
+    after_frame: impl FnMut(&PagedBoiling, u32) -> Result<()>,
+) -> Result<(Run, Report)> {
     check_size(o.size)?;
     if o.frames == 0 {
         bail!("--frames must be at least 1");
     }
-    let run = run_boiling(o, topo, tick)?;
+    let run = run_boiling(o, topo, after_frame)?;
     let field = run.sim.field()?;
     let checksum = checksum_hex(field_checksum(&field));
     let report = Report::collect(&run, o, topo, checksum)?;
@@ -57,14 +65,33 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
     let topo = topology_args::load(&o.node.topology, o.devices)?;
     std::fs::create_dir_all(&o.out)
         .with_context(|| format!("cannot create output directory {}", o.out.display()))?;
-    let bar = progress((o.warmup + o.frames) as u64, "boiling");
-    let (run, report) = execute(o, &topo, || bar.inc(1))?;
+    let total = o.warmup + o.frames;
+    let bar = progress(total as u64, "boiling");
+    let mut gif = match o.gif_every {
+        0 => None,
+        _ => Some(Animation::create(&o.out.join("frames.gif"))?),
+    };
+    let (run, report) = execute(o, &topo, |sim, n| {
+        if let Some(gif) = gif.as_mut().filter(|_| sampled(n, total, o.gif_every)) {
+            gif.push(o.size, o.size, &sim.display_rgba()?)?;
+        }
+        bar.inc(1);
+        Ok(())
+    })?;
     bar.finish_and_clear();
     report.print();
     let json = write_report(&report, &o.out)?;
     let png = o.out.join("frame.png");
     write_png(&png, o.size, o.size, &run.sim.display_rgba()?)?;
     println!("wrote {} and {}", json.display(), png.display());
+    if let Some(gif) = gif {
+        let (path, frames) = gif.finish()?;
+        println!(
+            "wrote {} ({frames} frame(s), one every {} frames)",
+            path.display(),
+            o.gif_every
+        );
+    }
     let stages = o.out.join("stages");
     crate::plot::stage_bars(
         &stages,

@@ -2,19 +2,22 @@
 //! figures as plots.
 //!
 //! Every point is an ordinary `tessera run` (the same [`crate::run::execute`]) whose
-//! report.json is kept in its own folder; the CSV's columns are read out of those reports,
-//! so a CSV row and the report of the same run cannot disagree.
+//! report.json is kept in its own folder; the CSV's columns and the plots are read out of the
+//! same [`Report`] values that were written there, field by typed field, so a CSV row and the
+//! report of the same run cannot disagree and a renamed field is a compile error here.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
+use serde::Serialize;
 use serde_json::Value;
 use tessera_core::PageSize;
 use tessera_runtime::{Partition, Procedure, StageTimes};
 
 use crate::plot::{self, LineChart, Series};
+use crate::report::{DeviceReport, Report};
 use crate::run::{check_size, execute, progress, write_report};
 use crate::{parse_partition, parse_procedure, topology_args, NodeOpts, RunOpts, Workload};
 
@@ -168,6 +171,7 @@ fn point_opts(c: &SweepCommon, devices: usize, page: u32, out: PathBuf) -> RunOp
         out,
         node: c.node.clone(),
         residency_png: false,
+        gif_every: 0,
     }
 }
 
@@ -196,8 +200,8 @@ fn check_points(points: &[RunOpts]) -> Result<()> {
 }
 
 /// Runs the points in order (checked by [`check_points`] first), writing each report.json;
-/// returns the reports as JSON values.
-fn run_points(points: &[RunOpts], label: impl Fn(&RunOpts) -> String) -> Result<Vec<Value>> {
+/// returns the reports.
+fn run_points(points: &[RunOpts], label: impl Fn(&RunOpts) -> String) -> Result<Vec<Report>> {
     let total: u64 = points.iter().map(|o| (o.warmup + o.frames) as u64).sum();
     let bar = progress(total, "sweep");
     let mut reports = Vec::new();
@@ -206,157 +210,179 @@ fn run_points(points: &[RunOpts], label: impl Fn(&RunOpts) -> String) -> Result<
         let topo = topology_args::load(&o.node.topology, o.devices)?;
         std::fs::create_dir_all(&o.out)
             .with_context(|| format!("cannot create output directory {}", o.out.display()))?;
-        let (_, report) =
-            execute(o, &topo, || bar.inc(1)).with_context(|| format!("at {}", label(o)))?;
+        let (_, report) = execute(o, &topo, |_, _| {
+            bar.inc(1);
+            Ok(())
+        })
+        .with_context(|| format!("at {}", label(o)))?;
         write_report(&report, &o.out)?;
-        reports.push(serde_json::to_value(&report)?);
+        reports.push(report);
     }
     bar.finish_and_clear();
     Ok(reports)
 }
 
-/// The CSV columns and where each comes from in report.json (a JSON pointer).
-pub const COLUMNS: &[(&str, &str)] = &[
-    ("workload", "/workload"),
-    ("size", "/size"),
-    ("devices", "/devices"),
-    ("page_size", "/page_size"),
-    ("procedure", "/procedure"),
-    ("partition", "/partition"),
-    ("topology", "/topology"),
-    ("frames", "/frames"),
-    ("warmup_frames", "/warmup_frames"),
-    ("wall_seconds_measured", "/wall_seconds"),
-    ("frames_per_second_measured", "/frames_per_second_measured"),
-    ("frames_per_second_modeled", "/frames_per_second_modeled"),
-    ("seconds_modeled", "/modeled/seconds"),
-    (
-        "device_seconds_measured_in_model",
-        "/modeled/device_seconds_measured",
-    ),
-    (
-        "transfer_seconds_modeled",
-        "/modeled/transfer_seconds_modeled",
-    ),
-    ("page_requests_per_frame", "/page_requests_per_frame"),
-    (
-        "host_to_device_pages_per_frame",
-        "/host_to_device_per_frame/pages",
-    ),
-    (
-        "host_to_device_bytes_per_frame",
-        "/host_to_device_per_frame/bytes",
-    ),
-    (
-        "device_to_host_pages_per_frame",
-        "/device_to_host_per_frame/pages",
-    ),
-    (
-        "device_to_host_bytes_per_frame",
-        "/device_to_host_per_frame/bytes",
-    ),
-    (
-        "device_to_device_pages_per_frame",
-        "/device_to_device_via_host_per_frame/pages",
-    ),
-    (
-        "device_to_device_bytes_per_frame",
-        "/device_to_device_via_host_per_frame/bytes",
-    ),
-    (
-        "texels_to_devices_per_frame",
-        "/texels_to_devices_per_frame",
-    ),
-    ("texels_to_host_per_frame", "/texels_to_host_per_frame"),
-    ("memory_unique_bytes", "/memory/unique_bytes"),
-    ("memory_shared_bytes", "/memory/shared_bytes"),
-    ("memory_total_bytes", "/memory/total_bytes"),
-    ("request_pass_seconds", "/stage_seconds/request_pass"),
-    ("uniquify_seconds", "/stage_seconds/uniquify"),
-    ("read_requests_seconds", "/stage_seconds/read_requests"),
-    ("compute_seconds", "/stage_seconds/compute"),
-    ("write_requests_seconds", "/stage_seconds/write_requests"),
-    ("page_writes_seconds", "/stage_seconds/page_writes"),
-    ("display_seconds", "/stage_seconds/display"),
-    ("field_checksum", "/field_checksum"),
+/// A field of the report as report.json holds it, so that a CSV cell is the same text as the
+/// report's value (serde_json's number formatting; a non-finite number is `null`).
+fn json<T: Serialize + ?Sized>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// A CSV column: its name and the report field it holds. The fields are read through the
+/// report's own types, so renaming one breaks the build here instead of emptying a column.
+type Column<R> = (&'static str, fn(&R) -> Value);
+
+pub const COLUMNS: &[Column<Report>] = &[
+    ("workload", |r| json(r.workload)),
+    ("size", |r| json(&r.size)),
+    ("devices", |r| json(&r.devices)),
+    ("page_size", |r| json(&r.page_size)),
+    ("procedure", |r| json(&r.procedure)),
+    ("partition", |r| json(&r.partition)),
+    ("topology", |r| json(&r.topology)),
+    ("frames", |r| json(&r.frames)),
+    ("warmup_frames", |r| json(&r.warmup_frames)),
+    ("wall_seconds_measured", |r| json(&r.wall_seconds)),
+    ("frames_per_second_measured", |r| {
+        json(&r.frames_per_second_measured)
+    }),
+    ("frames_per_second_modeled", |r| {
+        json(&r.frames_per_second_modeled)
+    }),
+    ("seconds_modeled", |r| json(&r.modeled.seconds)),
+    ("device_seconds_measured_in_model", |r| {
+        json(&r.modeled.device_seconds_measured)
+    }),
+    ("transfer_seconds_modeled", |r| {
+        json(&r.modeled.transfer_seconds_modeled)
+    }),
+    ("page_requests_per_frame", |r| {
+        json(&r.page_requests_per_frame)
+    }),
+    ("host_to_device_pages_per_frame", |r| {
+        json(&r.host_to_device_per_frame.pages)
+    }),
+    ("host_to_device_bytes_per_frame", |r| {
+        json(&r.host_to_device_per_frame.bytes)
+    }),
+    ("device_to_host_pages_per_frame", |r| {
+        json(&r.device_to_host_per_frame.pages)
+    }),
+    ("device_to_host_bytes_per_frame", |r| {
+        json(&r.device_to_host_per_frame.bytes)
+    }),
+    ("device_to_device_pages_per_frame", |r| {
+        json(&r.device_to_device_via_host_per_frame.pages)
+    }),
+    ("device_to_device_bytes_per_frame", |r| {
+        json(&r.device_to_device_via_host_per_frame.bytes)
+    }),
+    ("texels_to_devices_per_frame", |r| {
+        json(&r.texels_to_devices_per_frame)
+    }),
+    ("texels_to_host_per_frame", |r| {
+        json(&r.texels_to_host_per_frame)
+    }),
+    ("memory_unique_bytes", |r| json(&r.memory.unique_bytes)),
+    ("memory_shared_bytes", |r| json(&r.memory.shared_bytes)),
+    ("memory_total_bytes", |r| json(&r.memory.total_bytes)),
+    ("request_pass_seconds", |r| {
+        json(&r.stage_seconds.request_pass)
+    }),
+    ("uniquify_seconds", |r| json(&r.stage_seconds.uniquify)),
+    ("read_requests_seconds", |r| {
+        json(&r.stage_seconds.read_requests)
+    }),
+    ("compute_seconds", |r| json(&r.stage_seconds.compute)),
+    ("write_requests_seconds", |r| {
+        json(&r.stage_seconds.write_requests)
+    }),
+    ("page_writes_seconds", |r| {
+        json(&r.stage_seconds.page_writes)
+    }),
+    ("display_seconds", |r| json(&r.stage_seconds.display)),
+    ("field_checksum", |r| json(&r.field_checksum)),
 ];
 
-/// Per device columns, under `/per_device/<i>`.
-pub const DEVICE_COLUMNS: &[(&str, &str)] = &[
-    ("device", "/device"),
-    ("page_requests_per_frame", "/page_requests_per_frame"),
-    ("read_requests_per_frame", "/read_requests_per_frame"),
-    ("write_requests_per_frame", "/write_requests_per_frame"),
-    (
-        "host_to_device_pages_per_frame",
-        "/host_to_device_per_frame/pages",
-    ),
-    (
-        "host_to_device_bytes_per_frame",
-        "/host_to_device_per_frame/bytes",
-    ),
-    (
-        "device_to_host_pages_per_frame",
-        "/device_to_host_per_frame/pages",
-    ),
-    (
-        "device_to_host_bytes_per_frame",
-        "/device_to_host_per_frame/bytes",
-    ),
-    (
-        "device_to_device_pages_per_frame",
-        "/device_to_device_via_host_per_frame/pages",
-    ),
-    (
-        "device_to_device_bytes_per_frame",
-        "/device_to_device_via_host_per_frame/bytes",
-    ),
-    ("unique_pages", "/memory/unique_pages"),
-    ("unique_bytes", "/memory/unique_bytes"),
-    ("shared_pages", "/memory/shared_pages"),
-    ("shared_bytes", "/memory/shared_bytes"),
-    ("compute_seconds", "/stage_seconds/compute"),
-    ("read_requests_seconds", "/stage_seconds/read_requests"),
-    ("write_requests_seconds", "/stage_seconds/write_requests"),
+/// Per device columns, from each of the report's `per_device`.
+pub const DEVICE_COLUMNS: &[Column<DeviceReport>] = &[
+    ("device", |d| json(&d.device)),
+    ("page_requests_per_frame", |d| {
+        json(&d.page_requests_per_frame)
+    }),
+    ("read_requests_per_frame", |d| {
+        json(&d.read_requests_per_frame)
+    }),
+    ("write_requests_per_frame", |d| {
+        json(&d.write_requests_per_frame)
+    }),
+    ("host_to_device_pages_per_frame", |d| {
+        json(&d.host_to_device_per_frame.pages)
+    }),
+    ("host_to_device_bytes_per_frame", |d| {
+        json(&d.host_to_device_per_frame.bytes)
+    }),
+    ("device_to_host_pages_per_frame", |d| {
+        json(&d.device_to_host_per_frame.pages)
+    }),
+    ("device_to_host_bytes_per_frame", |d| {
+        json(&d.device_to_host_per_frame.bytes)
+    }),
+    ("device_to_device_pages_per_frame", |d| {
+        json(&d.device_to_device_via_host_per_frame.pages)
+    }),
+    ("device_to_device_bytes_per_frame", |d| {
+        json(&d.device_to_device_via_host_per_frame.bytes)
+    }),
+    ("unique_pages", |d| json(&d.memory.unique_pages)),
+    ("unique_bytes", |d| json(&d.memory.unique_bytes)),
+    ("shared_pages", |d| json(&d.memory.shared_pages)),
+    ("shared_bytes", |d| json(&d.memory.shared_bytes)),
+    ("compute_seconds", |d| json(&d.stage_seconds.compute)),
+    ("read_requests_seconds", |d| {
+        json(&d.stage_seconds.read_requests)
+    }),
+    ("write_requests_seconds", |d| {
+        json(&d.stage_seconds.write_requests)
+    }),
 ];
 
-fn cell(v: Option<&Value>) -> String {
+/// A CSV cell holding `v` as report.json writes it, quoted where it needs to be.
+fn cell(v: &Value) -> String {
     match v {
-        Some(Value::String(s)) if s.contains([',', '"', '\n']) => {
+        Value::String(s) if s.contains([',', '"', '\n']) => {
             format!("\"{}\"", s.replace('"', "\"\""))
         }
-        Some(Value::String(s)) => s.clone(),
-        Some(v) => v.to_string(),
-        None => String::new(),
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
     }
 }
 
-fn write_csvs(dir: &Path, reports: &[Value]) -> Result<Vec<PathBuf>> {
-    let mut main = COLUMNS.iter().map(|c| c.0).collect::<Vec<_>>().join(",");
+fn row<R>(columns: &[Column<R>], r: &R) -> String {
+    columns
+        .iter()
+        .map(|c| cell(&(c.1)(r)))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn header<R>(columns: &[Column<R>]) -> String {
+    columns.iter().map(|c| c.0).collect::<Vec<_>>().join(",")
+}
+
+fn write_csvs(dir: &Path, reports: &[Report]) -> Result<Vec<PathBuf>> {
+    let mut main = header(COLUMNS);
     main.push('\n');
-    let mut dev = format!(
-        "page_size,devices,{}\n",
-        DEVICE_COLUMNS
-            .iter()
-            .map(|c| c.0)
-            .collect::<Vec<_>>()
-            .join(",")
-    );
+    let mut dev = format!("page_size,devices,{}\n", header(DEVICE_COLUMNS));
     for r in reports {
-        let row: Vec<String> = COLUMNS.iter().map(|c| cell(r.pointer(c.1))).collect();
-        writeln!(main, "{}", row.join(","))?;
-        let n = r["per_device"].as_array().map_or(0, |a| a.len());
-        for d in 0..n {
-            let row: Vec<String> = DEVICE_COLUMNS
-                .iter()
-                .map(|c| cell(r.pointer(&format!("/per_device/{d}{}", c.1))))
-                .collect();
+        writeln!(main, "{}", row(COLUMNS, r))?;
+        for d in &r.per_device {
             writeln!(
                 dev,
                 "{},{},{}",
-                cell(r.get("page_size")),
-                cell(r.get("devices")),
-                row.join(",")
+                cell(&json(&r.page_size)),
+                cell(&json(&r.devices)),
+                row(DEVICE_COLUMNS, d)
             )?;
         }
     }
@@ -367,33 +393,13 @@ fn write_csvs(dir: &Path, reports: &[Value]) -> Result<Vec<PathBuf>> {
     Ok(vec![a, b])
 }
 
-fn num(r: &Value, ptr: &str) -> f64 {
-    r.pointer(ptr).and_then(Value::as_f64).unwrap_or(f64::NAN)
-}
-
-fn stage_times(r: &Value) -> StageTimes {
-    serde_json::from_value::<StagesIn>(r["stage_seconds"].clone())
-        .map(|s| StageTimes {
-            request_pass: s.request_pass,
-            uniquify: s.uniquify,
-            read_requests: s.read_requests,
-            compute: s.compute,
-            write_requests: s.write_requests,
-            page_writes: s.page_writes,
-            display: s.display,
-        })
-        .unwrap_or_default()
-}
-
-#[derive(serde::Deserialize)]
-struct StagesIn {
-    request_pass: f64,
-    uniquify: f64,
-    read_requests: f64,
-    compute: f64,
-    write_requests: f64,
-    page_writes: f64,
-    display: f64,
+/// The legend of the measured series: what ran it, e.g. `measured (wgpu: llvmpipe)`. Every
+/// point of a sweep runs on the same node options, so the first report speaks for all.
+fn measured_label(reports: &[Report]) -> String {
+    match reports.first() {
+        Some(r) => format!("measured ({})", r.ran_on()),
+        None => "measured".to_string(),
+    }
 }
 
 /// A log y axis when the values span more than two orders of magnitude.
@@ -409,10 +415,15 @@ fn wants_log(series: &[Series]) -> bool {
     !v.is_empty() && hi / lo > 100.0
 }
 
-fn series(name: &str, reports: &[Value], x: &str, y: impl Fn(&Value) -> f64) -> Series {
+fn series(
+    name: &str,
+    reports: &[Report],
+    x: impl Fn(&Report) -> f64,
+    y: impl Fn(&Report) -> f64,
+) -> Series {
     Series {
         name: name.to_string(),
-        points: reports.iter().map(|r| (num(r, x), y(r))).collect(),
+        points: reports.iter().map(|r| (x(r), y(r))).collect(),
         secondary: false,
     }
 }
@@ -442,6 +453,11 @@ fn chart(
 
 const MIB: f64 = 1024.0 * 1024.0;
 
+/// The sum over devices of one per-device figure.
+fn sum_devices(r: &Report, f: impl Fn(&DeviceReport) -> f64) -> f64 {
+    r.per_device.iter().map(f).sum()
+}
+
 pub fn page_size(o: &PageSweepOpts) -> Result<()> {
     let c = &o.common;
     let points: Vec<RunOpts> = o
@@ -454,27 +470,32 @@ pub fn page_size(o: &PageSweepOpts) -> Result<()> {
     std::fs::create_dir_all(&c.out)
         .with_context(|| format!("cannot create output directory {}", c.out.display()))?;
     let reports = run_points(&points, |o| format!("page {}", o.page))?;
+    let Some(first) = reports.first() else {
+        bail!("the sweep ran no point");
+    };
     let dir = &c.out;
     let mut wrote = write_csvs(dir, &reports)?;
-    let x = "/page_size";
+    let x = |r: &Report| r.page_size as f64;
     let setting = format!(
         "boiling {s}x{s}, {d} device(s), {part}",
         s = c.size,
         d = o.devices,
-        part = cell(reports[0].get("partition"))
+        part = cell(&json(&first.partition))
     );
     let mut mem: Vec<Series> = (0..o.devices)
         .map(|d| {
             series(&format!("device {d} unique"), &reports, x, |r| {
-                num(r, &format!("/per_device/{d}/memory/unique_bytes")) / MIB
+                r.per_device
+                    .get(d)
+                    .map_or(f64::NAN, |dev| dev.memory.unique_bytes as f64 / MIB)
             })
         })
         .collect();
     mem.push(series("shared (counted once)", &reports, x, |r| {
-        num(r, "/memory/shared_bytes") / MIB
+        r.memory.shared_bytes as f64 / MIB
     }));
     mem.push(series("total", &reports, x, |r| {
-        num(r, "/memory/total_bytes") / MIB
+        r.memory.total_bytes as f64 / MIB
     }));
     wrote.push(chart(
         dir,
@@ -484,13 +505,6 @@ pub fn page_size(o: &PageSweepOpts) -> Result<()> {
         "memory (MiB)",
         mem,
     )?);
-    let sum_dev = |key: &'static str| {
-        move |r: &Value| {
-            r["per_device"].as_array().map_or(f64::NAN, |a| {
-                a.iter().map(|d| d[key].as_f64().unwrap_or(0.0)).sum()
-            })
-        }
-    };
     wrote.push(chart(
         dir,
         "requests",
@@ -498,16 +512,13 @@ pub fn page_size(o: &PageSweepOpts) -> Result<()> {
         "page width (texels)",
         "page requests per frame (all devices)",
         vec![
-            series("all requests", &reports, x, |r| {
-                num(r, "/page_requests_per_frame")
+            series("all requests", &reports, x, |r| r.page_requests_per_frame),
+            series("read", &reports, x, |r| {
+                sum_devices(r, |d| d.read_requests_per_frame)
             }),
-            series("read", &reports, x, sum_dev("read_requests_per_frame")),
-            series(
-                "write (exclusive)",
-                &reports,
-                x,
-                sum_dev("write_requests_per_frame"),
-            ),
+            series("write (exclusive)", &reports, x, |r| {
+                sum_devices(r, |d| d.write_requests_per_frame)
+            }),
         ],
     )?);
     wrote.push(chart(
@@ -518,16 +529,16 @@ pub fn page_size(o: &PageSweepOpts) -> Result<()> {
         "texels per frame (all devices)",
         vec![
             series("to devices (from home or a device)", &reports, x, |r| {
-                num(r, "/texels_to_devices_per_frame")
+                r.texels_to_devices_per_frame
             }),
             series("written back to home", &reports, x, |r| {
-                num(r, "/texels_to_host_per_frame")
+                r.texels_to_host_per_frame
             }),
         ],
     )?);
-    let topo = cell(reports[0].get("topology"));
+    let topo = cell(&json(&first.topology));
     let mut modeled = series(&format!("modeled on {topo}"), &reports, x, |r| {
-        num(r, "/frames_per_second_modeled")
+        r.frames_per_second_modeled
     });
     modeled.secondary = true;
     wrote.push(chart(
@@ -537,15 +548,15 @@ pub fn page_size(o: &PageSweepOpts) -> Result<()> {
         "page width (texels)",
         "frames per second",
         vec![
-            series("measured (CPU devices)", &reports, x, |r| {
-                num(r, "/frames_per_second_measured")
+            series(&measured_label(&reports), &reports, x, |r| {
+                r.frames_per_second_measured
             }),
             modeled,
         ],
     )?);
     let bars: Vec<(String, StageTimes)> = reports
         .iter()
-        .map(|r| (cell(r.get("page_size")), stage_times(r)))
+        .map(|r| (cell(&json(&r.page_size)), r.stage_seconds))
         .collect();
     let stem = dir.join("stages");
     plot::stage_bars(
@@ -556,7 +567,7 @@ pub fn page_size(o: &PageSweepOpts) -> Result<()> {
         true,
     )?;
     wrote.push(stem);
-    summary(&reports, "page", "/page_size");
+    summary(&reports, "page", x);
     for p in wrote {
         println!(
             "wrote {}{}",
@@ -583,27 +594,29 @@ pub fn devices(o: &DeviceSweepOpts) -> Result<()> {
     std::fs::create_dir_all(&c.out)
         .with_context(|| format!("cannot create output directory {}", c.out.display()))?;
     let reports = run_points(&points, |o| format!("{} device(s)", o.devices))?;
+    let Some(first) = reports.first() else {
+        bail!("the sweep ran no point");
+    };
     let dir = &c.out;
     let mut wrote = write_csvs(dir, &reports)?;
-    let x = "/devices";
+    let x = |r: &Report| r.devices as f64;
     let setting = format!(
         "boiling {s}x{s}, page {p}, {part}",
         s = c.size,
         p = o.page,
-        part = cell(reports[0].get("partition"))
+        part = cell(&json(&first.partition))
     );
-    let topo = cell(reports[0].get("topology"));
-    let first = &reports[0];
+    let topo = cell(&json(&first.topology));
     let (n0, m0, q0) = (
-        num(first, "/devices"),
-        num(first, "/frames_per_second_measured"),
-        num(first, "/frames_per_second_modeled"),
+        first.devices as f64,
+        first.frames_per_second_measured,
+        first.frames_per_second_modeled,
     );
     let mut modeled = series(&format!("modeled on {topo}"), &reports, x, |r| {
-        num(r, "/frames_per_second_modeled") / q0
+        r.frames_per_second_modeled / q0
     });
     modeled.secondary = true;
-    let mut ideal = series("ideal (linear)", &reports, x, |r| num(r, "/devices") / n0);
+    let mut ideal = series("ideal (linear)", &reports, x, |r| r.devices as f64 / n0);
     ideal.secondary = true;
     wrote.push(chart(
         dir,
@@ -612,8 +625,8 @@ pub fn devices(o: &DeviceSweepOpts) -> Result<()> {
         "devices",
         "speed-up (frames per second ratio)",
         vec![
-            series("measured (CPU devices)", &reports, x, |r| {
-                num(r, "/frames_per_second_measured") / m0
+            series(&measured_label(&reports), &reports, x, |r| {
+                r.frames_per_second_measured / m0
             }),
             modeled,
             ideal,
@@ -627,13 +640,13 @@ pub fn devices(o: &DeviceSweepOpts) -> Result<()> {
         "MiB per frame (all devices)",
         vec![
             series("host to device", &reports, x, |r| {
-                num(r, "/host_to_device_per_frame/bytes") / MIB
+                r.host_to_device_per_frame.bytes / MIB
             }),
             series("device to host", &reports, x, |r| {
-                num(r, "/device_to_host_per_frame/bytes") / MIB
+                r.device_to_host_per_frame.bytes / MIB
             }),
             series("device to device", &reports, x, |r| {
-                num(r, "/device_to_device_via_host_per_frame/bytes") / MIB
+                r.device_to_device_via_host_per_frame.bytes / MIB
             }),
         ],
     )?);
@@ -644,12 +657,12 @@ pub fn devices(o: &DeviceSweepOpts) -> Result<()> {
         "devices",
         "page requests per frame (all devices)",
         vec![series("all requests", &reports, x, |r| {
-            num(r, "/page_requests_per_frame")
+            r.page_requests_per_frame
         })],
     )?);
     let bars: Vec<(String, StageTimes)> = reports
         .iter()
-        .map(|r| (cell(r.get("devices")), stage_times(r)))
+        .map(|r| (cell(&json(&r.devices)), r.stage_seconds))
         .collect();
     let stem = dir.join("stages");
     plot::stage_bars(
@@ -660,7 +673,7 @@ pub fn devices(o: &DeviceSweepOpts) -> Result<()> {
         true,
     )?;
     wrote.push(stem);
-    summary(&reports, "devices", "/devices");
+    summary(&reports, "devices", x);
     for p in wrote {
         println!(
             "wrote {}{}",
@@ -675,10 +688,12 @@ pub fn devices(o: &DeviceSweepOpts) -> Result<()> {
     Ok(())
 }
 
-fn summary(reports: &[Value], what: &str, key: &str) {
+fn summary(reports: &[Report], what: &str, key: impl Fn(&Report) -> f64) {
     println!(
         "modeled on {}; wall time of the measured frames is measured",
-        cell(reports.first().and_then(|r| r.get("topology")))
+        reports
+            .first()
+            .map_or(String::new(), |r| cell(&json(&r.topology)))
     );
     println!(
         "{what:>7} {:>12} {:>12} {:>12} {:>14} {:>10} {:>10} {:>10}",
@@ -693,14 +708,14 @@ fn summary(reports: &[Value], what: &str, key: &str) {
     for r in reports {
         println!(
             "{:>7} {:>12.3} {:>12.3} {:>12.1} {:>14.0} {:>10.2} {:>10.2} {:>10.2}",
-            num(r, key),
-            num(r, "/frames_per_second_measured"),
-            num(r, "/frames_per_second_modeled"),
-            num(r, "/page_requests_per_frame"),
-            num(r, "/texels_to_devices_per_frame"),
-            num(r, "/memory/unique_bytes") / MIB,
-            num(r, "/memory/shared_bytes") / MIB,
-            num(r, "/memory/total_bytes") / MIB,
+            key(r),
+            r.frames_per_second_measured,
+            r.frames_per_second_modeled,
+            r.page_requests_per_frame,
+            r.texels_to_devices_per_frame,
+            r.memory.unique_bytes as f64 / MIB,
+            r.memory.shared_bytes as f64 / MIB,
+            r.memory.total_bytes as f64 / MIB,
         );
     }
 }
@@ -745,9 +760,9 @@ mod tests {
 
     #[test]
     fn csv_cells_quote_what_needs_it() {
-        assert_eq!(cell(Some(&Value::from("a,b"))), "\"a,b\"");
-        assert_eq!(cell(Some(&Value::from("say \"hi\""))), "\"say \"\"hi\"\"\"");
-        assert_eq!(cell(Some(&Value::from(2.5))), "2.5");
-        assert_eq!(cell(None), "");
+        assert_eq!(cell(&Value::from("a,b")), "\"a,b\"");
+        assert_eq!(cell(&Value::from("say \"hi\"")), "\"say \"\"hi\"\"\"");
+        assert_eq!(cell(&Value::from(2.5)), "2.5");
+        assert_eq!(cell(&json(&f64::NAN)), "null");
     }
 }

@@ -199,3 +199,174 @@ fn unwritable_output_directory_is_an_error() {
         "nothing already written is lost"
     );
 }
+
+/// Runs the binary, killing it if it has not exited within `limit`: a refusal must come
+/// before any work, and a test that hangs tells nothing.
+fn tessera_within(args: &[&str], limit: std::time::Duration) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let start = std::time::Instant::now();
+    while child
+        .try_wait()
+        .expect("the child can be waited on")
+        .is_none()
+    {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} still running after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("the output is read")
+}
+
+#[test]
+fn absurd_thread_counts_are_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    // 100000 threads made `run` start a pool of that many and print nothing for minutes.
+    let huge = "100000";
+    let overflowing = "99999999999999999999999";
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["run", "boiling", "--threads", huge, "--out", out],
+        vec!["run", "boiling", "--threads", overflowing, "--out", out],
+        vec!["sweep", "page-size", "--threads", huge, "--out", out],
+        vec!["sweep", "devices", "--threads", huge, "--out", out],
+        vec!["bench", "overhead", "--threads", huge],
+    ];
+    for args in &cases {
+        let o = tessera_within(args, std::time::Duration::from_secs(20));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?} should fail");
+        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+        assert!(
+            err.contains("more than this machine can sensibly run"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(
+        !dir.path().join("out").exists(),
+        "a refused command wrote nothing"
+    );
+    let o = tessera(&["run", "boiling", "--threads", "two", "--out", out]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a whole number of threads"));
+}
+
+#[test]
+fn small_machines_may_oversubscribe_and_zero_threads_means_one_per_core() {
+    for (threads, want) in [("64", Some(64)), ("0", None)] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = tessera(&[
+            "run",
+            "boiling",
+            "--size",
+            "16",
+            "--page",
+            "8",
+            "--frames",
+            "1",
+            "--threads",
+            threads,
+            "--gif-every",
+            "0",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap())
+                .unwrap();
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let want = want.unwrap_or(cores);
+        assert_eq!(report["adapter"], format!("cpu ({want} threads)"));
+    }
+}
+
+#[test]
+fn run_writes_an_animation_of_the_display() {
+    use image::AnimationDecoder;
+
+    let dir = tempfile::tempdir().unwrap();
+    let o = tessera(&[
+        "run",
+        "boiling",
+        "--size",
+        "32",
+        "--page",
+        "8",
+        "--warmup",
+        "1",
+        "--frames",
+        "4",
+        "--gif-every",
+        "2",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let file = std::fs::File::open(dir.path().join("frames.gif")).unwrap();
+    let frames = image::codecs::gif::GifDecoder::new(std::io::BufReader::new(file))
+        .unwrap()
+        .into_frames()
+        .collect_frames()
+        .unwrap();
+    // Frames 2 and 4 of the five (warm-up counted), and the last one, 5.
+    assert_eq!(frames.len(), 3);
+    for f in &frames {
+        assert_eq!(f.buffer().dimensions(), (32, 32));
+    }
+    assert_ne!(
+        frames[0].buffer(),
+        frames[2].buffer(),
+        "the simulation moved between samples"
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("frames.gif (3 frame(s)"));
+
+    let none = tempfile::tempdir().unwrap();
+    let o = tessera(&[
+        "run",
+        "boiling",
+        "--size",
+        "16",
+        "--page",
+        "8",
+        "--frames",
+        "2",
+        "--gif-every",
+        "0",
+        "--out",
+        none.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(none.path().join("frame.png").exists());
+    assert!(!none.path().join("frames.gif").exists());
+}
+
+#[test]
+fn sweep_legends_name_the_backend_that_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = tessera(&[
+        "sweep",
+        "devices",
+        "--size",
+        "16",
+        "--page",
+        "8",
+        "--devices",
+        "1,2",
+        "--frames",
+        "1",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let svg = std::fs::read_to_string(dir.path().join("speedup.svg")).unwrap();
+    assert!(svg.contains("measured (cpu)"), "{svg}");
+}
