@@ -85,6 +85,39 @@ pub struct WgpuDevice {
     /// Where the adapter has timestamp queries.
     timestamps: Option<Timestamps>,
     health: Health,
+    /// Whether launches take the tile path (see [`TilePath`]).
+    tiles: bool,
+}
+
+/// Whether kernels with a footprint run through the prelude's tile path (windows in workgroup
+/// memory, one barrier per workgroup) or per texel. Both give the same results and requests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TilePath {
+    /// On, except on a CPU adapter (lavapipe), where the barrier and workgroup memory made
+    /// boiling's paged frame about 3x slower than per texel (docs/EVALUATION.md).
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
+impl TilePath {
+    /// From `TESSERA_WGPU_TILES` (`on`, `off`, anything else `auto`).
+    pub fn from_env() -> Self {
+        match std::env::var("TESSERA_WGPU_TILES").as_deref() {
+            Ok("on") => TilePath::On,
+            Ok("off") => TilePath::Off,
+            _ => TilePath::Auto,
+        }
+    }
+
+    fn enabled(self, info: &wgpu::AdapterInfo) -> bool {
+        match self {
+            TilePath::On => true,
+            TilePath::Off => false,
+            TilePath::Auto => info.device_type != wgpu::DeviceType::Cpu,
+        }
+    }
 }
 
 fn storage(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
@@ -205,6 +238,7 @@ impl WgpuDevice {
             scratch: Scratch::new(&device),
             temp_len: 0,
             timestamps,
+            tiles: TilePath::from_env().enabled(&info),
             id,
             info,
             limits,
@@ -229,6 +263,16 @@ impl WgpuDevice {
     /// fails with [`WgpuError::DeviceLost`]. Lets tests reach the device-lost path.
     pub fn destroy(&mut self) {
         self.device.destroy();
+    }
+
+    /// Chooses the tile path for later launches (the default is [`TilePath::from_env`]).
+    pub fn set_tile_path(&mut self, t: TilePath) {
+        self.tiles = t.enabled(&self.info);
+    }
+
+    /// Whether launches with a footprint take the tile path.
+    pub fn tile_path(&self) -> bool {
+        self.tiles
     }
 
     /// Whether launches are timed on the device (timestamp queries).
@@ -525,7 +569,8 @@ impl Device for WgpuDevice {
         }
         let p0 = PARAMS_AT;
         info[p0..p0 + wgsl.params.len()].copy_from_slice(&wgsl.params);
-        if let (Some(fp), Domain::Rect { .. }) = (l.kernel.footprint(), &l.domain) {
+        if let (true, Some(fp), Domain::Rect { .. }) = (self.tiles, l.kernel.footprint(), &l.domain)
+        {
             let n = fp_reads(&fp, &l.bindings, &mut info[FP_AT..FP_AT + 4 * FP_MAX]);
             info[FP_AT + 4 * FP_MAX] = n;
         }

@@ -38,7 +38,7 @@ mod gpu;
 mod scratch;
 mod unpaged;
 
-pub use device::{adapters, AdapterChoice, WgpuDevice, MAX_MEMORIES};
+pub use device::{adapters, AdapterChoice, TilePath, WgpuDevice, MAX_MEMORIES};
 pub use error::WgpuError;
 pub use unpaged::{UnpagedGpu, UNPAGED_MAX_OBJECTS};
 

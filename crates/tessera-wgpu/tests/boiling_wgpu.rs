@@ -8,20 +8,25 @@ mod common;
 
 use tessera_core::DeviceId;
 use tessera_runtime::{Device, Partition, Procedure, System, SystemConfig};
-use tessera_wgpu::{AdapterChoice, WgpuDevice};
+use tessera_wgpu::{AdapterChoice, TilePath, WgpuDevice};
 use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::sim::PagedBoiling;
 
 /// `n` wgpu devices, or `None` (after saying so) where no adapter exists and none is required.
-fn wgpu_devices(n: usize) -> Option<Vec<Box<dyn Device>>> {
+fn wgpu_devices(n: usize, tiles: TilePath) -> Option<Vec<Box<dyn Device>>> {
     let mut out: Vec<Box<dyn Device>> = Vec::new();
     for i in 0..n {
-        let d = common::opened(
+        let mut d = common::opened(
             WgpuDevice::new(DeviceId(i as u8), &AdapterChoice::Default),
             "a wgpu device",
         )?;
+        d.set_tile_path(tiles);
         if i == 0 {
-            eprintln!("wgpu adapter: {}", d.describe());
+            eprintln!(
+                "wgpu adapter: {} (tile path {})",
+                d.describe(),
+                d.tile_path()
+            );
         }
         out.push(Box::new(d));
     }
@@ -80,6 +85,7 @@ fn cpu(
 }
 
 fn gpu(
+    tiles: TilePath,
     devices: usize,
     size: (u32, u32),
     page: u32,
@@ -87,7 +93,7 @@ fn gpu(
     procedure: Procedure,
     frames: u32,
 ) -> Option<Run> {
-    let sys = System::with_devices(wgpu_devices(devices)?, &cfg(devices)).unwrap();
+    let sys = System::with_devices(wgpu_devices(devices, tiles)?, &cfg(devices)).unwrap();
     Some(run(sys, size, page, params, procedure, frames))
 }
 
@@ -108,21 +114,20 @@ fn wgpu_equals_cpu_bit_for_bit_when_arithmetic_is_exact() {
     let start = cpu(1, size, 8, exact_params(), Procedure::Relaunch, 0);
     let moved = cpu(1, size, 8, exact_params(), Procedure::Relaunch, 3);
     assert!(start.field != moved.field);
-    for procedure in [Procedure::Relaunch, Procedure::TwoPass] {
-        for page in [4, 8, 16] {
-            for devices in [1, 2, 4] {
-                let want = cpu(devices, size, page, exact_params(), procedure, 3);
-                let Some(got) = gpu(devices, size, page, exact_params(), procedure, 3) else {
-                    return;
-                };
-                assert!(
-                    got.field == want.field,
-                    "field differs: page {page} devices {devices} {procedure:?}"
-                );
-                assert!(
-                    got.display == want.display,
-                    "display differs: page {page} devices {devices} {procedure:?}"
-                );
+    // Both the per-texel path and the tile path (windows in workgroup memory) must match.
+    for tiles in [TilePath::On, TilePath::Off] {
+        for procedure in [Procedure::Relaunch, Procedure::TwoPass] {
+            for page in [4, 8, 16] {
+                for devices in [1, 2, 4] {
+                    let want = cpu(devices, size, page, exact_params(), procedure, 3);
+                    let Some(got) = gpu(tiles, devices, size, page, exact_params(), procedure, 3)
+                    else {
+                        return;
+                    };
+                    let what = format!("page {page} devices {devices} {procedure:?} {tiles:?}");
+                    assert!(got.field == want.field, "field differs: {what}");
+                    assert!(got.display == want.display, "display differs: {what}");
+                }
             }
         }
     }
@@ -137,7 +142,15 @@ fn wgpu_matches_cpu_within_tanh_tolerance() {
     let size = (48, 40);
     for procedure in [Procedure::Relaunch, Procedure::TwoPass] {
         let want = cpu(2, size, 8, BoilingParams::default(), procedure, 1);
-        let Some(got) = gpu(2, size, 8, BoilingParams::default(), procedure, 1) else {
+        let Some(got) = gpu(
+            TilePath::On,
+            2,
+            size,
+            8,
+            BoilingParams::default(),
+            procedure,
+            1,
+        ) else {
             return;
         };
         let worst = got
@@ -157,6 +170,7 @@ fn wgpu_matches_cpu_within_tanh_tolerance() {
 fn wgpu_devices_and_pages_agree_with_one_device() {
     let size = (48, 32);
     let Some(want) = gpu(
+        TilePath::Off,
         1,
         size,
         32,
@@ -171,7 +185,16 @@ fn wgpu_devices_and_pages_agree_with_one_device() {
         (3, 4, Procedure::TwoPass),
         (4, 16, Procedure::Relaunch),
     ] {
-        let got = gpu(devices, size, page, BoilingParams::default(), procedure, 4).unwrap();
+        let got = gpu(
+            TilePath::On,
+            devices,
+            size,
+            page,
+            BoilingParams::default(),
+            procedure,
+            4,
+        )
+        .unwrap();
         assert!(
             got.field == want.field,
             "field differs: devices {devices} page {page} {procedure:?}"
