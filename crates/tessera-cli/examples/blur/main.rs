@@ -106,6 +106,9 @@ pub fn run(o: &Options) -> anyhow::Result<Vec<DeviceTraffic>> {
     }
     let got = sys.read_f32(&src)?;
     // Adds and multiplies are correctly rounded on both backends: the results agree exactly.
+    if got.len() != want.len() {
+        bail!("read back {} texels; {} expected", got.len(), want.len());
+    }
     if let Some(i) = (0..want.len()).find(|&i| got[i] != want[i]) {
         let (x, y) = (i as u32 % w, i as u32 / w);
         bail!(
