@@ -8,12 +8,16 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, unbounded, Sender};
-use tessera_core::{DeviceId, ObjectDesc, ObjectEntry, ProtocolVariant, MAX_DEVICES};
+use tessera_core::{
+    CoreError, DeviceId, ObjectDesc, ObjectEntry, ProtocolVariant, TexelFormat, MAX_DEVICES,
+};
 
 use crate::backend::Device;
+use crate::backend::Domain;
 use crate::cpu::CpuDevice;
 use crate::driver::{DeviceContext, PassSpec, PassStats, Procedure};
 use crate::error::{Result, RuntimeError};
+use crate::kernel::{Bound, Kernel, MAX_BINDINGS};
 use crate::manager::{self, ManagerConfig, ManagerHandle};
 use crate::partition::Partition;
 use crate::worker::{self, Pending};
@@ -174,6 +178,81 @@ impl System {
     }
 }
 
+/// The short path for a program's own kernels (examples/blur in tessera-cli): an R32Float
+/// texture from a slice, one pass of a kernel over every device, the texture back as floats.
+/// Everything else (formats, partitions, procedures) stays reachable through
+/// [`System::create`] and [`System::run_pass`].
+impl System {
+    /// Creates a `width × height` R32Float texture in `page × page` pages, holding `data`
+    /// (row-major from the lower left) or zeros.
+    pub fn create_f32(
+        &self,
+        width: u32,
+        height: u32,
+        page: u32,
+        data: Option<&[f32]>,
+    ) -> Result<ObjectEntry> {
+        let desc = ObjectDesc::texture(width, height, TexelFormat::R32Float, page)?;
+        let bytes = data.map(|d| d.iter().flat_map(|v| v.to_le_bytes()).collect());
+        self.create(desc, bytes)
+    }
+
+    /// The latest texels of an R32Float texture, row-major from the lower left.
+    pub fn read_f32(&self, object: &ObjectEntry) -> Result<Vec<f32>> {
+        if !matches!(
+            object.desc,
+            ObjectDesc::Texture {
+                format: TexelFormat::R32Float,
+                ..
+            }
+        ) {
+            return Err(RuntimeError::Core(CoreError::WrongKind {
+                object: object.id,
+                expected: "R32Float texture",
+                actual: "object of another kind",
+            }));
+        }
+        let bytes = self.mm.read(object.id)?;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect())
+    }
+
+    /// Runs `kernel` once at every (x, y) of `width × height`, the domain split into bands of
+    /// rows, one per device, with `objects` bound (every object it touches), and waits for all
+    /// devices. Misses fault and relaunch (the patent's procedure), so a kernel whose loads
+    /// depend on loaded values needs nothing more. Returns each device's stats.
+    pub fn run_kernel(
+        &self,
+        kernel: impl Kernel + 'static,
+        objects: &[&ObjectEntry],
+        width: u32,
+        height: u32,
+    ) -> Result<Vec<PassStats>> {
+        if objects.len() > MAX_BINDINGS {
+            return Err(RuntimeError::Config(format!(
+                "kernel {} binds {} objects; a launch binds at most {MAX_BINDINGS}",
+                kernel.name(),
+                objects.len()
+            )));
+        }
+        let spec = PassSpec {
+            kernel: Arc::new(kernel),
+            bindings: Arc::new(objects.iter().map(|e| Bound::new(e)).collect()),
+            // Replaced by each device's band.
+            domain: Domain::Rect {
+                x0: 0,
+                y0: 0,
+                x1: 0,
+                y1: 0,
+            },
+            display: false,
+        };
+        self.run_pass(&spec, width, height, Partition::Rows, Procedure::Relaunch)
+    }
+}
+
 impl Drop for System {
     fn drop(&mut self) {
         self.drivers.clear();
@@ -184,5 +263,32 @@ impl Drop for System {
         for j in self.joins.drain(..) {
             let _ = j.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f32_textures_round_trip_and_misuse_is_an_error() {
+        let sys = System::cpu(&SystemConfig::default()).unwrap();
+        let data: Vec<f32> = (0..24).map(|i| i as f32 * 0.5 - 3.0).collect();
+        let t = sys.create_f32(6, 4, 2, Some(&data)).unwrap();
+        assert_eq!(sys.read_f32(&t).unwrap(), data);
+        assert!(matches!(
+            sys.create_f32(6, 4, 2, Some(&data[1..])),
+            Err(RuntimeError::DataSize { .. })
+        ));
+        let rgba = sys
+            .create(
+                ObjectDesc::texture(6, 4, TexelFormat::Rgba8Unorm, 2).unwrap(),
+                None,
+            )
+            .unwrap();
+        assert!(matches!(
+            sys.read_f32(&rgba),
+            Err(RuntimeError::Core(CoreError::WrongKind { .. }))
+        ));
     }
 }

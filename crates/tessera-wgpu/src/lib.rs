@@ -35,11 +35,13 @@
 mod device;
 mod error;
 mod gpu;
+mod node;
 mod scratch;
 mod unpaged;
 
 pub use device::{adapters, AdapterChoice, TilePath, WgpuDevice, MAX_MEMORIES};
 pub use error::WgpuError;
+pub use node::system;
 pub use unpaged::{UnpagedGpu, UNPAGED_MAX_OBJECTS};
 
 /// The prelude every kernel body is compiled after.

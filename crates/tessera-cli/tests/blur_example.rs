@@ -1,0 +1,67 @@
+//! The README's first stop for a library user, examples/blur, run on both backends so that it
+//! cannot rot: `run` fails unless every texel matches the example's own plain loop.
+
+#[allow(dead_code)] // `main` is the example's, not the test's.
+#[path = "../examples/blur/main.rs"]
+mod blur;
+
+fn args(s: &str) -> impl Iterator<Item = String> + '_ {
+    s.split_whitespace().map(String::from)
+}
+
+fn check(backend: &str) {
+    // Pages of 16 over 96 rows split in 3 bands: bands end inside pages, so neighbours share
+    // pages at every border, and the passes ping-pong what one device wrote to the others.
+    let o = blur::parse(args(&format!(
+        "--backend {backend} --devices 3 --size 96 --page 16 --passes 3"
+    )))
+    .unwrap();
+    let traffic = blur::run(&o).unwrap_or_else(|e| panic!("blur on {backend}: {e:#}"));
+    assert_eq!(traffic.len(), 3);
+    for (d, t) in traffic.iter().enumerate() {
+        assert!(
+            t.host_to_device.pages > 0,
+            "device {d} fetched nothing: {t:?}"
+        );
+    }
+}
+
+#[test]
+fn blur_on_cpu_matches_the_plain_loop() {
+    check("cpu");
+}
+
+#[test]
+fn blur_on_wgpu_matches_the_plain_loop() {
+    if tessera_wgpu::adapters().is_empty() {
+        assert!(
+            std::env::var("TESSERA_REQUIRE_VULKAN").as_deref() != Ok("1"),
+            "TESSERA_REQUIRE_VULKAN=1 but wgpu finds no adapter"
+        );
+        eprintln!("SKIPPED: no wgpu adapter (set TESSERA_REQUIRE_VULKAN=1 to fail instead)");
+        return;
+    }
+    check("wgpu");
+}
+
+#[test]
+fn bad_options_are_errors_not_panics() {
+    for bad in [
+        "--backend vulkan",
+        "--size x",
+        "--size 100000",
+        "--devices",
+        "--colour red",
+    ] {
+        assert!(blur::parse(args(bad)).is_err(), "{bad} was accepted");
+    }
+    for bad in [
+        "--devices 0",
+        "--page 3",
+        "--size 0",
+        "--size 2 --devices 3",
+    ] {
+        let o = blur::parse(args(bad)).unwrap();
+        assert!(blur::run(&o).is_err(), "{bad} ran");
+    }
+}
