@@ -61,7 +61,8 @@ struct Pipelines {
     kernel_pipeline_layout: wgpu::PipelineLayout,
     compact_layout: wgpu::BindGroupLayout,
     compact: wgpu::ComputePipeline,
-    kernels: HashMap<&'static str, wgpu::ComputePipeline>,
+    /// By kernel name and entry point (`main`, or `main_tiles` for the tile path).
+    kernels: HashMap<(&'static str, &'static str), wgpu::ComputePipeline>,
 }
 
 /// A tessera device on a wgpu device.
@@ -329,9 +330,9 @@ impl WgpuDevice {
         &mut self,
         name: &'static str,
         source: &str,
-        entry: &str,
+        entry: &'static str,
     ) -> Result<wgpu::ComputePipeline> {
-        if let Some(p) = self.pipes.kernels.get(name) {
+        if let Some(p) = self.pipes.kernels.get(&(name, entry)) {
             return Ok(p.clone());
         }
         let code = format!("{}\n{}", crate::PRELUDE, source);
@@ -343,7 +344,7 @@ impl WgpuDevice {
             entry,
         )
         .map_err(|e| self.err(e))?;
-        self.pipes.kernels.insert(name, p.clone());
+        self.pipes.kernels.insert((name, entry), p.clone());
         Ok(p)
     }
 }
@@ -497,7 +498,14 @@ impl Device for WgpuDevice {
                 self.table.len()
             ))));
         }
-        let pipeline = self.pipeline(name, wgsl.source, "main")?;
+        let tiles = match (self.tiles, l.kernel.footprint(), &l.domain) {
+            (true, Some(fp), Domain::Rect { .. }) => Some(fp),
+            _ => None,
+        };
+        let mut fp_words = [0u32; 4 * FP_MAX];
+        let fp_n = tiles.map_or(0, |fp| fp_reads(&fp, &l.bindings, &mut fp_words));
+        let entry = if fp_n > 0 { "main_tiles" } else { "main" };
+        let pipeline = self.pipeline(name, wgsl.source, entry)?;
         let n = l.domain.len();
         if n == 0 {
             return Ok(LaunchOutcome::default());
@@ -569,11 +577,8 @@ impl Device for WgpuDevice {
         }
         let p0 = PARAMS_AT;
         info[p0..p0 + wgsl.params.len()].copy_from_slice(&wgsl.params);
-        if let (true, Some(fp), Domain::Rect { .. }) = (self.tiles, l.kernel.footprint(), &l.domain)
-        {
-            let n = fp_reads(&fp, &l.bindings, &mut info[FP_AT..FP_AT + 4 * FP_MAX]);
-            info[FP_AT + 4 * FP_MAX] = n;
-        }
+        info[FP_AT..FP_AT + 4 * FP_MAX].copy_from_slice(&fp_words);
+        info[FP_AT + 4 * FP_MAX] = fp_n;
 
         let mut work = Work {
             label: name,

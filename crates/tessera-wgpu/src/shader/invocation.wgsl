@@ -375,19 +375,30 @@ fn store_u32(id: u32, index: u32, v: u32) {
     store_word(id, index, 0u, 0u, v, 0u);
 }
 
+// The per-texel entry point. It touches no workgroup memory, so it pays neither the
+// workgroup memory's zeroing nor a barrier.
 @compute @workgroup_size(8, 8, 1)
-fn main(
+fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    g_nwin = 0u;
+    invocation(gid);
+}
+
+// The tile path's entry point: the windows first, then each invocation as in `main`.
+@compute @workgroup_size(8, 8, 1)
+fn main_tiles(
     @builtin(global_invocation_id) gid: vec3<u32>,
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
     g_nwin = 0u;
-    if launch.fp_n != 0u {
-        // Uniform: every invocation of the group reaches the barrier.
-        fill_windows(vec2<u32>(launch.x0 + wid.x * 8u, launch.y0 + wid.y * 8u), lid);
-        workgroupBarrier();
-        check_windows();
-    }
+    // Uniform: every invocation of the group reaches the barrier.
+    fill_windows(vec2<u32>(launch.x0 + wid.x * 8u, launch.y0 + wid.y * 8u), lid);
+    workgroupBarrier();
+    check_windows();
+    invocation(gid);
+}
+
+fn invocation(gid: vec3<u32>) {
     var x: u32;
     var y: u32;
     var idx: u32;
