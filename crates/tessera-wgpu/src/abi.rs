@@ -134,7 +134,7 @@ abi_consts! {
     UNPAGED_MAX_OBJECTS = 8;
 }
 
-const _: () = assert!(limits::MAX_PARAMS % 4 == 0 && BY_ID_SLOTS % 4 == 0);
+const _: () = assert!(limits::MAX_PARAMS.is_multiple_of(4) && BY_ID_SLOTS.is_multiple_of(4));
 // The merge's per-memory parameters are one vec4 each, and the prelude's switch has 4 arms.
 const _: () = assert!(MAX_MEMORIES == 4);
 
@@ -372,8 +372,11 @@ impl Status {
 mod tests {
     use super::*;
 
+    /// A struct as WGSL lays it out: name, (member, offset), size.
+    type Laid = (String, Vec<(String, u32)>, u32);
+
     /// Parses the header as the device does and lays out its structs by WGSL's rules.
-    fn wgsl_layouts() -> Vec<(String, Vec<(String, u32)>, u32)> {
+    fn wgsl_layouts() -> Vec<Laid> {
         let module = naga::front::wgsl::parse_str(&header()).expect("the header parses");
         let mut layouter = naga::proc::Layouter::default();
         layouter
