@@ -74,7 +74,10 @@ pub struct MergeOutcome {
 }
 
 /// A device: physical memories, page slots, a page table, and kernel launches.
-/// Implemented by the CPU backend (the embedded default) and, later, by wgpu.
+/// Implemented by the CPU backend (`cpu::CpuDevice`, the embedded default) and by the wgpu
+/// backend (`tessera_wgpu::WgpuDevice`). A launch that fails fails alike on both: the same
+/// [`RuntimeError`](crate::RuntimeError), field for field (see `kernel::check_launch` and the
+/// first-error rule in [`Device::launch`]).
 pub trait Device: Send {
     /// What the device is, for reports.
     fn describe(&self) -> String;
@@ -85,6 +88,9 @@ pub trait Device: Send {
     /// The page table follows the global address space.
     fn resize_page_table(&mut self, pages: u64) -> Result<()>;
     fn set_page(&mut self, page: GlobalPage, desc: PageDescriptor) -> Result<()>;
+    /// Runs a launch. Where invocations fail (a kernel error, not a miss), the launch fails
+    /// with the error of the first failing invocation in launch order: row-major over a
+    /// rectangle, list order over a list. Each invocation stops at its own first error.
     fn launch(&mut self, launch: &Launch) -> Result<LaunchOutcome>;
     /// Merges the temporary of this pass's `Mode::Temp` launches into the pages through its
     /// write mask (paper 3.5, third pass). Stores to pages not held writable stay in the

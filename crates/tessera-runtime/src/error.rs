@@ -10,6 +10,20 @@ pub enum RuntimeError {
     Unbound { kernel: String, object: ObjectId },
     #[error("kernel {kernel}: {source}")]
     Kernel { kernel: String, source: CoreError },
+    #[error("kernel {kernel} is launched with {bindings} objects bound; at most {max} can be")]
+    TooManyBindings {
+        kernel: String,
+        bindings: usize,
+        max: usize,
+    },
+    #[error("kernel {kernel} has {words} parameter words; at most {max} fit a launch")]
+    TooManyParams {
+        kernel: String,
+        words: usize,
+        max: usize,
+    },
+    #[error("an invocation of kernel {kernel} made more than {max} stores")]
+    TooManyStores { kernel: String, max: usize },
     #[error("{device} was told to write {page} without holding it writable: its grant was broken (memory lock disabled?)")]
     GrantViolated { device: DeviceId, page: GlobalPage },
     #[error("{0} stopped unexpectedly")]

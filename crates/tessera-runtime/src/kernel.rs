@@ -14,6 +14,46 @@ use crate::error::RuntimeError;
 
 /// How many objects one launch may bind.
 pub const MAX_BINDINGS: usize = 8;
+/// Parameter words a kernel's WGSL twin may read with `param(i)`.
+pub const MAX_PARAMS: usize = 64;
+/// Stores one invocation may make. A GPU keeps an invocation's stores in registers until it
+/// completes (that is what makes a faulting invocation side-effect free), so the room is
+/// fixed; the CPU twin enforces the same limit so that a kernel fails alike on both.
+pub const MAX_STORES: usize = 8;
+
+/// Checks what a launch asks for against the limits, before any invocation runs. Every
+/// backend calls it, so a launch a backend refuses is refused by all, with the same error.
+pub fn check_launch(kernel: &dyn Kernel, bindings: &[Bound]) -> Result<(), RuntimeError> {
+    if bindings.len() > MAX_BINDINGS {
+        return Err(RuntimeError::TooManyBindings {
+            kernel: kernel.name().into(),
+            bindings: bindings.len(),
+            max: MAX_BINDINGS,
+        });
+    }
+    if let Some(w) = kernel.wgsl() {
+        if w.params.len() > MAX_PARAMS {
+            return Err(RuntimeError::TooManyParams {
+                kernel: kernel.name().into(),
+                words: w.params.len(),
+                max: MAX_PARAMS,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// What an object is, as [`CoreError::WrongKind`](tessera_core::CoreError::WrongKind) names
+/// it: a texture of a format, or (`None`) a buffer. Both backends name the expected and the
+/// actual kind with it, so their errors compare equal.
+pub fn kind_name(format: Option<TexelFormat>) -> &'static str {
+    match format {
+        None => "buffer",
+        Some(TexelFormat::R32Float) => "R32Float texture",
+        Some(TexelFormat::Rgba8Unorm) => "Rgba8Unorm texture",
+        Some(TexelFormat::Rgba32Float) => "Rgba32Float texture",
+    }
+}
 
 /// Why an invocation stopped early.
 #[derive(Debug)]

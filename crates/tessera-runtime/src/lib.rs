@@ -20,7 +20,8 @@ pub use cpu::{run_span_with, Invocation, Plain, PlainInput, PlainOutput, Request
 pub use driver::{DeviceContext, PassSpec, PassStats, Procedure, StageTimes};
 pub use error::{Result, RuntimeError};
 pub use kernel::{
-    Bound, Fault, Footprint, Kernel, Mode, TempStore, TexelAccess, WgslKernel, MAX_BINDINGS,
+    check_launch, kind_name, Bound, Fault, Footprint, Kernel, Mode, TempStore, TexelAccess,
+    WgslKernel, MAX_BINDINGS, MAX_PARAMS, MAX_STORES,
 };
 pub use manager::ManagerHandle;
 pub use partition::Partition;

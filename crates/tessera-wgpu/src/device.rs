@@ -5,50 +5,27 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use tessera_core::{
-    Access, DeviceId, GlobalPage, ObjectId, PageDescriptor, PageRequest, SlotAddr, TexelFormat,
+    Access, CoreError, DeviceId, GlobalPage, ObjectId, PageDescriptor, PageRequest, SlotAddr,
 };
 use tessera_runtime::{
-    Bound, Device, Domain, Footprint, GpuLaunchTime, Launch, LaunchOutcome, MergeOutcome, Mode,
-    Result, RuntimeError,
+    kind_name, Bound, Device, Domain, Footprint, GpuLaunchTime, Launch, LaunchOutcome,
+    MergeOutcome, Mode, Result, RuntimeError, WgslKernel, MAX_STORES,
 };
 
+use crate::abi::{self, BindInfo, CompactInfo, LaunchInfo, MergeInfo, RequestsHead, Status};
 use crate::error::WgpuError;
-use crate::gpu::{self, Health};
+use crate::gpu::{self, AdapterChoice, Health};
 use crate::scratch::{self, Grow, Timestamps, TIMESTAMPS};
+use crate::unpaged::fill_params;
 
 /// Physical memories one kernel can bind (the prelude's `switch` has this many arms).
 pub const MAX_MEMORIES: usize = 4;
-/// Objects one launch may bind (`array<BindInfo, 8>` in the prelude).
-const MAX_BINDS: usize = 8;
-/// Parameter words of a kernel (`array<vec4<u32>, 16>` in the prelude).
-const MAX_PARAMS: usize = 64;
-/// Buffered stores per invocation (`MAX_STORES` in the prelude).
-const MAX_STORES: u64 = 8;
 /// Storage buffers the prelude binds (page table, 4 memories, list, bits, status, incomplete,
 /// temporary, leftover).
 const STORAGE_BINDINGS: u32 = 11;
 /// Invocations per list-launch dispatch row and per workgroup side of a rectangle.
 const GROUP: u32 = 8;
 const MAX_GROUPS: u32 = 65_535;
-
-/// Which adapter the devices run on.
-#[derive(Clone, Debug, Default)]
-pub enum AdapterChoice {
-    /// wgpu's default choice (a discrete GPU first; lavapipe where nothing else is found).
-    #[default]
-    Default,
-    /// The first adapter whose name contains this (case-insensitive), e.g. "llvmpipe".
-    Named(String),
-}
-
-/// The adapters wgpu finds (for `tessera devices`).
-pub fn adapters() -> Vec<wgpu::AdapterInfo> {
-    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
-    pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
-        .into_iter()
-        .map(|a| a.get_info())
-        .collect()
-}
 
 struct Memory {
     buffer: wgpu::Buffer,
@@ -189,6 +166,8 @@ impl WgpuDevice {
                 storage(9, false),
                 storage(10, false),
                 storage(11, false),
+                // The merge's own parameters (MergeInfo); kernels do not declare it.
+                uniform(12),
             ],
         });
         let kernel_pipeline_layout =
@@ -208,7 +187,7 @@ impl WgpuDevice {
         });
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("compact"),
-            source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(crate::COMPACT)),
+            source: wgpu::ShaderSource::Wgsl(Cow::Owned(abi::shader(&[crate::COMPACT]))),
         });
         let compact = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
             label: Some("compact"),
@@ -335,7 +314,7 @@ impl WgpuDevice {
         if let Some(p) = self.pipes.kernels.get(&(name, entry)) {
             return Ok(p.clone());
         }
-        let code = format!("{}\n{}", crate::PRELUDE, source);
+        let code = abi::shader(&[crate::PRELUDE, source]);
         let p = gpu::compile(
             &self.device,
             &self.pipes.kernel_pipeline_layout,
@@ -352,8 +331,8 @@ impl WgpuDevice {
 /// Writes the footprint's reads as (binding, halo) words for the prelude's tile path; returns
 /// how many (0: the launch takes the per-texel path only). Only textures of one word per texel
 /// get a window.
-fn fp_reads(fp: &Footprint, bindings: &[Bound], out: &mut [u32]) -> u32 {
-    if fp.reads.len() > FP_MAX {
+fn fp_reads(fp: &Footprint, bindings: &[Bound], out: &mut [abi::Vec4U32]) -> u32 {
+    if fp.reads.len() > out.len() {
         return 0;
     }
     for (k, &(id, halo)) in fp.reads.iter().enumerate() {
@@ -364,20 +343,9 @@ fn fp_reads(fp: &Footprint, bindings: &[Bound], out: &mut [u32]) -> u32 {
         if halo > FP_MAX_HALO || b.format().is_none() || b.words_per_texel() != 1 {
             return 0;
         }
-        out[k * 4] = bi as u32;
-        out[k * 4 + 1] = halo;
+        out[k].0 = [bi as u32, halo, 0, 0];
     }
     fp.reads.len() as u32
-}
-
-/// The prelude's `BindInfo` format code.
-fn format_code(f: Option<TexelFormat>) -> u32 {
-    match f {
-        None => 0,
-        Some(TexelFormat::R32Float) => 1,
-        Some(TexelFormat::Rgba8Unorm) => 2,
-        Some(TexelFormat::Rgba32Float) => 3,
-    }
 }
 
 fn words(bytes: &[u8]) -> impl Iterator<Item = u32> + '_ {
@@ -480,17 +448,13 @@ impl Device for WgpuDevice {
 
     fn launch(&mut self, l: &Launch) -> Result<LaunchOutcome> {
         self.check()?;
+        tessera_runtime::check_launch(&*l.kernel, &l.bindings)?;
         let name = l.kernel.name();
         let wgsl = l.kernel.wgsl().ok_or_else(|| {
             self.err(WgpuError::NoWgsl {
                 kernel: name.into(),
             })
         })?;
-        if l.bindings.len() > MAX_BINDS || wgsl.params.len() > MAX_PARAMS {
-            return Err(self.err(WgpuError::Invalid(format!(
-                "kernel {name}: at most {MAX_BINDS} bindings and {MAX_PARAMS} parameter words"
-            ))));
-        }
         if l.pages > self.table.len() as u64 {
             return Err(self.err(WgpuError::Invalid(format!(
                 "launch over {} pages; the page table has {}",
@@ -498,105 +462,20 @@ impl Device for WgpuDevice {
                 self.table.len()
             ))));
         }
-        let tiles = match (self.tiles, l.kernel.footprint(), &l.domain) {
-            (true, Some(fp), Domain::Rect { .. }) => Some(fp),
-            _ => None,
-        };
-        let mut fp_words = [0u32; 4 * FP_MAX];
-        let fp_n = tiles.map_or(0, |fp| fp_reads(&fp, &l.bindings, &mut fp_words));
-        let entry = if fp_n > 0 { "main_tiles" } else { "main" };
-        let pipeline = self.pipeline(name, wgsl.source, entry)?;
-        let n = l.domain.len();
-        if n == 0 {
+        if l.domain.is_empty() {
+            // Compiled all the same, so that a kernel that does not compile fails alike.
+            self.pipeline(name, wgsl.source, "main")?;
             return Ok(LaunchOutcome::default());
         }
-
-        // The launch uniform, laid out as the prelude's LaunchInfo.
-        let mut info = [0u32; INFO_WORDS];
-        let (dispatch, list) = match &l.domain {
-            Domain::Rect { x0, y0, x1, y1 } => {
-                info[2..6].copy_from_slice(&[*x0, *y0, *x1, *y1]);
-                let gx = (x1 - x0).div_ceil(GROUP);
-                let gy = (y1 - y0).div_ceil(GROUP);
-                if gx > MAX_GROUPS || gy > MAX_GROUPS {
-                    return Err(self.err(WgpuError::Invalid(format!(
-                        "domain of {}x{} is too large for one dispatch",
-                        x1 - x0,
-                        y1 - y0
-                    ))));
-                }
-                ((gx, gy), Vec::new())
-            }
-            Domain::List(items) => {
-                // Rows of `row` invocations; each workgroup covers 8 of a row and 8 rows.
-                let rows_needed = n.div_ceil(GROUP as u64 * MAX_GROUPS as u64).max(1);
-                let (gx, _, row) = spread(n.div_ceil(rows_needed), GROUP);
-                let rows = n.div_ceil(row as u64);
-                let gy = rows.div_ceil(GROUP as u64) as u32;
-                info[1] = 1;
-                info[8] = row;
-                let flat: Vec<u32> = items.iter().flat_map(|&(x, y)| [x, y]).collect();
-                ((gx, gy), flat)
-            }
-        };
-        if n > u32::MAX as u64 {
-            return Err(self.err(WgpuError::OutOfMemory(format!(
-                "kernel {name}: a launch of {n} invocations; split the pass or use more devices"
-            ))));
-        }
-        let bit_words = l.pages.div_ceil(32).max(1);
-        info[0] = match l.mode {
-            Mode::Request => 0,
-            Mode::Direct => 1,
-            Mode::Temp => 2,
-        };
-        info[6] = n as u32;
-        info[7] = l.bindings.len() as u32;
-        info[9] = bit_words as u32;
-        for (i, b) in l.bindings.iter().enumerate() {
-            if b.pages_end > u32::MAX as u64 {
-                return Err(self.err(WgpuError::Invalid("object beyond global page 2^32".into())));
-            }
-            let w = &mut info[12 + i * 12..12 + (i + 1) * 12];
-            w[..9].copy_from_slice(&[
-                b.id.0,
-                b.page_offset as u32,
-                b.width() as u32,
-                b.height() as u32,
-                b.pages_x() as u32,
-                b.shift(),
-                b.words_per_texel() as u32,
-                b.slot_words() as u32,
-                format_code(b.format()),
-            ]);
-            // The first binding of each id class wins; the prelude searches for the others.
-            let h = &mut info[BY_ID + (b.id.0 & 15) as usize];
-            if *h == 0 {
-                *h = i as u32 + 1;
-            }
-        }
-        let p0 = PARAMS_AT;
-        info[p0..p0 + wgsl.params.len()].copy_from_slice(&wgsl.params);
-        info[FP_AT..FP_AT + 4 * FP_MAX].copy_from_slice(&fp_words);
-        info[FP_AT + 4 * FP_MAX] = fp_n;
-
-        let mut work = Work {
-            label: name,
-            pipeline,
-            dispatch,
-            invocations: n,
-            pages: l.pages,
-            bit_words,
-            list: &list,
-            info,
-        };
+        let mut work = self.work(l, &l.domain, &wgsl)?;
         // A Temp launch stores once per invocation in the common case; one that stores more
         // is run again with the room per invocation it turned out to need (it wrote no page).
         let mut per_invocation = if l.mode == Mode::Temp { 1 } else { 0 };
         loop {
             match self.launch_once(&mut work, per_invocation)? {
-                Ok(out) => return Ok(out),
-                Err(need) => per_invocation = need,
+                Ran::Done(out) => return Ok(out),
+                Ran::Grow(need) => per_invocation = need,
+                Ran::Failed(status) => return Err(self.first_error(l, &wgsl, status)),
             }
         }
     }
@@ -607,8 +486,7 @@ impl Device for WgpuDevice {
         if count == 0 {
             return Ok(MergeOutcome::default());
         }
-        let pipeline =
-            self.pipeline("tessera merge", include_str!("shader/merge.wgsl"), "merge")?;
+        let pipeline = self.pipeline("tessera merge", crate::MERGE, "merge")?;
         let pages = self.table.len() as u64;
         let bit_words = pages.div_ceil(32).max(1);
         let max = gpu::max_storage_bytes(&self.limits);
@@ -618,18 +496,25 @@ impl Device for WgpuDevice {
             .map_err(|e| self.err(e))?;
         self.ensure_lists(0, 0, bit_words, pages)?;
         let (gx, gy, row) = spread(count, 64);
-        let mut info = [0u32; INFO_WORDS];
-        info[6] = count as u32;
-        info[8] = row;
-        info[9] = bit_words as u32;
-        let p0 = PARAMS_AT;
+        // `record` reads the bit fields' size from the launch uniform.
+        let info = LaunchInfo {
+            bit_words: bit_words as u32,
+            ..Default::default()
+        };
+        let mut merge = MergeInfo {
+            count: count as u32,
+            row,
+            memories: self.memories.len() as u32,
+            ..Default::default()
+        };
         for (i, m) in self.memories.iter().enumerate() {
-            info[p0 + i] = m.slot_words as u32;
-            info[p0 + 4 + i] = m.capacity;
+            merge.slot_words.0[i] = m.slot_words as u32;
+            merge.capacity.0[i] = m.capacity;
         }
-        info[p0 + 8] = self.memories.len() as u32;
         self.queue
-            .write_buffer(&self.scratch.launch, 0, bytemuck::cast_slice(&info));
+            .write_buffer(&self.scratch.launch, 0, bytemuck::bytes_of(&info));
+        self.queue
+            .write_buffer(&self.scratch.merge, 0, bytemuck::bytes_of(&merge));
         let group = self.kernel_group("tessera merge");
         let (mut enc, compact_group, compact_dispatch) = self.begin(bit_words);
         {
@@ -642,13 +527,13 @@ impl Device for WgpuDevice {
             pass.dispatch_workgroups(gx, gy, 1);
         }
         let head = self.finish(enc, &compact_group, compact_dispatch, 0, pages)?;
-        if head.status[0] != 0 {
+        if head.status.failed.0 != 0 {
             return Err(self.err(WgpuError::Invalid(format!(
                 "merge: page {} maps outside its physical memory",
-                head.status[1]
+                head.status.error_object.0
             ))));
         }
-        let (written, left) = (head.status[2] as u64, head.status[3] as u64);
+        let (written, left) = (head.status.incomplete.0 as u64, head.status.temp.0 as u64);
         if written + left > count || head.requests > pages {
             return Err(self.err(WgpuError::Wgpu(format!(
                 "merge: inconsistent counts (written {written}, left {left} of {count}, pages {})",
@@ -671,42 +556,45 @@ impl Device for WgpuDevice {
     }
 }
 
-/// Words of the prelude's `LaunchInfo`: header, bindings, parameters, the by-id table, the
-/// footprint's reads and their count (with padding).
-const INFO_WORDS: usize = FP_AT + 4 * FP_MAX + 4;
-const FP_AT: usize = BY_ID + 16;
-/// Reads of a footprint the prelude keeps windows for (`FP_MAX`).
-const FP_MAX: usize = 4;
 /// Widest halo whose window (8 + 2 halo texels a side) fits the prelude's 16x16 windows.
 const FP_MAX_HALO: u32 = 4;
-const PARAMS_AT: usize = 12 + MAX_BINDS * 12;
-const BY_ID: usize = PARAMS_AT + MAX_PARAMS;
 /// List entries read back with the counts, before knowing them: a launch that faults on fewer
 /// pages and invocations than this needs one read-back, not two.
 const SPECULATIVE: u64 = 1024;
-/// Read-back layout: status (16 bytes), request count (8), timestamps (32), then the first
+/// Read-back layout: status, the request list's head, timestamps (32 bytes), then the first
 /// SPECULATIVE entries of the incomplete list and of the request list.
-const HEAD_REQ: u64 = 16;
-const HEAD_TS: u64 = 24;
-const HEAD_INC: u64 = 64;
+const STATUS_BYTES: u64 = std::mem::size_of::<Status>() as u64;
+const REQUESTS_HEAD: u64 = std::mem::size_of::<RequestsHead>() as u64;
+const HEAD_REQ: u64 = STATUS_BYTES;
+const HEAD_TS: u64 = HEAD_REQ + REQUESTS_HEAD;
+const HEAD_INC: u64 = HEAD_TS + TIMESTAMPS as u64 * 8;
 const HEAD_LIST: u64 = HEAD_INC + SPECULATIVE * 8;
 const HEAD_BYTES: u64 = HEAD_LIST + SPECULATIVE * 8;
 
 /// A kernel launch being prepared.
-struct Work<'a> {
+struct Work {
     label: &'static str,
     pipeline: wgpu::ComputePipeline,
     dispatch: (u32, u32),
     invocations: u64,
     pages: u64,
     bit_words: u64,
-    list: &'a [u32],
-    info: [u32; INFO_WORDS],
+    list: Vec<u32>,
+    info: LaunchInfo,
+}
+
+/// How one run of a launch went.
+enum Ran {
+    Done(LaunchOutcome),
+    /// An invocation stored this many words: run again with that much room.
+    Grow(u64),
+    /// Invocations failed with a kernel error.
+    Failed(Status),
 }
 
 /// What a submission's first read-back says.
 struct Head {
-    status: [u32; 4],
+    status: Status,
     requests: u64,
     gpu: Option<[f64; 2]>,
     bytes: Vec<u8>,
@@ -715,6 +603,7 @@ struct Head {
 /// Buffers kept from launch to launch (see scratch.rs).
 pub(crate) struct Scratch {
     launch: wgpu::Buffer,
+    merge: wgpu::Buffer,
     compact: wgpu::Buffer,
     status: wgpu::Buffer,
     head: wgpu::Buffer,
@@ -738,9 +627,10 @@ impl Scratch {
         };
         let uniform = wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST;
         Scratch {
-            launch: fixed("launch", INFO_WORDS as u64 * 4, uniform),
-            compact: fixed("compact params", 16, uniform),
-            status: fixed("status", 16, scratch::STORAGE),
+            launch: fixed("launch", size_of::<LaunchInfo>() as u64, uniform),
+            merge: fixed("merge", size_of::<MergeInfo>() as u64, uniform),
+            compact: fixed("compact", size_of::<CompactInfo>() as u64, uniform),
+            status: fixed("status", STATUS_BYTES, scratch::STORAGE),
             head: fixed(
                 "read-back",
                 HEAD_BYTES,
@@ -774,11 +664,7 @@ impl WgpuDevice {
 
     /// Runs a prepared launch with room for `per_invocation` stores of each invocation in the
     /// temporary. `Ok(Err(k))`: an invocation stored `k` words, so the launch must run again.
-    fn launch_once(
-        &mut self,
-        w: &mut Work<'_>,
-        per_invocation: u64,
-    ) -> Result<std::result::Result<LaunchOutcome, u64>> {
+    fn launch_once(&mut self, w: &mut Work, per_invocation: u64) -> Result<Ran> {
         let n = w.invocations;
         let max_temp = n * per_invocation;
         self.ensure_lists(w.list.len() as u64 * 4, n, w.bit_words, w.pages)?;
@@ -793,13 +679,13 @@ impl WgpuDevice {
                 "a temporary of more than 2^32 stores".into(),
             )));
         }
-        w.info[10] = per_invocation as u32;
-        w.info[11] = self.temp_len as u32;
+        w.info.temp_k = per_invocation as u32;
+        w.info.temp_base = self.temp_len as u32;
         self.queue
-            .write_buffer(&self.scratch.launch, 0, bytemuck::cast_slice(&w.info));
+            .write_buffer(&self.scratch.launch, 0, bytemuck::bytes_of(&w.info));
         if !w.list.is_empty() {
             self.queue
-                .write_buffer(&self.scratch.list.buf, 0, bytemuck::cast_slice(w.list));
+                .write_buffer(&self.scratch.list.buf, 0, bytemuck::cast_slice(&w.list));
         }
         let group = self.kernel_group(w.label);
         let (mut enc, compact_group, compact_dispatch) = self.begin(w.bit_words);
@@ -828,12 +714,12 @@ impl WgpuDevice {
         }
         let head = self.finish(enc, &compact_group, compact_dispatch, n, w.pages)?;
         let st = head.status;
-        if st[0] != 0 {
-            return Err(self.kernel_error(w.label, st[0], st[1]));
+        if st.failed.0 != 0 {
+            return Ok(Ran::Failed(st));
         }
-        let (ninc, need) = (st[2] as u64, st[3] as u64);
+        let (ninc, need) = (st.incomplete.0 as u64, st.temp.0 as u64);
         if need > per_invocation {
-            return Ok(Err(need));
+            return Ok(Ran::Grow(need));
         }
         if ninc > n || head.requests > w.pages {
             return Err(self.err(WgpuError::Wgpu(format!(
@@ -852,7 +738,7 @@ impl WgpuDevice {
         // The CPU backend's order: by page.
         requests.sort_unstable_by_key(|r| r.page);
         self.temp_len += max_temp;
-        Ok(Ok(LaunchOutcome {
+        Ok(Ran::Done(LaunchOutcome {
             requests,
             incomplete: incomplete.chunks_exact(2).map(|c| (c[0], c[1])).collect(),
             invocations: n,
@@ -870,7 +756,7 @@ impl WgpuDevice {
         let w: Vec<u32> = if nreq <= SPECULATIVE {
             words(&head.bytes[HEAD_LIST as usize..(HEAD_LIST + nreq * 8) as usize]).collect()
         } else {
-            let b = self.read_back(&[(&self.scratch.requests.buf, 8, nreq * 8)])?;
+            let b = self.read_back(&[(&self.scratch.requests.buf, REQUESTS_HEAD, nreq * 8)])?;
             words(&b[0]).collect()
         };
         Ok(w.chunks_exact(2)
@@ -908,6 +794,7 @@ impl WgpuDevice {
             s.incomplete.buf.as_entire_binding(),
             s.temp.buf.as_entire_binding(),
             s.leftover.buf.as_entire_binding(),
+            s.merge.as_entire_binding(),
         ];
         let entries: Vec<wgpu::BindGroupEntry> = entries
             .into_iter()
@@ -928,10 +815,18 @@ impl WgpuDevice {
     /// request words that [`Self::finish`] runs after the caller's pass.
     fn begin(&self, bit_words: u64) -> (wgpu::CommandEncoder, wgpu::BindGroup, (u32, u32)) {
         let (cgx, cgy, row) = spread(bit_words, 64);
+        let info = CompactInfo {
+            words: bit_words as u32,
+            row,
+            ..Default::default()
+        };
+        self.queue
+            .write_buffer(&self.scratch.compact, 0, bytemuck::bytes_of(&info));
+        // Queued writes land before the submission's commands.
         self.queue.write_buffer(
-            &self.scratch.compact,
+            &self.scratch.status,
             0,
-            bytemuck::cast_slice(&[bit_words as u32, row, 0, 0]),
+            bytemuck::bytes_of(&Status::initial()),
         );
         let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("compact"),
@@ -954,8 +849,7 @@ impl WgpuDevice {
         let mut enc = self
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-        enc.clear_buffer(&self.scratch.status, 0, None);
-        enc.clear_buffer(&self.scratch.requests.buf, 0, Some(8));
+        enc.clear_buffer(&self.scratch.requests.buf, 0, Some(REQUESTS_HEAD));
         (enc, group, (cgx, cgy))
     }
 
@@ -980,8 +874,8 @@ impl WgpuDevice {
             pass.set_bind_group(0, compact_group, &[]);
             pass.dispatch_workgroups(dispatch.0, dispatch.1, 1);
         }
-        enc.copy_buffer_to_buffer(&s.status, 0, &s.head, 0, 16);
-        enc.copy_buffer_to_buffer(&s.requests.buf, 0, &s.head, HEAD_REQ, 8);
+        enc.copy_buffer_to_buffer(&s.status, 0, &s.head, 0, STATUS_BYTES);
+        enc.copy_buffer_to_buffer(&s.requests.buf, 0, &s.head, HEAD_REQ, REQUESTS_HEAD);
         if let Some(t) = &self.timestamps {
             enc.resolve_query_set(&t.set, 0..TIMESTAMPS, &t.resolve, 0);
             enc.copy_buffer_to_buffer(&t.resolve, 0, &s.head, HEAD_TS, TIMESTAMPS as u64 * 8);
@@ -992,11 +886,13 @@ impl WgpuDevice {
         }
         let req = pages.min(SPECULATIVE) * 8;
         if req > 0 {
-            enc.copy_buffer_to_buffer(&s.requests.buf, 8, &s.head, HEAD_LIST, req);
+            enc.copy_buffer_to_buffer(&s.requests.buf, REQUESTS_HEAD, &s.head, HEAD_LIST, req);
         }
         self.queue.submit([enc.finish()]);
         let bytes = self.map_read(&s.head)?;
-        let w: Vec<u32> = words(&bytes[..HEAD_TS as usize]).collect();
+        let status: Status = bytemuck::pod_read_unaligned(&bytes[..STATUS_BYTES as usize]);
+        let head: RequestsHead =
+            bytemuck::pod_read_unaligned(&bytes[HEAD_REQ as usize..HEAD_TS as usize]);
         let gpu = self.timestamps.as_ref().and_then(|t| {
             let ticks: Vec<u64> = bytes[HEAD_TS as usize..HEAD_INC as usize]
                 .chunks_exact(8)
@@ -1005,8 +901,8 @@ impl WgpuDevice {
             t.seconds(&ticks)
         });
         Ok(Head {
-            status: [w[0], w[1], w[2], w[3]],
-            requests: w[4] as u64,
+            status,
+            requests: head.count.0 as u64,
             gpu,
             bytes,
         })
@@ -1020,19 +916,168 @@ impl WgpuDevice {
 }
 
 impl WgpuDevice {
-    fn kernel_error(&self, kernel: &str, flags: u32, object: u32) -> RuntimeError {
-        let object = ObjectId(object);
-        let what = match flags {
-            f if f & 1 != 0 => format!("touched object {object} out of its range"),
-            f if f & 2 != 0 => {
-                return RuntimeError::Unbound {
-                    kernel: kernel.into(),
-                    object,
-                }
-            }
-            f if f & 4 != 0 => format!("an invocation made more than {MAX_STORES} stores"),
-            _ => format!("accessed object {object} with the wrong texel format"),
+    /// Prepares a launch of `l` over `domain` (the launch's own, or one invocation of it).
+    fn work(&mut self, l: &Launch, domain: &Domain, wgsl: &WgslKernel) -> Result<Work> {
+        let name = l.kernel.name();
+        // The tile path: rectangles of a kernel with a footprint, on a device that takes it.
+        let mut fp = [abi::Vec4U32::default(); abi::FP_MAX as usize];
+        let fp_n = match (self.tiles, l.kernel.footprint(), domain) {
+            (true, Some(f), Domain::Rect { .. }) => fp_reads(&f, &l.bindings, &mut fp),
+            _ => 0,
         };
-        self.err(WgpuError::Invalid(format!("kernel {kernel}: {what}")))
+        let entry = if fp_n > 0 { "main_tiles" } else { "main" };
+        let pipeline = self.pipeline(name, wgsl.source, entry)?;
+        let n = domain.len();
+        if n > u32::MAX as u64 {
+            return Err(self.err(WgpuError::OutOfMemory(format!(
+                "kernel {name}: a launch of {n} invocations; split the pass or use more devices"
+            ))));
+        }
+        let bit_words = l.pages.div_ceil(32).max(1);
+        let mut info = LaunchInfo {
+            mode: abi::mode_code(l.mode),
+            count: n as u32,
+            nbind: l.bindings.len() as u32,
+            bit_words: bit_words as u32,
+            fp,
+            fp_n,
+            ..Default::default()
+        };
+        let (dispatch, list) = match domain {
+            Domain::Rect { x0, y0, x1, y1 } => {
+                (info.x0, info.y0, info.x1, info.y1) = (*x0, *y0, *x1, *y1);
+                let gx = (x1 - x0).div_ceil(GROUP);
+                let gy = (y1 - y0).div_ceil(GROUP);
+                if gx > MAX_GROUPS || gy > MAX_GROUPS {
+                    return Err(self.err(WgpuError::Invalid(format!(
+                        "domain of {}x{} is too large for one dispatch",
+                        x1 - x0,
+                        y1 - y0
+                    ))));
+                }
+                ((gx, gy), Vec::new())
+            }
+            Domain::List(items) => {
+                // Rows of `row` invocations; each workgroup covers 8 of a row and 8 rows.
+                let rows_needed = n.div_ceil(GROUP as u64 * MAX_GROUPS as u64).max(1);
+                let (gx, _, row) = spread(n.div_ceil(rows_needed), GROUP);
+                let rows = n.div_ceil(row as u64);
+                let gy = rows.div_ceil(GROUP as u64) as u32;
+                info.is_list = 1;
+                info.row = row;
+                let flat: Vec<u32> = items.iter().flat_map(|&(x, y)| [x, y]).collect();
+                ((gx, gy), flat)
+            }
+        };
+        let by_id = abi::BY_ID_SLOTS;
+        for (i, (b, to)) in l.bindings.iter().zip(&mut info.binds).enumerate() {
+            if b.pages_end > u32::MAX as u64 {
+                return Err(self.err(WgpuError::Invalid("object beyond global page 2^32".into())));
+            }
+            *to = BindInfo {
+                id: b.id.0,
+                page_offset: b.page_offset as u32,
+                width: b.width() as u32,
+                height: b.height() as u32,
+                pages_x: b.pages_x() as u32,
+                shift: b.shift(),
+                words_per_texel: b.words_per_texel() as u32,
+                slot_words: b.slot_words() as u32,
+                format: abi::format_code(b.format()),
+                ..Default::default()
+            };
+            // The first binding of each id class wins; the prelude searches for the others.
+            let slot = b.id.0 % by_id;
+            let h = &mut info.by_id[(slot / 4) as usize].0[(slot % 4) as usize];
+            if *h == 0 {
+                *h = i as u32 + 1;
+            }
+        }
+        fill_params(&mut info.params, &wgsl.params);
+        Ok(Work {
+            label: name,
+            pipeline,
+            dispatch,
+            invocations: n,
+            pages: l.pages,
+            bit_words,
+            list,
+            info,
+        })
+    }
+
+    /// The error of the launch's first failing invocation (launch order), as the CPU backend
+    /// reports it. The status words hold it exactly where one invocation failed; where several
+    /// did, they raced for the words, so the first one is run again alone.
+    fn first_error(&mut self, l: &Launch, wgsl: &WgslKernel, status: Status) -> RuntimeError {
+        if status.failed.0 == 1 {
+            return self.kernel_error(l, status);
+        }
+        let i = status.first.0 as u64;
+        let at = match &l.domain {
+            Domain::Rect { x0, y0, x1, .. } => {
+                let w = (x1 - x0) as u64;
+                Some((x0 + (i % w) as u32, y0 + (i / w) as u32))
+            }
+            Domain::List(items) => items.get(i as usize).copied(),
+        };
+        let Some(at) = at else {
+            return self.kernel_error(l, status);
+        };
+        let temp_len = self.temp_len;
+        let alone = Domain::List(std::sync::Arc::new(vec![at]));
+        let again = self
+            .work(l, &alone, wgsl)
+            .and_then(|mut w| self.launch_once(&mut w, MAX_STORES as u64));
+        // It wrote no page (it fails before committing) and leaves the temporary as it was.
+        self.temp_len = temp_len;
+        match again {
+            Ok(Ran::Failed(alone)) if alone.failed.0 == 1 => self.kernel_error(l, alone),
+            // Not failing alone: it read what another invocation of the launch wrote, a race
+            // the program must avoid; any failing invocation's error is then as good.
+            Ok(_) => self.kernel_error(l, status),
+            Err(e) => e,
+        }
+    }
+
+    /// The typed error a failing invocation's status words describe.
+    fn kernel_error(&self, l: &Launch, st: Status) -> RuntimeError {
+        let kernel = l.kernel.name().to_string();
+        let object = ObjectId(st.error_object.0);
+        let bound = l.bindings.iter().find(|b| b.id == object);
+        match (st.error_kind.0, bound) {
+            (abi::ERR_UNBOUND, _) => RuntimeError::Unbound { kernel, object },
+            (abi::ERR_TOO_MANY_STORES, _) => RuntimeError::TooManyStores {
+                kernel,
+                max: MAX_STORES,
+            },
+            (abi::ERR_OUT_OF_RANGE, Some(b)) => RuntimeError::Kernel {
+                kernel,
+                source: CoreError::OutOfRange {
+                    object,
+                    x: st.error_x.0 as u64,
+                    y: st.error_y.0 as u64,
+                    width: b.width(),
+                    height: b.height(),
+                },
+            },
+            (abi::ERR_WRONG_FORMAT, Some(b)) => match abi::format_of(st.error_format.0) {
+                Some(expected) => RuntimeError::Kernel {
+                    kernel,
+                    source: CoreError::WrongKind {
+                        object,
+                        expected: kind_name(expected),
+                        actual: kind_name(b.format()),
+                    },
+                },
+                None => self.err(WgpuError::Wgpu(format!(
+                    "kernel {kernel}: unknown format code {} in the status",
+                    st.error_format.0
+                ))),
+            },
+            (kind, _) => self.err(WgpuError::Wgpu(format!(
+                "kernel {kernel}: error {kind} on object {object} that the host cannot decode"
+            ))),
+        }
     }
 }

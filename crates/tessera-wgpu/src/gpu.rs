@@ -5,7 +5,6 @@ use std::borrow::Cow;
 use std::sync::{Arc, Mutex};
 
 use crate::error::WgpuError;
-use crate::AdapterChoice;
 
 /// What wgpu reports outside any call: the first uncaptured error and why the device was lost.
 pub(crate) struct Health {
@@ -112,6 +111,25 @@ pub(crate) fn compile(
         }),
         None => Ok(p),
     }
+}
+
+/// Which adapter the devices run on.
+#[derive(Clone, Debug, Default)]
+pub enum AdapterChoice {
+    /// wgpu's default choice (a discrete GPU first; lavapipe where nothing else is found).
+    #[default]
+    Default,
+    /// The first adapter whose name contains this (case-insensitive), e.g. "llvmpipe".
+    Named(String),
+}
+
+/// The adapters wgpu finds (for `tessera devices`).
+pub fn adapters() -> Vec<wgpu::AdapterInfo> {
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
+    pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
+        .into_iter()
+        .map(|a| a.get_info())
+        .collect()
 }
 
 fn request_adapter(

@@ -32,6 +32,7 @@
 //! row-major arrays: the unpaged original that `tessera bench overhead --backend wgpu` compares
 //! the paged device against.
 
+pub mod abi;
 mod device;
 mod error;
 mod gpu;
@@ -39,14 +40,18 @@ mod node;
 mod scratch;
 mod unpaged;
 
-pub use device::{adapters, AdapterChoice, TilePath, WgpuDevice, MAX_MEMORIES};
+pub use device::{TilePath, WgpuDevice, MAX_MEMORIES};
 pub use error::WgpuError;
+pub use gpu::{adapters, AdapterChoice};
 pub use node::system;
 pub use unpaged::{UnpagedGpu, UNPAGED_MAX_OBJECTS};
 
+// Every shader is compiled after `abi::header()`, which declares what host and shaders share.
 /// The prelude every kernel body is compiled after.
 pub const PRELUDE: &str = include_str!("shader/invocation.wgsl");
 /// The request compaction kernel.
 pub const COMPACT: &str = include_str!("shader/compact.wgsl");
+/// The merge, compiled after the prelude, whose bindings it shares.
+pub const MERGE: &str = include_str!("shader/merge.wgsl");
 /// The prelude of [`UnpagedGpu`]: the same kernel bodies on plain arrays, with no paging.
 pub const UNPAGED_PRELUDE: &str = include_str!("shader/unpaged.wgsl");

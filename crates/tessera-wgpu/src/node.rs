@@ -3,7 +3,8 @@
 use tessera_core::{DeviceId, MAX_DEVICES};
 use tessera_runtime::{Device, Result, RuntimeError, System, SystemConfig};
 
-use crate::device::{AdapterChoice, WgpuDevice};
+use crate::device::WgpuDevice;
+use crate::gpu::AdapterChoice;
 
 /// A node of `cfg.devices` wgpu devices, all on the adapter `choice` picks: each is its own
 /// wgpu device with its own memories, so one GPU (or lavapipe) stands in for several. Where no

@@ -13,17 +13,14 @@ use std::num::NonZeroU64;
 use tessera_core::{ObjectId, TexelFormat};
 use tessera_runtime::Kernel;
 
-use crate::device::AdapterChoice;
+use crate::abi::{self, UnpagedLaunch, UnpagedObject, UnpagedObjects, Vec4U32};
 use crate::error::WgpuError;
+use crate::gpu::AdapterChoice;
 use crate::gpu::{self, Health};
 
-/// Objects an unpaged run holds; ids must be below it (`array<Object, 8>` in `unpaged.wgsl`,
-/// indexed by id).
-pub const UNPAGED_MAX_OBJECTS: usize = 8;
-/// Parameter words of a kernel (`array<vec4<u32>, 16>`, as in the paged prelude).
-const MAX_PARAMS: usize = 64;
-/// The prelude's `Launch`: width, height, two pad words, then the parameters.
-const LAUNCH_WORDS: usize = 4 + MAX_PARAMS;
+/// Objects an unpaged run holds; ids must be below it (the prelude indexes its object table
+/// by id).
+pub const UNPAGED_MAX_OBJECTS: usize = abi::UNPAGED_MAX_OBJECTS as usize;
 /// Launch uniforms queued between two submissions; more passes than this submit early.
 const LAUNCH_SLOTS: u64 = 64;
 const GROUP: u32 = 8;
@@ -128,15 +125,14 @@ impl UnpagedGpu {
         )?;
 
         // The object table, indexed by id; an id with no object keeps width 0.
-        let mut table = [0u32; 4 * UNPAGED_MAX_OBJECTS];
+        let mut table = UnpagedObjects::default();
         for (id, p) in &placed {
-            let i = id.0 as usize * 4;
-            table[i..i + 4].copy_from_slice(&[
-                p.base as u32,
-                p.width,
-                p.height,
-                p.format.bytes() / 4,
-            ]);
+            table.o[id.0 as usize] = UnpagedObject {
+                base: p.base as u32,
+                width: p.width,
+                height: p.height,
+                words_per_texel: p.format.bytes() / 4,
+            };
         }
         let table_buf = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("unpaged object table"),
@@ -144,9 +140,9 @@ impl UnpagedGpu {
             usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        queue.write_buffer(&table_buf, 0, bytemuck::cast_slice(&table));
+        queue.write_buffer(&table_buf, 0, bytemuck::bytes_of(&table));
 
-        let launch_bytes = (LAUNCH_WORDS * 4) as u64;
+        let launch_bytes = std::mem::size_of::<UnpagedLaunch>() as u64;
         let launch_stride =
             launch_bytes.next_multiple_of(limits.min_uniform_buffer_offset_alignment as u64);
         let launch = device.create_buffer(&wgpu::BufferDescriptor {
@@ -281,7 +277,7 @@ impl UnpagedGpu {
         if let Some(p) = self.pipelines.get(name) {
             return Ok(p.clone());
         }
-        let code = format!("{}\n{}", crate::UNPAGED_PRELUDE, source);
+        let code = abi::shader(&[crate::UNPAGED_PRELUDE, source]);
         let p = gpu::compile(&self.device, &self.pipeline_layout, name, code, "main")?;
         self.pipelines.insert(name, p.clone());
         Ok(p)
@@ -295,10 +291,15 @@ impl UnpagedGpu {
         let wgsl = kernel.wgsl().ok_or_else(|| WgpuError::NoWgsl {
             kernel: name.into(),
         })?;
-        if wgsl.params.len() > MAX_PARAMS {
-            return Err(WgpuError::Invalid(format!(
-                "kernel {name}: at most {MAX_PARAMS} parameter words"
-            )));
+        if wgsl.params.len() > tessera_runtime::MAX_PARAMS {
+            return Err(WgpuError::Invalid(
+                tessera_runtime::RuntimeError::TooManyParams {
+                    kernel: name.into(),
+                    words: wgsl.params.len(),
+                    max: tessera_runtime::MAX_PARAMS,
+                }
+                .to_string(),
+            ));
         }
         let (gx, gy) = (size.0.div_ceil(GROUP), size.1.div_ceil(GROUP));
         let max = self.limits.max_compute_workgroups_per_dimension;
@@ -315,12 +316,15 @@ impl UnpagedGpu {
         if self.launches == LAUNCH_SLOTS {
             self.flush();
         }
-        let mut launch = [0u32; LAUNCH_WORDS];
-        launch[..2].copy_from_slice(&[size.0, size.1]);
-        launch[4..4 + wgsl.params.len()].copy_from_slice(&wgsl.params);
+        let mut launch = UnpagedLaunch {
+            width: size.0,
+            height: size.1,
+            ..Default::default()
+        };
+        fill_params(&mut launch.params, &wgsl.params);
         let offset = self.launches * self.launch_stride;
         self.queue
-            .write_buffer(&self.launch, offset, bytemuck::cast_slice(&launch));
+            .write_buffer(&self.launch, offset, bytemuck::bytes_of(&launch));
         self.launches += 1;
         let enc = self.pending.get_or_insert_with(|| {
             self.device
@@ -355,5 +359,13 @@ impl UnpagedGpu {
     /// Destroys the wgpu device, as a driver reset would; lets tests reach the device-lost path.
     pub fn destroy(&mut self) {
         self.device.destroy();
+    }
+}
+
+/// Lays parameter words into a uniform's vec4s (`param(i)` reads word i % 4 of vec4 i / 4).
+/// The caller has checked that they fit.
+pub(crate) fn fill_params(to: &mut [Vec4U32], words: &[u32]) {
+    for (v, chunk) in to.iter_mut().zip(words.chunks(4)) {
+        v.0[..chunk.len()].copy_from_slice(chunk);
     }
 }

@@ -265,7 +265,16 @@ fn errors_are_typed_not_panics() {
     let e = g
         .launch(&launch(&w, bad, rect.clone(), Mode::Direct))
         .unwrap_err();
-    assert!(e.to_string().contains("out of its range"), "{e}");
+    assert!(
+        matches!(
+            e,
+            RuntimeError::Kernel {
+                source: tessera_core::CoreError::OutOfRange { .. },
+                ..
+            }
+        ),
+        "{e}"
+    );
     // Physical memories beyond what a kernel can bind, and bad slots.
     for m in 2..MAX_MEMORIES as u16 {
         g.create_memory(m, SLOT_BYTES, 1).unwrap();

@@ -14,7 +14,7 @@ use tessera_core::{Access, CoreError, GlobalPage, ObjectId, PageTable, TexelForm
 
 use super::compact::RequestBits;
 use crate::error::RuntimeError;
-use crate::kernel::{Bound, Fault, Mode, TempStore, MAX_BINDINGS};
+use crate::kernel::{kind_name, Bound, Fault, Mode, TempStore, MAX_BINDINGS, MAX_STORES};
 
 /// The loop behind [`Kernel::run_span`], generic over the invocation body.
 #[inline(always)]
@@ -32,7 +32,13 @@ pub fn run_span_with(
                 inv.finish(false);
                 incomplete.push((x, y));
             }
-            Err(Fault::Error(e)) => return Err(*e),
+            Err(Fault::Error(e)) => {
+                // Discarded like a fault's; the backend needs the place to pick the launch's
+                // first error as the GPU does.
+                inv.finish(false);
+                inv.failed_at = Some((x, y));
+                return Err(*e);
+            }
         }
     }
     Ok(())
@@ -92,6 +98,8 @@ pub struct Invocation<'a> {
     pub(crate) temp: Vec<TempStore>,
     /// Pages translated through the table (TLB misses): their time stamps are updated.
     pub(crate) touched: Vec<GlobalPage>,
+    /// The invocation whose kernel error stopped the span (see `run_span_with`).
+    pub(crate) failed_at: Option<(u32, u32)>,
 }
 
 impl<'a> Invocation<'a> {
@@ -103,9 +111,10 @@ impl<'a> Invocation<'a> {
         kernel: &'static str,
         mode: Mode,
     ) -> Self {
+        // `kernel::check_launch` has refused a launch with more bindings than there is room.
         let mut ids = [u32::MAX; MAX_BINDINGS];
-        for (i, b) in bindings.iter().take(MAX_BINDINGS).enumerate() {
-            ids[i] = b.id.0;
+        for (slot, b) in ids.iter_mut().zip(bindings) {
+            *slot = b.id.0;
         }
         Invocation {
             memories,
@@ -120,6 +129,7 @@ impl<'a> Invocation<'a> {
             temp_stores: Vec::new(),
             temp: Vec::new(),
             touched: Vec::new(),
+            failed_at: None,
         }
     }
 
@@ -265,9 +275,11 @@ impl<'a> Invocation<'a> {
         value: u32,
     ) -> Result<(), Fault> {
         match self.mode {
-            Mode::Request => Ok(()),
+            // Dropped, but a store to an object the launch does not bind is a bug in any mode.
+            Mode::Request => self.binding(id).map(|_| ()),
             Mode::Direct => {
                 if let Some((memory, word)) = self.translate(id, x, y, Access::Write)? {
+                    self.check_room()?;
                     self.stores.push(Store {
                         memory,
                         word: word + i,
@@ -297,6 +309,7 @@ impl<'a> Invocation<'a> {
                 if !writable {
                     self.bits.record(GlobalPage(page), Access::Write);
                 }
+                self.check_room()?;
                 self.temp_stores.push(TempStore {
                     page: GlobalPage(page),
                     word: off as u32 + i as u32,
@@ -307,20 +320,26 @@ impl<'a> Invocation<'a> {
         }
     }
 
-    fn check_format(&self, id: ObjectId, want: TexelFormat) -> Result<(), Fault> {
+    /// The GPU twin holds at most MAX_STORES stores of an invocation; so does this one.
+    #[inline(always)]
+    fn check_room(&self) -> Result<(), Fault> {
+        if self.stores.len() + self.temp_stores.len() >= MAX_STORES {
+            return Err(Fault::Error(Box::new(RuntimeError::TooManyStores {
+                kernel: self.kernel.to_string(),
+                max: MAX_STORES,
+            })));
+        }
+        Ok(())
+    }
+
+    /// Checks that `id` is a texture of format `want`, or a buffer where `want` is `None`.
+    fn check_format(&self, id: ObjectId, want: Option<TexelFormat>) -> Result<(), Fault> {
         let b = self.bindings[self.binding(id)?];
-        if b.format != Some(want) {
+        if b.format != want {
             return Err(self.fail(CoreError::WrongKind {
                 object: id,
-                expected: match want {
-                    TexelFormat::R32Float => "R32Float texture",
-                    TexelFormat::Rgba8Unorm => "Rgba8Unorm texture",
-                    TexelFormat::Rgba32Float => "Rgba32Float texture",
-                },
-                actual: match b.format {
-                    Some(_) => "texture of another format",
-                    None => "buffer",
-                },
+                expected: kind_name(want),
+                actual: kind_name(b.format),
             }));
         }
         Ok(())
@@ -339,17 +358,17 @@ impl<'a> Invocation<'a> {
     }
 
     pub fn load_rgba8(&mut self, id: ObjectId, x: u32, y: u32) -> Result<[u8; 4], Fault> {
-        self.check_format(id, TexelFormat::Rgba8Unorm)?;
+        self.check_format(id, Some(TexelFormat::Rgba8Unorm))?;
         Ok(self.load_word(id, x, y, 0)?.to_le_bytes())
     }
 
     pub fn store_rgba8(&mut self, id: ObjectId, x: u32, y: u32, v: [u8; 4]) -> Result<(), Fault> {
-        self.check_format(id, TexelFormat::Rgba8Unorm)?;
+        self.check_format(id, Some(TexelFormat::Rgba8Unorm))?;
         self.store_word(id, x, y, 0, u32::from_le_bytes(v))
     }
 
     pub fn load_rgba32f(&mut self, id: ObjectId, x: u32, y: u32) -> Result<[f32; 4], Fault> {
-        self.check_format(id, TexelFormat::Rgba32Float)?;
+        self.check_format(id, Some(TexelFormat::Rgba32Float))?;
         let mut v = [0.0; 4];
         for (i, c) in v.iter_mut().enumerate() {
             *c = f32::from_bits(self.load_word(id, x, y, i)?);
@@ -364,7 +383,7 @@ impl<'a> Invocation<'a> {
         y: u32,
         v: [f32; 4],
     ) -> Result<(), Fault> {
-        self.check_format(id, TexelFormat::Rgba32Float)?;
+        self.check_format(id, Some(TexelFormat::Rgba32Float))?;
         for (i, c) in v.iter().enumerate() {
             self.store_word(id, x, y, i, c.to_bits())?;
         }
@@ -373,11 +392,13 @@ impl<'a> Invocation<'a> {
 
     /// Loads word `index` of a buffer.
     pub fn load_u32(&mut self, id: ObjectId, index: u32) -> Result<u32, Fault> {
+        self.check_format(id, None)?;
         self.load_word(id, index, 0, 0)
     }
 
     /// Stores word `index` of a buffer.
     pub fn store_u32(&mut self, id: ObjectId, index: u32, v: u32) -> Result<(), Fault> {
+        self.check_format(id, None)?;
         self.store_word(id, index, 0, 0, v)
     }
 }

@@ -83,7 +83,8 @@ struct TaskResult {
     incomplete: Vec<(u32, u32)>,
     temp: Vec<TempStore>,
     touched: Vec<GlobalPage>,
-    error: Option<RuntimeError>,
+    /// The task's first kernel error, with the failing invocation's place in launch order.
+    error: Option<(u64, RuntimeError)>,
 }
 
 /// What every task of one launch shares.
@@ -120,7 +121,7 @@ impl Task<'_> {
     fn result(
         inv: Invocation<'_>,
         incomplete: Vec<(u32, u32)>,
-        error: Option<RuntimeError>,
+        error: Option<(u64, RuntimeError)>,
     ) -> TaskResult {
         let mut inv = inv;
         TaskResult {
@@ -133,23 +134,27 @@ impl Task<'_> {
 
     /// Runs a tile: over plain windows where the kernel has a footprint and its pages are
     /// there, else row by row through the kernel's span loop.
+    /// `rank` gives an invocation's place in launch order.
     fn run_tile(
         &self,
         xs: std::ops::Range<u32>,
         ys: std::ops::Range<u32>,
         bufs: &mut TileBuffers,
+        rank: impl Fn(u32, u32) -> u64,
     ) -> TaskResult {
         let mut inv = self.invocation();
         let mut incomplete = Vec::new();
         if self.run_plain_tile(&mut inv, &xs, &ys, bufs) {
             return Self::result(inv, incomplete, None);
         }
+        // Row by row, so the first error met is the tile's first in launch order.
         for y in ys {
             if let Err(e) = self
                 .kernel
                 .run_span(&mut inv, y, xs.clone(), &mut incomplete)
             {
-                return Self::result(inv, incomplete, Some(e));
+                let (fx, fy) = inv.failed_at.unwrap_or((xs.start, y));
+                return Self::result(inv, incomplete, Some((rank(fx, fy), e)));
             }
         }
         Self::result(inv, incomplete, None)
@@ -249,13 +254,13 @@ impl Task<'_> {
         true
     }
 
-    /// Runs a list of invocations (a relaunch).
-    fn run_list(&self, items: &[(u32, u32)]) -> TaskResult {
+    /// Runs a list of invocations (a relaunch); `first` is the place of `items[0]` in the list.
+    fn run_list(&self, items: &[(u32, u32)], first: u64) -> TaskResult {
         let mut inv = self.invocation();
         let mut incomplete = Vec::new();
-        for &(x, y) in items {
+        for (i, &(x, y)) in items.iter().enumerate() {
             if let Err(e) = self.kernel.run_span(&mut inv, y, x..x + 1, &mut incomplete) {
-                return Self::result(inv, incomplete, Some(e));
+                return Self::result(inv, incomplete, Some((first + i as u64, e)));
             }
         }
         Self::result(inv, incomplete, None)
@@ -319,6 +324,7 @@ impl Device for CpuDevice {
     }
 
     fn launch(&mut self, l: &Launch) -> Result<LaunchOutcome> {
+        crate::kernel::check_launch(&*l.kernel, &l.bindings)?;
         let mut bits = RequestBits::new(l.pages);
         let (memories, table, bindings) = (&self.memories, &self.table, &l.bindings[..]);
         let kernel = &*l.kernel;
@@ -347,24 +353,33 @@ impl Device for CpuDevice {
                     .into_par_iter()
                     .map_init(TileBuffers::default, |bufs, (tx, ty)| {
                         let (xe, ye) = ((tx + TILE_W).min(x1), (ty + TILE_H).min(y1));
-                        task.run_tile(tx..xe, ty..ye, bufs)
+                        let rank =
+                            |x: u32, y: u32| (y - y0) as u64 * (x1 - x0) as u64 + (x - x0) as u64;
+                        task.run_tile(tx..xe, ty..ye, bufs, rank)
                     })
                     .collect()
             }
             Domain::List(list) => list
                 .par_chunks(LIST_PER_TASK)
-                .map(|c| task.run_list(c))
+                .enumerate()
+                .map(|(i, c)| task.run_list(c, (i * LIST_PER_TASK) as u64))
                 .collect(),
         });
         let mut out = LaunchOutcome {
             invocations: l.domain.len(),
             ..Default::default()
         };
+        // Tasks run at once, each up to its own first error: the launch's error is the one of
+        // the first failing invocation in launch order, the one the GPU backend reports too.
+        if let Some((_, e)) = results
+            .iter()
+            .filter_map(|r| r.error.as_ref())
+            .min_by_key(|(rank, _)| *rank)
+        {
+            return Err(e.clone());
+        }
         // Temporaries accumulate across the relaunches of one pass until merged or discarded.
         for r in results {
-            if let Some(e) = r.error {
-                return Err(e);
-            }
             out.incomplete.extend(r.incomplete);
             if self.temp.is_empty() {
                 self.temp = r.temp;

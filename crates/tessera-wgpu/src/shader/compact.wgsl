@@ -3,20 +3,13 @@
 // both ways is one write request, as RequestBits::uniquify does. Clears the fields for the
 // next launch. The list's order is unspecified; the host sorts it.
 
-struct Params {
-    words: u32,
-    row: u32,
-    _pad0: u32,
-    _pad1: u32,
-}
-
+// CompactInfo and RequestsHead come from the header tessera_wgpu::abi generates.
 struct Requests {
-    count: atomic<u32>,
-    _pad: u32,
+    head: RequestsHead,
     items: array<vec2<u32>>,
 }
 
-@group(0) @binding(0) var<uniform> cp: Params;
+@group(0) @binding(0) var<uniform> cp: CompactInfo;
 @group(0) @binding(1) var<storage, read_write> cbits: array<u32>;
 @group(0) @binding(2) var<storage, read_write> requests: Requests;
 
@@ -37,7 +30,7 @@ fn compact(@builtin(global_invocation_id) gid: vec3<u32>) {
     while any != 0u {
         let b = firstTrailingBit(any);
         any &= any - 1u;
-        let k = atomicAdd(&requests.count, 1u);
+        let k = atomicAdd(&requests.head.count, 1u);
         if k < arrayLength(&requests.items) {
             requests.items[k] = vec2<u32>(w * 32u + b, (wr >> b) & 1u);
         }

@@ -14,74 +14,9 @@
 // WGSL cannot index separate buffers dynamically, so a fixed number of physical memories is
 // bound and selected with a switch.
 
-const MODE_REQUEST: u32 = 0u;
-const MODE_DIRECT: u32 = 1u;
-const MODE_TEMP: u32 = 2u;
-const MAX_STORES: u32 = 8u;
-const NONE: u32 = 0xffffffffu;
-
-// Error flags in status.error (the host turns them into typed errors).
-const ERR_OUT_OF_RANGE: u32 = 1u;
-const ERR_UNBOUND: u32 = 2u;
-const ERR_STORES: u32 = 4u;
-const ERR_FORMAT: u32 = 8u;
-
-// One bound object: kernel::Bound's address constants. format: 0 buffer, 1 R32Float,
-// 2 Rgba8Unorm, 3 Rgba32Float.
-struct BindInfo {
-    id: u32,
-    page_offset: u32,
-    width: u32,
-    height: u32,
-    pages_x: u32,
-    shift: u32,
-    words_per_texel: u32,
-    slot_words: u32,
-    format: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
-}
-
-struct LaunchInfo {
-    mode: u32,
-    is_list: u32,
-    x0: u32,
-    y0: u32,
-    x1: u32,
-    y1: u32,
-    count: u32,
-    nbind: u32,
-    // Invocations per dispatch row of a list launch.
-    row: u32,
-    // Words of each request bit field (read at [0, n), write at [n, 2n)).
-    bit_words: u32,
-    // Mode::Temp: entries of the temporary per invocation; invocation i of the launch owns
-    // [temp_base + i * temp_k, temp_base + (i + 1) * temp_k), earlier launches of the pass
-    // [0, temp_base). Fixed places need no atomic counter, which every storing invocation of
-    // the launch would contend for.
-    temp_k: u32,
-    temp_base: u32,
-    binds: array<BindInfo, 8>,
-    params: array<vec4<u32>, 16>,
-    // Binding + 1 of the object whose id is i mod 16 (0: none, or look further): one uniform
-    // load finds a binding in the common case instead of a search on every access.
-    by_id: array<vec4<u32>, 4>,
-    // The tile path (kernel::Footprint): per read, (binding, halo, 0, 0); fp_n reads, 0 for
-    // none or a list launch.
-    fp: array<vec4<u32>, 4>,
-    fp_n: u32,
-    _fp_pad0: u32,
-    _fp_pad1: u32,
-    _fp_pad2: u32,
-}
-
-struct Status {
-    error: atomic<u32>,
-    error_object: atomic<u32>,
-    incomplete: atomic<u32>,
-    temp: atomic<u32>,
-}
+// The constants (MODE_*, ERR_*, FORMAT_*, MAX_*, NONE) and the structs shared with the host
+// (LaunchInfo, BindInfo, Status) are declared by the header tessera_wgpu::abi generates, which
+// is compiled before this file.
 
 @group(0) @binding(0) var<storage, read> page_table: array<vec2<u32>>;
 @group(0) @binding(1) var<storage, read_write> mem0: array<u32>;
@@ -101,6 +36,8 @@ struct Status {
 @group(0) @binding(11) var<storage, read_write> leftover: array<vec4<u32>>;
 
 var<private> g_faulted: bool;
+// The invocation's index in launch order: of failing invocations the lowest is reported.
+var<private> g_idx: u32;
 var<private> g_nst: u32;
 // The last request bit this invocation recorded, as (page << 1 | write).
 var<private> g_rec: u32;
@@ -129,9 +66,17 @@ fn mem_store(m: u32, i: u32, v: u32) {
     }
 }
 
-fn fail(code: u32, object: u32) {
-    atomicOr(&status.error, code);
+// An error stops the invocation, as `?` does in the CPU twin. The host reports the error of
+// the lowest failing invocation: exact from here where one failed, by running that one again
+// alone where several raced for these words.
+fn fail(kind: u32, object: u32, x: u32, y: u32, format: u32) {
+    atomicAdd(&status.failed, 1u);
+    atomicMin(&status.first, g_idx);
+    atomicStore(&status.error_kind, kind);
     atomicStore(&status.error_object, object);
+    atomicStore(&status.error_x, x);
+    atomicStore(&status.error_y, y);
+    atomicStore(&status.error_format, format);
     g_faulted = true;
 }
 
@@ -155,7 +100,8 @@ fn record(page: u32, write: bool) {
 }
 
 fn binding_of(id: u32) -> u32 {
-    let h = launch.by_id[(id & 15u) >> 2u][id & 3u];
+    let slot = id % BY_ID_SLOTS;
+    let h = launch.by_id[slot / 4u][slot % 4u];
     if h != 0u && launch.binds[h - 1u].id == id {
         return h - 1u;
     }
@@ -164,7 +110,7 @@ fn binding_of(id: u32) -> u32 {
             return i;
         }
     }
-    fail(ERR_UNBOUND, id);
+    fail(ERR_UNBOUND, id, 0u, 0u, 0u);
     return NONE;
 }
 
@@ -173,7 +119,7 @@ fn locate(bi: u32, x: u32, y: u32) -> vec2<u32> {
     let shift = launch.binds[bi].shift;
     let mask = (1u << shift) - 1u;
     let base = launch.binds[bi].page_offset;
-    if launch.binds[bi].format == 0u {
+    if launch.binds[bi].format == FORMAT_BUFFER {
         return vec2<u32>(base + (x >> shift), x & mask);
     }
     let local = (x >> shift) + (y >> shift) * launch.binds[bi].pages_x;
@@ -184,13 +130,13 @@ fn locate(bi: u32, x: u32, y: u32) -> vec2<u32> {
 // Checks an access's format and range; false (after flagging an error where one is due).
 fn in_range(bi: u32, id: u32, x: u32, y: u32, format: u32) -> bool {
     if format != NONE && launch.binds[bi].format != format {
-        fail(ERR_FORMAT, id);
+        fail(ERR_WRONG_FORMAT, id, x, y, format);
         return false;
     }
     if x >= launch.binds[bi].width || y >= launch.binds[bi].height {
         // A request pass may compute addresses from values it could not load yet.
         if launch.mode != MODE_REQUEST {
-            fail(ERR_OUT_OF_RANGE, id);
+            fail(ERR_OUT_OF_RANGE, id, x, y, 0u);
         }
         return false;
     }
@@ -237,7 +183,6 @@ fn translate(id: u32, x: u32, y: u32, write: bool, format: u32) -> Tr {
 // texel's page there instead of at every one of the kernel's loads. A window with a page that
 // is not resident is not used, so such loads take the per-texel path and record exactly the
 // requests they always did.
-const FP_MAX: u32 = 4u;
 const WIN_SIDE: u32 = 16u;
 var<workgroup> wg_win: array<array<u32, 256>, FP_MAX>;
 var<workgroup> wg_bad: array<atomic<u32>, FP_MAX>;
@@ -322,7 +267,7 @@ fn load_word(id: u32, x: u32, y: u32, i: u32, format: u32) -> u32 {
 
 fn buffer_store(a: u32, b: u32, v: u32) {
     if g_nst >= MAX_STORES {
-        fail(ERR_STORES, 0u);
+        fail(ERR_TOO_MANY_STORES, 0u, 0u, 0u, 0u);
         return;
     }
     g_st[g_nst] = vec3<u32>(a, b, v);
@@ -330,7 +275,16 @@ fn buffer_store(a: u32, b: u32, v: u32) {
 }
 
 fn store_word(id: u32, x: u32, y: u32, i: u32, v: u32, format: u32) {
-    if launch.mode == MODE_REQUEST || g_faulted {
+    if g_faulted {
+        return;
+    }
+    if launch.mode == MODE_REQUEST {
+        // Dropped, but a store to an object not bound or in the wrong format is a bug in any
+        // mode (the CPU twin checks it too).
+        let bi = binding_of(id);
+        if bi != NONE && format != NONE && launch.binds[bi].format != format {
+            fail(ERR_WRONG_FORMAT, id, x, y, format);
+        }
         return;
     }
     if launch.mode == MODE_DIRECT {
@@ -363,16 +317,16 @@ fn store_f32(id: u32, x: u32, y: u32, v: f32) {
 }
 // RGBA8 texels as one little-endian word (r in the low byte).
 fn load_rgba8(id: u32, x: u32, y: u32) -> u32 {
-    return load_word(id, x, y, 0u, 2u);
+    return load_word(id, x, y, 0u, FORMAT_RGBA8_UNORM);
 }
 fn store_rgba8(id: u32, x: u32, y: u32, v: u32) {
-    store_word(id, x, y, 0u, v, 2u);
+    store_word(id, x, y, 0u, v, FORMAT_RGBA8_UNORM);
 }
 fn load_u32(id: u32, index: u32) -> u32 {
-    return load_word(id, index, 0u, 0u, 0u);
+    return load_word(id, index, 0u, 0u, FORMAT_BUFFER);
 }
 fn store_u32(id: u32, index: u32, v: u32) {
-    store_word(id, index, 0u, 0u, v, 0u);
+    store_word(id, index, 0u, 0u, v, FORMAT_BUFFER);
 }
 
 // The per-texel entry point. It touches no workgroup memory, so it pays neither the
@@ -419,6 +373,7 @@ fn invocation(gid: vec3<u32>) {
         idx = gid.y * (launch.x1 - launch.x0) + gid.x;
     }
     g_faulted = false;
+    g_idx = idx;
     g_nst = 0u;
     g_rec = NONE;
     kernel_main(x, y);

@@ -5,11 +5,11 @@
 // invocations storing to one word in one pass race, as the memory model says; of one
 // invocation's stores to a word the prelude marked all but the last superseded (kind 2).
 //
-// LaunchInfo as used here: count = entries in the temporary (empty ones, kind 0, are
-// skipped), row = entries per dispatch row,
-// bit_words as in a launch; params 0..4 = words per slot of memories 0..3, params 4..8 = their
-// slots, param 8 = how many memories exist. status.incomplete counts written stores and
-// status.temp the leftover ones.
+// Its own parameters are in `merge_info` (MergeInfo, from the generated header); of the
+// launch's it uses bit_words alone, through `record`. status.incomplete counts written stores
+// and status.temp the leftover ones.
+
+@group(0) @binding(12) var<uniform> merge_info: MergeInfo;
 
 fn kernel_main(x: u32, y: u32) {}
 
@@ -24,7 +24,7 @@ fn merge_one(i: u32) -> bool {
         return false;
     }
     if s.x >= arrayLength(&page_table) {
-        fail(ERR_OUT_OF_RANGE, s.x);
+        fail(ERR_BAD_SLOT, s.x, 0u, 0u, 0u);
         return false;
     }
     let d = page_table[s.x];
@@ -35,12 +35,13 @@ fn merge_one(i: u32) -> bool {
         return false;
     }
     let m = d.x >> 16u;
-    if m >= param(8u) || d.y >= param(4u + m) || s.y >= param(m) {
-        fail(ERR_OUT_OF_RANGE, s.x);
+    if m >= merge_info.memories || d.y >= merge_info.capacity[m]
+        || s.y >= merge_info.slot_words[m] {
+        fail(ERR_BAD_SLOT, s.x, 0u, 0u, 0u);
         return false;
     }
     if s.w == 1u {
-        mem_store(m, d.y * param(m) + s.y, s.z);
+        mem_store(m, d.y * merge_info.slot_words[m] + s.y, s.z);
     }
     return true;
 }
@@ -50,9 +51,10 @@ fn merge(
     @builtin(global_invocation_id) gid: vec3<u32>,
     @builtin(local_invocation_index) li: u32,
 ) {
-    let i = gid.y * launch.row + gid.x;
+    let i = gid.y * merge_info.row + gid.x;
+    g_idx = i;
     // No early return: the barrier below must be reached by the whole workgroup.
-    if gid.x < launch.row && i < launch.count && merge_one(i) {
+    if gid.x < merge_info.row && i < merge_info.count && merge_one(i) {
         atomicAdd(&wg_written, 1u);
     }
     workgroupBarrier();

@@ -10,39 +10,19 @@
 // paged devices too (a pass is a barrier, within one it is undefined), and no boiling pass
 // does it.
 //
-// Objects are looked up by indexing a table with the object id (ids below MAX_OBJECTS): one
-// uniform load, cheaper than the paged prelude's linear search over the bindings. An id with no
+// Objects are looked up by indexing a table with the object id (ids below
+// UNPAGED_MAX_OBJECTS): one uniform load, cheaper than the paged prelude's linear search over the bindings. An id with no
 // object has width 0, so the range check rejects it with no extra test. Out-of-range and
 // unknown accesses load zero and drop the store instead of flagging an error: nothing is read
 // back per pass (the host checks ids and sizes when it lays the objects out). Formats are not
 // checked either (the host knows them; an RGBA8 texel is one word as in the paged prelude).
 
-const MAX_OBJECTS: u32 = 8u;
-const NONE: u32 = 0xffffffffu;
-
-struct Object {
-    // First word of the object in `words`.
-    base: u32,
-    width: u32,
-    height: u32,
-    words_per_texel: u32,
-}
-
-struct Objects {
-    o: array<Object, 8>,
-}
-
-struct Launch {
-    width: u32,
-    height: u32,
-    _pad0: u32,
-    _pad1: u32,
-    params: array<vec4<u32>, 16>,
-}
+// UnpagedObjects, UnpagedLaunch, UNPAGED_MAX_OBJECTS and NONE come from the header
+// tessera_wgpu::abi generates.
 
 @group(0) @binding(0) var<storage, read_write> words: array<u32>;
-@group(0) @binding(1) var<uniform> objects: Objects;
-@group(0) @binding(2) var<uniform> launch: Launch;
+@group(0) @binding(1) var<uniform> objects: UnpagedObjects;
+@group(0) @binding(2) var<uniform> launch: UnpagedLaunch;
 
 fn param(i: u32) -> u32 {
     return launch.params[i / 4u][i % 4u];
@@ -50,8 +30,8 @@ fn param(i: u32) -> u32 {
 
 // Word of texel (x, y) of object `id`, or NONE outside it.
 fn address(id: u32, x: u32, y: u32) -> u32 {
-    let o = objects.o[min(id, MAX_OBJECTS - 1u)];
-    if id >= MAX_OBJECTS || x >= o.width || y >= o.height {
+    let o = objects.o[min(id, UNPAGED_MAX_OBJECTS - 1u)];
+    if id >= UNPAGED_MAX_OBJECTS || x >= o.width || y >= o.height {
         return NONE;
     }
     return o.base + (y * o.width + x) * o.words_per_texel;

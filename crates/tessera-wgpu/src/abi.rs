@@ -1,0 +1,482 @@
+//! The ABI between the host and the shaders, declared once, here, in Rust.
+//!
+//! Every constant and every struct that both the host and a shader read is defined below, and
+//! [`header`] writes their WGSL declarations; the device compiles every shader (prelude,
+//! compaction, merge, unpaged prelude) after that header, and the hand-written WGSL declares
+//! none of them. A field added here is in the shaders at the next compile, under the same
+//! name, so the two sides cannot drift apart (vello keeps `config.rs` and `config.wgsl` side by
+//! side by hand instead). What the generator cannot make equal by construction is the layout:
+//! Rust's `repr(C)` and WGSL's layout rules differ (WGSL aligns a `vec4` to 16 bytes and pads
+//! a struct to its alignment). The tests parse the header with naga and compare every
+//! member's offset and every struct's size with Rust's.
+//!
+//! The limits come from `tessera_runtime::kernel`, where the CPU backend reads them too.
+
+use bytemuck::{Pod, Zeroable};
+use tessera_core::TexelFormat;
+use tessera_runtime::kernel as limits;
+use tessera_runtime::Mode;
+
+use crate::device::MAX_MEMORIES;
+
+/// A Rust type the shaders see, and its WGSL name.
+pub trait WgslType {
+    fn wgsl_type() -> String;
+}
+
+impl WgslType for u32 {
+    fn wgsl_type() -> String {
+        "u32".into()
+    }
+}
+
+/// WGSL's `vec4<u32>`: what uniform arrays of words are made of (a uniform array's stride
+/// must be a multiple of 16 bytes).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct Vec4U32(pub [u32; 4]);
+
+impl WgslType for Vec4U32 {
+    fn wgsl_type() -> String {
+        "vec4<u32>".into()
+    }
+}
+
+/// WGSL's `atomic<u32>`: the host reads it back as a word.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+pub struct Atomic(pub u32);
+
+impl WgslType for Atomic {
+    fn wgsl_type() -> String {
+        "atomic<u32>".into()
+    }
+}
+
+impl<T: WgslType, const N: usize> WgslType for [T; N] {
+    fn wgsl_type() -> String {
+        format!("array<{}, {N}>", T::wgsl_type())
+    }
+}
+
+/// A struct both sides share: its WGSL declaration and Rust's layout of it.
+pub trait AbiStruct: Pod {
+    const NAME: &'static str;
+    fn declaration() -> String;
+    /// (member, byte offset) in declaration order.
+    fn rust_layout() -> Vec<(&'static str, usize)>;
+}
+
+/// Declares a shared struct once: the Rust struct (`repr(C)`, `Pod`) and its WGSL twin.
+macro_rules! abi_struct {
+    ($(#[doc = $doc:expr])* $name:ident { $($(#[doc = $fdoc:expr])* $field:ident: $ty:ty,)* }) => {
+        $(#[doc = $doc])*
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Pod, Zeroable)]
+        pub struct $name {
+            $($(#[doc = $fdoc])* pub $field: $ty,)*
+        }
+
+        impl WgslType for $name {
+            fn wgsl_type() -> String {
+                stringify!($name).into()
+            }
+        }
+
+        impl AbiStruct for $name {
+            const NAME: &'static str = stringify!($name);
+            fn declaration() -> String {
+                let mut s = format!("struct {} {{\n", stringify!($name));
+                $(s += &format!("    {}: {},\n", stringify!($field), <$ty as WgslType>::wgsl_type());)*
+                s + "}\n"
+            }
+            fn rust_layout() -> Vec<(&'static str, usize)> {
+                vec![$((stringify!($field), std::mem::offset_of!($name, $field)),)*]
+            }
+        }
+    };
+}
+
+/// Declares shared `u32` constants once: Rust constants and their WGSL twins.
+macro_rules! abi_consts {
+    ($($(#[doc = $doc:expr])* $name:ident = $value:expr;)*) => {
+        $($(#[doc = $doc])* pub const $name: u32 = $value;)*
+        /// Every shared constant, for the header.
+        const CONSTS: &[(&str, u32)] = &[$((stringify!($name), $name),)*];
+    };
+}
+
+abi_consts! {
+    /// "No binding", "no error": never a valid index.
+    NONE = u32::MAX;
+    MAX_BINDINGS = limits::MAX_BINDINGS as u32;
+    MAX_PARAMS = limits::MAX_PARAMS as u32;
+    MAX_STORES = limits::MAX_STORES as u32;
+    /// Slots of `LaunchInfo::by_id`: one per id class (id mod BY_ID_SLOTS).
+    BY_ID_SLOTS = 16;
+    /// `LaunchInfo::mode`: `tessera_runtime::Mode`, see [`mode_code`].
+    MODE_REQUEST = 0;
+    MODE_DIRECT = 1;
+    MODE_TEMP = 2;
+    /// `BindInfo::format` and `Status::error_format`: see [`format_code`].
+    FORMAT_BUFFER = 0;
+    FORMAT_R32_FLOAT = 1;
+    FORMAT_RGBA8_UNORM = 2;
+    FORMAT_RGBA32_FLOAT = 3;
+    /// `Status::error_kind`: what the first failing invocation did wrong.
+    ERR_OUT_OF_RANGE = 1;
+    ERR_UNBOUND = 2;
+    ERR_TOO_MANY_STORES = 3;
+    ERR_WRONG_FORMAT = 4;
+    /// The merge found a page mapped outside its physical memory (a host bug, not a kernel's).
+    ERR_BAD_SLOT = 5;
+    /// Reads of a footprint the tile path keeps windows for.
+    FP_MAX = 4;
+    /// Objects of an unpaged run (ids index its object table).
+    UNPAGED_MAX_OBJECTS = 8;
+}
+
+const _: () = assert!(limits::MAX_PARAMS.is_multiple_of(4) && BY_ID_SLOTS.is_multiple_of(4));
+// The merge's per-memory parameters are one vec4 each, and the prelude's switch has 4 arms.
+const _: () = assert!(MAX_MEMORIES == 4);
+
+/// Words of a uniform array of `n` words.
+const fn vec4s(n: usize) -> usize {
+    n / 4
+}
+
+abi_struct! {
+    /// One bound object: `tessera_runtime::Bound`'s address constants.
+    BindInfo {
+        id: u32,
+        page_offset: u32,
+        width: u32,
+        height: u32,
+        pages_x: u32,
+        shift: u32,
+        words_per_texel: u32,
+        slot_words: u32,
+        format: u32,
+        _pad0: u32,
+        _pad1: u32,
+        _pad2: u32,
+    }
+}
+
+abi_struct! {
+    /// The prelude's launch uniform.
+    LaunchInfo {
+        mode: u32,
+        is_list: u32,
+        x0: u32,
+        y0: u32,
+        x1: u32,
+        y1: u32,
+        count: u32,
+        nbind: u32,
+        /// Invocations per dispatch row of a list launch.
+        row: u32,
+        /// Words of each request bit field (read at [0, n), write at [n, 2n)).
+        bit_words: u32,
+        /// Mode::Temp: entries of the temporary per invocation; invocation i of the launch
+        /// owns [temp_base + i * temp_k, temp_base + (i + 1) * temp_k), earlier launches of
+        /// the pass [0, temp_base). Fixed places need no atomic counter, which every storing
+        /// invocation of the launch would contend for.
+        temp_k: u32,
+        temp_base: u32,
+        binds: [BindInfo; limits::MAX_BINDINGS],
+        params: [Vec4U32; vec4s(limits::MAX_PARAMS)],
+        /// Binding + 1 of the object whose id is i mod BY_ID_SLOTS (0: none, or look
+        /// further): one uniform load finds a binding in the common case.
+        by_id: [Vec4U32; vec4s(BY_ID_SLOTS as usize)],
+        /// The tile path (`tessera_runtime::Footprint`): per read, (binding, halo, 0, 0);
+        /// `fp_n` reads, 0 for the per-texel path.
+        fp: [Vec4U32; FP_MAX as usize],
+        fp_n: u32,
+        _fp_pad0: u32,
+        _fp_pad1: u32,
+        _fp_pad2: u32,
+    }
+}
+
+abi_struct! {
+    /// What a launch or a merge reports, read back after it.
+    Status {
+        /// Invocations that failed with an error.
+        failed: Atomic,
+        /// The lowest launch-order index of a failing invocation (NONE: none failed).
+        first: Atomic,
+        /// What a failing invocation did wrong (`ERR_*`), on which object, where, and the
+        /// format it expected. Written by every failing invocation, so the host trusts them
+        /// only where one failed; otherwise it runs the `first` one again alone.
+        error_kind: Atomic,
+        error_object: Atomic,
+        error_x: Atomic,
+        error_y: Atomic,
+        error_format: Atomic,
+        /// Launch: invocations that faulted. Merge: stores written.
+        incomplete: Atomic,
+        /// Launch (Temp): the most stores an invocation needed. Merge: stores left over.
+        temp: Atomic,
+        _pad: u32,
+    }
+}
+
+abi_struct! {
+    /// The merge's own uniform (it reads `LaunchInfo::bit_words` as `record` does).
+    MergeInfo {
+        /// Entries of the temporary (empty ones, kind 0, are skipped).
+        count: u32,
+        /// Entries per dispatch row.
+        row: u32,
+        /// Physical memories that exist.
+        memories: u32,
+        _pad: u32,
+        /// Words per slot of each physical memory.
+        slot_words: Vec4U32,
+        /// Slots of each physical memory.
+        capacity: Vec4U32,
+    }
+}
+
+abi_struct! {
+    /// The compaction's uniform.
+    CompactInfo {
+        /// Words of each request bit field.
+        words: u32,
+        /// Words per dispatch row.
+        row: u32,
+        _pad0: u32,
+        _pad1: u32,
+    }
+}
+
+abi_struct! {
+    /// The head of the compaction's request list; `(page, write)` pairs follow it.
+    RequestsHead {
+        count: Atomic,
+        _pad: u32,
+    }
+}
+
+abi_struct! {
+    /// An object of an unpaged run.
+    UnpagedObject {
+        /// First word of the object in the word buffer.
+        base: u32,
+        width: u32,
+        height: u32,
+        words_per_texel: u32,
+    }
+}
+
+abi_struct! {
+    /// The unpaged prelude's object table, indexed by id.
+    UnpagedObjects {
+        o: [UnpagedObject; UNPAGED_MAX_OBJECTS as usize],
+    }
+}
+
+abi_struct! {
+    /// The unpaged prelude's launch uniform.
+    UnpagedLaunch {
+        width: u32,
+        height: u32,
+        _pad0: u32,
+        _pad1: u32,
+        params: [Vec4U32; vec4s(limits::MAX_PARAMS)],
+    }
+}
+
+/// Every shared struct: name, WGSL declaration, Rust layout and size.
+type Described = (&'static str, String, Vec<(&'static str, usize)>, usize);
+
+fn describe<T: AbiStruct>() -> Described {
+    (
+        T::NAME,
+        T::declaration(),
+        T::rust_layout(),
+        std::mem::size_of::<T>(),
+    )
+}
+
+fn structs() -> Vec<Described> {
+    vec![
+        describe::<BindInfo>(),
+        describe::<LaunchInfo>(),
+        describe::<Status>(),
+        describe::<MergeInfo>(),
+        describe::<CompactInfo>(),
+        describe::<RequestsHead>(),
+        describe::<UnpagedObject>(),
+        describe::<UnpagedObjects>(),
+        describe::<UnpagedLaunch>(),
+    ]
+}
+
+/// The WGSL declarations of every shared constant and struct, compiled before every shader.
+pub fn header() -> String {
+    let mut s = String::from("// Generated by tessera_wgpu::abi: edit the Rust, not this.\n");
+    for (name, value) in CONSTS {
+        s += &format!("const {name}: u32 = {value}u;\n");
+    }
+    for (_, decl, _, _) in structs() {
+        s += &decl;
+    }
+    s
+}
+
+/// A shader as compiled: the generated header, then the hand-written sources.
+pub fn shader(sources: &[&str]) -> String {
+    let mut s = header();
+    for src in sources {
+        s.push('\n');
+        s += src;
+    }
+    s
+}
+
+/// `LaunchInfo::mode` of a mode.
+pub fn mode_code(mode: Mode) -> u32 {
+    match mode {
+        Mode::Request => MODE_REQUEST,
+        Mode::Direct => MODE_DIRECT,
+        Mode::Temp => MODE_TEMP,
+    }
+}
+
+/// `BindInfo::format` of a texture format, or of a buffer (`None`).
+pub fn format_code(format: Option<TexelFormat>) -> u32 {
+    match format {
+        None => FORMAT_BUFFER,
+        Some(TexelFormat::R32Float) => FORMAT_R32_FLOAT,
+        Some(TexelFormat::Rgba8Unorm) => FORMAT_RGBA8_UNORM,
+        Some(TexelFormat::Rgba32Float) => FORMAT_RGBA32_FLOAT,
+    }
+}
+
+/// The format a code names; `None` for a code that is not one.
+pub fn format_of(code: u32) -> Option<Option<TexelFormat>> {
+    [
+        None,
+        Some(TexelFormat::R32Float),
+        Some(TexelFormat::Rgba8Unorm),
+        Some(TexelFormat::Rgba32Float),
+    ]
+    .into_iter()
+    .find(|f| format_code(*f) == code)
+}
+
+impl Status {
+    /// Before a launch: nothing failed.
+    pub fn initial() -> Self {
+        Status {
+            first: Atomic(NONE),
+            ..Default::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A struct as WGSL lays it out: name, (member, offset), size.
+    type Laid = (String, Vec<(String, u32)>, u32);
+
+    /// Parses the header as the device does and lays out its structs by WGSL's rules.
+    fn wgsl_layouts() -> Vec<Laid> {
+        let module = naga::front::wgsl::parse_str(&header()).expect("the header parses");
+        let mut layouter = naga::proc::Layouter::default();
+        layouter
+            .update(module.to_ctx())
+            .expect("the header lays out");
+        module
+            .types
+            .iter()
+            .filter_map(|(_, ty)| match &ty.inner {
+                naga::TypeInner::Struct { members, span } => Some((
+                    ty.name.clone().unwrap_or_default(),
+                    members
+                        .iter()
+                        .map(|m| (m.name.clone().unwrap_or_default(), m.offset))
+                        .collect(),
+                    *span,
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The drift test: every shared struct has, in WGSL as compiled, the members Rust has,
+    /// at the offsets Rust puts them, and the size Rust gives it; and WGSL has no struct of
+    /// its own in the header. A field on one side only, or one that WGSL's alignment rules
+    /// place elsewhere, fails here.
+    #[test]
+    fn wgsl_layout_is_rust_layout() {
+        let wgsl = wgsl_layouts();
+        let rust = structs();
+        for (name, _, fields, size) in &rust {
+            let (_, members, span) = wgsl
+                .iter()
+                .find(|(n, _, _)| n == name)
+                .unwrap_or_else(|| panic!("struct {name} is not in the WGSL header"));
+            let rust_fields: Vec<(String, u32)> = fields
+                .iter()
+                .map(|(f, o)| (f.to_string(), *o as u32))
+                .collect();
+            assert_eq!(
+                members, &rust_fields,
+                "struct {name}: WGSL members (left) differ from Rust's (right)"
+            );
+            assert_eq!(
+                *span as usize, *size,
+                "struct {name}: WGSL size (left) differs from Rust's (right)"
+            );
+        }
+        for (name, _, _) in &wgsl {
+            assert!(
+                rust.iter().any(|(n, _, _, _)| n == name),
+                "struct {name} is in the WGSL header but not in Rust"
+            );
+        }
+    }
+
+    /// The hand-written shaders compile after the header (naga's full validation, no GPU
+    /// needed), so none of them declares again what the header declares, and none uses a
+    /// name the header lacks.
+    #[test]
+    fn shaders_compile_after_the_header() {
+        let kernel = "fn kernel_main(x: u32, y: u32) { store_f32(param(0u), x, y, 1.0); }";
+        for (what, code) in [
+            ("prelude", shader(&[crate::PRELUDE, kernel])),
+            ("merge", shader(&[crate::PRELUDE, crate::MERGE])),
+            ("compact", shader(&[crate::COMPACT])),
+            ("unpaged", shader(&[crate::UNPAGED_PRELUDE, kernel])),
+        ] {
+            let module = naga::front::wgsl::parse_str(&code)
+                .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(&code)));
+            naga::valid::Validator::new(
+                naga::valid::ValidationFlags::all(),
+                naga::valid::Capabilities::default(),
+            )
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(&code)));
+        }
+    }
+
+    #[test]
+    fn codes_round_trip() {
+        for f in [
+            None,
+            Some(TexelFormat::R32Float),
+            Some(TexelFormat::Rgba8Unorm),
+            Some(TexelFormat::Rgba32Float),
+        ] {
+            assert_eq!(format_of(format_code(f)), Some(f));
+        }
+        assert_eq!(format_of(NONE), None);
+        let modes = [Mode::Request, Mode::Direct, Mode::Temp].map(mode_code);
+        assert_eq!(modes, [MODE_REQUEST, MODE_DIRECT, MODE_TEMP]);
+    }
+}
