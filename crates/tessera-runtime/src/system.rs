@@ -17,7 +17,7 @@ use crate::backend::Domain;
 use crate::cpu::CpuDevice;
 use crate::driver::{DeviceContext, PassSpec, PassStats, Procedure};
 use crate::error::{Result, RuntimeError};
-use crate::kernel::{Bound, Kernel, MAX_BINDINGS};
+use crate::kernel::{check_launch, Bound, Kernel};
 use crate::manager::{self, ManagerConfig, ManagerHandle};
 use crate::partition::Partition;
 use crate::worker::{self, Pending};
@@ -230,16 +230,12 @@ impl System {
         width: u32,
         height: u32,
     ) -> Result<Vec<PassStats>> {
-        if objects.len() > MAX_BINDINGS {
-            return Err(RuntimeError::Config(format!(
-                "kernel {} binds {} objects; a launch binds at most {MAX_BINDINGS}",
-                kernel.name(),
-                objects.len()
-            )));
-        }
+        let bindings: Vec<Bound> = objects.iter().map(|e| Bound::new(e)).collect();
+        // The limit every backend checks, refused before any device starts.
+        check_launch(&kernel, &bindings)?;
         let spec = PassSpec {
             kernel: Arc::new(kernel),
-            bindings: Arc::new(objects.iter().map(|e| Bound::new(e)).collect()),
+            bindings: Arc::new(bindings),
             // Replaced by each device's band.
             domain: Domain::Rect {
                 x0: 0,
