@@ -7,6 +7,7 @@
 pub mod address;
 pub mod directory;
 pub mod error;
+pub mod eviction;
 pub mod geometry;
 pub mod model;
 pub mod page_table;
@@ -17,6 +18,7 @@ pub mod topology;
 pub use address::{AddressSpace, ObjectEntry};
 pub use directory::{DeviceSet, DirEntry, Directory, HomeMap};
 pub use error::{CoreError, Result};
+pub use eviction::{Policy, Resident};
 pub use geometry::{ObjectDesc, PageSize, TexelFormat};
 pub use page_table::{PageDescriptor, PageTable};
 pub use physical::{DeviceMemory, PhysicalMemory, SlotAddr};

@@ -13,8 +13,8 @@ use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use tessera_core::protocol::Source;
 use tessera_core::{
     Action, AddressSpace, DeviceId, DeviceMemory, DirEntry, Directory, GlobalPage, HomeMap,
-    Message, NodeId, ObjectDesc, ObjectEntry, ObjectId, PageDescriptor, PageRequest, Protocol,
-    ProtocolVariant, RequestBatch, RequestId, SlotAddr,
+    Message, NodeId, ObjectDesc, ObjectEntry, ObjectId, PageDescriptor, PageRequest, Policy,
+    Protocol, ProtocolVariant, RequestBatch, RequestId, SlotAddr,
 };
 
 use crate::error::{Result, RuntimeError};
@@ -87,6 +87,8 @@ pub struct ManagerConfig {
     pub budget_bytes: u64,
     /// Bytes per physical memory (a new one is created when all are full).
     pub memory_bytes: u64,
+    pub policy: Policy,
+    pub seed: u64,
 }
 
 struct Manager {

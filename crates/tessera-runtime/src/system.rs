@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, unbounded, Sender};
 use tessera_core::{
-    CoreError, DeviceId, ObjectDesc, ObjectEntry, ProtocolVariant, TexelFormat, MAX_DEVICES,
+    CoreError, DeviceId, ObjectDesc, ObjectEntry, Policy, ProtocolVariant, TexelFormat, MAX_DEVICES,
 };
 
 use crate::backend::Device;
@@ -33,6 +33,10 @@ pub struct SystemConfig {
     pub memory_bytes: u64,
     /// Worker threads shared by the CPU devices' kernels (0: one per core).
     pub cpu_threads: usize,
+    /// Which pages a device gives up when a batch needs more slots than its budget has left.
+    pub policy: Policy,
+    /// Seeds the `random` policy, so runs repeat.
+    pub seed: u64,
 }
 
 impl Default for SystemConfig {
@@ -43,6 +47,8 @@ impl Default for SystemConfig {
             budget_bytes: 4 << 30,
             memory_bytes: 64 << 20,
             cpu_threads: 0,
+            policy: Policy::Lru,
+            seed: 1,
         }
     }
 }
@@ -94,6 +100,8 @@ impl System {
                 variant: cfg.variant,
                 budget_bytes: cfg.budget_bytes,
                 memory_bytes: cfg.memory_bytes,
+                policy: cfg.policy,
+                seed: cfg.seed,
             },
         )?;
         joins.push(j);

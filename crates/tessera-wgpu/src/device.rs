@@ -434,6 +434,12 @@ impl Device for WgpuDevice {
         Ok(())
     }
 
+    fn page_times(&mut self, pages: &[GlobalPage]) -> Result<Vec<u64>> {
+        // Not written by the shaders yet: every page reads as never touched, so LRU and clock
+        // fall back on arrival order here.
+        Ok(vec![0; pages.len()])
+    }
+
     fn set_page(&mut self, page: GlobalPage, desc: PageDescriptor) -> Result<()> {
         self.check()?;
         let slot = self.table.get_mut(page.index()).ok_or(RuntimeError::Core(

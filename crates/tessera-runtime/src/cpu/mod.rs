@@ -323,6 +323,13 @@ impl Device for CpuDevice {
         Ok(self.table.set(page, desc)?)
     }
 
+    fn page_times(&mut self, pages: &[GlobalPage]) -> Result<Vec<u64>> {
+        Ok(pages
+            .iter()
+            .map(|&p| self.table.stamp(p))
+            .collect::<Result<_, _>>()?)
+    }
+
     fn launch(&mut self, l: &Launch) -> Result<LaunchOutcome> {
         crate::kernel::check_launch(&*l.kernel, &l.bindings)?;
         let mut bits = RequestBits::new(l.pages);

@@ -1,0 +1,421 @@
+//! Which resident pages a device gives up when a batch needs slots its budget lacks.
+//!
+//! Pure bookkeeping: the runtime's memory manager keeps one [`Resident`] set per device, tells it
+//! when a page arrives or leaves, and asks it for victims, passing the pages that may not go
+//! (the batch being granted, the wave it serves, pinned objects) and, for the policies that use
+//! them, the device's per-page time stamps. Nothing here moves data: the victims are released
+//! through the protocol's `Evict` message, which writes a modified page home first.
+//!
+//! Policies:
+//! - `lru` (the patent): each launch writes its counter into the time stamp of every page it
+//!   touches, once per page; the victims are the eligible pages with the oldest stamps, found
+//!   by sorting (ties broken by arrival, oldest first).
+//! - `clock` (second chance, as OptiX Demand Loading stages stale pages): a hand sweeps the
+//!   pages in arrival order; a page whose stamp moved since the hand last passed it is spared
+//!   once and its stamp remembered; a page whose stamp did not move goes. A page that has just
+//!   arrived has not been passed yet, so it is always spared once.
+//! - `fifo`: the eligible page that arrived first.
+//! - `random`: uniformly among the eligible pages, from a seeded generator (runs repeat).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::str::FromStr;
+
+use crate::GlobalPage;
+
+/// An eviction policy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Policy {
+    #[default]
+    Lru,
+    Clock,
+    Fifo,
+    Random,
+}
+
+impl Policy {
+    pub const ALL: [Policy; 4] = [Policy::Lru, Policy::Clock, Policy::Fifo, Policy::Random];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Lru => "lru",
+            Policy::Clock => "clock",
+            Policy::Fifo => "fifo",
+            Policy::Random => "random",
+        }
+    }
+
+    /// Whether choosing needs the device's time stamps (one read from the device per choice).
+    pub fn uses_stamps(self) -> bool {
+        matches!(self, Policy::Lru | Policy::Clock)
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Policy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Policy::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| {
+                format!("unknown eviction policy {s:?} (expected lru, clock, fifo or random)")
+            })
+    }
+}
+
+/// The pages resident on one device, in arrival order, with what the policies remember.
+#[derive(Clone, Debug)]
+pub struct Resident {
+    policy: Policy,
+    /// Arrival sequence → page: the FIFO order and the clock's ring.
+    order: BTreeMap<u64, GlobalPage>,
+    /// Page → (arrival sequence, stamp the clock hand last saw; `None` until it passes).
+    pages: HashMap<GlobalPage, (u64, Option<u64>)>,
+    next: u64,
+    /// The clock hand: the arrival sequence it points at.
+    hand: u64,
+    rng: u64,
+}
+
+impl Resident {
+    pub fn new(policy: Policy, seed: u64) -> Self {
+        Resident {
+            policy,
+            order: BTreeMap::new(),
+            pages: HashMap::new(),
+            next: 0,
+            hand: 0,
+            // xorshift must not start at zero.
+            rng: seed ^ 0x9E37_79B9_7F4A_7C15 | 1,
+        }
+    }
+
+    pub fn policy(&self) -> Policy {
+        self.policy
+    }
+    pub fn len(&self) -> usize {
+        self.pages.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.pages.is_empty()
+    }
+    pub fn contains(&self, page: GlobalPage) -> bool {
+        self.pages.contains_key(&page)
+    }
+    /// Resident pages in arrival order.
+    pub fn iter(&self) -> impl Iterator<Item = GlobalPage> + '_ {
+        self.order.values().copied()
+    }
+
+    /// A page arrived (a no-op for one already here: an upgrade keeps its slot).
+    pub fn insert(&mut self, page: GlobalPage) {
+        if self.pages.contains_key(&page) {
+            return;
+        }
+        let seq = self.next;
+        self.next += 1;
+        self.order.insert(seq, page);
+        self.pages.insert(page, (seq, None));
+    }
+
+    /// A page left (evicted, invalidated by another device's write, or freed).
+    pub fn remove(&mut self, page: GlobalPage) {
+        if let Some((seq, _)) = self.pages.remove(&page) {
+            self.order.remove(&seq);
+        }
+    }
+
+    fn random(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        x
+    }
+
+    /// Chooses up to `n` victims among the pages `eligible` accepts. `stamp` gives a page's
+    /// time stamp (asked only by the policies that use them, for eligible pages). Fewer than
+    /// `n` come back only when fewer are eligible. The victims stay in the set: the caller
+    /// removes each as the protocol releases it.
+    pub fn choose(
+        &mut self,
+        n: usize,
+        eligible: impl Fn(GlobalPage) -> bool,
+        stamp: impl Fn(GlobalPage) -> u64,
+    ) -> Vec<GlobalPage> {
+        if n == 0 {
+            return Vec::new();
+        }
+        match self.policy {
+            Policy::Fifo => self.iter().filter(|&p| eligible(p)).take(n).collect(),
+            Policy::Lru => {
+                let mut c: Vec<(u64, u64, GlobalPage)> = self
+                    .order
+                    .iter()
+                    .filter(|(_, &p)| eligible(p))
+                    .map(|(&seq, &p)| (stamp(p), seq, p))
+                    .collect();
+                let n = n.min(c.len());
+                if n < c.len() {
+                    c.select_nth_unstable(n);
+                }
+                c.truncate(n);
+                c.sort_unstable();
+                c.into_iter().map(|(_, _, p)| p).collect()
+            }
+            Policy::Random => {
+                let mut c: Vec<GlobalPage> = self.iter().filter(|&p| eligible(p)).collect();
+                let n = n.min(c.len());
+                for i in 0..n {
+                    let j = i + (self.random() % (c.len() - i) as u64) as usize;
+                    c.swap(i, j);
+                }
+                c.truncate(n);
+                c
+            }
+            Policy::Clock => self.clock(n, eligible, stamp),
+        }
+    }
+
+    fn clock(
+        &mut self,
+        n: usize,
+        eligible: impl Fn(GlobalPage) -> bool,
+        stamp: impl Fn(GlobalPage) -> u64,
+    ) -> Vec<GlobalPage> {
+        let mut out = Vec::new();
+        // Two sweeps suffice: the first remembers every stamp it passes, so in the second only
+        // pages touched in between are spared, and nothing touches pages while we choose.
+        let ring: Vec<(u64, GlobalPage)> = self
+            .order
+            .range(self.hand..)
+            .chain(self.order.range(..self.hand))
+            .map(|(&s, &p)| (s, p))
+            .collect();
+        'sweeps: for _ in 0..2 {
+            for &(seq, p) in &ring {
+                if out.len() == n {
+                    break 'sweeps;
+                }
+                if !eligible(p) || out.contains(&p) {
+                    continue;
+                }
+                let now = stamp(p);
+                let seen = &mut self.pages.get_mut(&p).expect("ring and map agree").1;
+                if *seen == Some(now) {
+                    out.push(p);
+                    self.hand = seq + 1;
+                } else {
+                    *seen = Some(now);
+                    self.hand = seq + 1;
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Belady's OPT: the fewest page loads any policy could make serving `trace` (each step a set
+/// of pages that must be resident together) with `capacity` slots, evicting the page whose next
+/// use is farthest away. An offline bound, computed from a recorded trace; not a policy.
+/// Steps larger than `capacity` cannot be served by anyone and count every missing page.
+pub fn belady_loads(trace: &[Vec<GlobalPage>], capacity: usize) -> u64 {
+    // next_use[i][k]: the next step after i that uses trace[i][k]'s page (or usize::MAX).
+    let mut next_seen: HashMap<GlobalPage, usize> = HashMap::new();
+    let mut next_use: Vec<Vec<usize>> = vec![Vec::new(); trace.len()];
+    for i in (0..trace.len()).rev() {
+        next_use[i] = trace[i]
+            .iter()
+            .map(|p| next_seen.get(p).copied().unwrap_or(usize::MAX))
+            .collect();
+        for &p in &trace[i] {
+            next_seen.insert(p, i);
+        }
+    }
+    // Resident page → its next use; ordered set of (next use, page) to find the farthest.
+    let mut resident: HashMap<GlobalPage, usize> = HashMap::new();
+    let mut by_next: std::collections::BTreeSet<(usize, GlobalPage)> = Default::default();
+    let mut loads = 0;
+    for (i, step) in trace.iter().enumerate() {
+        for (k, &p) in step.iter().enumerate() {
+            let nu = next_use[i][k];
+            if let Some(old) = resident.insert(p, nu) {
+                by_next.remove(&(old, p));
+            } else {
+                loads += 1;
+            }
+            by_next.insert((nu, p));
+        }
+        // Evict the farthest next uses, never a page of this step (their next use is later
+        // than i, but they are needed now, so skip them).
+        while resident.len() > capacity {
+            let victim = by_next
+                .iter()
+                .rev()
+                .find(|(_, p)| !step.contains(p))
+                .copied();
+            let Some((nu, p)) = victim else { break };
+            by_next.remove(&(nu, p));
+            resident.remove(&p);
+        }
+    }
+    loads
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pages(v: &[u64]) -> Vec<GlobalPage> {
+        v.iter().map(|&p| GlobalPage(p)).collect()
+    }
+
+    fn filled(policy: Policy, n: u64) -> Resident {
+        let mut r = Resident::new(policy, 7);
+        for p in 0..n {
+            r.insert(GlobalPage(p));
+        }
+        r
+    }
+
+    #[test]
+    fn fifo_takes_the_oldest_eligible() {
+        let mut r = filled(Policy::Fifo, 5);
+        assert_eq!(
+            r.choose(2, |p| p.0 != 0, |_| unreachable!()),
+            pages(&[1, 2])
+        );
+        r.remove(GlobalPage(1));
+        r.insert(GlobalPage(1));
+        assert_eq!(r.choose(5, |_| true, |_| 0), pages(&[0, 2, 3, 4, 1]));
+    }
+
+    #[test]
+    fn lru_sorts_by_stamp_then_arrival() {
+        let mut r = filled(Policy::Lru, 5);
+        let stamps = [9u64, 3, 3, 1, 7];
+        assert_eq!(
+            r.choose(3, |_| true, |p| stamps[p.index()]),
+            pages(&[3, 1, 2])
+        );
+        assert_eq!(
+            r.choose(2, |p| p.0 != 3, |p| stamps[p.index()]),
+            pages(&[1, 2])
+        );
+    }
+
+    #[test]
+    fn clock_spares_a_touched_page_once() {
+        let mut r = filled(Policy::Clock, 3);
+        let mut stamps = [5u64, 5, 5];
+        // Nobody has been passed yet: the first sweep spares all, the second takes page 0.
+        assert_eq!(r.choose(1, |_| true, |p| stamps[p.index()]), pages(&[0]));
+        r.remove(GlobalPage(0));
+        // Page 1 is touched again; the hand (past 0) spares it and takes 2.
+        stamps[1] = 6;
+        assert_eq!(r.choose(1, |_| true, |p| stamps[p.index()]), pages(&[2]));
+    }
+
+    #[test]
+    fn random_is_seeded_and_eligible_only() {
+        let a = filled(Policy::Random, 50).choose(10, |p| p.0 % 2 == 0, |_| 0);
+        let b = filled(Policy::Random, 50).choose(10, |p| p.0 % 2 == 0, |_| 0);
+        assert_eq!(a, b);
+        assert!(a.iter().all(|p| p.0 % 2 == 0));
+        let mut s = a.clone();
+        s.sort();
+        s.dedup();
+        assert_eq!(s.len(), 10);
+        assert_eq!(
+            filled(Policy::Random, 3).choose(9, |_| true, |_| 0).len(),
+            3
+        );
+    }
+
+    #[test]
+    fn policies_parse_and_reject_unknown_names() {
+        for p in Policy::ALL {
+            assert_eq!(p.name().parse::<Policy>(), Ok(p));
+        }
+        assert!("mru".parse::<Policy>().unwrap_err().contains("mru"));
+    }
+
+    /// Brute force over every eviction choice: the least loads any policy can make.
+    fn brute(trace: &[Vec<GlobalPage>], cap: usize) -> u64 {
+        fn go(trace: &[Vec<GlobalPage>], i: usize, cap: usize, res: Vec<GlobalPage>) -> u64 {
+            let Some(step) = trace.get(i) else { return 0 };
+            let mut res = res;
+            let mut loads = 0;
+            for p in step {
+                if !res.contains(p) {
+                    res.push(*p);
+                    loads += 1;
+                }
+            }
+            if res.len() <= cap {
+                return loads + go(trace, i + 1, cap, res);
+            }
+            // Drop any set of non-step pages bringing it down to cap.
+            let extra = res.len() - cap;
+            let others: Vec<GlobalPage> =
+                res.iter().copied().filter(|p| !step.contains(p)).collect();
+            let mut best = u64::MAX;
+            for mask in 0u32..(1 << others.len()) {
+                if mask.count_ones() as usize != extra {
+                    continue;
+                }
+                let kept: Vec<GlobalPage> = res
+                    .iter()
+                    .copied()
+                    .filter(|p| {
+                        others
+                            .iter()
+                            .position(|o| o == p)
+                            .is_none_or(|k| mask & (1 << k) == 0)
+                    })
+                    .collect();
+                best = best.min(go(trace, i + 1, cap, kept));
+            }
+            loads + best
+        }
+        go(trace, 0, cap, Vec::new())
+    }
+
+    #[test]
+    fn belady_matches_brute_force_on_small_traces() {
+        let mut seed = 12345u64;
+        for _ in 0..300 {
+            let mut rnd = |m: u64| {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (seed >> 33) % m
+            };
+            let cap = 1 + rnd(3) as usize;
+            let steps = 1 + rnd(7) as usize;
+            let trace: Vec<Vec<GlobalPage>> = (0..steps)
+                .map(|_| {
+                    let mut s: Vec<GlobalPage> = (0..1 + rnd(cap as u64))
+                        .map(|_| GlobalPage(rnd(5)))
+                        .collect();
+                    s.sort();
+                    s.dedup();
+                    s
+                })
+                .collect();
+            assert_eq!(
+                belady_loads(&trace, cap),
+                brute(&trace, cap),
+                "{trace:?} cap {cap}"
+            );
+        }
+    }
+}
