@@ -104,6 +104,38 @@ impl DeviceMemory {
         &self.memories
     }
 
+    /// Slots of `slot_bytes` the budget could still hand out without freeing any: free slots in
+    /// memories of that size plus what new memories in the unreserved budget would hold.
+    pub fn room(&self, slot_bytes: u64) -> u64 {
+        self.of_size(slot_bytes)
+            .map(|m| (m.capacity - m.used()) as u64)
+            .sum::<u64>()
+            + self.unreserved_slots(slot_bytes)
+    }
+
+    /// Slots of `slot_bytes` the device can hold at once if every page of that size were
+    /// evicted. Memories of other sizes keep their share of the budget: eviction frees slots,
+    /// not memories.
+    pub fn capacity(&self, slot_bytes: u64) -> u64 {
+        self.of_size(slot_bytes)
+            .map(|m| m.capacity as u64)
+            .sum::<u64>()
+            + self.unreserved_slots(slot_bytes)
+    }
+
+    fn of_size(&self, slot_bytes: u64) -> impl Iterator<Item = &PhysicalMemory> {
+        self.memories
+            .iter()
+            .filter(move |m| m.slot_bytes == slot_bytes)
+    }
+
+    fn unreserved_slots(&self, slot_bytes: u64) -> u64 {
+        if self.memories.len() > u16::MAX as usize {
+            return 0;
+        }
+        self.budget_bytes.saturating_sub(self.reserved_bytes()) / slot_bytes.max(1)
+    }
+
     /// Allocates a slot of `slot_bytes`. Returns the slot and, when a new physical memory had
     /// to be created for it, that memory (the backend must allocate it before writing).
     pub fn alloc(&mut self, slot_bytes: u64) -> Result<(SlotAddr, Option<PhysicalMemory>)> {
@@ -184,5 +216,25 @@ mod tests {
         assert_eq!(d.alloc(64).unwrap().0, b, "freed slots are reused");
         assert_eq!(d.used_bytes(), 5 * 64);
         assert!(d.free(SlotAddr { memory: 9, slot: 0 }).is_err());
+    }
+
+    #[test]
+    fn room_and_capacity_count_slots_the_budget_allows() {
+        // 10 slots of 64 fit the budget; memories hold 4 each.
+        let mut d = DeviceMemory::new(DeviceId(0), 640, 4 * 64);
+        assert_eq!((d.room(64), d.capacity(64)), (10, 10));
+        let a: Vec<_> = (0..5).map(|_| d.alloc(64).unwrap().0).collect();
+        assert_eq!((d.room(64), d.capacity(64)), (5, 10));
+        // A memory of 128-byte slots takes budget from the 64-byte ones for good.
+        d.alloc(128).unwrap();
+        assert_eq!((d.room(64), d.capacity(64)), (3, 8));
+        assert_eq!((d.room(128), d.capacity(128)), (0, 1));
+        d.free(a[0]).unwrap();
+        assert_eq!((d.room(64), d.capacity(64)), (4, 8));
+        for _ in 0..4 {
+            d.alloc(64).unwrap();
+        }
+        assert_eq!(d.room(64), 0);
+        assert!(matches!(d.alloc(64), Err(CoreError::OutOfBudget { .. })));
     }
 }

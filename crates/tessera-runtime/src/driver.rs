@@ -14,6 +14,7 @@
 //!   stop; the launch's requests are serviced in one batch and only the unfinished invocations
 //!   run again, until none remain.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -107,6 +108,8 @@ pub struct PassStats {
     /// Invocations run again after a fault.
     pub relaunched: u64,
     pub batches: u64,
+    /// Times a wave's pages did not fit the device's budget and it was split (oversubscription).
+    pub wave_splits: u64,
 }
 
 impl PassStats {
@@ -125,6 +128,7 @@ impl PassStats {
         self.invocations += o.invocations;
         self.relaunched += o.relaunched;
         self.batches += o.batches;
+        self.wave_splits += o.wave_splits;
     }
 }
 
@@ -184,7 +188,22 @@ impl DeviceContext {
 
     /// Requests pages and waits for the grant; the device is then locked until `release`.
     pub fn acquire(&mut self, pages: Vec<PageRequest>) -> Result<()> {
-        self.request(pages).wait()?
+        self.acquire_keeping(pages, Vec::new())
+    }
+
+    /// Like `acquire`, without evicting `keep` to make room. A refused request leaves the
+    /// device unlocked, so there is nothing to release.
+    pub fn acquire_keeping(
+        &mut self,
+        pages: Vec<PageRequest>,
+        keep: Vec<GlobalPage>,
+    ) -> Result<()> {
+        self.granted = pages.clone();
+        let res = self.mm.request_keeping(self.device, pages, keep).wait()?;
+        if res.is_err() {
+            self.granted.clear();
+        }
+        res
     }
 
     pub fn release(&mut self) {
@@ -213,10 +232,15 @@ impl DeviceContext {
         Ok(())
     }
 
-    fn timed_acquire(&mut self, pages: Vec<PageRequest>, stats: &mut PassStats) -> Result<()> {
+    fn timed_acquire(
+        &mut self,
+        pages: Vec<PageRequest>,
+        keep: Vec<GlobalPage>,
+        stats: &mut PassStats,
+    ) -> Result<()> {
         let t = Instant::now();
         let exclusive = pages.iter().any(|p| p.access == Access::Write);
-        self.acquire(pages)?;
+        self.acquire_keeping(pages, keep)?;
         let s = t.elapsed().as_secs_f64();
         if exclusive {
             stats.stages.write_requests += s;
@@ -270,71 +294,173 @@ impl DeviceContext {
         Ok(stats)
     }
 
-    /// Runs `Mode` launches, servicing misses and relaunching the invocations that faulted,
-    /// until all complete. Returns the write requests the launches recorded (Temp mode).
+    /// Runs `mode` launches over `domain`, servicing misses and relaunching the invocations
+    /// that faulted, until all complete. Returns the write requests the launches recorded
+    /// (Temp mode). `held` are pages the device was granted for this domain already.
+    ///
+    /// Waves: each round's batch is requested together with every page the wave was granted
+    /// before (`keep`), so the memory manager never evicts a page the wave still needs to make
+    /// room for another. When the two do not fit the device's budget
+    /// ([`RuntimeError::OverBudget`]), the wave's unfinished invocations are split, in launch
+    /// order, into enough waves that each should fit (twice the overflow ratio, at least two),
+    /// and they run one after another, each from an empty `keep`. A wave of one invocation
+    /// that does not fit is [`RuntimeError::BudgetTooSmall`], naming the pages it needed.
     fn launch_until_done(
         &mut self,
         spec: &PassSpec,
+        domain: Domain,
+        held: Vec<GlobalPage>,
         mode: Mode,
         stats: &mut PassStats,
     ) -> Result<Vec<PageRequest>> {
-        let mut domain = spec.domain.clone();
+        let mut waves = VecDeque::from([(domain, held)]);
         let mut writes = Vec::new();
         let mut left = 0;
-        for round in 0..MAX_ROUNDS {
-            let out = self.timed_launch(spec, domain, mode, stats)?;
-            let misses: Vec<PageRequest> = match mode {
-                Mode::Temp => {
-                    let (w, r): (Vec<_>, Vec<_>) = out
-                        .requests
-                        .into_iter()
-                        .partition(|r| r.access == Access::Write);
-                    writes.extend(w);
-                    r
+        let mut rounds = 0;
+        'waves: while let Some((mut domain, mut held)) = waves.pop_front() {
+            loop {
+                rounds += 1;
+                if rounds > MAX_ROUNDS {
+                    return Err(RuntimeError::NoProgress {
+                        left,
+                        rounds: MAX_ROUNDS,
+                    });
                 }
-                _ => out.requests,
-            };
-            self.check_grant(&misses)?;
-            self.release();
-            if out.incomplete.is_empty() {
-                return Ok(writes);
+                let out = self.timed_launch(spec, domain, mode, stats)?;
+                let misses: Vec<PageRequest> = match mode {
+                    Mode::Temp => {
+                        let (w, r): (Vec<_>, Vec<_>) = out
+                            .requests
+                            .into_iter()
+                            .partition(|r| r.access == Access::Write);
+                        writes.extend(w);
+                        r
+                    }
+                    _ => out.requests,
+                };
+                self.check_grant(&misses)?;
+                self.release();
+                if out.incomplete.is_empty() {
+                    continue 'waves;
+                }
+                left = out.incomplete.len();
+                if misses.is_empty() {
+                    // Faulted without asking for anything: relaunching cannot help.
+                    return Err(RuntimeError::NoProgress { left, rounds });
+                }
+                stats.relaunched += out.incomplete.len() as u64;
+                let asked: Vec<GlobalPage> = misses.iter().map(|r| r.page).collect();
+                match self.timed_acquire(misses, held.clone(), stats) {
+                    Ok(()) => {
+                        held.extend(asked);
+                        held.sort_unstable();
+                        held.dedup();
+                        domain = Domain::List(Arc::new(out.incomplete));
+                    }
+                    Err(RuntimeError::OverBudget {
+                        pages,
+                        capacity,
+                        page_bytes,
+                        budget_bytes,
+                        ..
+                    }) => {
+                        let list = Domain::List(Arc::new(out.incomplete));
+                        let parts = split(&list, wave_count(pages, capacity));
+                        if parts.len() < 2 {
+                            return Err(self.too_small(spec, pages, page_bytes, budget_bytes));
+                        }
+                        stats.wave_splits += 1;
+                        for p in parts.into_iter().rev() {
+                            waves.push_front((p, Vec::new()));
+                        }
+                        continue 'waves;
+                    }
+                    Err(e) => return Err(e),
+                }
             }
-            left = out.incomplete.len();
-            if misses.is_empty() {
-                // Faulted without asking for anything: relaunching cannot help.
-                return Err(RuntimeError::NoProgress {
-                    left,
-                    rounds: round,
-                });
-            }
-            stats.relaunched += out.incomplete.len() as u64;
-            self.timed_acquire(misses, stats)?;
-            domain = Domain::List(Arc::new(out.incomplete));
         }
-        Err(RuntimeError::NoProgress {
-            left,
-            rounds: MAX_ROUNDS,
-        })
+        Ok(writes)
+    }
+
+    fn too_small(
+        &self,
+        spec: &PassSpec,
+        pages: u64,
+        page_bytes: u64,
+        budget_bytes: u64,
+    ) -> RuntimeError {
+        RuntimeError::BudgetTooSmall {
+            device: self.device,
+            kernel: spec.kernel.name().to_string(),
+            pages,
+            min_bytes: pages * page_bytes,
+            budget_bytes,
+        }
     }
 
     fn relaunch(&mut self, spec: &PassSpec, stats: &mut PassStats) -> Result<()> {
-        self.launch_until_done(spec, Mode::Direct, stats)
+        self.launch_until_done(spec, spec.domain.clone(), Vec::new(), Mode::Direct, stats)
             .map(|_| ())
     }
 
+    /// Two-pass over the whole domain, or, when its pages do not fit the budget, over parts of
+    /// it one after another (each part its own request, compute and merge passes).
     fn two_pass(&mut self, spec: &PassSpec, stats: &mut PassStats) -> Result<()> {
+        let mut parts = VecDeque::from([spec.domain.clone()]);
+        while let Some(domain) = parts.pop_front() {
+            match self.two_pass_part(spec, domain.clone(), stats) {
+                Ok(()) => {}
+                Err(RuntimeError::OverBudget {
+                    pages,
+                    capacity,
+                    page_bytes,
+                    budget_bytes,
+                    ..
+                }) => {
+                    // Nothing of this part was merged yet: drop its temporary and split it.
+                    self.release();
+                    self.worker.call(|d| {
+                        d.discard_temp();
+                        Ok(())
+                    })?;
+                    let split_parts = split(&domain, wave_count(pages, capacity));
+                    if split_parts.len() < 2 {
+                        return Err(self.too_small(spec, pages, page_bytes, budget_bytes));
+                    }
+                    stats.wave_splits += 1;
+                    for p in split_parts.into_iter().rev() {
+                        parts.push_front(p);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    fn two_pass_part(
+        &mut self,
+        spec: &PassSpec,
+        domain: Domain,
+        stats: &mut PassStats,
+    ) -> Result<()> {
         // Pass 1 (paper 3.4): record what the invocations read and fetch it in one batch.
-        let out = self.timed_launch(spec, spec.domain.clone(), Mode::Request, stats)?;
+        let out = self.timed_launch(spec, domain.clone(), Mode::Request, stats)?;
+        let reads: Vec<GlobalPage> = out.requests.iter().map(|r| r.page).collect();
         if !out.requests.is_empty() {
-            self.timed_acquire(out.requests, stats)?;
+            self.timed_acquire(out.requests, Vec::new(), stats)?;
         }
         // Pass 2 (paper 3.5): compute into the temporary and its write mask.
-        let writes = self.compute_to_temp(spec, stats)?;
-        // Pass 3: exclusive access to the written pages not held writable, then merge.
+        let writes = self.compute_to_temp(spec, domain, reads, stats)?;
+        // Pass 3: exclusive access to the written pages not held writable, then merge. Pages
+        // that do not fit together are merged in parts (`merge_temp`).
         if !writes.is_empty() {
-            self.timed_acquire(writes, stats)?;
+            match self.timed_acquire(writes, Vec::new(), stats) {
+                Ok(()) | Err(RuntimeError::OverBudget { .. }) => {}
+                Err(e) => return Err(e),
+            }
         }
-        self.merge_temp(stats)
+        self.merge_temp(spec, stats)
     }
 
     /// Runs the pass into the device's temporary (relaunching invocations whose dependent
@@ -342,9 +468,11 @@ impl DeviceContext {
     pub fn compute_to_temp(
         &mut self,
         spec: &PassSpec,
+        domain: Domain,
+        held: Vec<GlobalPage>,
         stats: &mut PassStats,
     ) -> Result<Vec<PageRequest>> {
-        let mut writes = self.launch_until_done(spec, Mode::Temp, stats)?;
+        let mut writes = self.launch_until_done(spec, domain, held, Mode::Temp, stats)?;
         writes.sort_unstable();
         writes.dedup();
         Ok(writes)
@@ -352,8 +480,9 @@ impl DeviceContext {
 
     /// Merges the temporary into the pages (the third pass). Pages that are not writable and
     /// were not granted are ordinary contention and are requested again; a granted page that
-    /// is not writable is a broken grant and fails the pass.
-    pub fn merge_temp(&mut self, stats: &mut PassStats) -> Result<()> {
+    /// is not writable is a broken grant and fails the pass. Pages that do not fit the budget
+    /// together are requested and merged a budget's worth at a time.
+    pub fn merge_temp(&mut self, spec: &PassSpec, stats: &mut PassStats) -> Result<()> {
         let mut left = 0;
         for _ in 0..MAX_ROUNDS {
             let t = Instant::now();
@@ -379,11 +508,79 @@ impl DeviceContext {
                 .collect();
             self.check_grant(&missing)?;
             self.release();
-            self.timed_acquire(missing, stats)?;
+            let mut take = missing.len();
+            loop {
+                match self.timed_acquire(missing[..take].to_vec(), Vec::new(), stats) {
+                    Ok(()) => break,
+                    Err(RuntimeError::OverBudget {
+                        capacity,
+                        page_bytes,
+                        budget_bytes,
+                        ..
+                    }) => {
+                        if capacity == 0 {
+                            return Err(self.too_small(spec, 1, page_bytes, budget_bytes));
+                        }
+                        take = (capacity as usize).min(take - 1).max(1);
+                        stats.wave_splits += 1;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
         }
         Err(RuntimeError::NoProgress {
             left,
             rounds: MAX_ROUNDS,
         })
+    }
+}
+
+/// How many waves a wave of `pages` should become when `capacity` of them fit: twice the
+/// overflow, so that each part's own misses, which come page by page, still fit.
+fn wave_count(pages: u64, capacity: u64) -> usize {
+    (pages.saturating_mul(2).div_ceil(capacity.max(1))).clamp(2, 1 << 20) as usize
+}
+
+/// Splits a domain into up to `parts` pieces in launch order: bands of rows of a rectangle
+/// (columns when it is a single row), runs of a list. Fewer come back when it is smaller.
+pub(crate) fn split(domain: &Domain, parts: usize) -> Vec<Domain> {
+    match domain {
+        Domain::Rect { x0, y0, x1, y1 } => {
+            let (w, h) = (x1.saturating_sub(*x0), y1.saturating_sub(*y0));
+            let cut = |len: u32| -> Vec<(u32, u32)> {
+                let n = (parts as u32).clamp(1, len.max(1));
+                (0..n).map(|i| (len * i / n, len * (i + 1) / n)).collect()
+            };
+            if h >= 2 {
+                cut(h)
+                    .into_iter()
+                    .map(|(a, b)| Domain::Rect {
+                        x0: *x0,
+                        y0: y0 + a,
+                        x1: *x1,
+                        y1: y0 + b,
+                    })
+                    .collect()
+            } else {
+                cut(w)
+                    .into_iter()
+                    .map(|(a, b)| Domain::Rect {
+                        x0: x0 + a,
+                        y0: *y0,
+                        x1: x0 + b,
+                        y1: *y1,
+                    })
+                    .collect()
+            }
+        }
+        Domain::List(l) => {
+            let n = parts.clamp(1, l.len().max(1));
+            (0..n)
+                .map(|i| {
+                    let (a, b) = (l.len() * i / n, l.len() * (i + 1) / n);
+                    Domain::List(Arc::new(l[a..b].to_vec()))
+                })
+                .collect()
+        }
     }
 }

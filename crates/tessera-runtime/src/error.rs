@@ -42,6 +42,26 @@ pub enum RuntimeError {
         "pass did not converge: {left} invocations (or pages to merge) still missing pages after {rounds} rounds"
     )]
     NoProgress { left: usize, rounds: usize },
+    /// A batch (with the pages its wave keeps) needs more slots than the device's budget
+    /// holds even after evicting everything else. The drivers answer it by splitting the wave;
+    /// it reaches the caller only through a direct request.
+    #[error("{device} cannot hold a batch of {pages} pages of {page_bytes} bytes at once: its budget of {budget_bytes} bytes holds {capacity} such pages besides the ones it may not evict")]
+    OverBudget {
+        device: DeviceId,
+        pages: u64,
+        capacity: u64,
+        page_bytes: u64,
+        budget_bytes: u64,
+    },
+    /// Not even one invocation's pages fit: nothing can run.
+    #[error("{device}'s budget of {budget_bytes} bytes is too small: one invocation of kernel {kernel} needs at least {pages} pages ({min_bytes} bytes) resident at once; give it at least {min_bytes} bytes")]
+    BudgetTooSmall {
+        device: DeviceId,
+        kernel: String,
+        pages: u64,
+        min_bytes: u64,
+        budget_bytes: u64,
+    },
 }
 
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;

@@ -6,7 +6,7 @@
 //! just keeps its reply channel here; nothing blocks. Replies travel on per-request channels,
 //! separate from the command queue.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
@@ -14,7 +14,7 @@ use tessera_core::protocol::Source;
 use tessera_core::{
     Action, AddressSpace, DeviceId, DeviceMemory, DirEntry, Directory, GlobalPage, HomeMap,
     Message, NodeId, ObjectDesc, ObjectEntry, ObjectId, PageDescriptor, PageRequest, Policy,
-    Protocol, ProtocolVariant, RequestBatch, RequestId, SlotAddr,
+    Protocol, ProtocolVariant, RequestBatch, RequestId, Resident, SlotAddr,
 };
 
 use crate::error::{Result, RuntimeError};
@@ -25,7 +25,14 @@ pub(crate) enum Cmd {
     Create(ObjectDesc, Option<Vec<u8>>, Sender<Result<ObjectEntry>>),
     Free(ObjectId, Sender<Result<()>>),
     Read(ObjectId, Sender<Result<Vec<u8>>>),
-    Request(DeviceId, Vec<PageRequest>, Sender<Result<()>>),
+    Request(
+        DeviceId,
+        Vec<PageRequest>,
+        Vec<GlobalPage>,
+        Sender<Result<()>>,
+    ),
+    Evictable(ObjectId, bool, Sender<Result<()>>),
+    Trace(Sender<Vec<Vec<Vec<GlobalPage>>>>),
     Release(DeviceId),
     Traffic(Sender<Vec<DeviceTraffic>>),
     Memory(Sender<(Vec<DeviceMemoryUse>, Vec<DirEntry>)>),
@@ -64,7 +71,30 @@ impl ManagerHandle {
     }
     /// Sends a request batch; the reply arrives when it is granted (the device is then locked).
     pub fn request(&self, device: DeviceId, pages: Vec<PageRequest>) -> Pending<Result<()>> {
-        call(&self.tx, |r| Cmd::Request(device, pages, r))
+        self.request_keeping(device, pages, Vec::new())
+    }
+    /// A request batch that must not evict `keep` (pages the device's current wave was granted
+    /// earlier and still needs) to make room. When the batch and `keep` cannot fit the budget
+    /// together the reply is [`RuntimeError::OverBudget`] and nothing changes.
+    pub fn request_keeping(
+        &self,
+        device: DeviceId,
+        pages: Vec<PageRequest>,
+        keep: Vec<GlobalPage>,
+    ) -> Pending<Result<()>> {
+        call(&self.tx, |r| Cmd::Request(device, pages, keep, r))
+    }
+    /// Marks an object's pages as never evicted (`false`) or evictable again (`true`, the
+    /// default). A non-evictable object's resident pages take their share of every device's
+    /// budget for good.
+    pub fn set_evictable(&self, id: ObjectId, evictable: bool) -> Result<()> {
+        call(&self.tx, |r| Cmd::Evictable(id, evictable, r)).wait()?
+    }
+    /// Per device, every batch's pages together with the pages its wave kept: the sets that
+    /// had to be resident at once, in order (recorded when `ManagerConfig::record_trace`).
+    /// The input of Belady's OPT (`tessera_core::eviction::belady_loads`).
+    pub fn trace(&self) -> Result<Vec<Vec<Vec<GlobalPage>>>> {
+        call(&self.tx, Cmd::Trace).wait()
     }
     /// Releases the device's memory lock.
     pub fn release(&self, device: DeviceId) {
@@ -88,7 +118,64 @@ pub struct ManagerConfig {
     /// Bytes per physical memory (a new one is created when all are full).
     pub memory_bytes: u64,
     pub policy: Policy,
+    /// Seeds the `random` policy (each device's generator from `seed + device`).
     pub seed: u64,
+    pub thrashing: Thrashing,
+    /// Keep the request trace for [`ManagerHandle::trace`].
+    pub record_trace: bool,
+}
+
+/// What the memory manager does about thrashing pages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Thrashing {
+    /// Count them only.
+    Off,
+    /// Spare them from eviction for `PIN_BATCHES` of the device's batches, up to half of its
+    /// capacity (UVM pins thrashing pages too; it also throttles, which we do not).
+    #[default]
+    Pin,
+}
+
+impl std::str::FromStr for Thrashing {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "off" => Ok(Thrashing::Off),
+            "pin" => Ok(Thrashing::Pin),
+            _ => Err(format!(
+                "unknown thrashing response {s:?} (expected off or pin)"
+            )),
+        }
+    }
+}
+
+/// A refault counts toward thrashing when it comes within this many of the device's batches
+/// of the eviction (UVM counts 3 events within 500 µs; batches are our clock, so the rule does
+/// not depend on how fast the machine is).
+pub const THRASH_WINDOW: u64 = 16;
+/// Refaults within the window that make a page thrashing.
+pub const THRASH_EVENTS: u32 = 3;
+/// How long, in the device's batches, a thrashing page is spared.
+pub const PIN_BATCHES: u64 = 64;
+
+/// Per device eviction state: what is resident, and the thrashing record.
+struct Evictor {
+    resident: Resident,
+    /// Page → the device's batch count when it was evicted.
+    evicted: HashMap<GlobalPage, u64>,
+    /// Page → refaults within the window so far.
+    events: HashMap<GlobalPage, u32>,
+    /// Page → the batch count until which it is spared.
+    pins: HashMap<GlobalPage, u64>,
+}
+
+impl Evictor {
+    fn forget(&mut self, page: GlobalPage) {
+        self.evicted.remove(&page);
+        self.events.remove(&page);
+        self.pins.remove(&page);
+    }
 }
 
 struct Manager {
@@ -103,6 +190,14 @@ struct Manager {
     waiting: HashMap<RequestId, Sender<Result<()>>>,
     next_request: u64,
     traffic: Vec<DeviceTraffic>,
+    evictors: Vec<Evictor>,
+    /// Objects whose pages are never evicted.
+    pinned: HashSet<ObjectId>,
+    thrashing: Thrashing,
+    trace: Option<Vec<Vec<Vec<GlobalPage>>>>,
+    /// Set while an eviction's actions are carried out, so its invalidations are counted as
+    /// evictions.
+    evicting: bool,
     /// Set when carrying out actions failed half way: the directory no longer matches the
     /// devices, so every later command gets this error rather than wrong data.
     broken: Option<RuntimeError>,
@@ -132,6 +227,18 @@ pub fn spawn(
         waiting: HashMap::new(),
         next_request: 0,
         traffic: vec![DeviceTraffic::default(); n],
+        evictors: (0..n)
+            .map(|d| Evictor {
+                resident: Resident::new(cfg.policy, cfg.seed.wrapping_add(d as u64)),
+                evicted: HashMap::new(),
+                events: HashMap::new(),
+                pins: HashMap::new(),
+            })
+            .collect(),
+        pinned: HashSet::new(),
+        thrashing: cfg.thrashing,
+        trace: cfg.record_trace.then(|| vec![Vec::new(); n]),
+        evicting: false,
         broken: None,
     };
     let (tx, rx) = unbounded();
@@ -155,7 +262,20 @@ impl Manager {
                 Cmd::Read(id, r) => {
                     let _ = r.send(self.guarded(|m| m.read(id)));
                 }
-                Cmd::Request(device, pages, r) => self.request(device, pages, r),
+                Cmd::Request(device, pages, keep, r) => self.request(device, pages, keep, r),
+                Cmd::Evictable(id, evictable, r) => {
+                    let res = self.space.get(id).map(|_| {
+                        if evictable {
+                            self.pinned.remove(&id);
+                        } else {
+                            self.pinned.insert(id);
+                        }
+                    });
+                    let _ = r.send(res.map_err(Into::into));
+                }
+                Cmd::Trace(r) => {
+                    let _ = r.send(self.trace.clone().unwrap_or_default());
+                }
                 Cmd::Release(d) => {
                     let res = self.guarded(|m| {
                         let actions = m.protocol.handle(Message::Release(d))?;
@@ -189,10 +309,30 @@ impl Manager {
         }
     }
 
-    fn request(&mut self, device: DeviceId, pages: Vec<PageRequest>, reply: Sender<Result<()>>) {
+    fn request(
+        &mut self,
+        device: DeviceId,
+        pages: Vec<PageRequest>,
+        keep: Vec<GlobalPage>,
+        reply: Sender<Result<()>>,
+    ) {
         if let Some(e) = &self.broken {
             let _ = reply.send(Err(e.clone()));
             return;
+        }
+        match self.make_room(device, &pages, &keep) {
+            Ok(()) => {}
+            Err(e @ RuntimeError::OverBudget { .. }) | Err(e @ RuntimeError::Core(_)) => {
+                // Refused before anything changed (or after whole evictions only, which lose
+                // nothing): only this request fails.
+                let _ = reply.send(Err(e));
+                return;
+            }
+            Err(e) => {
+                let _ = reply.send(Err(e.clone()));
+                self.fail_all(e);
+                return;
+            }
         }
         let id = RequestId(self.next_request);
         self.next_request += 1;
@@ -223,6 +363,166 @@ impl Manager {
                 }
             }
         }
+    }
+
+    /// Evicts enough of `device`'s pages that the batch fits its budget, never a page of the
+    /// batch, of `keep`, or of a non-evictable object; thrashing pages that are pinned go only
+    /// when nothing else can. Also counts refaults and thrashing, and records the trace.
+    fn make_room(
+        &mut self,
+        device: DeviceId,
+        pages: &[PageRequest],
+        keep: &[GlobalPage],
+    ) -> Result<()> {
+        let d = device.index();
+        if d >= self.workers.len() || self.protocol.locked().contains(device) {
+            // The protocol refuses these, with its own error, before anything changes.
+            return Ok(());
+        }
+        let mut sizes: HashMap<u64, (u64, u64)> = HashMap::new();
+        for r in pages {
+            let (_, _, bytes) = self.page_bytes(r.page)?;
+            let e = sizes.entry(bytes).or_default();
+            e.0 += 1;
+            if self.slots[d]
+                .get(r.page.index())
+                .copied()
+                .flatten()
+                .is_none()
+            {
+                e.1 += 1;
+            }
+        }
+        let now = self.traffic[d].batches;
+        self.count_refaults(device, pages, now);
+        if let Some(t) = &mut self.trace {
+            let mut step: Vec<GlobalPage> = pages
+                .iter()
+                .map(|r| r.page)
+                .chain(keep.iter().copied())
+                .collect();
+            step.sort_unstable();
+            step.dedup();
+            t[d].push(step);
+        }
+        let batch: HashSet<GlobalPage> = pages
+            .iter()
+            .map(|r| r.page)
+            .chain(keep.iter().copied())
+            .collect();
+        for (bytes, (count, need)) in sizes {
+            let room = self.memories[d].room(bytes);
+            if need <= room {
+                continue;
+            }
+            let k = (need - room) as usize;
+            // Resident pages of this size by what may happen to them.
+            let mut free_to_go = Vec::new();
+            let mut pinned_now = 0u64;
+            let mut kept = 0u64;
+            for p in self.evictors[d].resident.iter() {
+                let Ok((obj, _, b)) = self.page_bytes(p) else {
+                    continue;
+                };
+                if b != bytes {
+                    continue;
+                }
+                if batch.contains(&p) {
+                    if !pages.iter().any(|r| r.page == p) {
+                        kept += 1;
+                    }
+                } else if self.pinned.contains(&obj) {
+                    pinned_now += 1;
+                } else {
+                    free_to_go.push(p);
+                }
+            }
+            let capacity = self.memories[d].capacity(bytes).saturating_sub(pinned_now);
+            if (free_to_go.len() as u64) < k as u64 {
+                return Err(RuntimeError::OverBudget {
+                    device,
+                    pages: count + kept,
+                    capacity,
+                    page_bytes: bytes,
+                    budget_bytes: self.memories[d].budget_bytes,
+                });
+            }
+            let stamps: HashMap<GlobalPage, u64> =
+                if self.evictors[d].resident.policy().uses_stamps() {
+                    let ask = free_to_go.clone();
+                    let times = self.workers[d].call(move |dev| dev.page_times(&ask))?;
+                    free_to_go.iter().copied().zip(times).collect()
+                } else {
+                    HashMap::new()
+                };
+            let go: HashSet<GlobalPage> = free_to_go.into_iter().collect();
+            let ev = &mut self.evictors[d];
+            let pins = &ev.pins;
+            let stamp = |p: GlobalPage| stamps.get(&p).copied().unwrap_or(0);
+            let spared = |p: GlobalPage| pins.get(&p).is_some_and(|&until| until > now);
+            let mut victims = ev
+                .resident
+                .choose(k, |p| go.contains(&p) && !spared(p), stamp);
+            if victims.len() < k {
+                let more = ev.resident.choose(
+                    k - victims.len(),
+                    |p| go.contains(&p) && !victims.contains(&p),
+                    stamp,
+                );
+                victims.extend(more);
+            }
+            self.evict(device, victims)?;
+        }
+        Ok(())
+    }
+
+    fn count_refaults(&mut self, device: DeviceId, pages: &[PageRequest], now: u64) {
+        let d = device.index();
+        let ev = &mut self.evictors[d];
+        let t = &mut self.traffic[d];
+        let cap_pins = (ev.resident.len() as u64).max(2) / 2;
+        ev.pins.retain(|_, until| *until > now);
+        for r in pages {
+            if ev.resident.contains(r.page) {
+                continue;
+            }
+            let Some(at) = ev.evicted.remove(&r.page) else {
+                continue;
+            };
+            t.refaults += 1;
+            if now.saturating_sub(at) > THRASH_WINDOW {
+                ev.events.remove(&r.page);
+                continue;
+            }
+            let n = ev.events.entry(r.page).or_default();
+            *n += 1;
+            if *n == THRASH_EVENTS {
+                t.thrashing_pages += 1;
+            }
+            if *n >= THRASH_EVENTS
+                && self.thrashing == Thrashing::Pin
+                && (ev.pins.len() as u64) < cap_pins
+            {
+                if ev.pins.insert(r.page, now + PIN_BATCHES).is_none() {
+                    t.thrash_pins += 1;
+                }
+            }
+        }
+    }
+
+    /// Releases the pages through the protocol: a modified one is written home first.
+    fn evict(&mut self, device: DeviceId, victims: Vec<GlobalPage>) -> Result<()> {
+        if victims.is_empty() {
+            return Ok(());
+        }
+        let actions = self.protocol.handle(Message::Evict {
+            device,
+            pages: victims,
+        })?;
+        self.evicting = true;
+        let res = self.execute(actions);
+        self.evicting = false;
+        res
     }
 
     fn page_bytes(&self, page: GlobalPage) -> Result<(ObjectId, u64, u64)> {
@@ -276,11 +576,15 @@ impl Manager {
                     }
                     out.push(to, DeviceOp::Write(at, data));
                     self.slots[to.index()][page.index()] = Some(at);
+                    self.evictors[to.index()].resident.insert(page);
                 }
                 Action::WriteBack { page, from } => {
                     let (obj, local, bytes) = self.page_bytes(page)?;
                     let data = self.revoke_and_read(&mut out, from, page)?;
                     self.traffic[from.index()].device_to_host.add(bytes);
+                    if self.evicting {
+                        self.traffic[from.index()].eviction_write_backs += 1;
+                    }
                     let h = self.home.get_mut(&obj).ok_or(RuntimeError::Core(
                         tessera_core::CoreError::UnknownObject(obj),
                     ))?;
@@ -291,7 +595,15 @@ impl Manager {
                     let at = self.slot(device, page)?;
                     self.slots[device.index()][page.index()] = None;
                     self.memories[device.index()].free(at)?;
-                    self.traffic[device.index()].invalidations += 1;
+                    let ev = &mut self.evictors[device.index()];
+                    ev.resident.remove(page);
+                    if self.evicting {
+                        let t = &mut self.traffic[device.index()];
+                        t.evictions += 1;
+                        ev.evicted.insert(page, t.batches);
+                    } else {
+                        self.traffic[device.index()].invalidations += 1;
+                    }
                     out.push(device, DeviceOp::Set(page, PageDescriptor::NOT_RESIDENT));
                 }
                 Action::Install {
@@ -414,6 +726,12 @@ impl Manager {
         }
         self.space.free(id)?;
         self.home.remove(&id);
+        self.pinned.remove(&id);
+        for p in e.pages() {
+            for ev in &mut self.evictors {
+                ev.forget(GlobalPage(p));
+            }
+        }
         self.resize_tables()
     }
 

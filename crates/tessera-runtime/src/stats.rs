@@ -35,6 +35,17 @@ pub struct DeviceTraffic {
     pub device_to_device: LinkCounters,
     /// Copies of this device's that were invalidated.
     pub invalidations: u64,
+    /// Pages this device gave up to make room (LRU, clock, FIFO or random victims).
+    pub evictions: u64,
+    /// Of those, modified pages written home first (also counted in `device_to_host`).
+    pub eviction_write_backs: u64,
+    /// Pages requested again after this device evicted them.
+    pub refaults: u64,
+    /// Distinct pages seen thrashing: refaulted `THRASH_EVENTS` times, each within
+    /// `THRASH_WINDOW` batches of its eviction.
+    pub thrashing_pages: u64,
+    /// Thrashing pages pinned in response (spared by eviction for a while).
+    pub thrash_pins: u64,
 }
 
 /// Memory one device holds, split into pages only it holds and pages other devices hold too.

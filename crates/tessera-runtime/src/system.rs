@@ -18,7 +18,7 @@ use crate::cpu::CpuDevice;
 use crate::driver::{DeviceContext, PassSpec, PassStats, Procedure};
 use crate::error::{Result, RuntimeError};
 use crate::kernel::{check_launch, Bound, Kernel};
-use crate::manager::{self, ManagerConfig, ManagerHandle};
+use crate::manager::{self, ManagerConfig, ManagerHandle, Thrashing};
 use crate::partition::Partition;
 use crate::worker::{self, Pending};
 
@@ -37,6 +37,10 @@ pub struct SystemConfig {
     pub policy: Policy,
     /// Seeds the `random` policy, so runs repeat.
     pub seed: u64,
+    /// What the memory manager does about pages evicted and faulted again in quick succession.
+    pub thrashing: Thrashing,
+    /// Keep every batch's pages for Belady's OPT ([`ManagerHandle::trace`]).
+    pub record_trace: bool,
 }
 
 impl Default for SystemConfig {
@@ -49,6 +53,8 @@ impl Default for SystemConfig {
             cpu_threads: 0,
             policy: Policy::Lru,
             seed: 1,
+            thrashing: Thrashing::Pin,
+            record_trace: false,
         }
     }
 }
@@ -102,6 +108,8 @@ impl System {
                 memory_bytes: cfg.memory_bytes,
                 policy: cfg.policy,
                 seed: cfg.seed,
+                thrashing: cfg.thrashing,
+                record_trace: cfg.record_trace,
             },
         )?;
         joins.push(j);

@@ -61,11 +61,17 @@ fn scenario(variant: ProtocolVariant) -> Outcome {
         display: false,
     };
     let (s0, s1) = (spec(0, 4, 1.0), spec(4, 8, 2.0));
+    let (m0, m1) = (s0.clone(), s1.clone());
     let on = |d: usize, f: Step| sys.on_device(d, f).unwrap().wait().unwrap();
     // Second pass of the write procedure on both devices: values into their temporaries.
     let w0 = sys
         .on_device(0, move |c| {
-            c.compute_to_temp(&s0, &mut PassStats::default())
+            c.compute_to_temp(
+                &s0,
+                s0.domain.clone(),
+                Vec::new(),
+                &mut PassStats::default(),
+            )
         })
         .unwrap()
         .wait()
@@ -73,7 +79,12 @@ fn scenario(variant: ProtocolVariant) -> Outcome {
         .unwrap();
     let w1 = sys
         .on_device(1, move |c| {
-            c.compute_to_temp(&s1, &mut PassStats::default())
+            c.compute_to_temp(
+                &s1,
+                s1.domain.clone(),
+                Vec::new(),
+                &mut PassStats::default(),
+            )
         })
         .unwrap()
         .wait()
@@ -95,8 +106,8 @@ fn scenario(variant: ProtocolVariant) -> Outcome {
     // Device 0's third pass: merge through the write mask, then release.
     let r0 = on(
         0,
-        Box::new(|c| {
-            let r = c.merge_temp(&mut PassStats::default());
+        Box::new(move |c| {
+            let r = c.merge_temp(&m0, &mut PassStats::default());
             c.release();
             r
         }),
@@ -108,8 +119,8 @@ fn scenario(variant: ProtocolVariant) -> Outcome {
     let r1 = g1.and_then(|()| {
         on(
             1,
-            Box::new(|c| {
-                let r = c.merge_temp(&mut PassStats::default());
+            Box::new(move |c| {
+                let r = c.merge_temp(&m1, &mut PassStats::default());
                 c.release();
                 r
             }),
