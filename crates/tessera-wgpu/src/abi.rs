@@ -193,9 +193,11 @@ abi_struct! {
         /// `fp_n` reads, 0 for the per-texel path.
         fp: [Vec4U32; FP_MAX as usize],
         fp_n: u32,
-        _fp_pad0: u32,
-        _fp_pad1: u32,
-        _fp_pad2: u32,
+        /// The launch's time (`Launch::time`) as a 32-bit stamp ([`stamp_of`]): written into
+        /// the time stamp of every page the launch translates.
+        time: u32,
+        _pad0: u32,
+        _pad1: u32,
     }
 }
 
@@ -367,6 +369,33 @@ pub fn format_of(code: u32) -> Option<Option<TexelFormat>> {
     .find(|f| format_code(*f) == code)
 }
 
+/// Stamps cycle through 1..=STAMP_CYCLE; 0 is "never touched".
+const STAMP_CYCLE: u64 = u32::MAX as u64;
+
+/// The 32-bit time stamp the shaders write for a launch at `time`: the launch counter taken
+/// through 1..=2^32-1 (0 stays "never", so a launch at a multiple of 2^32 does not read as
+/// one that never happened). The host widens it back with [`time_of`].
+pub fn stamp_of(time: u64) -> u32 {
+    if time == 0 {
+        0
+    } else {
+        ((time - 1) % STAMP_CYCLE + 1) as u32
+    }
+}
+
+/// The launch time a stamp stands for, given `now`, the latest launch time the device has
+/// seen: the latest time at or before `now` with that stamp. Exact for every page touched in
+/// the last 2^32-1 launches. An older stamp reads as more recent than it is (by a multiple of
+/// 2^32-1); LRU and clock compare stamps to pick the least recently used page, and a page
+/// untouched for four billion launches of one device is not a case a run meets.
+pub fn time_of(stamp: u32, now: u64) -> u64 {
+    if stamp == 0 {
+        return 0;
+    }
+    let behind = (stamp_of(now) as u64 + STAMP_CYCLE - stamp as u64) % STAMP_CYCLE;
+    now.saturating_sub(behind)
+}
+
 impl Status {
     /// Before a launch: nothing failed.
     pub fn initial() -> Self {
@@ -462,6 +491,30 @@ mod tests {
             )
             .validate(&module)
             .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(&code)));
+        }
+    }
+
+    #[test]
+    fn stamps_widen_to_the_launch_time() {
+        assert_eq!(stamp_of(0), 0);
+        assert_eq!(time_of(0, 12), 0);
+        let cycle = STAMP_CYCLE;
+        for now in [
+            1,
+            5,
+            cycle - 1,
+            cycle,
+            cycle + 1,
+            2 * cycle + 7,
+            u64::MAX / 2,
+        ] {
+            for back in [0, 1, 2, 1000, cycle - 2, cycle - 1] {
+                let Some(t) = now.checked_sub(back).filter(|&t| t > 0) else {
+                    continue;
+                };
+                assert_ne!(stamp_of(t), 0, "time {t} stamps as never");
+                assert_eq!(time_of(stamp_of(t), now), t, "time {t} at now {now}");
+            }
         }
     }
 

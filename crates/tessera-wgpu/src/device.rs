@@ -21,8 +21,8 @@ use crate::unpaged::fill_params;
 /// Physical memories one kernel can bind (the prelude's `switch` has this many arms).
 pub const MAX_MEMORIES: usize = 4;
 /// Storage buffers the prelude binds (page table, 4 memories, list, bits, status, incomplete,
-/// temporary, leftover).
-const STORAGE_BINDINGS: u32 = 11;
+/// temporary, leftover, time stamps).
+const STORAGE_BINDINGS: u32 = 12;
 /// Invocations per list-launch dispatch row and per workgroup side of a rectangle.
 const GROUP: u32 = 8;
 const MAX_GROUPS: u32 = 65_535;
@@ -55,6 +55,11 @@ pub struct WgpuDevice {
     /// Host mirror of the page table: the merge reads it, and a resize re-uploads it.
     table: Vec<u64>,
     table_buf: wgpu::Buffer,
+    /// Per global page, the 32-bit stamp (`abi::stamp_of`) of the last launch that translated
+    /// it, written by the shaders, read back by `page_times`. Sized with the page table.
+    stamps: wgpu::Buffer,
+    /// The latest `Launch::time` this device ran: what `page_times` widens the stamps against.
+    now: u64,
     pipes: Pipelines,
     scratch: Scratch,
     /// Stores in the temporary (`scratch.temp`): this pass's `Mode::Temp` launches append,
@@ -168,6 +173,7 @@ impl WgpuDevice {
                 storage(11, false),
                 // The merge's own parameters (MergeInfo); kernels do not declare it.
                 uniform(12),
+                storage(13, false),
             ],
         });
         let kernel_pipeline_layout =
@@ -210,6 +216,7 @@ impl WgpuDevice {
             mapped_at_creation: false,
         });
         let table_buf = Self::table_buffer(&device, 1);
+        let stamps = Self::stamp_buffer(&device, 1);
         let timestamps = device
             .features()
             .contains(wgpu::Features::TIMESTAMP_QUERY)
@@ -228,6 +235,8 @@ impl WgpuDevice {
             spare,
             table: Vec::new(),
             table_buf,
+            stamps,
+            now: 0,
             pipes: Pipelines {
                 kernel_layout,
                 kernel_pipeline_layout,
@@ -270,6 +279,18 @@ impl WgpuDevice {
             label: Some("page table"),
             size: pages.max(1) * 8,
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
+    }
+
+    /// Zero at creation (wgpu clears new buffers): a new page was never touched.
+    fn stamp_buffer(device: &wgpu::Device, pages: u64) -> wgpu::Buffer {
+        device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("page time stamps"),
+            size: pages.max(1) * 4,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         })
     }
@@ -401,6 +422,13 @@ impl Device for WgpuDevice {
                 data.len()
             ))));
         }
+        // Slot reuse (docs/WGPU.md, "Slot reuse"): the memory manager gives a slot to another
+        // page between launches. No launch still runs on the old mapping, because every call
+        // that submits work waits for it before returning (`finish`, `read_back`); and this
+        // queued write runs at the start of the next submission, after every earlier one and
+        // before that submission's own commands, so a read of the old data (`read_slot`, which
+        // has waited) precedes it and the next launch sees the new data with the new
+        // descriptor, written by `set_page` the same way.
         self.queue
             .write_buffer(&self.memories[at.memory as usize].buffer, off, data);
         Ok(())
@@ -425,6 +453,20 @@ impl Device for WgpuDevice {
                 "a page table of {pages} pages does not fit one storage binding"
             ))));
         }
+        // The stamps of the pages that stay move to the new buffer; the rest start at zero.
+        let keep = (self.table.len() as u64).min(pages) * 4;
+        let stamps = Self::stamp_buffer(&self.device, pages);
+        if keep > 0 {
+            let mut enc = self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+            enc.copy_buffer_to_buffer(&self.stamps, 0, &stamps, 0, keep);
+            self.queue.submit([enc.finish()]);
+            // Like every call that submits work, return with none in flight (slot reuse,
+            // docs/WGPU.md). A resize follows objects being created or freed: rare.
+            self.health.wait(&self.device).map_err(|e| self.err(e))?;
+        }
+        self.stamps = stamps;
         self.table.resize(pages as usize, 0);
         self.table_buf = Self::table_buffer(&self.device, pages);
         if !self.table.is_empty() {
@@ -435,9 +477,25 @@ impl Device for WgpuDevice {
     }
 
     fn page_times(&mut self, pages: &[GlobalPage]) -> Result<Vec<u64>> {
-        // Not written by the shaders yet: every page reads as never touched, so LRU and clock
-        // fall back on arrival order here.
-        Ok(vec![0; pages.len()])
+        self.check()?;
+        let n = self.table.len() as u64;
+        if let Some(&p) = pages.iter().find(|p| p.0 >= n) {
+            return Err(RuntimeError::Core(CoreError::UnknownPage(p)));
+        }
+        let (Some(lo), Some(hi)) = (
+            pages.iter().map(|p| p.0).min(),
+            pages.iter().map(|p| p.0).max(),
+        ) else {
+            return Ok(Vec::new());
+        };
+        // One read-back of the span the pages cover: a copy of 4 bytes a page, at most the
+        // whole buffer, where a gather of scattered pages would need a kernel of its own.
+        let b = self.read_back(&[(&self.stamps, lo * 4, (hi - lo + 1) * 4)])?;
+        let stamps: Vec<u32> = words(&b[0]).collect();
+        Ok(pages
+            .iter()
+            .map(|p| abi::time_of(stamps[(p.0 - lo) as usize], self.now))
+            .collect())
     }
 
     fn set_page(&mut self, page: GlobalPage, desc: PageDescriptor) -> Result<()> {
@@ -473,6 +531,8 @@ impl Device for WgpuDevice {
             self.pipeline(name, wgsl.source, "main")?;
             return Ok(LaunchOutcome::default());
         }
+        // Before it runs: a launch that fails has stamped pages all the same.
+        self.now = self.now.max(l.time);
         let mut work = self.work(l, &l.domain, &wgsl)?;
         // A Temp launch stores once per invocation in the common case; one that stores more
         // is run again with the room per invocation it turned out to need (it wrote no page).
@@ -801,6 +861,7 @@ impl WgpuDevice {
             s.temp.buf.as_entire_binding(),
             s.leftover.buf.as_entire_binding(),
             s.merge.as_entire_binding(),
+            self.stamps.as_entire_binding(),
         ];
         let entries: Vec<wgpu::BindGroupEntry> = entries
             .into_iter()
@@ -895,6 +956,9 @@ impl WgpuDevice {
             enc.copy_buffer_to_buffer(&s.requests.buf, REQUESTS_HEAD, &s.head, HEAD_LIST, req);
         }
         self.queue.submit([enc.finish()]);
+        // Waits until the device has run this submission (and so every earlier one): a launch
+        // or merge returns with nothing in flight, which is what lets `write_slot` reuse a
+        // slot at once.
         let bytes = self.map_read(&s.head)?;
         let status: Status = bytemuck::pod_read_unaligned(&bytes[..STATUS_BYTES as usize]);
         let head: RequestsHead =
@@ -947,6 +1011,7 @@ impl WgpuDevice {
             bit_words: bit_words as u32,
             fp,
             fp_n,
+            time: abi::stamp_of(l.time),
             ..Default::default()
         };
         let (dispatch, list) = match domain {

@@ -23,10 +23,10 @@
 //! - buffers a launch needs (lists, bit fields, temporary, staging) are kept and grown, so a
 //!   launch in the steady state allocates nothing;
 //! - where the adapter has timestamp queries, every launch and merge is timed on the device,
-//!   and the runtime's stage breakdown gets the device time beside the wall time.
-//!
-//! Not yet: access time stamps of pages (nothing reads them on this backend: eviction is the
-//! memory manager's, on the CPU side).
+//!   and the runtime's stage breakdown gets the device time beside the wall time;
+//! - each launch stamps the pages it translates with its time (a `u32` per page beside the
+//!   page table, widened by the host in `page_times`); every call that submits work waits for
+//!   it, so the memory manager can give a slot to another page between calls (docs/WGPU.md).
 //!
 //! [`UnpagedGpu`] runs the same kernel bodies with no paging, after `unpaged.wgsl`, on plain
 //! row-major arrays: the unpaged original that `tessera bench overhead --backend wgpu` compares

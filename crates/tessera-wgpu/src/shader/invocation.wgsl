@@ -34,6 +34,9 @@
 @group(0) @binding(10) var<storage, read_write> temp: array<vec4<u32>>;
 // The merge's output: the stores it could not write (their pages are not held writable).
 @group(0) @binding(11) var<storage, read_write> leftover: array<vec4<u32>>;
+// Per global page, the stamp (abi::stamp_of) of the last launch that translated it: LRU and
+// clock choose victims by it. Binding 12 is the merge's uniform.
+@group(0) @binding(13) var<storage, read_write> page_stamps: array<atomic<u32>>;
 
 var<private> g_faulted: bool;
 // The invocation's index in launch order: of failing invocations the lowest is reported.
@@ -41,6 +44,8 @@ var<private> g_idx: u32;
 var<private> g_nst: u32;
 // The last request bit this invocation recorded, as (page << 1 | write).
 var<private> g_rec: u32;
+// The last page this invocation stamped.
+var<private> g_stamped: u32;
 // Direct: (memory, word, value). Temp: (page, word in page, value).
 var<private> g_st: array<vec3<u32>, MAX_STORES>;
 
@@ -96,6 +101,21 @@ fn record(page: u32, write: bool) {
     // invocations do not all contend for the same word.
     if (atomicLoad(&bits[w]) & b) == 0u {
         atomicOr(&bits[w], b);
+    }
+}
+
+// The CPU twin stamps every page it translates (its TLB misses) once per task; here each
+// invocation skips the page it stamped last (a stencil's loads fall mostly on one page) and
+// looks before it stores, so that the thousands of invocations on one page do not all write
+// its word: one store per page per launch, give or take the invocations that look at once.
+// Every writer of a launch writes the same value, so their order does not matter.
+fn stamp(page: u32) {
+    if page == g_stamped {
+        return;
+    }
+    g_stamped = page;
+    if atomicLoad(&page_stamps[page]) != launch.time {
+        atomicStore(&page_stamps[page], launch.time);
     }
 }
 
@@ -163,6 +183,8 @@ fn translate(id: u32, x: u32, y: u32, write: bool, format: u32) -> Tr {
         return r;
     }
     let loc = locate(bi, x, y);
+    // Before the residency check, as the CPU twin: a miss touches the page too.
+    stamp(loc.x);
     let d = page_table[loc.x];
     let needs_write = write && launch.mode == MODE_DIRECT;
     if (d.x & 1u) == 0u || (needs_write && (d.x & 2u) == 0u) {
@@ -182,7 +204,8 @@ fn translate(id: u32, x: u32, y: u32, write: bool, format: u32) -> Tr {
 // by the footprint's halo, clipped to the object) into workgroup memory, translating each
 // texel's page there instead of at every one of the kernel's loads. A window with a page that
 // is not resident is not used, so such loads take the per-texel path and record exactly the
-// requests they always did.
+// requests they always did. The windows stop at the launch's rectangle grown by the halo, as
+// the CPU twin's tiles do, so both stamp the same pages.
 const WIN_SIDE: u32 = 16u;
 var<workgroup> wg_win: array<array<u32, 256>, FP_MAX>;
 var<workgroup> wg_bad: array<atomic<u32>, FP_MAX>;
@@ -200,8 +223,8 @@ fn fill_windows(tile: vec2<u32>, lid: u32) {
         let b = launch.binds[bi];
         let x0 = select(0u, tile.x - h, tile.x > h);
         let y0 = select(0u, tile.y - h, tile.y > h);
-        let x1 = min(tile.x + 8u + h, b.width);
-        let y1 = min(tile.y + 8u + h, b.height);
+        let x1 = min(min(tile.x + 8u, launch.x1) + h, b.width);
+        let y1 = min(min(tile.y + 8u, launch.y1) + h, b.height);
         if x1 <= x0 || y1 <= y0 || x1 - x0 > WIN_SIDE || y1 - y0 > WIN_SIDE {
             g_win[k] = vec4<u32>(b.id, 0u, 0u, 0u);
             continue;
@@ -209,13 +232,22 @@ fn fill_windows(tile: vec2<u32>, lid: u32) {
         let w = x1 - x0;
         let n = w * (y1 - y0);
         g_win[k] = vec4<u32>(b.id, x0, y0, w | ((y1 - y0) << 16u));
+        let mask = (1u << b.shift) - 1u;
         for (var j = lid; j < n; j += 64u) {
-            let loc = locate(bi, x0 + j % w, y0 + j / w);
+            let tx = x0 + j % w;
+            let ty = y0 + j / w;
+            let loc = locate(bi, tx, ty);
             let d = page_table[loc.x];
             if (d.x & 1u) == 0u {
                 atomicStore(&wg_bad[k], 1u);
             } else {
                 wg_win[k][j] = mem_load(d.x >> 16u, d.y * b.slot_words + loc.y);
+                // Once per page of the window: at the first texel of its part. Resident pages
+                // only, as the CPU twin's tile copies; a page that is not resident is stamped
+                // by the per-texel loads that then miss on it.
+                if (tx == x0 || (tx & mask) == 0u) && (ty == y0 || (ty & mask) == 0u) {
+                    stamp(loc.x);
+                }
             }
         }
     }
@@ -334,6 +366,7 @@ fn store_u32(id: u32, index: u32, v: u32) {
 @compute @workgroup_size(8, 8, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     g_nwin = 0u;
+    g_stamped = NONE;
     invocation(gid);
 }
 
@@ -345,6 +378,7 @@ fn main_tiles(
     @builtin(local_invocation_index) lid: u32,
 ) {
     g_nwin = 0u;
+    g_stamped = NONE;
     // Uniform: every invocation of the group reaches the barrier.
     fill_windows(vec2<u32>(launch.x0 + wid.x * 8u, launch.y0 + wid.y * 8u), lid);
     workgroupBarrier();
