@@ -71,6 +71,7 @@ pub fn run_boiling(
             devices: o.devices,
             cpu_threads: o.node.threads,
             budget_bytes: o.node.budget_mib.saturating_mul(1 << 20),
+            home_file: o.node.home_file.clone(),
             ..Default::default()
         },
     )?;

@@ -4,6 +4,7 @@
 //! manager, memory manager → device worker. Device workers wait on nobody. The graph has no
 //! cycle, so the threads cannot deadlock (paper 3.8); docs/ARCHITECTURE.md has the argument.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -37,6 +38,12 @@ pub struct SystemConfig {
     pub policy: Policy,
     /// Seeds the `random` policy, so runs repeat.
     pub seed: u64,
+    /// Keep the home copies in a memory-mapped file at this path instead of host memory, so
+    /// objects may together exceed host RAM. The file is created fresh: an existing path is
+    /// refused, never overwritten (`RuntimeError::HomeFileExists`). It is scratch space for
+    /// this node, removed when the `System` is dropped; another process changing it meanwhile
+    /// is undefined behaviour.
+    pub home_file: Option<PathBuf>,
 }
 
 impl Default for SystemConfig {
@@ -49,6 +56,7 @@ impl Default for SystemConfig {
             cpu_threads: 0,
             policy: Policy::Lru,
             seed: 1,
+            home_file: None,
         }
     }
 }
@@ -102,6 +110,7 @@ impl System {
                 memory_bytes: cfg.memory_bytes,
                 policy: cfg.policy,
                 seed: cfg.seed,
+                home_file: cfg.home_file.clone(),
             },
         )?;
         joins.push(j);
