@@ -109,6 +109,11 @@ pub struct NodeOpts {
     /// pcie5-x16, nvlink) or a TOML file (docs/EVALUATION.md).
     #[arg(long, default_value = "pcie3-x16")]
     topology: String,
+    /// Keep the objects' home copies in a memory-mapped file at PATH instead of host memory,
+    /// so they may exceed RAM. PATH must not exist: tessera creates it fresh, never overwrites
+    /// an existing file (the run is refused), and removes it when the run ends.
+    #[arg(long, value_name = "PATH")]
+    home_file: Option<PathBuf>,
 }
 
 #[derive(Args, Clone)]

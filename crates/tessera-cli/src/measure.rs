@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use tessera_core::topology::{Endpoint, Topology, Transfer};
 use tessera_core::{ObjectDesc, TexelFormat};
-use tessera_runtime::{DeviceTraffic, LinkCounters, PassStats, StageTimes, SystemConfig};
+use tessera_runtime::{DeviceTraffic, PassStats, StageTimes, SystemConfig};
 use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::sim::PagedBoiling;
 
@@ -71,6 +71,7 @@ pub fn run_boiling(
             devices: o.devices,
             cpu_threads: o.node.threads,
             budget_bytes: o.node.budget_mib.saturating_mul(1 << 20),
+            home_file: o.node.home_file.clone(),
             ..Default::default()
         },
     )?;
@@ -171,9 +172,9 @@ pub fn transfers(
     for (d, &a) in after.iter().enumerate() {
         let b = before.get(d).copied().unwrap_or_default();
         let dev = Endpoint::Device(d);
-        let h2d = delta(a.host_to_device, b.host_to_device);
-        let d2h = delta(a.device_to_host, b.device_to_host);
-        let d2d = delta(a.device_to_device, b.device_to_device);
+        let h2d = a.host_to_device.since(b.host_to_device);
+        let d2h = a.device_to_host.since(b.device_to_host);
+        let d2d = a.device_to_device.since(b.device_to_device);
         out.push(Transfer {
             from: Endpoint::Host,
             to: dev,
@@ -215,26 +216,9 @@ pub fn transfers(
     Ok(out)
 }
 
-fn delta(a: LinkCounters, b: LinkCounters) -> LinkCounters {
-    LinkCounters {
-        pages: a.pages.saturating_sub(b.pages),
-        bytes: a.bytes.saturating_sub(b.bytes),
-    }
-}
-
 /// Counters of the measured frames: `after` less the warm-up's `before`.
 pub fn traffic_delta(before: &DeviceTraffic, after: &DeviceTraffic) -> DeviceTraffic {
-    DeviceTraffic {
-        batches: after.batches.saturating_sub(before.batches),
-        page_requests: after.page_requests.saturating_sub(before.page_requests),
-        read_requests: after.read_requests.saturating_sub(before.read_requests),
-        write_requests: after.write_requests.saturating_sub(before.write_requests),
-        deferred: after.deferred.saturating_sub(before.deferred),
-        host_to_device: delta(after.host_to_device, before.host_to_device),
-        device_to_host: delta(after.device_to_host, before.device_to_host),
-        device_to_device: delta(after.device_to_device, before.device_to_device),
-        invalidations: after.invalidations.saturating_sub(before.invalidations),
-    }
+    after.since(before)
 }
 
 /// The simulation's textures with their page ranges, from the passes' bindings.

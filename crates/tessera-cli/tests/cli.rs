@@ -200,6 +200,93 @@ fn unwritable_output_directory_is_an_error() {
     );
 }
 
+#[test]
+fn bad_home_files_are_refused_with_their_path_and_existing_files_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let existing = dir.path().join("data.bin");
+    std::fs::write(&existing, b"keep me").unwrap();
+    let missing = dir.path().join("no").join("such").join("home");
+    let cases = [
+        (dir.path().to_path_buf(), "is a directory"),
+        (missing, "cannot create"),
+        (existing.clone(), "already exists"),
+    ];
+    for (path, needle) in &cases {
+        for sub in [
+            &["run", "boiling"][..],
+            &["sweep", "devices", "--devices", "1"],
+        ] {
+            let mut args = sub.to_vec();
+            let p = path.to_str().unwrap();
+            args.extend([
+                "--size",
+                "8",
+                "--page",
+                "4",
+                "--frames",
+                "1",
+                "--out",
+                out.to_str().unwrap(),
+                "--home-file",
+                p,
+            ]);
+            let o = tessera(&args);
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(!o.status.success(), "{args:?} should fail");
+            assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+            assert!(
+                err.contains(p) && err.contains(needle),
+                "{args:?}: expected {p} and {needle:?} in {err}"
+            );
+        }
+    }
+    assert_eq!(std::fs::read(&existing).unwrap(), b"keep me");
+}
+
+#[test]
+fn a_run_with_a_home_file_gives_the_same_field_and_removes_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("tessera.home");
+    let checksum = |extra: &[&str], out: &str| {
+        let mut args = vec![
+            "run",
+            "boiling",
+            "--size",
+            "32",
+            "--page",
+            "8",
+            "--frames",
+            "2",
+            "--gif-every",
+            "0",
+            "--out",
+            out,
+        ];
+        args.extend(extra);
+        let o = tessera(&args);
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(dir.path().join(out).join("report.json")).unwrap(),
+        )
+        .unwrap();
+        report["field_checksum"].clone()
+    };
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    let in_file = checksum(
+        &["--home-file", home.to_str().unwrap()],
+        a.to_str().unwrap(),
+    );
+    let in_memory = checksum(&[], b.to_str().unwrap());
+    assert!(in_file.is_string(), "{in_file}");
+    assert_eq!(in_file, in_memory);
+    assert!(!home.exists(), "the home file is removed when the run ends");
+}
+
 /// Runs the binary, killing it if it has not exited within `limit`: a refusal must come
 /// before any work, and a test that hangs tells nothing.
 fn tessera_within(args: &[&str], limit: std::time::Duration) -> std::process::Output {

@@ -1,5 +1,7 @@
 //! Runtime errors: what can go wrong once threads, backends and kernels are involved.
 
+use std::path::PathBuf;
+
 use tessera_core::{CoreError, DeviceId, GlobalPage, ObjectId};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -62,6 +64,21 @@ pub enum RuntimeError {
         min_bytes: u64,
         budget_bytes: u64,
     },
+    /// The home file could not be created, grown, shrunk or mapped. `io::Error` is neither
+    /// `Clone` nor `PartialEq`, which this enum must be (a broken manager repeats its error to
+    /// every later caller), so its kind and text are kept instead.
+    #[error("home file {}: cannot {action}: {message}", path.display())]
+    HomeFile {
+        path: PathBuf,
+        action: &'static str,
+        kind: std::io::ErrorKind,
+        message: String,
+    },
+    #[error(
+        "home file {} already exists; tessera creates its home file fresh and never overwrites one: remove it or choose another path",
+        path.display()
+    )]
+    HomeFileExists { path: PathBuf },
 }
 
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;

@@ -8,6 +8,7 @@ pub mod backend;
 pub mod cpu;
 pub mod driver;
 pub mod error;
+mod home;
 pub mod kernel;
 pub mod manager;
 pub mod partition;

@@ -7,6 +7,7 @@
 //! separate from the command queue.
 
 use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
@@ -18,6 +19,7 @@ use tessera_core::{
 };
 
 use crate::error::{Result, RuntimeError};
+use crate::home::HomeStore;
 use crate::stats::{DeviceMemoryUse, DeviceTraffic};
 use crate::worker::{Pending, WorkerHandle};
 
@@ -123,6 +125,9 @@ pub struct ManagerConfig {
     pub thrashing: Thrashing,
     /// Keep the request trace for [`ManagerHandle::trace`].
     pub record_trace: bool,
+    /// Keep the home copies in a memory-mapped file created fresh at this path (an existing
+    /// path is refused) and removed when the manager stops; in host memory when None.
+    pub home_file: Option<PathBuf>,
 }
 
 /// What the memory manager does about thrashing pages.
@@ -181,8 +186,9 @@ impl Evictor {
 struct Manager {
     protocol: Protocol,
     space: AddressSpace,
-    /// Home copies, per object, page after page (each page a whole slot's worth of bytes).
-    home: HashMap<ObjectId, Vec<u8>>,
+    /// Home copies, per object, page after page (each page a whole slot's worth of bytes),
+    /// in host memory or a memory-mapped file.
+    home: HomeStore,
     memories: Vec<DeviceMemory>,
     /// Per device, the slot holding each resident global page, indexed by global page.
     slots: Vec<Vec<Option<SlotAddr>>>,
@@ -209,6 +215,8 @@ pub fn spawn(
     cfg: &ManagerConfig,
 ) -> Result<(ManagerHandle, JoinHandle<()>)> {
     let n = workers.len();
+    // First, so a bad path fails before anything else is built.
+    let home = HomeStore::open(cfg.home_file.as_deref())?;
     let protocol = Protocol::new(
         Directory::new(0, HomeMap::Single(NodeId(0))),
         n,
@@ -217,7 +225,7 @@ pub fn spawn(
     let mut m = Manager {
         protocol,
         space: AddressSpace::new(),
-        home: HashMap::new(),
+        home,
         memories: workers
             .iter()
             .map(|w| DeviceMemory::new(w.device, cfg.budget_bytes, cfg.memory_bytes))
@@ -562,8 +570,7 @@ impl Manager {
                     let data = match from {
                         Source::Home => {
                             self.traffic[to.index()].host_to_device.add(bytes);
-                            let h = &self.home[&obj];
-                            h[(local * bytes) as usize..((local + 1) * bytes) as usize].to_vec()
+                            self.home.page(obj, local, bytes)?.to_vec()
                         }
                         Source::Device(o) => {
                             self.traffic[to.index()].device_to_device.add(bytes);
@@ -585,11 +592,8 @@ impl Manager {
                     if self.evicting {
                         self.traffic[from.index()].eviction_write_backs += 1;
                     }
-                    let h = self.home.get_mut(&obj).ok_or(RuntimeError::Core(
-                        tessera_core::CoreError::UnknownObject(obj),
-                    ))?;
-                    h[(local * bytes) as usize..((local + 1) * bytes) as usize]
-                        .copy_from_slice(&data);
+                    debug_assert_eq!(data.len() as u64, bytes);
+                    self.home.write_page(obj, local, &data)?;
                 }
                 Action::Invalidate { page, device } => {
                     let at = self.slot(device, page)?;
@@ -702,11 +706,23 @@ impl Manager {
             self.space.free(e.id)?;
             return Err(err.into());
         }
-        let mut home = vec![0u8; (desc.page_count() * desc.page_bytes()) as usize];
+        let home = match self
+            .home
+            .create(e.id, desc.page_count() * desc.page_bytes())
+        {
+            Ok(home) => home,
+            Err(err) => {
+                // No room for its home copy (a full disk under a home file): the object must
+                // not half exist. No device holds a page of it yet, so freeing moves nothing.
+                let actions = self.protocol.handle(Message::Free { pages: e.pages() })?;
+                self.execute(actions)?;
+                self.space.free(e.id)?;
+                return Err(err);
+            }
+        };
         if let Some(d) = data {
-            pack(&desc, &d, &mut home);
+            pack(&desc, &d, home);
         }
-        self.home.insert(e.id, home);
         // Freeing dropped every device's copy of reused pages, so no device maps one of them.
         self.resize_tables()?;
         Ok(e)
@@ -725,7 +741,7 @@ impl Manager {
             return Err(err);
         }
         self.space.free(id)?;
-        self.home.remove(&id);
+        self.home.remove(id)?;
         self.pinned.remove(&id);
         for p in e.pages() {
             for ev in &mut self.evictors {
@@ -738,7 +754,7 @@ impl Manager {
     fn read(&mut self, id: ObjectId) -> Result<Vec<u8>> {
         let e = *self.space.get(id)?;
         let bytes = e.desc.page_bytes() as usize;
-        let mut pages = self.home[&id].clone();
+        let mut pages = self.home.object(id)?.to_vec();
         // Modified pages come from their owners: one job per device, not one per page.
         let mut by_owner: Vec<Vec<(usize, SlotAddr)>> = vec![Vec::new(); self.workers.len()];
         for (local, page) in e.pages().enumerate() {

@@ -48,6 +48,38 @@ pub struct DeviceTraffic {
     pub thrash_pins: u64,
 }
 
+impl LinkCounters {
+    pub fn since(self, before: LinkCounters) -> LinkCounters {
+        LinkCounters {
+            pages: self.pages.saturating_sub(before.pages),
+            bytes: self.bytes.saturating_sub(before.bytes),
+        }
+    }
+}
+
+impl DeviceTraffic {
+    /// What happened after `before` was taken (counters only grow).
+    pub fn since(&self, before: &DeviceTraffic) -> DeviceTraffic {
+        let d = |a: u64, b: u64| a.saturating_sub(b);
+        DeviceTraffic {
+            batches: d(self.batches, before.batches),
+            page_requests: d(self.page_requests, before.page_requests),
+            read_requests: d(self.read_requests, before.read_requests),
+            write_requests: d(self.write_requests, before.write_requests),
+            deferred: d(self.deferred, before.deferred),
+            host_to_device: self.host_to_device.since(before.host_to_device),
+            device_to_host: self.device_to_host.since(before.device_to_host),
+            device_to_device: self.device_to_device.since(before.device_to_device),
+            invalidations: d(self.invalidations, before.invalidations),
+            evictions: d(self.evictions, before.evictions),
+            eviction_write_backs: d(self.eviction_write_backs, before.eviction_write_backs),
+            refaults: d(self.refaults, before.refaults),
+            thrashing_pages: d(self.thrashing_pages, before.thrashing_pages),
+            thrash_pins: d(self.thrash_pins, before.thrash_pins),
+        }
+    }
+}
+
 /// Memory one device holds, split into pages only it holds and pages other devices hold too.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct DeviceMemoryUse {

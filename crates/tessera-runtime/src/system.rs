@@ -4,6 +4,7 @@
 //! manager, memory manager → device worker. Device workers wait on nobody. The graph has no
 //! cycle, so the threads cannot deadlock (paper 3.8); docs/ARCHITECTURE.md has the argument.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -41,6 +42,12 @@ pub struct SystemConfig {
     pub thrashing: Thrashing,
     /// Keep every batch's pages for Belady's OPT ([`ManagerHandle::trace`]).
     pub record_trace: bool,
+    /// Keep the home copies in a memory-mapped file at this path instead of host memory, so
+    /// objects may together exceed host RAM. The file is created fresh: an existing path is
+    /// refused, never overwritten (`RuntimeError::HomeFileExists`). It is scratch space for
+    /// this node, removed when the `System` is dropped; another process changing it meanwhile
+    /// is undefined behaviour.
+    pub home_file: Option<PathBuf>,
 }
 
 impl Default for SystemConfig {
@@ -55,6 +62,7 @@ impl Default for SystemConfig {
             seed: 1,
             thrashing: Thrashing::Pin,
             record_trace: false,
+            home_file: None,
         }
     }
 }
@@ -110,6 +118,7 @@ impl System {
                 seed: cfg.seed,
                 thrashing: cfg.thrashing,
                 record_trace: cfg.record_trace,
+                home_file: cfg.home_file.clone(),
             },
         )?;
         joins.push(j);
