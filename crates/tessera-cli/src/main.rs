@@ -5,6 +5,7 @@ mod backend;
 mod bench;
 mod litmus;
 mod measure;
+mod oversub;
 mod plot;
 mod report;
 mod residency;
@@ -17,7 +18,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use tessera_runtime::{Partition, Procedure};
+use tessera_runtime::{Partition, Policy, Procedure, Thrashing};
 
 #[derive(Parser)]
 #[command(
@@ -41,10 +42,8 @@ enum Command {
     },
     /// Benchmarks that print ratios measured side by side in one run.
     Bench {
-        #[arg(value_enum)]
+        #[command(subcommand)]
         which: BenchKind,
-        #[command(flatten)]
-        opts: BenchOpts,
     },
     /// Many runs, one CSV and the paper's evaluation figures as plots.
     Sweep {
@@ -57,16 +56,19 @@ enum Command {
     Devices,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum Workload {
     /// The boiling simulation of paper 4.1.1.
     Boiling,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
+#[derive(Subcommand)]
 enum BenchKind {
     /// Boiling on one device, paged vs unpaged: the cost of paging.
-    Overhead,
+    Overhead(BenchOpts),
+    /// A workload with budgets below its working set, per ratio and eviction policy, against
+    /// the resident run and Belady's OPT.
+    Oversubscription(oversub::OversubOpts),
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -102,9 +104,20 @@ pub struct NodeOpts {
     /// just to start.
     #[arg(long, default_value_t = 0, value_parser = parse_threads)]
     threads: usize,
-    /// Per-device memory budget in MiB.
-    #[arg(long, default_value_t = 4096)]
-    budget_mib: u64,
+    /// Per-device memory budget in MiB (fractions allowed, e.g. 0.75). It is a page cache:
+    /// when a batch needs more slots than it has left, pages are evicted (`--policy`), and a
+    /// pass whose pages do not fit at once runs in waves. Too small for one invocation's pages
+    /// is an error naming the minimum.
+    #[arg(long, default_value = "4096", value_parser = parse_budget)]
+    budget_mib: f64,
+    /// Which pages a device gives up when its budget is full: lru (the patent's time stamps),
+    /// clock (second chance), fifo or random.
+    #[arg(long, default_value = "lru", value_parser = parse_policy)]
+    policy: Policy,
+    /// What to do about pages evicted and faulted again in quick succession: pin them for a
+    /// while (up to half the budget), or only count them.
+    #[arg(long, default_value = "pin", value_parser = parse_thrashing)]
+    thrashing: Thrashing,
     /// Interconnect for the modeled time: a preset (pcie1-x16, pcie3-x16, pcie4-x16,
     /// pcie5-x16, nvlink) or a TOML file (docs/EVALUATION.md).
     #[arg(long, default_value = "pcie3-x16")]
@@ -200,7 +213,7 @@ pub fn max_threads() -> usize {
     cores().saturating_mul(THREADS_PER_CORE).max(THREADS_FLOOR)
 }
 
-fn parse_threads(s: &str) -> Result<usize, String> {
+pub fn parse_threads(s: &str) -> Result<usize, String> {
     let s = s.trim();
     let max = max_threads();
     let too_many = || {
@@ -220,7 +233,40 @@ fn parse_threads(s: &str) -> Result<usize, String> {
     }
 }
 
-fn parse_procedure(s: &str) -> Result<Procedure, String> {
+/// Budgets are given in MiB; the largest accepted is 1 PiB (2^30 MiB).
+pub const MAX_BUDGET_MIB: f64 = (1u64 << 30) as f64;
+
+fn parse_budget(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of MiB"))?;
+    if !v.is_finite() || v <= 0.0 {
+        return Err(format!(
+            "the budget must be more than 0 MiB (got {s}): a device needs room for at least one invocation's pages"
+        ));
+    }
+    if v > MAX_BUDGET_MIB {
+        return Err(format!(
+            "{s} MiB is more than the largest budget accepted, {MAX_BUDGET_MIB} MiB"
+        ));
+    }
+    Ok(v)
+}
+
+/// Bytes of a budget given in MiB.
+pub fn budget_bytes(mib: f64) -> u64 {
+    (mib * (1u64 << 20) as f64) as u64
+}
+
+fn parse_policy(s: &str) -> Result<Policy, String> {
+    s.parse()
+}
+pub fn parse_thrashing(s: &str) -> Result<Thrashing, String> {
+    s.parse()
+}
+
+pub fn parse_procedure(s: &str) -> Result<Procedure, String> {
     s.parse()
 }
 fn parse_partition(s: &str) -> Result<Partition, String> {
@@ -235,9 +281,11 @@ fn main() -> ExitCode {
             opts,
         } => run::boiling(&opts),
         Command::Bench {
-            which: BenchKind::Overhead,
-            opts,
+            which: BenchKind::Overhead(opts),
         } => bench::overhead(&opts),
+        Command::Bench {
+            which: BenchKind::Oversubscription(opts),
+        } => oversub::oversubscription(&opts),
         Command::Litmus(opts) => litmus::litmus(&opts),
         Command::Devices => backend::devices(),
         Command::Sweep {

@@ -70,7 +70,9 @@ pub fn run_boiling(
         &SystemConfig {
             devices: o.devices,
             cpu_threads: o.node.threads,
-            budget_bytes: o.node.budget_mib.saturating_mul(1 << 20),
+            budget_bytes: crate::budget_bytes(o.node.budget_mib),
+            policy: o.node.policy,
+            thrashing: o.node.thrashing,
             home_file: o.node.home_file.clone(),
             ..Default::default()
         },

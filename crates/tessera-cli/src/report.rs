@@ -51,6 +51,24 @@ pub struct DeviceReport {
     pub gpu_stage_seconds: Option<StageTimes>,
     pub launches: u64,
     pub relaunched_invocations: u64,
+    /// Eviction over the measured frames (all zero while everything fits the budget).
+    pub eviction: EvictionReport,
+}
+
+/// What the budget's page cache did on one device, over the measured frames.
+#[derive(Serialize, Clone, Copy, Default)]
+pub struct EvictionReport {
+    pub evictions: u64,
+    /// Modified pages written home before they were evicted.
+    pub write_backs: u64,
+    /// Pages requested again after the device evicted them.
+    pub refaults: u64,
+    /// Pages refaulted 3 times within 16 batches of their eviction.
+    pub thrashing_pages: u64,
+    /// Thrashing pages pinned in response (`--thrashing pin`).
+    pub thrash_pins: u64,
+    /// Waves split because their pages did not fit the budget at once.
+    pub wave_splits: u64,
 }
 
 #[derive(Serialize)]
@@ -100,6 +118,12 @@ pub struct Report {
     pub gpu_stage_seconds: Option<StageTimes>,
     pub per_device: Vec<DeviceReport>,
     pub field_checksum: String,
+    /// Per device budget, bytes: the page cache's size.
+    pub budget_bytes: u64,
+    pub policy: tessera_runtime::Policy,
+    pub thrashing: tessera_runtime::Thrashing,
+    /// Summed over devices.
+    pub eviction: EvictionReport,
 }
 
 /// Memory over all devices, each page counted once.
@@ -186,6 +210,14 @@ impl Report {
                     gpu_stage_seconds: passes[d].gpu_stages,
                     launches: passes[d].launches,
                     relaunched_invocations: passes[d].relaunched,
+                    eviction: EvictionReport {
+                        evictions: t.evictions,
+                        write_backs: t.eviction_write_backs,
+                        refaults: t.refaults,
+                        thrashing_pages: t.thrashing_pages,
+                        thrash_pins: t.thrash_pins,
+                        wave_splits: passes[d].wave_splits,
+                    },
                 }
             })
             .collect();
@@ -264,8 +296,22 @@ impl Report {
             },
             stage_seconds: stages,
             gpu_stage_seconds: gpu_stages,
+            eviction: per_device.iter().fold(EvictionReport::default(), |a, d| {
+                let e = d.eviction;
+                EvictionReport {
+                    evictions: a.evictions + e.evictions,
+                    write_backs: a.write_backs + e.write_backs,
+                    refaults: a.refaults + e.refaults,
+                    thrashing_pages: a.thrashing_pages + e.thrashing_pages,
+                    thrash_pins: a.thrash_pins + e.thrash_pins,
+                    wave_splits: a.wave_splits + e.wave_splits,
+                }
+            }),
             per_device,
             field_checksum,
+            budget_bytes: crate::budget_bytes(o.node.budget_mib),
+            policy: o.node.policy,
+            thrashing: o.node.thrashing,
         })
     }
 
@@ -292,6 +338,20 @@ impl Report {
             "frames per second (measured): {:.2}   wall {:.3} s",
             self.frames_per_second_measured, self.wall_seconds
         );
+        let e = &self.eviction;
+        if e.evictions + e.wave_splits > 0 {
+            println!(
+                "budget {} KiB/device ({}): {} evictions ({} written back), {} refaults, {} thrashing pages ({} pinned), {} wave splits",
+                self.budget_bytes / 1024,
+                self.policy,
+                e.evictions,
+                e.write_backs,
+                e.refaults,
+                e.thrashing_pages,
+                e.thrash_pins,
+                e.wave_splits
+            );
+        }
         println!(
             "frames per second (modeled on {}): {:.2}   device work {:.3} s (measured) + transfers {:.3} s (modeled)",
             self.topology,

@@ -367,6 +367,12 @@ impl DeviceContext {
                         let list = Domain::List(Arc::new(out.incomplete));
                         let parts = split(&list, wave_count(pages, capacity));
                         if parts.len() < 2 {
+                            if !held.is_empty() {
+                                // What the wave kept may belong to invocations that finished:
+                                // the last one tries again keeping nothing.
+                                waves.push_front((list, Vec::new()));
+                                continue 'waves;
+                            }
                             return Err(self.too_small(spec, pages, page_bytes, budget_bytes));
                         }
                         stats.wave_splits += 1;
@@ -409,7 +415,8 @@ impl DeviceContext {
         let mut parts = VecDeque::from([spec.domain.clone()]);
         while let Some(domain) = parts.pop_front() {
             match self.two_pass_part(spec, domain.clone(), stats) {
-                Ok(()) => {}
+                // The merge's grant is held until the part is done; the next part requests.
+                Ok(()) => self.release(),
                 Err(RuntimeError::OverBudget {
                     pages,
                     capacity,

@@ -255,17 +255,59 @@ impl Task<'_> {
     }
 
     /// Runs a list of invocations (a relaunch); `first` is the place of `items[0]` in the list.
-    fn run_list(&self, items: &[(u32, u32)], first: u64) -> TaskResult {
+    ///
+    /// A relaunch list is mostly whole rows and rectangles (the tiles and waves whose pages
+    /// were missing), in launch order. Runs of it that form a rectangle, row-major, go through
+    /// the tile path like a rectangle launch, and rows through the span loop, so a relaunch
+    /// after oversubscription's evictions is not a texel-by-texel crawl. The order, the
+    /// requests and the first error are those of running the items one by one.
+    fn run_list(&self, items: &[(u32, u32)], first: u64, bufs: &mut TileBuffers) -> TaskResult {
         let mut inv = self.invocation();
         let mut incomplete = Vec::new();
-        for (i, &(x, y)) in items.iter().enumerate() {
-            if let Err(e) = self.kernel.run_span(&mut inv, y, x..x + 1, &mut incomplete) {
-                return Self::result(inv, incomplete, Some((first + i as u64, e)));
+        let mut i = 0;
+        while i < items.len() {
+            let (xa, ya) = items[i];
+            let mut w = 1;
+            while i + w < items.len() && items[i + w] == (xa.wrapping_add(w as u32), ya) {
+                w += 1;
             }
+            let mut h = 1;
+            'rows: loop {
+                let s = i + h * w;
+                if s + w > items.len() {
+                    break;
+                }
+                for k in 0..w {
+                    if items[s + k] != (xa.wrapping_add(k as u32), ya.wrapping_add(h as u32)) {
+                        break 'rows;
+                    }
+                }
+                h += 1;
+            }
+            let (xs, ys) = (xa..xa + w as u32, ya..ya + h as u32);
+            if w * h >= MIN_LIST_RECT && self.run_plain_tile(&mut inv, &xs, &ys, bufs) {
+                i += w * h;
+                continue;
+            }
+            for y in ys {
+                if let Err(e) = self
+                    .kernel
+                    .run_span(&mut inv, y, xs.clone(), &mut incomplete)
+                {
+                    let (fx, fy) = inv.failed_at.unwrap_or((xa, y));
+                    let rank = first + (i + (fy - ya) as usize * w + (fx - xa) as usize) as u64;
+                    return Self::result(inv, incomplete, Some((rank, e)));
+                }
+            }
+            i += w * h;
         }
         Self::result(inv, incomplete, None)
     }
 }
+
+/// Rectangles of a relaunch list smaller than this run through the span loop: the tile path's
+/// fixed cost (translating and copying whole windows) pays only over enough invocations.
+const MIN_LIST_RECT: usize = 64;
 
 impl Device for CpuDevice {
     fn describe(&self) -> String {
@@ -369,7 +411,9 @@ impl Device for CpuDevice {
             Domain::List(list) => list
                 .par_chunks(LIST_PER_TASK)
                 .enumerate()
-                .map(|(i, c)| task.run_list(c, (i * LIST_PER_TASK) as u64))
+                .map_init(TileBuffers::default, |bufs, (i, c)| {
+                    task.run_list(c, (i * LIST_PER_TASK) as u64, bufs)
+                })
                 .collect(),
         });
         let mut out = LaunchOutcome {

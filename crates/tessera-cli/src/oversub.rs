@@ -1,0 +1,359 @@
+//! `tessera bench oversubscription`: a workload with each device's budget a fraction of its
+//! working set, per ratio and eviction policy, against the fully resident run, side by side in
+//! one run; plus Belady's OPT over the recorded trace as a bound.
+//!
+//! The ratio is the working set divided by the budget: 2 means half of what the device touches
+//! fits. Every configuration is built up front and warmed up by one frame; then, round after
+//! round, each runs `--frames` frames in turn (the resident run too), so machine noise hits all
+//! of them alike, and the median of the rounds is compared. The fields must all end equal to
+//! the resident run's, or the bench fails.
+//!
+//! OPT: each device's trace is the sequence of page sets its batches needed resident at once
+//! (the batch and the pages its wave kept). Belady's rule over that trace gives the fewest
+//! loads any policy could make for the same sequence of waves. Turning loads into time is a
+//! model: the policy's time above resident, scaled by OPT's loads over the policy's. It is
+//! printed as modeled.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use tessera_core::eviction::belady_loads;
+use tessera_core::{ObjectDesc, TexelFormat};
+use tessera_runtime::{Partition, Policy, Procedure, SystemConfig, Thrashing};
+use tessera_workloads::boiling::math::BoilingParams;
+use tessera_workloads::boiling::reference::field_checksum;
+use tessera_workloads::boiling::sim::PagedBoiling;
+
+use crate::plot::{line_chart, LineChart, Series};
+use crate::run::{check_size, progress};
+use crate::{backend, parse_procedure, parse_thrashing, BackendKind, Workload};
+
+#[derive(Args, Clone)]
+pub struct OversubOpts {
+    /// The workload whose working set is oversubscribed.
+    #[arg(long, value_enum, default_value = "boiling")]
+    workload: Workload,
+    /// Working set divided by budget, comma-separated; each at least 1.
+    #[arg(long, default_value = "1,1.25,1.5,2,4", value_delimiter = ',', value_parser = parse_ratio)]
+    ratios: Vec<f64>,
+    /// Eviction policies to compare, comma-separated.
+    #[arg(long, default_value = "lru,clock,fifo,random", value_delimiter = ',', value_parser = parse_policy)]
+    policy: Vec<Policy>,
+    /// Field side in texels.
+    #[arg(long, default_value_t = 256)]
+    size: u32,
+    /// Page side P in texels.
+    #[arg(long, default_value_t = 16)]
+    page: u32,
+    /// Frames per measurement.
+    #[arg(long, default_value_t = 3)]
+    frames: u32,
+    /// Measurements of each configuration, interleaved; the median is reported.
+    #[arg(long, default_value_t = 3)]
+    rounds: u32,
+    #[arg(long, default_value = "relaunch", value_parser = parse_procedure)]
+    procedure: Procedure,
+    /// Devices; each gets the ratio of its share (1/devices) of the working set.
+    #[arg(long, default_value_t = 1)]
+    devices: usize,
+    /// Thrashing response for every oversubscribed configuration.
+    #[arg(long, default_value = "pin", value_parser = parse_thrashing)]
+    thrashing: Thrashing,
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: BackendKind,
+    /// CPU threads (0: one per core).
+    #[arg(long, default_value_t = 0, value_parser = crate::parse_threads)]
+    threads: usize,
+    /// Output directory: oversubscription.csv and oversubscription.{svg,png}.
+    #[arg(long, default_value = "out-oversubscription")]
+    out: PathBuf,
+}
+
+fn parse_ratio(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a ratio"))?;
+    if !v.is_finite() || v < 1.0 {
+        return Err(format!(
+            "ratio {s} is below 1: the ratio is the working set over the budget, and a budget above the working set is just resident"
+        ));
+    }
+    Ok(v)
+}
+
+fn parse_policy(s: &str) -> Result<Policy, String> {
+    s.parse()
+}
+
+/// Textures of the boiling simulation (field, border, diffusion, buoyancy, display), each
+/// with four bytes a texel.
+const BOILING_TEXTURES: u64 = 5;
+
+/// Bytes of the pages one device touches: its share of every texture.
+fn working_set(o: &OversubOpts) -> Result<u64> {
+    let desc = ObjectDesc::texture(o.size, o.size, TexelFormat::R32Float, o.page)?;
+    Ok(BOILING_TEXTURES * desc.page_count() * desc.page_bytes() / o.devices as u64)
+}
+
+struct Config {
+    /// None: the resident run.
+    setting: Option<(f64, Policy)>,
+    sim: PagedBoiling,
+    times: Vec<f64>,
+    trace_start: Vec<usize>,
+    wave_splits: u64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+pub fn oversubscription(o: &OversubOpts) -> Result<()> {
+    check_size(o.size)?;
+    if o.frames == 0 || o.rounds == 0 {
+        bail!("--frames and --rounds must be at least 1");
+    }
+    if o.devices == 0 || o.devices > 64 {
+        bail!("--devices must be between 1 and 64 (got {})", o.devices);
+    }
+    if o.policy.is_empty() || o.ratios.is_empty() {
+        bail!("give at least one --policy and one --ratios value");
+    }
+    let Workload::Boiling = o.workload;
+    let ws = working_set(o)?;
+    let params = BoilingParams::default();
+    std::fs::create_dir_all(&o.out)
+        .with_context(|| format!("cannot create {}", o.out.display()))?;
+    let mut settings: Vec<Option<(f64, Policy)>> = vec![None];
+    for &r in &o.ratios {
+        for &p in &o.policy {
+            settings.push(Some((r, p)));
+        }
+    }
+    let mut configs = Vec::new();
+    for setting in settings {
+        let mut cfg = SystemConfig {
+            devices: o.devices,
+            cpu_threads: o.threads,
+            record_trace: true,
+            thrashing: o.thrashing,
+            ..Default::default()
+        };
+        if let Some((ratio, policy)) = setting {
+            cfg.budget_bytes = (ws as f64 / ratio) as u64;
+            cfg.policy = policy;
+            // Small memories, so the budget is not rounded up to one big allocation.
+            cfg.memory_bytes = cfg.budget_bytes.clamp(1, 1 << 20);
+        }
+        let (sys, _) = backend::system(o.backend, &cfg)?;
+        let sim = PagedBoiling::new(sys, o.size, o.size, o.page, params)?;
+        configs.push(Config {
+            setting,
+            sim,
+            times: Vec::new(),
+            trace_start: Vec::new(),
+            wave_splits: 0,
+        });
+    }
+    let bar = progress(
+        (configs.len() as u64) * (o.rounds as u64 + 1),
+        "oversubscription",
+    );
+    // Warm-up: the first frame pages everything in (and, oversubscribed, starts evicting).
+    for c in &mut configs {
+        c.sim
+            .frame(Partition::Rows, o.procedure)
+            .with_context(|| describe(c.setting))?;
+        c.trace_start = c.sim.sys.mm.trace()?.iter().map(|t| t.len()).collect();
+        bar.inc(1);
+    }
+    let baseline: Vec<_> = configs
+        .iter()
+        .map(|c| c.sim.sys.mm.traffic())
+        .collect::<Result<_, _>>()?;
+    for _ in 0..o.rounds {
+        for c in &mut configs {
+            let t = Instant::now();
+            for _ in 0..o.frames {
+                let stats = c
+                    .sim
+                    .frame(Partition::Rows, o.procedure)
+                    .with_context(|| describe(c.setting))?;
+                c.wave_splits += stats.iter().map(|s| s.wave_splits).sum::<u64>();
+            }
+            c.times.push(t.elapsed().as_secs_f64() / o.frames as f64);
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    let measured_frames = (o.frames * o.rounds) as f64;
+    let resident = median(configs[0].times.clone());
+    let want = field_checksum(&configs[0].sim.field()?);
+    println!(
+        "{:?} {s}x{s}, {} device(s) [{}], page {p}x{p}, {:?}, working set {} KiB per device, thrashing {:?}, median of {} rounds x {} frames (measured)",
+        o.workload,
+        o.devices,
+        configs[0].sim.sys.backend(),
+        o.procedure,
+        ws / 1024,
+        o.thrashing,
+        o.rounds,
+        o.frames,
+        s = o.size,
+        p = o.page,
+    );
+    println!("resident  {:>9.3} ms/frame", resident * 1e3);
+    println!(
+        "{:>6} {:>7} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9}",
+        "ratio",
+        "policy",
+        "ms/frame",
+        "vs res.",
+        "evict/f",
+        "refault/f",
+        "loads/f",
+        "OPT ld/f",
+        "OPT res.",
+        "vs OPT"
+    );
+    let mut csv = String::from(
+        "ratio,policy,budget_bytes,ms_per_frame,throughput_vs_resident,evictions_per_frame,write_backs_per_frame,refaults_per_frame,thrashing_pages,wave_splits_per_frame,loads_per_frame,opt_loads_per_frame,opt_throughput_vs_resident_modeled,throughput_vs_opt_modeled,field_checksum\n",
+    );
+    let mut series: Vec<Series> = o
+        .policy
+        .iter()
+        .map(|p| Series {
+            name: format!("{p} (measured)"),
+            points: Vec::new(),
+            secondary: false,
+        })
+        .collect();
+    let mut opt_series = Series {
+        name: "OPT bound (modeled from the lru trace)".into(),
+        points: Vec::new(),
+        secondary: true,
+    };
+    let mut mismatched = Vec::new();
+    for (c, base) in configs.iter().zip(&baseline).skip(1) {
+        let Some((ratio, policy)) = c.setting else {
+            continue;
+        };
+        let t = median(c.times.clone());
+        let got = field_checksum(&c.sim.field()?);
+        if got != want {
+            mismatched.push(format!("{ratio}x {policy}: {got} (resident {want})"));
+        }
+        let traffic: Vec<_> = c
+            .sim
+            .sys
+            .mm
+            .traffic()?
+            .iter()
+            .zip(base)
+            .map(|(a, b)| a.since(b))
+            .collect();
+        let sum = |f: &dyn Fn(&tessera_runtime::DeviceTraffic) -> u64| -> u64 {
+            traffic.iter().map(f).sum()
+        };
+        let loads = sum(&|t| t.host_to_device.pages + t.device_to_device.pages);
+        let budget = (ws as f64 / ratio) as u64;
+        let page_bytes =
+            ObjectDesc::texture(o.size, o.size, TexelFormat::R32Float, o.page)?.page_bytes();
+        let capacity = (budget / page_bytes) as usize;
+        let trace = c.sim.sys.mm.trace()?;
+        let opt: u64 = trace
+            .iter()
+            .zip(&c.trace_start)
+            .map(|(t, &s)| belady_loads(&t[s.min(t.len())..], capacity))
+            .sum();
+        // Time above resident, scaled by the loads OPT would make instead (a model).
+        let t_opt = resident + (t - resident).max(0.0) * (opt as f64 / loads.max(1) as f64);
+        let per = |n: u64| n as f64 / measured_frames;
+        println!(
+            "{:>6} {:>7} {:>10.3} {:>9.3} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>9.3} {:>9.3}",
+            ratio,
+            policy.name(),
+            t * 1e3,
+            resident / t,
+            per(sum(&|t| t.evictions)),
+            per(sum(&|t| t.refaults)),
+            per(loads),
+            per(opt),
+            resident / t_opt,
+            t_opt / t,
+        );
+        writeln!(
+            csv,
+            "{ratio},{policy},{budget},{:.6},{:.6},{:.3},{:.3},{:.3},{},{:.3},{:.3},{:.3},{:.6},{:.6},{got}",
+            t * 1e3,
+            resident / t,
+            per(sum(&|t| t.evictions)),
+            per(sum(&|t| t.eviction_write_backs)),
+            per(sum(&|t| t.refaults)),
+            sum(&|t| t.thrashing_pages),
+            per(c.wave_splits),
+            per(loads),
+            per(opt),
+            resident / t_opt,
+            t_opt / t,
+        )?;
+        if let Some(s) = o
+            .policy
+            .iter()
+            .position(|&p| p == policy)
+            .map(|i| &mut series[i])
+        {
+            s.points.push((ratio, resident / t));
+        }
+        if policy == o.policy[0] {
+            opt_series.points.push((ratio, resident / t_opt));
+        }
+    }
+    opt_series.name = format!("OPT bound (modeled from the {} trace)", o.policy[0]);
+    let csv_path = o.out.join("oversubscription.csv");
+    std::fs::write(&csv_path, csv)
+        .with_context(|| format!("cannot write {}", csv_path.display()))?;
+    series.push(opt_series);
+    let stem = o.out.join("oversubscription");
+    line_chart(
+        &stem,
+        &LineChart {
+            title: &format!(
+                "{:?} {s}x{s}, page {p}: throughput under oversubscription",
+                o.workload,
+                s = o.size,
+                p = o.page
+            ),
+            x_label: "working set / budget",
+            y_label: "throughput relative to resident",
+            x_log2: true,
+            y_log: false,
+            series,
+        },
+    )?;
+    println!("wrote {}, {}", csv_path.display(), display_stem(&stem));
+    if !mismatched.is_empty() {
+        bail!(
+            "oversubscribed fields differ from the resident run's: {}",
+            mismatched.join("; ")
+        );
+    }
+    println!("every field checksum equals the resident run's: {want}");
+    Ok(())
+}
+
+fn display_stem(stem: &Path) -> String {
+    format!("{}.{{svg,png}}", stem.display())
+}
+
+fn describe(setting: Option<(f64, Policy)>) -> String {
+    match setting {
+        None => "the resident run".into(),
+        Some((r, p)) => format!("ratio {r} with policy {p}"),
+    }
+}

@@ -1,0 +1,123 @@
+//! Boiling under memory pressure: with each device's budget a fraction of the working set,
+//! pages are evicted and fetched again, waves split, and the field still equals the unpaged
+//! reference bit for bit, for every policy and both procedures.
+
+use tessera_core::ObjectDesc;
+use tessera_core::TexelFormat;
+use tessera_runtime::{Partition, Policy, Procedure, System, SystemConfig, Thrashing};
+use tessera_workloads::boiling::math::BoilingParams;
+use tessera_workloads::boiling::reference::ReferenceBoiling;
+use tessera_workloads::boiling::sim::PagedBoiling;
+
+/// Textures the simulation keeps (field, border, diffusion, buoyancy, display).
+const TEXTURES: u64 = 5;
+
+fn working_set(size: u32, page: u32) -> u64 {
+    let desc = ObjectDesc::texture(size, size, TexelFormat::R32Float, page).unwrap();
+    TEXTURES * desc.page_count() * desc.page_bytes()
+}
+
+struct Run {
+    field: Vec<u32>,
+    evictions: u64,
+    splits: u64,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run(
+    size: u32,
+    page: u32,
+    devices: usize,
+    ratio: f64,
+    policy: Policy,
+    thrashing: Thrashing,
+    procedure: Procedure,
+    frames: u32,
+) -> Run {
+    // Each device touches its band plus a halo; give each the budget for a share of the set.
+    let per_device = working_set(size, page) as f64 / devices as f64;
+    let sys = System::cpu(&SystemConfig {
+        devices,
+        cpu_threads: 2,
+        budget_bytes: (per_device / ratio) as u64,
+        memory_bytes: 1 << 20,
+        policy,
+        thrashing,
+        ..Default::default()
+    })
+    .unwrap();
+    let sim = PagedBoiling::new(sys, size, size, page, BoilingParams::default()).unwrap();
+    let mut splits = 0;
+    for _ in 0..frames {
+        let stats = sim.frame(Partition::Rows, procedure).unwrap();
+        splits += stats.iter().map(|s| s.wave_splits).sum::<u64>();
+    }
+    let evictions = sim
+        .sys
+        .mm
+        .traffic()
+        .unwrap()
+        .iter()
+        .map(|t| t.evictions)
+        .sum();
+    Run {
+        field: sim.field().unwrap().iter().map(|f| f.to_bits()).collect(),
+        evictions,
+        splits,
+    }
+}
+
+fn reference(size: u32, frames: u32) -> Vec<u32> {
+    let mut r = ReferenceBoiling::new(size, size, BoilingParams::default());
+    r.run(frames);
+    r.field.iter().map(|f| f.to_bits()).collect()
+}
+
+#[test]
+fn same_field_at_1_5x_and_4x_for_every_policy_and_procedure() {
+    let (size, page, frames) = (48, 8, 3);
+    let want = reference(size, frames);
+    for ratio in [1.5, 4.0] {
+        for policy in Policy::ALL {
+            for procedure in [Procedure::Relaunch, Procedure::TwoPass] {
+                for devices in [1, 2] {
+                    let r = run(
+                        size,
+                        page,
+                        devices,
+                        ratio,
+                        policy,
+                        Thrashing::Pin,
+                        procedure,
+                        frames,
+                    );
+                    let what = format!("{ratio}x {policy} {procedure:?} {devices} devices");
+                    assert!(r.field == want, "field differs: {what}");
+                    assert!(r.evictions > 0, "nothing was evicted: {what}");
+                    if ratio == 4.0 {
+                        assert!(r.splits > 0, "no wave was split: {what}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn thrashing_response_changes_no_result() {
+    let (size, page, frames) = (48, 8, 3);
+    let want = reference(size, frames);
+    for t in [Thrashing::Off, Thrashing::Pin] {
+        let r = run(
+            size,
+            page,
+            1,
+            2.0,
+            Policy::Lru,
+            t,
+            Procedure::Relaunch,
+            frames,
+        );
+        assert!(r.field == want, "{t:?}");
+    }
+}
