@@ -510,39 +510,18 @@ fn request_id(device: usize, index: u8) -> RequestId {
     RequestId(((device as u64) << 8) | index as u64)
 }
 
+/// One step of the world. An `Evict` with `room` makes room for a batch under the capacity
+/// and costs no eviction budget.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Step {
-    Request {
-        device: u8,
-        batch: Batch,
-    },
-    /// `room`: the eviction makes room for a batch under the capacity, and costs no budget.
-    Evict {
-        device: u8,
-        page: u8,
-        room: bool,
-    },
-    Deliver {
-        device: u8,
-    },
-    Read {
-        device: u8,
-        page: u8,
-    },
-    Write {
-        device: u8,
-        page: u8,
-        value: u8,
-    },
-    Release {
-        device: u8,
-    },
-    Free {
-        page: u8,
-    },
-    Create {
-        page: u8,
-    },
+    Request { device: u8, batch: Batch },
+    Evict { device: u8, page: u8, room: bool },
+    Deliver { device: u8 },
+    Read { device: u8, page: u8 },
+    Write { device: u8, page: u8, value: u8 },
+    Release { device: u8 },
+    Free { page: u8 },
+    Create { page: u8 },
 }
 
 /// What a message was, for traces: built on every step, formatted only for a trace.
