@@ -24,6 +24,8 @@ pub struct LitmusOpts {
     seed: u64,
     /// Coherence protocol. Only `correct` is tessera's: the others are broken on purpose and
     /// exist to show that the runner reports forbidden outcomes when the protocol is wrong.
+    /// The `evict-*` ones differ from `correct` only where the runtime evicts, which litmus
+    /// runs do not do yet.
     #[arg(long, value_enum, default_value = "correct")]
     protocol: ProtocolArg,
 }
@@ -34,6 +36,8 @@ enum ProtocolArg {
     NoMemoryLock,
     SkipInvalidation,
     SkipWriteBack,
+    EvictWithoutWriteBack,
+    EvictIgnoringLocks,
 }
 
 impl From<ProtocolArg> for ProtocolVariant {
@@ -43,6 +47,8 @@ impl From<ProtocolArg> for ProtocolVariant {
             ProtocolArg::NoMemoryLock => ProtocolVariant::NoMemoryLock,
             ProtocolArg::SkipInvalidation => ProtocolVariant::SkipInvalidation,
             ProtocolArg::SkipWriteBack => ProtocolVariant::SkipWriteBackOnDowngrade,
+            ProtocolArg::EvictWithoutWriteBack => ProtocolVariant::EvictWithoutWriteBack,
+            ProtocolArg::EvictIgnoringLocks => ProtocolVariant::EvictIgnoringLocks,
         }
     }
 }

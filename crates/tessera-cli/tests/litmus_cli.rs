@@ -95,6 +95,17 @@ fn a_broken_protocol_makes_the_run_fail() {
 }
 
 #[test]
+fn the_eviction_variants_are_selectable_and_named_in_the_report() {
+    for name in ["evict-without-write-back", "evict-ignoring-locks"] {
+        let o = tessera(&["litmus", "--runs", "5", "--protocol", name, &shipped("SB")]);
+        let (out, err) = text(&o);
+        // Litmus runs never evict, so these broken variants behave as the correct protocol.
+        assert!(o.status.success(), "{name}: {out}\n{err}");
+        assert!(out.contains(&format!("; protocol {name}; ")), "{out}");
+    }
+}
+
+#[test]
 fn malformed_files_are_reported_with_line_and_column() {
     let dir = tempfile::tempdir().unwrap();
     let cases: &[(&str, &[u8], &str)] = &[

@@ -16,7 +16,8 @@
 //! # Steps
 //!
 //! - An idle device with request budget left sends a batch: any non-empty choice of
-//!   none/read/write per page. The request sits in the device's inbox.
+//!   none/read/write per page that fits its slot capacity beside the copies it holds (every
+//!   batch, with no capacity). The request sits in the device's inbox.
 //! - The memory manager takes a request out of one device's inbox, hands it to
 //!   [`Protocol::handle`] and carries out every returned [`Action`] at once (see below why that
 //!   is enough). Taking requests in any order is what explores arrival orders.
@@ -36,6 +37,14 @@
 //!   messages in the same step they are sent: a device does nothing between sending either and
 //!   the memory manager seeing it, so a run in which the message waits in an inbox is the same
 //!   run with the device idling (or, for a release, doing no more operations) until then.
+//! - Under a capacity, an idle device with request budget left evicts a page it holds to make
+//!   room, without spending eviction budget, whenever more pages are live than it has slots
+//!   (exactly when some batch needs that page gone: see `enabled`). The room is made by
+//!   separate steps before the request, so other devices' steps interleave with them.
+//! - A device inside its procedure, with eviction budget left, is asked to evict a page of its
+//!   batch: a memory manager evicting a page in use. The protocol must refuse
+//!   ([`CoreError::EvictWhileLocked`]); a refusal changes nothing and is no transition, like a
+//!   refused free.
 //!
 //! Device operations trust the grant, as the paper's GPU pass does (its page table was set up at
 //! grant time): a read returns the local value even if the copy was invalidated meanwhile, and a
@@ -72,7 +81,11 @@
 //!    and every valid copy holds it;
 //! 4. every request eventually completes: see below; and [`Protocol::handle`] never refuses a
 //!    message the model sends, but for the refusals above;
-//! 5. no stale mapping: no device holds a valid copy of a freed page.
+//! 5. no stale mapping: no device holds a valid copy of a freed page;
+//! 6. slot capacity: no device holds more valid copies than its capacity. Only a device's own
+//!    grant adds copies to it, and its batch fit beside what it held when it sent it; until
+//!    the grant, even one deferred to another device's release, others' steps only invalidate
+//!    its copies, which frees slots. The checker verifies that argument in every state.
 //!
 //! Besides: the directory agrees with the page tables and with the world on which pages are live, a `Complete` finds every page of its batch
 //! resident with the access asked for, data moves only out of valid copies, and (for locking
@@ -81,12 +94,13 @@
 //! # Liveness, and its limit
 //!
 //! Every step consumes budget, moves a device forward in its cycle (idle → request in the inbox
-//! → deferred → granted with fewer pages left to use → idle) or creates an object over a freed
-//! page (a free costs more than the create it enables), so a natural-number progress measure
-//! falls on every step; the checker asserts that on every transition it explores. The state
-//! graph is therefore finite and acyclic, every run ends in a terminal state (no step enabled,
-//! or only refused frees), and "every request eventually completes" becomes: every terminal
-//! state is quiescent (no request in an inbox or deferred, no device granted or locked).
+//! → deferred → granted with fewer pages left to use → idle), drops a copy (an eviction that
+//! makes room) or creates an object over a freed page (a free costs more than the create it
+//! enables), so a natural-number progress measure falls on every step; the checker asserts
+//! that on every transition it explores. The state graph is therefore finite and acyclic,
+//! every run ends in a terminal state (no step enabled, or only refused frees and evictions),
+//! and "every request eventually completes" becomes: every terminal state is quiescent (no
+//! request in an inbox or deferred, no device granted or locked).
 //!
 //! The limit: runs are bounded by the budgets. Starvation, a request overtaken forever by an
 //! unbounded stream of others, is out of reach; the checker shows that no request is stuck once
@@ -138,6 +152,8 @@ pub mod property {
     pub const MEMORY_LOCK: &str = "memory lock";
     /// No device maps a page of a freed object: a later object over the page would find it.
     pub const NO_STALE_MAPPING: &str = "no stale mapping of a freed page";
+    /// No device holds more valid copies than its slot capacity.
+    pub const CAPACITY: &str = "slot capacity";
 }
 
 /// The closed world to explore. Budgets bound every run, which keeps the state graph finite.
@@ -152,6 +168,10 @@ pub struct ModelConfig {
     /// Objects the host may free in one run, whole world (each page is an object of its own).
     /// A freed page may be created again, any number of times.
     pub frees: u8,
+    /// Slots per device, the same on every device; `None` is unbounded. A device sends only a
+    /// batch that fits beside the copies it holds, evicting first to make room (such an
+    /// eviction costs no eviction budget, so a full device is never kept from requesting).
+    pub capacity: Option<u8>,
     pub variant: ProtocolVariant,
 }
 
@@ -168,6 +188,7 @@ impl ModelConfig {
             requests_per_device: 2,
             evictions_per_device: 1,
             frees: 1,
+            capacity: None,
             variant: ProtocolVariant::Correct,
         }
     }
@@ -198,6 +219,9 @@ impl ModelConfig {
         }
         if self.requests_per_device > 15 || self.evictions_per_device > 15 || self.frees > 15 {
             return Err("budgets must be at most 15".into());
+        }
+        if self.capacity == Some(0) {
+            return Err("capacity must be at least 1 slot: a device must fit a batch".into());
         }
         let bits = Layout::new(self).max_bits();
         if bits > KEY_BITS {
@@ -246,6 +270,9 @@ pub struct CheckReport {
     /// Frees the protocol refused, as it must, because a page was locked or deferred: offered
     /// steps that changed nothing, so neither transitions nor states.
     pub refused_frees: u64,
+    /// Evictions the protocol refused, as it must, because the device was inside its procedure
+    /// (`EvictWhileLocked`); counted like refused frees.
+    pub refused_evictions: u64,
     /// Length of the longest shortest path from the initial state (as far as explored).
     pub depth: u32,
     /// The first violation found; exploration stops there.
@@ -256,8 +283,14 @@ impl fmt::Display for CheckReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} states, {} transitions, {} terminal, {} refused frees, depth {}: ",
-            self.states, self.transitions, self.terminal, self.refused_frees, self.depth
+            "{} states, {} transitions, {} terminal, {} refused frees, {} refused evictions, \
+             depth {}: ",
+            self.states,
+            self.transitions,
+            self.terminal,
+            self.refused_frees,
+            self.refused_evictions,
+            self.depth
         )?;
         match &self.violation {
             None => write!(f, "every property holds"),
@@ -434,6 +467,20 @@ struct Dev {
     slots: [Slot; MAX_MODEL_PAGES],
 }
 
+impl Dev {
+    /// The pages whose copy the device's page table holds valid, as a mask.
+    fn held(&self, cfg: &ModelConfig) -> u8 {
+        (0..cfg.pages as usize)
+            .filter(|&p| self.slots[p].valid())
+            .fold(0, |m, p| m | 1 << p)
+    }
+}
+
+/// The page numbers in `mask`, lowest first.
+fn bits(mask: u8) -> impl Iterator<Item = u8> {
+    (0..8).filter(move |p| mask & (1 << p) != 0)
+}
+
 #[derive(Clone, Debug)]
 struct State {
     /// Shared between a state and its successors until a step hands the protocol a message:
@@ -463,10 +510,12 @@ fn request_id(device: usize, index: u8) -> RequestId {
     RequestId(((device as u64) << 8) | index as u64)
 }
 
+/// One step of the world. An `Evict` with `room` makes room for a batch under the capacity
+/// and costs no eviction budget.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Step {
     Request { device: u8, batch: Batch },
-    Evict { device: u8, page: u8 },
+    Evict { device: u8, page: u8, room: bool },
     Deliver { device: u8 },
     Read { device: u8, page: u8 },
     Write { device: u8, page: u8, value: u8 },
@@ -480,7 +529,7 @@ enum Step {
 enum Sent {
     Request { device: u8, index: u8, batch: Batch },
     Release { device: u8 },
-    Evict { device: u8, page: u8 },
+    Evict { device: u8, page: u8, room: bool },
     Free { page: u8 },
     Create { page: u8 },
 }
@@ -494,7 +543,11 @@ impl fmt::Display for Sent {
                 batch,
             } => write!(f, "device{device}'s request #{index} {batch}"),
             Sent::Release { device } => write!(f, "device{device}'s release"),
-            Sent::Evict { device, page } => write!(f, "device{device}'s eviction of page{page}"),
+            Sent::Evict { device, page, room } => write!(
+                f,
+                "device{device}'s eviction of page{page}{}",
+                if room { " to make room" } else { "" }
+            ),
             Sent::Free { page } => write!(f, "the free of page{page}'s object"),
             Sent::Create { page } => write!(f, "a new object over page{page}"),
         }
@@ -544,11 +597,14 @@ impl State {
     }
 
     fn enabled(&self, cfg: &ModelConfig, batches: &[Batch], out: &mut Vec<Step>) {
+        let capacity = cfg.capacity.map_or(u32::MAX, u32::from);
         for (d, dev) in self.devs[..cfg.devices].iter().enumerate() {
             let device = d as u8;
+            let held = dev.held(cfg);
             match dev.phase {
                 Phase::Idle => {
-                    if dev.issued < cfg.requests_per_device {
+                    let requesting = dev.issued < cfg.requests_per_device;
+                    if requesting {
                         // A request for a freed page is refused like one for a page that never
                         // existed; what is worth exploring is the request already sent when
                         // its page is freed, which the inbox covers.
@@ -556,15 +612,19 @@ impl State {
                             batches
                                 .iter()
                                 .filter(|b| b.pages() & !self.live == 0)
+                                .filter(|b| (held | b.pages()).count_ones() <= capacity)
                                 .map(|&batch| Step::Request { device, batch }),
                         );
                     }
-                    if dev.evicted < cfg.evictions_per_device {
-                        for p in 0..cfg.pages as u8 {
-                            if dev.slots[p as usize].valid() {
-                                out.push(Step::Evict { device, page: p });
-                            }
-                        }
+                    // Evicting a held page p makes room for some batch exactly when more pages
+                    // are live than fit: the batch of every other live page then does not fit
+                    // beside p (p is live, as held pages are), and some batch of them fits
+                    // without it. Such an eviction costs no budget, so the budget bounds only
+                    // the evictions nothing asked for; where both would be offered, the free
+                    // one reaches everything the paid one does, with more budget left.
+                    let room = requesting && self.live.count_ones() > capacity;
+                    if room || dev.evicted < cfg.evictions_per_device {
+                        out.extend(bits(held).map(|page| Step::Evict { device, page, room }));
                     }
                 }
                 Phase::Requested(_) => out.push(Step::Deliver { device }),
@@ -586,6 +646,15 @@ impl State {
                                 }));
                             }
                         }
+                    }
+                    // A memory manager that tries to evict a page in use: the protocol must
+                    // refuse it (`EvictWhileLocked`) unless the variant is broken.
+                    if dev.evicted < cfg.evictions_per_device {
+                        out.extend(bits(held & batch.pages()).map(|page| Step::Evict {
+                            device,
+                            page,
+                            room: false,
+                        }));
                     }
                     out.push(Step::Release { device });
                 }
@@ -619,13 +688,28 @@ impl State {
                 dev.phase = Phase::Requested(batch);
                 dev.issued += 1;
             }
-            Step::Evict { device, page } => {
-                self.devs[device as usize].evicted += 1;
+            Step::Evict { device, page, room } => {
+                let d = device as usize;
                 let msg = Message::Evict {
                     device: DeviceId(device),
                     pages: vec![GlobalPage(page as u64)],
                 };
-                self.handle(cfg, msg, Sent::Evict { device, page }, log)?;
+                let sent = Sent::Evict { device, page, room };
+                match self.submit(msg, sent, log) {
+                    Ok(actions) => {
+                        if !room {
+                            self.devs[d].evicted += 1;
+                        }
+                        self.carry_out_all(cfg, actions)?;
+                    }
+                    Err(CoreError::EvictWhileLocked(at))
+                        if at.index() == d
+                            && matches!(self.devs[d].phase, Phase::Granted { .. }) =>
+                    {
+                        return Ok(Applied::Refused)
+                    }
+                    Err(e) => return Err(refused(sent, e)),
+                }
             }
             Step::Read { device, page } => {
                 let (d, p) = (device as usize, page as usize);
@@ -886,6 +970,20 @@ impl State {
     fn invariants(&self, cfg: &ModelConfig) -> Result<(), Failure> {
         let devs = &self.devs[..cfg.devices];
         let directory = self.proto.directory();
+        if let Some(capacity) = cfg.capacity {
+            for (d, dev) in devs.iter().enumerate() {
+                let held = dev.held(cfg);
+                if held.count_ones() > capacity as u32 {
+                    return Err(fail(
+                        property::CAPACITY,
+                        format!(
+                            "device{d} holds valid copies of pages {{{}}}, more than its {capacity} slot(s)",
+                            bits(held).map(|p| format!("page{p}")).collect::<Vec<_>>().join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
         for p in 0..cfg.pages as usize {
             let holders = |f: fn(&Slot) -> bool| {
                 let mut s = DeviceSet::EMPTY;
@@ -1029,9 +1127,12 @@ impl State {
     }
 
     /// Falls on every step (see the module docs): budgets weigh more than any phase, and a
-    /// free more than the one page it leaves to be created again.
+    /// free more than the one page it leaves to be created again. Copies held count too, so an
+    /// eviction that makes room falls without spending budget; the waiting phases outweigh a
+    /// granted one by more than the copies a grant adds.
     fn measure(&self, cfg: &ModelConfig) -> u32 {
-        const BUDGET: u32 = MAX_MODEL_PAGES as u32 + 4;
+        const MAX: u32 = MAX_MODEL_PAGES as u32;
+        const BUDGET: u32 = 2 * MAX + 4;
         let pages = ((1u16 << cfg.pages) - 1) as u8;
         let host = (cfg.frees - self.freed) as u32 * 2 + (pages & !self.live).count_ones();
         host + self.devs[..cfg.devices]
@@ -1042,10 +1143,10 @@ impl State {
                 let rank = match dev.phase {
                     Phase::Idle => 0,
                     Phase::Granted { batch, done } => 1 + (batch.pages() & !done).count_ones(),
-                    Phase::Waiting(_) => MAX_MODEL_PAGES as u32 + 2,
-                    Phase::Requested(_) => MAX_MODEL_PAGES as u32 + 3,
+                    Phase::Waiting(_) => 2 * MAX + 2,
+                    Phase::Requested(_) => 2 * MAX + 3,
                 };
-                left * BUDGET + rank
+                left * BUDGET + rank + dev.held(cfg).count_ones()
             })
             .sum::<u32>()
     }
@@ -1413,6 +1514,7 @@ impl<'a, const W: usize> Explorer<'a, W> {
             transitions: 0,
             terminal: 0,
             refused_frees: 0,
+            refused_evictions: 0,
             depth: 0,
             violation: None,
         };
@@ -1439,7 +1541,10 @@ impl<'a, const W: usize> Explorer<'a, W> {
                         return report;
                     }
                     Ok(Applied::Refused) => {
-                        report.refused_frees += 1;
+                        match step {
+                            Step::Evict { .. } => report.refused_evictions += 1,
+                            _ => report.refused_frees += 1,
+                        }
                         continue;
                     }
                     Ok(Applied::Done) => {}
@@ -1515,6 +1620,7 @@ mod tests {
             requests_per_device: 1,
             evictions_per_device: 1,
             frees: 1,
+            capacity: None,
             variant,
         }
     }
@@ -1604,6 +1710,11 @@ mod tests {
         cfg.devices = 0;
         assert!(cfg.validate().is_err());
         assert!(ModelConfig::minimum().validate().is_ok());
+        let no_slots = ModelConfig {
+            capacity: Some(0),
+            ..ModelConfig::minimum()
+        };
+        assert!(no_slots.validate().is_err());
     }
 
     #[test]
@@ -1718,6 +1829,79 @@ mod tests {
         s.devs[1].slots[0] = Slot::filled(0);
         let err = s.invariants(&cfg).expect_err("device1 maps a freed page");
         assert_eq!(err.property, property::NO_STALE_MAPPING);
+    }
+
+    #[test]
+    fn more_copies_than_slots_is_a_capacity_violation() {
+        let cfg = ModelConfig {
+            capacity: Some(1),
+            ..ModelConfig::minimum()
+        };
+        let s = with_copy(with_copy(State::initial(&cfg), 1, 0), 1, 1);
+        let err = s
+            .invariants(&cfg)
+            .expect_err("device1 holds two pages in one slot");
+        assert_eq!(err.property, property::CAPACITY);
+        let unbounded = ModelConfig::minimum();
+        assert!(s.invariants(&unbounded).is_ok());
+    }
+
+    #[test]
+    fn a_full_device_requests_only_what_fits_and_evicts_to_make_room_for_free() {
+        let cfg = ModelConfig {
+            capacity: Some(1),
+            ..ModelConfig::minimum()
+        };
+        let mut s = with_copy(State::initial(&cfg), 0, 0);
+        s.devs[0].evicted = cfg.evictions_per_device;
+        let mut steps = Vec::new();
+        s.enabled(&cfg, &Batch::all(cfg.pages as usize), &mut steps);
+        let mine: Vec<Step> = steps
+            .into_iter()
+            .filter(|st| {
+                matches!(
+                    st,
+                    Step::Request { device: 0, .. } | Step::Evict { device: 0, .. }
+                )
+            })
+            .collect();
+        let only = |read, write| Step::Request {
+            device: 0,
+            batch: Batch { read, write },
+        };
+        assert_eq!(
+            mine,
+            [
+                only(0b01, 0),
+                only(0, 0b01),
+                Step::Evict {
+                    device: 0,
+                    page: 0,
+                    room: true
+                }
+            ],
+            "page1 does not fit beside page0; evicting page0 is free, the budget is spent"
+        );
+        let before = s.measure(&cfg);
+        let evict = Step::Evict {
+            device: 0,
+            page: 0,
+            room: true,
+        };
+        assert_eq!(s.apply(&cfg, evict, None).ok(), Some(Applied::Done));
+        assert!(s.measure(&cfg) < before);
+        assert_eq!(s.devs[0].held(&cfg), 0);
+        // With one page freed every batch fits: nothing is evicted to make room.
+        let mut s = with_copy(State::initial(&cfg), 0, 0);
+        s.apply(&cfg, Step::Free { page: 1 }, None).ok();
+        let mut steps = Vec::new();
+        s.enabled(&cfg, &Batch::all(cfg.pages as usize), &mut steps);
+        assert!(
+            !steps
+                .iter()
+                .any(|st| matches!(st, Step::Evict { room: true, .. })),
+            "{steps:?}"
+        );
     }
 
     #[test]

@@ -165,6 +165,13 @@ pub enum ProtocolVariant {
     FreeWithoutInvalidation,
     /// Freeing an object does not wait for the memory lock or deferred requests.
     FreeIgnoringLocks,
+    /// Evicting a modified (owned) copy drops it without writing it back home: the last write
+    /// to the page is lost, and the next reader gets home's older value.
+    EvictWithoutWriteBack,
+    /// Eviction does not refuse a locked device, so a page can be taken away from under the
+    /// procedure that was granted it (evicting a page in use); the procedure's later writes
+    /// land in a dropped slot.
+    EvictIgnoringLocks,
 }
 
 /// The protocol state: the directory plus the memory locks and the deferred requests.
@@ -248,7 +255,10 @@ impl Protocol {
                 // Evicting a page of the batch a locked device is working on would drop its
                 // grant under it and lose its writes (found by the model checker); a locked
                 // device evicts nothing until it releases.
-                if self.locking() && self.locked.contains(device) {
+                if self.locking()
+                    && self.variant != ProtocolVariant::EvictIgnoringLocks
+                    && self.locked.contains(device)
+                {
                     return Err(CoreError::EvictWhileLocked(device));
                 }
                 // All checked before any change, so a refusal leaves the state as it was.
@@ -258,7 +268,9 @@ impl Protocol {
                 for page in pages {
                     let e = self.directory.entry_mut(page)?;
                     if e.owner == Some(device) {
-                        out.push(Action::WriteBack { page, from: device });
+                        if self.variant != ProtocolVariant::EvictWithoutWriteBack {
+                            out.push(Action::WriteBack { page, from: device });
+                        }
                         e.owner = None;
                     }
                     if e.copies.contains(device) {
@@ -662,6 +674,88 @@ mod tests {
             .entries()
             .iter()
             .all(|e| e.copies.is_empty() && e.owner.is_none()));
+    }
+
+    fn evict(p: &mut Protocol, d: u8, page: u64) -> Result<Vec<Action>> {
+        p.handle(Message::Evict {
+            device: DeviceId(d),
+            pages: vec![GlobalPage(page)],
+        })
+    }
+
+    #[test]
+    fn evicting_without_write_back_drops_the_modified_copy() {
+        for (variant, write_back) in [
+            (ProtocolVariant::Correct, true),
+            (ProtocolVariant::EvictWithoutWriteBack, false),
+        ] {
+            let mut p = proto(2);
+            p.variant = variant;
+            p.handle(req(1, 0, &[(1, Access::Write), (2, Access::Read)]))
+                .unwrap();
+            p.handle(Message::Release(DeviceId(0))).unwrap();
+            let invalidate = Action::Invalidate {
+                page: P,
+                device: DeviceId(0),
+            };
+            let expected: &[Action] = if write_back {
+                &[
+                    Action::WriteBack {
+                        page: P,
+                        from: DeviceId(0),
+                    },
+                    invalidate,
+                ]
+            } else {
+                &[invalidate]
+            };
+            assert_eq!(evict(&mut p, 0, 1).unwrap(), expected, "{variant:?}");
+            let e = p.directory().entry(P).unwrap();
+            assert_eq!((e.copies, e.owner), (DeviceSet::EMPTY, None), "{variant:?}");
+            // A clean copy has nothing to write back in either variant.
+            assert_eq!(
+                evict(&mut p, 0, 2).unwrap(),
+                [Action::Invalidate {
+                    page: GlobalPage(2),
+                    device: DeviceId(0)
+                }],
+                "{variant:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn evicting_ignoring_locks_takes_a_page_from_a_locked_device() {
+        let mut p = proto(2);
+        p.handle(req(1, 0, &[(1, Access::Write)])).unwrap();
+        assert_eq!(
+            evict(&mut p, 0, 1),
+            Err(CoreError::EvictWhileLocked(DeviceId(0)))
+        );
+        let mut p = proto(2);
+        p.variant = ProtocolVariant::EvictIgnoringLocks;
+        p.handle(req(1, 0, &[(1, Access::Write)])).unwrap();
+        assert_eq!(
+            evict(&mut p, 0, 1).unwrap(),
+            [
+                Action::WriteBack {
+                    page: P,
+                    from: DeviceId(0)
+                },
+                Action::Invalidate {
+                    page: P,
+                    device: DeviceId(0)
+                },
+            ]
+        );
+        assert!(
+            p.locked().contains(DeviceId(0)),
+            "only eviction ignores the lock: the device is still inside its procedure"
+        );
+        assert_eq!(
+            p.handle(req(2, 0, &[(2, Access::Read)])),
+            Err(CoreError::RequestWhileLocked(DeviceId(0)))
+        );
     }
 
     fn create(p: &mut Protocol, pages: Range<u64>) -> Result<Vec<Action>> {

@@ -267,6 +267,8 @@ pub fn variant_name(v: ProtocolVariant) -> &'static str {
         ProtocolVariant::SkipWriteBackOnDowngrade => "skip-write-back",
         ProtocolVariant::FreeWithoutInvalidation => "free-without-invalidation",
         ProtocolVariant::FreeIgnoringLocks => "free-ignoring-locks",
+        ProtocolVariant::EvictWithoutWriteBack => "evict-without-write-back",
+        ProtocolVariant::EvictIgnoringLocks => "evict-ignoring-locks",
     }
 }
 
