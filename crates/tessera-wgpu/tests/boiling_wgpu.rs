@@ -201,3 +201,57 @@ fn wgpu_devices_and_pages_agree_with_one_device() {
         );
     }
 }
+
+/// Oversubscription on wgpu: with each device's budget a fraction of the five textures, pages
+/// are evicted (through the GPU's time stamps for lru and clock) and waves split, and the
+/// field is the resident wgpu run's bit for bit, for both procedures, at 1.5× and 4×.
+#[test]
+fn wgpu_same_field_under_oversubscription() {
+    use tessera_core::{ObjectDesc, Policy, TexelFormat};
+    let (size, page, frames) = ((48, 48), 8, 3);
+    let desc = ObjectDesc::texture(size.0, size.1, TexelFormat::R32Float, page).unwrap();
+    let working_set = 5 * desc.page_count() * desc.page_bytes();
+    let Some(want) = gpu(
+        TilePath::On,
+        1,
+        size,
+        page,
+        BoilingParams::default(),
+        Procedure::Relaunch,
+        frames,
+    ) else {
+        return;
+    };
+    for ratio in [1.5, 4.0] {
+        for procedure in [Procedure::Relaunch, Procedure::TwoPass] {
+            for policy in [Policy::Lru, Policy::Clock] {
+                let budget = (working_set as f64 / ratio) as u64;
+                let cfg = SystemConfig {
+                    budget_bytes: budget,
+                    // One memory: a wgpu kernel binds at most four.
+                    memory_bytes: budget,
+                    policy,
+                    ..cfg(1)
+                };
+                let sys =
+                    System::with_devices(wgpu_devices(1, TilePath::On).unwrap(), &cfg).unwrap();
+                let sim =
+                    PagedBoiling::new(sys, size.0, size.1, page, BoilingParams::default()).unwrap();
+                let mut splits = 0;
+                for _ in 0..frames {
+                    let s = sim.frame(Partition::Rows, procedure).unwrap();
+                    splits += s.iter().map(|s| s.wave_splits).sum::<u64>();
+                }
+                let t = sim.sys.mm.traffic().unwrap();
+                let field: Vec<u32> = sim.field().unwrap().iter().map(|f| f.to_bits()).collect();
+                let what = format!("{ratio}x {procedure:?} {policy}");
+                assert!(field == want.field, "field differs: {what}");
+                assert!(t[0].evictions > 0, "nothing evicted: {what}");
+                eprintln!(
+                    "{what}: {} evictions, {} refaults, {splits} wave splits",
+                    t[0].evictions, t[0].refaults
+                );
+            }
+        }
+    }
+}
