@@ -159,7 +159,47 @@ fn bad_input_is_a_clear_error_never_a_panic() {
                 "--out",
                 out,
             ],
-            "memory budget",
+            "budget must be more than 0",
+        ),
+        (
+            &["run", "boiling", "--budget-mib=-1", "--out", out],
+            "budget must be more than 0",
+        ),
+        (
+            &["run", "boiling", "--budget-mib", "lots", "--out", out],
+            "not a number of MiB",
+        ),
+        (
+            &["run", "boiling", "--policy", "mru", "--out", out],
+            "unknown eviction policy",
+        ),
+        (
+            &["run", "boiling", "--thrashing", "panic", "--out", out],
+            "unknown thrashing response",
+        ),
+        // 1 KiB pages and a budget of one: boiling's kernels read one texture and write
+        // another, so no invocation fits.
+        (
+            &[
+                "run",
+                "boiling",
+                "--size",
+                "64",
+                "--page",
+                "16",
+                "--budget-mib",
+                "0.001",
+                "--frames",
+                "1",
+                "--out",
+                out,
+            ],
+            "needs at least 2 pages (2048 bytes) resident at once",
+        ),
+        (&["bench", "oversubscription", "--ratios", "0.5"], "below 1"),
+        (
+            &["bench", "oversubscription", "--policy", "lru,belady"],
+            "unknown eviction policy",
         ),
     ];
     for (args, needle) in cases {
@@ -456,4 +496,89 @@ fn sweep_legends_name_the_backend_that_ran() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let svg = std::fs::read_to_string(dir.path().join("speedup.svg")).unwrap();
     assert!(svg.contains("measured (cpu)"), "{svg}");
+}
+
+#[test]
+fn an_oversubscribed_run_evicts_and_gives_the_resident_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |sub: &str, budget: &str| -> serde_json::Value {
+        let out = dir.path().join(sub);
+        let o = tessera(&[
+            "run",
+            "boiling",
+            "--devices",
+            "2",
+            "--size",
+            "64",
+            "--page",
+            "8",
+            "--frames",
+            "3",
+            "--budget-mib",
+            budget,
+            "--policy",
+            "clock",
+            "--gif-every",
+            "0",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
+    };
+    // Five 64² float textures are 80 KiB, 40 KiB per device: 16 KiB is 2.5x oversubscribed.
+    let resident = run("resident", "4096");
+    let pressed = run("pressed", "0.015625");
+    assert_eq!(pressed["field_checksum"], resident["field_checksum"]);
+    assert_eq!(pressed["policy"], "clock");
+    assert!(pressed["eviction"]["evictions"].as_u64().unwrap() > 0);
+    assert_eq!(resident["eviction"]["evictions"], 0);
+    assert!(
+        pressed["per_device"][1]["eviction"]["refaults"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+}
+
+#[test]
+fn bench_oversubscription_prints_its_table_and_writes_csv_and_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = tessera(&[
+        "bench",
+        "oversubscription",
+        "--size",
+        "32",
+        "--page",
+        "8",
+        "--frames",
+        "1",
+        "--rounds",
+        "1",
+        "--ratios",
+        "1.5,4",
+        "--policy",
+        "lru,fifo",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("every field checksum equals the resident run's"));
+    let csv = std::fs::read_to_string(dir.path().join("oversubscription.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows.len(), 5, "a header and ratio x policy rows: {csv}");
+    let header: Vec<&str> = rows[0].split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    for r in &rows[1..] {
+        let cells: Vec<&str> = r.split(',').collect();
+        let tput: f64 = cells[col("throughput_vs_resident")].parse().unwrap();
+        let loads: f64 = cells[col("loads_per_frame")].parse().unwrap();
+        let opt: f64 = cells[col("opt_loads_per_frame")].parse().unwrap();
+        assert!(tput > 0.0 && tput.is_finite());
+        assert!(opt <= loads, "OPT is a lower bound on loads: {r}");
+        assert!(cells[col("evictions_per_frame")].parse::<f64>().unwrap() > 0.0);
+    }
+    assert!(dir.path().join("oversubscription.png").exists());
+    assert!(dir.path().join("oversubscription.svg").exists());
 }

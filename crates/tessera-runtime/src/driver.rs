@@ -313,11 +313,13 @@ impl DeviceContext {
         mode: Mode,
         stats: &mut PassStats,
     ) -> Result<Vec<PageRequest>> {
-        let mut waves = VecDeque::from([(domain, held)]);
+        // Each wave: its domain, the pages it holds, and whether it is a lone invocation's
+        // second try with nothing kept (after which it is too big for the budget).
+        let mut waves = VecDeque::from([(domain, held, false)]);
         let mut writes = Vec::new();
         let mut left = 0;
         let mut rounds = 0;
-        'waves: while let Some((mut domain, mut held)) = waves.pop_front() {
+        'waves: while let Some((mut domain, mut held, retried)) = waves.pop_front() {
             loop {
                 rounds += 1;
                 if rounds > MAX_ROUNDS {
@@ -367,17 +369,17 @@ impl DeviceContext {
                         let list = Domain::List(Arc::new(out.incomplete));
                         let parts = split(&list, wave_count(pages, capacity));
                         if parts.len() < 2 {
-                            if !held.is_empty() {
+                            if !retried {
                                 // What the wave kept may belong to invocations that finished:
-                                // the last one tries again keeping nothing.
-                                waves.push_front((list, Vec::new()));
+                                // the last one tries again keeping nothing but its own pages.
+                                waves.push_front((list, Vec::new(), true));
                                 continue 'waves;
                             }
                             return Err(self.too_small(spec, pages, page_bytes, budget_bytes));
                         }
                         stats.wave_splits += 1;
                         for p in parts.into_iter().rev() {
-                            waves.push_front((p, Vec::new()));
+                            waves.push_front((p, Vec::new(), false));
                         }
                         continue 'waves;
                     }
