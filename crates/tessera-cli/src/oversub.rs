@@ -147,8 +147,9 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
         if let Some((ratio, policy)) = setting {
             cfg.budget_bytes = (ws as f64 / ratio) as u64;
             cfg.policy = policy;
-            // Small memories, so the budget is not rounded up to one big allocation.
-            cfg.memory_bytes = cfg.budget_bytes.clamp(1, 1 << 20);
+            // One memory of exactly the budget: capacity is the budget over the page size,
+            // and a wgpu kernel binds at most four memories.
+            cfg.memory_bytes = cfg.budget_bytes.max(1);
         }
         let (sys, _) = backend::system(o.backend, &cfg)?;
         let sim = PagedBoiling::new(sys, o.size, o.size, o.page, params)?;
