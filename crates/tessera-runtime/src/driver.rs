@@ -318,6 +318,11 @@ impl DeviceContext {
         let mut left = 0;
         let mut rounds = 0;
         'waves: while let Some((mut domain, mut held)) = waves.pop_front() {
+            // A wave of one invocation that started keeping nothing keeps only pages that
+            // invocation asked for. Without this, an invocation needing more pages than the
+            // budget holds retried keeping nothing, evicted one of its own pages, faulted on
+            // it again, and so on until `NoProgress` (found by tests/evict_stress.rs).
+            let alone = held.is_empty() && domain.len() == 1;
             loop {
                 rounds += 1;
                 if rounds > MAX_ROUNDS {
@@ -367,7 +372,7 @@ impl DeviceContext {
                         let list = Domain::List(Arc::new(out.incomplete));
                         let parts = split(&list, wave_count(pages, capacity));
                         if parts.len() < 2 {
-                            if !held.is_empty() {
+                            if !held.is_empty() && !alone {
                                 // What the wave kept may belong to invocations that finished:
                                 // the last one tries again keeping nothing.
                                 waves.push_front((list, Vec::new()));
