@@ -510,10 +510,9 @@ impl Manager {
             if *n >= THRASH_EVENTS
                 && self.thrashing == Thrashing::Pin
                 && (ev.pins.len() as u64) < cap_pins
+                && ev.pins.insert(r.page, now + PIN_BATCHES).is_none()
             {
-                if ev.pins.insert(r.page, now + PIN_BATCHES).is_none() {
-                    t.thrash_pins += 1;
-                }
+                t.thrash_pins += 1;
             }
         }
     }
