@@ -260,6 +260,7 @@ fn textures(sim: &PagedBoiling, page: u32) -> Result<Vec<TextureInfo>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tessera_runtime::LinkCounters;
 
     fn traffic(h2d: (u64, u64), d2h: (u64, u64), d2d: (u64, u64)) -> DeviceTraffic {
         let c = |(pages, bytes)| LinkCounters { pages, bytes };
