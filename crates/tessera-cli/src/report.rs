@@ -65,7 +65,8 @@ pub struct EvictionReport {
     pub refaults: u64,
     /// Pages refaulted 3 times within 16 batches of their eviction.
     pub thrashing_pages: u64,
-    /// Thrashing pages pinned in response (`--thrashing pin`).
+    /// Times a thrashing page was pinned in response (`--thrashing pin`); a page may be
+    /// pinned again after its pin ran out.
     pub thrash_pins: u64,
     /// Waves split because their pages did not fit the budget at once.
     pub wave_splits: u64,
@@ -341,7 +342,7 @@ impl Report {
         let e = &self.eviction;
         if e.evictions + e.wave_splits > 0 {
             println!(
-                "budget {} KiB/device ({}): {} evictions ({} written back), {} refaults, {} thrashing pages ({} pinned), {} wave splits",
+                "budget {} KiB/device ({}): {} evictions ({} written back), {} refaults, {} thrashing pages ({} pins), {} wave splits",
                 self.budget_bytes / 1024,
                 self.policy,
                 e.evictions,

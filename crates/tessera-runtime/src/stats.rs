@@ -44,7 +44,8 @@ pub struct DeviceTraffic {
     /// Distinct pages seen thrashing: refaulted `THRASH_EVENTS` times, each within
     /// `THRASH_WINDOW` batches of its eviction.
     pub thrashing_pages: u64,
-    /// Thrashing pages pinned in response (spared by eviction for a while).
+    /// Times a thrashing page was pinned in response (spared by eviction for a while); a page
+    /// whose pin ran out and that thrashed again is pinned again.
     pub thrash_pins: u64,
 }
 
