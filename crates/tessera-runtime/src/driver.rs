@@ -407,8 +407,66 @@ impl DeviceContext {
     }
 
     fn relaunch(&mut self, spec: &PassSpec, stats: &mut PassStats) -> Result<()> {
-        self.launch_until_done(spec, spec.domain.clone(), Vec::new(), Mode::Direct, stats)
-            .map(|_| ())
+        let footprint = spec.kernel.footprint();
+        match (&spec.domain, footprint) {
+            (&Domain::Rect { x0, y0, x1, y1 }, Some(fp)) if self.mm.under_pressure(self.device) => {
+                self.relaunch_by_footprint(spec, &fp, (x0, y0, x1, y1), stats)
+            }
+            _ => self
+                .launch_until_done(spec, spec.domain.clone(), Vec::new(), Mode::Direct, stats)
+                .map(|_| ()),
+        }
+    }
+
+    /// Relaunch on a device whose budget is evicting: pages come and go every pass, so the
+    /// first launch of a pass would mostly fault (every invocation per texel, up to its first
+    /// miss) and run again. Instead the pages the kernel's footprint says a band of rows needs
+    /// are asked for before its launch, and the band runs once on the tile path. Bands that do
+    /// not fit the budget are split as waves are. Anything the footprint missed (a wrong
+    /// footprint, a page taken by another device) faults and relaunches as always, so the
+    /// footprint changes the cost, never the result.
+    fn relaunch_by_footprint(
+        &mut self,
+        spec: &PassSpec,
+        fp: &crate::kernel::Footprint,
+        rect: (u32, u32, u32, u32),
+        stats: &mut PassStats,
+    ) -> Result<()> {
+        let mut bands = VecDeque::from([rect]);
+        while let Some((x0, y0, x1, y1)) = bands.pop_front() {
+            let domain = Domain::Rect { x0, y0, x1, y1 };
+            let Some(pages) = footprint_pages(&spec.bindings, fp, (x0, y0, x1, y1)) else {
+                self.launch_until_done(spec, domain, Vec::new(), Mode::Direct, stats)?;
+                continue;
+            };
+            if pages.is_empty() {
+                self.launch_until_done(spec, domain, Vec::new(), Mode::Direct, stats)?;
+                continue;
+            }
+            let held: Vec<GlobalPage> = pages.iter().map(|r| r.page).collect();
+            match self.timed_acquire(pages, Vec::new(), stats) {
+                Ok(()) => {
+                    self.launch_until_done(spec, domain, held, Mode::Direct, stats)?;
+                }
+                Err(RuntimeError::OverBudget {
+                    pages, capacity, ..
+                }) if y1 - y0 >= 2 => {
+                    stats.wave_splits += 1;
+                    let parts = split(&domain, wave_count(pages, capacity));
+                    for p in parts.into_iter().rev() {
+                        if let Domain::Rect { x0, y0, x1, y1 } = p {
+                            bands.push_front((x0, y0, x1, y1));
+                        }
+                    }
+                }
+                // A single row that does not fit: the ordinary waves take it from here.
+                Err(RuntimeError::OverBudget { .. }) => {
+                    self.launch_until_done(spec, domain, Vec::new(), Mode::Direct, stats)?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     /// Two-pass over the whole domain, or, when its pages do not fit the budget, over parts of
@@ -544,6 +602,52 @@ impl DeviceContext {
     }
 }
 
+/// The pages a footprint says a rectangle of invocations touches: every page of each read
+/// object under the rectangle widened by its halo (shared), and every page of the written
+/// object under the rectangle (exclusive), sorted by page. `None` when an object of the
+/// footprint is not bound or is a buffer (no rectangles there).
+fn footprint_pages(
+    bindings: &[Bound],
+    fp: &crate::kernel::Footprint,
+    (x0, y0, x1, y1): (u32, u32, u32, u32),
+) -> Option<Vec<PageRequest>> {
+    let mut out: Vec<PageRequest> = Vec::new();
+    let mut add = |id, halo: u32, access| -> Option<()> {
+        let b = bindings.iter().find(|b| b.id == id)?;
+        b.format?;
+        let (w, h) = (b.width, b.height);
+        let clamp = |v: u64, hi: u64| v.min(hi);
+        let (ax, ay) = (
+            (x0.saturating_sub(halo)) as u64,
+            (y0.saturating_sub(halo)) as u64,
+        );
+        let (bx, by) = (
+            clamp(x1 as u64 + halo as u64, w),
+            clamp(y1 as u64 + halo as u64, h),
+        );
+        if ax >= bx || ay >= by {
+            return Some(());
+        }
+        for py in (ay >> b.shift)..=((by - 1) >> b.shift) {
+            for px in (ax >> b.shift)..=((bx - 1) >> b.shift) {
+                out.push(PageRequest {
+                    page: GlobalPage(b.page_offset + py * b.pages_x + px),
+                    access,
+                });
+            }
+        }
+        Some(())
+    };
+    for &(id, halo) in &fp.reads {
+        add(id, halo, Access::Read)?;
+    }
+    add(fp.write, 0, Access::Write)?;
+    // A page both read and written is asked for once, exclusively.
+    out.sort_unstable_by(|a, b| a.page.cmp(&b.page).then(b.access.cmp(&a.access)));
+    out.dedup_by_key(|r| r.page);
+    Some(out)
+}
+
 /// How many waves a wave of `pages` should become when `capacity` of them fit: twice the
 /// overflow, so that each part's own misses, which come page by page, still fit.
 fn wave_count(pages: u64, capacity: u64) -> usize {
@@ -591,5 +695,57 @@ pub(crate) fn split(domain: &Domain, parts: usize) -> Vec<Domain> {
                 })
                 .collect()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::Footprint;
+    use tessera_core::{AddressSpace, ObjectDesc, TexelFormat};
+
+    #[test]
+    fn footprint_pages_cover_the_haloed_reads_and_the_written_rectangle() {
+        let mut space = AddressSpace::new();
+        // 4×3 pages of 8×8 each, then a 2×2-page output.
+        let a = space
+            .create(ObjectDesc::texture(32, 24, TexelFormat::R32Float, 8).unwrap())
+            .unwrap();
+        let b = space
+            .create(ObjectDesc::texture(16, 16, TexelFormat::R32Float, 8).unwrap())
+            .unwrap();
+        let bindings = [Bound::new(&a), Bound::new(&b)];
+        let fp = Footprint {
+            reads: vec![(a.id, 1)],
+            write: b.id,
+        };
+        let got = footprint_pages(&bindings, &fp, (8, 8, 16, 16)).unwrap();
+        let page = |e: &tessera_core::ObjectEntry, px: u64, py: u64, pages_x: u64| {
+            GlobalPage(e.page_offset + py * pages_x + px)
+        };
+        let mut want: Vec<PageRequest> = Vec::new();
+        // Texels 7..17 in x and y touch pages 0..=2 of `a` both ways.
+        for py in 0..=2 {
+            for px in 0..=2 {
+                want.push(PageRequest {
+                    page: page(&a, px, py, 4),
+                    access: Access::Read,
+                });
+            }
+        }
+        want.push(PageRequest {
+            page: page(&b, 1, 1, 2),
+            access: Access::Write,
+        });
+        want.sort();
+        assert_eq!(got, want);
+        // The halo is clamped at the edges, and an unbound object gives no set.
+        let edge = footprint_pages(&bindings, &fp, (0, 0, 1, 1)).unwrap();
+        assert_eq!(edge.len(), 2);
+        let unbound = Footprint {
+            reads: vec![(tessera_core::ObjectId(99), 0)],
+            write: b.id,
+        };
+        assert!(footprint_pages(&bindings, &unbound, (0, 0, 1, 1)).is_none());
     }
 }

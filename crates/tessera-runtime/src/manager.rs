@@ -8,6 +8,8 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
@@ -44,6 +46,9 @@ pub(crate) enum Cmd {
 #[derive(Clone)]
 pub struct ManagerHandle {
     tx: Sender<Cmd>,
+    /// Per device: whether the manager has ever evicted one of its pages. A hint the drivers
+    /// read without waiting (it only chooses how they fetch pages, never what is right).
+    pressed: Arc<Vec<AtomicBool>>,
 }
 
 fn call<R>(tx: &Sender<Cmd>, make: impl FnOnce(Sender<R>) -> Cmd) -> Pending<R> {
@@ -56,7 +61,16 @@ impl ManagerHandle {
     /// A handle to nothing: every call reports the manager gone. Lets `System::drop` let go
     /// of its real handle before joining the threads.
     pub(crate) fn detached(tx: Sender<Cmd>) -> Self {
-        ManagerHandle { tx }
+        ManagerHandle {
+            tx,
+            pressed: Arc::new(Vec::new()),
+        }
+    }
+    /// Whether `device`'s budget has made the manager evict any of its pages yet.
+    pub fn under_pressure(&self, device: DeviceId) -> bool {
+        self.pressed
+            .get(device.index())
+            .is_some_and(|p| p.load(Ordering::Relaxed))
     }
     /// Creates an object; `data` (row-major from the lower left, texels tightly packed)
     /// becomes its home copy, zeros when absent.
@@ -204,6 +218,7 @@ struct Manager {
     /// Set while an eviction's actions are carried out, so its invalidations are counted as
     /// evictions.
     evicting: bool,
+    pressed: Arc<Vec<AtomicBool>>,
     /// Set when carrying out actions failed half way: the directory no longer matches the
     /// devices, so every later command gets this error rather than wrong data.
     broken: Option<RuntimeError>,
@@ -247,14 +262,16 @@ pub fn spawn(
         thrashing: cfg.thrashing,
         trace: cfg.record_trace.then(|| vec![Vec::new(); n]),
         evicting: false,
+        pressed: Arc::new((0..n).map(|_| AtomicBool::new(false)).collect()),
         broken: None,
     };
     let (tx, rx) = unbounded();
+    let pressed = m.pressed.clone();
     let join = std::thread::Builder::new()
         .name("tessera-memory-manager".into())
         .spawn(move || m.run(rx))
         .map_err(|e| RuntimeError::Config(format!("cannot start a thread: {e}")))?;
-    Ok((ManagerHandle { tx }, join))
+    Ok((ManagerHandle { tx, pressed }, join))
 }
 
 impl Manager {
@@ -403,16 +420,6 @@ impl Manager {
         }
         let now = self.traffic[d].batches;
         self.count_refaults(device, pages, now);
-        if let Some(t) = &mut self.trace {
-            let mut step: Vec<GlobalPage> = pages
-                .iter()
-                .map(|r| r.page)
-                .chain(keep.iter().copied())
-                .collect();
-            step.sort_unstable();
-            step.dedup();
-            t[d].push(step);
-        }
         let batch: HashSet<GlobalPage> = pages
             .iter()
             .map(|r| r.page)
@@ -481,6 +488,17 @@ impl Manager {
             }
             self.evict(device, victims)?;
         }
+        // Only batches that are granted are steps of the trace: a refused one needed nothing.
+        if let Some(t) = &mut self.trace {
+            let mut step: Vec<GlobalPage> = pages
+                .iter()
+                .map(|r| r.page)
+                .chain(keep.iter().copied())
+                .collect();
+            step.sort_unstable();
+            step.dedup();
+            t[d].push(step);
+        }
         Ok(())
     }
 
@@ -527,6 +545,9 @@ impl Manager {
             pages: victims,
         })?;
         self.evicting = true;
+        if let Some(p) = self.pressed.get(device.index()) {
+            p.store(true, Ordering::Relaxed);
+        }
         let res = self.execute(actions);
         self.evicting = false;
         res
