@@ -218,11 +218,6 @@ pub fn transfers(
     Ok(out)
 }
 
-/// Counters of the measured frames: `after` less the warm-up's `before`.
-pub fn traffic_delta(before: &DeviceTraffic, after: &DeviceTraffic) -> DeviceTraffic {
-    after.since(before)
-}
-
 /// The simulation's textures with their page ranges, from the passes' bindings.
 fn textures(sim: &PagedBoiling, page: u32) -> Result<Vec<TextureInfo>> {
     let t = sim.ctx.tex;

@@ -9,7 +9,7 @@ use serde::Serialize;
 use tessera_core::topology::Topology;
 use tessera_runtime::{DeviceMemoryUse, LinkCounters, StageTimes};
 
-use crate::measure::{traffic_delta, Run};
+use crate::measure::Run;
 use crate::RunOpts;
 
 #[derive(Serialize, Default, Clone, Copy)]
@@ -176,7 +176,7 @@ impl Report {
             .traffic()?
             .iter()
             .zip(&run.baseline)
-            .map(|(a, b)| traffic_delta(b, a))
+            .map(|(a, b)| a.since(b))
             .collect();
         let (memory, directory) = sys.mm.memory()?;
         let mut summary = MemorySummary::default();

@@ -420,11 +420,8 @@ impl Manager {
         }
         let now = self.traffic[d].batches;
         self.count_refaults(device, pages, now);
-        let batch: HashSet<GlobalPage> = pages
-            .iter()
-            .map(|r| r.page)
-            .chain(keep.iter().copied())
-            .collect();
+        let requested: HashSet<GlobalPage> = pages.iter().map(|r| r.page).collect();
+        let kept_set: HashSet<GlobalPage> = keep.iter().copied().collect();
         for (bytes, (count, need)) in sizes {
             let room = self.memories[d].room(bytes);
             if need <= room {
@@ -442,10 +439,12 @@ impl Manager {
                 if b != bytes {
                     continue;
                 }
-                if batch.contains(&p) {
-                    if !pages.iter().any(|r| r.page == p) {
-                        kept += 1;
-                    }
+                if requested.contains(&p) {
+                    // Stays, and is already counted in the batch.
+                    continue;
+                }
+                if kept_set.contains(&p) {
+                    kept += 1;
                 } else if self.pinned.contains(&obj) {
                     pinned_now += 1;
                 } else {
