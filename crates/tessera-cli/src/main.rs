@@ -18,7 +18,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use tessera_runtime::{Partition, Policy, Procedure, Thrashing};
+use tessera_runtime::{Partition, Policy, Prefetch, Procedure, Thrashing};
 
 #[derive(Parser)]
 #[command(
@@ -118,6 +118,10 @@ pub struct NodeOpts {
     /// while (up to half the budget), or only count them.
     #[arg(long, default_value = "pin", value_parser = parse_thrashing)]
     thrashing: Thrashing,
+    /// Fetch more pages than a batch asks for: tree (CUDA UVM's bitmap tree over regions of
+    /// 32 pages, read copies of unmodified pages, only when they fit beside the batch) or off.
+    #[arg(long, default_value = "off", value_parser = parse_prefetch)]
+    prefetch: Prefetch,
     /// Interconnect for the modeled time: a preset (pcie1-x16, pcie3-x16, pcie4-x16,
     /// pcie5-x16, nvlink) or a TOML file (docs/EVALUATION.md).
     #[arg(long, default_value = "pcie3-x16")]
@@ -263,6 +267,9 @@ fn parse_policy(s: &str) -> Result<Policy, String> {
     s.parse()
 }
 pub fn parse_thrashing(s: &str) -> Result<Thrashing, String> {
+    s.parse()
+}
+pub fn parse_prefetch(s: &str) -> Result<Prefetch, String> {
     s.parse()
 }
 

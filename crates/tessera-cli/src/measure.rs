@@ -73,6 +73,7 @@ pub fn run_boiling(
             budget_bytes: crate::budget_bytes(o.node.budget_mib),
             policy: o.node.policy,
             thrashing: o.node.thrashing,
+            prefetch: o.node.prefetch,
             home_file: o.node.home_file.clone(),
             ..Default::default()
         },

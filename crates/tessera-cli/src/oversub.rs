@@ -23,14 +23,14 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use tessera_core::eviction::belady_loads;
 use tessera_core::{ObjectDesc, TexelFormat};
-use tessera_runtime::{Partition, Policy, Procedure, SystemConfig, Thrashing};
+use tessera_runtime::{Partition, Policy, Prefetch, Procedure, SystemConfig, Thrashing};
 use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::reference::field_checksum;
 use tessera_workloads::boiling::sim::PagedBoiling;
 
 use crate::plot::{line_chart, LineChart, Series};
 use crate::run::{check_size, progress};
-use crate::{backend, parse_procedure, parse_thrashing, BackendKind, Workload};
+use crate::{backend, parse_prefetch, parse_procedure, parse_thrashing, BackendKind, Workload};
 
 #[derive(Args, Clone)]
 pub struct OversubOpts {
@@ -63,6 +63,10 @@ pub struct OversubOpts {
     /// Thrashing response for every oversubscribed configuration.
     #[arg(long, default_value = "pin", value_parser = parse_thrashing)]
     thrashing: Thrashing,
+    /// Prefetch settings to compare, comma-separated (off, tree): each ratio and policy runs
+    /// with each, side by side.
+    #[arg(long, default_value = "off", value_delimiter = ',', value_parser = parse_prefetch)]
+    prefetch: Vec<Prefetch>,
     #[arg(long, value_enum, default_value = "cpu")]
     backend: BackendKind,
     /// CPU threads (0: one per core).
@@ -102,7 +106,7 @@ fn working_set(o: &OversubOpts) -> Result<u64> {
 
 struct Config {
     /// None: the resident run.
-    setting: Option<(f64, Policy)>,
+    setting: Option<(f64, Policy, Prefetch)>,
     sim: PagedBoiling,
     times: Vec<f64>,
     wave_splits: u64,
@@ -121,18 +125,20 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
     if o.devices == 0 || o.devices > 64 {
         bail!("--devices must be between 1 and 64 (got {})", o.devices);
     }
-    if o.policy.is_empty() || o.ratios.is_empty() {
-        bail!("give at least one --policy and one --ratios value");
+    if o.policy.is_empty() || o.ratios.is_empty() || o.prefetch.is_empty() {
+        bail!("give at least one --policy, --ratios and --prefetch value");
     }
     let Workload::Boiling = o.workload;
     let ws = working_set(o)?;
     let params = BoilingParams::default();
     std::fs::create_dir_all(&o.out)
         .with_context(|| format!("cannot create {}", o.out.display()))?;
-    let mut settings: Vec<Option<(f64, Policy)>> = vec![None];
+    let mut settings: Vec<Option<(f64, Policy, Prefetch)>> = vec![None];
     for &r in &o.ratios {
         for &p in &o.policy {
-            settings.push(Some((r, p)));
+            for &f in &o.prefetch {
+                settings.push(Some((r, p, f)));
+            }
         }
     }
     let mut configs = Vec::new();
@@ -144,9 +150,10 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
             thrashing: o.thrashing,
             ..Default::default()
         };
-        if let Some((ratio, policy)) = setting {
+        if let Some((ratio, policy, prefetch)) = setting {
             cfg.budget_bytes = (ws as f64 / ratio) as u64;
             cfg.policy = policy;
+            cfg.prefetch = prefetch;
             // One memory of exactly the budget: capacity is the budget over the page size,
             // and a wgpu kernel binds at most four memories.
             cfg.memory_bytes = cfg.budget_bytes.max(1);
@@ -208,9 +215,10 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
     );
     println!("resident  {:>9.3} ms/frame", resident * 1e3);
     println!(
-        "{:>6} {:>7} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9}",
+        "{:>6} {:>7} {:>8} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8}",
         "ratio",
         "policy",
+        "prefetch",
         "ms/frame",
         "vs res.",
         "evict/f",
@@ -218,16 +226,22 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
         "loads/f",
         "OPT ld/f",
         "OPT res.",
-        "vs OPT"
+        "vs OPT",
+        "pf hit%"
     );
     let mut csv = String::from(
-        "ratio,policy,budget_bytes,ms_per_frame,throughput_vs_resident,evictions_per_frame,write_backs_per_frame,refaults_per_frame,thrashing_pages,wave_splits_per_frame,loads_per_frame,opt_loads_per_frame,opt_throughput_vs_resident_modeled,throughput_vs_opt_modeled,field_checksum\n",
+        "ratio,policy,prefetch,budget_bytes,ms_per_frame,throughput_vs_resident,evictions_per_frame,write_backs_per_frame,refaults_per_frame,thrashing_pages,wave_splits_per_frame,loads_per_frame,opt_loads_per_frame,opt_throughput_vs_resident_modeled,throughput_vs_opt_modeled,prefetched_per_frame,prefetch_hits_per_frame,field_checksum\n",
     );
     let mut series: Vec<Series> = o
         .policy
         .iter()
-        .map(|p| Series {
-            name: format!("{p} (measured)"),
+        .flat_map(|p| o.prefetch.iter().map(move |f| (p, f)))
+        .map(|(p, f)| Series {
+            name: if o.prefetch.len() > 1 {
+                format!("{p}, prefetch {f} (measured)")
+            } else {
+                format!("{p} (measured)")
+            },
             points: Vec::new(),
             secondary: false,
         })
@@ -239,13 +253,15 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
     };
     let mut mismatched = Vec::new();
     for (c, base) in configs.iter().zip(&baseline).skip(1) {
-        let Some((ratio, policy)) = c.setting else {
+        let Some((ratio, policy, prefetch)) = c.setting else {
             continue;
         };
         let t = median(c.times.clone());
         let got = field_checksum(&c.sim.field()?);
         if got != want {
-            mismatched.push(format!("{ratio}x {policy}: {got} (resident {want})"));
+            mismatched.push(format!(
+                "{ratio}x {policy} prefetch {prefetch}: {got} (resident {want})"
+            ));
         }
         let traffic: Vec<_> = c
             .sim
@@ -281,10 +297,20 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
         let t_opt = resident + (t - resident).max(0.0) * (opt_all as f64 / loads_all.max(1) as f64);
         let per_all = |n: u64| n as f64 / all_frames;
         let per = |n: u64| n as f64 / measured_frames;
+        let prefetched = sum(&|t| t.prefetched);
+        let hit_pct = if prefetched == 0 {
+            "-".to_string()
+        } else {
+            format!(
+                "{:.0}",
+                100.0 * sum(&|t| t.prefetch_hits) as f64 / prefetched as f64
+            )
+        };
         println!(
-            "{:>6} {:>7} {:>10.3} {:>9.3} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>9.3} {:>9.3}",
+            "{:>6} {:>7} {:>8} {:>10.3} {:>9.3} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>9.3} {:>9.3} {:>8}",
             ratio,
             policy.name(),
+            prefetch.to_string(),
             t * 1e3,
             resident / t,
             per(sum(&|t| t.evictions)),
@@ -293,10 +319,11 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
             per_all(opt_all),
             resident / t_opt,
             t_opt / t,
+            hit_pct,
         );
         writeln!(
             csv,
-            "{ratio},{policy},{budget},{:.6},{:.6},{:.3},{:.3},{:.3},{},{:.3},{:.3},{:.3},{:.6},{:.6},{got}",
+            "{ratio},{policy},{prefetch},{budget},{:.6},{:.6},{:.3},{:.3},{:.3},{},{:.3},{:.3},{:.3},{:.6},{:.6},{:.3},{:.3},{got}",
             t * 1e3,
             resident / t,
             per(sum(&|t| t.evictions)),
@@ -308,20 +335,24 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
             per_all(opt_all),
             resident / t_opt,
             t_opt / t,
+            per(prefetched),
+            per(sum(&|t| t.prefetch_hits)),
         )?;
-        if let Some(s) = o
-            .policy
-            .iter()
-            .position(|&p| p == policy)
-            .map(|i| &mut series[i])
-        {
-            s.points.push((ratio, resident / t));
+        let pi = o.policy.iter().position(|&p| p == policy);
+        let fi = o.prefetch.iter().position(|&f| f == prefetch);
+        if let (Some(pi), Some(fi)) = (pi, fi) {
+            series[pi * o.prefetch.len() + fi]
+                .points
+                .push((ratio, resident / t));
         }
-        if policy == o.policy[0] {
+        if policy == o.policy[0] && prefetch == o.prefetch[0] {
             opt_series.points.push((ratio, resident / t_opt));
         }
     }
-    opt_series.name = format!("OPT bound (modeled from the {} trace)", o.policy[0]);
+    opt_series.name = format!(
+        "OPT bound (modeled from the {}, prefetch {} trace)",
+        o.policy[0], o.prefetch[0]
+    );
     let csv_path = o.out.join("oversubscription.csv");
     std::fs::write(&csv_path, csv)
         .with_context(|| format!("cannot write {}", csv_path.display()))?;
@@ -358,9 +389,9 @@ fn display_stem(stem: &Path) -> String {
     format!("{}.{{svg,png}}", stem.display())
 }
 
-fn describe(setting: Option<(f64, Policy)>) -> String {
+fn describe(setting: Option<(f64, Policy, Prefetch)>) -> String {
     match setting {
         None => "the resident run".into(),
-        Some((r, p)) => format!("ratio {r} with policy {p}"),
+        Some((r, p, f)) => format!("ratio {r} with policy {p}, prefetch {f}"),
     }
 }

@@ -70,6 +70,10 @@ pub struct EvictionReport {
     pub thrash_pins: u64,
     /// Waves split because their pages did not fit the budget at once.
     pub wave_splits: u64,
+    /// Pages fetched beyond those asked for (`--prefetch tree`).
+    pub prefetched: u64,
+    /// Of those, pages a launch was seen using while they were resident.
+    pub prefetch_hits: u64,
 }
 
 #[derive(Serialize)]
@@ -123,6 +127,7 @@ pub struct Report {
     pub budget_bytes: u64,
     pub policy: tessera_runtime::Policy,
     pub thrashing: tessera_runtime::Thrashing,
+    pub prefetch: tessera_runtime::Prefetch,
     /// Summed over devices.
     pub eviction: EvictionReport,
 }
@@ -218,6 +223,8 @@ impl Report {
                         thrashing_pages: t.thrashing_pages,
                         thrash_pins: t.thrash_pins,
                         wave_splits: passes[d].wave_splits,
+                        prefetched: t.prefetched,
+                        prefetch_hits: t.prefetch_hits,
                     },
                 }
             })
@@ -306,6 +313,8 @@ impl Report {
                     thrashing_pages: a.thrashing_pages + e.thrashing_pages,
                     thrash_pins: a.thrash_pins + e.thrash_pins,
                     wave_splits: a.wave_splits + e.wave_splits,
+                    prefetched: a.prefetched + e.prefetched,
+                    prefetch_hits: a.prefetch_hits + e.prefetch_hits,
                 }
             }),
             per_device,
@@ -313,6 +322,7 @@ impl Report {
             budget_bytes: crate::budget_bytes(o.node.budget_mib),
             policy: o.node.policy,
             thrashing: o.node.thrashing,
+            prefetch: o.node.prefetch,
         })
     }
 
@@ -351,6 +361,15 @@ impl Report {
                 e.thrashing_pages,
                 e.thrash_pins,
                 e.wave_splits
+            );
+        }
+        if e.prefetched > 0 {
+            println!(
+                "prefetch ({}): {} pages fetched beyond requests, {} used while resident ({:.0}%)",
+                self.prefetch,
+                e.prefetched,
+                e.prefetch_hits,
+                100.0 * e.prefetch_hits as f64 / e.prefetched as f64
             );
         }
         println!(

@@ -12,6 +12,7 @@ pub mod geometry;
 pub mod model;
 pub mod page_table;
 pub mod physical;
+pub mod prefetch;
 pub mod protocol;
 pub mod topology;
 

@@ -24,7 +24,9 @@ pub use kernel::{
     check_launch, kind_name, Bound, Fault, Footprint, Kernel, Mode, TempStore, TexelAccess,
     WgslKernel, MAX_BINDINGS, MAX_PARAMS, MAX_STORES,
 };
-pub use manager::{ManagerHandle, Thrashing, PIN_BATCHES, THRASH_EVENTS, THRASH_WINDOW};
+pub use manager::{
+    ManagerHandle, Prefetch, Thrashing, PIN_BATCHES, PREFETCH_REGION, THRASH_EVENTS, THRASH_WINDOW,
+};
 pub use partition::Partition;
 pub use stats::{DeviceMemoryUse, DeviceTraffic, LinkCounters};
 pub use system::{System, SystemConfig};

@@ -139,6 +139,8 @@ pub struct ManagerConfig {
     pub thrashing: Thrashing,
     /// Keep the request trace for [`ManagerHandle::trace`].
     pub record_trace: bool,
+    /// Pages fetched with a batch beyond the ones it asked for.
+    pub prefetch: Prefetch,
     /// Keep the home copies in a memory-mapped file created fresh at this path (an existing
     /// path is refused) and removed when the manager stops; in host memory when None.
     pub home_file: Option<PathBuf>,
@@ -169,6 +171,44 @@ impl std::str::FromStr for Thrashing {
     }
 }
 
+/// Whether a request batch brings more pages than it asked for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Prefetch {
+    /// Only the pages asked for.
+    #[default]
+    Off,
+    /// CUDA UVM's bitmap tree (`tessera_core::prefetch`): within each region of
+    /// `PREFETCH_REGION` pages of an object, the largest aligned power-of-two run that is more
+    /// than 51% resident or asked for comes whole, as read copies of pages no device has
+    /// modified, evicting by policy like the batch itself; when batch and prefetch do not fit
+    /// together, the batch goes alone.
+    Tree,
+}
+
+impl std::str::FromStr for Prefetch {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "off" => Ok(Prefetch::Off),
+            "tree" => Ok(Prefetch::Tree),
+            _ => Err(format!("unknown prefetch {s:?} (expected off or tree)")),
+        }
+    }
+}
+
+impl std::fmt::Display for Prefetch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Prefetch::Off => "off",
+            Prefetch::Tree => "tree",
+        })
+    }
+}
+
+/// Pages per prefetch region (UVM: a 2 MiB region of 64 KiB pages, 32 leaves).
+pub const PREFETCH_REGION: u64 = 32;
+
 /// A refault counts toward thrashing when it comes within this many of the device's batches
 /// of the eviction (UVM counts 3 events within 500 µs; batches are our clock, so the rule does
 /// not depend on how fast the machine is).
@@ -187,6 +227,9 @@ struct Evictor {
     events: HashMap<GlobalPage, u32>,
     /// Page → the batch count until which it is spared.
     pins: HashMap<GlobalPage, u64>,
+    /// Prefetched pages no launch has been seen touching yet → their time stamp when they
+    /// were fetched. A later stamp is a prefetch hit.
+    prefetched: HashMap<GlobalPage, u64>,
 }
 
 impl Evictor {
@@ -194,6 +237,7 @@ impl Evictor {
         self.evicted.remove(&page);
         self.events.remove(&page);
         self.pins.remove(&page);
+        self.prefetched.remove(&page);
     }
 }
 
@@ -214,6 +258,7 @@ struct Manager {
     /// Objects whose pages are never evicted.
     pinned: HashSet<ObjectId>,
     thrashing: Thrashing,
+    prefetch: Prefetch,
     trace: Option<Vec<Vec<Vec<GlobalPage>>>>,
     /// Set while an eviction's actions are carried out, so its invalidations are counted as
     /// evictions.
@@ -258,10 +303,12 @@ pub fn spawn(
                 evicted: HashMap::new(),
                 events: HashMap::new(),
                 pins: HashMap::new(),
+                prefetched: HashMap::new(),
             })
             .collect(),
         pinned: HashSet::new(),
         thrashing: cfg.thrashing,
+        prefetch: cfg.prefetch,
         trace: cfg.record_trace.then(|| vec![Vec::new(); n]),
         evicting: false,
         read_ahead: HashMap::new(),
@@ -314,7 +361,21 @@ impl Manager {
                     }
                 }
                 Cmd::Traffic(r) => {
-                    let _ = r.send(self.traffic.clone());
+                    let res = self.guarded(|m| {
+                        m.count_prefetch_hits()?;
+                        Ok(m.traffic.clone())
+                    });
+                    match res {
+                        Ok(t) => {
+                            let _ = r.send(t);
+                        }
+                        Err(e) => {
+                            // Counters are still worth having; the error reaches the next
+                            // command that moves data.
+                            let _ = r.send(self.traffic.clone());
+                            self.fail_all(e);
+                        }
+                    }
                 }
                 Cmd::Memory(r) => {
                     let _ = r.send(self.memory_use());
@@ -348,7 +409,35 @@ impl Manager {
             let _ = reply.send(Err(e.clone()));
             return;
         }
-        match self.make_room(device, &pages, &keep) {
+        let demanded = pages.len();
+        let mut pages = pages;
+        let extra = match self.prefetch_for(device, &pages) {
+            Ok(extra) => extra,
+            Err(e) => {
+                let _ = reply.send(Err(e.clone()));
+                self.fail_all(e);
+                return;
+            }
+        };
+        let room = if extra.is_empty() {
+            self.make_room(device, &pages, demanded, &keep)
+        } else {
+            let mut all = pages.clone();
+            all.extend(extra);
+            match self.make_room(device, &all, demanded, &keep) {
+                Ok(()) => {
+                    pages = all;
+                    self.note_prefetched(device, &pages[demanded..])
+                }
+                // Prefetch is a bet: when it does not fit beside the batch, the batch goes
+                // alone (any evictions made for the pair lose nothing).
+                Err(RuntimeError::OverBudget { .. }) => {
+                    self.make_room(device, &pages, demanded, &keep)
+                }
+                Err(e) => Err(e),
+            }
+        };
+        match room {
             Ok(()) => {}
             Err(e @ RuntimeError::OverBudget { .. }) | Err(e @ RuntimeError::Core(_)) => {
                 // Refused before anything changed (or after whole evictions only, which lose
@@ -366,8 +455,9 @@ impl Manager {
         self.next_request += 1;
         if let Some(t) = self.traffic.get_mut(device.index()) {
             t.batches += 1;
-            t.page_requests += pages.len() as u64;
-            for p in &pages {
+            t.page_requests += demanded as u64;
+            t.prefetched += (pages.len() - demanded) as u64;
+            for p in &pages[..demanded] {
                 match p.access {
                     tessera_core::Access::Read => t.read_requests += 1,
                     tessera_core::Access::Write => t.write_requests += 1,
@@ -396,10 +486,13 @@ impl Manager {
     /// Evicts enough of `device`'s pages that the batch fits its budget, never a page of the
     /// batch, of `keep`, or of a non-evictable object; thrashing pages that are pinned go only
     /// when nothing else can. Also counts refaults and thrashing, and records the trace.
+    /// `pages[..demanded]` were asked for; the rest are prefetched, which are not faults (no
+    /// refaults counted) and not steps of the trace (OPT needs only what had to be resident).
     fn make_room(
         &mut self,
         device: DeviceId,
         pages: &[PageRequest],
+        demanded: usize,
         keep: &[GlobalPage],
     ) -> Result<()> {
         let d = device.index();
@@ -422,7 +515,6 @@ impl Manager {
             }
         }
         let now = self.traffic[d].batches;
-        self.count_refaults(device, pages, now);
         let requested: HashSet<GlobalPage> = pages.iter().map(|r| r.page).collect();
         let kept_set: HashSet<GlobalPage> = keep.iter().copied().collect();
         for (bytes, (count, need)) in sizes {
@@ -473,6 +565,7 @@ impl Manager {
                     HashMap::new()
                 };
             let go: HashSet<GlobalPage> = free_to_go.into_iter().collect();
+            self.prefetch_hits_among(device, &go, &stamps)?;
             let ev = &mut self.evictors[d];
             let pins = &ev.pins;
             let stamp = |p: GlobalPage| stamps.get(&p).copied().unwrap_or(0);
@@ -490,9 +583,12 @@ impl Manager {
             }
             self.evict(device, victims)?;
         }
+        // Counted once room is made: a refused batch (retried alone after its prefetch did
+        // not fit) must not count its refaults twice.
+        self.count_refaults(device, &pages[..demanded], now);
         // Only batches that are granted are steps of the trace: a refused one needed nothing.
         if let Some(t) = &mut self.trace {
-            let mut step: Vec<GlobalPage> = pages
+            let mut step: Vec<GlobalPage> = pages[..demanded]
                 .iter()
                 .map(|r| r.page)
                 .chain(keep.iter().copied())
@@ -500,6 +596,144 @@ impl Manager {
             step.sort_unstable();
             step.dedup();
             t[d].push(step);
+        }
+        Ok(())
+    }
+
+    /// The pages `Prefetch::Tree` adds to a batch for `device`: per object the batch touches,
+    /// the bitmap tree's choice, kept to pages no device has modified (a read copy from home,
+    /// which disturbs no other device and so can never be deferred behind a lock).
+    fn prefetch_for(&self, device: DeviceId, pages: &[PageRequest]) -> Result<Vec<PageRequest>> {
+        let d = device.index();
+        if self.prefetch == Prefetch::Off
+            || d >= self.workers.len()
+            || self.protocol.locked().contains(device)
+        {
+            return Ok(Vec::new());
+        }
+        let asked: HashSet<GlobalPage> = pages.iter().map(|r| r.page).collect();
+        let mut by_object: HashMap<ObjectId, (ObjectEntry, Vec<u64>)> = HashMap::new();
+        for r in pages {
+            // Unknown pages: the protocol refuses the batch with its own error.
+            let Some((e, local)) = self.space.object_of(r.page) else {
+                return Ok(Vec::new());
+            };
+            by_object
+                .entry(e.id)
+                .or_insert_with(|| (*e, Vec::new()))
+                .1
+                .push(local);
+        }
+        let mut out = Vec::new();
+        for (id, (e, locals)) in by_object {
+            if self.pinned.contains(&id) {
+                continue;
+            }
+            let first = e.pages().start;
+            let resident = |local: u64| {
+                self.slots[d]
+                    .get((first + local) as usize)
+                    .copied()
+                    .flatten()
+                    .is_some()
+            };
+            let more = tessera_core::prefetch::tree_prefetch(
+                e.desc.page_count(),
+                PREFETCH_REGION,
+                tessera_core::prefetch::DEFAULT_THRESHOLD_PCT,
+                resident,
+                &locals,
+            );
+            for local in more {
+                let page = GlobalPage(first + local);
+                if asked.contains(&page) {
+                    continue;
+                }
+                if self.protocol.directory().entry(page)?.owner.is_none() {
+                    out.push(PageRequest {
+                        page,
+                        access: tessera_core::Access::Read,
+                    });
+                }
+            }
+        }
+        out.sort_unstable_by_key(|r| r.page);
+        Ok(out)
+    }
+
+    /// Remembers the time stamps of pages about to be prefetched, so that a later, newer
+    /// stamp shows a launch used one (a prefetch hit).
+    fn note_prefetched(&mut self, device: DeviceId, extra: &[PageRequest]) -> Result<()> {
+        if extra.is_empty() {
+            return Ok(());
+        }
+        let ask: Vec<GlobalPage> = extra.iter().map(|r| r.page).collect();
+        let times = {
+            let ask = ask.clone();
+            self.workers[device.index()].call(move |dev| dev.page_times(&ask))?
+        };
+        let ev = &mut self.evictors[device.index()];
+        for (p, t) in ask.into_iter().zip(times) {
+            ev.prefetched.insert(p, t);
+        }
+        Ok(())
+    }
+
+    /// Counts, among `pages` about to be considered for eviction, the prefetched ones a launch
+    /// has touched since (stamps already read for the policy are reused).
+    fn prefetch_hits_among(
+        &mut self,
+        device: DeviceId,
+        pages: &HashSet<GlobalPage>,
+        stamps: &HashMap<GlobalPage, u64>,
+    ) -> Result<()> {
+        let d = device.index();
+        let open: Vec<GlobalPage> = pages
+            .iter()
+            .copied()
+            .filter(|p| self.evictors[d].prefetched.contains_key(p))
+            .collect();
+        self.resolve_prefetched(device, open, stamps)
+    }
+
+    fn resolve_prefetched(
+        &mut self,
+        device: DeviceId,
+        open: Vec<GlobalPage>,
+        known: &HashMap<GlobalPage, u64>,
+    ) -> Result<()> {
+        if open.is_empty() {
+            return Ok(());
+        }
+        let d = device.index();
+        let missing: Vec<GlobalPage> = open
+            .iter()
+            .copied()
+            .filter(|p| !known.contains_key(p))
+            .collect();
+        let mut now: HashMap<GlobalPage, u64> = HashMap::new();
+        if !missing.is_empty() {
+            let ask = missing.clone();
+            let times = self.workers[d].call(move |dev| dev.page_times(&ask))?;
+            now.extend(missing.into_iter().zip(times));
+        }
+        let ev = &mut self.evictors[d];
+        for p in open {
+            let t = known.get(&p).or_else(|| now.get(&p)).copied().unwrap_or(0);
+            if ev.prefetched.get(&p).is_some_and(|&at| t > at) {
+                ev.prefetched.remove(&p);
+                self.traffic[d].prefetch_hits += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Settles the hits of every device's prefetched pages that are still resident, before
+    /// the counters are read.
+    fn count_prefetch_hits(&mut self) -> Result<()> {
+        for d in 0..self.workers.len() {
+            let open: Vec<GlobalPage> = self.evictors[d].prefetched.keys().copied().collect();
+            self.resolve_prefetched(DeviceId(d as u8), open, &HashMap::new())?;
         }
         Ok(())
     }
@@ -570,7 +804,10 @@ impl Manager {
             if let Action::WriteBack { page, from } = *a {
                 debug_assert_eq!(from, device);
                 let at = self.slot(from, page)?;
-                out.push(from, DeviceOp::Set(page, PageDescriptor::resident(at, false)));
+                out.push(
+                    from,
+                    DeviceOp::Set(page, PageDescriptor::resident(at, false)),
+                );
                 reads.push((page, at));
             }
         }
@@ -663,6 +900,9 @@ impl Manager {
                     self.memories[device.index()].free(at)?;
                     let ev = &mut self.evictors[device.index()];
                     ev.resident.remove(page);
+                    // Leaving before a launch was seen using it: not a hit (eviction settles
+                    // its candidates' hits before choosing; another device's write does not).
+                    ev.prefetched.remove(&page);
                     if self.evicting {
                         let t = &mut self.traffic[device.index()];
                         t.evictions += 1;

@@ -47,6 +47,11 @@ pub struct DeviceTraffic {
     /// Times a thrashing page was pinned in response (spared by eviction for a while); a page
     /// whose pin ran out and that thrashed again is pinned again.
     pub thrash_pins: u64,
+    /// Pages fetched beyond those asked for (`Prefetch::Tree`); also counted in the links.
+    pub prefetched: u64,
+    /// Of those, pages a launch was seen touching (its time stamp newer than at the fetch)
+    /// while still resident.
+    pub prefetch_hits: u64,
 }
 
 impl LinkCounters {
@@ -77,6 +82,8 @@ impl DeviceTraffic {
             refaults: d(self.refaults, before.refaults),
             thrashing_pages: d(self.thrashing_pages, before.thrashing_pages),
             thrash_pins: d(self.thrash_pins, before.thrash_pins),
+            prefetched: d(self.prefetched, before.prefetched),
+            prefetch_hits: d(self.prefetch_hits, before.prefetch_hits),
         }
     }
 }

@@ -19,7 +19,7 @@ use crate::cpu::CpuDevice;
 use crate::driver::{DeviceContext, PassSpec, PassStats, Procedure};
 use crate::error::{Result, RuntimeError};
 use crate::kernel::{check_launch, Bound, Kernel};
-use crate::manager::{self, ManagerConfig, ManagerHandle, Thrashing};
+use crate::manager::{self, ManagerConfig, ManagerHandle, Prefetch, Thrashing};
 use crate::partition::Partition;
 use crate::worker::{self, Pending};
 
@@ -42,6 +42,8 @@ pub struct SystemConfig {
     pub thrashing: Thrashing,
     /// Keep every batch's pages for Belady's OPT ([`ManagerHandle::trace`]).
     pub record_trace: bool,
+    /// Fetch more pages than a batch asks for (`Prefetch::Tree`: UVM's bitmap tree).
+    pub prefetch: Prefetch,
     /// Keep the home copies in a memory-mapped file at this path instead of host memory, so
     /// objects may together exceed host RAM. The file is created fresh: an existing path is
     /// refused, never overwritten (`RuntimeError::HomeFileExists`). It is scratch space for
@@ -62,6 +64,7 @@ impl Default for SystemConfig {
             seed: 1,
             thrashing: Thrashing::Pin,
             record_trace: false,
+            prefetch: Prefetch::Off,
             home_file: None,
         }
     }
@@ -118,6 +121,7 @@ impl System {
                 seed: cfg.seed,
                 thrashing: cfg.thrashing,
                 record_trace: cfg.record_trace,
+                prefetch: cfg.prefetch,
                 home_file: cfg.home_file.clone(),
             },
         )?;

@@ -5,7 +5,8 @@
 //! Each run draws from its seed: the device count, the budget (2–6 slots), the physical memory
 //! size (1–3 slots, so budgets are not rounded up to one big allocation), the eviction policy
 //! (all four), the thrashing response, and the page size (2×2 or 4×4 texels of 4 bytes, with
-//! buffers of the same page bytes, so every slot has one size). Then steps, each one of:
+//! buffers of the same page bytes, so every slot has one size); odd seeds also prefetch
+//! (`Prefetch::Tree`). Then steps, each one of:
 //! - a **pass**: tasks spread over the devices, each task one invocation that reads 0–3 texels
 //!   (every address after the first computed from the value loaded before it: dependent loads)
 //!   and writes one texel; each written texel has one task, and no object is both read and
@@ -34,8 +35,8 @@ use std::time::{Duration, Instant};
 
 use tessera_core::{ObjectDesc, ObjectEntry, ObjectId, TexelFormat};
 use tessera_runtime::{
-    Bound, Domain, Fault, Invocation, Kernel, PassSpec, Policy, Procedure, RuntimeError, System,
-    SystemConfig, Thrashing,
+    Bound, Domain, Fault, Invocation, Kernel, PassSpec, Policy, Prefetch, Procedure, RuntimeError,
+    System, SystemConfig, Thrashing,
 };
 
 /// splitmix64: small, seeded, and good enough to pick operations.
@@ -207,6 +208,8 @@ struct Totals {
     refaults: u64,
     thrashing_pages: u64,
     thrash_pins: u64,
+    prefetched: u64,
+    prefetch_hits: u64,
     wave_splits: u64,
     lost_writes: u64,
     wrong_reads: u64,
@@ -234,6 +237,8 @@ impl Totals {
         self.refaults += o.refaults;
         self.thrashing_pages += o.thrashing_pages;
         self.thrash_pins += o.thrash_pins;
+        self.prefetched += o.prefetched;
+        self.prefetch_hits += o.prefetch_hits;
         self.wave_splits += o.wave_splits;
         self.lost_writes += o.lost_writes;
         self.wrong_reads += o.wrong_reads;
@@ -271,10 +276,16 @@ impl Run {
         let memory_slots = rng.range(1, 3);
         let policy = rng.pick(&Policy::ALL);
         let thrashing = rng.pick(&[Thrashing::Off, Thrashing::Pin]);
+        // From the seed, not the generator, so the other draws of a seed stay as they were.
+        let prefetch = if seed % 2 == 1 {
+            Prefetch::Tree
+        } else {
+            Prefetch::Off
+        };
         let config = format!(
             "seed {seed} (EVICT_STRESS_SEED={seed}): {devices} devices, {slots} slots of \
              {slot_bytes} bytes each ({memory_slots} per physical memory), policy {policy}, \
-             thrashing {thrashing:?}, {page}×{page} pages"
+             thrashing {thrashing:?}, prefetch {prefetch}, {page}×{page} pages"
         );
         let sys = System::cpu(&SystemConfig {
             devices,
@@ -284,6 +295,7 @@ impl Run {
             policy,
             seed,
             thrashing,
+            prefetch,
             ..Default::default()
         })
         .unwrap_or_else(|e| panic!("{config}: {e}"));
@@ -685,6 +697,8 @@ impl Run {
             self.totals.refaults += t.refaults;
             self.totals.thrashing_pages += t.thrashing_pages;
             self.totals.thrash_pins += t.thrash_pins;
+            self.totals.prefetched += t.prefetched;
+            self.totals.prefetch_hits += t.prefetch_hits;
         }
         self.totals
     }
@@ -739,7 +753,7 @@ fn report(t: &Totals, secs: f64) {
         "evict_stress: {} runs, {} passes, {} operations ({} texel reads + {} texel writes + {} \
          host reads; {} texels checked), {} creates, {} frees, {} evictability changes; \
          {} evictions, {} eviction write-backs, {} refaults, {} thrashing pages ({} pinned), \
-         {} wave splits; {} lost writes, {} wrong reads; {secs:.1} s",
+         {} prefetched ({} used), {} wave splits; {} lost writes, {} wrong reads; {secs:.1} s",
         t.runs,
         t.passes,
         t.operations(),
@@ -755,6 +769,8 @@ fn report(t: &Totals, secs: f64) {
         t.refaults,
         t.thrashing_pages,
         t.thrash_pins,
+        t.prefetched,
+        t.prefetch_hits,
         t.wave_splits,
         t.lost_writes,
         t.wrong_reads,
@@ -766,6 +782,7 @@ fn assert_not_vacuous(t: &Totals) {
     assert!(t.eviction_write_backs > 0, "no eviction wrote back: {t:?}");
     assert!(t.wave_splits > 0, "no wave was split: {t:?}");
     assert!(t.refaults > 0, "no page was faulted again: {t:?}");
+    assert!(t.prefetched > 0, "no page was prefetched: {t:?}");
 }
 
 #[test]
