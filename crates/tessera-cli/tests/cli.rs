@@ -177,6 +177,10 @@ fn bad_input_is_a_clear_error_never_a_panic() {
             &["run", "boiling", "--thrashing", "panic", "--out", out],
             "unknown thrashing response",
         ),
+        (
+            &["run", "boiling", "--prefetch", "all", "--out", out],
+            "unknown prefetch",
+        ),
         // 1 KiB pages and a budget of one: boiling's kernels read one texture and write
         // another, so no invocation fits.
         (
@@ -200,6 +204,10 @@ fn bad_input_is_a_clear_error_never_a_panic() {
         (
             &["bench", "oversubscription", "--policy", "lru,belady"],
             "unknown eviction policy",
+        ),
+        (
+            &["bench", "oversubscription", "--prefetch", "off,uvm"],
+            "unknown prefetch",
         ),
     ];
     for (args, needle) in cases {
@@ -501,7 +509,7 @@ fn sweep_legends_name_the_backend_that_ran() {
 #[test]
 fn an_oversubscribed_run_evicts_and_gives_the_resident_field() {
     let dir = tempfile::tempdir().unwrap();
-    let run = |sub: &str, budget: &str| -> serde_json::Value {
+    let run = |sub: &str, budget: &str, prefetch: &str| -> serde_json::Value {
         let out = dir.path().join(sub);
         let o = tessera(&[
             "run",
@@ -518,6 +526,8 @@ fn an_oversubscribed_run_evicts_and_gives_the_resident_field() {
             budget,
             "--policy",
             "clock",
+            "--prefetch",
+            prefetch,
             "--gif-every",
             "0",
             "--out",
@@ -527,9 +537,12 @@ fn an_oversubscribed_run_evicts_and_gives_the_resident_field() {
         serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
     };
     // Five 64² float textures are 80 KiB, 40 KiB per device: 16 KiB is 2.5x oversubscribed.
-    let resident = run("resident", "4096");
-    let pressed = run("pressed", "0.015625");
+    let resident = run("resident", "4096", "off");
+    let pressed = run("pressed", "0.015625", "off");
     assert_eq!(pressed["field_checksum"], resident["field_checksum"]);
+    let prefetching = run("prefetching", "0.015625", "tree");
+    assert_eq!(prefetching["field_checksum"], resident["field_checksum"]);
+    assert_eq!(prefetching["prefetch"], "tree");
     assert_eq!(pressed["policy"], "clock");
     assert!(pressed["eviction"]["evictions"].as_u64().unwrap() > 0);
     assert_eq!(resident["eviction"]["evictions"], 0);
@@ -559,6 +572,8 @@ fn bench_oversubscription_prints_its_table_and_writes_csv_and_plot() {
         "1.5,4",
         "--policy",
         "lru,fifo",
+        "--prefetch",
+        "off,tree",
         "--out",
         dir.path().to_str().unwrap(),
     ]);
@@ -567,7 +582,11 @@ fn bench_oversubscription_prints_its_table_and_writes_csv_and_plot() {
     assert!(stdout.contains("every field checksum equals the resident run's"));
     let csv = std::fs::read_to_string(dir.path().join("oversubscription.csv")).unwrap();
     let rows: Vec<&str> = csv.lines().collect();
-    assert_eq!(rows.len(), 5, "a header and ratio x policy rows: {csv}");
+    assert_eq!(
+        rows.len(),
+        9,
+        "a header and ratio x policy x prefetch rows: {csv}"
+    );
     let header: Vec<&str> = rows[0].split(',').collect();
     let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
     for r in &rows[1..] {
@@ -578,6 +597,12 @@ fn bench_oversubscription_prints_its_table_and_writes_csv_and_plot() {
         assert!(tput > 0.0 && tput.is_finite());
         assert!(opt <= loads, "OPT is a lower bound on loads: {r}");
         assert!(cells[col("evictions_per_frame")].parse::<f64>().unwrap() > 0.0);
+        let prefetched: f64 = cells[col("prefetched_per_frame")].parse().unwrap();
+        let hits: f64 = cells[col("prefetch_hits_per_frame")].parse().unwrap();
+        assert!(hits <= prefetched, "{r}");
+        if cells[col("prefetch")] == "off" {
+            assert_eq!(prefetched, 0.0, "{r}");
+        }
     }
     assert!(dir.path().join("oversubscription.png").exists());
     assert!(dir.path().join("oversubscription.svg").exists());
