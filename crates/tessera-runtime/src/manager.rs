@@ -784,47 +784,81 @@ impl Manager {
         if let Some(p) = self.pressed.get(device.index()) {
             p.store(true, Ordering::Relaxed);
         }
-        let res = self
-            .read_ahead_write_backs(device, &actions)
-            .and_then(|()| self.execute(actions));
+        let res = self.execute(actions);
         self.evicting = false;
-        self.read_ahead.clear();
         res
     }
 
-    /// An eviction's write-backs all read the one evicting device: revoking and reading them
-    /// in one job costs one round trip to its worker, not one per modified page (which was
-    /// most of an oversubscribed run's request time). `execute` then takes the data from
-    /// `read_ahead`. Only for evictions: their actions touch no other device and fill no slot,
-    /// so nothing between the read and the write-back can change the data.
-    fn read_ahead_write_backs(&mut self, device: DeviceId, actions: &[Action]) -> Result<()> {
-        let mut out = Outbox::new(self.workers.len());
-        let mut reads = Vec::new();
+    /// Reads, before carrying out `actions`, every page they will read from a device (write-backs
+    /// and device-to-device copies): per source device, one job revokes write access to all of
+    /// them and reads them, where reading them one at a time cost a round trip to the worker
+    /// per page (most of an oversubscribed run's request time, and of a multi-device pass's
+    /// boundary pages). `execute` then takes the data from `read_ahead`.
+    ///
+    /// Reading early is the same as reading in order unless an earlier action in the list
+    /// copies to, installs on or invalidates that (device, page) first; those are left to be
+    /// read in order. (Under the memory lock this cannot happen: a device granted a page is
+    /// locked, so no later grant in the same list takes it from it.)
+    fn read_ahead(&mut self, actions: &[Action]) -> Result<()> {
+        let mut changed: HashSet<(DeviceId, GlobalPage)> = HashSet::new();
+        let mut reads: Vec<Vec<(GlobalPage, SlotAddr)>> = vec![Vec::new(); self.workers.len()];
+        let mut wanted: HashSet<(DeviceId, GlobalPage)> = HashSet::new();
         for a in actions {
-            if let Action::WriteBack { page, from } = *a {
-                debug_assert_eq!(from, device);
-                let at = self.slot(from, page)?;
-                out.push(
-                    from,
-                    DeviceOp::Set(page, PageDescriptor::resident(at, false)),
-                );
-                reads.push((page, at));
+            let read = match *a {
+                Action::WriteBack { page, from } => Some((from, page)),
+                Action::Copy {
+                    page,
+                    from: Source::Device(o),
+                    to,
+                } => {
+                    changed.insert((to, page));
+                    Some((o, page))
+                }
+                Action::Copy { page, to, .. } => {
+                    changed.insert((to, page));
+                    None
+                }
+                Action::Invalidate { page, device } | Action::Install { page, device, .. } => {
+                    changed.insert((device, page));
+                    None
+                }
+                _ => None,
+            };
+            if let Some(key) = read {
+                if !changed.contains(&key) && wanted.insert(key) {
+                    let at = self.slot(key.0, key.1)?;
+                    reads[key.0.index()].push((key.1, at));
+                }
             }
         }
-        if reads.is_empty() {
-            return Ok(());
+        let mut out = Outbox::new(self.workers.len());
+        let mut jobs = Vec::new();
+        for (d, list) in reads.into_iter().enumerate() {
+            if list.is_empty() {
+                continue;
+            }
+            let device = DeviceId(d as u8);
+            for &(page, at) in &list {
+                out.push(
+                    device,
+                    DeviceOp::Set(page, PageDescriptor::resident(at, false)),
+                );
+            }
+            out.flush(&self.workers, device);
+            let slots: Vec<SlotAddr> = list.iter().map(|&(_, at)| at).collect();
+            let job = self.workers[d].submit(move |dev| {
+                slots
+                    .into_iter()
+                    .map(|at| dev.read_slot(at))
+                    .collect::<Result<Vec<_>>>()
+            });
+            jobs.push((device, list, job));
         }
-        out.flush(&self.workers, device);
-        let slots: Vec<SlotAddr> = reads.iter().map(|&(_, at)| at).collect();
-        let data = self.workers[device.index()].call(move |dev| {
-            slots
-                .into_iter()
-                .map(|at| dev.read_slot(at))
-                .collect::<Result<Vec<_>>>()
-        })?;
         out.finish(&self.workers)?;
-        for ((page, _), d) in reads.into_iter().zip(data) {
-            self.read_ahead.insert((device, page), d);
+        for (device, list, job) in jobs {
+            for ((page, _), data) in list.into_iter().zip(job.wait()??) {
+                self.read_ahead.insert((device, page), data);
+            }
         }
         Ok(())
     }
@@ -858,6 +892,14 @@ impl Manager {
     /// round trips, not thousands. A device's collected work is sent before any read from it,
     /// and every acknowledgement is in before a request's reply goes out.
     fn execute(&mut self, actions: Vec<Action>) -> Result<()> {
+        let res = self
+            .read_ahead(&actions)
+            .and_then(|()| self.execute_in_order(actions));
+        self.read_ahead.clear();
+        res
+    }
+
+    fn execute_in_order(&mut self, actions: Vec<Action>) -> Result<()> {
         let mut out = Outbox::new(self.workers.len());
         for a in actions {
             match a {
@@ -870,7 +912,10 @@ impl Manager {
                         }
                         Source::Device(o) => {
                             self.traffic[to.index()].device_to_device.add(bytes);
-                            self.revoke_and_read(&mut out, o, page)?
+                            match self.read_ahead.remove(&(o, page)) {
+                                Some(d) => d,
+                                None => self.revoke_and_read(&mut out, o, page)?,
+                            }
                         }
                     };
                     let (at, created) = self.memories[to.index()].alloc(bytes)?;
