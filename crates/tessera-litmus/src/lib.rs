@@ -23,8 +23,8 @@ use std::path::Path;
 
 pub use ast::{Loc, Op, Outcome, Prop, Quantifier, Test, Thread};
 pub use parse::{parse, parse_bytes, ErrorKind, ParseError};
-pub use run::{run_test, Placement, Report, RunConfig, RunError, Runner};
-pub use sc::sc_outcomes;
+pub use run::{run_test, Placement, Report, RunConfig, RunError, Runner, Schedule};
+pub use sc::{sc_outcomes, ScError};
 
 /// Why a litmus file could not be loaded.
 #[derive(Debug, thiserror::Error)]
