@@ -24,6 +24,7 @@ fn config(runs: u64, placement: Placement, variant: ProtocolVariant) -> RunConfi
         placement,
         variant,
         seed: 7,
+        ..Default::default()
     }
 }
 
@@ -254,7 +255,7 @@ fn report_layout_follows_litmus7() {
     );
     let text = r.render();
     let want = "Test SB Allowed
-Runs 6 (each variable on its own page; protocol correct; seed 7)
+Runs 6 (each variable on its own page; protocol correct; schedule random; seed 7)
 Histogram (2 states)
 2     :>0:r0=0; 1:r0=1;
 4     :>0:r0=1; 1:r0=1;
