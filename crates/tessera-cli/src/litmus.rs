@@ -25,8 +25,9 @@ pub struct LitmusOpts {
     /// How threads interleave: `random` lets them run free with random delays; `pct` lets one
     /// thread at a time take its next operation, by random priorities with random change
     /// points; `exhaustive` runs every interleaving of the operations once (stopping at
-    /// `--runs`).
-    #[arg(long, value_enum, default_value = "random")]
+    /// `--runs`). PCT is the default: it reaches every outcome sequential consistency allows
+    /// far more often than `random` (docs/LITMUS.md).
+    #[arg(long, value_enum, default_value = "pct")]
     schedule: ScheduleArg,
     /// Coherence protocol. Only `correct` is tessera's: the others are broken on purpose and
     /// exist to show that the runner reports forbidden outcomes when the protocol is wrong.

@@ -86,7 +86,9 @@ impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
             runs: 1000,
-            schedule: Schedule::Random,
+            // PCT reaches every outcome SC allows in all the tests we have (random: 48 of 68
+            // tests), and still shows the broken protocols: docs/LITMUS.md.
+            schedule: Schedule::Pct,
             placement: Placement::OwnPage,
             variant: ProtocolVariant::Correct,
             seed: 1,
