@@ -47,7 +47,9 @@ pub fn addr_of(var: usize) -> i32 {
 /// The variable a pointer word names, if it names one of `nvars`.
 pub fn var_of(word: i32, nvars: usize) -> Option<usize> {
     let i = word.wrapping_sub(ADDR_BASE);
-    (0..nvars as i64).contains(&(i as i64)).then_some(i as usize)
+    (0..nvars as i64)
+        .contains(&(i as i64))
+        .then_some(i as usize)
 }
 
 /// One thread `Pn`: its registers and its operations in program order.
@@ -182,7 +184,11 @@ pub enum Rmw {
     /// `cmpxchg(x, old, new)`: stores new if the word is old; returns the word it found.
     Cmpxchg { old: Expr, new: Expr },
     /// `atomic_add_return`, `atomic_fetch_or`, `atomic_inc`, ...: word = word op operand.
-    Fetch { op: BinOp, operand: Expr, ret: RmwRet },
+    Fetch {
+        op: BinOp,
+        operand: Expr,
+        ret: RmwRet,
+    },
     /// `atomic_add_unless(v, a, u)`: adds a unless the word is u; returns whether it added.
     AddUnless { add: Expr, unless: Expr },
 }

@@ -527,9 +527,18 @@ const TYPE_WORDS: &[&str] = &[
 ];
 
 const CONTROL: &[(&str, &str)] = &[
-    ("while", "loops (the oracle and the exhaustive schedule need every thread to end)"),
-    ("for", "loops (the oracle and the exhaustive schedule need every thread to end)"),
-    ("do", "loops (the oracle and the exhaustive schedule need every thread to end)"),
+    (
+        "while",
+        "loops (the oracle and the exhaustive schedule need every thread to end)",
+    ),
+    (
+        "for",
+        "loops (the oracle and the exhaustive schedule need every thread to end)",
+    ),
+    (
+        "do",
+        "loops (the oracle and the exhaustive schedule need every thread to end)",
+    ),
     ("switch", "`switch` (write it as `if`/`else`)"),
     ("case", "`switch` (write it as `if`/`else`)"),
     ("goto", "`goto` (only structured `if`/`else`)"),
@@ -779,10 +788,7 @@ impl<'a> Parser<'a> {
                         let v = self.value(m, vars, true)?;
                         vars.set_init(&w, v, t.pos)?;
                     } else if s.ident().is_some() || s.is("*") {
-                        return err(
-                            t.pos,
-                            ErrorKind::Unsupported(format!("the type `{w}`")),
-                        );
+                        return err(t.pos, ErrorKind::Unsupported(format!("the type `{w}`")));
                     } else {
                         return expected(&s, &format!("`=` after `{w}`"));
                     }
@@ -838,11 +844,7 @@ impl<'a> Parser<'a> {
         } else {
             (false, t)
         };
-        let t = if !neg && t.is("&") {
-            self.bump(m)?
-        } else {
-            t
-        };
+        let t = if !neg && t.is("&") { self.bump(m)? } else { t };
         match &t.tok {
             Tok::Int(n) => {
                 let v = if neg { -n } else { *n };
@@ -1044,10 +1046,7 @@ impl<'a> Parser<'a> {
                 }
                 if s.ident().is_some() || (s.is("*") && b.register(&w).is_none()) {
                     // `T name;` with a type this runner does not know.
-                    return err(
-                        t.pos,
-                        ErrorKind::Unsupported(format!("the type `{w}`")),
-                    );
+                    return err(t.pos, ErrorKind::Unsupported(format!("the type `{w}`")));
                 }
                 self.expr_statement(b, vars)
             }
@@ -1149,10 +1148,7 @@ impl<'a> Parser<'a> {
                 "arithmetic on the pointer `{name}` (only on registers)"
             ))
         } else {
-            ErrorKind::Undefined(format!(
-                "`{name}` is not a register of P{}",
-                b.index
-            ))
+            ErrorKind::Undefined(format!("`{name}` is not a register of P{}", b.index))
         }
     }
 
@@ -1204,7 +1200,10 @@ impl<'a> Parser<'a> {
                     ),
                 );
             }
-            return expected(&t, "a shared variable (a parameter of the thread) or a register");
+            return expected(
+                &t,
+                "a shared variable (a parameter of the thread) or a register",
+            );
         };
         if let Some(v) = b.param(name) {
             return Ok(Addr::Var(v));
@@ -1348,7 +1347,11 @@ impl<'a> Parser<'a> {
         let (r, w) = b.rcu_counter(domain, vars);
         b.ops.push(Op::Local {
             dst: r,
-            value: Expr::Bin(BinOp::Add, Box::new(Expr::Reg(r)), Box::new(Expr::Const(delta))),
+            value: Expr::Bin(
+                BinOp::Add,
+                Box::new(Expr::Reg(r)),
+                Box::new(Expr::Const(delta)),
+            ),
         });
         b.ops.push(Op::Store {
             addr: Addr::Var(w),
@@ -1397,8 +1400,14 @@ impl<'a> Parser<'a> {
         let m = Mode::Code;
         let n = normalise(name);
         let e = match n.as_str() {
-            "READ_ONCE" | "smp_load_acquire" | "rcu_dereference" | "rcu_dereference_raw"
-            | "rcu_access_pointer" | "atomic_read" | "srcu_dereference" | "lockless_dereference" => {
+            "READ_ONCE"
+            | "smp_load_acquire"
+            | "rcu_dereference"
+            | "rcu_dereference_raw"
+            | "rcu_access_pointer"
+            | "atomic_read"
+            | "srcu_dereference"
+            | "lockless_dereference" => {
                 let addr = self.addr_arg(b)?;
                 if n == "srcu_dereference" {
                     self.expect(m, ",")?;
@@ -1556,7 +1565,10 @@ impl<'a> Parser<'a> {
             Tok::Punct("~") => Ok(Expr::BitNot(Box::new(self.unary(b, vars)?))),
             Tok::Punct("(") => {
                 let inner = self.peek(m)?;
-                if inner.ident().is_some_and(|w| is_type_word(w) || w == "void") {
+                if inner
+                    .ident()
+                    .is_some_and(|w| is_type_word(w) || w == "void")
+                {
                     // A cast: every value is a 32-bit word, so it changes nothing.
                     if inner.ident() == Some("void") {
                         self.bump(m)?;
@@ -1739,7 +1751,6 @@ fn expected<T>(t: &Token, what: &str) -> Result<T> {
     )
 }
 
-
 fn var_loc(vars: &Vars, name: &str, pos: Pos) -> Result<Loc> {
     match vars.find(name) {
         Some(v) => Ok(Loc::Var(v)),
@@ -1749,7 +1760,6 @@ fn var_loc(vars: &Vars, name: &str, pos: Pos) -> Result<Loc> {
         ),
     }
 }
-
 
 /// Fences and ordering annotations besides `smp_mb`, `smp_wmb`, `smp_rmb` and `barrier`:
 /// each operation here is complete before the next starts, so all of them are no-ops.
@@ -1769,7 +1779,10 @@ const FENCES: &[&str] = &[
 /// `atomic_long_`/`atomic64_` families, `raw_` locks and RCU flavours all behave alike under
 /// sequential consistency.
 fn normalise(name: &str) -> String {
-    if matches!(name, "smp_load_acquire" | "smp_store_release" | "smp_store_mb") {
+    if matches!(
+        name,
+        "smp_load_acquire" | "smp_store_release" | "smp_store_mb"
+    ) {
         return name.to_string();
     }
     let mut n = match name.strip_prefix("raw_") {
@@ -1898,7 +1911,9 @@ fn unsupported_call(name: &str) -> ErrorKind {
     let why = match name {
         "call_rcu" | "call_srcu" | "kfree_rcu" => " (callbacks need function pointers)",
         "try_cmpxchg" | "atomic_try_cmpxchg" => " (it writes back through a pointer to a register)",
-        "spin_lock_irqsave" | "spin_lock_irq" | "spin_lock_bh" => " (interrupts have no meaning here)",
+        "spin_lock_irqsave" | "spin_lock_irq" | "spin_lock_bh" => {
+            " (interrupts have no meaning here)"
+        }
         _ => "",
     };
     ErrorKind::Unsupported(format!("`{name}`{why} (supported: {SUPPORTED})"))

@@ -139,7 +139,10 @@ impl Report {
 
     /// Whether a final state passes the test's `filter` (every state does without one).
     pub fn kept(&self, o: &Outcome) -> bool {
-        self.test.filter.as_ref().is_none_or(|f| self.test.holds(f, o))
+        self.test
+            .filter
+            .as_ref()
+            .is_none_or(|f| self.test.holds(f, o))
     }
 
     /// Completed runs the `filter` kept.
@@ -253,7 +256,10 @@ impl Report {
                 let _ = writeln!(s, "Every interleaving run");
             }
             Some(false) => {
-                let _ = writeln!(s, "Interleavings left unrun: the run count ended the search");
+                let _ = writeln!(
+                    s,
+                    "Interleavings left unrun: the run count ended the search"
+                );
             }
             None => {}
         }
@@ -297,11 +303,7 @@ impl Report {
             "Sequential consistency allows {allowed} outcomes; {seen} of them seen"
         );
         if self.test.filter.is_some() {
-            let _ = writeln!(
-                s,
-                "Filtered out: {} runs",
-                self.runs() - self.kept_runs()
-            );
+            let _ = writeln!(s, "Filtered out: {} runs", self.runs() - self.kept_runs());
         }
         let forbidden = self.forbidden();
         if forbidden.is_empty() {
@@ -448,7 +450,7 @@ impl Runner {
         &mut self,
         seed: u64,
         policy: Option<Policy>,
-    ) -> Result<(Outcome, Option<Vec<(usize, usize)>>), RuntimeError> {
+    ) -> Result<(Outcome, Option<Trace>), RuntimeError> {
         let test = Arc::clone(&self.test);
         let placement = self.config.placement;
         let sys = self.system()?;
@@ -479,6 +481,10 @@ impl Runner {
     }
 }
 
+/// An exhaustive run's choices: per step, the thread index picked among the enabled ones and
+/// how many were enabled.
+type Trace = Vec<(usize, usize)>;
+
 /// The interleaving after `trace` (each step's choice and how many threads could take it) in
 /// depth-first order: the last step with an untried choice takes its next one.
 fn next_prefix(trace: &[(usize, usize)]) -> Option<Vec<usize>> {
@@ -505,7 +511,7 @@ fn execute(
     entry: &ObjectEntry,
     seed: u64,
     policy: Option<Policy>,
-) -> Result<(Vec<Vec<i32>>, Option<Vec<(usize, usize)>>), RuntimeError> {
+) -> Result<(Vec<Vec<i32>>, Option<Trace>), RuntimeError> {
     let mut rng = SplitMix::new(seed);
     let n = test.threads.len();
     let sched = policy.map(|p| Arc::new(Scheduler::new(n, p)));
@@ -1022,7 +1028,7 @@ impl Scheduler {
         self.cv.notify_all();
     }
 
-    fn trace(&self) -> Option<Vec<(usize, usize)>> {
+    fn trace(&self) -> Option<Trace> {
         match &self.lock().policy {
             Policy::Exhaustive { trace, .. } => Some(trace.clone()),
             Policy::Pct { .. } => None,

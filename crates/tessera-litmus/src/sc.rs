@@ -102,13 +102,14 @@ fn step(test: &Test, s: &mut State, t: usize) -> Result<(), ScError> {
     let regs = &mut s.regs[t];
     let op = &test.threads[t].ops[s.pcs[t]];
     let var = |addr: &crate::ast::Addr, regs: &[i32]| {
-        addr.resolve(regs, nvars).ok_or_else(|| ScError::BadPointer {
-            thread: t,
-            value: match addr {
-                crate::ast::Addr::Reg(r) => regs[*r],
-                crate::ast::Addr::Var(v) => *v as i32,
-            },
-        })
+        addr.resolve(regs, nvars)
+            .ok_or_else(|| ScError::BadPointer {
+                thread: t,
+                value: match addr {
+                    crate::ast::Addr::Reg(r) => regs[*r],
+                    crate::ast::Addr::Var(v) => *v as i32,
+                },
+            })
     };
     match op {
         Op::Load { addr, dst, .. } => {

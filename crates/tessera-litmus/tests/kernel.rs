@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use tessera_core::ProtocolVariant;
 use tessera_litmus::ast::{addr_of, Addr, BinOp, Expr, Fence, Op, Rmw, RmwRet};
 use tessera_litmus::{
-    load, parse, run_test, sc_outcomes, Outcome, RunConfig, Schedule, ScError, Test,
+    load, parse, run_test, sc_outcomes, Outcome, RunConfig, ScError, Schedule, Test,
 };
 
 fn kernel_dir() -> PathBuf {
@@ -212,7 +212,13 @@ fn pointers_in_the_initial_state_registers_and_the_condition() {
     assert_eq!(t.vars, ["a", "p", "q"]);
     assert_eq!(t.init, [1, addr_of(0), addr_of(0)]);
     let ops = &t.threads[0].ops;
-    assert!(matches!(ops[1], Op::Load { addr: Addr::Reg(0), .. }));
+    assert!(matches!(
+        ops[1],
+        Op::Load {
+            addr: Addr::Reg(0),
+            ..
+        }
+    ));
     assert!(matches!(
         &ops[2],
         Op::Store { addr: Addr::Var(1), value: Expr::Const(v), .. } if *v == addr_of(0)
@@ -233,7 +239,13 @@ fn grace_periods_wait_on_every_other_reader() {
     // load x; the fence marking the grace period; then, per reader, a load of its nesting
     // word retried while it is not zero.
     assert!(matches!(ops[1], Op::Fence(Fence::Other(_))));
-    assert!(matches!(ops[2], Op::Load { addr: Addr::Var(1), .. }));
+    assert!(matches!(
+        ops[2],
+        Op::Load {
+            addr: Addr::Var(1),
+            ..
+        }
+    ));
     assert!(matches!(
         ops[3],
         Op::Branch {
@@ -242,7 +254,13 @@ fn grace_periods_wait_on_every_other_reader() {
             ..
         }
     ));
-    assert!(matches!(ops[4], Op::Load { addr: Addr::Var(2), .. }));
+    assert!(matches!(
+        ops[4],
+        Op::Load {
+            addr: Addr::Var(2),
+            ..
+        }
+    ));
     assert!(matches!(
         ops[5],
         Op::Branch {
@@ -375,8 +393,9 @@ fn a_lock_never_released_ends_in_no_outcome() {
 
 #[test]
 fn a_dereferenced_number_is_an_error() {
-    let t = parse("C T\n{}\nP0(int *x) { r0 = READ_ONCE(*x); r1 = READ_ONCE(*r0); }\nexists (x=0)\n")
-        .unwrap();
+    let t =
+        parse("C T\n{}\nP0(int *x) { r0 = READ_ONCE(*x); r1 = READ_ONCE(*r0); }\nexists (x=0)\n")
+            .unwrap();
     assert_eq!(
         sc_outcomes(&t),
         Err(ScError::BadPointer {
