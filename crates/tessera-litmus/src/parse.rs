@@ -11,11 +11,11 @@
 //! exists (0:r0=0 /\ 1:r0=0)              or ~exists, forall; with /\ \/ ~ => ( )
 //! ```
 //!
-//! Thread bodies are straight-line C: `int` registers (optionally initialised), `READ_ONCE`,
-//! `WRITE_ONCE`, `smp_load_acquire`, `smp_store_release`, plain `*x` loads and stores,
-//! `smp_mb`/`smp_wmb`/`smp_rmb`/`barrier`, and integer arithmetic. Everything else (control
-//! flow, atomics, locks, RCU, pointer values) is an `Unsupported` error at its line and column:
-//! the runner must never guess what a test means.
+//! Thread bodies are the kernel's litmus C: registers of any type (declared or not), loads and
+//! stores in every spelling, read-modify-writes, spinlocks, RCU and SRCU, `if`/`else`, pointers
+//! and register arithmetic; docs/LITMUS.md lists them with what each lowers to. What the runner
+//! cannot execute faithfully (loops, callbacks, interrupts) is an `Unsupported` error at its
+//! line and column: the runner must never guess what a test means.
 //!
 //! Lexing is on demand and depends on where the parser is: at top level `(*` opens an OCaml
 //! comment, but inside a thread `READ_ONCE(*x)` must lex as `(` `*` `x`.

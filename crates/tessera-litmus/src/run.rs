@@ -1,4 +1,4 @@
-//! Runs a litmus test through the real runtime, many times, under randomised schedules.
+//! Runs a litmus test through the real runtime, many times, under a chosen schedule.
 //!
 //! One node with a device per thread. The shared variables are 32-bit words of one buffer
 //! object: with [`Placement::OwnPage`] every variable is its own page (4-byte pages), with
@@ -9,9 +9,15 @@
 //! Each thread's whole program is one closure on its device's driver, so the threads run
 //! concurrently. Before a run, every device reads or writes (with the value already there) a
 //! random subset of the variables, so that runs start from varied residency: shared copies,
-//! modified copies, nothing. A start gate then releases the threads together; each waits a
-//! random delay and pauses randomly between operations. All of it is drawn from a seed, but
-//! thread timing is still up to the OS, so a seed makes runs alike rather than identical.
+//! modified copies, nothing. A start gate then releases the threads together. Under
+//! [`Schedule::Random`] each waits a random delay and pauses randomly between operations, and
+//! thread timing is up to the OS, so a seed makes runs alike rather than identical. Under
+//! [`Schedule::Pct`] and [`Schedule::Exhaustive`] a `Scheduler` lets one thread at a time
+//! take its next memory operation, so the interleaving is the policy's alone.
+//!
+//! A read-modify-write is one invocation that loads and stores its word ([`RmwWord`]);
+//! spinlocks and grace periods are loops of such operations and loads in the thread's own
+//! program, so everything a test does to memory goes through the coherence protocol.
 //!
 //! Fences and acquire/release compile to nothing: each operation already completes (its
 //! request granted, its store committed) before the thread's next operation starts, which is
