@@ -94,6 +94,8 @@ pub fn litmus(opts: &LitmusOpts) -> anyhow::Result<()> {
     let mut unreadable = Vec::new();
     let mut failed = Vec::new();
     let mut passed = 0;
+    // Tests run, and those in which every outcome SC allows showed up.
+    let (mut ran, mut covered) = (0, 0);
     for path in &opts.files {
         // One bad file must not hide the results of the others.
         let test = match load(path) {
@@ -107,6 +109,11 @@ pub fn litmus(opts: &LitmusOpts) -> anyhow::Result<()> {
         match run_test(&test, &config) {
             Ok(report) => {
                 println!("{}", report.render());
+                ran += 1;
+                let (seen, allowed) = report.coverage();
+                if seen == allowed {
+                    covered += 1;
+                }
                 if report.passed() {
                     passed += 1;
                 } else {
@@ -124,6 +131,9 @@ pub fn litmus(opts: &LitmusOpts) -> anyhow::Result<()> {
         "Summary: {total} files, {passed} passed, {} failed, {} not run (unreadable, malformed or unsupported)",
         failed.len(),
         unreadable.len()
+    );
+    println!(
+        "Coverage: every outcome sequential consistency allows seen in {covered} of {ran} tests run"
     );
     let mut problems = Vec::new();
     if !failed.is_empty() {
