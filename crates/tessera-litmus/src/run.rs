@@ -428,15 +428,16 @@ impl Runner {
                     }),
                 },
             };
-            let result = self.run_once(seed, policy).map(|(o, trace)| {
-                if let Some(trace) = trace {
-                    self.next_prefix = next_prefix(&trace);
-                    if self.next_prefix.is_none() {
-                        self.report.exhausted = Some(true);
-                    }
+            let mut trace = None;
+            let result = self.run_once(seed, policy, &mut trace);
+            // A failed run's choices up to the failure still move the search on, so that a
+            // failing interleaving is not run again and again.
+            if let Some(trace) = trace {
+                self.next_prefix = next_prefix(&trace);
+                if self.next_prefix.is_none() {
+                    self.report.exhausted = Some(true);
                 }
-                o
-            });
+            }
             match result {
                 Ok(o) => *self.report.observed.entry(o).or_insert(0) += 1,
                 Err(e) => {
@@ -456,7 +457,8 @@ impl Runner {
         &mut self,
         seed: u64,
         policy: Option<Policy>,
-    ) -> Result<(Outcome, Option<Trace>), RuntimeError> {
+        trace: &mut Option<Trace>,
+    ) -> Result<Outcome, RuntimeError> {
         let test = Arc::clone(&self.test);
         let placement = self.config.placement;
         let sys = self.system()?;
@@ -471,19 +473,19 @@ impl Runner {
         }
         let desc = ObjectDesc::buffer(4 * words, page_bytes).map_err(RuntimeError::Core)?;
         let entry = sys.create(desc, Some(data))?;
-        let res = execute(sys, &test, &entry, seed, policy).and_then(|regs| {
+        let res = execute(sys, &test, &entry, seed, policy, trace).and_then(|regs| {
             let bytes = sys.mm.read(entry.id)?;
             Ok((regs, bytes))
         });
         let freed = sys.mm.free(entry.id);
-        let ((regs, trace), bytes) = res?;
+        let (regs, bytes) = res?;
         freed?;
         let mem = bytes
             .chunks_exact(4)
             .take(test.vars.len())
             .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect();
-        Ok((Outcome { regs, mem }, trace))
+        Ok(Outcome { regs, mem })
     }
 }
 
@@ -517,7 +519,8 @@ fn execute(
     entry: &ObjectEntry,
     seed: u64,
     policy: Option<Policy>,
-) -> Result<(Vec<Vec<i32>>, Option<Trace>), RuntimeError> {
+    trace: &mut Option<Trace>,
+) -> Result<Vec<Vec<i32>>, RuntimeError> {
     let mut rng = SplitMix::new(seed);
     let n = test.threads.len();
     let sched = policy.map(|p| Arc::new(Scheduler::new(n, p)));
@@ -573,6 +576,7 @@ fn execute(
                 for p in pending {
                     let _ = p.wait();
                 }
+                *trace = sched.and_then(|s| s.trace());
                 return Err(e);
             }
         }
@@ -582,9 +586,8 @@ fn execute(
         .into_iter()
         .map(|p| p.wait().and_then(|r| r))
         .collect();
-    let regs = results.into_iter().collect::<Result<Vec<_>, _>>()?;
-    let trace = sched.and_then(|s| s.trace());
-    Ok((regs, trace))
+    *trace = sched.and_then(|s| s.trace());
+    results.into_iter().collect()
 }
 
 /// What one thread of a run needs besides its device.
