@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 use tessera_core::ProtocolVariant;
-use tessera_litmus::{load, run_test, Placement, RunConfig};
+use tessera_litmus::{load, run_test, Placement, RunConfig, Schedule};
 
 #[derive(Args, Clone)]
 pub struct LitmusOpts {
@@ -22,12 +22,36 @@ pub struct LitmusOpts {
     /// Seed of the randomised schedules; thread timing still varies between runs.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// How threads interleave: `random` lets them run free with random delays; `pct` lets one
+    /// thread at a time take its next operation, by random priorities with random change
+    /// points; `exhaustive` runs every interleaving of the operations once (stopping at
+    /// `--runs`). PCT is the default: it reaches every outcome sequential consistency allows
+    /// far more often than `random` (docs/LITMUS.md).
+    #[arg(long, value_enum, default_value = "pct")]
+    schedule: ScheduleArg,
     /// Coherence protocol. Only `correct` is tessera's: the others are broken on purpose and
     /// exist to show that the runner reports forbidden outcomes when the protocol is wrong.
     /// The `evict-*` ones differ from `correct` only where the runtime evicts, which litmus
     /// runs do not do yet.
     #[arg(long, value_enum, default_value = "correct")]
     protocol: ProtocolArg,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ScheduleArg {
+    Random,
+    Pct,
+    Exhaustive,
+}
+
+impl From<ScheduleArg> for Schedule {
+    fn from(s: ScheduleArg) -> Self {
+        match s {
+            ScheduleArg::Random => Schedule::Random,
+            ScheduleArg::Pct => Schedule::Pct,
+            ScheduleArg::Exhaustive => Schedule::Exhaustive,
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -58,6 +82,7 @@ impl From<ProtocolArg> for ProtocolVariant {
 pub fn litmus(opts: &LitmusOpts) -> anyhow::Result<()> {
     let config = RunConfig {
         runs: opts.runs,
+        schedule: opts.schedule.into(),
         placement: if opts.same_page {
             Placement::SamePage
         } else {
@@ -69,6 +94,8 @@ pub fn litmus(opts: &LitmusOpts) -> anyhow::Result<()> {
     let mut unreadable = Vec::new();
     let mut failed = Vec::new();
     let mut passed = 0;
+    // Tests run, and those in which every outcome SC allows showed up.
+    let (mut ran, mut covered) = (0, 0);
     for path in &opts.files {
         // One bad file must not hide the results of the others.
         let test = match load(path) {
@@ -82,6 +109,11 @@ pub fn litmus(opts: &LitmusOpts) -> anyhow::Result<()> {
         match run_test(&test, &config) {
             Ok(report) => {
                 println!("{}", report.render());
+                ran += 1;
+                let (seen, allowed) = report.coverage();
+                if seen == allowed {
+                    covered += 1;
+                }
                 if report.passed() {
                     passed += 1;
                 } else {
@@ -99,6 +131,9 @@ pub fn litmus(opts: &LitmusOpts) -> anyhow::Result<()> {
         "Summary: {total} files, {passed} passed, {} failed, {} not run (unreadable, malformed or unsupported)",
         failed.len(),
         unreadable.len()
+    );
+    println!(
+        "Coverage: every outcome sequential consistency allows seen in {covered} of {ran} tests run"
     );
     let mut problems = Vec::new();
     if !failed.is_empty() {

@@ -115,9 +115,9 @@ fn malformed_files_are_reported_with_line_and_column() {
             "line 5, column 1: expected `;`, found `}`",
         ),
         (
-            "lock.litmus",
-            b"C Lock\n{}\nP0(int *x) {\n\tspin_lock(x);\n}\nexists (x=1)\n",
-            "line 4, column 2: unsupported: `spin_lock`",
+            "loop.litmus",
+            b"C Loop\n{}\nP0(int *x) {\n\twhile (1) { }\n}\nexists (x=1)\n",
+            "line 4, column 2: unsupported: loops",
         ),
         (
             "binary.litmus",
@@ -174,4 +174,28 @@ fn bad_arguments_are_rejected() {
         assert!(!o.status.success());
         assert!(err.contains(want), "{args:?}: {err}");
     }
+}
+
+#[test]
+fn schedules_report_their_coverage() {
+    let iriw = shipped("IRIW");
+    let o = tessera(&["litmus", "--schedule", "exhaustive", &iriw]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("schedule exhaustive"), "{out}");
+    assert!(out.contains("Every interleaving run"), "{out}");
+    // 6 operations in threads of 1, 2, 1, 2: 6!/(2!2!) = 180 interleavings.
+    assert!(out.contains("Observation IRIW Never 0 180"), "{out}");
+    assert!(
+        out.contains("Sequential consistency allows 15 outcomes; 15 of them seen"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "Coverage: every outcome sequential consistency allows seen in 1 of 1 tests run"
+        ),
+        "{out}"
+    );
+    let o = tessera(&["litmus", "--schedule", "bogus", &iriw]);
+    assert!(!o.status.success());
 }

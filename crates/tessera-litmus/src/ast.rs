@@ -1,5 +1,9 @@
 //! A parsed litmus test, already lowered to what the oracle and the runner execute: per thread,
-//! a straight-line list of memory operations and register computations.
+//! a list of memory operations, register computations and branches, addressed by index.
+//!
+//! Values are 32-bit words. A pointer to shared variable `v` is the word [`addr_of`]`(v)`, so
+//! that pointers travel through memory and registers like any other value; [`var_of`] turns a
+//! word back into a variable when it is dereferenced.
 
 use std::fmt::{self, Write as _};
 
@@ -18,12 +22,34 @@ pub struct Test {
     pub doc: Option<String>,
     /// Shared variables in order of first mention; variable `i` is word `i` of the buffer.
     pub vars: Vec<String>,
+    /// Per variable, whether the runner made it up (RCU read-side nesting counters): such
+    /// words take part in runs but not in printed outcomes.
+    pub hidden: Vec<bool>,
     /// Initial value of each shared variable (0 unless the initial-state block says otherwise).
     pub init: Vec<i32>,
     pub threads: Vec<Thread>,
     /// The `locations [...]` clause: extra locations to show in every outcome.
     pub locations: Vec<Loc>,
+    /// herd7's `filter P`: runs whose final state does not satisfy P are left out of the
+    /// histogram and the condition's counts (they are still checked against the oracle).
+    pub filter: Option<Prop>,
     pub condition: Condition,
+}
+
+/// The word that points at shared variable `v`. Far from the small integers tests use, so a
+/// pointer and a number are told apart when an outcome is printed.
+pub const ADDR_BASE: i32 = 0x7AD0_0000;
+
+pub fn addr_of(var: usize) -> i32 {
+    ADDR_BASE.wrapping_add(var as i32)
+}
+
+/// The variable a pointer word names, if it names one of `nvars`.
+pub fn var_of(word: i32, nvars: usize) -> Option<usize> {
+    let i = word.wrapping_sub(ADDR_BASE);
+    (0..nvars as i64)
+        .contains(&(i as i64))
+        .then_some(i as usize)
 }
 
 /// One thread `Pn`: its registers and its operations in program order.
@@ -84,6 +110,10 @@ pub enum LoadKind {
     Acquire,
     /// a plain `*x`
     Plain,
+    /// `rcu_dereference(*p)` and its kin
+    Rcu,
+    /// `atomic_read(v)` and its kin
+    Atomic,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,9 +124,17 @@ pub enum StoreKind {
     Release,
     /// a plain `*x = v`
     Plain,
+    /// `rcu_assign_pointer(*p, v)`
+    Rcu,
+    /// `atomic_set(v, e)` and its kin
+    Atomic,
+    /// `spin_unlock(l)`: the lock word back to 0
+    Unlock,
+    /// a store the runner adds: an RCU read-side nesting counter
+    Internal,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Fence {
     /// `smp_mb()`
     Mb,
@@ -106,20 +144,114 @@ pub enum Fence {
     Rmb,
     /// `barrier()`, a compiler barrier
     Barrier,
+    /// Any other fence or ordering annotation (`smp_mb__after_atomic`, ...), by name.
+    Other(String),
 }
 
-/// One step of a thread. Only `Load` and `Store` touch shared memory.
+/// Where a memory operation goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Addr {
+    /// A shared variable named in the source.
+    Var(usize),
+    /// The variable a register points at (`*r0`), known only when the operation runs.
+    Reg(usize),
+}
+
+impl Addr {
+    /// The variable this address names with registers `regs`, if any.
+    pub fn resolve(&self, regs: &[i32], nvars: usize) -> Option<usize> {
+        match self {
+            Addr::Var(v) => Some(*v),
+            Addr::Reg(r) => var_of(regs[*r], nvars),
+        }
+    }
+}
+
+/// Which value a fetch-and-op returns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RmwRet {
+    /// `atomic_fetch_add`: the value before.
+    Old,
+    /// `atomic_add_return`: the value after.
+    New,
+}
+
+/// A read-modify-write: one atomic step that reads a word and writes it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Rmw {
+    /// `xchg(x, v)`: stores v, returns the old value.
+    Xchg(Expr),
+    /// `cmpxchg(x, old, new)`: stores new if the word is old; returns the word it found.
+    Cmpxchg { old: Expr, new: Expr },
+    /// `atomic_add_return`, `atomic_fetch_or`, `atomic_inc`, ...: word = word op operand.
+    Fetch {
+        op: BinOp,
+        operand: Expr,
+        ret: RmwRet,
+    },
+    /// `atomic_add_unless(v, a, u)`: adds a unless the word is u; returns whether it added.
+    AddUnless { add: Expr, unless: Expr },
+}
+
+impl Rmw {
+    /// Given the word found and the thread's registers: the word to store (`None` when the
+    /// operation leaves it, a failed cmpxchg) and the value returned.
+    pub fn apply(&self, old: i32, regs: &[i32]) -> (Option<i32>, i32) {
+        match self {
+            Rmw::Xchg(v) => (Some(v.eval(regs)), old),
+            Rmw::Cmpxchg { old: want, new } => {
+                if old == want.eval(regs) {
+                    (Some(new.eval(regs)), old)
+                } else {
+                    (None, old)
+                }
+            }
+            Rmw::Fetch { op, operand, ret } => {
+                let new = op.apply(old, operand.eval(regs));
+                let r = match ret {
+                    RmwRet::Old => old,
+                    RmwRet::New => new,
+                };
+                (Some(new), r)
+            }
+            Rmw::AddUnless { add, unless } => {
+                if old == unless.eval(regs) {
+                    (None, 0)
+                } else {
+                    (Some(old.wrapping_add(add.eval(regs))), 1)
+                }
+            }
+        }
+    }
+}
+
+/// One step of a thread. Only `Load`, `Store` and `Rmw` touch shared memory.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Op {
     Load {
-        var: usize,
+        addr: Addr,
         dst: usize,
         kind: LoadKind,
     },
     Store {
-        var: usize,
+        addr: Addr,
         value: Expr,
         kind: StoreKind,
+    },
+    /// One atomic read-modify-write; the value it returns goes to `dst`.
+    Rmw {
+        addr: Addr,
+        dst: usize,
+        rmw: Rmw,
+    },
+    /// Goes to op `target` (an index into the thread's ops; the length means the end) when
+    /// `cond` is not zero. A `spin` branch goes back to retry a memory operation that found
+    /// the lock taken or the reader still inside its critical section: taking it means the
+    /// thread cannot progress until another thread does something.
+    Branch {
+        cond: Expr,
+        target: usize,
+        spin: bool,
     },
     /// A register computation, `r1 = r0 + 1`.
     Local {
@@ -131,7 +263,7 @@ pub enum Op {
 
 impl Op {
     pub fn is_memory(&self) -> bool {
-        matches!(self, Op::Load { .. } | Op::Store { .. })
+        matches!(self, Op::Load { .. } | Op::Store { .. } | Op::Rmw { .. })
     }
 }
 
@@ -142,6 +274,10 @@ pub enum Expr {
     Const(i32),
     Reg(usize),
     Neg(Box<Expr>),
+    /// `!e`: 1 if e is 0, else 0.
+    Not(Box<Expr>),
+    /// `~e`
+    BitNot(Box<Expr>),
     Bin(BinOp, Box<Expr>, Box<Expr>),
 }
 
@@ -153,6 +289,46 @@ pub enum BinOp {
     And,
     Or,
     Xor,
+    /// `/` and `%` give 0 for a zero divisor: a test must not stop a run half way.
+    Div,
+    Rem,
+    Shl,
+    Shr,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    /// `&&` and `||` on values; loads on their right were already made (see parse.rs).
+    LAnd,
+    LOr,
+}
+
+impl BinOp {
+    /// 32-bit two's-complement arithmetic: shared variables are 32-bit words.
+    pub fn apply(self, a: i32, b: i32) -> i32 {
+        match self {
+            BinOp::Add => a.wrapping_add(b),
+            BinOp::Sub => a.wrapping_sub(b),
+            BinOp::Mul => a.wrapping_mul(b),
+            BinOp::And => a & b,
+            BinOp::Or => a | b,
+            BinOp::Xor => a ^ b,
+            BinOp::Div => a.checked_div(b).unwrap_or(0),
+            BinOp::Rem => a.checked_rem(b).unwrap_or(0),
+            BinOp::Shl => a.wrapping_shl(b as u32),
+            BinOp::Shr => a.wrapping_shr(b as u32),
+            BinOp::Eq => (a == b) as i32,
+            BinOp::Ne => (a != b) as i32,
+            BinOp::Lt => (a < b) as i32,
+            BinOp::Le => (a <= b) as i32,
+            BinOp::Gt => (a > b) as i32,
+            BinOp::Ge => (a >= b) as i32,
+            BinOp::LAnd => (a != 0 && b != 0) as i32,
+            BinOp::LOr => (a != 0 || b != 0) as i32,
+        }
+    }
 }
 
 impl Expr {
@@ -162,17 +338,9 @@ impl Expr {
             Expr::Const(v) => *v,
             Expr::Reg(r) => regs[*r],
             Expr::Neg(e) => e.eval(regs).wrapping_neg(),
-            Expr::Bin(op, a, b) => {
-                let (a, b) = (a.eval(regs), b.eval(regs));
-                match op {
-                    BinOp::Add => a.wrapping_add(b),
-                    BinOp::Sub => a.wrapping_sub(b),
-                    BinOp::Mul => a.wrapping_mul(b),
-                    BinOp::And => a & b,
-                    BinOp::Or => a | b,
-                    BinOp::Xor => a ^ b,
-                }
-            }
+            Expr::Not(e) => (e.eval(regs) == 0) as i32,
+            Expr::BitNot(e) => !e.eval(regs),
+            Expr::Bin(op, a, b) => op.apply(a.eval(regs), b.eval(regs)),
         }
     }
 }
@@ -273,7 +441,11 @@ impl Test {
             .enumerate()
             .flat_map(|(t, th)| th.visible().map(move |reg| Loc::Reg { thread: t, reg }))
             .collect();
-        out.extend((0..self.vars.len()).map(Loc::Var));
+        out.extend(
+            (0..self.vars.len())
+                .filter(|v| !self.hidden.get(*v).copied().unwrap_or(false))
+                .map(Loc::Var),
+        );
         out
     }
 
@@ -301,9 +473,22 @@ impl Test {
             if i > 0 {
                 s.push(' ');
             }
-            let _ = write!(s, "{}={};", self.loc_name(*l), self.value(o, *l));
+            let _ = write!(
+                s,
+                "{}={};",
+                self.loc_name(*l),
+                self.value_text(self.value(o, *l))
+            );
         }
         s
+    }
+
+    /// A value as herd7 prints it: a pointer by the name of its variable.
+    pub fn value_text(&self, v: i32) -> String {
+        match var_of(v, self.vars.len()) {
+            Some(i) => self.vars[i].clone(),
+            None => v.to_string(),
+        }
     }
 
     /// The condition as written, e.g. `exists (0:r0=0 /\ 1:r0=0)`.
@@ -356,8 +541,8 @@ impl fmt::Display for PropText<'_> {
         match self.1 {
             Prop::True => f.write_str("true"),
             Prop::False => f.write_str("false"),
-            Prop::Eq(l, v) => write!(f, "{}={v}", t.loc_name(*l)),
-            Prop::Ne(l, v) => write!(f, "{}!={v}", t.loc_name(*l)),
+            Prop::Eq(l, v) => write!(f, "{}={}", t.loc_name(*l), t.value_text(*v)),
+            Prop::Ne(l, v) => write!(f, "{}!={}", t.loc_name(*l), t.value_text(*v)),
             Prop::Not(p) => {
                 f.write_str("~")?;
                 side(f, p)

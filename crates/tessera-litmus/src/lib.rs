@@ -4,11 +4,13 @@
 //! checks the claim the way memory-model people do:
 //!
 //! - [`parse`] reads herd7's C litmus format, as used by the Linux kernel memory model's
-//!   `tools/memory-model/litmus-tests`, into a [`Test`]: straight-line threads of memory
-//!   operations, and a final condition;
+//!   `tools/memory-model/litmus-tests`, into a [`Test`]: per thread, memory operations
+//!   (loads, stores, read-modify-writes), register steps and branches, and a final condition;
+//!   locks, RCU and control flow are lowered to these (docs/LITMUS.md);
 //! - [`sc`] enumerates, on its own, every outcome a sequentially consistent machine allows;
 //! - [`run`] runs the test thousands of times on a node with one device per thread, every
-//!   operation a pass through the coherence protocol, under randomised schedules, and reports
+//!   operation a pass through the coherence protocol, under random, PCT or exhaustive
+//!   schedules, and reports
 //!   what it saw in litmus7's layout, with any outcome the oracle forbids.
 //!
 //! See docs/ARCHITECTURE.md, "Memory model we promise".
@@ -23,8 +25,8 @@ use std::path::Path;
 
 pub use ast::{Loc, Op, Outcome, Prop, Quantifier, Test, Thread};
 pub use parse::{parse, parse_bytes, ErrorKind, ParseError};
-pub use run::{run_test, Placement, Report, RunConfig, RunError, Runner};
-pub use sc::sc_outcomes;
+pub use run::{run_test, Placement, Report, RunConfig, RunError, Runner, Schedule};
+pub use sc::{sc_outcomes, ScError};
 
 /// Why a litmus file could not be loaded.
 #[derive(Debug, thiserror::Error)]

@@ -11,11 +11,11 @@
 //! exists (0:r0=0 /\ 1:r0=0)              or ~exists, forall; with /\ \/ ~ => ( )
 //! ```
 //!
-//! Thread bodies are straight-line C: `int` registers (optionally initialised), `READ_ONCE`,
-//! `WRITE_ONCE`, `smp_load_acquire`, `smp_store_release`, plain `*x` loads and stores,
-//! `smp_mb`/`smp_wmb`/`smp_rmb`/`barrier`, and integer arithmetic. Everything else (control
-//! flow, atomics, locks, RCU, pointer values) is an `Unsupported` error at its line and column:
-//! the runner must never guess what a test means.
+//! Thread bodies are the kernel's litmus C: registers of any type (declared or not), loads and
+//! stores in every spelling, read-modify-writes, spinlocks, RCU and SRCU, `if`/`else`, pointers
+//! and register arithmetic; docs/LITMUS.md lists them with what each lowers to. What the runner
+//! cannot execute faithfully (loops, callbacks, interrupts) is an `Unsupported` error at its
+//! line and column: the runner must never guess what a test means.
 //!
 //! Lexing is on demand and depends on where the parser is: at top level `(*` opens an OCaml
 //! comment, but inside a thread `READ_ONCE(*x)` must lex as `(` `*` `x`.
@@ -23,8 +23,8 @@
 use tessera_core::MAX_DEVICES;
 
 use crate::ast::{
-    BinOp, Condition, Expr, Fence, LoadKind, Loc, Op, Pos, Prop, Quantifier, Reg, StoreKind, Test,
-    Thread,
+    addr_of, Addr, BinOp, Condition, Expr, Fence, LoadKind, Loc, Op, Pos, Prop, Quantifier, Reg,
+    Rmw, RmwRet, StoreKind, Test, Thread,
 };
 
 /// Why a litmus file could not be read as a test, and where.
@@ -332,6 +332,7 @@ struct Vars {
     names: Vec<String>,
     init: Vec<i32>,
     initialised: Vec<bool>,
+    hidden: Vec<bool>,
 }
 
 impl Vars {
@@ -342,7 +343,14 @@ impl Vars {
         self.names.push(name.to_string());
         self.init.push(0);
         self.initialised.push(false);
+        self.hidden.push(false);
         self.names.len() - 1
+    }
+    /// A word the runner adds; its name holds a space, so no identifier can clash with it.
+    fn hidden(&mut self, name: &str) -> usize {
+        let i = self.intern(name);
+        self.hidden[i] = true;
+        i
     }
     fn find(&self, name: &str) -> Option<usize> {
         self.names.iter().position(|n| n == name)
@@ -361,6 +369,9 @@ impl Vars {
     }
 }
 
+/// An RCU flavour: plain RCU, or the SRCU domain of one `srcu_struct` variable.
+type Domain = Option<usize>;
+
 /// A thread being parsed.
 struct ThreadBuilder {
     index: usize,
@@ -368,6 +379,11 @@ struct ThreadBuilder {
     params: Vec<(String, usize)>,
     regs: Vec<Reg>,
     ops: Vec<Op>,
+    /// Per RCU domain this thread reads under: the register holding its nesting depth and
+    /// the shared word that publishes it to synchronising threads.
+    rcu: Vec<(Domain, usize, usize)>,
+    /// Grace periods to expand once every thread's counters are known: op index, domain.
+    syncs: Vec<(usize, Domain)>,
 }
 
 impl ThreadBuilder {
@@ -381,10 +397,15 @@ impl ThreadBuilder {
         });
         self.regs.len() - 1
     }
-    fn load(&mut self, var: usize, kind: LoadKind) -> Expr {
+    fn load(&mut self, addr: Addr, kind: LoadKind) -> Expr {
         let dst = self.temp();
-        self.ops.push(Op::Load { var, dst, kind });
+        self.ops.push(Op::Load { addr, dst, kind });
         Expr::Reg(dst)
+    }
+    fn rmw(&mut self, addr: Addr, rmw: Rmw) -> usize {
+        let dst = self.temp();
+        self.ops.push(Op::Rmw { addr, dst, rmw });
+        dst
     }
     /// True when `e` is just the result of the load made last: then `r = READ_ONCE(*x)`
     /// loads straight into `r`.
@@ -432,13 +453,98 @@ impl ThreadBuilder {
             .iter()
             .position(|r| r.name.as_deref() == Some(name))
     }
+    /// `r = value`, loading straight into `r` when the value is a fresh load.
+    fn assign(&mut self, dst: usize, value: Expr) {
+        if let Some(t) = self.fresh_load(&value) {
+            self.regs.pop();
+            if let Some(Op::Load { dst: d, .. }) = self.ops.last_mut() {
+                debug_assert_eq!(*d, t);
+                *d = dst;
+            }
+        } else {
+            self.ops.push(Op::Local { dst, value });
+        }
+    }
+    /// The nesting register and published word of this thread for `domain`.
+    fn rcu_counter(&mut self, domain: Domain, vars: &mut Vars) -> (usize, usize) {
+        if let Some((_, r, w)) = self.rcu.iter().find(|(d, _, _)| *d == domain) {
+            return (*r, *w);
+        }
+        let r = self.temp();
+        let name = match domain {
+            None => format!("P{} rcu nesting", self.index),
+            Some(s) => format!("P{} srcu nesting of {}", self.index, vars.names[s]),
+        };
+        let w = vars.hidden(&name);
+        self.rcu.push((domain, r, w));
+        (r, w)
+    }
+    /// Emits a branch to be aimed later with [`ThreadBuilder::aim`].
+    fn branch(&mut self, cond: Expr) -> usize {
+        self.ops.push(Op::Branch {
+            cond,
+            target: usize::MAX,
+            spin: false,
+        });
+        self.ops.len() - 1
+    }
+    fn aim(&mut self, at: usize, target: usize) {
+        if let Some(Op::Branch { target: t, .. }) = self.ops.get_mut(at) {
+            *t = target;
+        }
+    }
 }
 
-const SUPPORTED: &str = "READ_ONCE, WRITE_ONCE, smp_load_acquire, smp_store_release, \
-                         smp_mb, smp_wmb, smp_rmb and barrier";
+/// Lexically every word that can start a type.
+const TYPE_WORDS: &[&str] = &[
+    "int",
+    "unsigned",
+    "signed",
+    "long",
+    "short",
+    "char",
+    "bool",
+    "_Bool",
+    "intptr_t",
+    "uintptr_t",
+    "size_t",
+    "u8",
+    "u16",
+    "u32",
+    "u64",
+    "s8",
+    "s16",
+    "s32",
+    "s64",
+    "spinlock_t",
+    "raw_spinlock_t",
+    "atomic_t",
+    "atomic_long_t",
+    "atomic64_t",
+    "struct",
+    "volatile",
+    "const",
+];
 
-const CONTROL: &[&str] = &[
-    "if", "else", "while", "for", "do", "switch", "case", "return", "goto", "break", "continue",
+const CONTROL: &[(&str, &str)] = &[
+    (
+        "while",
+        "loops (the oracle and the exhaustive schedule need every thread to end)",
+    ),
+    (
+        "for",
+        "loops (the oracle and the exhaustive schedule need every thread to end)",
+    ),
+    (
+        "do",
+        "loops (the oracle and the exhaustive schedule need every thread to end)",
+    ),
+    ("switch", "`switch` (write it as `if`/`else`)"),
+    ("case", "`switch` (write it as `if`/`else`)"),
+    ("goto", "`goto` (only structured `if`/`else`)"),
+    ("return", "`return` (threads run to their closing brace)"),
+    ("break", "`break` (there are no loops)"),
+    ("continue", "`continue` (there are no loops)"),
 ];
 
 impl<'a> Parser<'a> {
@@ -498,14 +604,14 @@ impl<'a> Parser<'a> {
             self.init_block(&mut vars, &mut reg_inits)?;
         }
 
-        let mut threads: Vec<Thread> = Vec::new();
+        let mut builders: Vec<ThreadBuilder> = Vec::new();
         loop {
             let t = self.peek(Mode::Top)?;
             let Some(n) = t.ident().and_then(thread_number) else {
                 break;
             };
-            if n != threads.len() {
-                return expected(&t, &format!("`P{}`", threads.len()));
+            if n != builders.len() {
+                return expected(&t, &format!("`P{}`", builders.len()));
             }
             if n >= MAX_DEVICES {
                 return err(
@@ -516,8 +622,16 @@ impl<'a> Parser<'a> {
                 );
             }
             self.bump(Mode::Top)?;
-            threads.push(self.thread(n, &mut vars)?);
+            builders.push(self.thread(n, &mut vars)?);
         }
+        expand_syncs(&mut builders);
+        let mut threads: Vec<Thread> = builders
+            .into_iter()
+            .map(|b| Thread {
+                regs: b.regs,
+                ops: b.ops,
+            })
+            .collect();
         if threads.is_empty() {
             let t = self.peek(Mode::Top)?;
             let want = if vars.names.is_empty() && reg_inits.is_empty() {
@@ -535,11 +649,16 @@ impl<'a> Parser<'a> {
                     ErrorKind::Undefined(format!("there is no thread P{n}")),
                 );
             };
-            let Some(r) = th.reg_index(&reg) else {
-                return err(
-                    pos,
-                    ErrorKind::Undefined(format!("P{n} has no register `{reg}`")),
-                );
+            // A register given only an initial value is declared by it, as herd7 does.
+            let r = match th.reg_index(&reg) {
+                Some(r) => r,
+                None => {
+                    th.regs.push(Reg {
+                        name: Some(reg.clone()),
+                        init: 0,
+                    });
+                    th.regs.len() - 1
+                }
             };
             th.regs[r].init = v;
         }
@@ -557,6 +676,12 @@ impl<'a> Parser<'a> {
             }
         }
 
+        let mut filter = None;
+        if self.peek(Mode::Top)?.ident() == Some("filter") {
+            self.bump(Mode::Top)?;
+            filter = Some(self.prop(&vars, &threads)?);
+        }
+
         let t = self.bump(Mode::Top)?;
         let quantifier = match (&t.tok, t.ident()) {
             (_, Some("exists")) => Quantifier::Exists,
@@ -567,9 +692,6 @@ impl<'a> Parser<'a> {
                     return expected(&e, "`exists` after `~`");
                 }
                 Quantifier::NotExists
-            }
-            (_, Some("filter")) => {
-                return err(t.pos, ErrorKind::Unsupported("the `filter` clause".into()))
             }
             _ => {
                 return expected(&t, "a final condition (`exists`, `~exists` or `forall`)");
@@ -584,9 +706,11 @@ impl<'a> Parser<'a> {
             name,
             doc,
             vars: vars.names,
+            hidden: vars.hidden,
             init: vars.init,
             threads,
             locations,
+            filter,
             condition: Condition { quantifier, prop },
         })
     }
@@ -631,7 +755,7 @@ impl<'a> Parser<'a> {
                     self.expect(m, ":")?;
                     let (reg, _) = self.ident(m, "a register name")?;
                     self.expect(m, "=")?;
-                    let v = self.value(m)?;
+                    let v = self.value(m, vars, true)?;
                     regs.push((n, reg, v, t.pos));
                 }
                 Tok::Punct("[") => {
@@ -639,22 +763,19 @@ impl<'a> Parser<'a> {
                     let (name, pos) = self.ident(m, "a variable name")?;
                     self.expect(m, "]")?;
                     self.expect(m, "=")?;
-                    let v = self.value(m)?;
+                    let v = self.value(m, vars, true)?;
                     vars.set_init(&name, v, pos)?;
                 }
                 Tok::Ident(w) if is_type_word(w) => {
-                    self.int_type(m)?;
-                    let s = self.peek(m)?;
-                    if s.is("*") {
-                        return err(
-                            s.pos,
-                            ErrorKind::Unsupported(
-                                "pointer variables in the initial state (only `int`)".into(),
-                            ),
-                        );
-                    }
+                    self.type_name(m)?;
+                    while self.eat(m, "*")? {}
                     let (name, pos) = self.ident(m, "a variable name")?;
-                    let v = if self.eat(m, "=")? { self.value(m)? } else { 0 };
+                    vars.intern(&name);
+                    let v = if self.eat(m, "=")? {
+                        self.value(m, vars, true)?
+                    } else {
+                        0
+                    };
                     vars.set_init(&name, v, pos)?;
                 }
                 Tok::Ident(w) => {
@@ -663,13 +784,11 @@ impl<'a> Parser<'a> {
                     let s = self.peek(m)?;
                     if s.is("=") {
                         self.bump(m)?;
-                        let v = self.value(m)?;
+                        vars.intern(&w);
+                        let v = self.value(m, vars, true)?;
                         vars.set_init(&w, v, t.pos)?;
                     } else if s.ident().is_some() || s.is("*") {
-                        return err(
-                            t.pos,
-                            ErrorKind::Unsupported(format!("variables of type `{w}` (only `int`)")),
-                        );
+                        return err(t.pos, ErrorKind::Unsupported(format!("the type `{w}`")));
                     } else {
                         return expected(&s, &format!("`=` after `{w}`"));
                     }
@@ -688,90 +807,103 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// Qualifiers and `int`; any other type is unsupported.
-    fn int_type(&mut self, m: Mode) -> Result<()> {
+    /// A type without its stars: qualifiers, then words such as `unsigned long`,
+    /// `spinlock_t` or `struct srcu_struct`. Every type is a 32-bit word here.
+    fn type_name(&mut self, m: Mode) -> Result<String> {
+        let mut words = Vec::new();
         loop {
-            let (w, pos) = self.ident(m, "a type")?;
-            match w.as_str() {
-                "volatile" | "const" => continue,
-                "int" => return Ok(()),
-                _ => {
-                    return err(
-                        pos,
-                        ErrorKind::Unsupported(format!("type `{w}` (only `int`)")),
-                    )
+            let t = self.peek(m)?;
+            match t.ident() {
+                Some("volatile" | "const") => {
+                    self.bump(m)?;
                 }
+                Some("struct") => {
+                    self.bump(m)?;
+                    let (name, _) = self.ident(m, "a struct name")?;
+                    words.push(format!("struct {name}"));
+                    return Ok(words.join(" "));
+                }
+                Some(w) if is_type_word(w) => {
+                    words.push(w.to_string());
+                    self.bump(m)?;
+                }
+                _ if words.is_empty() => return expected(&t, "a type"),
+                _ => return Ok(words.join(" ")),
             }
         }
     }
 
-    /// An integer constant: shared variables and registers are 32-bit words, so anything
-    /// from `-2^31` to `2^32 - 1` is accepted and kept as its 32-bit pattern.
-    fn value(&mut self, m: Mode) -> Result<i32> {
+    /// An integer constant or a pointer: `x` or `&x` is the address of variable `x`,
+    /// `ATOMIC_INIT(n)` is `n`. Words are 32 bits, so anything from `-2^31` to `2^32 - 1` is
+    /// accepted and kept as its 32-bit pattern. `intern` lets the initial state name a
+    /// variable before any thread mentions it; a condition may name only known ones.
+    fn value(&mut self, m: Mode, vars: &mut Vars, intern: bool) -> Result<i32> {
         let t = self.bump(m)?;
         let (neg, t) = if t.is("-") {
             (true, self.bump(m)?)
         } else {
             (false, t)
         };
-        match t.tok {
+        let t = if !neg && t.is("&") { self.bump(m)? } else { t };
+        match &t.tok {
             Tok::Int(n) => {
-                let v = if neg { -n } else { n };
+                let v = if neg { -n } else { *n };
                 if (i32::MIN as i64..=u32::MAX as i64).contains(&v) {
                     Ok(v as i32)
                 } else {
                     err(t.pos, ErrorKind::BadInt(format!("`{v}`")))
                 }
             }
-            Tok::Ident(s) => err(
-                t.pos,
-                ErrorKind::Unsupported(format!("pointer value `{s}` (only integers)")),
-            ),
-            Tok::Punct("&") => err(
-                t.pos,
-                ErrorKind::Unsupported("pointer values `&` (only integers)".into()),
-            ),
-            _ => expected(&t, "an integer"),
+            Tok::Ident(s) if s == "ATOMIC_INIT" && !neg => {
+                self.expect(m, "(")?;
+                let v = self.value(m, vars, intern)?;
+                self.expect(m, ")")?;
+                Ok(v)
+            }
+            Tok::Ident(s) if !neg => {
+                let v = match vars.find(s) {
+                    Some(v) => v,
+                    None if intern => vars.intern(s),
+                    None => {
+                        return err(
+                            t.pos,
+                            ErrorKind::Undefined(format!("unknown location `{s}`")),
+                        )
+                    }
+                };
+                Ok(addr_of(v))
+            }
+            _ => expected(&t, "an integer or a variable's name"),
         }
     }
 
-    fn thread(&mut self, index: usize, vars: &mut Vars) -> Result<Thread> {
+    fn thread(&mut self, index: usize, vars: &mut Vars) -> Result<ThreadBuilder> {
         let m = Mode::Code;
         let mut b = ThreadBuilder {
             index,
             params: Vec::new(),
             regs: Vec::new(),
             ops: Vec::new(),
+            rcu: Vec::new(),
+            syncs: Vec::new(),
         };
         self.expect(m, "(")?;
         if !self.eat(m, ")")? {
             loop {
-                self.int_type(m)?;
+                self.type_name(m)?;
                 let mut stars = 0;
-                let mut star_pos = None;
-                while self.peek(m)?.is("*") {
-                    star_pos.get_or_insert(self.bump(m)?.pos);
+                while self.eat(m, "*")? {
                     stars += 1;
                 }
                 let (name, pos) = self.ident(m, "a parameter name")?;
-                match stars {
-                    1 => {}
-                    0 => {
-                        return err(
-                            pos,
-                            ErrorKind::Unsupported(format!(
-                                "parameter `{name}` is not a pointer (only `int *` parameters)"
-                            )),
-                        )
-                    }
-                    _ => {
-                        return err(
-                            star_pos.unwrap_or(pos),
-                            ErrorKind::Unsupported(format!(
-                                "pointer-to-pointer parameter `{name}` (only `int *`)"
-                            )),
-                        )
-                    }
+                if stars == 0 {
+                    return err(
+                        pos,
+                        ErrorKind::Unsupported(format!(
+                            "parameter `{name}` is not a pointer (a thread's parameters point \
+                             at the shared variables)"
+                        )),
+                    );
                 }
                 if b.param(&name).is_some() {
                     return err(
@@ -788,15 +920,12 @@ impl<'a> Parser<'a> {
             }
         }
         self.expect(m, "{")?;
-        self.block(&mut b)?;
-        Ok(Thread {
-            regs: b.regs,
-            ops: b.ops,
-        })
+        self.block(&mut b, vars)?;
+        Ok(b)
     }
 
     /// Statements up to and including the closing `}`.
-    fn block(&mut self, b: &mut ThreadBuilder) -> Result<()> {
+    fn block(&mut self, b: &mut ThreadBuilder, vars: &mut Vars) -> Result<()> {
         let m = Mode::Code;
         loop {
             let t = self.peek(m)?;
@@ -805,26 +934,6 @@ impl<'a> Parser<'a> {
                     self.bump(m)?;
                     return Ok(());
                 }
-                Tok::Punct(";") => {
-                    self.bump(m)?;
-                }
-                Tok::Punct("{") => {
-                    self.bump(m)?;
-                    self.block(b)?;
-                }
-                Tok::Punct("*") => {
-                    // A plain store `*x = e;`.
-                    self.bump(m)?;
-                    let var = self.shared(b, m)?;
-                    self.assign_op(m)?;
-                    let value = self.expr(b)?;
-                    b.ops.push(Op::Store {
-                        var,
-                        value,
-                        kind: StoreKind::Plain,
-                    });
-                    self.expect(m, ";")?;
-                }
                 // What follows a thread: its closing brace is missing.
                 Tok::Ident(w)
                     if matches!(w.as_str(), "exists" | "forall" | "locations" | "filter")
@@ -832,140 +941,215 @@ impl<'a> Parser<'a> {
                 {
                     return expected(&t, &format!("`}}` closing P{}", b.index));
                 }
-                Tok::Ident(w) => self.ident_statement(b, w.clone(), t.pos)?,
                 Tok::Eof => return expected(&t, &format!("`}}` closing P{}", b.index)),
-                _ => return expected(&t, "a statement"),
+                _ => self.statement(b, vars)?,
             }
         }
     }
 
-    fn ident_statement(&mut self, b: &mut ThreadBuilder, w: String, pos: Pos) -> Result<()> {
+    fn statement(&mut self, b: &mut ThreadBuilder, vars: &mut Vars) -> Result<()> {
         let m = Mode::Code;
-        if CONTROL.contains(&w.as_str()) {
-            return err(
-                pos,
-                ErrorKind::Unsupported(format!("`{w}` (only straight-line code)")),
-            );
-        }
-        match w.as_str() {
-            "int" | "volatile" | "const" => {
-                self.int_type(m)?;
-                loop {
-                    let s = self.peek(m)?;
-                    if s.is("*") {
-                        return err(
-                            s.pos,
-                            ErrorKind::Unsupported("pointer registers (only `int`)".into()),
-                        );
-                    }
-                    let (name, npos) = self.ident(m, "a register name")?;
-                    if self.eat(m, "=")? {
-                        let value = self.expr(b)?;
-                        if let Some(t) = b.fresh_load(&value) {
-                            // Name the load's own register rather than copy it.
-                            b.check_new(&name, npos)?;
-                            b.regs[t].name = Some(name);
-                        } else {
-                            let dst = b.declare(&name, npos)?;
-                            b.ops.push(Op::Local { dst, value });
-                        }
-                    } else {
-                        b.declare(&name, npos)?;
-                    }
-                    if !self.eat(m, ",")? {
-                        break;
-                    }
-                }
-                self.expect(m, ";")?;
-            }
-            "WRITE_ONCE" | "smp_store_release" => {
+        let t = self.peek(m)?;
+        match &t.tok {
+            Tok::Punct(";") => {
                 self.bump(m)?;
-                self.expect(m, "(")?;
-                let var = self.pointer_arg(b)?;
-                self.expect(m, ",")?;
-                let value = self.expr(b)?;
-                self.expect(m, ")")?;
-                self.expect(m, ";")?;
-                let kind = if w == "WRITE_ONCE" {
-                    StoreKind::Once
-                } else {
-                    StoreKind::Release
-                };
-                b.ops.push(Op::Store { var, value, kind });
+                Ok(())
             }
-            "smp_mb" | "smp_wmb" | "smp_rmb" | "barrier" => {
+            Tok::Punct("{") => {
                 self.bump(m)?;
-                self.expect(m, "(")?;
-                self.expect(m, ")")?;
-                self.expect(m, ";")?;
-                b.ops.push(Op::Fence(match w.as_str() {
-                    "smp_mb" => Fence::Mb,
-                    "smp_wmb" => Fence::Wmb,
-                    "smp_rmb" => Fence::Rmb,
-                    _ => Fence::Barrier,
-                }));
+                self.block(b, vars)
             }
-            "READ_ONCE" | "smp_load_acquire" => {
-                // A load whose value is dropped still happens.
-                self.expr(b)?;
-                self.expect(m, ";")?;
-            }
-            _ => {
-                self.bump(m)?;
-                let s = self.peek(m)?;
-                if s.is("=") {
-                    let Some(dst) = b.register(&w) else {
-                        if b.param(&w).is_some() {
-                            return err(
-                                pos,
-                                ErrorKind::Unsupported(format!(
-                                    "assigning to the pointer `{w}` (did you mean `*{w} = ...`?)"
-                                )),
-                            );
-                        }
-                        return err(
-                            pos,
-                            ErrorKind::Undefined(format!(
-                                "`{w}` is not a register declared in P{}",
-                                b.index
-                            )),
-                        );
-                    };
+            Tok::Punct("*") => {
+                // `*p = e;` stores; anything else starting with `*` is an expression.
+                let mut look = self.cur.clone();
+                look.lex(m)?;
+                let name = look.lex(m)?;
+                let op = look.lex(m)?;
+                let assigns = matches!(
+                    op.tok,
+                    Tok::Punct("=" | "+=" | "-=" | "*=" | "|=" | "&=" | "^=" | "++" | "--")
+                );
+                if name.ident().is_some() && assigns {
                     self.bump(m)?;
-                    let value = self.expr(b)?;
-                    if let Some(t) = b.fresh_load(&value) {
-                        b.regs.pop();
-                        if let Some(Op::Load { dst: d, .. }) = b.ops.last_mut() {
-                            debug_assert_eq!(*d, t);
-                            *d = dst;
-                        }
-                    } else {
-                        b.ops.push(Op::Local { dst, value });
-                    }
+                    let addr = self.addr_name(b)?;
+                    self.assign_op(m)?;
+                    let value = self.expr(b, vars)?;
+                    b.ops.push(Op::Store {
+                        addr,
+                        value,
+                        kind: StoreKind::Plain,
+                    });
                     self.expect(m, ";")?;
-                } else if s.is("(") {
-                    return err(pos, unsupported_call(&w));
-                } else if s.ident().is_some() || s.is("*") {
-                    return err(
-                        pos,
-                        ErrorKind::Unsupported(format!("registers of type `{w}` (only `int`)")),
-                    );
-                } else if let Tok::Punct(p) = s.tok {
-                    if ["++", "--", "+=", "-=", "*=", "|=", "&=", "^="].contains(&p) {
-                        return err(
-                            s.pos,
-                            ErrorKind::Unsupported(format!(
-                                "operator `{p}` (write `{w} = {w} ...` instead)"
-                            )),
-                        );
-                    }
-                    return expected(&s, &format!("`=` after `{w}`"));
-                } else {
-                    return expected(&s, &format!("`=` after `{w}`"));
+                    return Ok(());
                 }
+                self.expr_statement(b, vars)
             }
+            Tok::Ident(w) => {
+                let w = w.clone();
+                if let Some((_, why)) = CONTROL.iter().find(|(c, _)| *c == w) {
+                    return err(t.pos, ErrorKind::Unsupported((*why).to_string()));
+                }
+                if w == "if" {
+                    return self.if_statement(b, vars);
+                }
+                if w == "else" {
+                    return err(
+                        t.pos,
+                        ErrorKind::Expected {
+                            expected: "a statement".into(),
+                            found: "`else` without `if`".into(),
+                        },
+                    );
+                }
+                if is_type_word(&w) {
+                    return self.declaration(b, vars);
+                }
+                let mut look = self.cur.clone();
+                look.lex(m)?;
+                let s = look.lex(m)?;
+                if let Tok::Punct(p) = s.tok {
+                    if p == "=" {
+                        self.bump(m)?;
+                        self.bump(m)?;
+                        let dst = self.assigned_register(b, &w, t.pos)?;
+                        let value = self.expr(b, vars)?;
+                        b.assign(dst, value);
+                        self.expect(m, ";")?;
+                        return Ok(());
+                    }
+                    let compound = match p {
+                        "+=" => Some((BinOp::Add, None)),
+                        "-=" => Some((BinOp::Sub, None)),
+                        "*=" => Some((BinOp::Mul, None)),
+                        "|=" => Some((BinOp::Or, None)),
+                        "&=" => Some((BinOp::And, None)),
+                        "^=" => Some((BinOp::Xor, None)),
+                        "++" => Some((BinOp::Add, Some(1))),
+                        "--" => Some((BinOp::Sub, Some(1))),
+                        _ => None,
+                    };
+                    if let Some((op, fixed)) = compound {
+                        self.bump(m)?;
+                        self.bump(m)?;
+                        let Some(dst) = b.register(&w) else {
+                            return err(t.pos, self.not_a_register(b, &w));
+                        };
+                        let rhs = match fixed {
+                            Some(c) => Expr::Const(c),
+                            None => self.expr(b, vars)?,
+                        };
+                        let value = Expr::Bin(op, Box::new(Expr::Reg(dst)), Box::new(rhs));
+                        b.ops.push(Op::Local { dst, value });
+                        self.expect(m, ";")?;
+                        return Ok(());
+                    }
+                }
+                if s.ident().is_some() || (s.is("*") && b.register(&w).is_none()) {
+                    // `T name;` with a type this runner does not know.
+                    return err(t.pos, ErrorKind::Unsupported(format!("the type `{w}`")));
+                }
+                self.expr_statement(b, vars)
+            }
+            _ => self.expr_statement(b, vars),
+        }
+    }
+
+    /// An expression evaluated for its memory operations, or a call with no value.
+    fn expr_statement(&mut self, b: &mut ThreadBuilder, vars: &mut Vars) -> Result<()> {
+        let m = Mode::Code;
+        let t = self.peek(m)?;
+        if let Tok::Ident(w) = &t.tok {
+            let mut look = self.cur.clone();
+            look.lex(m)?;
+            if look.lex(m)?.is("(") && !is_value_call(w) {
+                let w = w.clone();
+                self.bump(m)?;
+                self.void_call(b, vars, &w, t.pos)?;
+                self.expect(m, ";")?;
+                return Ok(());
+            }
+        }
+        self.expr(b, vars)?;
+        self.expect(m, ";")?;
+        Ok(())
+    }
+
+    fn if_statement(&mut self, b: &mut ThreadBuilder, vars: &mut Vars) -> Result<()> {
+        let m = Mode::Code;
+        self.bump(m)?;
+        self.expect(m, "(")?;
+        let cond = self.expr(b, vars)?;
+        self.expect(m, ")")?;
+        let skip_then = b.branch(Expr::Not(Box::new(cond)));
+        self.statement(b, vars)?;
+        if self.peek(m)?.ident() == Some("else") {
+            self.bump(m)?;
+            let skip_else = b.branch(Expr::Const(1));
+            let else_at = b.ops.len();
+            b.aim(skip_then, else_at);
+            self.statement(b, vars)?;
+            let end = b.ops.len();
+            b.aim(skip_else, end);
+        } else {
+            let end = b.ops.len();
+            b.aim(skip_then, end);
         }
         Ok(())
+    }
+
+    /// `int r0, *r1 = e;`: registers of any type; every value is a 32-bit word.
+    fn declaration(&mut self, b: &mut ThreadBuilder, vars: &mut Vars) -> Result<()> {
+        let m = Mode::Code;
+        self.type_name(m)?;
+        loop {
+            while self.eat(m, "*")? {}
+            let (name, npos) = self.ident(m, "a register name")?;
+            if self.eat(m, "=")? {
+                let value = self.expr(b, vars)?;
+                if let Some(t) = b.fresh_load(&value) {
+                    // Name the load's own register rather than copy it.
+                    b.check_new(&name, npos)?;
+                    b.regs[t].name = Some(name);
+                } else {
+                    let dst = b.declare(&name, npos)?;
+                    b.ops.push(Op::Local { dst, value });
+                }
+            } else {
+                b.declare(&name, npos)?;
+            }
+            if !self.eat(m, ",")? {
+                break;
+            }
+        }
+        self.expect(m, ";")?;
+        Ok(())
+    }
+
+    /// The register `name = ...` assigns: declared, or declared now, as herd7 accepts
+    /// registers used without a declaration.
+    fn assigned_register(&self, b: &mut ThreadBuilder, name: &str, pos: Pos) -> Result<usize> {
+        if let Some(r) = b.register(name) {
+            return Ok(r);
+        }
+        if b.param(name).is_some() {
+            return err(
+                pos,
+                ErrorKind::Unsupported(format!(
+                    "assigning to the pointer `{name}` (did you mean `*{name} = ...`?)"
+                )),
+            );
+        }
+        b.declare(name, pos)
+    }
+
+    fn not_a_register(&self, b: &ThreadBuilder, name: &str) -> ErrorKind {
+        if b.param(name).is_some() {
+            ErrorKind::Unsupported(format!(
+                "arithmetic on the pointer `{name}` (only on registers)"
+            ))
+        } else {
+            ErrorKind::Undefined(format!("`{name}` is not a register of P{}", b.index))
+        }
     }
 
     /// `=`, with a helpful word for compound assignment.
@@ -975,89 +1159,396 @@ impl<'a> Parser<'a> {
             Tok::Punct("=") => Ok(()),
             Tok::Punct(p @ ("+=" | "-=" | "*=" | "|=" | "&=" | "^=" | "++" | "--")) => err(
                 t.pos,
-                ErrorKind::Unsupported(format!("operator `{p}` on shared memory")),
+                ErrorKind::Unsupported(format!(
+                    "operator `{p}` on shared memory (it is not atomic in C; use an \
+                     atomic_t operation)"
+                )),
             ),
             _ => expected(&t, "`=`"),
         }
     }
 
-    /// The variable argument of a memory operation: `*x` or `x`. C would want `*x` for the
-    /// `_ONCE` forms and `x` for acquire/release; both spellings mean the same location, so
-    /// either is accepted.
-    fn pointer_arg(&mut self, b: &ThreadBuilder) -> Result<usize> {
+    /// The location argument of a memory operation: `*x` or `x` for a parameter (C would
+    /// want `*x` for the `_ONCE` forms and `x` for the others; both name the same location),
+    /// `*r` or `r` for the variable a register points at.
+    fn addr_arg(&mut self, b: &ThreadBuilder) -> Result<Addr> {
         let m = Mode::Code;
         self.eat(m, "*")?;
-        self.shared(b, m)
+        if self.peek(m)?.is("(") {
+            // `*(&x)`-like forms and casts are no pointer we can name.
+            let t = self.peek(m)?;
+            return err(
+                t.pos,
+                ErrorKind::Unsupported(
+                    "a computed address (name a parameter or a pointer register)".into(),
+                ),
+            );
+        }
+        self.addr_name(b)
     }
 
-    /// A parameter name, which names a shared variable.
-    fn shared(&mut self, b: &ThreadBuilder, m: Mode) -> Result<usize> {
+    /// A parameter (a shared variable) or a register holding a pointer.
+    fn addr_name(&mut self, b: &ThreadBuilder) -> Result<Addr> {
+        let m = Mode::Code;
         let t = self.bump(m)?;
         let Some(name) = t.ident() else {
             if t.is("&") {
                 return err(
                     t.pos,
-                    ErrorKind::Unsupported("address-of `&` (pass the pointer itself)".into()),
+                    ErrorKind::Unsupported(
+                        "address-of `&` (a parameter already is the pointer)".into(),
+                    ),
                 );
             }
-            return expected(&t, "a shared variable (a parameter of the thread)");
+            return expected(
+                &t,
+                "a shared variable (a parameter of the thread) or a register",
+            );
         };
         if let Some(v) = b.param(name) {
-            return Ok(v);
+            return Ok(Addr::Var(v));
         }
-        if b.register(name).is_some() {
-            return err(
-                t.pos,
-                ErrorKind::Unsupported(format!(
-                    "access through the register `{name}` (pointer registers)"
-                )),
-            );
+        if let Some(r) = b.register(name) {
+            return Ok(Addr::Reg(r));
         }
         err(
             t.pos,
-            ErrorKind::Undefined(format!("`{name}` is not a parameter of P{}", b.index)),
+            ErrorKind::Undefined(format!(
+                "`{name}` is neither a parameter nor a register of P{}",
+                b.index
+            )),
         )
     }
 
-    // Expressions, lowest precedence first, as in C: | ^ & (+ -) * unary.
+    // Calls: the kernel's memory operations.
 
-    fn expr(&mut self, b: &mut ThreadBuilder) -> Result<Expr> {
-        let e = self.binary(b, 0)?;
+    /// A call with no value, as a statement: stores, fences, locks, RCU.
+    fn void_call(
+        &mut self,
+        b: &mut ThreadBuilder,
+        vars: &mut Vars,
+        name: &str,
+        pos: Pos,
+    ) -> Result<()> {
+        let m = Mode::Code;
+        let n = normalise(name);
+        self.expect(m, "(")?;
+        match n.as_str() {
+            "WRITE_ONCE" | "smp_store_release" | "rcu_assign_pointer" | "atomic_set"
+            | "smp_store_mb" | "RCU_INIT_POINTER" => {
+                let addr = self.addr_arg(b)?;
+                self.expect(m, ",")?;
+                let value = self.expr(b, vars)?;
+                let kind = match n.as_str() {
+                    "WRITE_ONCE" => StoreKind::Once,
+                    "smp_store_release" => StoreKind::Release,
+                    "atomic_set" => StoreKind::Atomic,
+                    "smp_store_mb" => StoreKind::Once,
+                    _ => StoreKind::Rcu,
+                };
+                b.ops.push(Op::Store { addr, value, kind });
+                if n == "smp_store_mb" {
+                    b.ops.push(Op::Fence(Fence::Mb));
+                }
+            }
+            "spin_lock" => {
+                let addr = self.addr_arg(b)?;
+                // Test-and-set: a cmpxchg from 0 to 1, retried while it finds the lock taken.
+                let at = b.ops.len();
+                let t = b.rmw(
+                    addr,
+                    Rmw::Cmpxchg {
+                        old: Expr::Const(0),
+                        new: Expr::Const(1),
+                    },
+                );
+                b.ops.push(Op::Branch {
+                    cond: Expr::Reg(t),
+                    target: at,
+                    spin: true,
+                });
+            }
+            "spin_unlock" => {
+                let addr = self.addr_arg(b)?;
+                b.ops.push(Op::Store {
+                    addr,
+                    value: Expr::Const(0),
+                    kind: StoreKind::Unlock,
+                });
+            }
+            "rcu_read_lock" | "rcu_read_unlock" | "srcu_read_unlock" => {
+                let domain = if n == "srcu_read_unlock" {
+                    let d = self.srcu_domain(b)?;
+                    self.expect(m, ",")?;
+                    // The index srcu_read_lock returned: one counter per thread needs none.
+                    self.expr(b, vars)?;
+                    Some(d)
+                } else {
+                    None
+                };
+                let delta = if n == "rcu_read_lock" { 1 } else { -1 };
+                self.nest(b, vars, domain, delta);
+            }
+            "synchronize_rcu" | "synchronize_srcu" => {
+                let domain = if n == "synchronize_srcu" {
+                    Some(self.srcu_domain(b)?)
+                } else {
+                    None
+                };
+                b.syncs.push((b.ops.len(), domain));
+                b.ops.push(Op::Fence(Fence::Other(name.to_string())));
+            }
+            "smp_mb" | "mb" => b.ops.push(Op::Fence(Fence::Mb)),
+            "smp_wmb" | "wmb" => b.ops.push(Op::Fence(Fence::Wmb)),
+            "smp_rmb" | "rmb" => b.ops.push(Op::Fence(Fence::Rmb)),
+            "barrier" => b.ops.push(Op::Fence(Fence::Barrier)),
+            _ if FENCES.contains(&n.as_str()) => {
+                b.ops.push(Op::Fence(Fence::Other(name.to_string())))
+            }
+            _ => {
+                if let Some((op, operand_first, _)) = atomic_op(&n) {
+                    // `atomic_add(i, v)`, `atomic_inc(v)`: the value is dropped.
+                    let (addr, operand) = self.rmw_args(b, vars, operand_first, &n)?;
+                    b.rmw(
+                        addr,
+                        Rmw::Fetch {
+                            op,
+                            operand,
+                            ret: RmwRet::New,
+                        },
+                    );
+                } else if is_value_call(name) {
+                    // A value call whose value is dropped: `(void)` is optional.
+                    self.value_call(b, vars, name, pos, true)?;
+                } else {
+                    return err(pos, unsupported_call(name));
+                }
+            }
+        }
+        self.expect(m, ")")?;
+        Ok(())
+    }
+
+    /// The `srcu_struct` argument, whose variable names the SRCU domain.
+    fn srcu_domain(&mut self, b: &ThreadBuilder) -> Result<usize> {
         let t = self.peek(Mode::Code)?;
-        if let Tok::Punct(
-            p @ ("==" | "!=" | "<" | ">" | "<=" | ">=" | "&&" | "||" | "<<" | ">>" | "?" | "%"
-            | "/" | "!" | "->" | "."),
-        ) = t.tok
-        {
+        match self.addr_arg(b)? {
+            Addr::Var(v) => Ok(v),
+            Addr::Reg(_) => err(
+                t.pos,
+                ErrorKind::Unsupported("an srcu_struct held in a register".into()),
+            ),
+        }
+    }
+
+    /// Enters (+1) or leaves (-1) a read-side critical section: the thread's depth goes to
+    /// a shared word, which a grace period waits to see at 0.
+    fn nest(&mut self, b: &mut ThreadBuilder, vars: &mut Vars, domain: Domain, delta: i32) {
+        let (r, w) = b.rcu_counter(domain, vars);
+        b.ops.push(Op::Local {
+            dst: r,
+            value: Expr::Bin(
+                BinOp::Add,
+                Box::new(Expr::Reg(r)),
+                Box::new(Expr::Const(delta)),
+            ),
+        });
+        b.ops.push(Op::Store {
+            addr: Addr::Var(w),
+            value: Expr::Reg(r),
+            kind: StoreKind::Internal,
+        });
+    }
+
+    /// `(i, v)` or `(v)` or `(v, i)`: the location and the operand of an atomic operation.
+    fn rmw_args(
+        &mut self,
+        b: &mut ThreadBuilder,
+        vars: &mut Vars,
+        operand_first: Option<bool>,
+        name: &str,
+    ) -> Result<(Addr, Expr)> {
+        let m = Mode::Code;
+        match operand_first {
+            None => Ok((self.addr_arg(b)?, Expr::Const(1))),
+            Some(true) => {
+                let mut i = self.expr(b, vars)?;
+                if name.ends_with("andnot") {
+                    i = Expr::BitNot(Box::new(i));
+                }
+                self.expect(m, ",")?;
+                Ok((self.addr_arg(b)?, i))
+            }
+            Some(false) => {
+                let a = self.addr_arg(b)?;
+                self.expect(m, ",")?;
+                Ok((a, self.expr(b, vars)?))
+            }
+        }
+    }
+
+    /// A call with a value; `name` and `(` are taken, the closing `)` is taken here unless
+    /// `leave_paren`.
+    fn value_call(
+        &mut self,
+        b: &mut ThreadBuilder,
+        vars: &mut Vars,
+        name: &str,
+        pos: Pos,
+        leave_paren: bool,
+    ) -> Result<Expr> {
+        let m = Mode::Code;
+        let n = normalise(name);
+        let e = match n.as_str() {
+            "READ_ONCE"
+            | "smp_load_acquire"
+            | "rcu_dereference"
+            | "rcu_dereference_raw"
+            | "rcu_access_pointer"
+            | "atomic_read"
+            | "srcu_dereference"
+            | "lockless_dereference" => {
+                let addr = self.addr_arg(b)?;
+                if n == "srcu_dereference" {
+                    self.expect(m, ",")?;
+                    self.srcu_domain(b)?;
+                }
+                let kind = match n.as_str() {
+                    "READ_ONCE" => LoadKind::Once,
+                    "smp_load_acquire" => LoadKind::Acquire,
+                    "atomic_read" => LoadKind::Atomic,
+                    _ => LoadKind::Rcu,
+                };
+                b.load(addr, kind)
+            }
+            "xchg" | "atomic_xchg" => {
+                let addr = self.addr_arg(b)?;
+                self.expect(m, ",")?;
+                let v = self.expr(b, vars)?;
+                Expr::Reg(b.rmw(addr, Rmw::Xchg(v)))
+            }
+            "cmpxchg" | "atomic_cmpxchg" => {
+                let addr = self.addr_arg(b)?;
+                self.expect(m, ",")?;
+                let old = self.expr(b, vars)?;
+                self.expect(m, ",")?;
+                let new = self.expr(b, vars)?;
+                Expr::Reg(b.rmw(addr, Rmw::Cmpxchg { old, new }))
+            }
+            "atomic_add_unless" | "atomic_inc_not_zero" => {
+                let addr = self.addr_arg(b)?;
+                let (add, unless) = if n == "atomic_add_unless" {
+                    self.expect(m, ",")?;
+                    let a = self.expr(b, vars)?;
+                    self.expect(m, ",")?;
+                    (a, self.expr(b, vars)?)
+                } else {
+                    (Expr::Const(1), Expr::Const(0))
+                };
+                Expr::Reg(b.rmw(addr, Rmw::AddUnless { add, unless }))
+            }
+            "spin_trylock" => {
+                let addr = self.addr_arg(b)?;
+                let t = b.rmw(
+                    addr,
+                    Rmw::Cmpxchg {
+                        old: Expr::Const(0),
+                        new: Expr::Const(1),
+                    },
+                );
+                Expr::Bin(BinOp::Eq, Box::new(Expr::Reg(t)), Box::new(Expr::Const(0)))
+            }
+            "spin_is_locked" => {
+                let addr = self.addr_arg(b)?;
+                let v = b.load(addr, LoadKind::Once);
+                Expr::Bin(BinOp::Ne, Box::new(v), Box::new(Expr::Const(0)))
+            }
+            "srcu_read_lock" => {
+                let d = self.srcu_domain(b)?;
+                self.nest(b, vars, Some(d), 1);
+                Expr::Const(0)
+            }
+            _ => match atomic_op(&n) {
+                Some((op, operand_first, Some(ret))) => {
+                    let (addr, operand) = self.rmw_args(b, vars, operand_first, &n)?;
+                    let t = b.rmw(addr, Rmw::Fetch { op, operand, ret });
+                    let r = Expr::Reg(t);
+                    if n.ends_with("_and_test") {
+                        Expr::Bin(BinOp::Eq, Box::new(r), Box::new(Expr::Const(0)))
+                    } else if n == "atomic_add_negative" {
+                        Expr::Bin(BinOp::Lt, Box::new(r), Box::new(Expr::Const(0)))
+                    } else {
+                        r
+                    }
+                }
+                Some((_, _, None)) => {
+                    return err(
+                        pos,
+                        ErrorKind::Unsupported(format!("`{name}` has no value to use")),
+                    )
+                }
+                None if is_void_call(&n) => {
+                    return err(
+                        pos,
+                        ErrorKind::Unsupported(format!("`{name}` has no value to use")),
+                    )
+                }
+                None => return err(pos, unsupported_call(name)),
+            },
+        };
+        if !leave_paren {
+            self.expect(m, ")")?;
+        }
+        Ok(e)
+    }
+
+    // Expressions, lowest precedence first, as in C. Loads are hoisted into hidden registers
+    // in the order they appear, both sides of `&&` and `||` included: under sequential
+    // consistency a load whose value is unused changes nothing but a hidden register.
+
+    fn expr(&mut self, b: &mut ThreadBuilder, vars: &mut Vars) -> Result<Expr> {
+        let e = self.binary(b, vars, 0)?;
+        let t = self.peek(Mode::Code)?;
+        if let Tok::Punct(p @ ("?" | "->" | ".")) = t.tok {
             return err(t.pos, ErrorKind::Unsupported(format!("operator `{p}`")));
         }
         Ok(e)
     }
 
-    fn binary(&mut self, b: &mut ThreadBuilder, level: usize) -> Result<Expr> {
+    fn binary(&mut self, b: &mut ThreadBuilder, vars: &mut Vars, level: usize) -> Result<Expr> {
         const LEVELS: &[&[(&str, BinOp)]] = &[
+            &[("||", BinOp::LOr)],
+            &[("&&", BinOp::LAnd)],
             &[("|", BinOp::Or)],
             &[("^", BinOp::Xor)],
             &[("&", BinOp::And)],
+            &[("==", BinOp::Eq), ("!=", BinOp::Ne)],
+            &[
+                ("<=", BinOp::Le),
+                (">=", BinOp::Ge),
+                ("<", BinOp::Lt),
+                (">", BinOp::Gt),
+            ],
+            &[("<<", BinOp::Shl), (">>", BinOp::Shr)],
             &[("+", BinOp::Add), ("-", BinOp::Sub)],
-            &[("*", BinOp::Mul)],
+            &[("*", BinOp::Mul), ("/", BinOp::Div), ("%", BinOp::Rem)],
         ];
         if level == LEVELS.len() {
-            return self.unary(b);
+            return self.unary(b, vars);
         }
-        let mut e = self.binary(b, level + 1)?;
+        let mut e = self.binary(b, vars, level + 1)?;
         loop {
             let t = self.peek(Mode::Code)?;
             let Some((_, op)) = LEVELS[level].iter().find(|(p, _)| t.is(p)) else {
                 return Ok(e);
             };
             self.bump(Mode::Code)?;
-            let r = self.binary(b, level + 1)?;
+            let r = self.binary(b, vars, level + 1)?;
             e = Expr::Bin(*op, Box::new(e), Box::new(r));
         }
     }
 
-    fn unary(&mut self, b: &mut ThreadBuilder) -> Result<Expr> {
+    fn unary(&mut self, b: &mut ThreadBuilder, vars: &mut Vars) -> Result<Expr> {
         let m = Mode::Code;
         let t = self.bump(m)?;
         match &t.tok {
@@ -1068,60 +1559,60 @@ impl<'a> Parser<'a> {
                     err(t.pos, ErrorKind::BadInt(format!("`{n}`")))
                 }
             }
-            Tok::Punct("-") => Ok(Expr::Neg(Box::new(self.unary(b)?))),
-            Tok::Punct("+") => self.unary(b),
+            Tok::Punct("-") => Ok(Expr::Neg(Box::new(self.unary(b, vars)?))),
+            Tok::Punct("+") => self.unary(b, vars),
+            Tok::Punct("!") => Ok(Expr::Not(Box::new(self.unary(b, vars)?))),
+            Tok::Punct("~") => Ok(Expr::BitNot(Box::new(self.unary(b, vars)?))),
             Tok::Punct("(") => {
-                let e = self.expr(b)?;
+                let inner = self.peek(m)?;
+                if inner
+                    .ident()
+                    .is_some_and(|w| is_type_word(w) || w == "void")
+                {
+                    // A cast: every value is a 32-bit word, so it changes nothing.
+                    if inner.ident() == Some("void") {
+                        self.bump(m)?;
+                    } else {
+                        self.type_name(m)?;
+                    }
+                    while self.eat(m, "*")? {}
+                    self.expect(m, ")")?;
+                    return self.unary(b, vars);
+                }
+                let e = self.expr(b, vars)?;
                 self.expect(m, ")")?;
                 Ok(e)
             }
             Tok::Punct("*") => {
-                let var = self.shared(b, m)?;
-                Ok(b.load(var, LoadKind::Plain))
+                let addr = self.addr_name(b)?;
+                Ok(b.load(addr, LoadKind::Plain))
             }
             Tok::Punct("&") => err(
                 t.pos,
-                ErrorKind::Unsupported("address-of `&` (pointer values)".into()),
+                ErrorKind::Unsupported(
+                    "address-of `&` in a thread (a parameter already is the pointer)".into(),
+                ),
             ),
-            Tok::Punct(p @ ("~" | "!")) => {
-                err(t.pos, ErrorKind::Unsupported(format!("operator `{p}`")))
+            Tok::Ident(w) => {
+                if self.peek(m)?.is("(") {
+                    self.bump(m)?;
+                    return self.value_call(b, vars, w, t.pos, false);
+                }
+                if let Some(r) = b.register(w) {
+                    return Ok(Expr::Reg(r));
+                }
+                if let Some(v) = b.param(w) {
+                    // A parameter's value is the address of its variable.
+                    return Ok(Expr::Const(addr_of(v)));
+                }
+                err(
+                    t.pos,
+                    ErrorKind::Undefined(format!(
+                        "`{w}` is not a register of P{} (it is read before any assignment)",
+                        b.index
+                    )),
+                )
             }
-            Tok::Ident(w) => match w.as_str() {
-                "READ_ONCE" | "smp_load_acquire" => {
-                    self.expect(m, "(")?;
-                    let var = self.pointer_arg(b)?;
-                    self.expect(m, ")")?;
-                    let kind = if w == "READ_ONCE" {
-                        LoadKind::Once
-                    } else {
-                        LoadKind::Acquire
-                    };
-                    Ok(b.load(var, kind))
-                }
-                _ => {
-                    if let Some(r) = b.register(w) {
-                        return Ok(Expr::Reg(r));
-                    }
-                    if self.peek(m)?.is("(") {
-                        return err(t.pos, unsupported_call(w));
-                    }
-                    if b.param(w).is_some() {
-                        return err(
-                            t.pos,
-                            ErrorKind::Unsupported(format!(
-                                "the pointer `{w}` used as a value (did you mean `READ_ONCE(*{w})`?)"
-                            )),
-                        );
-                    }
-                    err(
-                        t.pos,
-                        ErrorKind::Undefined(format!(
-                            "`{w}` is not a register declared in P{}",
-                            b.index
-                        )),
-                    )
-                }
-            },
             _ => expected(&t, "an expression"),
         }
     }
@@ -1161,6 +1652,24 @@ impl<'a> Parser<'a> {
             }
             _ => expected(&t, "a location such as `x` or `0:r0`"),
         }
+    }
+
+    /// A value in a condition: an integer, or a variable's name for a pointer to it.
+    fn cond_value(&mut self, vars: &Vars) -> Result<i32> {
+        let m = Mode::Top;
+        let t = self.peek(m)?;
+        if let Some(name) = t.ident() {
+            self.bump(m)?;
+            return match vars.find(name) {
+                Some(v) => Ok(addr_of(v)),
+                None => err(
+                    t.pos,
+                    ErrorKind::Undefined(format!("unknown location `{name}`")),
+                ),
+            };
+        }
+        // Integers only from here: nothing is interned.
+        self.value(m, &mut Vars::default(), false)
     }
 
     fn prop(&mut self, vars: &Vars, threads: &[Thread]) -> Result<Prop> {
@@ -1223,7 +1732,7 @@ impl<'a> Parser<'a> {
         } else {
             return expected(&op, "`=` or `!=`");
         };
-        let v = self.value(m)?;
+        let v = self.cond_value(vars)?;
         Ok(if negate {
             Prop::Ne(loc, v)
         } else {
@@ -1242,10 +1751,6 @@ fn expected<T>(t: &Token, what: &str) -> Result<T> {
     )
 }
 
-fn unsupported_call(name: &str) -> ErrorKind {
-    ErrorKind::Unsupported(format!("`{name}` (supported: {SUPPORTED})"))
-}
-
 fn var_loc(vars: &Vars, name: &str, pos: Pos) -> Result<Loc> {
     match vars.find(name) {
         Some(v) => Ok(Loc::Var(v)),
@@ -1256,8 +1761,225 @@ fn var_loc(vars: &Vars, name: &str, pos: Pos) -> Result<Loc> {
     }
 }
 
+/// Fences and ordering annotations besides `smp_mb`, `smp_wmb`, `smp_rmb` and `barrier`:
+/// each operation here is complete before the next starts, so all of them are no-ops.
+const FENCES: &[&str] = &[
+    "smp_mb__before_atomic",
+    "smp_mb__after_atomic",
+    "smp_mb__after_spinlock",
+    "smp_mb__after_unlock_lock",
+    "smp_mb__after_srcu_read_unlock",
+    "smp_mb__before_spinlock",
+    "smp_read_barrier_depends",
+    "smp_acquire__after_ctrl_dep",
+    "read_barrier_depends",
+];
+
+/// One spelling per operation: ordering suffixes (`_relaxed`, `_acquire`, `_release`), the
+/// `atomic_long_`/`atomic64_` families, `raw_` locks and RCU flavours all behave alike under
+/// sequential consistency.
+fn normalise(name: &str) -> String {
+    if matches!(
+        name,
+        "smp_load_acquire" | "smp_store_release" | "smp_store_mb"
+    ) {
+        return name.to_string();
+    }
+    let mut n = match name.strip_prefix("raw_") {
+        Some(r) if r.starts_with("spin_") => r.to_string(),
+        _ => name.to_string(),
+    };
+    for p in ["atomic_long_", "atomic64_"] {
+        if let Some(r) = n.strip_prefix(p) {
+            n = format!("atomic_{r}");
+        }
+    }
+    if n.starts_with("atomic_") || n.starts_with("xchg") || n.starts_with("cmpxchg") {
+        for s in ["_relaxed", "_acquire", "_release"] {
+            if let Some(r) = n.strip_suffix(s) {
+                n = r.to_string();
+                break;
+            }
+        }
+    }
+    match n.as_str() {
+        "rcu_read_lock_bh" | "rcu_read_lock_sched" => "rcu_read_lock".into(),
+        "rcu_read_unlock_bh" | "rcu_read_unlock_sched" => "rcu_read_unlock".into(),
+        "synchronize_rcu_expedited" | "synchronize_rcu_bh" | "synchronize_sched" => {
+            "synchronize_rcu".into()
+        }
+        "synchronize_srcu_expedited" => "synchronize_srcu".into(),
+        _ => n,
+    }
+}
+
+/// An atomic_t arithmetic operation: the operator, where its operand is (`None`: there is
+/// none, it is 1; `Some(true)`: before the location, as in `atomic_add(i, v)`) and, for
+/// the forms with a value, which value they return.
+fn atomic_op(n: &str) -> Option<(BinOp, Option<bool>, Option<RmwRet>)> {
+    let op = |w: &str| match w {
+        "add" | "inc" => Some(BinOp::Add),
+        "sub" | "dec" => Some(BinOp::Sub),
+        "and" | "andnot" => Some(BinOp::And),
+        "or" => Some(BinOp::Or),
+        "xor" => Some(BinOp::Xor),
+        _ => None,
+    };
+    let operand = |w: &str| {
+        if matches!(w, "inc" | "dec") {
+            None
+        } else {
+            Some(true)
+        }
+    };
+    let rest = n.strip_prefix("atomic_")?;
+    if let Some(w) = rest.strip_prefix("fetch_") {
+        return Some((op(w)?, operand(w), Some(RmwRet::Old)));
+    }
+    if let Some(w) = rest.strip_suffix("_return") {
+        return Some((op(w)?, operand(w), Some(RmwRet::New)));
+    }
+    if let Some(w) = rest.strip_suffix("_and_test") {
+        if matches!(w, "inc" | "dec" | "sub") {
+            return Some((op(w)?, operand(w), Some(RmwRet::New)));
+        }
+        return None;
+    }
+    if rest == "add_negative" {
+        return Some((BinOp::Add, Some(true), Some(RmwRet::New)));
+    }
+    Some((op(rest)?, operand(rest), None))
+}
+
+const VALUE_CALLS: &[&str] = &[
+    "READ_ONCE",
+    "smp_load_acquire",
+    "rcu_dereference",
+    "rcu_dereference_raw",
+    "rcu_access_pointer",
+    "lockless_dereference",
+    "srcu_dereference",
+    "atomic_read",
+    "xchg",
+    "atomic_xchg",
+    "cmpxchg",
+    "atomic_cmpxchg",
+    "atomic_add_unless",
+    "atomic_inc_not_zero",
+    "spin_trylock",
+    "spin_is_locked",
+    "srcu_read_lock",
+];
+
+const VOID_CALLS: &[&str] = &[
+    "WRITE_ONCE",
+    "smp_store_release",
+    "smp_store_mb",
+    "rcu_assign_pointer",
+    "RCU_INIT_POINTER",
+    "atomic_set",
+    "spin_lock",
+    "spin_unlock",
+    "rcu_read_lock",
+    "rcu_read_unlock",
+    "srcu_read_unlock",
+    "synchronize_rcu",
+    "synchronize_srcu",
+    "smp_mb",
+    "smp_wmb",
+    "smp_rmb",
+    "mb",
+    "wmb",
+    "rmb",
+    "barrier",
+];
+
+fn is_value_call(name: &str) -> bool {
+    let n = normalise(name);
+    VALUE_CALLS.contains(&n.as_str()) || matches!(atomic_op(&n), Some((_, _, Some(_))))
+}
+
+fn is_void_call(n: &str) -> bool {
+    VOID_CALLS.contains(&n) || FENCES.contains(&n) || matches!(atomic_op(n), Some((_, _, None)))
+}
+
+const SUPPORTED: &str = "READ_ONCE/WRITE_ONCE, acquire/release, rcu_*, srcu_*, atomic_*, \
+                         xchg, cmpxchg, spin_lock/unlock/trylock/is_locked and the fences; \
+                         see docs/LITMUS.md";
+
+fn unsupported_call(name: &str) -> ErrorKind {
+    let why = match name {
+        "call_rcu" | "call_srcu" | "kfree_rcu" => " (callbacks need function pointers)",
+        "try_cmpxchg" | "atomic_try_cmpxchg" => " (it writes back through a pointer to a register)",
+        "spin_lock_irqsave" | "spin_lock_irq" | "spin_lock_bh" => {
+            " (interrupts have no meaning here)"
+        }
+        _ => "",
+    };
+    ErrorKind::Unsupported(format!("`{name}`{why} (supported: {SUPPORTED})"))
+}
+
 fn is_type_word(w: &str) -> bool {
-    matches!(w, "int" | "volatile" | "const")
+    TYPE_WORDS.contains(&w)
+}
+
+/// Replaces each grace-period marker with its waits: for every other thread that enters a
+/// read-side critical section of the same domain, load its nesting word until it reads 0.
+/// Seeing 0 once after the grace period began means every critical section that began
+/// before it has ended, which is all RCU promises.
+fn expand_syncs(builders: &mut [ThreadBuilder]) {
+    let counters: Vec<(usize, Domain, usize)> = builders
+        .iter()
+        .flat_map(|b| b.rcu.iter().map(move |(d, _, w)| (b.index, *d, *w)))
+        .collect();
+    for b in builders.iter_mut() {
+        if b.syncs.is_empty() {
+            continue;
+        }
+        let waits = |at: usize, b: &ThreadBuilder| -> Vec<usize> {
+            let d = b.syncs.iter().find(|(i, _)| *i == at).map(|(_, d)| *d);
+            match d {
+                None => Vec::new(),
+                Some(d) => counters
+                    .iter()
+                    .filter(|(u, dd, _)| *u != b.index && *dd == d)
+                    .map(|(_, _, w)| *w)
+                    .collect(),
+            }
+        };
+        // Where each old op lands once the waits are in.
+        let old = std::mem::take(&mut b.ops);
+        let mut map = Vec::with_capacity(old.len() + 1);
+        let mut at = 0;
+        for i in 0..old.len() {
+            map.push(at);
+            at += 1 + 2 * waits(i, b).len();
+        }
+        map.push(at);
+        let mut ops = Vec::with_capacity(at);
+        for (i, mut op) in old.into_iter().enumerate() {
+            if let Op::Branch { target, .. } = &mut op {
+                *target = map[(*target).min(map.len() - 1)];
+            }
+            let ws = waits(i, b);
+            ops.push(op);
+            for w in ws {
+                let tmp = b.temp();
+                let load_at = ops.len();
+                ops.push(Op::Load {
+                    addr: Addr::Var(w),
+                    dst: tmp,
+                    kind: LoadKind::Rcu,
+                });
+                ops.push(Op::Branch {
+                    cond: Expr::Reg(tmp),
+                    target: load_at,
+                    spin: true,
+                });
+            }
+        }
+        b.ops = ops;
+    }
 }
 
 /// `P7` → 7.

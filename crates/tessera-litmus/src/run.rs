@@ -1,4 +1,4 @@
-//! Runs a litmus test through the real runtime, many times, under randomised schedules.
+//! Runs a litmus test through the real runtime, many times, under a chosen schedule.
 //!
 //! One node with a device per thread. The shared variables are 32-bit words of one buffer
 //! object: with [`Placement::OwnPage`] every variable is its own page (4-byte pages), with
@@ -9,9 +9,15 @@
 //! Each thread's whole program is one closure on its device's driver, so the threads run
 //! concurrently. Before a run, every device reads or writes (with the value already there) a
 //! random subset of the variables, so that runs start from varied residency: shared copies,
-//! modified copies, nothing. A start gate then releases the threads together; each waits a
-//! random delay and pauses randomly between operations. All of it is drawn from a seed, but
-//! thread timing is still up to the OS, so a seed makes runs alike rather than identical.
+//! modified copies, nothing. A start gate then releases the threads together. Under
+//! [`Schedule::Random`] each waits a random delay and pauses randomly between operations, and
+//! thread timing is up to the OS, so a seed makes runs alike rather than identical. Under
+//! [`Schedule::Pct`] and [`Schedule::Exhaustive`] a `Scheduler` lets one thread at a time
+//! take its next memory operation, so the interleaving is the policy's alone.
+//!
+//! A read-modify-write is one invocation that loads and stores its word ([`RmwWord`]);
+//! spinlocks and grace periods are loops of such operations and loads in the thread's own
+//! program, so everything a test does to memory goes through the coherence protocol.
 //!
 //! Fences and acquire/release compile to nothing: each operation already completes (its
 //! request granted, its store committed) before the thread's next operation starts, which is
@@ -29,9 +35,9 @@ use tessera_runtime::{
     System, SystemConfig,
 };
 
-use crate::ast::{Op, Outcome, Quantifier, Test, Thread};
+use crate::ast::{Addr, Op, Outcome, Quantifier, Rmw, Test, Thread};
 use crate::rng::{self, SplitMix};
-use crate::sc::{self, TooLarge};
+use crate::sc::{self, ScError};
 
 /// Where the shared variables live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,9 +48,39 @@ pub enum Placement {
     SamePage,
 }
 
+/// How the threads of a run are interleaved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Schedule {
+    /// Free-running threads with random start spreads and pauses; the OS interleaves them.
+    Random,
+    /// Probabilistic concurrency testing (Burckhardt et al. 2010): one thread at a time
+    /// takes its next operation, the enabled one of highest priority; priorities are a
+    /// random permutation, and at `depth - 1` random steps the running thread drops below all
+    /// others. `depth` is drawn per run from 1 to 3.
+    Pct,
+    /// Every interleaving of the threads' operations, one per run, in depth-first order,
+    /// until all are done or the run count is reached.
+    Exhaustive,
+}
+
+impl Schedule {
+    pub fn name(self) -> &'static str {
+        match self {
+            Schedule::Random => "random",
+            Schedule::Pct => "pct",
+            Schedule::Exhaustive => "exhaustive",
+        }
+    }
+}
+
+/// Failed attempts in a row after which a free-running spin gives up: a lock that is never
+/// released (or a broken protocol that never shows the release) must end the run, not hang.
+const SPIN_LIMIT: u64 = 20_000;
+
 #[derive(Clone, Debug)]
 pub struct RunConfig {
     pub runs: u64,
+    pub schedule: Schedule,
     pub placement: Placement,
     /// The protocol the node runs. Only `Correct` is meant for use; the others are broken on
     /// purpose and show that the runner catches a broken protocol.
@@ -56,6 +92,9 @@ impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
             runs: 1000,
+            // PCT reaches every outcome SC allows in all the tests we have (random: 49 of 68
+            // tests), and still shows the broken protocols: docs/LITMUS.md.
+            schedule: Schedule::Pct,
             placement: Placement::OwnPage,
             variant: ProtocolVariant::Correct,
             seed: 1,
@@ -67,7 +106,7 @@ impl Default for RunConfig {
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     #[error(transparent)]
-    TooLarge(#[from] TooLarge),
+    Oracle(#[from] ScError),
     #[error("cannot start the runtime: {0}")]
     Runtime(#[from] RuntimeError),
 }
@@ -86,6 +125,8 @@ pub struct Report {
     pub first_failure: Option<String>,
     /// Wall time of the runs, measured.
     pub seconds: f64,
+    /// With [`Schedule::Exhaustive`]: whether every interleaving was run.
+    pub exhausted: Option<bool>,
 }
 
 impl Report {
@@ -98,7 +139,35 @@ impl Report {
             failed_runs: 0,
             first_failure: None,
             seconds: 0.0,
+            exhausted: None,
         }
+    }
+
+    /// Whether a final state passes the test's `filter` (every state does without one).
+    pub fn kept(&self, o: &Outcome) -> bool {
+        self.test
+            .filter
+            .as_ref()
+            .is_none_or(|f| self.test.holds(f, o))
+    }
+
+    /// Completed runs the `filter` kept.
+    pub fn kept_runs(&self) -> u64 {
+        self.observed
+            .iter()
+            .filter(|(o, _)| self.kept(o))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// Sequentially consistent outcomes seen, and how many there are (after the filter).
+    pub fn coverage(&self) -> (usize, usize) {
+        let allowed: Vec<&Outcome> = self.sc.iter().filter(|o| self.kept(o)).collect();
+        let seen = allowed
+            .iter()
+            .filter(|o| self.observed.contains_key(**o))
+            .count();
+        (seen, allowed.len())
     }
 
     /// Completed runs.
@@ -120,13 +189,13 @@ impl Report {
     pub fn positive(&self) -> u64 {
         self.observed
             .iter()
-            .filter(|(o, _)| self.test.holds(&self.test.condition.prop, o))
+            .filter(|(o, _)| self.kept(o) && self.test.holds(&self.test.condition.prop, o))
             .map(|(_, n)| n)
             .sum()
     }
 
     pub fn negative(&self) -> u64 {
-        self.runs() - self.positive()
+        self.kept_runs() - self.positive()
     }
 
     /// herd7's word: `Never`, `Sometimes` or `Always`, from the counts of the proposition.
@@ -182,15 +251,28 @@ impl Report {
         };
         let _ = writeln!(
             s,
-            "Runs {} ({placement}; protocol {}; seed {})",
+            "Runs {} ({placement}; protocol {}; schedule {}; seed {})",
             self.runs() + self.failed_runs,
             variant_name(self.config.variant),
+            self.config.schedule.name(),
             self.config.seed
         );
+        match self.exhausted {
+            Some(true) => {
+                let _ = writeln!(s, "Every interleaving run");
+            }
+            Some(false) => {
+                let _ = writeln!(
+                    s,
+                    "Interleavings left unrun: the run count ended the search"
+                );
+            }
+            None => {}
+        }
         // Outcomes as herd7 shows them: the condition's locations only.
         let shown = t.shown_locs();
         let mut hist: BTreeMap<Vec<i32>, (u64, bool, String)> = BTreeMap::new();
-        for (o, n) in &self.observed {
+        for (o, n) in self.observed.iter().filter(|(o, _)| self.kept(o)) {
             let key: Vec<i32> = shown.iter().map(|l| t.value(o, *l)).collect();
             let e = hist.entry(key).or_insert_with(|| {
                 (
@@ -221,16 +303,14 @@ impl Report {
             if self.validated() { "" } else { "NOT " }
         );
         let _ = writeln!(s, "{}", self.observation_line());
-        let seen = self
-            .observed
-            .keys()
-            .filter(|o| self.sc.contains(*o))
-            .count();
+        let (seen, allowed) = self.coverage();
         let _ = writeln!(
             s,
-            "Sequential consistency allows {} outcomes; {seen} of them seen",
-            self.sc.len()
+            "Sequential consistency allows {allowed} outcomes; {seen} of them seen"
         );
+        if self.test.filter.is_some() {
+            let _ = writeln!(s, "Filtered out: {} runs", self.runs() - self.kept_runs());
+        }
         let forbidden = self.forbidden();
         if forbidden.is_empty() {
             let _ = writeln!(s, "Forbidden by sequential consistency: none");
@@ -287,6 +367,9 @@ pub struct Runner {
     sys: Option<System>,
     report: Report,
     rng: SplitMix,
+    /// With [`Schedule::Exhaustive`]: the choices of the next interleaving to run, `None`
+    /// once every one has run.
+    next_prefix: Option<Vec<usize>>,
 }
 
 impl Runner {
@@ -299,7 +382,11 @@ impl Runner {
             sys: None,
             report: Report::new(test, config, sc),
             rng: SplitMix::new(config.seed ^ rng::hash(&test.name)),
+            next_prefix: Some(Vec::new()),
         };
+        if config.schedule == Schedule::Exhaustive {
+            r.report.exhausted = Some(false);
+        }
         r.system()?;
         Ok(r)
     }
@@ -324,12 +411,34 @@ impl Runner {
         Ok(self.sys.as_ref().expect("just built"))
     }
 
-    /// `n` more runs. Fails only when the runtime cannot be started again after a failure.
+    /// `n` more runs (fewer when an exhaustive search ends). Fails only when the runtime
+    /// cannot be started again after a failure.
     pub fn run(&mut self, n: u64) -> Result<(), RunError> {
         let t = Instant::now();
         for _ in 0..n {
             let seed = self.rng.next_u64();
-            match self.run_once(seed) {
+            let policy = match self.config.schedule {
+                Schedule::Random => None,
+                Schedule::Pct => Some(Policy::pct(&self.test, seed)),
+                Schedule::Exhaustive => match &self.next_prefix {
+                    None => break,
+                    Some(p) => Some(Policy::Exhaustive {
+                        prefix: p.clone(),
+                        trace: Vec::new(),
+                    }),
+                },
+            };
+            let mut trace = None;
+            let result = self.run_once(seed, policy, &mut trace);
+            // A failed run's choices up to the failure still move the search on, so that a
+            // failing interleaving is not run again and again.
+            if let Some(trace) = trace {
+                self.next_prefix = next_prefix(&trace);
+                if self.next_prefix.is_none() {
+                    self.report.exhausted = Some(true);
+                }
+            }
+            match result {
                 Ok(o) => *self.report.observed.entry(o).or_insert(0) += 1,
                 Err(e) => {
                     self.report.failed_runs += 1;
@@ -344,7 +453,12 @@ impl Runner {
         Ok(())
     }
 
-    fn run_once(&mut self, seed: u64) -> Result<Outcome, RuntimeError> {
+    fn run_once(
+        &mut self,
+        seed: u64,
+        policy: Option<Policy>,
+        trace: &mut Option<Trace>,
+    ) -> Result<Outcome, RuntimeError> {
         let test = Arc::clone(&self.test);
         let placement = self.config.placement;
         let sys = self.system()?;
@@ -359,7 +473,7 @@ impl Runner {
         }
         let desc = ObjectDesc::buffer(4 * words, page_bytes).map_err(RuntimeError::Core)?;
         let entry = sys.create(desc, Some(data))?;
-        let res = execute(sys, &test, &entry, seed).and_then(|regs| {
+        let res = execute(sys, &test, &entry, seed, policy, trace).and_then(|regs| {
             let bytes = sys.mm.read(entry.id)?;
             Ok((regs, bytes))
         });
@@ -373,6 +487,19 @@ impl Runner {
             .collect();
         Ok(Outcome { regs, mem })
     }
+}
+
+/// An exhaustive run's choices: per step, the thread index picked among the enabled ones and
+/// how many were enabled.
+type Trace = Vec<(usize, usize)>;
+
+/// The interleaving after `trace` (each step's choice and how many threads could take it) in
+/// depth-first order: the last step with an untried choice takes its next one.
+fn next_prefix(trace: &[(usize, usize)]) -> Option<Vec<usize>> {
+    let j = trace.iter().rposition(|(c, n)| c + 1 < *n)?;
+    let mut p: Vec<usize> = trace[..j].iter().map(|(c, _)| *c).collect();
+    p.push(trace[j].0 + 1);
+    Some(p)
 }
 
 /// What a device does to a variable before the run starts.
@@ -391,9 +518,12 @@ fn execute(
     test: &Arc<Test>,
     entry: &ObjectEntry,
     seed: u64,
+    policy: Option<Policy>,
+    trace: &mut Option<Trace>,
 ) -> Result<Vec<Vec<i32>>, RuntimeError> {
     let mut rng = SplitMix::new(seed);
     let n = test.threads.len();
+    let sched = policy.map(|p| Arc::new(Scheduler::new(n, p)));
     let mem = Memory {
         id: entry.id,
         bindings: Arc::new(vec![Bound::new(entry)]),
@@ -414,19 +544,39 @@ fn execute(
             .collect();
         let thread_rng = SplitMix::new(rng.next_u64());
         let (test, mem, gate2) = (Arc::clone(test), mem.clone(), Arc::clone(&gate));
+        let sched2 = sched.clone();
         let job = move |ctx: &mut DeviceContext| {
-            run_thread(
-                ctx, &test, t, &mem, &warm, &gate2, thread_rng, spread_ns, pause_ns,
-            )
+            let env = ThreadEnv {
+                test: &test,
+                t,
+                mem: &mem,
+                gate: &gate2,
+                sched: sched2.as_deref(),
+                spread_ns,
+                pause_ns,
+            };
+            let r = run_thread(ctx, &env, &warm, thread_rng);
+            if let Some(s) = &sched2 {
+                match &r {
+                    Ok(_) => s.finish(t),
+                    // The others must not wait for a turn this thread will never take.
+                    Err(_) => s.cancel(),
+                }
+            }
+            r
         };
         match sys.on_device(t, job) {
             Ok(p) => pending.push(p),
             Err(e) => {
                 // The threads already queued wait at the gate; let them go.
                 gate.cancel();
+                if let Some(s) = &sched {
+                    s.cancel();
+                }
                 for p in pending {
                     let _ = p.wait();
                 }
+                *trace = sched.and_then(|s| s.trace());
                 return Err(e);
             }
         }
@@ -436,21 +586,28 @@ fn execute(
         .into_iter()
         .map(|p| p.wait().and_then(|r| r))
         .collect();
+    *trace = sched.and_then(|s| s.trace());
     results.into_iter().collect()
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_thread(
-    ctx: &mut DeviceContext,
-    test: &Test,
+/// What one thread of a run needs besides its device.
+struct ThreadEnv<'a> {
+    test: &'a Test,
     t: usize,
-    mem: &Memory,
-    warm: &[Warm],
-    gate: &Gate,
-    mut rng: SplitMix,
+    mem: &'a Memory,
+    gate: &'a Gate,
+    sched: Option<&'a Scheduler>,
     spread_ns: u64,
     pause_ns: u64,
+}
+
+fn run_thread(
+    ctx: &mut DeviceContext,
+    env: &ThreadEnv<'_>,
+    warm: &[Warm],
+    mut rng: SplitMix,
 ) -> Result<Vec<i32>, RuntimeError> {
+    let (test, t, mem) = (env.test, env.t, env.mem);
     let thread: &Thread = &test.threads[t];
     let warmed = warm.iter().enumerate().try_for_each(|(v, w)| match w {
         Warm::Nothing => Ok(()),
@@ -458,29 +615,92 @@ fn run_thread(
         Warm::Write => mem.store(ctx, v, test.init[v] as u32),
     });
     // Every thread reaches the gate, even after a failure, or the others would wait forever.
-    let go = gate.wait();
+    let go = env.gate.wait();
     warmed?;
     if !go {
         return Err(RuntimeError::Config("the run was cancelled".into()));
     }
-    spin(rng.below(spread_ns + 1));
+    if env.sched.is_none() {
+        spin(rng.below(env.spread_ns + 1));
+    }
     let mut regs = thread.initial_regs();
-    for op in &thread.ops {
+    let ops = &thread.ops;
+    let nvars = test.vars.len();
+    let mut pc = 0;
+    // Whether the thread's last memory operation was a failed attempt of a spin loop.
+    let mut spun = false;
+    let mut spins = 0u64;
+    while let Some(op) = ops.get(pc) {
         match op {
-            Op::Load { var, dst, .. } => {
-                regs[*dst] = mem.load(ctx, *var)? as i32;
-                pause(&mut rng, pause_ns);
+            Op::Local { dst, value } => {
+                regs[*dst] = value.eval(&regs);
+                pc += 1;
+                continue;
             }
-            Op::Store { var, value, .. } => {
-                mem.store(ctx, *var, value.eval(&regs) as u32)?;
-                pause(&mut rng, pause_ns);
-            }
-            Op::Local { dst, value } => regs[*dst] = value.eval(&regs),
             // See the module comment: every operation is already complete before the next.
-            Op::Fence(_) => {}
+            Op::Fence(_) => {
+                pc += 1;
+                continue;
+            }
+            Op::Branch { cond, target, spin } => {
+                if cond.eval(&regs) == 0 {
+                    pc += 1;
+                    continue;
+                }
+                if *spin {
+                    spun = true;
+                    spins += 1;
+                    if spins > SPIN_LIMIT {
+                        return Err(RuntimeError::Config(format!(
+                            "P{t} retried a lock or a grace period {SPIN_LIMIT} times"
+                        )));
+                    }
+                }
+                pc = (*target).min(ops.len());
+                continue;
+            }
+            Op::Load { .. } | Op::Store { .. } | Op::Rmw { .. } => {}
         }
+        if let Some(s) = env.sched {
+            if !s.begin_op(t, spun) {
+                return Err(RuntimeError::Config(
+                    "the run was called off: a thread failed, or every unfinished thread waits on another".into(),
+                ));
+            }
+        }
+        if !spun {
+            spins = 0;
+        }
+        spun = false;
+        match op {
+            Op::Load { addr, dst, .. } => {
+                let v = resolve(addr, &regs, nvars, t)?;
+                regs[*dst] = mem.load(ctx, v)? as i32;
+            }
+            Op::Store { addr, value, .. } => {
+                let v = resolve(addr, &regs, nvars, t)?;
+                mem.store(ctx, v, value.eval(&regs) as u32)?;
+            }
+            Op::Rmw { addr, dst, rmw } => {
+                let v = resolve(addr, &regs, nvars, t)?;
+                regs[*dst] = mem.rmw(ctx, v, rmw, &regs)?;
+            }
+            _ => {}
+        }
+        if env.sched.is_none() {
+            pause(&mut rng, env.pause_ns);
+        }
+        pc += 1;
     }
     Ok(thread.visible_values(&regs))
+}
+
+fn resolve(addr: &Addr, regs: &[i32], nvars: usize, t: usize) -> Result<usize, RuntimeError> {
+    addr.resolve(regs, nvars).ok_or_else(|| {
+        RuntimeError::Config(format!(
+            "P{t} dereferences a value that points at no shared variable"
+        ))
+    })
 }
 
 fn pause(rng: &mut SplitMix, max_ns: u64) {
@@ -537,6 +757,26 @@ impl Memory {
         Ok(out.load(Ordering::Relaxed))
     }
 
+    /// One read-modify-write as one invocation: see [`RmwWord`].
+    fn rmw(
+        &self,
+        ctx: &mut DeviceContext,
+        var: usize,
+        rmw: &Rmw,
+        regs: &[i32],
+    ) -> Result<i32, RuntimeError> {
+        let out = Arc::new(AtomicU32::new(0));
+        let (rmw, regs) = (rmw.clone(), regs.to_vec());
+        let kernel = Arc::new(RmwWord {
+            id: self.id,
+            word: word(var)?,
+            apply: Box::new(move |old| rmw.apply(old, &regs)),
+            out: out.clone(),
+        });
+        ctx.run_pass(&self.pass(kernel), Procedure::Relaunch)?;
+        Ok(out.load(Ordering::Relaxed) as i32)
+    }
+
     fn store(&self, ctx: &mut DeviceContext, var: usize, value: u32) -> Result<(), RuntimeError> {
         let kernel = Arc::new(StoreWord {
             id: self.id,
@@ -589,6 +829,219 @@ impl Kernel for StoreWord {
     }
     fn invoke(&self, inv: &mut Invocation<'_>, _x: u32, _y: u32) -> Result<(), Fault> {
         inv.store_u32(self.id, self.word, self.value)
+    }
+}
+
+/// What a read-modify-write does to the word it finds: the word to store (`None`: leave
+/// it) and the value the operation returns.
+pub type RmwFn = Box<dyn Fn(i32) -> (Option<i32>, i32) + Send + Sync>;
+
+/// One read-modify-write in one invocation: it loads the word and stores it, so the relaunch
+/// procedure gives it the page writable (exclusive) before the invocation can complete, and
+/// both accesses happen in that one completed invocation, with no other device holding a
+/// copy in between. A cmpxchg that fails stores back the word it found, so that it too runs
+/// holding the page exclusively, as a locked instruction does on a CPU; the value is
+/// unchanged. Stores are buffered until the invocation completes, and the result reaches
+/// `out` only then, so a faulting attempt leaves no trace.
+pub struct RmwWord {
+    pub id: ObjectId,
+    pub word: u32,
+    pub apply: RmwFn,
+    pub out: Arc<AtomicU32>,
+}
+
+impl Kernel for RmwWord {
+    fn name(&self) -> &'static str {
+        "litmus_rmw"
+    }
+    fn invoke(&self, inv: &mut Invocation<'_>, _x: u32, _y: u32) -> Result<(), Fault> {
+        let old = inv.load_u32(self.id, self.word)?;
+        let (new, ret) = (self.apply)(old as i32);
+        inv.store_u32(self.id, self.word, new.map_or(old, |n| n as u32))?;
+        self.out.store(ret as u32, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// How a gated schedule picks the next thread.
+enum Policy {
+    Pct {
+        /// Higher runs first; the initial ones are above every change point's.
+        prio: Vec<i64>,
+        /// Steps at which the running thread drops to priority `i` (its index here).
+        changes: Vec<u64>,
+    },
+    Exhaustive {
+        /// Choices to replay; past its end, the first enabled thread.
+        prefix: Vec<usize>,
+        /// Each step's choice and how many threads were enabled.
+        trace: Vec<(usize, usize)>,
+    },
+}
+
+impl Policy {
+    fn pct(test: &Test, seed: u64) -> Policy {
+        let mut rng = SplitMix::new(seed ^ 0x5043_5400);
+        let n = test.threads.len();
+        let depth = 1 + rng.below(3) as usize;
+        // Steps in a run: each memory operation once.
+        let k: u64 = test
+            .threads
+            .iter()
+            .map(|t| t.ops.iter().filter(|o| o.is_memory()).count() as u64)
+            .sum::<u64>()
+            .max(1);
+        let mut order: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            order.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        let mut prio = vec![0; n];
+        for (rank, t) in order.into_iter().enumerate() {
+            prio[t] = (depth + rank) as i64;
+        }
+        let changes = (1..depth).map(|_| rng.below(k)).collect();
+        Policy::Pct { prio, changes }
+    }
+
+    /// Picks one of `enabled` (thread numbers, ascending, never empty) at step `step`.
+    fn choose(&mut self, enabled: &[usize], step: u64) -> usize {
+        match self {
+            Policy::Pct { prio, changes } => {
+                let top = |prio: &[i64]| {
+                    enabled
+                        .iter()
+                        .copied()
+                        .max_by_key(|t| prio[*t])
+                        .unwrap_or(enabled[0])
+                };
+                let mut c = top(prio);
+                for (i, at) in changes.iter().enumerate() {
+                    if *at == step {
+                        prio[c] = i as i64;
+                        c = top(prio);
+                    }
+                }
+                c
+            }
+            Policy::Exhaustive { prefix, trace } => {
+                let i = trace.len();
+                let pick = prefix.get(i).copied().unwrap_or(0).min(enabled.len() - 1);
+                trace.push((pick, enabled.len()));
+                enabled[pick]
+            }
+        }
+    }
+}
+
+/// Lets one thread at a time take its next memory operation. A thread asks for its turn at
+/// each memory operation; once every unfinished thread has asked, the policy picks one among
+/// those that can progress, and it keeps the turn until it asks again or ends. A thread
+/// whose last operation was a failed spin attempt (a lock found taken, a reader still inside)
+/// cannot progress until another thread does something, so it is not picked until then; if
+/// no thread can progress, the run is called off.
+struct Scheduler {
+    state: Mutex<SchedState>,
+    cv: Condvar,
+}
+
+struct SchedState {
+    asked: Vec<bool>,
+    finished: Vec<bool>,
+    waiting: Vec<bool>,
+    turn: Option<usize>,
+    cancelled: bool,
+    step: u64,
+    policy: Policy,
+}
+
+impl Scheduler {
+    fn new(n: usize, policy: Policy) -> Self {
+        Scheduler {
+            state: Mutex::new(SchedState {
+                asked: vec![false; n],
+                finished: vec![false; n],
+                waiting: vec![false; n],
+                turn: None,
+                cancelled: false,
+                step: 0,
+                policy,
+            }),
+            cv: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, SchedState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits for thread `t`'s turn; `spun` says its last operation was a failed attempt.
+    /// False if the run was called off.
+    fn begin_op(&self, t: usize, spun: bool) -> bool {
+        let mut g = self.lock();
+        Self::progressed(&mut g, t, spun);
+        g.asked[t] = true;
+        g.waiting[t] = spun;
+        self.pick(&mut g);
+        while g.turn != Some(t) && !g.cancelled {
+            g = self.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+        }
+        !g.cancelled
+    }
+
+    fn finish(&self, t: usize) {
+        let mut g = self.lock();
+        Self::progressed(&mut g, t, false);
+        g.finished[t] = true;
+        self.pick(&mut g);
+    }
+
+    fn cancel(&self) {
+        let mut g = self.lock();
+        g.cancelled = true;
+        self.cv.notify_all();
+    }
+
+    /// `t` gives back its turn; if its operation did something, waiting threads may retry.
+    fn progressed(g: &mut SchedState, t: usize, spun: bool) {
+        if g.turn == Some(t) {
+            g.turn = None;
+        }
+        if !spun {
+            for (u, w) in g.waiting.iter_mut().enumerate() {
+                if u != t {
+                    *w = false;
+                }
+            }
+        }
+    }
+
+    fn pick(&self, g: &mut SchedState) {
+        if g.turn.is_some() || g.cancelled {
+            return;
+        }
+        let n = g.asked.len();
+        let live: Vec<usize> = (0..n).filter(|u| !g.finished[*u]).collect();
+        if live.is_empty() || live.iter().any(|u| !g.asked[*u]) {
+            return;
+        }
+        let enabled: Vec<usize> = live.into_iter().filter(|u| !g.waiting[*u]).collect();
+        if enabled.is_empty() {
+            g.cancelled = true;
+        } else {
+            let step = g.step;
+            let c = g.policy.choose(&enabled, step);
+            g.step += 1;
+            g.asked[c] = false;
+            g.turn = Some(c);
+        }
+        self.cv.notify_all();
+    }
+
+    fn trace(&self) -> Option<Trace> {
+        match &self.lock().policy {
+            Policy::Exhaustive { trace, .. } => Some(trace.clone()),
+            Policy::Pct { .. } => None,
+        }
     }
 }
 

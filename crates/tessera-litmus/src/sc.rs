@@ -5,12 +5,27 @@
 //!
 //! The search is a depth-first walk over states (program counters, registers, memory) with a
 //! visited set, so interleavings that reach the same state are explored once. Register-only
-//! steps and fences commute with every other thread's steps, so they are taken eagerly right
-//! after the preceding memory operation and never branch.
+//! steps, branches and fences commute with every other thread's steps, so they are taken
+//! eagerly right after the preceding memory operation and never branch the search. A
+//! read-modify-write is one step, so nothing comes between its read and its write.
+//!
+//! Spin loops (a lock found taken, a grace period waiting for a reader) need no special
+//! case: a retry that finds memory unchanged reaches a state already visited, so the walk
+//! ends there; executions in which a thread spins forever end in no final state.
 
 use std::collections::{BTreeSet, HashSet};
 
 use crate::ast::{Op, Outcome, Test};
+
+/// Why the oracle gave no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ScError {
+    #[error(transparent)]
+    TooLarge(#[from] TooLarge),
+    /// herd7 rejects such a test too; the runner would fail the run.
+    #[error("P{thread} dereferences {value}, which points at no shared variable")]
+    BadPointer { thread: usize, value: i32 },
+}
 
 /// Distinct states explored before giving up; the shipped tests need at most a few hundred.
 pub const MAX_STATES: usize = 4_000_000;
@@ -29,12 +44,12 @@ struct State {
 }
 
 /// Every final state a sequentially consistent execution of `test` can reach.
-pub fn sc_outcomes(test: &Test) -> Result<BTreeSet<Outcome>, TooLarge> {
+pub fn sc_outcomes(test: &Test) -> Result<BTreeSet<Outcome>, ScError> {
     sc_outcomes_limited(test, MAX_STATES)
 }
 
 /// As [`sc_outcomes`], exploring at most `limit` distinct states.
-pub fn sc_outcomes_limited(test: &Test, limit: usize) -> Result<BTreeSet<Outcome>, TooLarge> {
+pub fn sc_outcomes_limited(test: &Test, limit: usize) -> Result<BTreeSet<Outcome>, ScError> {
     let n = test.threads.len();
     let mut start = State {
         pcs: vec![0; n],
@@ -56,11 +71,11 @@ pub fn sc_outcomes_limited(test: &Test, limit: usize) -> Result<BTreeSet<Outcome
             }
             finished = false;
             let mut next = s.clone();
-            step(test, &mut next, t);
+            step(test, &mut next, t)?;
             settle(test, &mut next, t);
             if !seen.contains(&next) {
                 if seen.len() >= limit {
-                    return Err(TooLarge { limit });
+                    return Err(TooLarge { limit }.into());
                 }
                 seen.insert(next.clone());
                 stack.push(next);
@@ -82,18 +97,47 @@ pub fn sc_outcomes_limited(test: &Test, limit: usize) -> Result<BTreeSet<Outcome
 }
 
 /// Runs thread `t`'s memory operation at its program counter.
-fn step(test: &Test, s: &mut State, t: usize) {
+fn step(test: &Test, s: &mut State, t: usize) -> Result<(), ScError> {
+    let nvars = s.mem.len();
     let regs = &mut s.regs[t];
-    match &test.threads[t].ops[s.pcs[t]] {
-        Op::Load { var, dst, .. } => regs[*dst] = s.mem[*var],
-        Op::Store { var, value, .. } => s.mem[*var] = value.eval(regs),
+    let op = &test.threads[t].ops[s.pcs[t]];
+    let var = |addr: &crate::ast::Addr, regs: &[i32]| {
+        addr.resolve(regs, nvars)
+            .ok_or_else(|| ScError::BadPointer {
+                thread: t,
+                value: match addr {
+                    crate::ast::Addr::Reg(r) => regs[*r],
+                    crate::ast::Addr::Var(v) => *v as i32,
+                },
+            })
+    };
+    match op {
+        Op::Load { addr, dst, .. } => {
+            let v = var(addr, regs)?;
+            regs[*dst] = s.mem[v];
+        }
+        Op::Store { addr, value, .. } => {
+            let v = var(addr, regs)?;
+            s.mem[v] = value.eval(regs);
+        }
+        Op::Rmw { addr, dst, rmw } => {
+            let v = var(addr, regs)?;
+            let (new, ret) = rmw.apply(s.mem[v], regs);
+            if let Some(n) = new {
+                s.mem[v] = n;
+            }
+            regs[*dst] = ret;
+        }
         // `settle` has already taken every non-memory step.
-        Op::Local { .. } | Op::Fence(_) => {}
+        Op::Local { .. } | Op::Fence(_) | Op::Branch { .. } => {}
     }
     s.pcs[t] += 1;
+    Ok(())
 }
 
-/// Takes thread `t`'s register-only steps and fences up to its next memory operation.
+/// Takes thread `t`'s register-only steps, branches and fences up to its next memory
+/// operation. Branches go forward except a spin's, which goes back to a memory operation, so
+/// this ends.
 fn settle(test: &Test, s: &mut State, t: usize) {
     let ops = &test.threads[t].ops;
     while let Some(op) = ops.get(s.pcs[t]) {
@@ -102,8 +146,14 @@ fn settle(test: &Test, s: &mut State, t: usize) {
                 let v = value.eval(&s.regs[t]);
                 s.regs[t][*dst] = v;
             }
+            Op::Branch { cond, target, .. } => {
+                if cond.eval(&s.regs[t]) != 0 {
+                    s.pcs[t] = (*target).min(ops.len());
+                    continue;
+                }
+            }
             Op::Fence(_) => {}
-            Op::Load { .. } | Op::Store { .. } => return,
+            Op::Load { .. } | Op::Store { .. } | Op::Rmw { .. } => return,
         }
         s.pcs[t] += 1;
     }

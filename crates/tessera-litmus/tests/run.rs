@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use tessera_core::ProtocolVariant;
-use tessera_litmus::{load, parse, run_test, Outcome, Placement, RunConfig, Runner, Test};
+use tessera_litmus::{
+    load, parse, run_test, Outcome, Placement, RunConfig, Runner, Schedule, Test,
+};
 
 const SHIPPED: [&str; 13] = [
     "SB", "MP", "LB", "IRIW", "WRC", "ISA2", "2+2W", "R", "S", "CoRR", "CoRW", "CoWR", "CoWW",
@@ -24,6 +26,8 @@ fn config(runs: u64, placement: Placement, variant: ProtocolVariant) -> RunConfi
         placement,
         variant,
         seed: 7,
+        // These tests were written for free-running threads; kernel.rs covers the others.
+        schedule: Schedule::Random,
     }
 }
 
@@ -254,7 +258,7 @@ fn report_layout_follows_litmus7() {
     );
     let text = r.render();
     let want = "Test SB Allowed
-Runs 6 (each variable on its own page; protocol correct; seed 7)
+Runs 6 (each variable on its own page; protocol correct; schedule random; seed 7)
 Histogram (2 states)
 2     :>0:r0=0; 1:r0=1;
 4     :>0:r0=1; 1:r0=1;

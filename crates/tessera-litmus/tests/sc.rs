@@ -148,5 +148,8 @@ exists (1:r0=112)
 #[test]
 fn the_state_limit_is_an_error_not_a_hang() {
     let t = shipped("IRIW");
-    assert_eq!(sc_outcomes_limited(&t, 10), Err(TooLarge { limit: 10 }));
+    assert_eq!(
+        sc_outcomes_limited(&t, 10),
+        Err(TooLarge { limit: 10 }.into())
+    );
 }
