@@ -157,6 +157,9 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
             // One memory of exactly the budget: capacity is the budget over the page size,
             // and a wgpu kernel binds at most four memories.
             cfg.memory_bytes = cfg.budget_bytes.max(1);
+        } else {
+            // The same layout as the oversubscribed runs: one memory, here of the working set.
+            cfg.memory_bytes = ws.max(1);
         }
         let (sys, _) = backend::system(o.backend, &cfg)?;
         let sim = PagedBoiling::new(sys, o.size, o.size, o.page, params)?;
@@ -182,8 +185,12 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
         .iter()
         .map(|c| c.sim.sys.mm.traffic())
         .collect::<Result<_, _>>()?;
-    for _ in 0..o.rounds {
-        for c in &mut configs {
+    let n = configs.len();
+    for round in 0..o.rounds as usize {
+        // Each round starts one configuration later, so no configuration always runs first
+        // (the first of a round ran measurably slower, round after round).
+        for i in 0..n {
+            let c = &mut configs[(round + i) % n];
             let t = Instant::now();
             for _ in 0..o.frames {
                 let stats = c
