@@ -27,5 +27,5 @@ pub use kernel::{
 pub use manager::{ManagerHandle, Thrashing, PIN_BATCHES, THRASH_EVENTS, THRASH_WINDOW};
 pub use partition::Partition;
 pub use stats::{DeviceMemoryUse, DeviceTraffic, LinkCounters};
-pub use system::{System, SystemConfig};
+pub use system::{Schedule, System, SystemConfig};
 pub use tessera_core::Policy;
