@@ -127,6 +127,23 @@ pub struct NodeOpts {
     /// an existing file (the run is refused), and removes it when the run ends.
     #[arg(long, value_name = "PATH")]
     home_file: Option<PathBuf>,
+    /// How the modeled time is made. `isolated`: after the measured frames (devices together,
+    /// for the measured wall time) as many frames again run one device at a time, each with
+    /// the whole machine; the model takes the slowest device's work alone, the links and the
+    /// memory manager's time, and the counters and stage times come from those frames.
+    /// `concurrent`: the older model, from the work measured while all devices shared the
+    /// machine, which makes more devices look slower on a machine with few cores.
+    #[arg(long, value_enum, default_value = "isolated")]
+    model: ModelKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModelKind {
+    /// Each device's work timed alone (docs/EVALUATION.md, "The isolated-device model").
+    Isolated,
+    /// Each device's work timed while all of them ran together.
+    Concurrent,
 }
 
 #[derive(Args, Clone)]

@@ -202,7 +202,10 @@ fn check_points(points: &[RunOpts]) -> Result<()> {
 /// Runs the points in order (checked by [`check_points`] first), writing each report.json;
 /// returns the reports.
 fn run_points(points: &[RunOpts], label: impl Fn(&RunOpts) -> String) -> Result<Vec<Report>> {
-    let total: u64 = points.iter().map(|o| (o.warmup + o.frames) as u64).sum();
+    let total: u64 = points
+        .iter()
+        .map(|o| crate::measure::simulated_frames(o) as u64)
+        .sum();
     let bar = progress(total, "sweep");
     let mut reports = Vec::new();
     for o in points {

@@ -53,8 +53,11 @@ fn run_boiling_writes_report_and_png_matching_the_reference() {
     }
     assert_eq!(report["devices"], 3);
     assert_eq!(report["procedure"], "two-pass");
+    // The isolated model (the default) runs the 4 measured frames a second time, one device
+    // at a time; the field is after every frame simulated.
+    assert_eq!(report["simulated_frames"], 8);
     let mut r = ReferenceBoiling::new(48, 48, BoilingParams::default());
-    r.run(4);
+    r.run(8);
     assert_eq!(
         report["field_checksum"],
         checksum_hex(field_checksum(&r.field))
