@@ -6,10 +6,12 @@ mod bench;
 mod litmus;
 mod measure;
 mod oversub;
+mod page_moves;
 mod plot;
 mod report;
 mod residency;
 mod run;
+mod scaling;
 mod sweep;
 mod topology_args;
 mod unpaged_gpu;
@@ -69,6 +71,12 @@ enum BenchKind {
     /// A workload with budgets below its working set, per ratio and eviction policy, against
     /// the resident run and Belady's OPT.
     Oversubscription(oversub::OversubOpts),
+    /// Boiling's modeled speed-up at several device counts, beside the ideal, with each
+    /// device's work timed alone (the isolated-device model).
+    Scaling(scaling::ScalingOpts),
+    /// Page moves through the runtime (home to device, device to device, write-back) per page
+    /// size, beside a plain memcpy of the same bytes.
+    PageMoves(page_moves::PageMovesOpts),
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -303,6 +311,12 @@ fn main() -> ExitCode {
         Command::Bench {
             which: BenchKind::Oversubscription(opts),
         } => oversub::oversubscription(&opts),
+        Command::Bench {
+            which: BenchKind::Scaling(opts),
+        } => scaling::scaling(&opts),
+        Command::Bench {
+            which: BenchKind::PageMoves(opts),
+        } => page_moves::page_moves(&opts),
         Command::Litmus(opts) => litmus::litmus(&opts),
         Command::Devices => backend::devices(),
         Command::Sweep {

@@ -86,6 +86,15 @@ pub struct DeviceSweepOpts {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct List(pub Vec<u32>);
 
+/// [`parse_list`] for other commands' lists.
+pub fn parse_list_of(
+    s: &str,
+    what: &str,
+    check: impl Fn(u32) -> Result<(), String>,
+) -> Result<List, String> {
+    parse_list(s, what, check)
+}
+
 /// Parses `a,b,c` where `...` between two values keeps doubling from the one before it.
 fn parse_list(
     s: &str,
@@ -177,7 +186,7 @@ fn point_opts(c: &SweepCommon, devices: usize, page: u32, out: PathBuf) -> RunOp
 
 /// Checks every point before the first runs, so a bad point fails in seconds, not after an
 /// hour of good ones.
-fn check_points(points: &[RunOpts]) -> Result<()> {
+pub fn check_points(points: &[RunOpts]) -> Result<()> {
     for o in points {
         check_size(o.size)?;
         if o.frames == 0 {
