@@ -25,8 +25,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use clap::Args;
-use tessera_core::{Access, DeviceId, GlobalPage, ObjectDesc, PageRequest};
-use tessera_runtime::{System, SystemConfig};
+use tessera_core::{Access, DeviceId, GlobalPage, ObjectDesc, PageRequest, SlotAddr};
+use tessera_runtime::cpu::CpuDevice;
+use tessera_runtime::{Device, System, SystemConfig};
 
 use crate::{backend, parse_threads, BackendKind};
 
@@ -82,6 +83,10 @@ struct Round {
     to_device: f64,
     device_to_device: f64,
     write_back_and_read: f64,
+    /// The CPU backend's slot writes and reads of the same pages alone, on this thread, with
+    /// no manager, channel or protocol: where a move's time goes.
+    slot_write: f64,
+    slot_read: f64,
 }
 
 fn requests(first: u64, pages: u64, access: Access) -> Vec<PageRequest> {
@@ -104,8 +109,43 @@ fn timed_batch(sys: &System, device: u8, batch: Vec<PageRequest>) -> Result<f64>
     Ok(secs)
 }
 
-fn round(sys: &System, page_bytes: u64, total: u64, src: &[u8], dst: &mut [u8]) -> Result<Round> {
+/// Times `dev`'s slot writes and reads of `src`, page by page, into memory 0.
+fn slot_copies(dev: &mut CpuDevice, page_bytes: u64, src: &[u8], r: &mut Round) -> Result<()> {
+    let pb = page_bytes as usize;
+    let t = Instant::now();
+    for (i, s) in src.chunks_exact(pb).enumerate() {
+        dev.write_slot(
+            SlotAddr {
+                memory: 0,
+                slot: i as u32,
+            },
+            s,
+        )?;
+    }
+    r.slot_write = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    for i in 0..src.len() / pb {
+        std::hint::black_box(dev.read_slot(SlotAddr {
+            memory: 0,
+            slot: i as u32,
+        })?);
+    }
+    r.slot_read = t.elapsed().as_secs_f64();
+    Ok(())
+}
+
+fn round(
+    sys: &System,
+    page_bytes: u64,
+    total: u64,
+    src: &[u8],
+    dst: &mut [u8],
+    slots: Option<&mut CpuDevice>,
+) -> Result<Round> {
     let mut r = Round::default();
+    if let Some(dev) = slots {
+        slot_copies(dev, page_bytes, src, &mut r)?;
+    }
     let pb = page_bytes as usize;
     let t = Instant::now();
     for (d, s) in dst.chunks_exact_mut(pb).zip(src.chunks_exact(pb)) {
@@ -149,14 +189,17 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
         o.rounds
     );
     println!("GB/s = 10^9 bytes per second; ratio = the move's throughput / memcpy's of the same bytes");
+    println!("slot write / slot read: the CPU backend's own slot copies alone (no manager), for where the time goes");
     println!(
-        "{:>8} {:>9} {:>16} {:>18} {:>22} {:>20}",
+        "{:>8} {:>9} {:>16} {:>18} {:>22} {:>20} {:>16} {:>16}",
         "page KiB",
         "memcpy",
         "home→device",
         "device→device",
         "write-back+read",
-        "write-back (derived)"
+        "write-back (derived)",
+        "slot write",
+        "slot read"
     );
     let mut summary = Vec::new();
     for &kib in &o.pages_kib.0 {
@@ -164,9 +207,22 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
         if total < page_bytes {
             bail!("--mib {} is smaller than one {kib} KiB page", o.mib);
         }
-        round(&sys, page_bytes, total, &src, &mut dst)?;
+        // A CPU device of its own for the slot-copy breakdown, one memory of the pages.
+        let mut slots = match o.backend {
+            BackendKind::Cpu => {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(1)
+                    .build()
+                    .map_err(|e| anyhow::anyhow!("cannot start a thread: {e}"))?;
+                let mut d = CpuDevice::new(DeviceId(0), std::sync::Arc::new(pool));
+                d.create_memory(0, page_bytes, (total / page_bytes) as u32)?;
+                Some(d)
+            }
+            BackendKind::Wgpu => None,
+        };
+        round(&sys, page_bytes, total, &src, &mut dst, slots.as_mut())?;
         let rounds: Vec<Round> = (0..o.rounds)
-            .map(|_| round(&sys, page_bytes, total, &src, &mut dst))
+            .map(|_| round(&sys, page_bytes, total, &src, &mut dst, slots.as_mut()))
             .collect::<Result<_>>()?;
         let m = |f: fn(&Round) -> f64| median(rounds.iter().map(f).collect());
         let memcpy = m(|r| r.memcpy);
@@ -191,13 +247,19 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
         } else {
             "n/a".to_string()
         };
+        let slot = |f: fn(&Round) -> f64| match o.backend {
+            BackendKind::Cpu => cell(m(f), 1),
+            BackendKind::Wgpu => "-".to_string(),
+        };
         println!(
-            "{kib:>8} {:>9.2} {:>16} {:>18} {:>22} {:>20}",
+            "{kib:>8} {:>9.2} {:>16} {:>18} {:>22} {:>20} {:>16} {:>16}",
             gbs(memcpy, total),
             cell(h2d, 1),
             cell(d2d, 1),
             cell(wb, 2),
-            derived
+            derived,
+            slot(|r| r.slot_write),
+            slot(|r| r.slot_read)
         );
         summary.push(format!(
             "page_kib={kib} h2d_ratio={:.3} d2d_ratio={:.3} writeback_read_ratio={:.3}",

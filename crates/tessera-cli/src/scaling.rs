@@ -35,6 +35,11 @@ pub struct ScalingOpts {
     /// Frames run first at every count and counted nowhere (pages move in on the first).
     #[arg(long, default_value_t = 1)]
     warmup: u32,
+    /// Runs of every device count, interleaved (round 1 runs every count, then round 2 ...);
+    /// each count's median run by modeled time is printed, with the range. On a shared
+    /// machine one descheduled device turn inflates a run's model; the median resists that.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    rounds: u32,
     /// How passes get their pages.
     #[arg(long, default_value = "relaunch", value_parser = parse_procedure)]
     procedure: Procedure,
@@ -123,32 +128,47 @@ pub fn scaling(o: &ScalingOpts) -> Result<()> {
     let total: u64 = points
         .iter()
         .map(|p| crate::measure::simulated_frames(p) as u64)
-        .sum();
+        .sum::<u64>()
+        * o.rounds as u64;
     let bar = progress(total, "scaling");
-    let mut out = Vec::new();
+    let mut runs: Vec<Vec<Point>> = points.iter().map(|_| Vec::new()).collect();
     let mut backend = String::new();
-    for p in &points {
-        bar.set_message(format!("{} device(s)", p.devices));
-        let topo = topology_args::load(&p.node.topology, p.devices)?;
-        let run = run_boiling(p, &topo, |_, _| {
-            bar.inc(1);
-            Ok(())
-        })?;
-        backend = run.sim.sys.backend().to_string();
-        out.push(point(&run, p)?);
+    for r in 1..=o.rounds {
+        for (p, runs) in points.iter().zip(&mut runs) {
+            bar.set_message(format!("round {r}, {} device(s)", p.devices));
+            let topo = topology_args::load(&p.node.topology, p.devices)?;
+            let run = run_boiling(p, &topo, |_, _| {
+                bar.inc(1);
+                Ok(())
+            })?;
+            backend = run.sim.sys.backend().to_string();
+            runs.push(point(&run, p)?);
+        }
     }
     bar.finish_and_clear();
+    let mut ranges = Vec::new();
+    let out: Vec<Point> = runs
+        .into_iter()
+        .map(|mut v| {
+            v.sort_by(|a, b| a.modeled.total_cmp(&b.modeled));
+            let lo = v.first().map_or(0.0, |p| p.modeled);
+            let hi = v.last().map_or(0.0, |p| p.modeled);
+            ranges.push((lo, hi));
+            v.swap_remove(v.len() / 2)
+        })
+        .collect();
     let model = match o.node.model {
         ModelKind::Isolated => "isolated-device model",
         ModelKind::Concurrent => "concurrent model (work timed with all devices sharing the machine)",
     };
     println!(
-        "boiling {s}x{s}, page {p}x{p}, {:?}, {:?}, [{backend}], topology {}, {model}, {} frame(s) after {} warm-up",
+        "boiling {s}x{s}, page {p}x{p}, {:?}, {:?}, [{backend}], topology {}, {model}, {} frame(s) after {} warm-up, median of {} run(s) per count",
         o.partition,
         o.procedure,
         o.node.topology,
         o.frames,
         o.warmup,
+        o.rounds,
         s = o.size,
         p = o.page,
     );
@@ -189,6 +209,14 @@ pub fn scaling(o: &ScalingOpts) -> Result<()> {
         );
     }
     println!("(fps together: measured wall time with the devices sharing this machine; not a multi-GPU figure)");
+    if o.rounds > 1 {
+        let spread: Vec<String> = out
+            .iter()
+            .zip(&ranges)
+            .map(|(p, (lo, hi))| format!("{}: {:.1}–{:.1}", p.devices, lo * 1e3, hi * 1e3))
+            .collect();
+        println!("modeled ms/frame over the runs, min–max: {}", spread.join(", "));
+    }
     println!("work per device, ms/frame: alone (the model's) | with all devices together (measured)");
     for p in &out {
         let alone: f64 = p.per_device_work.iter().sum();
