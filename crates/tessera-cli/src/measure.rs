@@ -204,9 +204,9 @@ fn frame(
         let mut plain = spec.clone();
         plain.display = false;
         let before = sim.sys.mm.traffic()?;
-        let mut per = sim
-            .sys
-            .run_pass_scheduled(&plain, w, h, o.partition, o.procedure, schedule)?;
+        let mut per =
+            sim.sys
+                .run_pass_scheduled(&plain, w, h, o.partition, o.procedure, schedule)?;
         let after = sim.sys.mm.traffic()?;
         let busy: Vec<f64> = per.iter().map(|s| device_work(&s.stages)).collect();
         let serving: Vec<f64> = per.iter().map(|s| manager_time(&s.stages)).collect();

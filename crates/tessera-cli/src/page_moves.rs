@@ -179,7 +179,9 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
         },
     )?;
     let total = o.mib as u64 * (1 << 20);
-    let src: Vec<u8> = (0..total).map(|i| (i * 2_654_435_761 >> 13) as u8).collect();
+    let src: Vec<u8> = (0..total)
+        .map(|i| ((i * 2_654_435_761) >> 13) as u8)
+        .collect();
     let mut dst = vec![1u8; total as usize];
     println!(
         "page moves through the runtime, 2 devices [{}{}], {} MiB per page size and move, median of {} rounds (measured)",
@@ -188,7 +190,9 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
         o.mib,
         o.rounds
     );
-    println!("GB/s = 10^9 bytes per second; ratio = the move's throughput / memcpy's of the same bytes");
+    println!(
+        "GB/s = 10^9 bytes per second; ratio = the move's throughput / memcpy's of the same bytes"
+    );
     println!("slot write / slot read: the CPU backend's own slot copies alone (no manager), for where the time goes");
     println!(
         "{:>8} {:>9} {:>16} {:>18} {:>22} {:>20} {:>16} {:>16}",

@@ -87,7 +87,11 @@ fn point(run: &Run, o: &RunOpts) -> Result<Point> {
         link: m.transfer_seconds / f,
         manager: m.manager_seconds / f,
         per_device_work: m.work_per_device.iter().map(|w| w / f).collect(),
-        concurrent_work: run.concurrent_work_per_device.iter().map(|w| w / f).collect(),
+        concurrent_work: run
+            .concurrent_work_per_device
+            .iter()
+            .map(|w| w / f)
+            .collect(),
         measured_fps: f / run.wall,
         requests: requests as f64 / f,
         moved_mib: bytes as f64 / f / (1u64 << 20) as f64,
@@ -159,7 +163,9 @@ pub fn scaling(o: &ScalingOpts) -> Result<()> {
         .collect();
     let model = match o.node.model {
         ModelKind::Isolated => "isolated-device model",
-        ModelKind::Concurrent => "concurrent model (work timed with all devices sharing the machine)",
+        ModelKind::Concurrent => {
+            "concurrent model (work timed with all devices sharing the machine)"
+        }
     };
     println!(
         "boiling {s}x{s}, page {p}x{p}, {:?}, {:?}, [{backend}], topology {}, {model}, {} frame(s) after {} warm-up, median of {} run(s) per count",
@@ -215,9 +221,14 @@ pub fn scaling(o: &ScalingOpts) -> Result<()> {
             .zip(&ranges)
             .map(|(p, (lo, hi))| format!("{}: {:.1}–{:.1}", p.devices, lo * 1e3, hi * 1e3))
             .collect();
-        println!("modeled ms/frame over the runs, min–max: {}", spread.join(", "));
+        println!(
+            "modeled ms/frame over the runs, min–max: {}",
+            spread.join(", ")
+        );
     }
-    println!("work per device, ms/frame: alone (the model's) | with all devices together (measured)");
+    println!(
+        "work per device, ms/frame: alone (the model's) | with all devices together (measured)"
+    );
     for p in &out {
         let alone: f64 = p.per_device_work.iter().sum();
         println!(

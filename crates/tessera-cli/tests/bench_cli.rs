@@ -47,7 +47,12 @@ fn bench_scaling_prints_speed_ups_and_isolated_work_per_device() {
     let (alone, together) = line.split_once('|').unwrap();
     assert_eq!(alone.split_whitespace().count(), 1 + 4, "{line}");
     assert_eq!(
-        together.split('(').next().unwrap().split_whitespace().count(),
+        together
+            .split('(')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .count(),
         4,
         "{line}"
     );
@@ -88,7 +93,16 @@ fn bad_bench_input_is_a_clear_error_never_a_panic() {
             "larger than",
         ),
         (
-            &["bench", "scaling", "--size", "4", "--page", "1", "--devices", "8"],
+            &[
+                "bench",
+                "scaling",
+                "--size",
+                "4",
+                "--page",
+                "1",
+                "--devices",
+                "8",
+            ],
             "more devices than rows",
         ),
         (
@@ -105,11 +119,21 @@ fn bad_bench_input_is_a_clear_error_never_a_panic() {
             &["bench", "page-moves", "--pages-kib", "3"],
             "not a power of two",
         ),
-        (&["bench", "page-moves", "--pages-kib", ""], "not a whole number"),
+        (
+            &["bench", "page-moves", "--pages-kib", ""],
+            "not a whole number",
+        ),
         (&["bench", "page-moves", "--mib", "0"], "--mib"),
         (&["bench", "page-moves", "--rounds", "0"], "--rounds"),
         (
-            &["bench", "page-moves", "--mib", "1", "--pages-kib", "1024,2048"],
+            &[
+                "bench",
+                "page-moves",
+                "--mib",
+                "1",
+                "--pages-kib",
+                "1024,2048",
+            ],
             "larger than",
         ),
     ];

@@ -133,15 +133,33 @@ mod tests {
         let before = t.clone();
         t.add_from_device(0, 10);
         t.add_from_device(2, 100);
-        assert_eq!(t.device_to_device, LinkCounters { pages: 3, bytes: 210 });
+        assert_eq!(
+            t.device_to_device,
+            LinkCounters {
+                pages: 3,
+                bytes: 210
+            }
+        );
         let d = t.since(&before);
-        assert_eq!(d.device_to_device, LinkCounters { pages: 2, bytes: 110 });
+        assert_eq!(
+            d.device_to_device,
+            LinkCounters {
+                pages: 2,
+                bytes: 110
+            }
+        );
         assert_eq!(
             d.device_to_device_from,
             vec![
-                LinkCounters { pages: 1, bytes: 10 },
+                LinkCounters {
+                    pages: 1,
+                    bytes: 10
+                },
                 LinkCounters::default(),
-                LinkCounters { pages: 1, bytes: 100 },
+                LinkCounters {
+                    pages: 1,
+                    bytes: 100
+                },
             ]
         );
     }
