@@ -87,6 +87,8 @@ struct Round {
     /// no manager, channel or protocol: where a move's time goes.
     slot_write: f64,
     slot_read: f64,
+    /// Each page copied into a vector of its own, as the manager hands a page to a worker.
+    to_new_vec: f64,
 }
 
 fn requests(first: u64, pages: u64, access: Access) -> Vec<PageRequest> {
@@ -143,6 +145,11 @@ fn round(
     slots: Option<&mut CpuDevice>,
 ) -> Result<Round> {
     let mut r = Round::default();
+    let t = Instant::now();
+    for s in src.chunks_exact(page_bytes as usize) {
+        std::hint::black_box(s.to_vec());
+    }
+    r.to_new_vec = t.elapsed().as_secs_f64();
     if let Some(dev) = slots {
         slot_copies(dev, page_bytes, src, &mut r)?;
     }
@@ -193,9 +200,9 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
     println!(
         "GB/s = 10^9 bytes per second; ratio = the move's throughput / memcpy's of the same bytes"
     );
-    println!("slot write / slot read: the CPU backend's own slot copies alone (no manager), for where the time goes");
+    println!("where the time goes: slot write / slot read are the CPU backend's own slot copies alone (no manager); to new Vec is each page copied into a fresh vector, as the manager hands a page to a worker");
     println!(
-        "{:>8} {:>9} {:>16} {:>18} {:>22} {:>20} {:>16} {:>16}",
+        "{:>8} {:>9} {:>16} {:>18} {:>22} {:>20} {:>16} {:>16} {:>16}",
         "page KiB",
         "memcpy",
         "home→device",
@@ -203,7 +210,8 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
         "write-back+read",
         "write-back (derived)",
         "slot write",
-        "slot read"
+        "slot read",
+        "to new Vec"
     );
     let mut summary = Vec::new();
     for &kib in &o.pages_kib.0 {
@@ -256,14 +264,15 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
             BackendKind::Wgpu => "-".to_string(),
         };
         println!(
-            "{kib:>8} {:>9.2} {:>16} {:>18} {:>22} {:>20} {:>16} {:>16}",
+            "{kib:>8} {:>9.2} {:>16} {:>18} {:>22} {:>20} {:>16} {:>16} {:>16}",
             gbs(memcpy, total),
             cell(h2d, 1),
             cell(d2d, 1),
             cell(wb, 2),
             derived,
             slot(|r| r.slot_write),
-            slot(|r| r.slot_read)
+            slot(|r| r.slot_read),
+            cell(m(|r| r.to_new_vec), 1)
         );
         summary.push(format!(
             "page_kib={kib} h2d_ratio={:.3} d2d_ratio={:.3} writeback_read_ratio={:.3}",
