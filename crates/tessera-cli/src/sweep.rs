@@ -268,6 +268,11 @@ pub const COLUMNS: &[Column<Report>] = &[
     ("transfer_seconds_modeled", |r| {
         json(&r.modeled.transfer_seconds_modeled)
     }),
+    ("manager_seconds_measured_in_model", |r| {
+        json(&r.modeled.manager_seconds_measured)
+    }),
+    ("model", |r| json(&r.modeled.model)),
+    ("simulated_frames", |r| json(&r.simulated_frames)),
     ("page_requests_per_frame", |r| {
         json(&r.page_requests_per_frame)
     }),
