@@ -17,7 +17,9 @@
 //!   round's time, the write-back alone.
 //!
 //! memcpy copies the same bytes page by page between two buffers that were touched before, in
-//! the same round. Rounds alternate the two so that machine noise hits both; medians are
+//! the same round. Beside them, where the time goes: the CPU backend's slot writes and reads of
+//! the same pages on their own (no manager, no channel), and each page copied into a fresh
+//! vector (as the manager hands a home page to a worker). Rounds alternate the two so that machine noise hits both; medians are
 //! compared. A warm-up round (which also creates the devices' physical memories) is not
 //! counted.
 
