@@ -19,6 +19,9 @@ tessera sweep page-size --workload boiling --size 640 --devices 2 --pages 8,...,
 # Device counts, with direct links and through host.
 tessera sweep devices --workload boiling --size 1024 --page 64 --devices 1,2,4,8 --frames 5 --topology nvlink --out $E/devices-1024-nvlink
 tessera sweep devices --workload boiling --size 1024 --page 64 --devices 1,2,4,8 --frames 5 --topology pcie3-x16 --out $E/devices-1024-pcie3
+# Modeled speed-up against the ideal (isolated-device model), and page moves against memcpy.
+tessera bench scaling --size 1024 --page 64 --topology nvlink --devices 1,2,4,8 --frames 5 --rounds 5 | tee $E/bench-scaling.txt
+tessera bench page-moves --rounds 5 | tee $E/bench-page-moves.txt
 # Table 2 and Table 3: 512x512, 64x64 pages.
 for procedure in two-pass relaunch; do
     for devices in 1 2; do

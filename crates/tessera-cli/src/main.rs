@@ -6,10 +6,12 @@ mod bench;
 mod litmus;
 mod measure;
 mod oversub;
+mod page_moves;
 mod plot;
 mod report;
 mod residency;
 mod run;
+mod scaling;
 mod sweep;
 mod topology_args;
 mod unpaged_gpu;
@@ -69,6 +71,12 @@ enum BenchKind {
     /// A workload with budgets below its working set, per ratio and eviction policy, against
     /// the resident run and Belady's OPT.
     Oversubscription(oversub::OversubOpts),
+    /// Boiling's modeled speed-up at several device counts, beside the ideal, with each
+    /// device's work timed alone (the isolated-device model).
+    Scaling(scaling::ScalingOpts),
+    /// Page moves through the runtime (home to device, device to device, write-back) per page
+    /// size, beside a plain memcpy of the same bytes.
+    PageMoves(page_moves::PageMovesOpts),
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -131,6 +139,23 @@ pub struct NodeOpts {
     /// an existing file (the run is refused), and removes it when the run ends.
     #[arg(long, value_name = "PATH")]
     home_file: Option<PathBuf>,
+    /// How the modeled time is made. `isolated`: after the measured frames (devices together,
+    /// for the measured wall time) as many frames again run one device at a time, each with
+    /// the whole machine; the model takes the slowest device's work alone, the links and the
+    /// memory manager's time, and the counters and stage times come from those frames.
+    /// `concurrent`: the older model, from the work measured while all devices shared the
+    /// machine, which makes more devices look slower on a machine with few cores.
+    #[arg(long, value_enum, default_value = "isolated")]
+    model: ModelKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ModelKind {
+    /// Each device's work timed alone (docs/EVALUATION.md, "The isolated-device model").
+    Isolated,
+    /// Each device's work timed while all of them ran together.
+    Concurrent,
 }
 
 #[derive(Args, Clone)]
@@ -293,6 +318,12 @@ fn main() -> ExitCode {
         Command::Bench {
             which: BenchKind::Oversubscription(opts),
         } => oversub::oversubscription(&opts),
+        Command::Bench {
+            which: BenchKind::Scaling(opts),
+        } => scaling::scaling(&opts),
+        Command::Bench {
+            which: BenchKind::PageMoves(opts),
+        } => page_moves::page_moves(&opts),
         Command::Litmus(opts) => litmus::litmus(&opts),
         Command::Devices => backend::devices(),
         Command::Sweep {

@@ -7,11 +7,11 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use tessera_core::topology::{Endpoint, Topology, Transfer};
 use tessera_core::{ObjectDesc, TexelFormat};
-use tessera_runtime::{DeviceTraffic, PassStats, StageTimes, SystemConfig};
+use tessera_runtime::{DeviceTraffic, PassStats, Schedule, StageTimes, SystemConfig};
 use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::sim::PagedBoiling;
 
-use crate::RunOpts;
+use crate::{ModelKind, RunOpts};
 
 /// One texture of the run: its name, global page range and description.
 #[derive(Clone, Debug)]
@@ -21,20 +21,27 @@ pub struct TextureInfo {
     pub desc: ObjectDesc,
 }
 
-/// Modeled time summed over the measured frames' passes.
+/// Modeled time summed over the modeled frames' passes.
 #[derive(Clone, Debug, Default)]
 pub struct Modeled {
-    /// Σ over passes of the slowest device's work (measured).
+    /// Σ over passes of the slowest device's work (measured; alone, in the isolated model).
     pub device_seconds: f64,
     /// Σ over passes of the busiest link's time (modeled).
     pub transfer_seconds: f64,
-    /// Each link's busy time over the measured frames, indexed like `Topology::links`.
+    /// Σ over passes of the memory manager's time serving the devices' batches, summed over
+    /// devices (measured; zero in the concurrent model, which leaves it out).
+    pub manager_seconds: f64,
+    /// Each link's busy time over the modeled frames, indexed like `Topology::links`.
     pub link_seconds: Vec<f64>,
+    /// Per device, Σ over passes of its own work (measured).
+    pub work_per_device: Vec<f64>,
+    /// Per device, Σ over passes of the manager's time serving it (measured).
+    pub manager_per_device: Vec<f64>,
 }
 
 impl Modeled {
     pub fn seconds(&self) -> f64 {
-        self.device_seconds + self.transfer_seconds
+        self.device_seconds + self.transfer_seconds + self.manager_seconds
     }
 }
 
@@ -44,18 +51,30 @@ pub struct Run {
     /// The wgpu adapter the devices ran on; none on the CPU backend.
     pub adapter_name: Option<String>,
     pub textures: Vec<TextureInfo>,
-    /// Each device's stats summed over the measured frames (warm-up frames excluded).
+    /// Each device's stats summed over the modeled frames (warm-up frames excluded): the
+    /// frames run with the devices one at a time in the isolated model.
     pub per_device: Vec<PassStats>,
-    /// Measured wall time of the measured frames.
+    /// Measured wall time of `frames` frames with the devices running together.
     pub wall: f64,
-    /// Traffic counters when the measured frames began.
+    /// Each device's work (stages but the request waits) in those concurrent frames.
+    pub concurrent_work_per_device: Vec<f64>,
+    /// Measured wall time of the modeled frames when they ran one device at a time (isolated
+    /// model only): the sum of the devices' turns, not a multi-device time.
+    pub wall_isolated: Option<f64>,
+    /// Frames simulated in all: warm-up, the concurrent frames and, in the isolated model,
+    /// as many again one device at a time.
+    pub simulated_frames: u32,
+    /// Traffic counters when the modeled frames began.
     pub baseline: Vec<DeviceTraffic>,
     pub modeled: Modeled,
 }
 
 /// Builds a node and the simulation for `o`, runs `o.warmup` frames and then `o.frames`
-/// measured ones, calling `after_frame` with the simulation and the number of frames run so
-/// far (warm-up included) after every frame.
+/// measured ones with the devices together, calling `after_frame` with the simulation and the
+/// number of frames run so far (warm-up included) after every frame. In the isolated model
+/// (`--model isolated`) `o.frames` more follow with the devices one at a time; those are the
+/// frames the model, the counters and the stage times come from, and the first ones give only
+/// the measured wall time.
 ///
 /// `after_frame`'s time is left out of the measured wall time: it is the caller's progress bar
 /// and animation sampling, not the memory's work.
@@ -82,25 +101,65 @@ pub fn run_boiling(
     o.partition.regions(o.size, o.size, o.devices as u32)?;
     let sim = PagedBoiling::new(sys, o.size, o.size, o.page, BoilingParams::default())?;
     let textures = textures(&sim, o.page)?;
-    let mut modeled = Modeled {
+    let fresh = || Modeled {
         link_seconds: vec![0.0; topo.links().len()],
+        work_per_device: vec![0.0; o.devices],
+        manager_per_device: vec![0.0; o.devices],
         ..Default::default()
     };
+    let together = Schedule::Concurrent;
     for n in 1..=o.warmup {
-        frame(&sim, o, topo, &mut Modeled::default())?;
+        frame(&sim, o, topo, &mut fresh(), together)?;
         after_frame(&sim, n)?;
     }
-    let baseline = sim.sys.mm.traffic()?;
+    let mut modeled = fresh();
+    let mut baseline = sim.sys.mm.traffic()?;
     let mut per_device = vec![PassStats::default(); o.devices];
     let mut wall = 0.0;
+    // In the isolated model these frames give the measured wall time only; their model (the
+    // concurrent one) is thrown away.
+    let mut concurrent = fresh();
+    let isolated = o.node.model == ModelKind::Isolated;
     for n in 1..=o.frames {
         let t = Instant::now();
-        let stats = frame(&sim, o, topo, &mut modeled)?;
+        let stats = frame(
+            &sim,
+            o,
+            topo,
+            if isolated {
+                &mut concurrent
+            } else {
+                &mut modeled
+            },
+            together,
+        )?;
         wall += t.elapsed().as_secs_f64();
-        for (a, s) in per_device.iter_mut().zip(&stats) {
-            a.add(s);
+        if !isolated {
+            for (a, s) in per_device.iter_mut().zip(&stats) {
+                a.add(s);
+            }
         }
         after_frame(&sim, o.warmup + n)?;
+    }
+    let concurrent_work_per_device = if isolated {
+        concurrent.work_per_device
+    } else {
+        modeled.work_per_device.clone()
+    };
+    let mut wall_isolated = None;
+    if isolated {
+        baseline = sim.sys.mm.traffic()?;
+        let mut w = 0.0;
+        for n in 1..=o.frames {
+            let t = Instant::now();
+            let stats = frame(&sim, o, topo, &mut modeled, Schedule::Isolated)?;
+            w += t.elapsed().as_secs_f64();
+            for (a, s) in per_device.iter_mut().zip(&stats) {
+                a.add(s);
+            }
+            after_frame(&sim, o.warmup + o.frames + n)?;
+        }
+        wall_isolated = Some(w);
     }
     Ok(Run {
         sim,
@@ -108,18 +167,35 @@ pub fn run_boiling(
         textures,
         per_device,
         wall,
+        concurrent_work_per_device,
+        wall_isolated,
+        simulated_frames: o.warmup + o.frames * if isolated { 2 } else { 1 },
         baseline,
         modeled,
     })
 }
 
+/// Frames `run_boiling` simulates for `o`: what its `after_frame` counts up to.
+pub fn simulated_frames(o: &RunOpts) -> u32 {
+    o.warmup
+        + o.frames
+            * match o.node.model {
+                ModelKind::Isolated => 2,
+                ModelKind::Concurrent => 1,
+            }
+}
+
 /// One frame, pass by pass: the same passes in the same order as `PagedBoiling::frame`, with
-/// the traffic counters read around each pass to model it.
+/// the traffic counters read around each pass to model it. With `Schedule::Isolated` the
+/// devices run one at a time and the pass is modeled by the isolated-device model (each
+/// device's work alone, the links, the manager's time); with `Schedule::Concurrent` by the
+/// older model (work measured while the devices shared the machine, the links, no manager).
 fn frame(
     sim: &PagedBoiling,
     o: &RunOpts,
     topo: &Topology,
     modeled: &mut Modeled,
+    schedule: Schedule,
 ) -> Result<Vec<PassStats>> {
     let (w, h) = (sim.ctx.width, sim.ctx.height);
     let mut total = vec![PassStats::default(); sim.sys.devices()];
@@ -129,18 +205,31 @@ fn frame(
         let mut plain = spec.clone();
         plain.display = false;
         let before = sim.sys.mm.traffic()?;
-        let mut per = sim.sys.run_pass(&plain, w, h, o.partition, o.procedure)?;
+        let mut per =
+            sim.sys
+                .run_pass_scheduled(&plain, w, h, o.partition, o.procedure, schedule)?;
         let after = sim.sys.mm.traffic()?;
         let busy: Vec<f64> = per.iter().map(|s| device_work(&s.stages)).collect();
-        let moves = transfers(topo, &before, &after)?;
-        let pass = topo.pass_time(&busy, &moves)?;
+        let serving: Vec<f64> = per.iter().map(|s| manager_time(&s.stages)).collect();
+        let moves = transfers(&before, &after)?;
+        let pass = match schedule {
+            Schedule::Isolated => topo.isolated_pass_time(&busy, &serving, &moves)?,
+            Schedule::Concurrent => topo.pass_time(&busy, &moves)?,
+        };
         if modeled.link_seconds.len() == pass.link_seconds.len() {
             for (a, s) in modeled.link_seconds.iter_mut().zip(&pass.link_seconds) {
                 *a += s;
             }
         }
+        for (a, s) in modeled.work_per_device.iter_mut().zip(&busy) {
+            *a += s;
+        }
+        for (a, s) in modeled.manager_per_device.iter_mut().zip(&serving) {
+            *a += s;
+        }
         modeled.device_seconds += pass.device_seconds;
         modeled.transfer_seconds += pass.transfer_seconds;
+        modeled.manager_seconds += pass.manager_seconds;
         if spec.display {
             for s in &mut per {
                 s.lump_into_display();
@@ -160,60 +249,57 @@ pub fn device_work(s: &StageTimes) -> f64 {
     s.request_pass + s.uniquify + s.compute + s.page_writes + s.display
 }
 
-/// The page moves between two traffic snapshots, as transfers a topology can route.
-///
-/// The counters name a device-to-device move's destination only. With two devices the source
-/// is the other one; with more, the move is charged as coming from the source whose route is
-/// slowest, so the model errs towards too slow (docs/EVALUATION.md).
-pub fn transfers(
-    topo: &Topology,
-    before: &[DeviceTraffic],
-    after: &[DeviceTraffic],
-) -> Result<Vec<Transfer>> {
-    let n = after.len();
+/// The memory manager's time serving a device's batches in a pass: the device's waits for
+/// them. Measured with the device alone (isolated model), nothing else queues at the manager,
+/// so the wait is the manager's protocol and bookkeeping plus, on the CPU backend, the
+/// host-memory copies of the pages, which the link model charges again: the model errs slow
+/// by that copy time (docs/EVALUATION.md).
+pub fn manager_time(s: &StageTimes) -> f64 {
+    s.read_requests + s.write_requests
+}
+
+/// The page moves between two traffic snapshots, as transfers a topology can route: home to
+/// each device, each device home, and each (source, destination) pair of devices as the
+/// memory manager counted them.
+pub fn transfers(before: &[DeviceTraffic], after: &[DeviceTraffic]) -> Result<Vec<Transfer>> {
     let mut out = Vec::new();
-    for (d, &a) in after.iter().enumerate() {
-        let b = before.get(d).copied().unwrap_or_default();
+    for (d, a) in after.iter().enumerate() {
+        let b = before.get(d).cloned().unwrap_or_default();
+        let moved = a.since(&b);
         let dev = Endpoint::Device(d);
-        let h2d = a.host_to_device.since(b.host_to_device);
-        let d2h = a.device_to_host.since(b.device_to_host);
-        let d2d = a.device_to_device.since(b.device_to_device);
         out.push(Transfer {
             from: Endpoint::Host,
             to: dev,
-            pages: h2d.pages,
-            bytes: h2d.bytes,
+            pages: moved.host_to_device.pages,
+            bytes: moved.host_to_device.bytes,
         });
         out.push(Transfer {
             from: dev,
             to: Endpoint::Host,
-            pages: d2h.pages,
-            bytes: d2h.bytes,
+            pages: moved.device_to_host.pages,
+            bytes: moved.device_to_host.bytes,
         });
-        if d2d.pages > 0 {
-            let mut worst: Option<(f64, usize)> = None;
-            for s in (0..n).filter(|&s| s != d) {
-                let t = Transfer {
-                    from: Endpoint::Device(s),
-                    to: dev,
-                    pages: d2d.pages,
-                    bytes: d2d.bytes,
-                };
-                let secs: f64 = topo.link_seconds(&[t])?.iter().sum();
-                match worst {
-                    Some((w, _)) if w >= secs => {}
-                    _ => worst = Some((secs, s)),
-                }
+        let mut counted = 0;
+        for (s, c) in moved.device_to_device_from.iter().enumerate() {
+            if c.pages == 0 {
+                continue;
             }
-            let Some((_, s)) = worst else {
-                bail!("device{d} received pages from another device in a one-device run");
-            };
+            if s == d {
+                bail!("device{d} counted a page move from itself");
+            }
+            counted += c.pages;
             out.push(Transfer {
                 from: Endpoint::Device(s),
                 to: dev,
-                pages: d2d.pages,
-                bytes: d2d.bytes,
+                pages: c.pages,
+                bytes: c.bytes,
             });
+        }
+        if counted != moved.device_to_device.pages {
+            bail!(
+                "device{d} received {} pages from other devices but {counted} were counted by source",
+                moved.device_to_device.pages
+            );
         }
     }
     Ok(out)
@@ -258,75 +344,60 @@ mod tests {
     use super::*;
     use tessera_runtime::LinkCounters;
 
-    fn traffic(h2d: (u64, u64), d2h: (u64, u64), d2d: (u64, u64)) -> DeviceTraffic {
+    fn traffic(h2d: (u64, u64), d2h: (u64, u64), from: &[(usize, u64, u64)]) -> DeviceTraffic {
         let c = |(pages, bytes)| LinkCounters { pages, bytes };
-        DeviceTraffic {
+        let mut t = DeviceTraffic {
             host_to_device: c(h2d),
             device_to_host: c(d2h),
-            device_to_device: c(d2d),
             ..Default::default()
+        };
+        for &(s, pages, bytes) in from {
+            for _ in 0..pages {
+                t.add_from_device(s, bytes / pages);
+            }
         }
+        t
     }
 
     #[test]
-    fn counters_become_routed_transfers() {
-        let topo = Topology::preset("pcie3-x16", 2).unwrap();
-        let before = vec![traffic((1, 100), (0, 0), (0, 0)); 2];
+    fn counters_become_routed_transfers_by_source() {
+        let before = vec![traffic((1, 100), (0, 0), &[]); 3];
         let after = vec![
-            traffic((4, 400), (2, 200), (0, 0)),
-            traffic((1, 100), (0, 0), (3, 300)),
+            traffic((4, 400), (2, 200), &[(2, 1, 100)]),
+            traffic((1, 100), (0, 0), &[(0, 3, 300), (2, 2, 200)]),
+            traffic((1, 100), (0, 0), &[]),
         ];
-        let t = transfers(&topo, &before, &after).unwrap();
-        let find = |from, to| t.iter().find(|t| t.from == from && t.to == to).copied();
-        let (h, d0, d1) = (Endpoint::Host, Endpoint::Device(0), Endpoint::Device(1));
-        assert_eq!(find(h, d0).map(|t| (t.pages, t.bytes)), Some((3, 300)));
-        assert_eq!(find(d0, h).map(|t| (t.pages, t.bytes)), Some((2, 200)));
-        assert_eq!(find(h, d1).map(|t| (t.pages, t.bytes)), Some((0, 0)));
-        // With two devices a move into device1 can only come from device0.
-        assert_eq!(find(d0, d1).map(|t| (t.pages, t.bytes)), Some((3, 300)));
+        let t = transfers(&before, &after).unwrap();
+        let find = |from, to| {
+            t.iter()
+                .find(|t| t.from == from && t.to == to)
+                .map(|t| (t.pages, t.bytes))
+        };
+        let (h, d0, d1, d2) = (
+            Endpoint::Host,
+            Endpoint::Device(0),
+            Endpoint::Device(1),
+            Endpoint::Device(2),
+        );
+        assert_eq!(find(h, d0), Some((3, 300)));
+        assert_eq!(find(d0, h), Some((2, 200)));
+        assert_eq!(find(h, d1), Some((0, 0)));
+        // Each pair as counted, not all of device1's moves from one source.
+        assert_eq!(find(d0, d1), Some((3, 300)));
+        assert_eq!(find(d2, d1), Some((2, 200)));
+        assert_eq!(find(d2, d0), Some((1, 100)));
+        assert_eq!(find(d1, d0), None);
     }
 
     #[test]
-    fn an_unknown_source_is_charged_to_the_slowest_route() {
-        // device1 has a fast direct link to device0; device2 must go through host.
-        let topo = Topology::from_toml_str(
-            r#"
-[[device]]
-id = 0
-[[device]]
-id = 1
-[[device]]
-id = 2
-[[link]]
-from = "host"
-to = "device0"
-bandwidth_gb_per_s = 10
-[[link]]
-from = "host"
-to = "device1"
-bandwidth_gb_per_s = 10
-[[link]]
-from = "host"
-to = "device2"
-bandwidth_gb_per_s = 10
-[[link]]
-from = "device1"
-to = "device0"
-bandwidth_gb_per_s = 100
-"#,
-            "three.toml",
-        )
-        .unwrap();
-        let zero = vec![DeviceTraffic::default(); 3];
+    fn moves_not_counted_by_source_are_an_error() {
+        let zero = vec![DeviceTraffic::default(); 2];
         let mut after = zero.clone();
-        after[0] = traffic((0, 0), (0, 0), (1, 1000));
-        let t = transfers(&topo, &zero, &after).unwrap();
-        let d2d: Vec<_> = t
-            .iter()
-            .filter(|t| t.pages > 0 && t.to == Endpoint::Device(0))
-            .collect();
-        assert_eq!(d2d.len(), 1);
-        assert_eq!(d2d[0].from, Endpoint::Device(2));
+        after[1].device_to_device = LinkCounters {
+            pages: 1,
+            bytes: 10,
+        };
+        assert!(transfers(&zero, &after).is_err());
     }
 
     #[test]
@@ -341,5 +412,6 @@ bandwidth_gb_per_s = 100
             display: 16.0,
         };
         assert_eq!(device_work(&s), 31.0);
+        assert_eq!(manager_time(&s), 300.0);
     }
 }

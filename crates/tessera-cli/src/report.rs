@@ -93,9 +93,17 @@ pub struct Report {
     pub frames: u32,
     /// Frames run before the measured ones; nothing in this report counts them.
     pub warmup_frames: u32,
+    /// Frames simulated in all: the warm-up, `frames` with the devices together and, in the
+    /// isolated model, `frames` more one device at a time. The field checksum is after all.
+    pub simulated_frames: u32,
     pub time_kind: &'static str,
+    /// Measured wall time of `frames` frames with the devices running together.
     pub wall_seconds: f64,
     pub frames_per_second_measured: f64,
+    /// Measured wall time of the frames run one device at a time (isolated model only): the
+    /// devices' turns one after another, not a multi-device time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wall_seconds_devices_one_at_a_time: Option<f64>,
     /// The topology the modeled time is for.
     pub topology: String,
     /// Same as `modeled.frames_per_second`, beside the measured one.
@@ -144,10 +152,14 @@ pub struct MemorySummary {
 }
 
 /// Time modeled on a topology (docs/EVALUATION.md): per pass, the slowest device's measured
-/// work, then the page moves charged to the links, the busiest link deciding.
+/// work, then the page moves charged to the links, the busiest link deciding, then (isolated
+/// model) the memory manager's time summed over the devices it served.
 #[derive(Serialize)]
 pub struct ModeledReport {
     pub time_kind: &'static str,
+    /// `isolated` (each device's work timed alone) or `concurrent` (timed while all devices
+    /// shared the machine).
+    pub model: crate::ModelKind,
     pub topology: String,
     pub seconds: f64,
     pub frames_per_second: f64,
@@ -155,6 +167,17 @@ pub struct ModeledReport {
     pub device_seconds_measured: f64,
     /// Of `seconds`: the busiest link's time in each pass, modeled.
     pub transfer_seconds_modeled: f64,
+    /// Of `seconds`: the memory manager's time serving the devices' batches, measured with
+    /// each device alone and summed over devices (zero in the concurrent model).
+    pub manager_seconds_measured: f64,
+    /// Per device, its own work summed over the modeled frames (measured; alone in the
+    /// isolated model).
+    pub work_seconds_per_device: Vec<f64>,
+    /// Per device, the manager's time serving it over the modeled frames (measured).
+    pub manager_seconds_per_device: Vec<f64>,
+    /// Per device, its work in the `frames` frames run with all devices together (measured):
+    /// beside `work_seconds_per_device`, how much sharing the machine slowed each device.
+    pub concurrent_work_seconds_per_device: Vec<f64>,
     pub links: Vec<LinkReport>,
 }
 
@@ -200,7 +223,7 @@ impl Report {
         let per_frame = |n: u64| n as f64 / f as f64;
         let per_device: Vec<DeviceReport> = (0..sys.devices())
             .map(|d| {
-                let t = traffic[d];
+                let t = &traffic[d];
                 DeviceReport {
                     device: d,
                     page_requests_per_frame: per_frame(t.page_requests),
@@ -251,11 +274,16 @@ impl Report {
         let m = &run.modeled;
         let modeled = ModeledReport {
             time_kind: "modeled",
+            model: o.node.model,
             topology: topo.name().to_string(),
             seconds: m.seconds(),
             frames_per_second: f as f64 / m.seconds().max(f64::MIN_POSITIVE),
             device_seconds_measured: m.device_seconds,
             transfer_seconds_modeled: m.transfer_seconds,
+            manager_seconds_measured: m.manager_seconds,
+            work_seconds_per_device: m.work_per_device.clone(),
+            manager_seconds_per_device: m.manager_per_device.clone(),
+            concurrent_work_seconds_per_device: run.concurrent_work_per_device.clone(),
             links: topo
                 .links()
                 .iter()
@@ -280,9 +308,11 @@ impl Report {
             partition: o.partition,
             frames: f,
             warmup_frames: o.warmup,
+            simulated_frames: run.simulated_frames,
             time_kind: "measured",
             wall_seconds: wall,
             frames_per_second_measured: f as f64 / wall,
+            wall_seconds_devices_one_at_a_time: run.wall_isolated,
             topology: topo.name().to_string(),
             frames_per_second_modeled: modeled.frames_per_second,
             modeled,
@@ -346,7 +376,7 @@ impl Report {
             p = self.page_size
         );
         println!(
-            "frames per second (measured): {:.2}   wall {:.3} s",
+            "frames per second (measured, devices together): {:.2}   wall {:.3} s",
             self.frames_per_second_measured, self.wall_seconds
         );
         let e = &self.eviction;
@@ -373,12 +403,20 @@ impl Report {
             );
         }
         println!(
-            "frames per second (modeled on {}): {:.2}   device work {:.3} s (measured) + transfers {:.3} s (modeled)",
+            "frames per second (modeled on {}, {} model): {:.2}   device work {:.3} s (measured) + transfers {:.3} s (modeled) + memory manager {:.3} s (measured)",
             self.topology,
+            serde_json::to_value(self.modeled.model)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
             self.frames_per_second_modeled,
             self.modeled.device_seconds_measured,
-            self.modeled.transfer_seconds_modeled
+            self.modeled.transfer_seconds_modeled,
+            self.modeled.manager_seconds_measured
         );
+        if self.wall_seconds_devices_one_at_a_time.is_some() {
+            println!("counters and stage times below: the frames run one device at a time");
+        }
         println!(
             "{:>6} {:>10} {:>12} {:>12} {:>12} {:>12} {:>12}",
             "device",

@@ -68,7 +68,7 @@ pub fn write_all(run: &Run, o: &RunOpts, dir: &Path) -> Result<Vec<PathBuf>> {
             let title = format!(
                 "{} texture: where each page lives after {} frame(s)",
                 t.name,
-                o.warmup + o.frames
+                crate::measure::simulated_frames(o)
             );
             let sub = format!(
                 "{s}x{s}, page {p}x{p} ({px}x{py} pages), {d} device(s), {part:?} partition",

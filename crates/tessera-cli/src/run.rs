@@ -65,7 +65,7 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
     let topo = topology_args::load(&o.node.topology, o.devices)?;
     std::fs::create_dir_all(&o.out)
         .with_context(|| format!("cannot create output directory {}", o.out.display()))?;
-    let total = o.warmup + o.frames;
+    let total = crate::measure::simulated_frames(o);
     let bar = progress(total as u64, "boiling");
     let mut gif = match o.gif_every {
         0 => None,

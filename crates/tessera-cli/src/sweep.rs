@@ -86,6 +86,15 @@ pub struct DeviceSweepOpts {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct List(pub Vec<u32>);
 
+/// [`parse_list`] for other commands' lists.
+pub fn parse_list_of(
+    s: &str,
+    what: &str,
+    check: impl Fn(u32) -> Result<(), String>,
+) -> Result<List, String> {
+    parse_list(s, what, check)
+}
+
 /// Parses `a,b,c` where `...` between two values keeps doubling from the one before it.
 fn parse_list(
     s: &str,
@@ -177,7 +186,7 @@ fn point_opts(c: &SweepCommon, devices: usize, page: u32, out: PathBuf) -> RunOp
 
 /// Checks every point before the first runs, so a bad point fails in seconds, not after an
 /// hour of good ones.
-fn check_points(points: &[RunOpts]) -> Result<()> {
+pub fn check_points(points: &[RunOpts]) -> Result<()> {
     for o in points {
         check_size(o.size)?;
         if o.frames == 0 {
@@ -202,7 +211,10 @@ fn check_points(points: &[RunOpts]) -> Result<()> {
 /// Runs the points in order (checked by [`check_points`] first), writing each report.json;
 /// returns the reports.
 fn run_points(points: &[RunOpts], label: impl Fn(&RunOpts) -> String) -> Result<Vec<Report>> {
-    let total: u64 = points.iter().map(|o| (o.warmup + o.frames) as u64).sum();
+    let total: u64 = points
+        .iter()
+        .map(|o| crate::measure::simulated_frames(o) as u64)
+        .sum();
     let bar = progress(total, "sweep");
     let mut reports = Vec::new();
     for o in points {
@@ -256,6 +268,11 @@ pub const COLUMNS: &[Column<Report>] = &[
     ("transfer_seconds_modeled", |r| {
         json(&r.modeled.transfer_seconds_modeled)
     }),
+    ("manager_seconds_measured_in_model", |r| {
+        json(&r.modeled.manager_seconds_measured)
+    }),
+    ("model", |r| json(&r.modeled.model)),
+    ("simulated_frames", |r| json(&r.simulated_frames)),
     ("page_requests_per_frame", |r| {
         json(&r.page_requests_per_frame)
     }),

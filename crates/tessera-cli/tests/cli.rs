@@ -53,8 +53,11 @@ fn run_boiling_writes_report_and_png_matching_the_reference() {
     }
     assert_eq!(report["devices"], 3);
     assert_eq!(report["procedure"], "two-pass");
+    // The isolated model (the default) runs the 4 measured frames a second time, one device
+    // at a time; the field is after every frame simulated.
+    assert_eq!(report["simulated_frames"], 8);
     let mut r = ReferenceBoiling::new(48, 48, BoilingParams::default());
-    r.run(4);
+    r.run(8);
     assert_eq!(
         report["field_checksum"],
         checksum_hex(field_checksum(&r.field))
@@ -452,17 +455,18 @@ fn run_writes_an_animation_of_the_display() {
         .into_frames()
         .collect_frames()
         .unwrap();
-    // Frames 2 and 4 of the five (warm-up counted), and the last one, 5.
-    assert_eq!(frames.len(), 3);
+    // The isolated model (the default) runs the 4 measured frames twice: frames 2, 4, 6 and
+    // 8 of the nine (warm-up counted), and the last one, 9.
+    assert_eq!(frames.len(), 5);
     for f in &frames {
         assert_eq!(f.buffer().dimensions(), (32, 32));
     }
     assert_ne!(
         frames[0].buffer(),
-        frames[2].buffer(),
+        frames[4].buffer(),
         "the simulation moved between samples"
     );
-    assert!(String::from_utf8_lossy(&o.stdout).contains("frames.gif (3 frame(s)"));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("frames.gif (5 frame(s)"));
 
     let none = tempfile::tempdir().unwrap();
     let o = tessera(&[

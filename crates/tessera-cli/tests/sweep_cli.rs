@@ -256,10 +256,16 @@ fn modeled_time_charges_each_page_move_to_its_link() {
         "1",
         "--topology",
         "pcie1-x16",
+        // The modeled frame must be the cold one, which the isolated model would run
+        // second, after the pages had moved in.
+        "--model",
+        "concurrent",
         "--out",
         dir.path().to_str().unwrap(),
     ]);
     let r = json(&dir.path().join("report.json"));
+    assert_eq!(r["modeled"]["model"], "concurrent");
+    assert_eq!(r["modeled"]["manager_seconds_measured"], 0.0);
     assert_eq!(r["time_kind"], "measured");
     assert_eq!(r["modeled"]["time_kind"], "modeled");
     assert_eq!(r["topology"], "pcie1-x16");
@@ -280,6 +286,46 @@ fn modeled_time_charges_each_page_move_to_its_link() {
     let device = r["modeled"]["device_seconds_measured"].as_f64().unwrap();
     assert!((total - device - transfer).abs() < 1e-12);
     assert!(device > 0.0);
+
+    // The isolated model adds the memory manager's time, summed over devices.
+    let iso = tempfile::tempdir().unwrap();
+    ok(&[
+        "run",
+        "boiling",
+        "--size",
+        "64",
+        "--devices",
+        "2",
+        "--page",
+        "16",
+        "--frames",
+        "2",
+        "--warmup",
+        "1",
+        "--topology",
+        "pcie1-x16",
+        "--out",
+        iso.path().to_str().unwrap(),
+    ]);
+    let r = json(&iso.path().join("report.json"));
+    let m = &r["modeled"];
+    assert_eq!(m["model"], "isolated");
+    assert_eq!(r["simulated_frames"], 5);
+    let f = |k: &str| m[k].as_f64().unwrap();
+    let per = |k: &str| -> f64 {
+        m[k].as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .sum()
+    };
+    assert!((f("manager_seconds_measured") - per("manager_seconds_per_device")).abs() < 1e-9);
+    let total = f("device_seconds_measured")
+        + f("transfer_seconds_modeled")
+        + f("manager_seconds_measured");
+    assert!((f("seconds") - total).abs() < 1e-12);
+    assert_eq!(m["work_seconds_per_device"].as_array().unwrap().len(), 2);
+    assert!(r["wall_seconds_devices_one_at_a_time"].as_f64().unwrap() > 0.0);
 }
 
 #[test]

@@ -14,7 +14,10 @@
 //!   move routed over two links is counted on both and pipelined across pages);
 //! - devices wait for their pages before they compute (the paper's procedures do, and
 //!   overlapping the two is its future work, section 5.1.2), so the pass takes the slowest
-//!   device's work plus the transfer time.
+//!   device's work plus the transfer time;
+//! - the memory manager is one thread serving every device's batches in turn, so its own time
+//!   (protocol, directory, slot bookkeeping) is summed over devices and added; it overlaps
+//!   neither the devices' work nor the links ([`Topology::isolated_pass_time`]).
 //!
 //! Everything here is pure: presets, a TOML description parsed from text, routing and the
 //! arithmetic. Reading a file and measuring device work happen in the caller.
@@ -206,13 +209,16 @@ pub struct PassTime {
     pub device_seconds: f64,
     /// The busiest link's time (modeled).
     pub transfer_seconds: f64,
+    /// The memory manager's own time, summed over the devices it served (measured by the
+    /// caller); zero from [`Topology::pass_time`].
+    pub manager_seconds: f64,
     /// Each link's busy time in this pass, indexed like [`Topology::links`].
     pub link_seconds: Vec<f64>,
 }
 
 impl PassTime {
     pub fn total(&self) -> f64 {
-        self.device_seconds + self.transfer_seconds
+        self.device_seconds + self.transfer_seconds + self.manager_seconds
     }
 }
 
@@ -479,8 +485,24 @@ impl Topology {
         Ok(PassTime {
             device_seconds: device_seconds.iter().copied().fold(0.0, f64::max),
             transfer_seconds: link_seconds.iter().copied().fold(0.0, f64::max),
+            manager_seconds: 0.0,
             link_seconds,
         })
+    }
+
+    /// The isolated-device model of one pass: the slowest device's work timed alone
+    /// (`work`, one entry per device), plus the busiest link's time for the moves, plus the
+    /// memory manager's time serving each device (`manager`, one entry per device), summed
+    /// because one manager thread serves the batches one after another.
+    pub fn isolated_pass_time(
+        &self,
+        work: &[f64],
+        manager: &[f64],
+        transfers: &[Transfer],
+    ) -> Result<PassTime> {
+        let mut p = self.pass_time(work, transfers)?;
+        p.manager_seconds = manager.iter().sum();
+        Ok(p)
     }
 }
 
@@ -638,6 +660,93 @@ mod tests {
             )
             .unwrap();
         assert!(close(p.transfer_seconds, 2.4096e-5), "{p:?}");
+    }
+
+    /// Three devices, each pair joined by a direct link, hand-computed: every number below
+    /// was worked out on paper from the link figures, not by the code under test.
+    const THREE_DIRECT: &str = r#"
+[[device]]
+id = 0
+[[device]]
+id = 1
+[[device]]
+id = 2
+[[link]]
+from = "host"
+to = "device0"
+bandwidth_gb_per_s = 10
+latency_us = 2
+[[link]]
+from = "host"
+to = "device1"
+bandwidth_gb_per_s = 10
+latency_us = 2
+[[link]]
+from = "host"
+to = "device2"
+bandwidth_gb_per_s = 10
+latency_us = 2
+[[link]]
+from = "device0"
+to = "device1"
+bandwidth_gb_per_s = 50
+latency_us = 1
+[[link]]
+from = "device1"
+to = "device2"
+bandwidth_gb_per_s = 50
+latency_us = 1
+[[link]]
+from = "device0"
+to = "device2"
+bandwidth_gb_per_s = 25
+latency_us = 1
+"#;
+
+    #[test]
+    fn isolated_model_of_three_devices_with_direct_links() {
+        let topo = Topology::from_toml_str(THREE_DIRECT, "three.toml").unwrap();
+        // Moves of 65536-byte pages:
+        // - host -> device1: 10 pages, 655360 B at 10 GB/s + 10 * 2 us
+        //   = 65.536 us + 20 us = 85.536 us;
+        // - device1 -> host (write-backs): 4 pages, 262144 B: 26.2144 us + 8 us = 34.2144 us;
+        // - device0 -> device1: 20 pages, 1310720 B at 50 GB/s + 20 * 1 us
+        //   = 26.2144 us + 20 us = 46.2144 us;
+        // - device2 -> device1: 30 pages, 1966080 B at 50 GB/s + 30 us
+        //   = 39.3216 us + 30 us = 69.3216 us;
+        // - device2 -> device0: 10 pages, 655360 B at 25 GB/s + 10 us
+        //   = 26.2144 us + 10 us = 36.2144 us.
+        // Each source has its own link, so the busiest link is host -> device1: 85.536 us.
+        // Had device1's 50 device pages been charged to one source, device2 -> device1 would
+        // carry 50 pages: 65.536 us + 50 us = 115.536 us instead.
+        // Isolated work 3 ms, 4 ms, 2.5 ms: the slowest is 4 ms. The manager served the
+        // devices for 0.1, 0.3 and 0.2 ms: 0.6 ms, summed (one thread).
+        // Pass: 4 ms + 0.085536 ms + 0.6 ms = 4.685536 ms.
+        let p = topo
+            .isolated_pass_time(
+                &[3e-3, 4e-3, 2.5e-3],
+                &[1e-4, 3e-4, 2e-4],
+                &[
+                    t(Host, Device(1), 10, 655_360),
+                    t(Device(1), Host, 4, 262_144),
+                    t(Device(0), Device(1), 20, 1_310_720),
+                    t(Device(2), Device(1), 30, 1_966_080),
+                    t(Device(2), Device(0), 10, 655_360),
+                ],
+            )
+            .unwrap();
+        assert!(close(p.device_seconds, 4e-3), "{p:?}");
+        assert!(close(p.manager_seconds, 6e-4), "{p:?}");
+        assert!(close(p.transfer_seconds, 85.536e-6), "{p:?}");
+        assert!(close(p.total(), 4.685536e-3), "{p:?}");
+        let busy = |from, to| p.link_seconds[topo.route(from, to).unwrap()[0]];
+        assert!(close(busy(Device(0), Device(1)), 46.2144e-6), "{p:?}");
+        assert!(close(busy(Device(2), Device(1)), 69.3216e-6), "{p:?}");
+        assert!(close(busy(Device(2), Device(0)), 36.2144e-6), "{p:?}");
+        assert!(close(busy(Device(1), Host), 34.2144e-6), "{p:?}");
+        // Nothing crossed host: device moves took their direct links.
+        assert_eq!(busy(Host, Device(0)), 0.0);
+        assert_eq!(busy(Device(0), Host), 0.0);
     }
 
     #[test]

@@ -29,5 +29,5 @@ pub use manager::{
 };
 pub use partition::Partition;
 pub use stats::{DeviceMemoryUse, DeviceTraffic, LinkCounters};
-pub use system::{System, SystemConfig};
+pub use system::{Schedule, System, SystemConfig};
 pub use tessera_core::Policy;

@@ -911,7 +911,7 @@ impl Manager {
                             self.home.page(obj, local, bytes)?.to_vec()
                         }
                         Source::Device(o) => {
-                            self.traffic[to.index()].device_to_device.add(bytes);
+                            self.traffic[to.index()].add_from_device(o.index(), bytes);
                             match self.read_ahead.remove(&(o, page)) {
                                 Some(d) => d,
                                 None => self.revoke_and_read(&mut out, o, page)?,

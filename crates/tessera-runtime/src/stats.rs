@@ -17,7 +17,7 @@ impl LinkCounters {
 }
 
 /// Traffic the memory manager caused for one device (as requester or as data source).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct DeviceTraffic {
     /// Request batches the device sent.
     pub batches: u64,
@@ -31,8 +31,12 @@ pub struct DeviceTraffic {
     pub host_to_device: LinkCounters,
     /// This device → home (write-backs).
     pub device_to_host: LinkCounters,
-    /// Another device → this device, through host memory.
+    /// Another device → this device (all sources together).
     pub device_to_device: LinkCounters,
+    /// `device_to_device` by source: entry `s` is device `s` → this device. A topology with
+    /// direct links charges each move to the link it crosses, so the source must be known;
+    /// shorter than the device count where the later sources sent nothing.
+    pub device_to_device_from: Vec<LinkCounters>,
     /// Copies of this device's that were invalidated.
     pub invalidations: u64,
     /// Pages this device gave up to make room (LRU, clock, FIFO or random victims).
@@ -76,6 +80,20 @@ impl DeviceTraffic {
             host_to_device: self.host_to_device.since(before.host_to_device),
             device_to_host: self.device_to_host.since(before.device_to_host),
             device_to_device: self.device_to_device.since(before.device_to_device),
+            device_to_device_from: self
+                .device_to_device_from
+                .iter()
+                .enumerate()
+                .map(|(s, &c)| {
+                    c.since(
+                        before
+                            .device_to_device_from
+                            .get(s)
+                            .copied()
+                            .unwrap_or_default(),
+                    )
+                })
+                .collect(),
             invalidations: d(self.invalidations, before.invalidations),
             evictions: d(self.evictions, before.evictions),
             eviction_write_backs: d(self.eviction_write_backs, before.eviction_write_backs),
@@ -88,6 +106,18 @@ impl DeviceTraffic {
     }
 }
 
+impl DeviceTraffic {
+    /// Counts one page of `bytes` moved from device `source` to this device.
+    pub fn add_from_device(&mut self, source: usize, bytes: u64) {
+        self.device_to_device.add(bytes);
+        if self.device_to_device_from.len() <= source {
+            self.device_to_device_from
+                .resize(source + 1, LinkCounters::default());
+        }
+        self.device_to_device_from[source].add(bytes);
+    }
+}
+
 /// Memory one device holds, split into pages only it holds and pages other devices hold too.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct DeviceMemoryUse {
@@ -97,4 +127,47 @@ pub struct DeviceMemoryUse {
     pub shared_bytes: u64,
     /// Bytes reserved in physical memories (whole memories, as a GPU allocates them).
     pub reserved_bytes: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_moves_are_counted_by_source_and_in_all() {
+        let mut t = DeviceTraffic::default();
+        t.add_from_device(2, 100);
+        let before = t.clone();
+        t.add_from_device(0, 10);
+        t.add_from_device(2, 100);
+        assert_eq!(
+            t.device_to_device,
+            LinkCounters {
+                pages: 3,
+                bytes: 210
+            }
+        );
+        let d = t.since(&before);
+        assert_eq!(
+            d.device_to_device,
+            LinkCounters {
+                pages: 2,
+                bytes: 110
+            }
+        );
+        assert_eq!(
+            d.device_to_device_from,
+            vec![
+                LinkCounters {
+                    pages: 1,
+                    bytes: 10
+                },
+                LinkCounters::default(),
+                LinkCounters {
+                    pages: 1,
+                    bytes: 100
+                },
+            ]
+        );
+    }
 }

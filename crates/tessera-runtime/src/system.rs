@@ -50,6 +50,22 @@ pub struct SystemConfig {
     /// this node, removed when the `System` is dropped; another process changing it meanwhile
     /// is undefined behaviour.
     pub home_file: Option<PathBuf>,
+    /// Run each pass's devices one at a time instead of together ([`Schedule::Isolated`]).
+    pub isolated: bool,
+}
+
+/// How [`System::run_pass`] runs the devices of one pass.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Schedule {
+    /// All devices at once, as a multi-GPU machine runs them.
+    #[default]
+    Concurrent,
+    /// One device after another, each with the whole machine to itself: the next device's
+    /// turn starts when the previous one's pass has returned. On a machine whose software
+    /// devices share a few cores this is how a device's own work is timed without the others'
+    /// work in it (docs/EVALUATION.md, "The isolated-device model"). The result is the same as
+    /// a concurrent pass's: within a pass no device reads what another writes (paper 3.1).
+    Isolated,
 }
 
 impl Default for SystemConfig {
@@ -66,6 +82,7 @@ impl Default for SystemConfig {
             record_trace: false,
             prefetch: Prefetch::Off,
             home_file: None,
+            isolated: false,
         }
     }
 }
@@ -77,6 +94,7 @@ pub struct System {
     drivers: Vec<Sender<DriverJob>>,
     backend: String,
     joins: Vec<JoinHandle<()>>,
+    schedule: Schedule,
 }
 
 impl System {
@@ -146,6 +164,11 @@ impl System {
             drivers,
             backend,
             joins,
+            schedule: if cfg.isolated {
+                Schedule::Isolated
+            } else {
+                Schedule::Concurrent
+            },
         })
     }
 
@@ -179,8 +202,14 @@ impl System {
         Ok(Pending::new(rrx, "driver"))
     }
 
+    /// How [`System::run_pass`] runs a pass's devices (from [`SystemConfig::isolated`]).
+    pub fn schedule(&self) -> Schedule {
+        self.schedule
+    }
+
     /// Runs one pass over `width × height`, split across the devices, and waits for all of
-    /// them: the barrier between passes. Returns each device's stats.
+    /// them: the barrier between passes. Returns each device's stats. The devices run as
+    /// [`System::schedule`] says.
     pub fn run_pass(
         &self,
         spec: &PassSpec,
@@ -189,21 +218,50 @@ impl System {
         partition: Partition,
         procedure: Procedure,
     ) -> Result<Vec<PassStats>> {
+        self.run_pass_scheduled(spec, width, height, partition, procedure, self.schedule)
+    }
+
+    /// [`System::run_pass`] with the devices run as `schedule` says, whatever the node's
+    /// default. With [`Schedule::Isolated`] each device's stats are its work alone.
+    pub fn run_pass_scheduled(
+        &self,
+        spec: &PassSpec,
+        width: u32,
+        height: u32,
+        partition: Partition,
+        procedure: Procedure,
+        schedule: Schedule,
+    ) -> Result<Vec<PassStats>> {
         let regions = partition.regions(width, height, self.devices() as u32)?;
-        let pending: Vec<_> = regions
-            .into_iter()
-            .enumerate()
-            .map(|(d, domain)| {
-                let spec = PassSpec {
-                    domain,
-                    ..spec.clone()
-                };
-                self.on_device(d, move |ctx| ctx.run_pass(&spec, procedure))
-            })
-            .collect::<Result<_>>()?;
-        // Wait for every device before reporting the first error: the barrier must hold.
-        let results: Vec<Result<PassStats>> = pending.into_iter().map(|p| p.wait()?).collect();
-        results.into_iter().collect()
+        let start = |d: usize, domain: Domain| {
+            let spec = PassSpec {
+                domain,
+                ..spec.clone()
+            };
+            self.on_device(d, move |ctx| ctx.run_pass(&spec, procedure))
+        };
+        match schedule {
+            Schedule::Concurrent => {
+                let pending: Vec<_> = regions
+                    .into_iter()
+                    .enumerate()
+                    .map(|(d, domain)| start(d, domain))
+                    .collect::<Result<_>>()?;
+                // Wait for every device before reporting the first error: the barrier must
+                // hold.
+                let results: Vec<Result<PassStats>> =
+                    pending.into_iter().map(|p| p.wait()?).collect();
+                results.into_iter().collect()
+            }
+            // The turn passes when a device's pass has returned, its lock released included,
+            // so no two devices' work overlaps. A failed turn ends the pass: nothing else is
+            // running, so the barrier holds.
+            Schedule::Isolated => regions
+                .into_iter()
+                .enumerate()
+                .map(|(d, domain)| start(d, domain)?.wait()?)
+                .collect(),
+        }
     }
 }
 

@@ -350,10 +350,13 @@ impl Device for CpuDevice {
 
     fn read_slot(&mut self, at: SlotAddr) -> Result<Vec<u8>> {
         let r = self.slot_range(at)?;
-        Ok(self.memories[at.memory as usize][r]
-            .iter()
-            .flat_map(|w| w.load(Ordering::Relaxed).to_le_bytes())
-            .collect())
+        // Sized once and filled word by word: collecting a flat_map pushed byte by byte and
+        // ran at a fraction of memcpy's speed (`tessera bench page-moves`).
+        let mut out = Vec::with_capacity(r.len() * 4);
+        for w in &self.memories[at.memory as usize][r] {
+            out.extend_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
+        }
+        Ok(out)
     }
 
     fn resize_page_table(&mut self, pages: u64) -> Result<()> {

@@ -1,0 +1,290 @@
+//! `tessera bench page-moves`: how fast the runtime moves pages, against a plain memcpy of the
+//! same bytes measured in the same run.
+//!
+//! Every move goes through the memory manager as a real request batch, so the time includes
+//! the protocol, the directory, the slot allocation, the workers' slot writes and reads, and
+//! the descriptor updates, everything a kernel's miss pays. Per page size, one object of
+//! `--mib` MiB is created on a two-device node and, per round:
+//!
+//! - home → device: device 0 asks to read every page (one batch; each page is copied from its
+//!   home copy into a slot);
+//! - device → device: device 0 takes every page exclusively (no copy: it holds them), then
+//!   device 1 asks to write every page: each is read from device 0's slot and written into one
+//!   of device 1's (and device 0's copy is invalidated);
+//! - device → home, written back: device 0 asks to read every page again. Device 1 owns them,
+//!   so each is written back home and then copied home → device 0. The line prints the whole
+//!   (two copies a page, against two memcpys) and, derived by subtracting the home → device
+//!   round's time, the write-back alone.
+//!
+//! memcpy copies the same bytes page by page between two buffers that were touched before, in
+//! the same round. Beside them, where the time goes: the CPU backend's slot writes and reads of
+//! the same pages on their own (no manager, no channel), and each page copied into a fresh
+//! vector (as the manager hands a home page to a worker). Rounds alternate the two so that machine noise hits both; medians are
+//! compared. A warm-up round (which also creates the devices' physical memories) is not
+//! counted.
+
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use clap::Args;
+use tessera_core::{Access, DeviceId, GlobalPage, ObjectDesc, PageRequest, SlotAddr};
+use tessera_runtime::cpu::CpuDevice;
+use tessera_runtime::{Device, System, SystemConfig};
+
+use crate::{backend, parse_threads, BackendKind};
+
+/// The largest page a buffer may have (`ObjectDesc::buffer`).
+const MAX_PAGE_KIB: u32 = 1024;
+
+#[derive(Args, Clone)]
+pub struct PageMovesOpts {
+    /// Page sizes in KiB, powers of two from 1 to 1024 (the runtime's largest page is 1 MiB):
+    /// a list such as 4,64,1024, where `...` keeps doubling (4,8,...,1024).
+    #[arg(long, default_value = "4,16,64,256,1024", value_parser = parse_page_kib)]
+    pages_kib: crate::sweep::List,
+    /// MiB moved per page size and direction in each round.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    mib: u32,
+    /// Rounds; the median is reported.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    rounds: u32,
+    /// Device backend. On wgpu the runtime's moves are still compared with a host memcpy; a
+    /// comparison with a plain `queue.write_buffer` is not built.
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: BackendKind,
+    /// CPU threads of the software devices (0: one per core).
+    #[arg(long, default_value_t = 0, value_parser = parse_threads)]
+    threads: usize,
+}
+
+pub fn parse_page_kib(s: &str) -> Result<crate::sweep::List, String> {
+    crate::sweep::parse_list_of(s, "page size (KiB)", |k| {
+        if !k.is_power_of_two() {
+            Err(format!(
+                "page size {k} KiB is not a power of two (1, 2, 4, ..., {MAX_PAGE_KIB} KiB)"
+            ))
+        } else if k > MAX_PAGE_KIB {
+            Err(format!(
+                "page size {k} KiB is larger than the runtime's largest page, {MAX_PAGE_KIB} KiB"
+            ))
+        } else {
+            Ok(())
+        }
+    })
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// Seconds of one round per move, for one page size.
+#[derive(Default, Clone, Copy)]
+struct Round {
+    memcpy: f64,
+    to_device: f64,
+    device_to_device: f64,
+    write_back_and_read: f64,
+    /// The CPU backend's slot writes and reads of the same pages alone, on this thread, with
+    /// no manager, channel or protocol: where a move's time goes.
+    slot_write: f64,
+    slot_read: f64,
+    /// Each page copied into a vector of its own, as the manager hands a page to a worker.
+    to_new_vec: f64,
+}
+
+fn requests(first: u64, pages: u64, access: Access) -> Vec<PageRequest> {
+    (first..first + pages)
+        .map(|p| PageRequest {
+            page: GlobalPage(p),
+            access,
+        })
+        .collect()
+}
+
+/// One batch from `device`, timed from sending it to its reply (every page copied and every
+/// acknowledgement in), then the lock released.
+fn timed_batch(sys: &System, device: u8, batch: Vec<PageRequest>) -> Result<f64> {
+    let d = DeviceId(device);
+    let t = Instant::now();
+    sys.mm.request(d, batch).wait()??;
+    let secs = t.elapsed().as_secs_f64();
+    sys.mm.release(d);
+    Ok(secs)
+}
+
+/// Times `dev`'s slot writes and reads of `src`, page by page, into memory 0.
+fn slot_copies(dev: &mut CpuDevice, page_bytes: u64, src: &[u8], r: &mut Round) -> Result<()> {
+    let pb = page_bytes as usize;
+    let t = Instant::now();
+    for (i, s) in src.chunks_exact(pb).enumerate() {
+        dev.write_slot(
+            SlotAddr {
+                memory: 0,
+                slot: i as u32,
+            },
+            s,
+        )?;
+    }
+    r.slot_write = t.elapsed().as_secs_f64();
+    let t = Instant::now();
+    for i in 0..src.len() / pb {
+        std::hint::black_box(dev.read_slot(SlotAddr {
+            memory: 0,
+            slot: i as u32,
+        })?);
+    }
+    r.slot_read = t.elapsed().as_secs_f64();
+    Ok(())
+}
+
+fn round(
+    sys: &System,
+    page_bytes: u64,
+    total: u64,
+    src: &[u8],
+    dst: &mut [u8],
+    slots: Option<&mut CpuDevice>,
+) -> Result<Round> {
+    let mut r = Round::default();
+    let t = Instant::now();
+    for s in src.chunks_exact(page_bytes as usize) {
+        std::hint::black_box(s.to_vec());
+    }
+    r.to_new_vec = t.elapsed().as_secs_f64();
+    if let Some(dev) = slots {
+        slot_copies(dev, page_bytes, src, &mut r)?;
+    }
+    let pb = page_bytes as usize;
+    let t = Instant::now();
+    for (d, s) in dst.chunks_exact_mut(pb).zip(src.chunks_exact(pb)) {
+        d.copy_from_slice(s);
+    }
+    std::hint::black_box(&mut *dst);
+    r.memcpy = t.elapsed().as_secs_f64();
+
+    let obj = sys.create(ObjectDesc::buffer(total, page_bytes)?, Some(src.to_vec()))?;
+    let (first, pages) = (obj.page_offset, obj.desc.page_count());
+    r.to_device = timed_batch(sys, 0, requests(first, pages, Access::Read))?;
+    // Device 0 already holds every page: this grants write access without moving bytes.
+    timed_batch(sys, 0, requests(first, pages, Access::Write))?;
+    r.device_to_device = timed_batch(sys, 1, requests(first, pages, Access::Write))?;
+    r.write_back_and_read = timed_batch(sys, 0, requests(first, pages, Access::Read))?;
+    // The moves must have kept the bytes: a wrong copy would make the figures meaningless.
+    if sys.mm.read(obj.id)? != src {
+        bail!("the object read back differs from what was written ({page_bytes}-byte pages)");
+    }
+    sys.mm.free(obj.id)?;
+    Ok(r)
+}
+
+pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
+    let (sys, adapter) = backend::system(
+        o.backend,
+        &SystemConfig {
+            devices: 2,
+            cpu_threads: o.threads,
+            ..Default::default()
+        },
+    )?;
+    let total = o.mib as u64 * (1 << 20);
+    let src: Vec<u8> = (0..total)
+        .map(|i| ((i * 2_654_435_761) >> 13) as u8)
+        .collect();
+    let mut dst = vec![1u8; total as usize];
+    println!(
+        "page moves through the runtime, 2 devices [{}{}], {} MiB per page size and move, median of {} rounds (measured)",
+        sys.backend(),
+        adapter.map(|a| format!(": {a}")).unwrap_or_default(),
+        o.mib,
+        o.rounds
+    );
+    println!(
+        "GB/s = 10^9 bytes per second; ratio = the move's throughput / memcpy's of the same bytes"
+    );
+    println!("where the time goes: slot write / slot read are the CPU backend's own slot copies alone (no manager); to new Vec is each page copied into a fresh vector, as the manager hands a page to a worker");
+    println!(
+        "{:>8} {:>9} {:>16} {:>18} {:>22} {:>20} {:>16} {:>16} {:>16}",
+        "page KiB",
+        "memcpy",
+        "home→device",
+        "device→device",
+        "write-back+read",
+        "write-back (derived)",
+        "slot write",
+        "slot read",
+        "to new Vec"
+    );
+    let mut summary = Vec::new();
+    for &kib in &o.pages_kib.0 {
+        let page_bytes = kib as u64 * 1024;
+        if total < page_bytes {
+            bail!("--mib {} is smaller than one {kib} KiB page", o.mib);
+        }
+        // A CPU device of its own for the slot-copy breakdown, one memory of the pages.
+        let mut slots = match o.backend {
+            BackendKind::Cpu => {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(1)
+                    .build()
+                    .map_err(|e| anyhow::anyhow!("cannot start a thread: {e}"))?;
+                let mut d = CpuDevice::new(DeviceId(0), std::sync::Arc::new(pool));
+                d.create_memory(0, page_bytes, (total / page_bytes) as u32)?;
+                Some(d)
+            }
+            BackendKind::Wgpu => None,
+        };
+        round(&sys, page_bytes, total, &src, &mut dst, slots.as_mut())?;
+        let rounds: Vec<Round> = (0..o.rounds)
+            .map(|_| round(&sys, page_bytes, total, &src, &mut dst, slots.as_mut()))
+            .collect::<Result<_>>()?;
+        let m = |f: fn(&Round) -> f64| median(rounds.iter().map(f).collect());
+        let memcpy = m(|r| r.memcpy);
+        let gbs = |secs: f64, bytes: u64| bytes as f64 / secs / 1e9;
+        let cell = |secs: f64, copies: u64| {
+            format!(
+                "{:>6.2} ({:>5.1}%)",
+                gbs(secs, copies * total),
+                100.0 * memcpy * copies as f64 / secs
+            )
+        };
+        let (h2d, d2d, wb) = (
+            m(|r| r.to_device),
+            m(|r| r.device_to_device),
+            m(|r| r.write_back_and_read),
+        );
+        // The write-back alone: the composite round less a home → device round of the same
+        // pages. Two medians' difference, so noisier than the other columns.
+        let wb_alone = m(|r| r.write_back_and_read - r.to_device);
+        let derived = if wb_alone > 0.0 {
+            cell(wb_alone, 1)
+        } else {
+            "n/a".to_string()
+        };
+        let slot = |f: fn(&Round) -> f64| match o.backend {
+            BackendKind::Cpu => cell(m(f), 1),
+            BackendKind::Wgpu => "-".to_string(),
+        };
+        println!(
+            "{kib:>8} {:>9.2} {:>16} {:>18} {:>22} {:>20} {:>16} {:>16} {:>16}",
+            gbs(memcpy, total),
+            cell(h2d, 1),
+            cell(d2d, 1),
+            cell(wb, 2),
+            derived,
+            slot(|r| r.slot_write),
+            slot(|r| r.slot_read),
+            cell(m(|r| r.to_new_vec), 1)
+        );
+        summary.push(format!(
+            "page_kib={kib} h2d_ratio={:.3} d2d_ratio={:.3} writeback_read_ratio={:.3}",
+            memcpy / h2d,
+            memcpy / d2d,
+            2.0 * memcpy / wb
+        ));
+    }
+    for s in summary {
+        println!("{s}");
+    }
+    Ok(())
+}

@@ -1,0 +1,252 @@
+//! `tessera bench scaling`: the modeled speed-up of boiling at several device counts, side by
+//! side with the ideal, in one run.
+//!
+//! Each device count is an ordinary run ([`crate::measure::run_boiling`]) under the
+//! isolated-device model (docs/EVALUATION.md): per pass the slowest device's work timed alone,
+//! plus the busiest link, plus the memory manager's time. The table splits each point's
+//! modeled frame time into those three parts, which is what limits the speed-up, and lists
+//! each device's isolated work; the measured frame rate of the devices run together is printed
+//! beside it, labelled, for comparison only.
+
+use anyhow::{bail, Result};
+use clap::Args;
+use tessera_runtime::{Partition, Procedure};
+
+use crate::measure::{device_work, run_boiling, Run};
+use crate::run::{check_size, progress};
+use crate::sweep::{check_points, parse_devices, List};
+use crate::{parse_partition, parse_procedure, topology_args, ModelKind, NodeOpts, RunOpts};
+
+#[derive(Args, Clone)]
+pub struct ScalingOpts {
+    /// Field side in texels.
+    #[arg(long, default_value_t = 1024)]
+    size: u32,
+    /// Page side P in texels.
+    #[arg(long, default_value_t = 64)]
+    page: u32,
+    /// Device counts, from 1 to 64: a list such as 1,2,4,8 (`...` keeps doubling). The first
+    /// is the base of the speed-up.
+    #[arg(long, default_value = "1,2,4,8", value_parser = parse_devices)]
+    devices: List,
+    /// Measured frames per device count (run twice: together, then one device at a time).
+    #[arg(long, default_value_t = 3)]
+    frames: u32,
+    /// Frames run first at every count and counted nowhere (pages move in on the first).
+    #[arg(long, default_value_t = 1)]
+    warmup: u32,
+    /// Runs of every device count, interleaved (round 1 runs every count, then round 2 ...);
+    /// each count's median run by modeled time is printed, with the range. On a shared
+    /// machine one descheduled device turn inflates a run's model; the median resists that.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    rounds: u32,
+    /// How passes get their pages.
+    #[arg(long, default_value = "relaunch", value_parser = parse_procedure)]
+    procedure: Procedure,
+    /// How each pass's domain is split across devices.
+    #[arg(long, default_value = "rows", value_parser = parse_partition)]
+    partition: Partition,
+    #[command(flatten)]
+    node: NodeOpts,
+}
+
+/// One device count's figures, per frame.
+struct Point {
+    devices: usize,
+    modeled: f64,
+    work: f64,
+    link: f64,
+    manager: f64,
+    per_device_work: Vec<f64>,
+    concurrent_work: Vec<f64>,
+    measured_fps: f64,
+    requests: f64,
+    moved_mib: f64,
+}
+
+fn point(run: &Run, o: &RunOpts) -> Result<Point> {
+    let f = o.frames as f64;
+    let m = &run.modeled;
+    let traffic = run.sim.sys.mm.traffic()?;
+    let (mut requests, mut bytes) = (0u64, 0u64);
+    for (a, b) in traffic.iter().zip(&run.baseline) {
+        let t = a.since(b);
+        requests += t.page_requests;
+        bytes += t.host_to_device.bytes + t.device_to_host.bytes + t.device_to_device.bytes;
+    }
+    // The isolated frames' own work, from the stage times, must be what the model used.
+    debug_assert!(run
+        .per_device
+        .iter()
+        .zip(&m.work_per_device)
+        .all(|(s, w)| (device_work(&s.stages) - w).abs() <= 1e-6 * w.max(1.0)));
+    Ok(Point {
+        devices: o.devices,
+        modeled: m.seconds() / f,
+        work: m.device_seconds / f,
+        link: m.transfer_seconds / f,
+        manager: m.manager_seconds / f,
+        per_device_work: m.work_per_device.iter().map(|w| w / f).collect(),
+        concurrent_work: run
+            .concurrent_work_per_device
+            .iter()
+            .map(|w| w / f)
+            .collect(),
+        measured_fps: f / run.wall,
+        requests: requests as f64 / f,
+        moved_mib: bytes as f64 / f / (1u64 << 20) as f64,
+    })
+}
+
+fn ms_list(v: &[f64]) -> String {
+    v.iter()
+        .map(|s| format!("{:.1}", s * 1e3))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub fn scaling(o: &ScalingOpts) -> Result<()> {
+    check_size(o.size)?;
+    if o.frames == 0 {
+        bail!("--frames must be at least 1");
+    }
+    let points: Vec<RunOpts> = o
+        .devices
+        .0
+        .iter()
+        .map(|&d| RunOpts {
+            devices: d as usize,
+            size: o.size,
+            page: o.page,
+            frames: o.frames,
+            procedure: o.procedure,
+            partition: o.partition,
+            out: std::path::PathBuf::new(),
+            node: o.node.clone(),
+            warmup: o.warmup,
+            residency_png: false,
+            gif_every: 0,
+        })
+        .collect();
+    check_points(&points)?;
+    let total: u64 = points
+        .iter()
+        .map(|p| crate::measure::simulated_frames(p) as u64)
+        .sum::<u64>()
+        * o.rounds as u64;
+    let bar = progress(total, "scaling");
+    let mut runs: Vec<Vec<Point>> = points.iter().map(|_| Vec::new()).collect();
+    let mut backend = String::new();
+    for r in 1..=o.rounds {
+        for (p, runs) in points.iter().zip(&mut runs) {
+            bar.set_message(format!("round {r}, {} device(s)", p.devices));
+            let topo = topology_args::load(&p.node.topology, p.devices)?;
+            let run = run_boiling(p, &topo, |_, _| {
+                bar.inc(1);
+                Ok(())
+            })?;
+            backend = run.sim.sys.backend().to_string();
+            runs.push(point(&run, p)?);
+        }
+    }
+    bar.finish_and_clear();
+    let mut ranges = Vec::new();
+    let out: Vec<Point> = runs
+        .into_iter()
+        .map(|mut v| {
+            v.sort_by(|a, b| a.modeled.total_cmp(&b.modeled));
+            let lo = v.first().map_or(0.0, |p| p.modeled);
+            let hi = v.last().map_or(0.0, |p| p.modeled);
+            ranges.push((lo, hi));
+            v.swap_remove(v.len() / 2)
+        })
+        .collect();
+    let model = match o.node.model {
+        ModelKind::Isolated => "isolated-device model",
+        ModelKind::Concurrent => {
+            "concurrent model (work timed with all devices sharing the machine)"
+        }
+    };
+    println!(
+        "boiling {s}x{s}, page {p}x{p}, {:?}, {:?}, [{backend}], topology {}, {model}, {} frame(s) after {} warm-up, median of {} run(s) per count",
+        o.partition,
+        o.procedure,
+        o.node.topology,
+        o.frames,
+        o.warmup,
+        o.rounds,
+        s = o.size,
+        p = o.page,
+    );
+    println!("modeled ms/frame = slowest device's work alone + busiest link + memory manager (all per frame)");
+    println!(
+        "{:>7} {:>11} {:>9} {:>6} {:>10} {:>9} {:>8} {:>9} {:>9} {:>9} {:>13}",
+        "devices",
+        "modeled ms",
+        "speed-up",
+        "ideal",
+        "efficiency",
+        "work ms",
+        "link ms",
+        "manager",
+        "req/f",
+        "MiB/f",
+        "fps together"
+    );
+    let Some(base) = out.first().map(|p| (p.devices as f64, p.modeled)) else {
+        bail!("no device count ran");
+    };
+    for p in &out {
+        let speedup = base.1 / p.modeled;
+        let ideal = p.devices as f64 / base.0;
+        println!(
+            "{:>7} {:>11.2} {:>9.2} {:>6.1} {:>9.0}% {:>9.2} {:>8.3} {:>9.2} {:>9.1} {:>9.2} {:>13.2}",
+            p.devices,
+            p.modeled * 1e3,
+            speedup,
+            ideal,
+            100.0 * speedup / ideal,
+            p.work * 1e3,
+            p.link * 1e3,
+            p.manager * 1e3,
+            p.requests,
+            p.moved_mib,
+            p.measured_fps
+        );
+    }
+    println!("(fps together: measured wall time with the devices sharing this machine; not a multi-GPU figure)");
+    if o.rounds > 1 {
+        let spread: Vec<String> = out
+            .iter()
+            .zip(&ranges)
+            .map(|(p, (lo, hi))| format!("{}: {:.1}–{:.1}", p.devices, lo * 1e3, hi * 1e3))
+            .collect();
+        println!(
+            "modeled ms/frame over the runs, min–max: {}",
+            spread.join(", ")
+        );
+    }
+    println!(
+        "work per device, ms/frame: alone (the model's) | with all devices together (measured)"
+    );
+    for p in &out {
+        let alone: f64 = p.per_device_work.iter().sum();
+        println!(
+            "{:>7}: {} | {}   (sum alone {:.1})",
+            p.devices,
+            ms_list(&p.per_device_work),
+            ms_list(&p.concurrent_work),
+            alone * 1e3
+        );
+    }
+    for p in &out {
+        println!(
+            "speedup_{}={:.3} ideal_{}={:.3}",
+            p.devices,
+            base.1 / p.modeled,
+            p.devices,
+            p.devices as f64 / base.0
+        );
+    }
+    Ok(())
+}

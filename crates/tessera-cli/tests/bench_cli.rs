@@ -1,0 +1,150 @@
+//! `tessera bench scaling` and `tessera bench page-moves`: they run and print their tables,
+//! and bad input is a clear error, never a panic. No test here asserts a time or a ratio.
+
+use std::process::{Command, Output};
+
+fn tessera(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .output()
+        .expect("run tessera")
+}
+
+#[test]
+fn bench_scaling_prints_speed_ups_and_isolated_work_per_device() {
+    let o = tessera(&[
+        "bench",
+        "scaling",
+        "--size",
+        "32",
+        "--page",
+        "8",
+        "--devices",
+        "1,2,4",
+        "--frames",
+        "1",
+        "--rounds",
+        "1",
+        "--topology",
+        "nvlink",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for needle in [
+        "isolated-device model",
+        "speedup_1=1.000 ideal_1=1.000",
+        "speedup_2=",
+        "ideal_4=4.000",
+        "work per device",
+    ] {
+        assert!(out.contains(needle), "{needle:?} missing from {out}");
+    }
+    // The 4-device line lists four isolated works and four measured together.
+    let line = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("4:"))
+        .unwrap_or_else(|| panic!("no work line for 4 devices in {out}"));
+    let (alone, together) = line.split_once('|').unwrap();
+    assert_eq!(alone.split_whitespace().count(), 1 + 4, "{line}");
+    assert_eq!(
+        together
+            .split('(')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .count(),
+        4,
+        "{line}"
+    );
+}
+
+#[test]
+fn bench_page_moves_prints_a_ratio_per_page_size() {
+    let o = tessera(&[
+        "bench",
+        "page-moves",
+        "--mib",
+        "1",
+        "--rounds",
+        "1",
+        "--pages-kib",
+        "4,...,16",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for kib in [4, 8, 16] {
+        assert!(
+            out.contains(&format!("page_kib={kib} h2d_ratio=")),
+            "{kib} KiB missing from {out}"
+        );
+    }
+}
+
+#[test]
+fn bad_bench_input_is_a_clear_error_never_a_panic() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["bench", "scaling", "--devices", "0,2"], "out of range"),
+        (&["bench", "scaling", "--devices", "2,2"], "appears twice"),
+        (&["bench", "scaling", "--size", "0"], "--size"),
+        (&["bench", "scaling", "--frames", "0"], "--frames"),
+        (&["bench", "scaling", "--page", "3"], "power of two"),
+        (
+            &["bench", "scaling", "--size", "16", "--page", "32"],
+            "larger than",
+        ),
+        (
+            &[
+                "bench",
+                "scaling",
+                "--size",
+                "4",
+                "--page",
+                "1",
+                "--devices",
+                "8",
+            ],
+            "more devices than rows",
+        ),
+        (
+            &["bench", "scaling", "--topology", "token-ring"],
+            "unknown topology",
+        ),
+        (&["bench", "scaling", "--model", "psychic"], "invalid value"),
+        (&["bench", "scaling", "--rounds", "0"], "--rounds"),
+        (
+            &["bench", "page-moves", "--pages-kib", "4096"],
+            "larger than the runtime's largest page",
+        ),
+        (
+            &["bench", "page-moves", "--pages-kib", "3"],
+            "not a power of two",
+        ),
+        (
+            &["bench", "page-moves", "--pages-kib", ""],
+            "not a whole number",
+        ),
+        (&["bench", "page-moves", "--mib", "0"], "--mib"),
+        (&["bench", "page-moves", "--rounds", "0"], "--rounds"),
+        (
+            &[
+                "bench",
+                "page-moves",
+                "--mib",
+                "1",
+                "--pages-kib",
+                "1024,2048",
+            ],
+            "larger than",
+        ),
+    ];
+    for (args, needle) in cases {
+        let o = tessera(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?} should fail");
+        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+        assert!(
+            err.contains(needle),
+            "{args:?}: expected {needle:?} in {err}"
+        );
+    }
+}
