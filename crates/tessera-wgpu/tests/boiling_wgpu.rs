@@ -222,15 +222,23 @@ fn wgpu_same_field_under_oversubscription() {
     ) else {
         return;
     };
+    // Clock runs prefetch too, so the prefetch's time stamps and hits are checked on wgpu.
+    let mut prefetched = 0;
     for ratio in [1.5, 4.0] {
         for procedure in [Procedure::Relaunch, Procedure::TwoPass] {
             for policy in [Policy::Lru, Policy::Clock] {
+                let prefetch = if policy == Policy::Clock {
+                    tessera_runtime::Prefetch::Tree
+                } else {
+                    tessera_runtime::Prefetch::Off
+                };
                 let budget = (working_set as f64 / ratio) as u64;
                 let cfg = SystemConfig {
                     budget_bytes: budget,
                     // One memory: a wgpu kernel binds at most four.
                     memory_bytes: budget,
                     policy,
+                    prefetch,
                     ..cfg(1)
                 };
                 let sys =
@@ -244,14 +252,17 @@ fn wgpu_same_field_under_oversubscription() {
                 }
                 let t = sim.sys.mm.traffic().unwrap();
                 let field: Vec<u32> = sim.field().unwrap().iter().map(|f| f.to_bits()).collect();
-                let what = format!("{ratio}x {procedure:?} {policy}");
+                let what = format!("{ratio}x {procedure:?} {policy} prefetch {prefetch}");
                 assert!(field == want.field, "field differs: {what}");
                 assert!(t[0].evictions > 0, "nothing evicted: {what}");
+                assert!(t[0].prefetch_hits <= t[0].prefetched, "{what}");
+                prefetched += t[0].prefetched;
                 eprintln!(
-                    "{what}: {} evictions, {} refaults, {splits} wave splits",
-                    t[0].evictions, t[0].refaults
+                    "{what}: {} evictions, {} refaults, {splits} wave splits, {} prefetched ({} used)",
+                    t[0].evictions, t[0].refaults, t[0].prefetched, t[0].prefetch_hits
                 );
             }
         }
     }
+    assert!(prefetched > 0, "no configuration prefetched anything");
 }
