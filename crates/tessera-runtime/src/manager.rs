@@ -39,6 +39,7 @@ pub(crate) enum Cmd {
     Trace(Sender<Vec<Vec<Vec<GlobalPage>>>>),
     Release(DeviceId),
     Traffic(Sender<Vec<DeviceTraffic>>),
+    Holds(DeviceId, Vec<GlobalPage>, Sender<bool>),
     Memory(Sender<(Vec<DeviceMemoryUse>, Vec<DirEntry>)>),
 }
 
@@ -111,6 +112,13 @@ impl ManagerHandle {
     /// The input of Belady's OPT (`tessera_core::eviction::belady_loads`).
     pub fn trace(&self) -> Result<Vec<Vec<Vec<GlobalPage>>>> {
         call(&self.tx, Cmd::Trace).wait()
+    }
+    /// Whether the directory lists a copy of every one of `pages` on `device`. Answered from
+    /// the directory alone, waiting on no device worker and locking nothing, so a driver may
+    /// ask at any time, locked or not. Only a hint: another device may take a page right
+    /// after, and the caller must still handle a miss.
+    pub fn holds(&self, device: DeviceId, pages: Vec<GlobalPage>) -> Result<bool> {
+        call(&self.tx, |r| Cmd::Holds(device, pages, r)).wait()
     }
     /// Releases the device's memory lock.
     pub fn release(&self, device: DeviceId) {
@@ -379,6 +387,13 @@ impl Manager {
                 }
                 Cmd::Memory(r) => {
                     let _ = r.send(self.memory_use());
+                }
+                Cmd::Holds(device, pages, r) => {
+                    let directory = self.protocol.directory();
+                    let all = pages
+                        .iter()
+                        .all(|&p| directory.entry(p).is_ok_and(|e| e.copies.contains(device)));
+                    let _ = r.send(all);
                 }
             }
         }
