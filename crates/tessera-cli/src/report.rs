@@ -51,6 +51,9 @@ pub struct DeviceReport {
     pub gpu_stage_seconds: Option<StageTimes>,
     pub launches: u64,
     pub relaunched_invocations: u64,
+    /// Two-pass request passes launched, and skipped because every page was resident.
+    pub request_passes: u64,
+    pub request_passes_skipped: u64,
     /// Eviction over the measured frames (all zero while everything fits the budget).
     pub eviction: EvictionReport,
 }
@@ -239,6 +242,8 @@ impl Report {
                     gpu_stage_seconds: passes[d].gpu_stages,
                     launches: passes[d].launches,
                     relaunched_invocations: passes[d].relaunched,
+                    request_passes: passes[d].request_passes,
+                    request_passes_skipped: passes[d].request_passes_skipped,
                     eviction: EvictionReport {
                         evictions: t.evictions,
                         write_backs: t.eviction_write_backs,
@@ -446,6 +451,14 @@ impl Report {
             self.memory.total_bytes as f64 / 1024.0,
             self.texels_to_devices_per_frame
         );
+        if self.procedure == tessera_runtime::Procedure::TwoPass {
+            let (run, skipped) = self.per_device.iter().fold((0, 0), |(r, k), d| {
+                (r + d.request_passes, k + d.request_passes_skipped)
+            });
+            println!(
+                "request passes (all devices, measured frames): {run} launched, {skipped} skipped (every page resident)"
+            );
+        }
         let s = &self.stage_seconds;
         let p = &self.stage_percent;
         let g = self.gpu_stage_seconds;

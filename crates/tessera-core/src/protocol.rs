@@ -87,7 +87,8 @@ pub enum Message {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Source {
     Home,
-    /// The device holding the modified copy; the runtime moves it through host memory.
+    /// The device holding the modified copy (for a read, the owner just downgraded). Counted
+    /// as a move from that device, so a topology charges the owner-to-reader link.
     Device(DeviceId),
 }
 
@@ -409,17 +410,20 @@ impl Protocol {
                     if e.copies.contains(d) {
                         continue;
                     }
-                    if let Some(o) = e.owner.take() {
-                        if variant != ProtocolVariant::SkipWriteBackOnDowngrade {
-                            out.push(Action::WriteBack { page, from: o });
+                    // A modified copy goes straight from its owner to the reader (one link,
+                    // device to device), and home too: after the read every copy is clean, so
+                    // home must hold the latest value for the next reader and for eviction.
+                    let from = match e.owner.take() {
+                        Some(o) => {
+                            if variant != ProtocolVariant::SkipWriteBackOnDowngrade {
+                                out.push(Action::WriteBack { page, from: o });
+                            }
+                            out.push(Action::Downgrade { page, device: o });
+                            Source::Device(o)
                         }
-                        out.push(Action::Downgrade { page, device: o });
-                    }
-                    out.push(Action::Copy {
-                        page,
-                        from: Source::Home,
-                        to: d,
-                    });
+                        None => Source::Home,
+                    };
+                    out.push(Action::Copy { page, from, to: d });
                     out.push(Action::Install {
                         page,
                         device: d,
@@ -571,7 +575,7 @@ mod tests {
                 },
                 Action::Copy {
                     page: P,
-                    from: Source::Home,
+                    from: Source::Device(DeviceId(1)),
                     to: DeviceId(2)
                 },
                 Action::Install {

@@ -157,6 +157,14 @@ fn downgrading_without_write_back_loses_the_write() {
         property::NO_LOST_WRITE,
     );
     assert!(v.trace.iter().any(|l| l.contains("Downgrade")), "{v}");
+    // The reader's copy comes from the owner, so it is right; what is lost is home's copy,
+    // the only one left once the clean copies are dropped.
+    assert!(
+        v.trace
+            .last()
+            .is_some_and(|l| l.contains("has no owner and home holds")),
+        "{v}"
+    );
 }
 
 #[test]

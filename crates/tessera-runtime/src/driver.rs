@@ -110,6 +110,11 @@ pub struct PassStats {
     pub batches: u64,
     /// Times a wave's pages did not fit the device's budget and it was split (oversubscription).
     pub wave_splits: u64,
+    /// Two-pass request passes launched.
+    pub request_passes: u64,
+    /// Two-pass request passes not launched because the kernel's footprint showed every page
+    /// of the part resident on the device already (the paper's occlusion-query idea).
+    pub request_passes_skipped: u64,
 }
 
 impl PassStats {
@@ -129,6 +134,8 @@ impl PassStats {
         self.relaunched += o.relaunched;
         self.batches += o.batches;
         self.wave_splits += o.wave_splits;
+        self.request_passes += o.request_passes;
+        self.request_passes_skipped += o.request_passes_skipped;
     }
 }
 
@@ -511,12 +518,24 @@ impl DeviceContext {
         domain: Domain,
         stats: &mut PassStats,
     ) -> Result<()> {
-        // Pass 1 (paper 3.4): record what the invocations read and fetch it in one batch.
-        let out = self.timed_launch(spec, domain.clone(), Mode::Request, stats)?;
-        let reads: Vec<GlobalPage> = out.requests.iter().map(|r| r.page).collect();
-        if !out.requests.is_empty() {
-            self.timed_acquire(out.requests, Vec::new(), stats)?;
-        }
+        // Pass 1 (paper 3.4): record what the invocations read and fetch it in one batch;
+        // pointless when the footprint shows every page resident, since it would ask for
+        // nothing (a single device's steady state).
+        let reads = match self.resident_footprint(spec, &domain)? {
+            Some(pages) => {
+                stats.request_passes_skipped += 1;
+                pages
+            }
+            None => {
+                stats.request_passes += 1;
+                let out = self.timed_launch(spec, domain.clone(), Mode::Request, stats)?;
+                let reads: Vec<GlobalPage> = out.requests.iter().map(|r| r.page).collect();
+                if !out.requests.is_empty() {
+                    self.timed_acquire(out.requests, Vec::new(), stats)?;
+                }
+                reads
+            }
+        };
         // Pass 2 (paper 3.5): compute into the temporary and its write mask.
         let writes = self.compute_to_temp(spec, domain, reads, stats)?;
         // Pass 3: exclusive access to the written pages not held writable, then merge. Pages
@@ -528,6 +547,29 @@ impl DeviceContext {
             }
         }
         self.merge_temp(spec, stats)
+    }
+
+    /// The pages the kernel's footprint names for `domain`, when the device holds every one
+    /// of them now; `None` when it does not, or there is no footprint to ask about. Skipping
+    /// the request pass on this answer is safe even if the footprint is wrong or a page is
+    /// taken before the compute pass: the compute pass faults and relaunches for any page it
+    /// misses, so the answer changes the cost, never the result.
+    fn resident_footprint(
+        &self,
+        spec: &PassSpec,
+        domain: &Domain,
+    ) -> Result<Option<Vec<GlobalPage>>> {
+        let (&Domain::Rect { x0, y0, x1, y1 }, Some(fp)) = (domain, spec.kernel.footprint()) else {
+            return Ok(None);
+        };
+        let Some(requests) = footprint_pages(&spec.bindings, &fp, (x0, y0, x1, y1)) else {
+            return Ok(None);
+        };
+        if requests.is_empty() {
+            return Ok(None);
+        }
+        let pages: Vec<GlobalPage> = requests.iter().map(|r| r.page).collect();
+        Ok(self.mm.holds(self.device, pages.clone())?.then_some(pages))
     }
 
     /// Runs the pass into the device's temporary (relaunching invocations whose dependent
@@ -703,6 +745,87 @@ mod tests {
     use super::*;
     use crate::kernel::Footprint;
     use tessera_core::{AddressSpace, ObjectDesc, TexelFormat};
+
+    /// Copies `from` into `to` texel by texel and says so in its footprint.
+    struct Copy2d {
+        from: tessera_core::ObjectId,
+        to: tessera_core::ObjectId,
+    }
+
+    impl Kernel for Copy2d {
+        fn name(&self) -> &'static str {
+            "copy2d"
+        }
+        fn invoke(
+            &self,
+            inv: &mut crate::Invocation<'_>,
+            x: u32,
+            y: u32,
+        ) -> std::result::Result<(), crate::Fault> {
+            let v = inv.load_f32(self.from, x, y)?;
+            inv.store_f32(self.to, x, y, v)
+        }
+        fn footprint(&self) -> Option<Footprint> {
+            Some(Footprint {
+                reads: vec![(self.from, 0)],
+                write: self.to,
+            })
+        }
+    }
+
+    #[test]
+    fn a_request_pass_is_skipped_only_when_every_page_is_resident() {
+        let sys = crate::System::cpu(&crate::SystemConfig {
+            devices: 1,
+            cpu_threads: 1,
+            ..Default::default()
+        })
+        .unwrap();
+        // Two 8×8 pages each; `a` holds 0, 1, 2, … so a copy from the wrong place shows.
+        let desc = ObjectDesc::texture(16, 8, TexelFormat::R32Float, 8).unwrap();
+        let data: Vec<u8> = (0..128).flat_map(|i| (i as f32).to_le_bytes()).collect();
+        let a = sys.create(desc, Some(data.clone())).unwrap();
+        let c = sys.create(desc, Some(vec![0; 512])).unwrap();
+        let b = sys.create(desc, None).unwrap();
+        let pass = |from: &tessera_core::ObjectEntry| {
+            let spec = PassSpec {
+                kernel: Arc::new(Copy2d {
+                    from: from.id,
+                    to: b.id,
+                }),
+                bindings: Arc::new(vec![Bound::new(from), Bound::new(&b)]),
+                domain: Domain::Rect {
+                    x0: 0,
+                    y0: 0,
+                    x1: 16,
+                    y1: 8,
+                },
+                display: false,
+            };
+            let s = sys
+                .run_pass(&spec, 16, 8, crate::Partition::Rows, Procedure::TwoPass)
+                .unwrap();
+            (s[0].request_passes, s[0].request_passes_skipped)
+        };
+        // Nothing resident yet: the request pass runs.
+        assert_eq!(pass(&a), (1, 0));
+        // `a` read-only and `b` owned, all four pages: nothing to ask for.
+        assert_eq!(pass(&a), (0, 1));
+        assert_eq!(sys.mm.read(b.id).unwrap(), data);
+        let page = |e: &tessera_core::ObjectEntry, i| GlobalPage(e.page_offset + i);
+        assert!(sys
+            .mm
+            .holds(DeviceId(0), vec![page(&a, 0), page(&b, 1)])
+            .unwrap());
+        assert!(!sys
+            .mm
+            .holds(DeviceId(0), vec![page(&a, 0), page(&c, 0)])
+            .unwrap());
+        assert!(!sys.mm.holds(DeviceId(0), vec![GlobalPage(999)]).unwrap());
+        // `c` was never fetched: the request pass runs again, and the copy is `c`'s zeros.
+        assert_eq!(pass(&c), (1, 0));
+        assert_eq!(sys.mm.read(b.id).unwrap(), vec![0; 512]);
+    }
 
     #[test]
     fn footprint_pages_cover_the_haloed_reads_and_the_written_rectangle() {

@@ -39,6 +39,7 @@ pub(crate) enum Cmd {
     Trace(Sender<Vec<Vec<Vec<GlobalPage>>>>),
     Release(DeviceId),
     Traffic(Sender<Vec<DeviceTraffic>>),
+    Holds(DeviceId, Vec<GlobalPage>, Sender<bool>),
     Memory(Sender<(Vec<DeviceMemoryUse>, Vec<DirEntry>)>),
 }
 
@@ -111,6 +112,13 @@ impl ManagerHandle {
     /// The input of Belady's OPT (`tessera_core::eviction::belady_loads`).
     pub fn trace(&self) -> Result<Vec<Vec<Vec<GlobalPage>>>> {
         call(&self.tx, Cmd::Trace).wait()
+    }
+    /// Whether the directory lists a copy of every one of `pages` on `device`. Answered from
+    /// the directory alone, waiting on no device worker and locking nothing, so a driver may
+    /// ask at any time, locked or not. Only a hint: another device may take a page right
+    /// after, and the caller must still handle a miss.
+    pub fn holds(&self, device: DeviceId, pages: Vec<GlobalPage>) -> Result<bool> {
+        call(&self.tx, |r| Cmd::Holds(device, pages, r)).wait()
     }
     /// Releases the device's memory lock.
     pub fn release(&self, device: DeviceId) {
@@ -379,6 +387,13 @@ impl Manager {
                 }
                 Cmd::Memory(r) => {
                     let _ = r.send(self.memory_use());
+                }
+                Cmd::Holds(device, pages, r) => {
+                    let directory = self.protocol.directory();
+                    let all = pages
+                        .iter()
+                        .all(|&p| directory.entry(p).is_ok_and(|e| e.copies.contains(device)));
+                    let _ = r.send(all);
                 }
             }
         }
@@ -928,16 +943,22 @@ impl Manager {
                 }
                 Action::WriteBack { page, from } => {
                     let (obj, local, bytes) = self.page_bytes(page)?;
-                    let data = match self.read_ahead.remove(&(from, page)) {
+                    // Left in `read_ahead`, not taken: a read of a modified page copies the
+                    // same data on to the reader next, and must not read the owner twice.
+                    let read;
+                    let data = match self.read_ahead.get(&(from, page)) {
                         Some(d) => d,
-                        None => self.revoke_and_read(&mut out, from, page)?,
+                        None => {
+                            read = self.revoke_and_read(&mut out, from, page)?;
+                            &read
+                        }
                     };
                     self.traffic[from.index()].device_to_host.add(bytes);
                     if self.evicting {
                         self.traffic[from.index()].eviction_write_backs += 1;
                     }
                     debug_assert_eq!(data.len() as u64, bytes);
-                    self.home.write_page(obj, local, &data)?;
+                    self.home.write_page(obj, local, data)?;
                 }
                 Action::Invalidate { page, device } => {
                     let at = self.slot(device, page)?;
@@ -1372,6 +1393,98 @@ mod tests {
             copy_of_a_reused_page(ProtocolVariant::FreeWithoutInvalidation),
             texels(1.0)
         );
+    }
+
+    /// Reads the texel mirrored left to right: on two column devices each reads the page the
+    /// other wrote.
+    struct Mirror {
+        from: ObjectId,
+        to: ObjectId,
+    }
+
+    impl Kernel for Mirror {
+        fn name(&self) -> &'static str {
+            "mirror"
+        }
+        fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
+            let v = inv.load_f32(self.from, 15 - x, y)?;
+            inv.store_f32(self.to, x, y, v)
+        }
+    }
+
+    #[test]
+    fn a_read_of_a_modified_page_comes_from_its_owner_and_goes_home_too() {
+        let sys = System::cpu(&SystemConfig {
+            devices: 2,
+            cpu_threads: 1,
+            ..Default::default()
+        })
+        .unwrap();
+        // Two 8×8 pages side by side; with columns, device d writes and owns page d of `a`.
+        let two_pages = ObjectDesc::texture(16, 8, TexelFormat::R32Float, 8).unwrap();
+        let a = sys.create(two_pages, None).unwrap();
+        let b = sys.create(two_pages, None).unwrap();
+        let run = |kernel: Arc<dyn Kernel>, objects: &[&ObjectEntry]| {
+            let spec = PassSpec {
+                kernel,
+                bindings: Arc::new(objects.iter().map(|e| Bound::new(e)).collect()),
+                domain: Domain::Rect {
+                    x0: 0,
+                    y0: 0,
+                    x1: 16,
+                    y1: 8,
+                },
+                display: false,
+            };
+            sys.run_pass(&spec, 16, 8, Partition::Cols, Procedure::Relaunch)
+                .unwrap();
+        };
+        run(
+            Arc::new(Fill {
+                to: a.id,
+                value: 5.0,
+            }),
+            &[&a],
+        );
+        let before = sys.mm.traffic().unwrap();
+        run(
+            Arc::new(Mirror {
+                from: a.id,
+                to: b.id,
+            }),
+            &[&a, &b],
+        );
+        let after = sys.mm.traffic().unwrap();
+        const PAGE: u64 = 8 * 8 * 4;
+        for (d, other) in [(0, 1), (1, 0)] {
+            let (t0, t1) = (&before[d], &after[d]);
+            // Only its page of `b` comes from home; the other's page of `a` comes from the
+            // other device (owner → home → reader before issue 12: two pages from home).
+            assert_eq!(
+                t1.host_to_device.bytes - t0.host_to_device.bytes,
+                PAGE,
+                "{d}"
+            );
+            assert_eq!(t1.device_to_device.bytes, PAGE, "{d}");
+            let from = |s: usize| t1.device_to_device_from.get(s).map_or(0, |c| c.bytes);
+            assert_eq!((from(other), from(d)), (PAGE, 0), "{d}");
+            // Its own page of `a` was written home for the other's read.
+            assert_eq!(
+                t1.device_to_host.bytes - t0.device_to_host.bytes,
+                PAGE,
+                "{d}"
+            );
+        }
+        assert_eq!(
+            sys.mm.read(b.id).unwrap(),
+            [texels(5.0), texels(5.0)].concat()
+        );
+        // Home is current with both copies clean: the directory has no owner of `a`'s pages.
+        let (_, directory) = sys.mm.memory().unwrap();
+        let pages = a.page_offset as usize..a.page_offset as usize + 2;
+        assert!(directory[pages]
+            .iter()
+            .all(|e| e.owner.is_none() && e.copies.len() == 2));
     }
 
     #[test]
