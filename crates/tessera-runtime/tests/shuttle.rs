@@ -337,9 +337,17 @@ fn shadow(rounds: u32) -> Vec<u32> {
     bufs[(rounds % 2) as usize].clone()
 }
 
-fn run_eviction(devices: usize, rounds: u32, procedure_of: impl Fn(u32) -> Procedure) {
+/// Runs the eviction stress on a fresh node; a wrong result or an error is returned, not
+/// panicked on, so that a broken protocol's run can be counted.
+fn eviction_error(
+    variant: ProtocolVariant,
+    devices: usize,
+    rounds: u32,
+    procedure_of: impl Fn(u32) -> Procedure,
+) -> Option<String> {
     let sys = System::cpu(&SystemConfig {
         devices,
+        variant,
         cpu_threads: 1,
         budget_bytes: 4 * PAGE_BYTES,
         memory_bytes: PAGE_BYTES,
@@ -382,18 +390,35 @@ fn run_eviction(devices: usize, rounds: u32, procedure_of: impl Fn(u32) -> Proce
             })
             .collect();
         for p in pending {
-            p.wait().unwrap().unwrap();
+            if let Err(e) = p.wait().and_then(|r| r) {
+                return Some(format!("round {round}: {e}"));
+            }
         }
     }
-    let bytes = sys.mm.read(bufs[(rounds % 2) as usize].id).unwrap();
+    let bytes = match sys.mm.read(bufs[(rounds % 2) as usize].id) {
+        Ok(b) => b,
+        Err(e) => return Some(format!("read: {e}")),
+    };
     let got: Vec<u32> = bytes
         .chunks_exact(4)
         .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect();
-    assert_eq!(got, shadow(rounds));
+    let want = shadow(rounds);
+    if got != want {
+        let w = (0..WORDS as usize)
+            .find(|&w| got[w] != want[w])
+            .unwrap_or(0);
+        return Some(format!("word {w} is {:#x}, not {:#x}", got[w], want[w]));
+    }
     // Otherwise the budgets would not be exercised and this would be a plain sharing test.
     let evictions: u64 = sys.mm.traffic().unwrap().iter().map(|t| t.evictions).sum();
-    assert!(evictions > 0, "no page was evicted");
+    (evictions == 0).then(|| "no page was evicted".to_string())
+}
+
+fn run_eviction(devices: usize, rounds: u32, procedure_of: impl Fn(u32) -> Procedure) {
+    if let Some(e) = eviction_error(ProtocolVariant::Correct, devices, rounds, procedure_of) {
+        panic!("{e}");
+    }
 }
 
 fn procedure(i: u32) -> Procedure {
@@ -439,10 +464,9 @@ fn eviction_under_random_and_pct_schedules() {
     pct(30, || run_eviction(3, 2, procedure));
 }
 
-/// The harness can fail: without invalidation a device keeps reading its stale copy, and some
-/// schedule shows an outcome sequential consistency forbids.
-/// The violation is counted rather than panicked on, so the run goes on and the test fails
-/// only if no schedule shows it. PCT, not random: uniform random choices advance the two
+/// The harness can fail: both scenarios under a protocol that skips invalidation. A
+/// violation is counted rather than panicked on, so the run goes on and the test fails only
+/// if no schedule shows it. PCT, not random: uniform random choices advance the two
 /// devices' passes in near lockstep (each pass is dozens of scheduling points), so the reader
 /// never does one load before the writer's stores and the next after them; 100 random
 /// schedules showed only the two sequential outcomes. PCT starves a thread between change
@@ -458,26 +482,43 @@ fn a_broken_protocol_is_caught() {
             }
         }
     });
+    static WRONG: AtomicU32 = AtomicU32::new(0);
+    pct(BROKEN_RUNS / 5, || {
+        if let Some(e) = eviction_error(ProtocolVariant::SkipInvalidation, 3, 3, procedure) {
+            if WRONG.fetch_add(1, Ordering::Relaxed) == 0 {
+                eprintln!("skip-invalidation, first wrong eviction run: {e}");
+            }
+        }
+    });
+    eprintln!(
+        "skip-invalidation: {} of {} PCT eviction runs wrong",
+        WRONG.load(Ordering::Relaxed),
+        BROKEN_RUNS / 5
+    );
     eprintln!(
         "skip-invalidation: {} of {BROKEN_RUNS} PCT schedules violated SC",
         SEEN.load(Ordering::Relaxed)
     );
     assert!(
         SEEN.load(Ordering::Relaxed) > 0,
-        "no schedule showed the broken protocol"
+        "no litmus schedule showed the broken protocol"
+    );
+    assert!(
+        WRONG.load(Ordering::Relaxed) > 0,
+        "no eviction schedule showed the broken protocol"
     );
 }
 
 #[test]
 #[ignore = "long: thousands of schedules"]
 fn litmus_long() {
-    random(2000, check_litmus);
-    pct(2000, check_litmus);
+    random(5000, check_litmus);
+    pct(5000, check_litmus);
 }
 
 #[test]
 #[ignore = "long: hundreds of schedules"]
 fn eviction_long() {
-    random(300, || run_eviction(3, 4, procedure));
-    pct(300, || run_eviction(3, 4, procedure));
+    random(1000, || run_eviction(3, 4, procedure));
+    pct(1000, || run_eviction(3, 4, procedure));
 }
