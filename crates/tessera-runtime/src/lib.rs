@@ -13,6 +13,7 @@ pub mod kernel;
 pub mod manager;
 pub mod partition;
 pub mod stats;
+mod sync;
 pub mod system;
 pub mod worker;
 

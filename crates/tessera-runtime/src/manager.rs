@@ -8,11 +8,9 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
-use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use tessera_core::protocol::Source;
 use tessera_core::{
     Action, AddressSpace, DeviceId, DeviceMemory, DirEntry, Directory, GlobalPage, HomeMap,
@@ -23,6 +21,8 @@ use tessera_core::{
 use crate::error::{Result, RuntimeError};
 use crate::home::HomeStore;
 use crate::stats::{DeviceMemoryUse, DeviceTraffic};
+use crate::sync::channel::{bounded, unbounded, Receiver, Sender};
+use crate::sync::{AtomicBool, Builder, JoinHandle};
 use crate::worker::{Pending, WorkerHandle};
 
 pub(crate) enum Cmd {
@@ -325,7 +325,7 @@ pub fn spawn(
     };
     let (tx, rx) = unbounded();
     let pressed = m.pressed.clone();
-    let join = std::thread::Builder::new()
+    let join = Builder::new()
         .name("tessera-memory-manager".into())
         .spawn(move || m.run(rx))
         .map_err(|e| RuntimeError::Config(format!("cannot start a thread: {e}")))?;
@@ -1275,7 +1275,8 @@ fn for_each_page_row(desc: &ObjectDesc, mut f: impl FnMut(usize, usize, usize)) 
     }
 }
 
-#[cfg(test)]
+// With `shuttle` the runtime's threads exist only inside a shuttle run (tests/shuttle.rs).
+#[cfg(all(test, not(feature = "shuttle")))]
 mod tests {
     use std::sync::Arc;
 

@@ -6,9 +6,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
-use crossbeam_channel::{bounded, unbounded, Sender};
 use tessera_core::{
     CoreError, DeviceId, ObjectDesc, ObjectEntry, Policy, ProtocolVariant, TexelFormat, MAX_DEVICES,
 };
@@ -21,6 +19,8 @@ use crate::error::{Result, RuntimeError};
 use crate::kernel::{check_launch, Bound, Kernel};
 use crate::manager::{self, ManagerConfig, ManagerHandle, Prefetch, Thrashing};
 use crate::partition::Partition;
+use crate::sync::channel::{bounded, unbounded, Sender};
+use crate::sync::{Builder, JoinHandle};
 use crate::worker::{self, Pending};
 
 /// How to build a node.
@@ -148,7 +148,7 @@ impl System {
         for w in workers {
             let (tx, rx) = unbounded::<DriverJob>();
             let mut ctx = DeviceContext::new(w, mm.clone());
-            let j = std::thread::Builder::new()
+            let j = Builder::new()
                 .name(format!("tessera-driver-{}", ctx.device.0))
                 .spawn(move || {
                     while let Ok(job) = rx.recv() {
@@ -349,7 +349,8 @@ impl Drop for System {
     }
 }
 
-#[cfg(test)]
+// With `shuttle` the runtime's threads exist only inside a shuttle run (tests/shuttle.rs).
+#[cfg(all(test, not(feature = "shuttle")))]
 mod tests {
     use super::*;
 

@@ -6,13 +6,12 @@
 //! a device runs one job at a time, a launch is atomic with respect to the memory manager's
 //! page moves on that device.
 
-use std::thread::JoinHandle;
-
-use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
 use tessera_core::DeviceId;
 
 use crate::backend::Device;
 use crate::error::{Result, RuntimeError};
+use crate::sync::channel::{bounded, unbounded, Receiver, Sender};
+use crate::sync::{Builder, JoinHandle};
 
 type Job = Box<dyn FnOnce(&mut dyn Device) + Send>;
 
@@ -65,7 +64,7 @@ impl WorkerHandle {
 /// Starts a worker thread owning `device`.
 pub fn spawn(id: DeviceId, mut device: Box<dyn Device>) -> Result<(WorkerHandle, JoinHandle<()>)> {
     let (tx, rx) = unbounded::<Job>();
-    let join = std::thread::Builder::new()
+    let join = Builder::new()
         .name(format!("tessera-worker-{}", id.0))
         .spawn(move || {
             while let Ok(job) = rx.recv() {

@@ -28,6 +28,8 @@
 //! shows in the value it wrote). Every run must end with none of either, with evictions and
 //! wave splits having happened. A failure prints the seed: `EVICT_STRESS_SEED=<seed>` reruns
 //! that one run.
+// With `shuttle` the runtime's threads run only inside a shuttle run (tests/shuttle.rs).
+#![cfg(not(feature = "shuttle"))]
 
 use std::collections::HashSet;
 use std::sync::{mpsc, Arc};

@@ -1,6 +1,8 @@
 //! The file-backed home (`SystemConfig::home_file`): passes, write-backs, creation and freeing
 //! in the middle of a run give the same bytes as the in-memory home; bad paths are typed
 //! errors.
+// With `shuttle` the runtime's threads run only inside a shuttle run (tests/shuttle.rs).
+#![cfg(not(feature = "shuttle"))]
 
 use std::path::PathBuf;
 

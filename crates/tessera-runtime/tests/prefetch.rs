@@ -1,6 +1,8 @@
 //! `Prefetch::Tree` through a real node: what a batch brings beyond what it asked for, when it
 //! brings nothing, and how its hits are counted. The expected page counts are worked out by
 //! hand from UVM's rule (a run of pages more than 51% resident or asked for comes whole).
+// With `shuttle` the runtime's threads run only inside a shuttle run (tests/shuttle.rs).
+#![cfg(not(feature = "shuttle"))]
 
 use std::sync::Arc;
 

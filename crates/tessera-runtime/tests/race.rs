@@ -2,6 +2,8 @@
 //! request arrives after device 0's grant but before device 0 has written. With the memory
 //! lock it waits; without it, device 1 gets the page as it was before device 0's write and
 //! device 0's write has nowhere to go.
+// With `shuttle` the runtime's threads run only inside a shuttle run (tests/shuttle.rs).
+#![cfg(not(feature = "shuttle"))]
 
 use std::sync::Arc;
 

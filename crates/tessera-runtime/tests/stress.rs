@@ -1,5 +1,7 @@
 //! Stress: 8 devices, tiny pages, random shared reads and random interleaved writes, each
 //! device running its own command stream with a random procedure, against a sequential oracle.
+// With `shuttle` the runtime's threads run only inside a shuttle run (tests/shuttle.rs).
+#![cfg(not(feature = "shuttle"))]
 
 use std::sync::Arc;
 

@@ -1,0 +1,39 @@
+//! The thread and channel primitives the runtime's threads use, in one place.
+//!
+//! Normally these are std's threads and crossbeam's channels. With the `shuttle` feature they
+//! are shuttle's, so a test can run the real memory manager, workers and drivers under
+//! shuttle's controlled scheduler (random or PCT): every send, receive, spawn and join is then
+//! a point where shuttle may switch threads, and a schedule that fails can be replayed. Only
+//! what crosses between the runtime's own threads goes through here; the CPU backend's
+//! per-device memory words stay std atomics (see docs/ARCHITECTURE.md, "Under shuttle").
+
+#[cfg(not(feature = "shuttle"))]
+pub(crate) use std::sync::atomic::AtomicBool;
+#[cfg(not(feature = "shuttle"))]
+pub(crate) use std::thread::{Builder, JoinHandle};
+
+#[cfg(feature = "shuttle")]
+pub(crate) use shuttle::sync::atomic::AtomicBool;
+#[cfg(feature = "shuttle")]
+pub(crate) use shuttle::thread::{Builder, JoinHandle};
+
+#[cfg(not(feature = "shuttle"))]
+pub(crate) mod channel {
+    pub(crate) use crossbeam_channel::{bounded, unbounded, Receiver, Sender};
+}
+
+#[cfg(feature = "shuttle")]
+pub(crate) mod channel {
+    pub(crate) use shuttle::sync::mpsc::{Receiver, Sender};
+
+    pub(crate) fn unbounded<T>() -> (Sender<T>, Receiver<T>) {
+        shuttle::sync::mpsc::channel()
+    }
+
+    /// Every bounded channel in the runtime is a reply channel that carries exactly one
+    /// message, so its capacity never makes a sender wait; an unbounded channel behaves the
+    /// same and keeps one `Sender` type (shuttle's `sync_channel` has its own).
+    pub(crate) fn bounded<T>(_capacity: usize) -> (Sender<T>, Receiver<T>) {
+        shuttle::sync::mpsc::channel()
+    }
+}
