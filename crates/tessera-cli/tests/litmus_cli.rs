@@ -81,12 +81,19 @@ fn a_broken_protocol_makes_the_run_fail() {
     ]);
     let (out, err) = text(&o);
     assert!(!o.status.success(), "{out}");
-    assert!(out.contains("Observation SB Always 10 0"), "{out}");
+    // Reads of a modified page come straight from its owner, so skipping the write-back no
+    // longer shows in the registers; it shows in the final memory, read from a home that
+    // was never written (a final x or y of 0 after both threads stored 1).
     assert!(
-        out.contains("Forbidden by sequential consistency: "),
+        out.contains("Forbidden by sequential consistency: ")
+            && !out.contains("Forbidden by sequential consistency: none"),
         "{out}"
     );
-    assert!(out.contains("!>0:r0=0; 1:r0=0;"), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains("!>") && (l.contains(" x=0;") || l.contains(" y=0;"))),
+        "{out}"
+    );
     assert!(
         err.contains("sequential consistency forbids") && err.contains("SB"),
         "{err}"
