@@ -580,7 +580,7 @@ impl Manager {
                     HashMap::new()
                 };
             let go: HashSet<GlobalPage> = free_to_go.into_iter().collect();
-            self.prefetch_hits_among(device, &go, &stamps)?;
+            self.resolve_prefetched(device, go.iter().copied(), &stamps)?;
             let ev = &mut self.evictors[d];
             let pins = &ev.pins;
             let stamp = |p: GlobalPage| stamps.get(&p).copied().unwrap_or(0);
@@ -694,33 +694,23 @@ impl Manager {
         Ok(())
     }
 
-    /// Counts, among `pages` about to be considered for eviction, the prefetched ones a launch
-    /// has touched since (stamps already read for the policy are reused).
-    fn prefetch_hits_among(
-        &mut self,
-        device: DeviceId,
-        pages: &HashSet<GlobalPage>,
-        stamps: &HashMap<GlobalPage, u64>,
-    ) -> Result<()> {
-        let d = device.index();
-        let open: Vec<GlobalPage> = pages
-            .iter()
-            .copied()
-            .filter(|p| self.evictors[d].prefetched.contains_key(p))
-            .collect();
-        self.resolve_prefetched(device, open, stamps)
-    }
-
+    /// Counts, among `pages`, the prefetched ones a launch has touched since they came (a
+    /// newer time stamp). Stamps in `known`, already read for the policy, are reused; the
+    /// rest are asked of the device.
     fn resolve_prefetched(
         &mut self,
         device: DeviceId,
-        open: Vec<GlobalPage>,
+        pages: impl IntoIterator<Item = GlobalPage>,
         known: &HashMap<GlobalPage, u64>,
     ) -> Result<()> {
+        let d = device.index();
+        let open: Vec<GlobalPage> = pages
+            .into_iter()
+            .filter(|p| self.evictors[d].prefetched.contains_key(p))
+            .collect();
         if open.is_empty() {
             return Ok(());
         }
-        let d = device.index();
         let missing: Vec<GlobalPage> = open
             .iter()
             .copied()

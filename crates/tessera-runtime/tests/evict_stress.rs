@@ -41,6 +41,9 @@ use tessera_runtime::{
     System, SystemConfig, Thrashing,
 };
 
+mod common;
+use common::mix;
+
 /// splitmix64: small, seeded, and good enough to pick operations.
 struct Rng(u64);
 
@@ -62,14 +65,6 @@ impl Rng {
     fn pick<T: Copy>(&mut self, items: &[T]) -> T {
         items[self.next() as usize % items.len()]
     }
-}
-
-fn mix(mut v: u32) -> u32 {
-    v ^= v >> 16;
-    v = v.wrapping_mul(0x7feb_352d);
-    v ^= v >> 15;
-    v = v.wrapping_mul(0x846c_a68b);
-    v ^ (v >> 16)
 }
 
 /// An object as a kernel sees it: a texture of one 32-bit word per texel, or a buffer of words

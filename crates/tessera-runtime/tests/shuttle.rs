@@ -25,6 +25,9 @@ use tessera_runtime::{
     SystemConfig,
 };
 
+mod common;
+use common::mix;
+
 // ---------------------------------------------------------------------------------------------
 // Litmus-like tests
 
@@ -279,14 +282,6 @@ const WORDS: u32 = 48;
 /// 4 words per page: 12 pages per buffer, against budgets of 4 pages (an invocation needs
 /// up to 3: two loads and a store).
 const PAGE_BYTES: u64 = 16;
-
-fn mix(mut v: u32) -> u32 {
-    v ^= v >> 16;
-    v = v.wrapping_mul(0x7feb_352d);
-    v ^= v >> 15;
-    v = v.wrapping_mul(0x846c_a68b);
-    v ^ (v >> 16)
-}
 
 fn owner(w: u32, round: u32, devices: u32) -> u32 {
     mix(w ^ (round << 16)) % devices

@@ -10,16 +10,11 @@ use tessera_runtime::{
     Bound, Domain, Fault, Invocation, Kernel, PassSpec, Procedure, Result, System, SystemConfig,
 };
 
+mod common;
+use common::mix;
+
 const W: u32 = 16;
 const H: u32 = 12;
-
-fn mix(mut v: u32) -> u32 {
-    v ^= v >> 16;
-    v = v.wrapping_mul(0x7feb_352d);
-    v ^= v >> 15;
-    v = v.wrapping_mul(0x846c_a68b);
-    v ^ (v >> 16)
-}
 
 fn owner(x: u32, y: u32, round: u32, devices: u32) -> u32 {
     mix(x ^ (y << 8) ^ (round << 16)) % devices
