@@ -94,7 +94,7 @@ fn bad_input_is_a_clear_error_never_a_panic() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
     let cases: &[(&[&str], &str)] = &[
-        (&["run", "volcano"], "invalid value"),
+        (&["run", "volcano"], "unrecognized subcommand"),
         (&["run", "boiling", "--warp-speed"], "unexpected argument"),
         (&["run", "boiling", "--size", "0", "--out", out], "--size"),
         (
