@@ -124,15 +124,17 @@ pub enum SceneError {
         dir.display()
     )]
     NoPaks { dir: PathBuf },
-    #[error("{}: {source}", path.display())]
+    // The wrapped errors are in the messages, so they are not also marked as sources (an
+    // error chain printer such as anyhow's `{:#}` would print them twice).
+    #[error("{}: {error}", path.display())]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
-    #[error("{path}: not a readable pk3 (zip) file: {source}")]
+    #[error("{path}: not a readable pk3 (zip) file: {error}")]
     Zip {
         path: String,
-        source: zip::result::ZipError,
+        error: zip::result::ZipError,
     },
     #[error("{name}: {size} bytes uncompressed, over the {limit}-byte limit for one pk3 entry")]
     EntryTooLarge { name: String, size: u64, limit: u64 },
@@ -147,8 +149,8 @@ pub enum SceneError {
         available: Vec<String>,
         total: usize,
     },
-    #[error("maps/{map}.bsp: {source}")]
-    Bsp { map: String, source: BspError },
+    #[error("maps/{map}.bsp: {error}")]
+    Bsp { map: String, error: BspError },
 }
 
 impl Scene {

@@ -55,9 +55,9 @@ impl Pak {
                 dir: dir.to_path_buf(),
             });
         }
-        let io = |source| SceneError::Io {
+        let io = |error| SceneError::Io {
             path: dir.to_path_buf(),
-            source,
+            error,
         };
         let mut files = Vec::new();
         for entry in std::fs::read_dir(dir).map_err(io)? {
@@ -82,9 +82,9 @@ impl Pak {
     pub fn open_files(files: &[PathBuf]) -> Result<Pak, SceneError> {
         let mut pak = Pak::empty();
         for path in files {
-            let file = File::open(path).map_err(|source| SceneError::Io {
+            let file = File::open(path).map_err(|error| SceneError::Io {
                 path: path.clone(),
-                source,
+                error,
             })?;
             pak.push(path.display().to_string(), Box::new(BufReader::new(file)))?;
         }
@@ -109,9 +109,9 @@ impl Pak {
     }
 
     fn push(&mut self, label: String, reader: Box<dyn ReadSeek>) -> Result<(), SceneError> {
-        let zip = ZipArchive::new(reader).map_err(|source| SceneError::Zip {
+        let zip = ZipArchive::new(reader).map_err(|error| SceneError::Zip {
             path: label.clone(),
-            source,
+            error,
         })?;
         let archive = self.archives.len();
         for i in 0..zip.len() {
@@ -148,9 +148,9 @@ impl Pak {
             return Ok(None);
         };
         let archive = &mut self.archives[*archive];
-        let zip_error = |source| SceneError::Zip {
+        let zip_error = |error| SceneError::Zip {
             path: format!("{} ({stored})", archive.label),
-            source,
+            error,
         };
         let file = archive.zip.by_index(*entry).map_err(zip_error)?;
         let size = file.size();
@@ -166,9 +166,9 @@ impl Pak {
         let read = file
             .take(MAX_ENTRY_BYTES + 1)
             .read_to_end(&mut out)
-            .map_err(|source| SceneError::Zip {
+            .map_err(|error| SceneError::Zip {
                 path: format!("{} ({stored})", archive.label),
-                source: source.into(),
+                error: error.into(),
             })?;
         if read as u64 > MAX_ENTRY_BYTES {
             return Err(SceneError::EntryTooLarge {
@@ -196,9 +196,9 @@ impl Pak {
 
 /// Writes files into a pk3 (a deflated zip), in the order given. Duplicate names are an error.
 pub fn write<N: AsRef<str>, D: AsRef<[u8]>>(files: &[(N, D)]) -> Result<Vec<u8>, SceneError> {
-    let zip_error = |source| SceneError::Zip {
+    let zip_error = |error| SceneError::Zip {
         path: "<pk3 being written>".to_string(),
-        source,
+        error,
     };
     let mut zip = ZipWriter::new(Cursor::new(Vec::new()));
     let options = SimpleFileOptions::default().compression_method(CompressionMethod::Deflated);

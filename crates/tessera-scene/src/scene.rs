@@ -28,9 +28,9 @@ impl Scene {
                 total: maps.len(),
             });
         };
-        let bsp = bsp::parse(&bytes).map_err(|source| SceneError::Bsp {
+        let bsp = bsp::parse(&bytes).map_err(|error| SceneError::Bsp {
             map: map.to_string(),
-            source,
+            error,
         })?;
         Scene::from_bsp(&bsp, map, |name| pak.read(name))
     }
@@ -47,9 +47,9 @@ impl Scene {
         name: &str,
         mut images: impl FnMut(&str) -> Result<Option<Vec<u8>>, SceneError>,
     ) -> Result<Scene, SceneError> {
-        let bsp_error = |source| SceneError::Bsp {
+        let bsp_error = |error| SceneError::Bsp {
             map: name.to_string(),
-            source,
+            error,
         };
         // `parse` checked every index, so the indexing below cannot fail.
         let kept: Vec<usize> = (0..bsp.faces.len())

@@ -166,7 +166,7 @@ fn missing_directory_empty_directory_missing_map_and_corrupt_pk3_are_typed_error
         matches!(
             err,
             SceneError::Bsp {
-                source: BspError::Truncated { len: 1 },
+                error: BspError::Truncated { len: 1 },
                 ..
             }
         ),
