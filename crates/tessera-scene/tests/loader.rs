@@ -453,3 +453,33 @@ fn real_openarena_map_loads_with_plausible_counts() {
         );
     }
 }
+
+/// Needs the Debian packages too. Every map in OpenArena's pak set loads; `--nocapture` prints
+/// each one's counts and load time.
+#[test]
+#[ignore]
+fn every_openarena_map_loads() {
+    let mut pak = Pak::open_dir(std::path::Path::new(tessera_scene::DEFAULT_PAK_DIR)).unwrap();
+    let maps = pak.maps();
+    assert!(maps.len() >= 20, "{maps:?}");
+    for map in maps {
+        let start = std::time::Instant::now();
+        let scene = Scene::load_from_pak(&mut pak, &map).unwrap_or_else(|e| panic!("{map}: {e}"));
+        println!(
+            "{map}: {} vertices, {} triangles, {} textures ({} missing), {} lightmaps, {} spawns, {:.3} s",
+            scene.vertices.len(),
+            scene.triangles.len(),
+            scene.textures.len(),
+            scene.missing_textures.len(),
+            scene.lightmaps.len(),
+            scene.spawns.len(),
+            start.elapsed().as_secs_f64()
+        );
+        assert!(!scene.triangles.is_empty(), "{map}");
+        assert!(scene
+            .triangles
+            .iter()
+            .flat_map(|t| t.v)
+            .all(|v| (v as usize) < scene.vertices.len()));
+    }
+}
