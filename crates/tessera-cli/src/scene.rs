@@ -5,12 +5,12 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::{Args, Subcommand};
-use tessera_scene::{Pak, Scene, DEFAULT_PAK_DIR};
+use tessera_scene::{CameraPath, Pak, Scene, DEFAULT_PAK_DIR};
 
 #[derive(Subcommand)]
 pub enum SceneKind {
     /// Load a map and print its vertices, triangles, textures, missing textures, lightmaps,
-    /// spawn points, bounds and the time the load took.
+    /// spawn points, bounds, the default camera path and the time the load took.
     Info(InfoOpts),
 }
 
@@ -87,6 +87,26 @@ fn info(opts: &InfoOpts) -> anyhow::Result<()> {
     println!(
         "bounds: min ({}, {}, {}) max ({}, {}, {}) (Quake units, Z up)",
         lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]
+    );
+    let path = CameraPath::through_spawns(&scene, CameraPath::DEFAULT_FRAMES);
+    let length: f32 = path
+        .frames
+        .windows(2)
+        .map(|w| {
+            (0..3)
+                .map(|k| (w[1].eye[k] - w[0].eye[k]).powi(2))
+                .sum::<f32>()
+                .sqrt()
+        })
+        .sum();
+    println!(
+        "camera path: {} frames, {} ({length:.0} units)",
+        path.frames.len(),
+        if scene.spawns.len() < 2 {
+            "orbiting the bounds' centre".to_string()
+        } else {
+            format!("a loop through the {} spawns", scene.spawns.len())
+        }
     );
     println!("load seconds: {seconds:.3}");
     Ok(())

@@ -57,6 +57,7 @@ fn info_prints_the_counts_of_a_generated_map() {
         "lightmaps: 2 (128x128)\n",
         "spawns: 5\n",
         "bounds: min (0, 0, 0) max (1536, 1024, 256)",
+        "camera path: 500 frames, a loop through the 5 spawns (",
         "load seconds: ",
     ] {
         assert!(out.contains(line), "no {line:?} in\n{out}");
