@@ -12,6 +12,7 @@ mod report;
 mod residency;
 mod run;
 mod scaling;
+mod scene;
 mod sweep;
 mod topology_args;
 mod unpaged_gpu;
@@ -54,6 +55,11 @@ enum Command {
     Litmus(litmus::LitmusOpts),
     /// List the GPU adapters the wgpu backend can run on.
     Devices,
+    /// Quake 3 / OpenArena scenes (pk3 + BSP): `scene info --map oa_dm1`.
+    Scene {
+        #[command(subcommand)]
+        which: scene::SceneKind,
+    },
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -331,6 +337,7 @@ fn main() -> ExitCode {
         } => page_moves::page_moves(&opts),
         Command::Litmus(opts) => litmus::litmus(&opts),
         Command::Devices => backend::devices(),
+        Command::Scene { which } => scene::scene(&which),
         Command::Sweep {
             which: sweep::SweepKind::PageSize(opts),
         } => sweep::page_size(&opts),

@@ -1,0 +1,127 @@
+//! `tessera scene info` as a user runs it, on a generated pk3 (no OpenArena files needed) and
+//! on bad input.
+
+use std::io::Cursor;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use image::{ImageFormat, RgbaImage};
+use tessera_scene::{bsp, pk3, Scene};
+
+fn tessera(args: &[&str]) -> (bool, String, String) {
+    let o: Output = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Writes `Scene::generated(n)` as `dir/<file>`: its BSP and its textures as TGA, but the ones
+/// in `skip`.
+fn write_pk3(dir: &Path, file: &str, n: u32, skip: &[usize]) {
+    let scene = Scene::generated(n);
+    let mut files = vec![(format!("maps/{}.bsp", scene.name), bsp::write(&scene))];
+    for (_, t) in scene
+        .textures
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !skip.contains(i))
+    {
+        let img = RgbaImage::from_raw(t.width, t.height, t.rgba.clone()).unwrap();
+        let mut tga = Cursor::new(Vec::new());
+        img.write_to(&mut tga, ImageFormat::Tga).unwrap();
+        files.push((format!("{}.tga", t.name), tga.into_inner()));
+    }
+    std::fs::write(dir.join(file), pk3::write(&files).unwrap()).unwrap();
+}
+
+#[test]
+fn info_prints_the_counts_of_a_generated_map() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    write_pk3(dir.path(), "pak0.pk3", 2, &[]);
+    let (ok, out, err) = tessera(&["scene", "info", "--map", "generated-2", "--pak-dir", d]);
+    assert!(ok, "{out}\n{err}");
+    // By hand: room 5 quads + 3 wall pieces, corridor 5 quads, 2 × 2 boxes of 5 quads; 4
+    // vertices and 2 triangles a quad; one surface per room/corridor quad and per box. Texels:
+    // 256² + 128·64 + 64² + 128² + 32².
+    for line in [
+        "vertices: 132\n",
+        "triangles: 66 in 17 surfaces\n",
+        "textures: 5, 95232 texels, smallest 32x32, largest 256x256\n",
+        "missing textures: 0 (",
+        "lightmaps: 2 (128x128)\n",
+        "spawns: 5\n",
+        "bounds: min (0, 0, 0) max (1536, 1024, 256)",
+        "camera path: 500 frames, a loop through the 5 spawns (",
+        "load seconds: ",
+    ] {
+        assert!(out.contains(line), "no {line:?} in\n{out}");
+    }
+
+    // A pak set that lacks a texture: it shows as missing.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    write_pk3(dir.path(), "pak0.pk3", 0, &[1]);
+    let (ok, out, err) = tessera(&["scene", "info", "--map", "generated-0", "--pak-dir", d]);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("missing textures: 1 (checker placeholders; shader scripts are not parsed): textures/generated/wall\n"), "{out}");
+    assert!(out.contains("textures: 4, "), "{out}");
+}
+
+#[test]
+fn bad_input_fails_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let missing = dir.path().join("nope");
+    let (ok, _, err) = tessera(&[
+        "scene",
+        "info",
+        "--map",
+        "oa_dm1",
+        "--pak-dir",
+        missing.to_str().unwrap(),
+    ]);
+    assert!(!ok);
+    assert!(
+        err.contains("does not exist")
+            && err.contains("apt-get install openarena-data openarena-081-maps"),
+        "{err}"
+    );
+
+    let (ok, _, err) = tessera(&["scene", "info", "--map", "oa_dm1", "--pak-dir", d]);
+    assert!(!ok && err.contains("no .pk3 file"), "{err}");
+
+    write_pk3(dir.path(), "pak0.pk3", 1, &[]);
+    let (ok, _, err) = tessera(&["scene", "info", "--map", "oa_dm1", "--pak-dir", d]);
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains("map oa_dm1 not found") && err.contains("available: generated-1"),
+        "{err}"
+    );
+
+    // A map whose BSP is not one.
+    std::fs::write(
+        dir.path().join("pak1.pk3"),
+        pk3::write(&[(
+            "maps/broken.bsp",
+            [b"VBSP".as_slice(), &[0u8; 200]].concat(),
+        )])
+        .unwrap(),
+    )
+    .unwrap();
+    let (ok, _, err) = tessera(&["scene", "info", "--map", "broken", "--pak-dir", d]);
+    assert!(!ok && err.contains("maps/broken.bsp: bad magic"), "{err}");
+
+    // A pk3 that is not a zip.
+    std::fs::write(dir.path().join("pak2.pk3"), b"not a zip at all").unwrap();
+    let (ok, _, err) = tessera(&["scene", "info", "--map", "generated-1", "--pak-dir", d]);
+    assert!(
+        !ok && err.contains("pak2.pk3: not a readable pk3 (zip) file"),
+        "{err}"
+    );
+}

@@ -1,0 +1,345 @@
+//! From a parsed BSP (and a pak set for the images) to a [`Scene`].
+
+use std::path::Path;
+
+use crate::bsp::{self, Bsp, BspError, FaceKind, LIGHTMAP_SIDE, SURF_NODRAW};
+use crate::patch::{patch_counts, tessellate};
+use crate::texture::{candidates, decode, placeholder};
+use crate::{bounds_of, Pak, Scene, SceneError, Spawn, TextureImage, Triangle};
+
+/// How many map names a "map not found" error lists.
+const MAPS_LISTED: usize = 8;
+
+impl Scene {
+    /// Loads `maps/<map>.bsp` from the pk3 files in `dir` (see [`Pak::open_dir`]), with the
+    /// images of the textures its faces use.
+    pub fn load_map(dir: impl AsRef<Path>, map: &str) -> Result<Scene, SceneError> {
+        let mut pak = Pak::open_dir(dir.as_ref())?;
+        Scene::load_from_pak(&mut pak, map)
+    }
+
+    /// Loads `maps/<map>.bsp` from a pak set.
+    pub fn load_from_pak(pak: &mut Pak, map: &str) -> Result<Scene, SceneError> {
+        let Some(bytes) = pak.read(&format!("maps/{map}.bsp"))? else {
+            let maps = pak.maps();
+            return Err(SceneError::MapNotFound {
+                map: map.to_string(),
+                available: maps.iter().take(MAPS_LISTED).cloned().collect(),
+                total: maps.len(),
+            });
+        };
+        let bsp = bsp::parse(&bytes).map_err(|error| SceneError::Bsp {
+            map: map.to_string(),
+            error,
+        })?;
+        Scene::from_bsp(&bsp, map, |name| pak.read(name))
+    }
+
+    /// Builds a scene from a checked BSP. `images` returns a file's bytes by pak name
+    /// (`textures/foo/bar.tga`), or `None`.
+    ///
+    /// Kept faces: polygons and meshes (triangles from their meshverts, their vertex range
+    /// copied), patches (tessellated, [`crate::PATCH_SEGMENTS`] per block side); billboards and
+    /// faces whose texture has the `SURF_NODRAW` flag are left out. Only the textures kept faces
+    /// use are loaded, in BSP order.
+    pub fn from_bsp(
+        bsp: &Bsp,
+        name: &str,
+        mut images: impl FnMut(&str) -> Result<Option<Vec<u8>>, SceneError>,
+    ) -> Result<Scene, SceneError> {
+        let bsp_error = |error| SceneError::Bsp {
+            map: name.to_string(),
+            error,
+        };
+        // `parse` checked every index, so the indexing below cannot fail.
+        let kept: Vec<usize> = (0..bsp.faces.len())
+            .filter(|&i| {
+                let f = &bsp.faces[i];
+                f.kind != FaceKind::Billboard
+                    && bsp.textures[f.texture as usize].flags & SURF_NODRAW == 0
+            })
+            .collect();
+
+        // Faces may share vertex ranges, so the output can exceed the file; bound it before
+        // allocating anything.
+        let (mut n_vertices, mut n_triangles) = (0u64, 0u64);
+        for &i in &kept {
+            let f = &bsp.faces[i];
+            let (v, t) = match f.kind {
+                FaceKind::Patch => patch_counts(f.size[0] as usize, f.size[1] as usize),
+                _ => (f.n_vertices as u64, f.n_meshverts as u64 / 3),
+            };
+            n_vertices += v;
+            n_triangles += t;
+        }
+        let limit = 64 * (bsp.vertices.len() as u64 + bsp.meshverts.len() as u64) + 65_536;
+        if n_vertices > limit || n_triangles > limit {
+            return Err(bsp_error(BspError::TooLarge {
+                vertices: n_vertices,
+                triangles: n_triangles,
+                limit,
+            }));
+        }
+
+        let mut remap: Vec<Option<u32>> = vec![None; bsp.textures.len()];
+        for &i in &kept {
+            remap[bsp.faces[i].texture as usize] = Some(0);
+        }
+        let mut used = Vec::new();
+        for (i, slot) in remap.iter_mut().enumerate() {
+            if slot.is_some() {
+                *slot = Some(used.len() as u32);
+                used.push(i);
+            }
+        }
+
+        let mut vertices = Vec::with_capacity(n_vertices as usize);
+        let mut triangles = Vec::with_capacity(n_triangles as usize);
+        let mut patch_tris = Vec::new();
+        for &i in &kept {
+            let f = &bsp.faces[i];
+            let texture = remap[f.texture as usize].unwrap_or(0);
+            let lightmap = f.lightmap();
+            let triangle = |v: [u32; 3]| Triangle {
+                v,
+                texture,
+                lightmap,
+                surface: i as u32,
+            };
+            match f.kind {
+                FaceKind::Polygon | FaceKind::Mesh => {
+                    let base = vertices.len() as u32;
+                    vertices.extend_from_slice(&bsp.vertices[f.vertex_range()]);
+                    for m in bsp.meshverts[f.meshvert_range()].chunks_exact(3) {
+                        triangles.push(triangle([
+                            base + m[0] as u32,
+                            base + m[1] as u32,
+                            base + m[2] as u32,
+                        ]));
+                    }
+                }
+                FaceKind::Patch => {
+                    patch_tris.clear();
+                    let [w, h] = f.size;
+                    tessellate(
+                        &bsp.vertices[f.vertex_range()],
+                        w as usize,
+                        h as usize,
+                        &mut vertices,
+                        &mut patch_tris,
+                    );
+                    triangles.extend(patch_tris.iter().map(|&v| triangle(v)));
+                }
+                FaceKind::Billboard => {}
+            }
+        }
+
+        let mut textures = Vec::with_capacity(used.len());
+        let mut missing_textures = Vec::new();
+        for &t in &used {
+            let shader = &bsp.textures[t].name;
+            let mut image = None;
+            for file in candidates(shader) {
+                if let Some(bytes) = images(&file)? {
+                    image = decode(shader, &file, &bytes);
+                    if image.is_some() {
+                        break;
+                    }
+                }
+            }
+            textures.push(image.unwrap_or_else(|| {
+                missing_textures.push(textures.len() as u32);
+                placeholder(shader)
+            }));
+        }
+
+        let lightmaps = bsp
+            .lightmaps
+            .iter()
+            .enumerate()
+            .map(|(i, rgb)| TextureImage {
+                name: format!("lightmap {i}"),
+                width: LIGHTMAP_SIDE as u32,
+                height: LIGHTMAP_SIDE as u32,
+                rgba: rgb
+                    .chunks_exact(3)
+                    .flat_map(|p| [p[0], p[1], p[2], 255])
+                    .collect(),
+            })
+            .collect();
+
+        let bounds = bounds_of(&vertices);
+        Ok(Scene {
+            name: name.to_string(),
+            vertices,
+            triangles,
+            textures,
+            missing_textures,
+            lightmaps,
+            spawns: spawns(bsp),
+            bounds,
+        })
+    }
+}
+
+/// `info_player_deathmatch` entities, or `info_player_start` ones when there are none.
+/// Entities whose origin is not three finite numbers are skipped.
+fn spawns(bsp: &Bsp) -> Vec<Spawn> {
+    let of_class = |class: &str| -> Vec<Spawn> {
+        bsp.entities
+            .iter()
+            .filter(|e| e.get("classname") == Some(class))
+            .filter_map(|e| {
+                let origin = floats(e.get("origin")?)?;
+                let [x, y, z] = origin[..] else { return None };
+                let yaw = e
+                    .get("angle")
+                    .and_then(|a| a.trim().parse::<f32>().ok())
+                    .or_else(|| floats(e.get("angles")?)?.get(1).copied())
+                    .filter(|y| y.is_finite())
+                    .unwrap_or(0.0);
+                Some(Spawn {
+                    origin: [x, y, z],
+                    yaw_degrees: yaw,
+                })
+            })
+            .collect()
+    };
+    let deathmatch = of_class("info_player_deathmatch");
+    if deathmatch.is_empty() {
+        of_class("info_player_start")
+    } else {
+        deathmatch
+    }
+}
+
+fn floats(s: &str) -> Option<Vec<f32>> {
+    s.split_whitespace()
+        .map(|x| x.parse::<f32>().ok().filter(|v| v.is_finite()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bsp::{BspTexture, Face};
+    use crate::entities::parse_entities;
+    use crate::Vertex;
+
+    fn vertex(x: f32, y: f32) -> Vertex {
+        Vertex {
+            pos: [x, y, 0.0],
+            uv: [x / 64.0, y / 64.0],
+            lm_uv: [0.5, 0.5],
+            normal: [0.0, 0.0, 1.0],
+            color: [255; 4],
+        }
+    }
+
+    fn face(kind: FaceKind, texture: i32, vertex: i32, n_vertices: i32) -> Face {
+        Face {
+            texture,
+            effect: -1,
+            kind,
+            vertex,
+            n_vertices,
+            meshvert: 0,
+            n_meshverts: 0,
+            lightmap: -1,
+            lm_start: [0; 2],
+            lm_size: [0; 2],
+            lm_origin: [0.0; 3],
+            lm_vecs: [[0.0; 3]; 2],
+            normal: [0.0, 0.0, 1.0],
+            size: [0; 2],
+        }
+    }
+
+    /// A hand-built BSP: a triangle, a 3 × 3 patch, a billboard and a nodraw face.
+    fn sample() -> Bsp {
+        let mut vertices: Vec<Vertex> =
+            vec![vertex(0.0, 0.0), vertex(64.0, 0.0), vertex(0.0, 64.0)];
+        vertices.extend((0..9).map(|k| vertex((k % 3) as f32 * 32.0, (k / 3) as f32 * 32.0)));
+        let tex = |name: &str, flags| BspTexture {
+            name: name.to_string(),
+            flags,
+            contents: 1,
+        };
+        let mut tri = face(FaceKind::Polygon, 2, 0, 3);
+        tri.n_meshverts = 3;
+        tri.lightmap = 0;
+        let mut patch = face(FaceKind::Patch, 0, 3, 9);
+        patch.size = [3, 3];
+        Bsp {
+            entities: parse_entities(
+                "{ \"classname\" \"info_player_start\" \"origin\" \"1 2 3\" \"angle\" \"90\" }\n\
+                 { \"classname\" \"info_player_start\" \"origin\" \"1 2\" }",
+            )
+            .unwrap(),
+            textures: vec![
+                tex("textures/a/patch", 0),
+                tex("textures/a/unused", 0),
+                tex("textures/a/tri", 0),
+                tex("textures/a/nodraw", SURF_NODRAW),
+            ],
+            vertices,
+            meshverts: vec![0, 2, 1],
+            faces: vec![
+                tri,
+                patch,
+                face(FaceKind::Billboard, 1, 0, 1),
+                face(FaceKind::Polygon, 3, 0, 3),
+            ],
+            lightmaps: vec![vec![7; crate::bsp::LIGHTMAP_LEN]],
+            effects: 0,
+        }
+    }
+
+    #[test]
+    fn faces_become_triangles_and_only_used_textures_load() {
+        let mut asked = Vec::new();
+        let scene = Scene::from_bsp(&sample(), "sample", |name| {
+            asked.push(name.to_string());
+            Ok(None)
+        })
+        .unwrap();
+        let s = crate::PATCH_SEGMENTS;
+        assert_eq!(scene.vertices.len(), 3 + (s + 1) * (s + 1));
+        assert_eq!(scene.triangles.len(), 1 + 2 * s * s);
+        // BSP order, unused and nodraw textures skipped: the patch's texture then the triangle's.
+        let names: Vec<&str> = scene.textures.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["textures/a/patch", "textures/a/tri"]);
+        assert_eq!(
+            asked,
+            [
+                "textures/a/patch.tga",
+                "textures/a/patch.jpg",
+                "textures/a/tri.tga",
+                "textures/a/tri.jpg"
+            ]
+        );
+        assert_eq!(scene.missing_textures, [0, 1]);
+        assert_eq!(
+            scene.triangles[0],
+            Triangle {
+                v: [0, 2, 1],
+                texture: 1,
+                lightmap: Some(0),
+                surface: 0
+            }
+        );
+        assert!(scene.triangles[1..]
+            .iter()
+            .all(|t| t.surface == 1 && t.texture == 0 && t.lightmap.is_none()));
+        assert_eq!(scene.bounds, ([0.0, 0.0, 0.0], [64.0, 64.0, 0.0]));
+        assert_eq!(scene.lightmaps[0].rgba[..8], [7, 7, 7, 255, 7, 7, 7, 255]);
+        // The second start has a bad origin and is skipped.
+        assert_eq!(
+            scene.spawns,
+            [Spawn {
+                origin: [1.0, 2.0, 3.0],
+                yaw_degrees: 90.0
+            }]
+        );
+    }
+}
