@@ -41,6 +41,8 @@ pub(crate) enum Cmd {
     Traffic(Sender<Vec<DeviceTraffic>>),
     Holds(DeviceId, Vec<GlobalPage>, Sender<bool>),
     Memory(Sender<(Vec<DeviceMemoryUse>, Vec<DirEntry>)>),
+    LogRequests(bool),
+    TakeRequests(Sender<Vec<Vec<GlobalPage>>>),
 }
 
 /// The command side of the memory manager; cheap to clone.
@@ -126,6 +128,19 @@ impl ManagerHandle {
     }
     pub fn traffic(&self) -> Result<Vec<DeviceTraffic>> {
         call(&self.tx, Cmd::Traffic).wait()
+    }
+    /// Starts (`true`) or stops keeping, per device, every page each of its request batches
+    /// asked for: exactly the pages `DeviceTraffic::page_requests` counts, in order. Off by
+    /// default. A workload that shares a node between objects of several kinds (the game
+    /// trace's texture atlas beside its per-frame buffers) counts the requests of one object
+    /// from it, which the per-device totals cannot tell apart.
+    pub fn log_requests(&self, on: bool) {
+        let _ = self.tx.send(Cmd::LogRequests(on));
+    }
+    /// The pages logged since the last take (see [`ManagerHandle::log_requests`]), per device;
+    /// the log starts empty again.
+    pub fn take_requests(&self) -> Result<Vec<Vec<GlobalPage>>> {
+        call(&self.tx, Cmd::TakeRequests).wait()
     }
     /// Memory per device and the directory, as they stand.
     pub fn memory(&self) -> Result<(Vec<DeviceMemoryUse>, Vec<DirEntry>)> {
@@ -268,6 +283,8 @@ struct Manager {
     thrashing: Thrashing,
     prefetch: Prefetch,
     trace: Option<Vec<Vec<Vec<GlobalPage>>>>,
+    /// Per device, the pages its batches asked for, while logging is on.
+    request_log: Option<Vec<Vec<GlobalPage>>>,
     /// Set while an eviction's actions are carried out, so its invalidations are counted as
     /// evictions.
     evicting: bool,
@@ -318,6 +335,7 @@ pub fn spawn(
         thrashing: cfg.thrashing,
         prefetch: cfg.prefetch,
         trace: cfg.record_trace.then(|| vec![Vec::new(); n]),
+        request_log: None,
         evicting: false,
         read_ahead: HashMap::new(),
         pressed: Arc::new((0..n).map(|_| AtomicBool::new(false)).collect()),
@@ -387,6 +405,22 @@ impl Manager {
                 }
                 Cmd::Memory(r) => {
                     let _ = r.send(self.memory_use());
+                }
+                Cmd::LogRequests(on) => {
+                    let n = self.workers.len();
+                    match (on, &self.request_log) {
+                        (true, None) => self.request_log = Some(vec![Vec::new(); n]),
+                        (false, _) => self.request_log = None,
+                        (true, Some(_)) => {}
+                    }
+                }
+                Cmd::TakeRequests(r) => {
+                    let n = self.workers.len();
+                    let taken = match &mut self.request_log {
+                        Some(log) => std::mem::replace(log, vec![Vec::new(); n]),
+                        None => vec![Vec::new(); n],
+                    };
+                    let _ = r.send(taken);
                 }
                 Cmd::Holds(device, pages, r) => {
                     let directory = self.protocol.directory();
@@ -472,6 +506,9 @@ impl Manager {
             t.batches += 1;
             t.page_requests += demanded as u64;
             t.prefetched += (pages.len() - demanded) as u64;
+            if let Some(log) = &mut self.request_log {
+                log[device.index()].extend(pages[..demanded].iter().map(|p| p.page));
+            }
             for p in &pages[..demanded] {
                 match p.access {
                     tessera_core::Access::Read => t.read_requests += 1,
