@@ -23,7 +23,7 @@ use crate::{parse_procedure, parse_threads, BackendKind};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SceneKind {
-    /// The procedural room of `tessera_workloads::quake::scene` (13 textures, 8x8 to 512x256).
+    /// The procedural room of `tessera_workloads::quake::scene` (42 textures, 8x8 to 512x256).
     Generated,
 }
 

@@ -1551,4 +1551,39 @@ mod tests {
         let (_, directory) = sys.mm.memory().unwrap();
         assert!(directory.is_empty(), "the space shrank to nothing");
     }
+
+    #[test]
+    fn the_request_log_lists_exactly_the_pages_asked_for_while_on() {
+        let sys = system(ProtocolVariant::Correct);
+        let a = sys.create(one_page(), Some(texels(1.0))).unwrap();
+        let b = sys.create(one_page(), Some(texels(2.0))).unwrap();
+        let ask = |e: &ObjectEntry| {
+            let req = vec![PageRequest {
+                page: GlobalPage(e.page_offset),
+                access: Access::Read,
+            }];
+            sys.mm.request(DeviceId(0), req).wait().unwrap().unwrap();
+            sys.mm.release(DeviceId(0));
+        };
+        ask(&a);
+        sys.mm.log_requests(true);
+        ask(&b);
+        ask(&a);
+        assert_eq!(
+            sys.mm.take_requests().unwrap(),
+            vec![vec![GlobalPage(b.page_offset), GlobalPage(a.page_offset)]]
+        );
+        assert_eq!(
+            sys.mm.take_requests().unwrap(),
+            vec![Vec::<GlobalPage>::new()]
+        );
+        sys.mm.log_requests(false);
+        ask(&b);
+        assert_eq!(
+            sys.mm.take_requests().unwrap(),
+            vec![Vec::<GlobalPage>::new()]
+        );
+        // The totals count the same requests, logged or not.
+        assert_eq!(sys.mm.traffic().unwrap()[0].page_requests, 4);
+    }
 }

@@ -1,6 +1,6 @@
 //! A procedural test scene and camera path: a walled room with a checkered floor, a ceiling,
-//! four pillars and a few crates, drawn with 13 textures from 8×8 to 512×256 (the paper's
-//! GLQuake trace used 135 from 8×8 to 512×256). Texture coordinates are one texel per world
+//! four pillars and a few crates, drawn with 42 textures from 8×8 to 512×256 (the paper's
+//! GLQuake trace used 135 from 8×8 to 512×256), so that each part of the room has its own. Texture coordinates are one texel per world
 //! unit, as Quake maps usually are, so textures repeat over large faces. Every texel differs
 //! from its neighbours (a hashed pattern), so a wrong fetch shows in an image diff.
 
@@ -10,21 +10,47 @@ use super::{Camera, Mesh, TextureImage, Triangle, Vertex};
 pub const ROOM: f32 = 1024.0;
 pub const HEIGHT: f32 = 256.0;
 
-const TEXTURES: [(&str, u32, u32); 13] = [
-    ("floor_a", 128, 128),
-    ("floor_b", 64, 64),
-    ("wall_north", 256, 128),
-    ("wall_south", 128, 256),
-    ("wall_east", 512, 256),
-    ("wall_west", 64, 128),
-    ("ceiling", 256, 256),
-    ("pillar_0", 32, 32),
-    ("pillar_1", 64, 64),
-    ("pillar_2", 16, 64),
-    ("pillar_3", 128, 32),
-    ("crate_small", 8, 8),
-    ("crate", 16, 16),
+/// Texture sizes the generator draws from, as Quake's: 8×8 to 512×256.
+const SIZES: [(u32, u32); 12] = [
+    (8, 8),
+    (16, 16),
+    (32, 32),
+    (64, 64),
+    (128, 128),
+    (256, 256),
+    (64, 32),
+    (128, 64),
+    (256, 128),
+    (512, 256),
+    (32, 128),
+    (64, 256),
 ];
+
+/// Floor cells draw from 8 textures, wall segments from 24 (one per segment and wall side,
+/// some repeated), the ceiling from 4, then 4 pillars and 2 crates: 42 textures.
+const FLOOR: u32 = 8;
+const WALL: u32 = 24;
+const CEILING: u32 = 4;
+const PILLAR: u32 = 4;
+const CRATE: u32 = 2;
+
+fn texture_list() -> Vec<(String, u32, u32)> {
+    let mut out = Vec::new();
+    let mut add = |kind: &str, n: u32, salt: u32| {
+        for i in 0..n {
+            let (w, h) = SIZES[(hash(i * 7 + salt) % SIZES.len() as u32) as usize];
+            out.push((format!("{kind}_{i}"), w, h));
+        }
+    };
+    add("floor", FLOOR, 1);
+    add("wall", WALL, 2);
+    add("ceiling", CEILING, 3);
+    add("pillar", PILLAR, 4);
+    // Crates are small, as Quake's details are.
+    out.push(("crate_0".into(), 8, 8));
+    out.push(("crate_1".into(), 16, 16));
+    out
+}
 
 fn hash(mut v: u32) -> u32 {
     v ^= v >> 16;
@@ -107,10 +133,10 @@ impl Builder {
 
 /// The generated scene.
 pub fn generated() -> Mesh {
-    let textures = TEXTURES
+    let textures = texture_list()
         .iter()
         .enumerate()
-        .map(|(i, &(n, w, h))| texture(i, n, w, h))
+        .map(|(i, (n, w, h))| texture(i, n, *w, *h))
         .collect();
     let mut b = Builder {
         mesh: Mesh {
@@ -131,19 +157,22 @@ pub fn generated() -> Mesh {
             );
         }
     }
-    for k in 0..8 {
+    for k in 0..8u32 {
         let s = k as f32 * cell;
         let up = [0.0, 0.0, HEIGHT];
-        b.quad([s, ROOM, 0.0], [cell, 0.0, 0.0], up, 2, (0, 2));
-        b.quad([s, 0.0, 0.0], [cell, 0.0, 0.0], up, 3, (0, 2));
-        b.quad([ROOM, s, 0.0], [0.0, cell, 0.0], up, 4, (1, 2));
-        b.quad([0.0, s, 0.0], [0.0, cell, 0.0], up, 5, (1, 2));
+        // Each wall's segments in pairs of one texture, the four walls 6 textures each.
+        let t = |wall: u32| FLOOR + wall * 6 + (k / 2 + wall) % 6;
+        b.quad([s, ROOM, 0.0], [cell, 0.0, 0.0], up, t(0), (0, 2));
+        b.quad([s, 0.0, 0.0], [cell, 0.0, 0.0], up, t(1), (0, 2));
+        b.quad([ROOM, s, 0.0], [0.0, cell, 0.0], up, t(2), (1, 2));
+        b.quad([0.0, s, 0.0], [0.0, cell, 0.0], up, t(3), (1, 2));
     }
     let c = ROOM / 4.0;
     for j in 0..4 {
         for i in 0..4 {
             let o = [i as f32 * c, j as f32 * c, HEIGHT];
-            b.quad(o, [c, 0.0, 0.0], [0.0, c, 0.0], 6, (0, 1));
+            let t = FLOOR + WALL + (i + j) % CEILING;
+            b.quad(o, [c, 0.0, 0.0], [0.0, c, 0.0], t, (0, 1));
         }
     }
     for (k, (x, y)) in [
