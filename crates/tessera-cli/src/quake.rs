@@ -10,7 +10,7 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 use tessera_runtime::{DeviceTraffic, Procedure, SystemConfig};
 use tessera_workloads::quake::render::{RenderOptions, Renderer};
-use tessera_workloads::quake::replay::{replay, ReplayOptions};
+use tessera_workloads::quake::replay::{replay_all, ReplayOptions, Replayed};
 use tessera_workloads::quake::trace::{DeviceFrame, Trace, BLOCK};
 use tessera_workloads::quake::{scene, Mesh, Split, MAX_SCREEN_SIDE};
 
@@ -447,13 +447,45 @@ pub struct ReplayOpts {
     /// Also write the requests per frame and device as CSV (frame,device,requests).
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
+    /// A page-size sweep: replay once per page size (comma-separated, e.g. 8,16,32,64) and
+    /// write `--out`/sweep.csv and plots of requests per frame and texture memory per device
+    /// against the page size.
+    #[arg(long, value_delimiter = ',', conflicts_with = "page")]
+    pages: Vec<u32>,
+    /// Output directory of a sweep.
+    #[arg(long, default_value = "out-replay")]
+    out: PathBuf,
+}
+
+fn read_trace(path: &Path) -> Result<Trace> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(Trace::decode(&bytes).with_context(|| format!("{}", path.display()))?)
+}
+
+fn replay_on(o: &ReplayOpts, trace: &Trace, page: u32, devices: usize) -> Result<(Replayed, f64)> {
+    let sys = tessera_runtime::System::cpu(&SystemConfig {
+        devices,
+        cpu_threads: o.threads,
+        ..Default::default()
+    })?;
+    let bar = progress(trace.frames.len() as u64, &format!("replay page {page}"));
+    let start = Instant::now();
+    let got = replay_all(
+        &sys,
+        trace,
+        &ReplayOptions {
+            page,
+            clear_each_frame: o.clear_each_frame,
+            procedure: o.procedure,
+        },
+        |_| bar.inc(1),
+    )?;
+    bar.finish_and_clear();
+    Ok((got, start.elapsed().as_secs_f64()))
 }
 
 pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
-    let bytes =
-        std::fs::read(&o.file).with_context(|| format!("cannot read {}", o.file.display()))?;
-    let trace = Trace::decode(&bytes).with_context(|| format!("{}", o.file.display()))?;
-    let page = o.page.unwrap_or(trace.page);
+    let trace = read_trace(&o.file)?;
     let devices = o.devices.unwrap_or(trace.devices as usize);
     if devices == 0 || devices > trace.devices as usize {
         bail!(
@@ -462,29 +494,15 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
             trace.devices
         );
     }
-    let sys = tessera_runtime::System::cpu(&SystemConfig {
-        devices,
-        cpu_threads: o.threads,
-        ..Default::default()
-    })?;
-    let bar = progress(trace.frames.len() as u64, "replay");
-    let start = Instant::now();
-    let got = replay(
-        &sys,
-        &trace,
-        &ReplayOptions {
-            page,
-            clear_each_frame: o.clear_each_frame,
-            procedure: o.procedure,
-        },
-        |_| bar.inc(1),
-    )?;
-    bar.finish();
-    let secs = start.elapsed().as_secs_f64();
-    let frames = got.len().max(1) as f64;
+    if !o.pages.is_empty() {
+        return sweep(o, &trace, devices);
+    }
+    let page = o.page.unwrap_or(trace.page);
+    let (got, secs) = replay_on(o, &trace, page, devices)?;
+    let frames = got.requests.len().max(1) as f64;
     println!(
         "replay: {} frames on {devices} device(s), page {page}{}, {:.2} s",
-        got.len(),
+        got.requests.len(),
         if o.clear_each_frame {
             ", memory cleared each frame"
         } else {
@@ -493,20 +511,22 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
         secs
     );
     for d in 0..devices {
-        let t: u64 = got.iter().map(|f| f[d]).sum();
+        let t: u64 = got.requests.iter().map(|f| f[d]).sum();
         println!(
-            "device {d}: {t} texture page requests ({:.1} per frame)",
-            t as f64 / frames
+            "device {d}: {t} texture page requests ({:.1} per frame); at the end {} pages only it holds, {} shared",
+            t as f64 / frames,
+            got.unique_pages[d],
+            got.shared_pages[d]
         );
     }
     if let Some(path) = &o.csv {
-        write_requests_csv(path, &got)?;
+        write_requests_csv(path, &got.requests)?;
     }
     if page == trace.page
         && devices == trace.devices as usize
         && o.clear_each_frame == trace.clear_each_frame
     {
-        for (f, (g, rec)) in got.iter().zip(&trace.frames).enumerate() {
+        for (f, (g, rec)) in got.requests.iter().zip(&trace.frames).enumerate() {
             for (d, (a, b)) in g.iter().zip(rec).enumerate() {
                 if *a != b.requests {
                     bail!(
@@ -518,5 +538,89 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
         }
         println!("matches the recorded run: every frame and device");
     }
+    Ok(())
+}
+
+fn sweep(o: &ReplayOpts, trace: &Trace, devices: usize) -> Result<()> {
+    std::fs::create_dir_all(&o.out)
+        .with_context(|| format!("cannot create {}", o.out.display()))?;
+    let mib = |pages: u64, bytes: u64| (pages * bytes) as f64 / (1u64 << 20) as f64;
+    let mut csv =
+        String::from("page,device,requests,requests_per_frame,unique_mib,shared_mib,seconds\n");
+    let mut req: Vec<Series> = (0..devices)
+        .map(|d| Series {
+            name: format!("device {d}"),
+            points: Vec::new(),
+            secondary: false,
+        })
+        .collect();
+    let mut mem: Vec<Series> = [
+        "unique (all devices)",
+        "shared (per device, summed)",
+        "total",
+    ]
+    .iter()
+    .map(|n| Series {
+        name: n.to_string(),
+        points: Vec::new(),
+        secondary: false,
+    })
+    .collect();
+    let frames = trace.frames.len().max(1) as f64;
+    for &page in &o.pages {
+        let (got, secs) = replay_on(o, trace, page, devices)?;
+        let (mut unique, mut shared) = (0.0, 0.0);
+        for d in 0..devices {
+            let t: u64 = got.requests.iter().map(|f| f[d]).sum();
+            let (u, s) = (
+                mib(got.unique_pages[d], got.page_bytes),
+                mib(got.shared_pages[d], got.page_bytes),
+            );
+            unique += u;
+            shared += s;
+            csv.push_str(&format!(
+                "{page},{d},{t},{:.3},{u:.4},{s:.4},{secs:.3}\n",
+                t as f64 / frames
+            ));
+            req[d].points.push((page as f64, t as f64 / frames));
+            println!(
+                "page {page}: device {d}: {:.1} requests per frame; {u:.3} MiB only it holds, {s:.3} MiB shared ({secs:.2} s)",
+                t as f64 / frames
+            );
+        }
+        mem[0].points.push((page as f64, unique));
+        mem[1].points.push((page as f64, shared));
+        mem[2].points.push((page as f64, unique + shared));
+    }
+    let path = o.out.join("sweep.csv");
+    std::fs::write(&path, csv).with_context(|| format!("cannot write {}", path.display()))?;
+    let clear = if o.clear_each_frame {
+        ", memory cleared each frame"
+    } else {
+        ""
+    };
+    line_chart(
+        &o.out.join("requests"),
+        &LineChart {
+            title: &format!("Texture page requests per frame against page size{clear}"),
+            x_label: "page width (texels)",
+            y_label: "requests per frame",
+            x_log2: true,
+            y_log: false,
+            series: req,
+        },
+    )?;
+    line_chart(
+        &o.out.join("memory"),
+        &LineChart {
+            title: "Texture memory at the end against page size",
+            x_label: "page width (texels)",
+            y_label: "MiB",
+            x_log2: true,
+            y_log: false,
+            series: mem,
+        },
+    )?;
+    println!("sweep: {}", path.display());
     Ok(())
 }

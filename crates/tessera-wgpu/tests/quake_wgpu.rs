@@ -78,7 +78,7 @@ fn lavapipe_frames_match_the_cpu_within_tolerance() {
             .unwrap(),
             procedure,
         );
-        for cam in scene::camera_path(30).into_iter().step_by(10) {
+        for cam in scene::camera_path(30).into_iter().step_by(15) {
             let vp = cam.view_proj(W as f64 / H as f64);
             let gs = g.frame(&vp).unwrap();
             let cs = c.frame(&vp).unwrap();

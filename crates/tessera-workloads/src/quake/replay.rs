@@ -48,14 +48,36 @@ pub struct ReplayOptions {
     pub procedure: Procedure,
 }
 
+/// What a replay did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Replayed {
+    /// Per frame, per device: texture page requests.
+    pub requests: Vec<Vec<u64>>,
+    /// Per device, at the end: atlas pages only it holds, and pages it shares with another.
+    pub unique_pages: Vec<u64>,
+    pub shared_pages: Vec<u64>,
+    /// Bytes per atlas page (P² RGBA8 texels).
+    pub page_bytes: u64,
+}
+
 /// Per frame, per device of `sys`, the texture page requests the replay made. `progress` is
 /// called after each frame with the frames done.
 pub fn replay(
     sys: &System,
     trace: &Trace,
     opts: &ReplayOptions,
-    mut progress: impl FnMut(usize),
+    progress: impl FnMut(usize),
 ) -> Result<Vec<Vec<u64>>, QuakeError> {
+    Ok(replay_all(sys, trace, opts, progress)?.requests)
+}
+
+/// [`replay`], with where the atlas pages are at the end.
+pub fn replay_all(
+    sys: &System,
+    trace: &Trace,
+    opts: &ReplayOptions,
+    mut progress: impl FnMut(usize),
+) -> Result<Replayed, QuakeError> {
     let n = sys.devices();
     if n > trace.devices as usize {
         return Err(QuakeError::Config(format!(
@@ -133,5 +155,24 @@ pub fn replay(
         );
         progress(f + 1);
     }
-    Ok(out)
+    let (_, directory) = sys.mm.memory()?;
+    let (mut unique_pages, mut shared_pages) = (vec![0; n], vec![0; n]);
+    for p in obj.pages() {
+        let copies = directory.get(p as usize).map_or(0, |e| e.copies.0);
+        for d in 0..n {
+            if copies >> d & 1 == 1 {
+                if copies.count_ones() > 1 {
+                    shared_pages[d] += 1;
+                } else {
+                    unique_pages[d] += 1;
+                }
+            }
+        }
+    }
+    Ok(Replayed {
+        requests: out,
+        unique_pages,
+        shared_pages,
+        page_bytes: p as u64 * p as u64 * 4,
+    })
 }

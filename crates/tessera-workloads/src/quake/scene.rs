@@ -187,7 +187,7 @@ pub fn generated() -> Mesh {
         b.cuboid(
             [x - 32.0, y - 32.0, 0.0],
             [x + 32.0, y + 32.0, HEIGHT],
-            7 + k as u32,
+            FLOOR + WALL + CEILING + k as u32,
         );
     }
     for (k, (x, y, s)) in [
@@ -201,7 +201,7 @@ pub fn generated() -> Mesh {
         b.cuboid(
             [x - s, y - s, 0.0],
             [x + s, y + s, 2.0 * s],
-            11 + (k % 2) as u32,
+            FLOOR + WALL + CEILING + PILLAR + k as u32 % CRATE,
         );
     }
     b.mesh
