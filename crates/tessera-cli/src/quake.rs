@@ -90,6 +90,10 @@ pub struct QuakeOpts {
     /// device that holds it (the paper's Fig 13).
     #[arg(long)]
     residency_png: bool,
+    /// After each frame, drop each device's texture pages it did not sample in that frame: a
+    /// page stays on a device only while the device keeps using it (the paper's Fig 13).
+    #[arg(long)]
+    drop_unused: bool,
     /// Where the atlas pages start.
     #[arg(long, value_enum, default_value = "home")]
     initial_placement: Placement,
@@ -119,6 +123,7 @@ struct QuakeReport {
     page_size: u32,
     procedure: Procedure,
     clear_each_frame: bool,
+    drop_unused: bool,
     initial_placement: Placement,
     textures: usize,
     atlas_width: u32,
@@ -188,6 +193,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
             split: o.split,
             procedure: o.procedure,
             clear_each_frame: o.clear_each_frame,
+            drop_unused: o.drop_unused,
         },
     )?;
     if o.initial_placement == Placement::Random {
@@ -271,6 +277,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         page_size: o.page,
         procedure: o.procedure,
         clear_each_frame: o.clear_each_frame,
+        drop_unused: o.drop_unused,
         initial_placement: o.initial_placement,
         textures: sizes.len(),
         atlas_width: r.atlas.width,
@@ -300,6 +307,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
             split: o.split,
             page: o.page,
             clear_each_frame: o.clear_each_frame,
+            drop_unused: o.drop_unused,
             textures: sizes,
             frames: trace_frames,
         };
@@ -438,6 +446,9 @@ pub struct ReplayOpts {
     /// Empty every device's texture memory at the start of each frame.
     #[arg(long)]
     clear_each_frame: bool,
+    /// After each frame, drop each device's pages it did not touch in that frame.
+    #[arg(long)]
+    drop_unused: bool,
     /// How each frame's touch pass gets its pages.
     #[arg(long, default_value = "relaunch", value_parser = parse_procedure)]
     procedure: Procedure,
@@ -476,6 +487,7 @@ fn replay_on(o: &ReplayOpts, trace: &Trace, page: u32, devices: usize) -> Result
         &ReplayOptions {
             page,
             clear_each_frame: o.clear_each_frame,
+            drop_unused: o.drop_unused,
             procedure: o.procedure,
         },
         |_| bar.inc(1),
@@ -525,6 +537,7 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
     if page == trace.page
         && devices == trace.devices as usize
         && o.clear_each_frame == trace.clear_each_frame
+        && o.drop_unused == trace.drop_unused
     {
         for (f, (g, rec)) in got.requests.iter().zip(&trace.frames).enumerate() {
             for (d, (a, b)) in g.iter().zip(rec).enumerate() {
@@ -537,6 +550,22 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
             }
         }
         println!("matches the recorded run: every frame and device");
+    } else {
+        println!(
+            "(recorded at page {} on {} device(s){}{}: not compared at other settings)",
+            trace.page,
+            trace.devices,
+            if trace.clear_each_frame {
+                ", cleared each frame"
+            } else {
+                ""
+            },
+            if trace.drop_unused {
+                ", unused pages dropped"
+            } else {
+                ""
+            }
+        );
     }
     Ok(())
 }

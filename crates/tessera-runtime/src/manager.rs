@@ -42,6 +42,7 @@ pub(crate) enum Cmd {
     Holds(DeviceId, Vec<GlobalPage>, Sender<bool>),
     Memory(Sender<(Vec<DeviceMemoryUse>, Vec<DirEntry>)>),
     LogRequests(bool),
+    Evict(DeviceId, Vec<GlobalPage>, Sender<Result<()>>),
     TakeRequests(Sender<Vec<Vec<GlobalPage>>>),
 }
 
@@ -128,6 +129,13 @@ impl ManagerHandle {
     }
     pub fn traffic(&self) -> Result<Vec<DeviceTraffic>> {
         call(&self.tx, Cmd::Traffic).wait()
+    }
+    /// Drops `device`'s copies of `pages` now (a modified one is written home first), as an
+    /// eviction does; pages it does not hold are left alone. Refused while the device is
+    /// locked. The game trace uses it to empty texture memory between frames and to keep a
+    /// page on a device only while the device uses it (paper Figs 12–13).
+    pub fn evict(&self, device: DeviceId, pages: Vec<GlobalPage>) -> Result<()> {
+        call(&self.tx, |r| Cmd::Evict(device, pages, r)).wait()?
     }
     /// Starts (`true`) or stops keeping, per device, every page each of its request batches
     /// asked for: exactly the pages `DeviceTraffic::page_requests` counts, in order. Off by
@@ -413,6 +421,28 @@ impl Manager {
                         (false, _) => self.request_log = None,
                         (true, Some(_)) => {}
                     }
+                }
+                Cmd::Evict(device, pages, r) => {
+                    let res = self.guarded(|m| {
+                        if device.index() >= m.workers.len() {
+                            return Err(RuntimeError::Core(
+                                tessera_core::CoreError::UnknownDevice(device),
+                            ));
+                        }
+                        // Only pages the device holds: the protocol checks each page exists,
+                        // and the eviction's own bookkeeping wants held pages.
+                        let held: Vec<GlobalPage> = pages
+                            .into_iter()
+                            .filter(|&p| {
+                                m.protocol
+                                    .directory()
+                                    .entry(p)
+                                    .is_ok_and(|e| e.copies.contains(device))
+                            })
+                            .collect();
+                        m.evict(device, held)
+                    });
+                    let _ = r.send(res);
                 }
                 Cmd::TakeRequests(r) => {
                     let n = self.workers.len();
@@ -1585,5 +1615,22 @@ mod tests {
         );
         // The totals count the same requests, logged or not.
         assert_eq!(sys.mm.traffic().unwrap()[0].page_requests, 4);
+        // Evicting drops the device's copy (and leaves pages it does not hold alone).
+        let holds = |e: &ObjectEntry| {
+            sys.mm
+                .holds(DeviceId(0), vec![GlobalPage(e.page_offset)])
+                .unwrap()
+        };
+        assert!(holds(&a) && holds(&b));
+        sys.mm
+            .evict(DeviceId(0), vec![GlobalPage(a.page_offset)])
+            .unwrap();
+        sys.mm
+            .evict(DeviceId(0), vec![GlobalPage(a.page_offset)])
+            .unwrap();
+        assert!(!holds(&a) && holds(&b));
+        assert_eq!(sys.mm.traffic().unwrap()[0].evictions, 1);
+        assert!(sys.mm.evict(DeviceId(5), vec![]).is_err());
+        assert_eq!(sys.mm.read(a.id).unwrap(), texels(1.0));
     }
 }

@@ -57,6 +57,7 @@ fn renderer(sys: System, procedure: Procedure) -> Renderer {
             split: Split::LeftRight,
             procedure,
             clear_each_frame: false,
+            drop_unused: false,
         },
     )
     .unwrap()

@@ -33,6 +33,7 @@ fn opts(page: u32, split: Split, procedure: Procedure, clear: bool) -> RenderOpt
         split,
         procedure,
         clear_each_frame: clear,
+        drop_unused: false,
     }
 }
 
@@ -173,7 +174,7 @@ fn record(
     devices: usize,
     page: u32,
     procedure: Procedure,
-    clear: bool,
+    (clear, drop_unused): (bool, bool),
     frames: u32,
 ) -> (Trace, Vec<Vec<u64>>) {
     let mesh = scene::generated();
@@ -181,7 +182,10 @@ fn record(
     let mut r = Renderer::new(
         sys(devices),
         mesh,
-        opts(page, Split::LeftRight, procedure, clear),
+        RenderOptions {
+            drop_unused,
+            ..opts(page, Split::LeftRight, procedure, clear)
+        },
     )
     .unwrap();
     let mut recorded = Vec::new();
@@ -206,6 +210,7 @@ fn record(
         split: Split::LeftRight,
         page,
         clear_each_frame: clear,
+        drop_unused,
         textures: tex,
         frames: out,
     };
@@ -214,14 +219,14 @@ fn record(
 
 #[test]
 fn replay_makes_exactly_the_recorded_requests() {
-    for (devices, page, procedure, clear) in [
-        (2, 8, Procedure::Relaunch, false),
-        (2, 16, Procedure::TwoPass, true),
-        (3, 4, Procedure::Relaunch, false),
+    for (devices, page, procedure, clear, drop_unused) in [
+        (2, 8, Procedure::Relaunch, false, false),
+        (2, 16, Procedure::TwoPass, true, false),
+        (3, 4, Procedure::Relaunch, false, false),
+        (2, 8, Procedure::Relaunch, false, true),
     ] {
-        let (trace, recorded) = record(devices, page, procedure, clear, 8);
+        let (trace, recorded) = record(devices, page, procedure, (clear, drop_unused), 8);
         let trace = Trace::decode(&trace.encode()).unwrap();
-        // Frames after the first reuse resident pages unless cleared: requests change.
         assert!(recorded[0].iter().sum::<u64>() > 0);
         let got = replay(
             &sys(devices),
@@ -229,6 +234,7 @@ fn replay_makes_exactly_the_recorded_requests() {
             &ReplayOptions {
                 page,
                 clear_each_frame: clear,
+                drop_unused,
                 procedure: Procedure::Relaunch,
             },
             |_| {},
@@ -236,17 +242,24 @@ fn replay_makes_exactly_the_recorded_requests() {
         .unwrap();
         assert_eq!(
             got, recorded,
-            "{devices} devices, page {page}, clear {clear}"
+            "{devices} devices, page {page}, clear {clear}, drop {drop_unused}"
         );
+        // Clearing or dropping makes later frames ask again for pages they keep using.
+        if clear || drop_unused {
+            let (_, kept) = record(devices, page, procedure, (false, false), 8);
+            let sum = |r: &Vec<Vec<u64>>| r.iter().flatten().sum::<u64>();
+            assert!(sum(&recorded) > sum(&kept), "{recorded:?} vs {kept:?}");
+        }
     }
 }
 
 #[test]
 fn replay_refuses_what_the_trace_cannot_give() {
-    let (trace, _) = record(2, 8, Procedure::Relaunch, false, 2);
+    let (trace, _) = record(2, 8, Procedure::Relaunch, (false, false), 2);
     let o = |page| ReplayOptions {
         page,
         clear_each_frame: false,
+        drop_unused: false,
         procedure: Procedure::Relaunch,
     };
     assert!(matches!(

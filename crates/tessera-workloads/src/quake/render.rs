@@ -5,13 +5,13 @@
 //! the access map (RGBA8, the screen's size, page P), and per frame two buffers of triangle
 //! setup (`setup`), created fresh each frame and freed the next. A frame:
 //! 1. sets up and bins the triangles on the host and creates the two buffers;
-//! 2. with `clear_each_frame`, empties every device of texture pages (the atlas is freed and
-//!    created again from the host's copy: its pages are read-only, so that is the same as
-//!    dropping every device's copies, and nothing else on the devices changes);
+//! 2. with `clear_each_frame`, empties every device of texture pages (evicts its copies of
+//!    every atlas page; nothing else on the devices changes);
 //! 3. gives every device a read copy of the two buffers (uploading the frame's geometry to
 //!    each GPU), so that a two-pass request pass sees real triangles and records exactly the
 //!    texture pages the compute pass will sample;
-//! 4. runs the kernel over the screen, split by `Split`, with the chosen procedure.
+//! 4. runs the kernel over the screen, split by `Split`, with the chosen procedure;
+//! 5. with `drop_unused`, evicts from each device the atlas pages it did not sample.
 //!
 //! Texture page requests are counted from the memory manager's request log, keeping the
 //! pages of the atlas: the per-device totals cannot tell them from the buffers' and the
@@ -19,7 +19,9 @@
 
 use std::sync::Arc;
 
-use tessera_core::{Access, GlobalPage, ObjectDesc, ObjectEntry, PageRequest, TexelFormat};
+use tessera_core::{
+    Access, DeviceId, GlobalPage, ObjectDesc, ObjectEntry, PageRequest, TexelFormat,
+};
 use tessera_runtime::{Bound, Domain, Kernel, PassSpec, PassStats, Procedure, System};
 
 use super::atlas::Atlas;
@@ -39,6 +41,9 @@ pub struct RenderOptions {
     pub split: Split,
     pub procedure: Procedure,
     pub clear_each_frame: bool,
+    /// After each frame, drop every device's texture pages it did not sample in that frame
+    /// (the paper's Fig 13: a page stays on a device only while the device keeps using it).
+    pub drop_unused: bool,
 }
 
 /// What one frame did.
@@ -222,6 +227,21 @@ impl Renderer {
             self.opts.procedure,
         )?;
         let log = self.sys.mm.take_requests()?;
+        if self.opts.drop_unused {
+            let used = self.used_pages()?;
+            for (d, used) in used.iter().enumerate() {
+                let unused: Vec<GlobalPage> = self
+                    .atlas_obj
+                    .pages()
+                    .filter(|p| {
+                        used.binary_search(&(p - self.atlas_obj.page_offset))
+                            .is_err()
+                    })
+                    .map(GlobalPage)
+                    .collect();
+                self.sys.mm.evict(DeviceId::new(d)?, unused)?;
+            }
+        }
         let atlas = self.atlas_obj.pages();
         let n = self.sys.devices();
         let mut requests = vec![0; n];
@@ -253,6 +273,33 @@ impl Renderer {
     /// `NO_ACCESS`.
     pub fn access_map(&self) -> Result<Vec<u32>, QuakeError> {
         Ok(read_words(&self.sys.mm.read(self.access_obj.id)?))
+    }
+
+    /// Per device, the atlas pages (local numbers, ascending) its pixels sampled in the last
+    /// frame.
+    pub fn used_pages(&self) -> Result<Vec<Vec<u64>>, QuakeError> {
+        let map = self.access_map()?;
+        let w = self.opts.width as usize;
+        let (p, px) = (self.atlas.page, self.atlas.pages_x() as u64);
+        Ok(self
+            .regions
+            .iter()
+            .map(|r| {
+                let mut pages = Vec::new();
+                if let Domain::Rect { x0, y0, x1, y1 } = *r {
+                    for y in y0..y1 {
+                        let row = &map[y as usize * w + x0 as usize..y as usize * w + x1 as usize];
+                        for &a in row.iter().filter(|&&a| a != NO_ACCESS) {
+                            let (ax, ay) = (a & 0xffff, a >> 16);
+                            pages.push((ay / p) as u64 * px + (ax / p) as u64);
+                        }
+                    }
+                }
+                pages.sort_unstable();
+                pages.dedup();
+                pages
+            })
+            .collect())
     }
 
     /// Per device, the texture blocks (`trace`'s numbering) its pixels sampled in the last

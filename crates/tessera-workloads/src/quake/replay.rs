@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use tessera_core::{ObjectDesc, ObjectId, TexelFormat};
+use tessera_core::{DeviceId, GlobalPage, ObjectDesc, ObjectId, TexelFormat};
 use tessera_runtime::{
     Bound, Domain, Fault, Invocation, Kernel, PassSpec, Procedure, System, WgslKernel,
 };
@@ -45,6 +45,8 @@ impl Kernel for Touch {
 pub struct ReplayOptions {
     pub page: u32,
     pub clear_each_frame: bool,
+    /// After each frame, drop each device's pages it did not touch in that frame.
+    pub drop_unused: bool,
     pub procedure: Procedure,
 }
 
@@ -99,15 +101,17 @@ pub fn replay_all(
         TexelFormat::Rgba8Unorm,
         opts.page,
     )?;
-    let mut obj = sys.create(desc, None)?;
+    let obj = sys.create(desc, None)?;
+    let all: Vec<GlobalPage> = obj.pages().map(GlobalPage).collect();
     sys.mm.log_requests(true);
     sys.mm.take_requests()?;
     let p = opts.page;
     let mut out = Vec::with_capacity(trace.frames.len());
     for (f, frame) in trace.frames.iter().enumerate() {
         if opts.clear_each_frame && f > 0 {
-            sys.mm.free(obj.id)?;
-            obj = sys.create(desc, None)?;
+            for d in 0..n {
+                sys.mm.evict(DeviceId::new(d)?, all.clone())?;
+            }
         }
         let mut texels: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
         for (r, rec) in frame.iter().enumerate() {
@@ -120,13 +124,16 @@ pub fn replay_all(
             }
         }
         let bindings = Arc::new(vec![Bound::new(&obj)]);
+        for list in &mut texels {
+            list.sort_unstable();
+            list.dedup();
+        }
+        let touched = texels.clone();
         let pending: Vec<_> = texels
             .into_iter()
             .enumerate()
             .filter(|(_, l)| !l.is_empty())
-            .map(|(d, mut list)| {
-                list.sort_unstable();
-                list.dedup();
+            .map(|(d, list)| {
                 let spec = PassSpec {
                     kernel: Arc::new(Touch { atlas: obj.id }) as Arc<dyn Kernel>,
                     bindings: bindings.clone(),
@@ -143,6 +150,20 @@ pub fn replay_all(
             r??;
         }
         let log = sys.mm.take_requests()?;
+        if opts.drop_unused {
+            for (d, list) in touched.iter().enumerate() {
+                let used: std::collections::HashSet<u64> = list
+                    .iter()
+                    .map(|&(x, y)| obj.page_offset + (y / p * atlas.pages_x() + x / p) as u64)
+                    .collect();
+                let unused = all
+                    .iter()
+                    .copied()
+                    .filter(|g| !used.contains(&g.0))
+                    .collect();
+                sys.mm.evict(DeviceId::new(d)?, unused)?;
+            }
+        }
         let pages = obj.pages();
         out.push(
             (0..n)

@@ -20,7 +20,7 @@
 //! | 4, 4 | screen width, height |
 //! | 4 | split: 0 left-right, 1 top-bottom |
 //! | 4 | page size P of the recording run |
-//! | 4 | 1 if the recording run cleared the devices' memory each frame, else 0 |
+//! | 4 | flags: bit 0, the recording run cleared the devices' texture memory each frame; bit 1, it dropped each device's unused pages after each frame |
 //! | 4 | textures T |
 //! | T × (4, 4) | each texture's width and height |
 //! | F × N records | frame after frame, device after device: |
@@ -70,6 +70,7 @@ pub struct Trace {
     pub split: Split,
     pub page: u32,
     pub clear_each_frame: bool,
+    pub drop_unused: bool,
     /// Each texture's (width, height).
     pub textures: Vec<(u32, u32)>,
     /// Per frame, per device.
@@ -134,7 +135,7 @@ impl Trace {
                 Split::TopBottom => 1,
             },
             self.page,
-            self.clear_each_frame as u32,
+            self.clear_each_frame as u32 | (self.drop_unused as u32) << 1,
             self.textures.len() as u32,
         ] {
             put(&mut out, v);
@@ -205,15 +206,13 @@ impl Trace {
             s => return Err(TraceError::Invalid(format!("split {s} (expected 0 or 1)"))),
         };
         let page = r.u32("the header")?;
-        let clear = match r.u32("the header")? {
-            0 => false,
-            1 => true,
-            c => {
-                return Err(TraceError::Invalid(format!(
-                    "clear flag {c} (expected 0 or 1)"
-                )))
-            }
-        };
+        let flags = r.u32("the header")?;
+        if flags > 3 {
+            return Err(TraceError::Invalid(format!(
+                "flags {flags:#x} (only bits 0 and 1 are defined)"
+            )));
+        }
+        let (clear, drop_unused) = (flags & 1 == 1, flags & 2 == 2);
         let n_textures = r.u32("the header")?;
         if devices == 0 || devices as usize > tessera_core::MAX_DEVICES {
             return Err(TraceError::Invalid(format!(
@@ -306,6 +305,7 @@ impl Trace {
             split,
             page,
             clear_each_frame: clear,
+            drop_unused,
             textures,
             frames: out_frames,
         })
@@ -367,6 +367,7 @@ mod tests {
             split: Split::LeftRight,
             page: 8,
             clear_each_frame: false,
+            drop_unused: true,
             textures: vec![(8, 8), (512, 256)],
             frames: vec![
                 vec![
