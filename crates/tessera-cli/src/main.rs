@@ -8,6 +8,7 @@ mod measure;
 mod oversub;
 mod page_moves;
 mod plot;
+mod quake;
 mod report;
 mod residency;
 mod run;
@@ -60,6 +61,18 @@ enum Command {
         #[command(subcommand)]
         which: scene::SceneKind,
     },
+    /// Work with trace files (`tessera run quake --trace FILE`).
+    Trace {
+        #[command(subcommand)]
+        which: TraceKind,
+    },
+}
+
+#[derive(Subcommand)]
+enum TraceKind {
+    /// Drive the memory manager from a trace's texture blocks, without rendering: requests per
+    /// frame and device at any page size and device count.
+    Replay(quake::ReplayOpts),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -74,6 +87,9 @@ pub enum Workload {
 enum RunKind {
     /// The boiling simulation of paper 4.1.1.
     Boiling(RunOpts),
+    /// The game trace of paper 4.1.2: a textured scene rendered split-screen, every texel
+    /// fetched through the paged memory; requests per frame and device.
+    Quake(quake::QuakeOpts),
 }
 
 #[derive(Subcommand)]
@@ -323,6 +339,12 @@ fn main() -> ExitCode {
         Command::Run {
             which: RunKind::Boiling(opts),
         } => run::boiling(&opts),
+        Command::Run {
+            which: RunKind::Quake(opts),
+        } => quake::run_quake(&opts),
+        Command::Trace {
+            which: TraceKind::Replay(opts),
+        } => quake::trace_replay(&opts),
         Command::Bench {
             which: BenchKind::Overhead(opts),
         } => bench::overhead(&opts),

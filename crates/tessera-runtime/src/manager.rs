@@ -41,6 +41,9 @@ pub(crate) enum Cmd {
     Traffic(Sender<Vec<DeviceTraffic>>),
     Holds(DeviceId, Vec<GlobalPage>, Sender<bool>),
     Memory(Sender<(Vec<DeviceMemoryUse>, Vec<DirEntry>)>),
+    LogRequests(bool),
+    Evict(DeviceId, Vec<GlobalPage>, Sender<Result<()>>),
+    TakeRequests(Sender<Vec<Vec<GlobalPage>>>),
 }
 
 /// The command side of the memory manager; cheap to clone.
@@ -126,6 +129,26 @@ impl ManagerHandle {
     }
     pub fn traffic(&self) -> Result<Vec<DeviceTraffic>> {
         call(&self.tx, Cmd::Traffic).wait()
+    }
+    /// Drops `device`'s copies of `pages` now (a modified one is written home first), as an
+    /// eviction does; pages it does not hold are left alone. Refused while the device is
+    /// locked. The game trace uses it to empty texture memory between frames and to keep a
+    /// page on a device only while the device uses it (paper Figs 12–13).
+    pub fn evict(&self, device: DeviceId, pages: Vec<GlobalPage>) -> Result<()> {
+        call(&self.tx, |r| Cmd::Evict(device, pages, r)).wait()?
+    }
+    /// Starts (`true`) or stops keeping, per device, every page each of its request batches
+    /// asked for: exactly the pages `DeviceTraffic::page_requests` counts, in order. Off by
+    /// default. A workload that shares a node between objects of several kinds (the game
+    /// trace's texture atlas beside its per-frame buffers) counts the requests of one object
+    /// from it, which the per-device totals cannot tell apart.
+    pub fn log_requests(&self, on: bool) {
+        let _ = self.tx.send(Cmd::LogRequests(on));
+    }
+    /// The pages logged since the last take (see [`ManagerHandle::log_requests`]), per device;
+    /// the log starts empty again.
+    pub fn take_requests(&self) -> Result<Vec<Vec<GlobalPage>>> {
+        call(&self.tx, Cmd::TakeRequests).wait()
     }
     /// Memory per device and the directory, as they stand.
     pub fn memory(&self) -> Result<(Vec<DeviceMemoryUse>, Vec<DirEntry>)> {
@@ -268,6 +291,8 @@ struct Manager {
     thrashing: Thrashing,
     prefetch: Prefetch,
     trace: Option<Vec<Vec<Vec<GlobalPage>>>>,
+    /// Per device, the pages its batches asked for, while logging is on.
+    request_log: Option<Vec<Vec<GlobalPage>>>,
     /// Set while an eviction's actions are carried out, so its invalidations are counted as
     /// evictions.
     evicting: bool,
@@ -318,6 +343,7 @@ pub fn spawn(
         thrashing: cfg.thrashing,
         prefetch: cfg.prefetch,
         trace: cfg.record_trace.then(|| vec![Vec::new(); n]),
+        request_log: None,
         evicting: false,
         read_ahead: HashMap::new(),
         pressed: Arc::new((0..n).map(|_| AtomicBool::new(false)).collect()),
@@ -387,6 +413,44 @@ impl Manager {
                 }
                 Cmd::Memory(r) => {
                     let _ = r.send(self.memory_use());
+                }
+                Cmd::LogRequests(on) => {
+                    let n = self.workers.len();
+                    match (on, &self.request_log) {
+                        (true, None) => self.request_log = Some(vec![Vec::new(); n]),
+                        (false, _) => self.request_log = None,
+                        (true, Some(_)) => {}
+                    }
+                }
+                Cmd::Evict(device, pages, r) => {
+                    let res = self.guarded(|m| {
+                        if device.index() >= m.workers.len() {
+                            return Err(RuntimeError::Core(
+                                tessera_core::CoreError::UnknownDevice(device),
+                            ));
+                        }
+                        // Only pages the device holds: the protocol checks each page exists,
+                        // and the eviction's own bookkeeping wants held pages.
+                        let held: Vec<GlobalPage> = pages
+                            .into_iter()
+                            .filter(|&p| {
+                                m.protocol
+                                    .directory()
+                                    .entry(p)
+                                    .is_ok_and(|e| e.copies.contains(device))
+                            })
+                            .collect();
+                        m.evict(device, held)
+                    });
+                    let _ = r.send(res);
+                }
+                Cmd::TakeRequests(r) => {
+                    let n = self.workers.len();
+                    let taken = match &mut self.request_log {
+                        Some(log) => std::mem::replace(log, vec![Vec::new(); n]),
+                        None => vec![Vec::new(); n],
+                    };
+                    let _ = r.send(taken);
                 }
                 Cmd::Holds(device, pages, r) => {
                     let directory = self.protocol.directory();
@@ -472,6 +536,9 @@ impl Manager {
             t.batches += 1;
             t.page_requests += demanded as u64;
             t.prefetched += (pages.len() - demanded) as u64;
+            if let Some(log) = &mut self.request_log {
+                log[device.index()].extend(pages[..demanded].iter().map(|p| p.page));
+            }
             for p in &pages[..demanded] {
                 match p.access {
                     tessera_core::Access::Read => t.read_requests += 1,
@@ -1513,5 +1580,57 @@ mod tests {
         );
         let (_, directory) = sys.mm.memory().unwrap();
         assert!(directory.is_empty(), "the space shrank to nothing");
+    }
+
+    #[test]
+    fn the_request_log_lists_exactly_the_pages_asked_for_while_on() {
+        let sys = system(ProtocolVariant::Correct);
+        let a = sys.create(one_page(), Some(texels(1.0))).unwrap();
+        let b = sys.create(one_page(), Some(texels(2.0))).unwrap();
+        let ask = |e: &ObjectEntry| {
+            let req = vec![PageRequest {
+                page: GlobalPage(e.page_offset),
+                access: Access::Read,
+            }];
+            sys.mm.request(DeviceId(0), req).wait().unwrap().unwrap();
+            sys.mm.release(DeviceId(0));
+        };
+        ask(&a);
+        sys.mm.log_requests(true);
+        ask(&b);
+        ask(&a);
+        assert_eq!(
+            sys.mm.take_requests().unwrap(),
+            vec![vec![GlobalPage(b.page_offset), GlobalPage(a.page_offset)]]
+        );
+        assert_eq!(
+            sys.mm.take_requests().unwrap(),
+            vec![Vec::<GlobalPage>::new()]
+        );
+        sys.mm.log_requests(false);
+        ask(&b);
+        assert_eq!(
+            sys.mm.take_requests().unwrap(),
+            vec![Vec::<GlobalPage>::new()]
+        );
+        // The totals count the same requests, logged or not.
+        assert_eq!(sys.mm.traffic().unwrap()[0].page_requests, 4);
+        // Evicting drops the device's copy (and leaves pages it does not hold alone).
+        let holds = |e: &ObjectEntry| {
+            sys.mm
+                .holds(DeviceId(0), vec![GlobalPage(e.page_offset)])
+                .unwrap()
+        };
+        assert!(holds(&a) && holds(&b));
+        sys.mm
+            .evict(DeviceId(0), vec![GlobalPage(a.page_offset)])
+            .unwrap();
+        sys.mm
+            .evict(DeviceId(0), vec![GlobalPage(a.page_offset)])
+            .unwrap();
+        assert!(!holds(&a) && holds(&b));
+        assert_eq!(sys.mm.traffic().unwrap()[0].evictions, 1);
+        assert!(sys.mm.evict(DeviceId(5), vec![]).is_err());
+        assert_eq!(sys.mm.read(a.id).unwrap(), texels(1.0));
     }
 }

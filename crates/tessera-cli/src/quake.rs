@@ -1,0 +1,655 @@
+//! `tessera run quake` (the game trace of paper 4.1.2: split-screen frames through paged
+//! textures, requests per frame and device, residency pictures, a trace) and `tessera trace
+//! replay` (the memory manager driven by a trace, without rendering).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+use tessera_runtime::{DeviceTraffic, Procedure, SystemConfig};
+use tessera_workloads::quake::render::{RenderOptions, Renderer};
+use tessera_workloads::quake::replay::{replay_all, ReplayOptions, Replayed};
+use tessera_workloads::quake::trace::{DeviceFrame, Trace, BLOCK};
+use tessera_workloads::quake::{scene, Mesh, Split, MAX_SCREEN_SIDE};
+
+use crate::backend;
+use crate::plot::{colour, line_chart, LineChart, Series};
+use crate::report::write_png;
+use crate::run::progress;
+use crate::{parse_procedure, parse_threads, BackendKind};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SceneKind {
+    /// The procedural room of `tessera_workloads::quake::scene` (42 textures, 8x8 to 512x256).
+    Generated,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// Every page starts at home only.
+    Home,
+    /// Every atlas page starts as a read copy on one device chosen at random (`--seed`), the
+    /// start of the paper's Fig 13.
+    Random,
+}
+
+fn parse_split(s: &str) -> Result<Split, String> {
+    s.parse()
+}
+
+#[derive(Args, Clone)]
+pub struct QuakeOpts {
+    /// Where the scene comes from.
+    #[arg(long, value_enum, default_value = "generated")]
+    scene: SceneKind,
+    /// Frames to render (along the scene's camera path).
+    #[arg(long, default_value_t = 500)]
+    frames: u32,
+    /// Number of devices, each rendering one strip of the screen.
+    #[arg(long, default_value_t = 2)]
+    devices: usize,
+    /// How the screen is split: left-right (vertical strips, device 0 on the left) or
+    /// top-bottom (horizontal strips, device 0 at the bottom).
+    #[arg(long, default_value = "left-right", value_parser = parse_split)]
+    split: Split,
+    /// Page side P in texels (atlas, framebuffer): a power of two from 1 to 512.
+    #[arg(long, default_value_t = 32)]
+    page: u32,
+    /// Screen width in pixels (at most 2048).
+    #[arg(long, default_value_t = 640)]
+    width: u32,
+    /// Screen height in pixels (at most 2048).
+    #[arg(long, default_value_t = 480)]
+    height: u32,
+    /// Output directory.
+    #[arg(long, default_value = "out-quake")]
+    out: PathBuf,
+    /// Also write the trace (texture blocks per frame and device) to FILE.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
+    /// Empty every device's texture memory at the start of each frame (the paper's Fig 12).
+    #[arg(long)]
+    clear_each_frame: bool,
+    /// How each frame's pass gets its pages.
+    #[arg(long, default_value = "relaunch", value_parser = parse_procedure)]
+    procedure: Procedure,
+    /// Device backend.
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: BackendKind,
+    /// CPU threads for the software devices (0: one per core).
+    #[arg(long, default_value_t = 0, value_parser = parse_threads)]
+    threads: usize,
+    /// Write frame-NNNN.png every K frames and after the last (0: only the last).
+    #[arg(long, value_name = "K", default_value_t = 50)]
+    png_every: u32,
+    /// Write residency/frame-NNNN.png after every frame: each atlas page coloured by the
+    /// device that holds it (the paper's Fig 13).
+    #[arg(long)]
+    residency_png: bool,
+    /// After each frame, drop each device's texture pages it did not sample in that frame: a
+    /// page stays on a device only while the device keeps using it (the paper's Fig 13).
+    #[arg(long)]
+    drop_unused: bool,
+    /// Where the atlas pages start.
+    #[arg(long, value_enum, default_value = "home")]
+    initial_placement: Placement,
+    /// Seed of the random initial placement.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+#[derive(Serialize)]
+struct Footprint {
+    unique_pages: u64,
+    shared_pages: u64,
+    unique_bytes: u64,
+    shared_bytes: u64,
+}
+
+#[derive(Serialize)]
+struct QuakeReport {
+    workload: &'static str,
+    scene: SceneKind,
+    backend: String,
+    width: u32,
+    height: u32,
+    frames: u32,
+    devices: usize,
+    split: &'static str,
+    page_size: u32,
+    procedure: Procedure,
+    clear_each_frame: bool,
+    drop_unused: bool,
+    initial_placement: Placement,
+    textures: usize,
+    atlas_width: u32,
+    atlas_height: u32,
+    atlas_pages: u64,
+    /// Atlas pages holding texels of some texture (the rest is padding).
+    texture_pages: u64,
+    /// Measured wall time of the whole loop (set-up, passes, read-backs, files).
+    wall_seconds: f64,
+    /// Per frame, per device: texture page requests.
+    requests: Vec<Vec<u64>>,
+    /// Per frame, per device: requests for the frame's buffers and the framebuffer.
+    other_requests: Vec<Vec<u64>>,
+    /// Per device, texture page requests over all frames.
+    total_requests: Vec<u64>,
+    mean_requests_per_frame: Vec<f64>,
+    triangles_per_frame: Vec<u32>,
+    /// Per device, atlas pages it holds at the end: only it, and it and another device.
+    texture_footprint: Vec<Footprint>,
+    /// Per device, every page move of the run (all objects).
+    traffic: Vec<DeviceTraffic>,
+}
+
+fn mesh_of(kind: SceneKind) -> Mesh {
+    match kind {
+        SceneKind::Generated => scene::generated(),
+    }
+}
+
+fn csv_path(dir: &Path, name: &str) -> PathBuf {
+    dir.join(name)
+}
+
+pub fn run_quake(o: &QuakeOpts) -> Result<()> {
+    if o.frames == 0 {
+        bail!("--frames must be at least 1");
+    }
+    for (flag, v) in [("--width", o.width), ("--height", o.height)] {
+        if v == 0 || v > MAX_SCREEN_SIDE {
+            bail!("{flag} must be between 1 and {MAX_SCREEN_SIDE} (got {v})");
+        }
+    }
+    if o.clear_each_frame && o.initial_placement == Placement::Random {
+        bail!("--initial-placement random and --clear-each-frame do not go together: the placement would be cleared before the first frame uses it");
+    }
+    if o.trace.is_some() && o.page < BLOCK {
+        bail!("--trace records {BLOCK}x{BLOCK} texel blocks: it needs --page {BLOCK} or more (got {})", o.page);
+    }
+    std::fs::create_dir_all(&o.out)
+        .with_context(|| format!("cannot create {}", o.out.display()))?;
+    let cfg = SystemConfig {
+        devices: o.devices,
+        cpu_threads: o.threads,
+        ..Default::default()
+    };
+    let (sys, adapter) = backend::system(o.backend, &cfg)?;
+    let backend_name = adapter.unwrap_or_else(|| sys.backend().to_string());
+    let mesh = mesh_of(o.scene);
+    let sizes: Vec<(u32, u32)> = mesh.textures.iter().map(|t| (t.width, t.height)).collect();
+    let mut r = Renderer::new(
+        sys,
+        mesh,
+        RenderOptions {
+            width: o.width,
+            height: o.height,
+            page: o.page,
+            split: o.split,
+            procedure: o.procedure,
+            clear_each_frame: o.clear_each_frame,
+            drop_unused: o.drop_unused,
+        },
+    )?;
+    if o.initial_placement == Placement::Random {
+        r.place_randomly(o.seed)?;
+    }
+    let residency_dir = o.out.join("residency");
+    if o.residency_png {
+        std::fs::create_dir_all(&residency_dir)
+            .with_context(|| format!("cannot create {}", residency_dir.display()))?;
+    }
+    let cams = match o.scene {
+        SceneKind::Generated => scene::camera_path(o.frames),
+    };
+    let aspect = o.width as f64 / o.height as f64;
+    let bar = progress(o.frames as u64, "quake");
+    let start = Instant::now();
+    let mut requests = Vec::new();
+    let mut other = Vec::new();
+    let mut triangles = Vec::new();
+    let mut trace_frames = Vec::new();
+    for (f, cam) in cams.iter().enumerate() {
+        let s = r.frame(&cam.view_proj(aspect))?;
+        if o.trace.is_some() {
+            let blocks = r.accessed_blocks()?;
+            trace_frames.push(
+                s.requests
+                    .iter()
+                    .zip(blocks)
+                    .map(|(&requests, blocks)| DeviceFrame { requests, blocks })
+                    .collect::<Vec<_>>(),
+            );
+        }
+        let last = f + 1 == cams.len();
+        if last || (o.png_every > 0 && f as u32 % o.png_every == 0) {
+            let path = o.out.join(format!("frame-{f:04}.png"));
+            write_png(&path, o.width, o.height, &r.framebuffer()?)?;
+        }
+        if o.residency_png {
+            let path = residency_dir.join(format!("frame-{f:04}.png"));
+            write_residency(&r, &path)?;
+        }
+        bar.set_message(format!("requests {:?}", s.requests));
+        requests.push(s.requests);
+        other.push(s.other_requests);
+        triangles.push(s.triangles);
+        bar.inc(1);
+    }
+    bar.finish();
+    let wall = start.elapsed().as_secs_f64();
+    let n = o.devices;
+    let total: Vec<u64> = (0..n)
+        .map(|d| requests.iter().map(|f| f[d]).sum())
+        .collect();
+    let residency = r.atlas_residency()?;
+    let page_bytes = o.page as u64 * o.page as u64 * 4;
+    let texture_footprint = (0..n)
+        .map(|d| {
+            let mine = residency.iter().filter(|&&m| m >> d & 1 == 1);
+            let shared = mine.clone().filter(|m| m.count_ones() > 1).count() as u64;
+            let unique = mine.count() as u64 - shared;
+            Footprint {
+                unique_pages: unique,
+                shared_pages: shared,
+                unique_bytes: unique * page_bytes,
+                shared_bytes: shared * page_bytes,
+            }
+        })
+        .collect();
+    let texture_pages = (0..r.atlas.page_count())
+        .filter(|&p| r.atlas.texture_of_page(p).is_some())
+        .count() as u64;
+    let report = QuakeReport {
+        workload: "quake",
+        scene: o.scene,
+        backend: backend_name,
+        width: o.width,
+        height: o.height,
+        frames: o.frames,
+        devices: n,
+        split: o.split.name(),
+        page_size: o.page,
+        procedure: o.procedure,
+        clear_each_frame: o.clear_each_frame,
+        drop_unused: o.drop_unused,
+        initial_placement: o.initial_placement,
+        textures: sizes.len(),
+        atlas_width: r.atlas.width,
+        atlas_height: r.atlas.height,
+        atlas_pages: r.atlas.page_count(),
+        texture_pages,
+        wall_seconds: wall,
+        mean_requests_per_frame: total.iter().map(|&t| t as f64 / o.frames as f64).collect(),
+        total_requests: total.clone(),
+        requests: requests.clone(),
+        other_requests: other,
+        triangles_per_frame: triangles,
+        texture_footprint,
+        traffic: r.sys.mm.traffic()?,
+    };
+    let json = o.out.join("report.json");
+    std::fs::write(&json, serde_json::to_string_pretty(&report)?)
+        .with_context(|| format!("cannot write {}", json.display()))?;
+    write_requests_csv(&csv_path(&o.out, "requests.csv"), &requests)?;
+    plot_requests(&o.out.join("requests"), &requests, &report)?;
+    if let Some(path) = &o.trace {
+        let trace = Trace {
+            block: BLOCK,
+            devices: n as u32,
+            width: o.width,
+            height: o.height,
+            split: o.split,
+            page: o.page,
+            clear_each_frame: o.clear_each_frame,
+            drop_unused: o.drop_unused,
+            textures: sizes,
+            frames: trace_frames,
+        };
+        std::fs::write(path, trace.encode())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        println!("trace: {}", path.display());
+    }
+    println!(
+        "quake: {} frames {}x{} on {n} device(s) ({}), split {}, page {}, {}{}",
+        o.frames,
+        o.width,
+        o.height,
+        report.backend,
+        o.split.name(),
+        o.page,
+        o.procedure_name(),
+        if o.clear_each_frame {
+            ", memory cleared each frame"
+        } else {
+            ""
+        }
+    );
+    for d in 0..n {
+        println!(
+            "device {d}: {} texture page requests ({:.1} per frame); holds {} atlas pages only it holds, {} shared",
+            total[d],
+            report.mean_requests_per_frame[d],
+            report.texture_footprint[d].unique_pages,
+            report.texture_footprint[d].shared_pages
+        );
+    }
+    println!("wall time {wall:.2} s; report {}", json.display());
+    Ok(())
+}
+
+impl QuakeOpts {
+    fn procedure_name(&self) -> &'static str {
+        match self.procedure {
+            Procedure::TwoPass => "two-pass",
+            Procedure::Relaunch => "relaunch",
+        }
+    }
+}
+
+fn write_requests_csv(path: &Path, requests: &[Vec<u64>]) -> Result<()> {
+    let mut s = String::from("frame,device,requests\n");
+    for (f, per) in requests.iter().enumerate() {
+        for (d, r) in per.iter().enumerate() {
+            s.push_str(&format!("{f},{d},{r}\n"));
+        }
+    }
+    std::fs::write(path, s).with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn plot_requests(stem: &Path, requests: &[Vec<u64>], r: &QuakeReport) -> Result<()> {
+    let n = requests.first().map_or(0, Vec::len);
+    let title = format!(
+        "Texture page requests per frame, {}x{} pages{}",
+        r.page_size,
+        r.page_size,
+        if r.clear_each_frame {
+            ", memory cleared each frame"
+        } else {
+            ""
+        }
+    );
+    line_chart(
+        stem,
+        &LineChart {
+            title: &title,
+            x_label: "frame",
+            y_label: "page requests",
+            x_log2: false,
+            y_log: false,
+            series: (0..n)
+                .map(|d| Series {
+                    name: format!("device {d}"),
+                    points: requests
+                        .iter()
+                        .enumerate()
+                        .map(|(f, per)| (f as f64, per[d] as f64))
+                        .collect(),
+                    secondary: false,
+                })
+                .collect(),
+        },
+    )
+}
+
+/// Home only: light grey; padding pages (no texture): white; shared: near black.
+fn write_residency(r: &Renderer, path: &Path) -> Result<()> {
+    let res = r.atlas_residency()?;
+    let (px, py) = (r.atlas.pages_x(), r.atlas.pages_y());
+    let scale = (512 / px.max(py).max(1)).clamp(1, 16);
+    let (w, h) = (px * scale, py * scale);
+    let mut img = vec![255u8; (w * h * 4) as usize];
+    for gy in 0..py {
+        for gx in 0..px {
+            let local = gy as u64 * px as u64 + gx as u64;
+            let m = res.get(local as usize).copied().unwrap_or(0);
+            let c = if r.atlas.texture_of_page(local).is_none() {
+                [255, 255, 255]
+            } else {
+                match m.count_ones() {
+                    0 => [215, 215, 215],
+                    1 => {
+                        let c = colour(m.trailing_zeros() as usize);
+                        [c.0, c.1, c.2]
+                    }
+                    _ => [20, 20, 20],
+                }
+            };
+            for y in gy * scale..(gy + 1) * scale {
+                for x in gx * scale..(gx + 1) * scale {
+                    let i = ((y * w + x) * 4) as usize;
+                    img[i..i + 4].copy_from_slice(&[c[0], c[1], c[2], 255]);
+                }
+            }
+        }
+    }
+    write_png(path, w, h, &img)
+}
+
+#[derive(Args, Clone)]
+pub struct ReplayOpts {
+    /// The trace file (`tessera run quake --trace FILE`).
+    file: PathBuf,
+    /// Page side P to replay at (at least the trace's block side, 4); the recorded one when
+    /// not given.
+    #[arg(long)]
+    page: Option<u32>,
+    /// Devices to replay on (at most the recorded count; adjacent strips merge); the
+    /// recorded count when not given.
+    #[arg(long)]
+    devices: Option<usize>,
+    /// Empty every device's texture memory at the start of each frame.
+    #[arg(long)]
+    clear_each_frame: bool,
+    /// After each frame, drop each device's pages it did not touch in that frame.
+    #[arg(long)]
+    drop_unused: bool,
+    /// How each frame's touch pass gets its pages.
+    #[arg(long, default_value = "relaunch", value_parser = parse_procedure)]
+    procedure: Procedure,
+    /// CPU threads for the software devices (0: one per core).
+    #[arg(long, default_value_t = 0, value_parser = parse_threads)]
+    threads: usize,
+    /// Also write the requests per frame and device as CSV (frame,device,requests).
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// A page-size sweep: replay once per page size (comma-separated, e.g. 8,16,32,64) and
+    /// write `--out`/sweep.csv and plots of requests per frame and texture memory per device
+    /// against the page size.
+    #[arg(long, value_delimiter = ',', conflicts_with = "page")]
+    pages: Vec<u32>,
+    /// Output directory of a sweep.
+    #[arg(long, default_value = "out-replay")]
+    out: PathBuf,
+}
+
+fn read_trace(path: &Path) -> Result<Trace> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(Trace::decode(&bytes).with_context(|| format!("{}", path.display()))?)
+}
+
+fn replay_on(o: &ReplayOpts, trace: &Trace, page: u32, devices: usize) -> Result<(Replayed, f64)> {
+    let sys = tessera_runtime::System::cpu(&SystemConfig {
+        devices,
+        cpu_threads: o.threads,
+        ..Default::default()
+    })?;
+    let bar = progress(trace.frames.len() as u64, &format!("replay page {page}"));
+    let start = Instant::now();
+    let got = replay_all(
+        &sys,
+        trace,
+        &ReplayOptions {
+            page,
+            clear_each_frame: o.clear_each_frame,
+            drop_unused: o.drop_unused,
+            procedure: o.procedure,
+        },
+        |_| bar.inc(1),
+    )?;
+    bar.finish_and_clear();
+    Ok((got, start.elapsed().as_secs_f64()))
+}
+
+pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
+    let trace = read_trace(&o.file)?;
+    let devices = o.devices.unwrap_or(trace.devices as usize);
+    if devices == 0 || devices > trace.devices as usize {
+        bail!(
+            "--devices {devices}: the trace was recorded on {} device(s); replay on 1 to {}",
+            trace.devices,
+            trace.devices
+        );
+    }
+    if !o.pages.is_empty() {
+        return sweep(o, &trace, devices);
+    }
+    let page = o.page.unwrap_or(trace.page);
+    let (got, secs) = replay_on(o, &trace, page, devices)?;
+    let frames = got.requests.len().max(1) as f64;
+    println!(
+        "replay: {} frames on {devices} device(s), page {page}{}, {:.2} s",
+        got.requests.len(),
+        if o.clear_each_frame {
+            ", memory cleared each frame"
+        } else {
+            ""
+        },
+        secs
+    );
+    for d in 0..devices {
+        let t: u64 = got.requests.iter().map(|f| f[d]).sum();
+        println!(
+            "device {d}: {t} texture page requests ({:.1} per frame); at the end {} pages only it holds, {} shared",
+            t as f64 / frames,
+            got.unique_pages[d],
+            got.shared_pages[d]
+        );
+    }
+    if let Some(path) = &o.csv {
+        write_requests_csv(path, &got.requests)?;
+    }
+    if page == trace.page
+        && devices == trace.devices as usize
+        && o.clear_each_frame == trace.clear_each_frame
+        && o.drop_unused == trace.drop_unused
+    {
+        for (f, (g, rec)) in got.requests.iter().zip(&trace.frames).enumerate() {
+            for (d, (a, b)) in g.iter().zip(rec).enumerate() {
+                if *a != b.requests {
+                    bail!(
+                        "frame {f}, device {d}: the replay made {a} requests; the recorded run made {}",
+                        b.requests
+                    );
+                }
+            }
+        }
+        println!("matches the recorded run: every frame and device");
+    } else {
+        println!(
+            "(recorded at page {} on {} device(s){}{}: not compared at other settings)",
+            trace.page,
+            trace.devices,
+            if trace.clear_each_frame {
+                ", cleared each frame"
+            } else {
+                ""
+            },
+            if trace.drop_unused {
+                ", unused pages dropped"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(())
+}
+
+fn sweep(o: &ReplayOpts, trace: &Trace, devices: usize) -> Result<()> {
+    std::fs::create_dir_all(&o.out)
+        .with_context(|| format!("cannot create {}", o.out.display()))?;
+    let mib = |pages: u64, bytes: u64| (pages * bytes) as f64 / (1u64 << 20) as f64;
+    let mut csv =
+        String::from("page,device,requests,requests_per_frame,unique_mib,shared_mib,seconds\n");
+    let mut req: Vec<Series> = (0..devices)
+        .map(|d| Series {
+            name: format!("device {d}"),
+            points: Vec::new(),
+            secondary: false,
+        })
+        .collect();
+    let mut mem: Vec<Series> = [
+        "unique (all devices)",
+        "shared (per device, summed)",
+        "total",
+    ]
+    .iter()
+    .map(|n| Series {
+        name: n.to_string(),
+        points: Vec::new(),
+        secondary: false,
+    })
+    .collect();
+    let frames = trace.frames.len().max(1) as f64;
+    for &page in &o.pages {
+        let (got, secs) = replay_on(o, trace, page, devices)?;
+        let (mut unique, mut shared) = (0.0, 0.0);
+        for d in 0..devices {
+            let t: u64 = got.requests.iter().map(|f| f[d]).sum();
+            let (u, s) = (
+                mib(got.unique_pages[d], got.page_bytes),
+                mib(got.shared_pages[d], got.page_bytes),
+            );
+            unique += u;
+            shared += s;
+            csv.push_str(&format!(
+                "{page},{d},{t},{:.3},{u:.4},{s:.4},{secs:.3}\n",
+                t as f64 / frames
+            ));
+            req[d].points.push((page as f64, t as f64 / frames));
+            println!(
+                "page {page}: device {d}: {:.1} requests per frame; {u:.3} MiB only it holds, {s:.3} MiB shared ({secs:.2} s)",
+                t as f64 / frames
+            );
+        }
+        mem[0].points.push((page as f64, unique));
+        mem[1].points.push((page as f64, shared));
+        mem[2].points.push((page as f64, unique + shared));
+    }
+    let path = o.out.join("sweep.csv");
+    std::fs::write(&path, csv).with_context(|| format!("cannot write {}", path.display()))?;
+    let clear = if o.clear_each_frame {
+        ", memory cleared each frame"
+    } else {
+        ""
+    };
+    line_chart(
+        &o.out.join("requests"),
+        &LineChart {
+            title: &format!("Texture page requests per frame against page size{clear}"),
+            x_label: "page width (texels)",
+            y_label: "requests per frame",
+            x_log2: true,
+            y_log: false,
+            series: req,
+        },
+    )?;
+    line_chart(
+        &o.out.join("memory"),
+        &LineChart {
+            title: "Texture memory at the end against page size",
+            x_label: "page width (texels)",
+            y_label: "MiB",
+            x_log2: true,
+            y_log: false,
+            series: mem,
+        },
+    )?;
+    println!("sweep: {}", path.display());
+    Ok(())
+}

@@ -1,0 +1,175 @@
+//! `tessera run quake` and `tessera trace replay` as a user runs them.
+
+use std::process::Command;
+
+fn tessera(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn csv(path: &std::path::Path) -> Vec<(u64, u64, u64)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let v: Vec<u64> = l.split(',').map(|s| s.parse().unwrap()).collect();
+            (v[0], v[1], v[2])
+        })
+        .collect()
+}
+
+#[test]
+fn run_quake_writes_its_files_and_replay_matches_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let trace = dir.path().join("t.trace");
+    let o = tessera(&[
+        "run",
+        "quake",
+        "--frames",
+        "6",
+        "--devices",
+        "2",
+        "--split",
+        "left-right",
+        "--page",
+        "16",
+        "--width",
+        "80",
+        "--height",
+        "60",
+        "--out",
+        out.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+        "--png-every",
+        "2",
+        "--residency-png",
+        "--procedure",
+        "two-pass",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for f in [
+        "report.json",
+        "requests.csv",
+        "requests.svg",
+        "requests.png",
+        "frame-0000.png",
+        "frame-0002.png",
+        "frame-0005.png",
+        "residency/frame-0000.png",
+        "residency/frame-0005.png",
+    ] {
+        assert!(out.join(f).exists(), "{f} missing");
+    }
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["workload"], "quake");
+    assert_eq!(report["devices"], 2);
+    assert_eq!(report["procedure"], "two-pass");
+    let rows = csv(&out.join("requests.csv"));
+    assert_eq!(rows.len(), 12);
+    // The CSV and the report say the same, and the first frame requests something.
+    for &(f, d, r) in &rows {
+        assert_eq!(report["requests"][f as usize][d as usize], r);
+    }
+    assert!(rows[0].2 > 0);
+    // Replaying at the recorded page size and devices reproduces the run exactly (the command
+    // checks every frame and device, and says so).
+    let replay_csv = dir.path().join("replay.csv");
+    let o = tessera(&[
+        "trace",
+        "replay",
+        trace.to_str().unwrap(),
+        "--csv",
+        replay_csv.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("matches the recorded run"), "{stdout}");
+    assert_eq!(csv(&replay_csv), rows);
+    // A page-size sweep point and a merged device count run too.
+    let o = tessera(&[
+        "trace",
+        "replay",
+        trace.to_str().unwrap(),
+        "--page",
+        "64",
+        "--devices",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn bad_input_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    for (args, says) in [
+        (vec!["--width", "0"], "--width"),
+        (vec!["--height", "5000"], "--height"),
+        (vec!["--frames", "0"], "--frames"),
+        (vec!["--page", "3"], "page"),
+        (vec!["--split", "diagonal"], "split"),
+        (vec!["--devices", "0"], "device"),
+        (
+            vec!["--clear-each-frame", "--initial-placement", "random"],
+            "do not go together",
+        ),
+    ] {
+        let mut a = vec!["run", "quake", "--frames", "1", "--out", out];
+        a.extend(args.iter());
+        let o = tessera(&a);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?} succeeded");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    // Trace files: missing, not a trace, another version, truncated.
+    let missing = dir.path().join("none.trace");
+    let o = tessera(&["trace", "replay", missing.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot read"));
+    let junk = dir.path().join("junk.trace");
+    std::fs::write(&junk, b"GIF89a and more").unwrap();
+    let o = tessera(&["trace", "replay", junk.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a tessera trace"));
+    let good = dir.path().join("good.trace");
+    let o = tessera(&[
+        "run",
+        "quake",
+        "--frames",
+        "2",
+        "--width",
+        "32",
+        "--height",
+        "24",
+        "--page",
+        "8",
+        "--out",
+        out,
+        "--trace",
+        good.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let bytes = std::fs::read(&good).unwrap();
+    let mut v2 = bytes.clone();
+    v2[8] = 2;
+    let f = dir.path().join("v2.trace");
+    std::fs::write(&f, &v2).unwrap();
+    let o = tessera(&["trace", "replay", f.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("version 2 is not supported"));
+    let f = dir.path().join("cut.trace");
+    std::fs::write(&f, &bytes[..bytes.len() - 3]).unwrap();
+    let o = tessera(&["trace", "replay", f.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("truncated"));
+    for args in [["--page", "2"], ["--devices", "3"]] {
+        let o = tessera(&["trace", "replay", good.to_str().unwrap(), args[0], args[1]]);
+        assert!(!o.status.success(), "{args:?}");
+        assert!(!String::from_utf8_lossy(&o.stderr).contains("panicked"));
+    }
+}

@@ -1,0 +1,191 @@
+//! Every texture of a scene in one paged RGBA8 atlas object.
+//!
+//! A launch binds at most `MAX_BINDINGS` objects, so one object per texture cannot all be
+//! bound at once. Instead each texture gets a rectangle of the atlas whose origin is a
+//! multiple of the page side P and whose size is rounded up to whole pages: no page holds
+//! texels of two textures, so residency, requests and traffic are page for page those of one
+//! object per texture with the same P (an 8×8 texture still takes one P×P page, as its own
+//! object would). Per-texture figures come back by mapping pages to textures
+//! ([`Atlas::texture_of_page`]).
+//!
+//! Packing is shelf packing, deterministic in the texture sizes and P alone, so a trace replay
+//! rebuilds the same layout for the page size the trace was recorded at.
+
+use super::QuakeError;
+
+/// One texture's place in the atlas (texels; the padding to whole pages is not part of it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rect {
+    pub x: u32,
+    pub y: u32,
+    pub w: u32,
+    pub h: u32,
+}
+
+/// The atlas layout for one page size.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Atlas {
+    pub page: u32,
+    pub width: u32,
+    pub height: u32,
+    /// Per texture, in the mesh's order.
+    pub rects: Vec<Rect>,
+    /// Per page of the atlas (row-major from the lower left), the texture it belongs to.
+    owner: Vec<Option<u32>>,
+}
+
+/// The atlas side is kept within what a texture object may be.
+const MAX_ATLAS_SIDE: u64 = 1 << 16;
+
+fn round_up(v: u32, p: u32) -> u64 {
+    (v as u64).div_ceil(p as u64) * p as u64
+}
+
+impl Atlas {
+    /// Packs textures of these sizes for page side `page` (a power of two, checked by the
+    /// caller through `PageSize`).
+    pub fn pack(sizes: &[(u32, u32)], page: u32) -> Result<Atlas, QuakeError> {
+        tessera_core::PageSize::new(page)?;
+        if sizes.is_empty() {
+            return Err(QuakeError::Mesh("no textures to pack".into()));
+        }
+        let padded: Vec<(u64, u64)> = sizes
+            .iter()
+            .map(|&(w, h)| (round_up(w, page), round_up(h, page)))
+            .collect();
+        let area: u64 = padded.iter().map(|(w, h)| w * h).sum();
+        let widest = padded.iter().map(|p| p.0).max().unwrap_or(0);
+        // About square: the side is the square root of the padded area, in whole pages.
+        let side = ((area as f64).sqrt().ceil() as u64).div_ceil(page as u64) * page as u64;
+        let width = side.max(widest);
+        // Tallest first, then widest, then mesh order: a total order, so the layout is a
+        // function of the sizes alone.
+        let mut order: Vec<usize> = (0..sizes.len()).collect();
+        order.sort_by_key(|&i| {
+            (
+                std::cmp::Reverse(padded[i].1),
+                std::cmp::Reverse(padded[i].0),
+                i,
+            )
+        });
+        let mut rects = vec![
+            Rect {
+                x: 0,
+                y: 0,
+                w: 0,
+                h: 0
+            };
+            sizes.len()
+        ];
+        let (mut x, mut y, mut shelf) = (0u64, 0u64, 0u64);
+        for &i in &order {
+            let (pw, ph) = padded[i];
+            if x + pw > width {
+                y += shelf;
+                x = 0;
+                shelf = 0;
+            }
+            rects[i] = Rect {
+                x: x as u32,
+                y: y as u32,
+                w: sizes[i].0,
+                h: sizes[i].1,
+            };
+            x += pw;
+            shelf = shelf.max(ph);
+        }
+        let height = y + shelf;
+        if width > MAX_ATLAS_SIDE || height > MAX_ATLAS_SIDE {
+            return Err(QuakeError::Config(format!(
+                "the textures need a {width}x{height} atlas at page {page}; at most {MAX_ATLAS_SIDE} a side"
+            )));
+        }
+        let (pages_x, pages_y) = (width / page as u64, height / page as u64);
+        let mut owner = vec![None; (pages_x * pages_y) as usize];
+        for (t, r) in rects.iter().enumerate() {
+            let (px0, py0) = (r.x / page, r.y / page);
+            let (px1, py1) = ((r.x + r.w).div_ceil(page), (r.y + r.h).div_ceil(page));
+            for py in py0..py1 {
+                for px in px0..px1 {
+                    owner[(py as u64 * pages_x + px as u64) as usize] = Some(t as u32);
+                }
+            }
+        }
+        Ok(Atlas {
+            page,
+            width: width as u32,
+            height: height as u32,
+            rects,
+            owner,
+        })
+    }
+
+    pub fn pages_x(&self) -> u32 {
+        self.width / self.page
+    }
+    pub fn pages_y(&self) -> u32 {
+        self.height / self.page
+    }
+    pub fn page_count(&self) -> u64 {
+        self.owner.len() as u64
+    }
+
+    /// The texture whose rectangle covers local page `page`, or `None` for padding.
+    pub fn texture_of_page(&self, page: u64) -> Option<u32> {
+        self.owner.get(page as usize).copied().flatten()
+    }
+
+    /// The texture at atlas texel (x, y), or `None` outside every rectangle's pages.
+    pub fn texture_at(&self, x: u32, y: u32) -> Option<u32> {
+        if x >= self.width || y >= self.height {
+            return None;
+        }
+        let p = (y / self.page) as u64 * self.pages_x() as u64 + (x / self.page) as u64;
+        self.texture_of_page(p)
+    }
+
+    /// The atlas's texels, RGBA8 rows from the lower left (padding transparent black).
+    pub fn texels(&self, textures: &[super::TextureImage]) -> Vec<u8> {
+        let w = self.width as usize;
+        let mut out = vec![0u8; w * self.height as usize * 4];
+        for (t, r) in textures.iter().zip(&self.rects) {
+            let row = r.w as usize * 4;
+            for ty in 0..r.h as usize {
+                let dst = ((r.y as usize + ty) * w + r.x as usize) * 4;
+                out[dst..dst + row].copy_from_slice(&t.rgba[ty * row..(ty + 1) * row]);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rectangles_are_page_aligned_and_never_share_a_page() {
+        let sizes = [(8, 8), (512, 256), (64, 32), (13, 7), (256, 256), (8, 128)];
+        for page in [1, 4, 8, 32, 64, 256] {
+            let a = Atlas::pack(&sizes, page).unwrap();
+            let mut seen = vec![None::<usize>; a.page_count() as usize];
+            for (t, r) in a.rects.iter().enumerate() {
+                assert_eq!((r.w, r.h), sizes[t]);
+                assert_eq!((r.x % page, r.y % page), (0, 0));
+                assert!(r.x + r.w <= a.width && r.y + r.h <= a.height);
+                for y in r.y..r.y + r.h {
+                    for x in r.x..r.x + r.w {
+                        let p = ((y / page) * a.pages_x() + x / page) as usize;
+                        assert!(seen[p].is_none_or(|o| o == t), "page {p} shared");
+                        seen[p] = Some(t);
+                        assert_eq!(a.texture_at(x, y), Some(t as u32));
+                    }
+                }
+            }
+            // An 8x8 texture takes exactly one page at P >= 8, as its own object would.
+            if page >= 8 {
+                assert_eq!(seen.iter().filter(|s| **s == Some(0)).count(), 1);
+            }
+        }
+    }
+}

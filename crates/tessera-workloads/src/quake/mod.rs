@@ -1,0 +1,220 @@
+//! The game trace of paper 4.1.2 (Figs 12–13): a textured scene rasterized split-screen across
+//! devices, every texel fetch going through tessera's translation, so that each device's
+//! texture misses become page requests.
+//!
+//! - `Mesh` is this module's own input (positions, texture coordinates, triangles with a
+//!   texture index, RGBA8 textures), close to the scene loader's `Scene`, so that a loaded map
+//!   converts to it in a few lines; `scene` generates a procedural test scene and camera path.
+//! - `atlas`: every texture in one paged RGBA8 atlas object, each texture's rectangle aligned
+//!   and padded to the page size, so that no page holds texels of two textures.
+//! - `setup`: host-side triangle setup per frame (transform, clip, project, fixed-point edges,
+//!   perspective-correct attribute planes) and binning into screen tiles, as buffer words.
+//! - `raster.rs` / `raster.wgsl`: the per-pixel kernel in twins; `reference` runs the same
+//!   body over plain arrays (the unpaged rasterizer).
+//! - `render`: the paged renderer on a node; `trace`: the versioned trace file of texture
+//!   blocks per frame and device; `replay`: drives the memory manager from a trace.
+pub mod atlas;
+pub mod raster;
+pub mod reference;
+pub mod render;
+pub mod replay;
+pub mod scene;
+pub mod setup;
+pub mod trace;
+
+use tessera_core::CoreError;
+use tessera_runtime::RuntimeError;
+
+/// One vertex, in Quake's coordinates (Z up). `uv` counts texture repeats (1.0 = the whole
+/// texture once), as a BSP's `st` does. Lightmap coordinates, normal and colour are carried
+/// for the scene loader's sake; the renderer samples the texture only.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Vertex {
+    pub pos: [f32; 3],
+    pub uv: [f32; 2],
+    pub lm_uv: [f32; 2],
+    pub normal: [f32; 3],
+    pub color: [u8; 4],
+}
+
+/// One triangle: three vertex indices and the texture it is drawn with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Triangle {
+    pub v: [u32; 3],
+    pub texture: u32,
+    pub lightmap: Option<u32>,
+    pub surface: u32,
+}
+
+/// An RGBA8 texture, `rgba` row after row (row 0 is v = 0).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TextureImage {
+    pub name: String,
+    pub width: u32,
+    pub height: u32,
+    pub rgba: Vec<u8>,
+}
+
+/// What the renderer draws.
+#[derive(Clone, Debug, Default)]
+pub struct Mesh {
+    pub vertices: Vec<Vertex>,
+    pub triangles: Vec<Triangle>,
+    pub textures: Vec<TextureImage>,
+}
+
+/// The largest texture side accepted (Quake 3 textures stay well below it).
+pub const MAX_TEXTURE_SIDE: u32 = 4096;
+/// The largest screen side: the kernel's fixed-point edge functions stay inside 32 bits up to
+/// it (see `setup`).
+pub const MAX_SCREEN_SIDE: u32 = 2048;
+
+impl Mesh {
+    /// Checks every index and texture, so the renderer never meets a bad one.
+    pub fn validate(&self) -> Result<(), QuakeError> {
+        if self.textures.is_empty() {
+            return Err(QuakeError::Mesh("the mesh has no texture".into()));
+        }
+        for (i, t) in self.textures.iter().enumerate() {
+            if t.width == 0
+                || t.height == 0
+                || t.width > MAX_TEXTURE_SIDE
+                || t.height > MAX_TEXTURE_SIDE
+            {
+                return Err(QuakeError::Mesh(format!(
+                    "texture {i} ({}) is {}x{}: each side must be 1 to {MAX_TEXTURE_SIDE}",
+                    t.name, t.width, t.height
+                )));
+            }
+            if t.rgba.len() as u64 != t.width as u64 * t.height as u64 * 4 {
+                return Err(QuakeError::Mesh(format!(
+                    "texture {i} ({}) is {}x{} but has {} bytes of RGBA8",
+                    t.name,
+                    t.width,
+                    t.height,
+                    t.rgba.len()
+                )));
+            }
+        }
+        let n = self.vertices.len() as u64;
+        for (i, t) in self.triangles.iter().enumerate() {
+            if let Some(v) = t.v.iter().find(|&&v| v as u64 >= n) {
+                return Err(QuakeError::Mesh(format!(
+                    "triangle {i} names vertex {v}; the mesh has {n}"
+                )));
+            }
+            if t.texture as usize >= self.textures.len() {
+                return Err(QuakeError::Mesh(format!(
+                    "triangle {i} names texture {}; the mesh has {}",
+                    t.texture,
+                    self.textures.len()
+                )));
+            }
+        }
+        for (i, v) in self.vertices.iter().enumerate() {
+            if !v.pos.iter().chain(&v.uv).all(|c| c.is_finite()) {
+                return Err(QuakeError::Mesh(format!(
+                    "vertex {i} has a coordinate that is not finite"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A camera in Quake's conventions: `yaw` about +Z from +X, `pitch` up from the horizon,
+/// both in radians; `fov_y` the vertical field of view in radians.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Camera {
+    pub eye: [f32; 3],
+    pub yaw: f32,
+    pub pitch: f32,
+    pub fov_y: f32,
+}
+
+/// The near plane's distance from the eye, in world units.
+pub const NEAR: f64 = 4.0;
+
+/// A view-projection matrix (row-major: clip = M · [x, y, z, 1]). The clip space is the
+/// renderer's own: x and y in [-w, w] on screen, w the distance along the view direction, and
+/// z = w − NEAR, so the near plane is z = 0 and there is no far plane.
+pub type ViewProj = [[f64; 4]; 4];
+
+impl Camera {
+    pub fn view_proj(&self, aspect: f64) -> ViewProj {
+        let (sy, cy) = (self.yaw as f64).sin_cos();
+        let (sp, cp) = (self.pitch as f64).sin_cos();
+        let f = [cp * cy, cp * sy, sp];
+        let r = [sy, -cy, 0.0];
+        // u = r × f
+        let u = [
+            r[1] * f[2] - r[2] * f[1],
+            r[2] * f[0] - r[0] * f[2],
+            r[0] * f[1] - r[1] * f[0],
+        ];
+        let e = self.eye.map(|c| c as f64);
+        let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+        let ky = 1.0 / (self.fov_y as f64 * 0.5).tan();
+        let kx = ky / aspect;
+        let row =
+            |a: [f64; 3], k: f64, add: f64| [a[0] * k, a[1] * k, a[2] * k, -dot(a, e) * k + add];
+        [
+            row(r, kx, 0.0),
+            row(u, ky, 0.0),
+            row(f, 1.0, -NEAR),
+            row(f, 1.0, 0.0),
+        ]
+    }
+}
+
+/// How the screen is split across devices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Split {
+    /// Vertical strips, device 0 on the left (the paper's split for two GPUs).
+    LeftRight,
+    /// Horizontal strips, device 0 at the bottom.
+    TopBottom,
+}
+
+impl Split {
+    pub fn partition(self) -> tessera_runtime::Partition {
+        match self {
+            Split::LeftRight => tessera_runtime::Partition::Cols,
+            Split::TopBottom => tessera_runtime::Partition::Rows,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Split::LeftRight => "left-right",
+            Split::TopBottom => "top-bottom",
+        }
+    }
+}
+
+impl std::str::FromStr for Split {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "left-right" => Ok(Split::LeftRight),
+            "top-bottom" => Ok(Split::TopBottom),
+            _ => Err(format!(
+                "unknown split {s:?} (expected left-right or top-bottom)"
+            )),
+        }
+    }
+}
+
+/// Everything that can go wrong in the game trace, typed.
+#[derive(Debug, thiserror::Error)]
+pub enum QuakeError {
+    #[error("bad mesh: {0}")]
+    Mesh(String),
+    #[error("{0}")]
+    Config(String),
+    #[error(transparent)]
+    Trace(#[from] trace::TraceError),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    #[error(transparent)]
+    Core(#[from] CoreError),
+}

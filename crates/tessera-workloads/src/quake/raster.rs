@@ -1,0 +1,201 @@
+//! The per-pixel kernel (CPU twin of `raster.wgsl`): walks the triangles binned to the
+//! pixel's tile, keeps the nearest one that covers the pixel's centre (the depth test, kept in
+//! the invocation), samples its texture through tessera's translation (nearest texel, wrapping
+//! inside the texture's rectangle of the atlas) and stores the colour into the framebuffer.
+//! It also stores which atlas texel it sampled into the access map, from which the host
+//! builds the trace. A miss is `Err(Fault::Miss)`, passed up with `?`; the runtime fetches the
+//! page and runs the pixel again (or, two-pass, the request pass has fetched it first).
+//!
+//! Exactness: coverage is integer arithmetic with a fill rule that gives every pixel centre
+//! on a shared edge to one triangle (`setup`); depth (1/w, larger is nearer) and the texture
+//! coordinates are f32 planes evaluated in one fixed order, and ties go to the triangle
+//! listed first. A pixel's result depends on nothing but its own inputs, so any split of the
+//! screen over devices, and either procedure, gives the same frame bit for bit.
+
+use tessera_core::ObjectId;
+use tessera_runtime::{Fault, Invocation, Kernel, RuntimeError, WgslKernel};
+
+use super::setup::{word, RECORD_WORDS, SUB, SUB_BITS, TILE};
+
+/// What the kernel body reads and writes through: paged ([`Invocation`]) or plain arrays
+/// (`reference`). The runtime's `TexelAccess` has no buffer loads, hence this trait.
+pub trait RasterAccess {
+    fn load_u32(&mut self, id: ObjectId, index: u32) -> Result<u32, Fault>;
+    fn load_rgba8(&mut self, id: ObjectId, x: u32, y: u32) -> Result<[u8; 4], Fault>;
+    fn store_rgba8(&mut self, id: ObjectId, x: u32, y: u32, v: [u8; 4]) -> Result<(), Fault>;
+}
+
+impl RasterAccess for Invocation<'_> {
+    #[inline(always)]
+    fn load_u32(&mut self, id: ObjectId, index: u32) -> Result<u32, Fault> {
+        Invocation::load_u32(self, id, index)
+    }
+    #[inline(always)]
+    fn load_rgba8(&mut self, id: ObjectId, x: u32, y: u32) -> Result<[u8; 4], Fault> {
+        Invocation::load_rgba8(self, id, x, y)
+    }
+    #[inline(always)]
+    fn store_rgba8(&mut self, id: ObjectId, x: u32, y: u32, v: [u8; 4]) -> Result<(), Fault> {
+        Invocation::store_rgba8(self, id, x, y, v)
+    }
+}
+
+/// The objects one frame binds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Objects {
+    /// The texture atlas (RGBA8).
+    pub atlas: ObjectId,
+    /// Triangle records (buffer).
+    pub tris: ObjectId,
+    /// Tile bins (buffer).
+    pub bins: ObjectId,
+    /// The framebuffer (RGBA8, the screen's size).
+    pub frame: ObjectId,
+    /// Per pixel, the atlas texel sampled (x | y << 16) or `NO_ACCESS`, as an RGBA8 word.
+    pub access: ObjectId,
+}
+
+/// The colour of a pixel no triangle covers.
+pub const BACKGROUND: [u8; 4] = [0, 0, 0, 255];
+/// The access map's word for a pixel that sampled nothing.
+pub const NO_ACCESS: u32 = u32::MAX;
+/// Texel coordinates are clamped to ±2^24 before wrapping: beyond, f32 has no fraction left.
+const COORD_LIMIT: f32 = 16_777_216.0;
+
+/// The kernel: one invocation per pixel of the screen.
+#[derive(Clone, Copy, Debug)]
+pub struct Raster {
+    pub obj: Objects,
+    pub width: u32,
+    pub height: u32,
+    pub tiles_x: u32,
+}
+
+#[inline(always)]
+fn plane<A: RasterAccess>(
+    a: &mut A,
+    tris: ObjectId,
+    at: u32,
+    dx: f32,
+    dy: f32,
+) -> Result<f32, Fault> {
+    let f0 = f32::from_bits(a.load_u32(tris, at)?);
+    let fx = f32::from_bits(a.load_u32(tris, at + 1)?);
+    let fy = f32::from_bits(a.load_u32(tris, at + 2)?);
+    Ok(f0 + fx * dx + fy * dy)
+}
+
+/// Nearest texel along one axis, repeating over `size` texels.
+#[inline(always)]
+fn wrap(t: f32, size: u32) -> u32 {
+    let i = t.floor().clamp(-COORD_LIMIT, COORD_LIMIT) as i32;
+    i.rem_euclid(size.max(1) as i32) as u32
+}
+
+impl Raster {
+    /// The body, generic over paged or plain access.
+    #[inline(always)]
+    pub fn pixel<A: RasterAccess>(&self, a: &mut A, x: u32, y: u32) -> Result<(), Fault> {
+        let o = self.obj;
+        let tile = (y / TILE) * self.tiles_x + x / TILE;
+        let first = a.load_u32(o.bins, 2 * tile)?;
+        let count = a.load_u32(o.bins, 2 * tile + 1)?;
+        let sx = ((x as i32) << SUB_BITS) + (SUB as i32) / 2;
+        let sy = ((y as i32) << SUB_BITS) + (SUB as i32) / 2;
+        let (cx, cy) = (x as f32 + 0.5, y as f32 + 0.5);
+        let mut best = 0.0f32;
+        let mut winner = 0u32;
+        for i in 0..count {
+            let t = a.load_u32(o.bins, first.wrapping_add(i))?;
+            let base = t.wrapping_mul(RECORD_WORDS);
+            if a.load_u32(o.tris, base + word::SIZE)? == 0 {
+                continue;
+            }
+            let mut v = [0i32; 6];
+            for (k, c) in v.iter_mut().enumerate() {
+                *c = a.load_u32(o.tris, base + word::VERTS + k as u32)? as i32;
+            }
+            let owns = a.load_u32(o.tris, base + word::OWNS)?;
+            let mut inside = true;
+            for e in 0..3 {
+                let (ax, ay) = (v[2 * e], v[2 * e + 1]);
+                let n = (e + 1) % 3;
+                let (bx, by) = (v[2 * n], v[2 * n + 1]);
+                // Wrapping, as WGSL's i32 does; in range it never wraps (`setup`).
+                let f = (bx.wrapping_sub(ax))
+                    .wrapping_mul(sy.wrapping_sub(ay))
+                    .wrapping_sub((by.wrapping_sub(ay)).wrapping_mul(sx.wrapping_sub(ax)));
+                if !(f > 0 || (f == 0 && (owns >> e) & 1 == 1)) {
+                    inside = false;
+                    break;
+                }
+            }
+            if !inside {
+                continue;
+            }
+            let ox = f32::from_bits(a.load_u32(o.tris, base + word::ORIGIN)?);
+            let oy = f32::from_bits(a.load_u32(o.tris, base + word::ORIGIN + 1)?);
+            let iw = plane(a, o.tris, base + word::INV_W, cx - ox, cy - oy)?;
+            if iw > best {
+                best = iw;
+                winner = t;
+            }
+        }
+        if winner == 0 {
+            a.store_rgba8(o.frame, x, y, BACKGROUND)?;
+            return a.store_rgba8(o.access, x, y, NO_ACCESS.to_le_bytes());
+        }
+        let base = winner * RECORD_WORDS;
+        let rect = a.load_u32(o.tris, base + word::RECT)?;
+        let size = a.load_u32(o.tris, base + word::SIZE)?;
+        let ox = f32::from_bits(a.load_u32(o.tris, base + word::ORIGIN)?);
+        let oy = f32::from_bits(a.load_u32(o.tris, base + word::ORIGIN + 1)?);
+        let (dx, dy) = (cx - ox, cy - oy);
+        let uw = plane(a, o.tris, base + word::U, dx, dy)?;
+        let vw = plane(a, o.tris, base + word::V, dx, dy)?;
+        let tx = (rect & 0xffff) + wrap(uw / best, size & 0xffff);
+        let ty = (rect >> 16) + wrap(vw / best, size >> 16);
+        let c = a.load_rgba8(o.atlas, tx, ty)?;
+        a.store_rgba8(o.frame, x, y, c)?;
+        a.store_rgba8(o.access, x, y, (tx | ty << 16).to_le_bytes())
+    }
+
+    /// The WGSL twin's parameter words, in the order `raster.wgsl` reads them.
+    pub fn params(&self) -> Vec<u32> {
+        let o = self.obj;
+        vec![
+            o.atlas.0,
+            o.tris.0,
+            o.bins.0,
+            o.frame.0,
+            o.access.0,
+            self.width,
+            self.height,
+            self.tiles_x,
+        ]
+    }
+}
+
+impl Kernel for Raster {
+    fn name(&self) -> &'static str {
+        "raster"
+    }
+    fn wgsl(&self) -> Option<WgslKernel> {
+        Some(WgslKernel {
+            source: include_str!("raster.wgsl"),
+            params: self.params(),
+        })
+    }
+    fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
+        self.pixel(inv, x, y)
+    }
+    fn run_span(
+        &self,
+        inv: &mut Invocation<'_>,
+        y: u32,
+        xs: std::ops::Range<u32>,
+        incomplete: &mut Vec<(u32, u32)>,
+    ) -> Result<(), RuntimeError> {
+        tessera_runtime::run_span_with(inv, y, xs, incomplete, |inv, x, y| self.pixel(inv, x, y))
+    }
+}

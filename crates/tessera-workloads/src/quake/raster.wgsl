@@ -1,0 +1,104 @@
+// WGSL twin of `Raster` in raster.rs, after tessera's prelude (load_u32, load_rgba8,
+// store_rgba8, param): the same walk over the tile's triangles, the same integer coverage
+// test and fill rule, the same f32 planes in the same order, the same wrap and the same
+// stores. Record layout and constants: setup.rs.
+const TILE: u32 = 16u;
+const SUB_BITS: u32 = 3u;
+const HALF_SUB: i32 = 4;
+const RECORD_WORDS: u32 = 32u;
+const W_RECT: u32 = 0u;
+const W_SIZE: u32 = 1u;
+const W_VERTS: u32 = 2u;
+const W_OWNS: u32 = 8u;
+const W_ORIGIN: u32 = 9u;
+const W_INV_W: u32 = 11u;
+const W_U: u32 = 14u;
+const W_V: u32 = 17u;
+const BACKGROUND: u32 = 0xff000000u;
+const NO_ACCESS: u32 = 0xffffffffu;
+const COORD_LIMIT: f32 = 16777216.0;
+
+fn raster_plane(tris: u32, at: u32, dx: f32, dy: f32) -> f32 {
+    let f0 = bitcast<f32>(load_u32(tris, at));
+    let fx = bitcast<f32>(load_u32(tris, at + 1u));
+    let fy = bitcast<f32>(load_u32(tris, at + 2u));
+    return f0 + fx * dx + fy * dy;
+}
+
+fn raster_wrap(t: f32, size: u32) -> u32 {
+    let i = i32(clamp(floor(t), -COORD_LIMIT, COORD_LIMIT));
+    let n = i32(max(size, 1u));
+    return u32(((i % n) + n) % n);
+}
+
+fn kernel_main(x: u32, y: u32) {
+    let atlas = param(0u);
+    let tris = param(1u);
+    let bins = param(2u);
+    let frame = param(3u);
+    let access = param(4u);
+    let tiles_x = param(7u);
+    let tile = (y / TILE) * tiles_x + x / TILE;
+    let first = load_u32(bins, 2u * tile);
+    let count = load_u32(bins, 2u * tile + 1u);
+    let sx = (i32(x) << SUB_BITS) + HALF_SUB;
+    let sy = (i32(y) << SUB_BITS) + HALF_SUB;
+    let cx = f32(x) + 0.5;
+    let cy = f32(y) + 0.5;
+    var best = 0.0;
+    var winner = 0u;
+    for (var i = 0u; i < count; i++) {
+        let t = load_u32(bins, first + i);
+        let base = t * RECORD_WORDS;
+        if load_u32(tris, base + W_SIZE) == 0u {
+            continue;
+        }
+        var v: array<i32, 6>;
+        for (var k = 0u; k < 6u; k++) {
+            v[k] = bitcast<i32>(load_u32(tris, base + W_VERTS + k));
+        }
+        let owns = load_u32(tris, base + W_OWNS);
+        var inside = true;
+        for (var e = 0u; e < 3u; e++) {
+            let ax = v[2u * e];
+            let ay = v[2u * e + 1u];
+            let n = (e + 1u) % 3u;
+            let bx = v[2u * n];
+            let by = v[2u * n + 1u];
+            let f = (bx - ax) * (sy - ay) - (by - ay) * (sx - ax);
+            if !(f > 0 || (f == 0 && ((owns >> e) & 1u) == 1u)) {
+                inside = false;
+                break;
+            }
+        }
+        if !inside {
+            continue;
+        }
+        let ox = bitcast<f32>(load_u32(tris, base + W_ORIGIN));
+        let oy = bitcast<f32>(load_u32(tris, base + W_ORIGIN + 1u));
+        let iw = raster_plane(tris, base + W_INV_W, cx - ox, cy - oy);
+        if iw > best {
+            best = iw;
+            winner = t;
+        }
+    }
+    if winner == 0u {
+        store_rgba8(frame, x, y, BACKGROUND);
+        store_rgba8(access, x, y, NO_ACCESS);
+        return;
+    }
+    let base = winner * RECORD_WORDS;
+    let rect = load_u32(tris, base + W_RECT);
+    let size = load_u32(tris, base + W_SIZE);
+    let ox = bitcast<f32>(load_u32(tris, base + W_ORIGIN));
+    let oy = bitcast<f32>(load_u32(tris, base + W_ORIGIN + 1u));
+    let dx = cx - ox;
+    let dy = cy - oy;
+    let uw = raster_plane(tris, base + W_U, dx, dy);
+    let vw = raster_plane(tris, base + W_V, dx, dy);
+    let tx = (rect & 0xffffu) + raster_wrap(uw / best, size & 0xffffu);
+    let ty = (rect >> 16u) + raster_wrap(vw / best, size >> 16u);
+    let c = load_rgba8(atlas, tx, ty);
+    store_rgba8(frame, x, y, c);
+    store_rgba8(access, x, y, tx | (ty << 16u));
+}

@@ -1,0 +1,391 @@
+//! The paged renderer: the game trace's frames on a tessera node, the screen split across its
+//! devices.
+//!
+//! Objects: the texture atlas (RGBA8, page P, created once, read only), the framebuffer and
+//! the access map (RGBA8, the screen's size, page P), and per frame two buffers of triangle
+//! setup (`setup`), created fresh each frame and freed the next. A frame:
+//! 1. sets up and bins the triangles on the host and creates the two buffers;
+//! 2. with `clear_each_frame`, empties every device of texture pages (evicts its copies of
+//!    every atlas page; nothing else on the devices changes);
+//! 3. gives every device a read copy of the two buffers (uploading the frame's geometry to
+//!    each GPU), so that a two-pass request pass sees real triangles and records exactly the
+//!    texture pages the compute pass will sample;
+//! 4. runs the kernel over the screen, split by `Split`, with the chosen procedure;
+//! 5. with `drop_unused`, evicts from each device the atlas pages it did not sample.
+//!
+//! Texture page requests are counted from the memory manager's request log, keeping the
+//! pages of the atlas: the per-device totals cannot tell them from the buffers' and the
+//! framebuffer's.
+
+use std::sync::Arc;
+
+use tessera_core::{
+    Access, DeviceId, GlobalPage, ObjectDesc, ObjectEntry, PageRequest, TexelFormat,
+};
+use tessera_runtime::{Bound, Domain, Kernel, PassSpec, PassStats, Procedure, System};
+
+use super::atlas::Atlas;
+use super::raster::{Objects, Raster, NO_ACCESS};
+use super::reference::check_screen;
+use super::setup::{setup, BUFFER_PAGE_BYTES};
+use super::trace::Blocks;
+use super::{Mesh, QuakeError, Split, ViewProj};
+
+/// How frames are rendered.
+#[derive(Clone, Copy, Debug)]
+pub struct RenderOptions {
+    pub width: u32,
+    pub height: u32,
+    /// Page side of the atlas, the framebuffer and the access map.
+    pub page: u32,
+    pub split: Split,
+    pub procedure: Procedure,
+    pub clear_each_frame: bool,
+    /// After each frame, drop every device's texture pages it did not sample in that frame
+    /// (the paper's Fig 13: a page stays on a device only while the device keeps using it).
+    pub drop_unused: bool,
+}
+
+/// What one frame did.
+#[derive(Clone, Debug, Default)]
+pub struct FrameStats {
+    /// Per device, texture (atlas) page requests.
+    pub requests: Vec<u64>,
+    /// Per device, requests for other pages (the frame's buffers, the framebuffer and the
+    /// access map).
+    pub other_requests: Vec<u64>,
+    /// Triangles set up (after clipping and fanning).
+    pub triangles: u32,
+    /// Per device, the pass's stats.
+    pub passes: Vec<PassStats>,
+}
+
+pub struct Renderer {
+    pub sys: System,
+    mesh: Mesh,
+    pub atlas: Atlas,
+    texels: Vec<u8>,
+    atlas_obj: ObjectEntry,
+    frame_obj: ObjectEntry,
+    access_obj: ObjectEntry,
+    buffers: Option<(ObjectEntry, ObjectEntry)>,
+    pub opts: RenderOptions,
+    blocks: Blocks,
+    regions: Vec<Domain>,
+    frames: u64,
+}
+
+fn read_words(b: &[u8]) -> Vec<u32> {
+    b.chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+fn buffer(sys: &System, words: &[u32]) -> Result<ObjectEntry, QuakeError> {
+    let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let desc = ObjectDesc::buffer(bytes.len() as u64, BUFFER_PAGE_BYTES)?;
+    Ok(sys.create(desc, Some(bytes))?)
+}
+
+/// Requests `pages` for reading on every device (each device's own batch, all at once) and
+/// waits for every grant.
+fn read_everywhere(sys: &System, pages: &[GlobalPage]) -> Result<(), QuakeError> {
+    let pending: Vec<_> = (0..sys.devices())
+        .map(|d| {
+            let req: Vec<PageRequest> = pages
+                .iter()
+                .map(|&page| PageRequest {
+                    page,
+                    access: Access::Read,
+                })
+                .collect();
+            sys.on_device(d, move |ctx| {
+                let r = ctx.acquire(req);
+                ctx.release();
+                r
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    for p in pending {
+        p.wait()??;
+    }
+    Ok(())
+}
+
+impl Renderer {
+    pub fn new(sys: System, mesh: Mesh, opts: RenderOptions) -> Result<Renderer, QuakeError> {
+        mesh.validate()?;
+        check_screen(opts.width, opts.height)?;
+        let sizes: Vec<(u32, u32)> = mesh.textures.iter().map(|t| (t.width, t.height)).collect();
+        let atlas = Atlas::pack(&sizes, opts.page)?;
+        let texels = atlas.texels(&mesh.textures);
+        let atlas_obj = sys.create(
+            ObjectDesc::texture(
+                atlas.width,
+                atlas.height,
+                TexelFormat::Rgba8Unorm,
+                opts.page,
+            )?,
+            Some(texels.clone()),
+        )?;
+        let screen =
+            ObjectDesc::texture(opts.width, opts.height, TexelFormat::Rgba8Unorm, opts.page)?;
+        let frame_obj = sys.create(screen, None)?;
+        let access_obj = sys.create(screen, None)?;
+        let regions =
+            opts.split
+                .partition()
+                .regions(opts.width, opts.height, sys.devices() as u32)?;
+        sys.mm.log_requests(true);
+        Ok(Renderer {
+            sys,
+            blocks: Blocks::new(&sizes),
+            mesh,
+            atlas,
+            texels,
+            atlas_obj,
+            frame_obj,
+            access_obj,
+            buffers: None,
+            opts,
+            regions,
+            frames: 0,
+        })
+    }
+
+    pub fn mesh(&self) -> &Mesh {
+        &self.mesh
+    }
+
+    /// The atlas's global pages (they change when `clear_each_frame` recreates it).
+    pub fn atlas_entry(&self) -> &ObjectEntry {
+        &self.atlas_obj
+    }
+
+    /// Each device's rectangle of the screen.
+    pub fn regions(&self) -> &[Domain] {
+        &self.regions
+    }
+
+    /// Renders one frame seen through `vp`.
+    pub fn frame(&mut self, vp: &ViewProj) -> Result<FrameStats, QuakeError> {
+        let (w, h) = (self.opts.width, self.opts.height);
+        let s = setup(&self.mesh, &self.atlas, vp, w, h);
+        if let Some((t, b)) = self.buffers.take() {
+            self.sys.mm.free(t.id)?;
+            self.sys.mm.free(b.id)?;
+        }
+        let tris = buffer(&self.sys, &s.tris)?;
+        let bins = buffer(&self.sys, &s.bins)?;
+        self.buffers = Some((tris, bins));
+        if self.opts.clear_each_frame && self.frames > 0 {
+            self.sys.mm.free(self.atlas_obj.id)?;
+            self.atlas_obj = self
+                .sys
+                .create(self.atlas_obj.desc, Some(self.texels.clone()))?;
+        }
+        self.frames += 1;
+        let pages: Vec<GlobalPage> = tris.pages().chain(bins.pages()).map(GlobalPage).collect();
+        read_everywhere(&self.sys, &pages)?;
+        let before = self.sys.mm.take_requests()?;
+        let kernel = Raster {
+            obj: Objects {
+                atlas: self.atlas_obj.id,
+                tris: tris.id,
+                bins: bins.id,
+                frame: self.frame_obj.id,
+                access: self.access_obj.id,
+            },
+            width: w,
+            height: h,
+            tiles_x: s.tiles_x,
+        };
+        let objects = [
+            &self.atlas_obj,
+            &tris,
+            &bins,
+            &self.frame_obj,
+            &self.access_obj,
+        ];
+        let spec = PassSpec {
+            kernel: Arc::new(kernel) as Arc<dyn Kernel>,
+            bindings: Arc::new(objects.iter().map(|e| Bound::new(e)).collect()),
+            domain: Domain::Rect {
+                x0: 0,
+                y0: 0,
+                x1: 0,
+                y1: 0,
+            },
+            display: false,
+        };
+        tessera_runtime::check_launch(spec.kernel.as_ref(), &spec.bindings)?;
+        let passes = self.sys.run_pass(
+            &spec,
+            w,
+            h,
+            self.opts.split.partition(),
+            self.opts.procedure,
+        )?;
+        let log = self.sys.mm.take_requests()?;
+        if self.opts.drop_unused {
+            let used = self.used_pages()?;
+            for (d, used) in used.iter().enumerate() {
+                let unused: Vec<GlobalPage> = self
+                    .atlas_obj
+                    .pages()
+                    .filter(|p| {
+                        used.binary_search(&(p - self.atlas_obj.page_offset))
+                            .is_err()
+                    })
+                    .map(GlobalPage)
+                    .collect();
+                self.sys.mm.evict(DeviceId::new(d)?, unused)?;
+            }
+        }
+        let atlas = self.atlas_obj.pages();
+        let n = self.sys.devices();
+        let mut requests = vec![0; n];
+        let mut other: Vec<u64> = before.iter().map(|l| l.len() as u64).collect();
+        other.resize(n, 0);
+        for (d, l) in log.iter().enumerate().take(n) {
+            for p in l {
+                if atlas.contains(&p.0) {
+                    requests[d] += 1;
+                } else {
+                    other[d] += 1;
+                }
+            }
+        }
+        Ok(FrameStats {
+            requests,
+            other_requests: other,
+            triangles: s.triangles,
+            passes,
+        })
+    }
+
+    /// The last frame, RGBA8 rows from the lower left.
+    pub fn framebuffer(&self) -> Result<Vec<u8>, QuakeError> {
+        Ok(self.sys.mm.read(self.frame_obj.id)?)
+    }
+
+    /// The last frame's access map: per pixel the atlas texel sampled (x | y << 16) or
+    /// `NO_ACCESS`.
+    pub fn access_map(&self) -> Result<Vec<u32>, QuakeError> {
+        Ok(read_words(&self.sys.mm.read(self.access_obj.id)?))
+    }
+
+    /// Per device, the atlas pages (local numbers, ascending) its pixels sampled in the last
+    /// frame.
+    pub fn used_pages(&self) -> Result<Vec<Vec<u64>>, QuakeError> {
+        let map = self.access_map()?;
+        let w = self.opts.width as usize;
+        let (p, px) = (self.atlas.page, self.atlas.pages_x() as u64);
+        Ok(self
+            .regions
+            .iter()
+            .map(|r| {
+                let mut pages = Vec::new();
+                if let Domain::Rect { x0, y0, x1, y1 } = *r {
+                    for y in y0..y1 {
+                        let row = &map[y as usize * w + x0 as usize..y as usize * w + x1 as usize];
+                        for &a in row.iter().filter(|&&a| a != NO_ACCESS) {
+                            let (ax, ay) = (a & 0xffff, a >> 16);
+                            pages.push((ay / p) as u64 * px + (ax / p) as u64);
+                        }
+                    }
+                }
+                pages.sort_unstable();
+                pages.dedup();
+                pages
+            })
+            .collect())
+    }
+
+    /// Per device, the texture blocks (`trace`'s numbering) its pixels sampled in the last
+    /// frame, ascending.
+    pub fn accessed_blocks(&self) -> Result<Vec<Vec<u32>>, QuakeError> {
+        let map = self.access_map()?;
+        let w = self.opts.width as usize;
+        let mut out = Vec::with_capacity(self.regions.len());
+        for r in &self.regions {
+            let mut blocks = Vec::new();
+            if let Domain::Rect { x0, y0, x1, y1 } = *r {
+                for y in y0..y1 {
+                    for &a in &map[y as usize * w + x0 as usize..y as usize * w + x1 as usize] {
+                        if a == NO_ACCESS {
+                            continue;
+                        }
+                        let (ax, ay) = (a & 0xffff, a >> 16);
+                        let t = self.atlas.texture_at(ax, ay).ok_or_else(|| {
+                            QuakeError::Config(format!(
+                                "the access map names atlas texel ({ax}, {ay}), outside every texture"
+                            ))
+                        })?;
+                        let rect = self.atlas.rects[t as usize];
+                        blocks.push(self.blocks.of(t, ax - rect.x, ay - rect.y));
+                    }
+                }
+            }
+            blocks.sort_unstable();
+            blocks.dedup();
+            out.push(blocks);
+        }
+        Ok(out)
+    }
+
+    /// Gives every atlas page to one device chosen at random (seeded), as read copies, before
+    /// the first frame (the start of the paper's Fig 13). The requests this makes are not
+    /// counted in any frame.
+    pub fn place_randomly(&mut self, seed: u64) -> Result<(), QuakeError> {
+        let n = self.sys.devices();
+        let mut per: Vec<Vec<PageRequest>> = vec![Vec::new(); n];
+        let mut state = seed;
+        for p in self.atlas_obj.pages() {
+            let d = (splitmix64(&mut state) % n as u64) as usize;
+            per[d].push(PageRequest {
+                page: GlobalPage(p),
+                access: Access::Read,
+            });
+        }
+        let pending: Vec<_> = per
+            .into_iter()
+            .enumerate()
+            .map(|(d, req)| {
+                self.sys.on_device(d, move |ctx| {
+                    if req.is_empty() {
+                        return Ok(());
+                    }
+                    let r = ctx.acquire(req);
+                    ctx.release();
+                    r
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        for p in pending {
+            p.wait()??;
+        }
+        self.sys.mm.take_requests()?;
+        Ok(())
+    }
+
+    /// Per atlas page (local, row-major from the lower left), the devices holding a copy as a
+    /// bit set (bit d: device d).
+    pub fn atlas_residency(&self) -> Result<Vec<u64>, QuakeError> {
+        let (_, directory) = self.sys.mm.memory()?;
+        Ok(self
+            .atlas_obj
+            .pages()
+            .map(|p| directory.get(p as usize).map_or(0, |e| e.copies.0))
+            .collect())
+    }
+}
+
+/// A small seeded generator (SplitMix64), so random placements repeat.
+pub fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
