@@ -1,3 +1,6 @@
 //! Workloads that run on tessera: each is a set of kernels plus an unpaged reference.
 pub mod access;
 pub mod boiling;
+pub mod convolution;
+pub mod decomp;
+pub mod stencil;
