@@ -3,6 +3,8 @@
 mod animation;
 mod backend;
 mod bench;
+mod convolution;
+mod halo;
 mod litmus;
 mod measure;
 mod oversub;
@@ -12,6 +14,7 @@ mod report;
 mod residency;
 mod run;
 mod scaling;
+mod stencil;
 mod sweep;
 mod topology_args;
 mod unpaged_gpu;
@@ -68,6 +71,12 @@ pub enum Workload {
 enum RunKind {
     /// The boiling simulation of paper 4.1.1.
     Boiling(RunOpts),
+    /// GPU-SM's 3D finite-difference stencil (N³, star of radius --halo), split along X, Y
+    /// or Z, in an access version: explicit halo copies, migrate or remote.
+    Stencil(stencil::StencilOpts),
+    /// GPU-SM's 2D image convolution (N², F × F filter in a buffer object), split along X
+    /// or Y, in an access version.
+    Convolution(convolution::ConvolutionOpts),
 }
 
 #[derive(Subcommand)]
@@ -317,6 +326,18 @@ fn main() -> ExitCode {
         Command::Run {
             which: RunKind::Boiling(opts),
         } => run::boiling(&opts),
+        Command::Run {
+            which: RunKind::Stencil(opts),
+        } => stencil::run(&opts),
+        Command::Run {
+            which: RunKind::Convolution(opts),
+        } => convolution::run(&opts),
+        Command::Sweep {
+            which: sweep::SweepKind::Stencil(opts),
+        } => stencil::sweep(&opts),
+        Command::Sweep {
+            which: sweep::SweepKind::Convolution(opts),
+        } => convolution::sweep(&opts),
         Command::Bench {
             which: BenchKind::Overhead(opts),
         } => bench::overhead(&opts),

@@ -209,27 +209,7 @@ fn frame(
             sim.sys
                 .run_pass_scheduled(&plain, w, h, o.partition, o.procedure, schedule)?;
         let after = sim.sys.mm.traffic()?;
-        let busy: Vec<f64> = per.iter().map(|s| device_work(&s.stages)).collect();
-        let serving: Vec<f64> = per.iter().map(|s| manager_time(&s.stages)).collect();
-        let moves = transfers(&before, &after)?;
-        let pass = match schedule {
-            Schedule::Isolated => topo.isolated_pass_time(&busy, &serving, &moves)?,
-            Schedule::Concurrent => topo.pass_time(&busy, &moves)?,
-        };
-        if modeled.link_seconds.len() == pass.link_seconds.len() {
-            for (a, s) in modeled.link_seconds.iter_mut().zip(&pass.link_seconds) {
-                *a += s;
-            }
-        }
-        for (a, s) in modeled.work_per_device.iter_mut().zip(&busy) {
-            *a += s;
-        }
-        for (a, s) in modeled.manager_per_device.iter_mut().zip(&serving) {
-            *a += s;
-        }
-        modeled.device_seconds += pass.device_seconds;
-        modeled.transfer_seconds += pass.transfer_seconds;
-        modeled.manager_seconds += pass.manager_seconds;
+        charge(topo, modeled, &per, &before, &after, schedule)?;
         if spec.display {
             for s in &mut per {
                 s.lump_into_display();
@@ -240,6 +220,43 @@ fn frame(
         }
     }
     Ok(total)
+}
+
+/// Charges one pass (or one phase of passes between two barriers) to `modeled`: `per` is
+/// each device's stats in it and `before`/`after` the traffic counters around it. With
+/// `Schedule::Isolated` (the devices ran one at a time) by the isolated-device model, with
+/// `Schedule::Concurrent` by the older one. The halo workloads (`crate::halo`) model their
+/// phases with it too, so every workload is modeled alike.
+pub fn charge(
+    topo: &Topology,
+    modeled: &mut Modeled,
+    per: &[PassStats],
+    before: &[DeviceTraffic],
+    after: &[DeviceTraffic],
+    schedule: Schedule,
+) -> Result<()> {
+    let busy: Vec<f64> = per.iter().map(|s| device_work(&s.stages)).collect();
+    let serving: Vec<f64> = per.iter().map(|s| manager_time(&s.stages)).collect();
+    let moves = transfers(before, after)?;
+    let pass = match schedule {
+        Schedule::Isolated => topo.isolated_pass_time(&busy, &serving, &moves)?,
+        Schedule::Concurrent => topo.pass_time(&busy, &moves)?,
+    };
+    if modeled.link_seconds.len() == pass.link_seconds.len() {
+        for (a, s) in modeled.link_seconds.iter_mut().zip(&pass.link_seconds) {
+            *a += s;
+        }
+    }
+    for (a, s) in modeled.work_per_device.iter_mut().zip(&busy) {
+        *a += s;
+    }
+    for (a, s) in modeled.manager_per_device.iter_mut().zip(&serving) {
+        *a += s;
+    }
+    modeled.device_seconds += pass.device_seconds;
+    modeled.transfer_seconds += pass.transfer_seconds;
+    modeled.manager_seconds += pass.manager_seconds;
+    Ok(())
 }
 
 /// A device's own work in a pass: every stage but the waits for request batches, whose

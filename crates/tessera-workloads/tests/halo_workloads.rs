@@ -177,3 +177,64 @@ fn bad_settings_are_typed_errors() {
         Err(DecompError::FlatAxis { .. })
     ));
 }
+
+/// The closed forms of the remote-read fractions against a count of every read.
+#[test]
+fn remote_read_counts_match_a_brute_force_count() {
+    use tessera_workloads::decomp::{square_reads, star_reads, Grid};
+    let owner = |g: &Grid, c: [i64; 3]| {
+        let per = g.dims[g.axis.index()] as i64 / g.devices as i64;
+        c[g.axis.index()] / per
+    };
+    for (dims, axis, halo, devices) in [
+        ([12, 8, 6], Axis::X, 2, 3),
+        ([8, 12, 6], Axis::Y, 3, 4),
+        ([6, 8, 12], Axis::Z, 1, 2),
+        ([8, 8, 8], Axis::Z, 4, 2),
+    ] {
+        let g = Grid::new(dims, axis, halo, devices).unwrap();
+        let (mut remote, mut total) = (0u64, 0u64);
+        let inside = |c: [i64; 3]| (0..3).all(|a| c[a] >= 0 && c[a] < dims[a] as i64);
+        for z in 0..dims[2] as i64 {
+            for y in 0..dims[1] as i64 {
+                for x in 0..dims[0] as i64 {
+                    let c = [x, y, z];
+                    let mut reads = vec![c];
+                    for a in 0..3 {
+                        for s in 1..=halo as i64 {
+                            for sign in [-1, 1] {
+                                let mut n = c;
+                                n[a] += sign * s;
+                                reads.push(n);
+                            }
+                        }
+                    }
+                    for n in reads.into_iter().filter(|n| inside(*n)) {
+                        total += 1;
+                        remote += (owner(&g, n) != owner(&g, c)) as u64;
+                    }
+                }
+            }
+        }
+        assert_eq!(star_reads(&g), (remote, total), "{dims:?} {axis:?}");
+    }
+    for (n, axis, halo, devices) in [(12, Axis::X, 1, 3), (16, Axis::Y, 2, 4)] {
+        let g = Grid::new([n, n, 1], axis, halo, devices).unwrap();
+        let (mut remote, mut total) = (0u64, 0u64);
+        let r = halo as i64;
+        let cl = |v: i64| v.clamp(0, n as i64 - 1);
+        for y in 0..n as i64 {
+            for x in 0..n as i64 {
+                for j in -r..=r {
+                    for i in -r..=r {
+                        total += 1;
+                        let c = [x, y, 0];
+                        let m = [cl(x + i), cl(y + j), 0];
+                        remote += (owner(&g, m) != owner(&g, c)) as u64;
+                    }
+                }
+            }
+        }
+        assert_eq!(square_reads(&g), (remote, total), "{n} {axis:?}");
+    }
+}

@@ -375,3 +375,34 @@ pub fn run_phase(
     }
     Ok(total)
 }
+
+/// Reads of a star stencil of radius `halo` (GPU-SM's finite difference) over the whole
+/// grid: (reads of a cell another device owns, all reads inside the grid). Counted in closed
+/// form: along an axis of length L, offset ±s stays inside for 2 · (L − s) cells of a line;
+/// across each of the D − 1 slab boundaries, offset s reaches the neighbour from s cells on
+/// each side (slabs are at least `halo` thick), so r(r + 1) reads per line cross.
+pub fn star_reads(g: &Grid) -> (u64, u64) {
+    let cells = Box3::whole(g.dims).cells();
+    let r = g.halo as u64;
+    let mut total = cells;
+    for &l in &g.dims {
+        let l = l as u64;
+        let inside: u64 = (1..=r).map(|s| 2 * l.saturating_sub(s)).sum();
+        total += inside * (cells / l);
+    }
+    let lines = cells / g.dims[g.axis.index()] as u64;
+    let remote = (g.devices as u64 - 1) * r * (r + 1) * lines;
+    (remote, total)
+}
+
+/// Image reads of an F × F convolution (F = 2 · halo + 1) with clamp to edge over the whole
+/// grid, as [`star_reads`]: every pixel reads F² pixels; across each slab boundary, each of
+/// the F offsets along the other axis crosses r(r + 1) times per line.
+pub fn square_reads(g: &Grid) -> (u64, u64) {
+    let cells = Box3::whole(g.dims).cells();
+    let r = g.halo as u64;
+    let f = 2 * r + 1;
+    let lines = cells / g.dims[g.axis.index()] as u64;
+    let remote = (g.devices as u64 - 1) * r * (r + 1) * f * lines;
+    (remote, cells * f * f)
+}
