@@ -4,8 +4,9 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
+use tessera_core::AccessMode;
 use tessera_runtime::Procedure;
 use tessera_workloads::decomp::{Access, Axis};
 
@@ -13,26 +14,29 @@ use crate::halo::{parse_access, parse_accesses, parse_split, Accesses, Kind, Set
 use crate::sweep::{parse_devices, parse_list_of, List};
 use crate::{parse_procedure, NodeOpts};
 
-/// Where the filter matrix lives (GPU-SM 6.2).
+/// Where the filter matrix lives (GPU-SM 6.2). The explicit version always keeps a private
+/// copy per device (replicate).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum FilterAccess {
-    /// Read copies on every device: a private copy per device in the explicit version,
-    /// demand-paged read copies of one shared buffer in migrate.
+    /// Read copies on every device: demand-paged read copies of one shared buffer
+    /// (`AccessMode::Migrate`).
     Replicate,
-    /// One copy read remotely by every device (needs the remote access mode).
+    /// One copy in host memory that every device reads in place (`AccessMode::Remote`):
+    /// every one of the F² loads per pixel crosses the device's link.
     Remote,
-    /// Remote with a read-only cache on each device (needs the remote access mode).
+    /// Remote with a read-only cache: `AccessMode::ReplicateRead`, a read-only copy made on
+    /// first touch and never invalidated, which is what GPU-SM's L1 read-only cache holds.
     RemoteCached,
 }
 
-fn check_filter_access(f: FilterAccess) -> Result<()> {
-    if f != FilterAccess::Replicate {
-        bail!("--filter-access {}: remote filter access needs the runtime's remote access mode (AccessMode::Remote, the `remote` branch), which this build does not have; use replicate", match f {
-            FilterAccess::Remote => "remote",
-            _ => "remote-cached",
-        });
+impl FilterAccess {
+    fn mode(self) -> AccessMode {
+        match self {
+            FilterAccess::Replicate => AccessMode::Migrate,
+            FilterAccess::Remote => AccessMode::Remote,
+            FilterAccess::RemoteCached => AccessMode::ReplicateRead,
+        }
     }
-    Ok(())
 }
 
 #[derive(Args, Clone)]
@@ -79,9 +83,11 @@ pub struct ConvolutionOpts {
 }
 
 pub fn run(o: &ConvolutionOpts) -> Result<()> {
-    check_filter_access(o.filter_access)?;
     let s = Setup {
-        kind: Kind::Convolution { filter: o.filter },
+        kind: Kind::Convolution {
+            filter: o.filter,
+            filter_mode: o.filter_access.mode(),
+        },
         size: o.size,
         split: o.split,
         devices: o.devices,
@@ -138,7 +144,10 @@ pub fn sweep(o: &ConvolutionSweepOpts) -> Result<()> {
         for &filter in &o.filter.0 {
             for &devices in &o.devices.0 {
                 setups.push(Setup {
-                    kind: Kind::Convolution { filter },
+                    kind: Kind::Convolution {
+                        filter,
+                        filter_mode: AccessMode::Migrate,
+                    },
                     size: o.size,
                     split: o.split,
                     devices: devices as usize,

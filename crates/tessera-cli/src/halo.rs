@@ -12,13 +12,14 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
-use tessera_core::topology::{Endpoint, Topology};
+use tessera_core::topology::{Endpoint, RemoteUse, Topology};
+use tessera_core::AccessMode;
 use tessera_runtime::{PassStats, Procedure, Schedule, StageTimes, SystemConfig};
 use tessera_workloads::decomp::runner::Decomposed;
 use tessera_workloads::decomp::{run_phase, square_reads, star_reads, Access, Axis, Grid};
 use tessera_workloads::{convolution, stencil};
 
-use crate::measure::{charge, device_work, transfers, Modeled};
+use crate::measure::{charge, device_work, remote_uses, transfers, Modeled};
 use crate::{ModelKind, NodeOpts};
 
 /// Which halo workload, with its own sizes.
@@ -26,8 +27,12 @@ use crate::{ModelKind, NodeOpts};
 pub enum Kind {
     /// The N³ stencil of radius `halo`.
     Stencil { halo: u32 },
-    /// The N² image with an F × F filter.
-    Convolution { filter: u32 },
+    /// The N² image with an F × F filter, the filter buffer in `filter_mode` (shared
+    /// versions).
+    Convolution {
+        filter: u32,
+        filter_mode: AccessMode,
+    },
 }
 
 /// One run's settings.
@@ -91,8 +96,17 @@ impl Setup {
                 s = self.size,
                 p = self.page
             ),
-            Kind::Convolution { filter } => format!(
-                "convolution {s}x{s}, filter {filter}x{filter}, split {}, {} device(s), {}, page {p}",
+            Kind::Convolution {
+                filter,
+                filter_mode,
+            } => format!(
+                "convolution {s}x{s}, filter {filter}x{filter} ({}), split {}, {} device(s), {}, page {p}",
+                match (self.access, filter_mode) {
+                    (Access::Explicit, _) => "filter replicated by hand",
+                    (_, AccessMode::Remote) => "filter remote in host memory",
+                    (_, AccessMode::ReplicateRead) => "filter replicate-read",
+                    (_, AccessMode::Migrate) => "filter read copies",
+                },
                 self.split.name(),
                 self.devices,
                 self.access.name(),
@@ -128,16 +142,19 @@ impl Setup {
         }
         let halo = match self.kind {
             Kind::Stencil { halo } => halo,
-            Kind::Convolution { filter } => {
+            Kind::Convolution {
+                filter,
+                filter_mode,
+            } => {
+                if self.access == Access::Explicit && filter_mode != AccessMode::Migrate {
+                    bail!("the explicit version replicates the filter by hand (a private copy per device): --filter-access must be replicate");
+                }
                 convolution::check_filter(filter)?;
                 convolution::check_split(self.split)?;
                 filter / 2
             }
         };
         let grid = Grid::new(dims, self.split, halo, self.devices)?;
-        if self.access == Access::Remote {
-            return Err(tessera_workloads::decomp::DecompError::RemoteUnavailable.into());
-        }
         if self.page > self.size {
             bail!(
                 "page size {} is larger than the field's side {} (--size)",
@@ -161,9 +178,18 @@ impl Setup {
             Kind::Stencil { halo } => {
                 stencil::decomposed(sys, self.size, halo, self.split, self.access, self.page)?
             }
-            Kind::Convolution { filter } => {
-                convolution::decomposed(sys, self.size, filter, self.split, self.access, self.page)?
-            }
+            Kind::Convolution {
+                filter,
+                filter_mode,
+            } => convolution::decomposed_with(
+                sys,
+                self.size,
+                filter,
+                self.split,
+                self.access,
+                self.page,
+                filter_mode,
+            )?,
         })
     }
 
@@ -173,7 +199,7 @@ impl Setup {
             Kind::Stencil { halo } => {
                 stencil::reference::run(&stencil::initial(self.size), self.size, halo, steps)
             }
-            Kind::Convolution { filter } => convolution::reference::run(
+            Kind::Convolution { filter, .. } => convolution::reference::run(
                 &convolution::initial(self.size),
                 self.size,
                 &convolution::filter(filter),
@@ -206,6 +232,8 @@ pub struct Measured {
     /// Per modeled step: (from, to, pages, bytes) of every page move.
     pub moves: Vec<(Endpoint, Endpoint, u64, u64)>,
     pub page_requests: u64,
+    /// Remote accesses over the modeled steps, per accessor and location.
+    pub remote: Vec<RemoteUse>,
 }
 
 fn step(
@@ -302,6 +330,7 @@ pub fn measure(s: &Setup, topo: &Topology, mut tick: impl FnMut()) -> Result<Mea
         .zip(&baseline)
         .map(|(a, b)| a.since(b).page_requests)
         .sum();
+    let remote = remote_uses(&baseline, &after);
     Ok(Measured {
         run,
         adapter_name,
@@ -310,6 +339,7 @@ pub fn measure(s: &Setup, topo: &Topology, mut tick: impl FnMut()) -> Result<Mea
         wall,
         moves,
         page_requests,
+        remote,
     })
 }
 
@@ -320,6 +350,20 @@ pub struct LinkReport {
     pub mib_per_step: f64,
     /// Modeled.
     pub busy_ms_per_step: f64,
+}
+
+/// Remote accesses (`AccessMode::Remote`) of one device to one memory, per step.
+#[derive(Serialize, Clone)]
+pub struct RemoteReport {
+    pub from: String,
+    pub to: String,
+    pub read_mib_per_step: f64,
+    pub write_mib_per_step: f64,
+    /// Bytes in runs of at least 128 consecutive bytes of one page (GPU-SM's batch accesses)
+    /// and the rest (spread), per the runtime's rule.
+    pub batch_mib_per_step: f64,
+    pub spread_mib_per_step: f64,
+    pub batches_per_step: f64,
 }
 
 #[derive(Serialize, Clone)]
@@ -364,6 +408,12 @@ pub struct HaloReport {
     pub wall_ms_per_step_measured: f64,
     pub page_requests_per_step: f64,
     pub moved_mib_per_step: f64,
+    /// What remote accesses add to the modeled step (inside `modeled_work_ms_per_step`).
+    pub modeled_remote_ms_per_step: f64,
+    /// Remote bytes in all, and the batch share of them.
+    pub remote_mib_per_step: f64,
+    pub remote_batch_fraction: f64,
+    pub remote: Vec<RemoteReport>,
     pub links: Vec<LinkReport>,
     pub per_device: Vec<DeviceReport>,
     /// FNV-1a of the field's f32 bits, in hex.
@@ -429,7 +479,7 @@ pub fn report(s: &Setup, topo: &Topology, m: &Measured, verify: bool) -> Result<
         size: s.size,
         halo: grid.halo,
         filter: match s.kind {
-            Kind::Convolution { filter } => Some(filter),
+            Kind::Convolution { filter, .. } => Some(filter),
             Kind::Stencil { .. } => None,
         },
         split: s.split.name(),
@@ -450,6 +500,36 @@ pub fn report(s: &Setup, topo: &Topology, m: &Measured, verify: bool) -> Result<
         wall_ms_per_step_measured: m.wall * 1e3 / n,
         page_requests_per_step: m.page_requests as f64 / n,
         moved_mib_per_step: moved / mib / n,
+        modeled_remote_ms_per_step: md.remote_seconds * 1e3 / n,
+        remote_mib_per_step: m
+            .remote
+            .iter()
+            .map(|u| (u.link.read_bytes + u.link.write_bytes) as f64)
+            .sum::<f64>()
+            / mib
+            / n,
+        remote_batch_fraction: {
+            let (b, all) = m.remote.iter().fold((0u64, 0u64), |(b, a), u| {
+                (
+                    b + u.link.batch_bytes,
+                    a + u.link.batch_bytes + u.link.spread_bytes,
+                )
+            });
+            b as f64 / all.max(1) as f64
+        },
+        remote: m
+            .remote
+            .iter()
+            .map(|u| RemoteReport {
+                from: Endpoint::Device(u.accessor).to_string(),
+                to: u.location.to_string(),
+                read_mib_per_step: u.link.read_bytes as f64 / mib / n,
+                write_mib_per_step: u.link.write_bytes as f64 / mib / n,
+                batch_mib_per_step: u.link.batch_bytes as f64 / mib / n,
+                spread_mib_per_step: u.link.spread_bytes as f64 / mib / n,
+                batches_per_step: u.link.batches as f64 / n,
+            })
+            .collect(),
         links,
         per_device: m
             .per_device
@@ -506,6 +586,26 @@ impl HaloReport {
             "page requests {:.1}/step, moved {:.3} MiB/step",
             self.page_requests_per_step, self.moved_mib_per_step
         );
+        if !self.remote.is_empty() {
+            println!(
+                "remote accesses: {:.3} MiB/step, {:.0}% in batches; they add {:.3} ms/step to the modeled work",
+                self.remote_mib_per_step,
+                100.0 * self.remote_batch_fraction,
+                self.modeled_remote_ms_per_step
+            );
+            for r in &self.remote {
+                println!(
+                    "  remote {}->{}: read {:.3} write {:.3} MiB/step, batch {:.3} spread {:.3} MiB/step, {:.0} batches/step",
+                    r.from,
+                    r.to,
+                    r.read_mib_per_step,
+                    r.write_mib_per_step,
+                    r.batch_mib_per_step,
+                    r.spread_mib_per_step,
+                    r.batches_per_step
+                );
+            }
+        }
         for l in self.links.iter().filter(|l| l.pages_per_step > 0.0) {
             println!(
                 "  link {:<18} {:>10.1} pages/step {:>10.3} MiB/step {:>9.3} ms/step busy (modeled)",
@@ -612,7 +712,7 @@ pub fn sweep(setups: Vec<Setup>, size_name: &str, out: &Path) -> Result<()> {
         })
         .collect();
     let mut csv = String::from(
-        "workload,size,split,access,halo,filter,devices,page,steps,modeled_ms_per_step,work_ms,link_ms,manager_ms,wall_ms_measured,speedup,ideal,gap_vs_explicit,remote_read_fraction,page_requests_per_step,moved_mib_per_step\n",
+        "workload,size,split,access,halo,filter,devices,page,steps,modeled_ms_per_step,work_ms,link_ms,manager_ms,wall_ms_measured,speedup,ideal,gap_vs_explicit,remote_read_fraction,page_requests_per_step,moved_mib_per_step,remote_mib_per_step,remote_batch_fraction,remote_ms\n",
     );
     println!(
         "{:>8} {:>5} {:>7} {:>11} {:>9} {:>8} {:>8} {:>8} {:>9} {:>6} {:>9} {:>8} {:>9}",
@@ -654,7 +754,7 @@ pub fn sweep(setups: Vec<Setup>, size_name: &str, out: &Path) -> Result<()> {
             r.wall_ms_per_step_measured
         );
         csv.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6},{:.6},{:.4},{:.1},{},{:.6},{:.2},{:.6}\n",
+            "{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6},{:.6},{:.4},{:.1},{},{:.6},{:.2},{:.6},{:.6},{:.4},{:.6}\n",
             r.workload,
             r.size,
             r.split,
@@ -674,7 +774,10 @@ pub fn sweep(setups: Vec<Setup>, size_name: &str, out: &Path) -> Result<()> {
             p.gap_vs_explicit.map(|g| format!("{g:.4}")).unwrap_or_default(),
             r.remote_read_fraction,
             r.page_requests_per_step,
-            r.moved_mib_per_step
+            r.moved_mib_per_step,
+            r.remote_mib_per_step,
+            r.remote_batch_fraction,
+            r.modeled_remote_ms_per_step
         ));
     }
     println!("(speedup: modeled, against the same access and {size_name} at the first device count; vs expl.: modeled time over the explicit version's at the same point; wall ms: measured with the devices sharing this machine)");

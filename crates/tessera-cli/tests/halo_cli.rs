@@ -30,7 +30,12 @@ fn report(dir: &std::path::Path) -> serde_json::Value {
 fn run_stencil_in_every_version_equals_the_reference() {
     // 1 warm-up + 2 steps together + 2 alone (isolated model) = 5 steps.
     let want = checksum(&stencil::reference::run(&stencil::initial(16), 16, 2, 5));
-    for (access, split) in [("explicit", "x"), ("migrate", "y"), ("migrate", "z")] {
+    for (access, split) in [
+        ("explicit", "x"),
+        ("migrate", "y"),
+        ("migrate", "z"),
+        ("remote", "y"),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let o = tessera(&[
             "run",
@@ -61,8 +66,16 @@ fn run_stencil_in_every_version_equals_the_reference() {
         assert_eq!(r["checksum"], want.as_str(), "{access} {split}");
         assert_eq!(r["verified"], true);
         assert_eq!(r["access"], access);
-        // Four devices exchange halos every step: something crosses a link.
-        assert!(r["moved_mib_per_step"].as_f64().unwrap() > 0.0);
+        // Four devices exchange halos every step: pages cross a link, or (remote) accesses.
+        let moved = r["moved_mib_per_step"].as_f64().unwrap();
+        let remote = r["remote_mib_per_step"].as_f64().unwrap();
+        if access == "remote" {
+            assert_eq!(moved, 0.0, "a remote page is never copied");
+            assert!(remote > 0.0);
+        } else {
+            assert!(moved > 0.0);
+            assert_eq!(remote, 0.0);
+        }
         assert!(r["modeled_ms_per_step"].as_f64().unwrap() > 0.0);
         assert_eq!(r["per_device"].as_array().unwrap().len(), 4);
     }
@@ -78,11 +91,17 @@ fn run_convolution_equals_the_reference() {
         7,
         3,
     ));
-    for access in ["explicit", "migrate"] {
+    for (access, filter_access) in [
+        ("explicit", "replicate"),
+        ("migrate", "remote-cached"),
+        ("remote", "remote"),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let o = tessera(&[
             "run",
             "convolution",
+            "--filter-access",
+            filter_access,
             "--size",
             "32",
             "--filter",
@@ -176,10 +195,6 @@ fn bad_input_is_a_clear_error_never_a_panic() {
         ),
         (&["run", "stencil", "--split", "w"], "unknown split"),
         (
-            &["run", "stencil", "--size", "16", "--access", "remote"],
-            "remote access mode",
-        ),
-        (
             &["run", "stencil", "--size", "1000"],
             "--size must be between 1 and 512",
         ),
@@ -201,10 +216,12 @@ fn bad_input_is_a_clear_error_never_a_panic() {
                 "convolution",
                 "--size",
                 "32",
+                "--access",
+                "explicit",
                 "--filter-access",
                 "remote",
             ],
-            "remote access mode",
+            "replicates the filter by hand",
         ),
         (
             &["run", "convolution", "--size", "30", "--devices", "4"],

@@ -91,3 +91,25 @@ fn convolution_on_wgpu_equals_the_reference() {
         );
     }
 }
+
+/// The remote version needs remote pages on the GPU, which the wgpu backend does not build
+/// yet: the step fails with that typed error, and nothing panics.
+#[test]
+fn remote_version_on_wgpu_is_a_typed_error() {
+    let Some(sys) = gpu(2) else {
+        return;
+    };
+    let mut d = stencil::decomposed(sys, 8, 1, Axis::Z, Access::Remote, 4).unwrap();
+    let err = d
+        .step(Procedure::Relaunch, Schedule::Concurrent)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            tessera_workloads::decomp::DecompError::Runtime(
+                tessera_runtime::RuntimeError::RemoteNotBuilt { .. }
+            )
+        ),
+        "{err}"
+    );
+}

@@ -17,6 +17,7 @@ pub mod reference;
 
 use std::sync::Arc;
 
+use tessera_core::AccessMode;
 use tessera_runtime::{Kernel, System};
 
 use crate::decomp::runner::{Decomposed, Extra, KernelArgs, MakeKernel};
@@ -66,7 +67,8 @@ pub fn check_split(split: Axis) -> Result<()> {
 }
 
 /// The F × F convolution of an `n` × `n` image, cut along `split` (X or Y) for `sys`'s
-/// devices, in version `access`, with texture pages of `page`² pixels.
+/// devices, in version `access`, with texture pages of `page`² pixels; the filter is
+/// demand-paged (read copies) in the shared versions.
 pub fn decomposed(
     sys: System,
     n: u32,
@@ -74,6 +76,30 @@ pub fn decomposed(
     split: Axis,
     access: Access,
     page: u32,
+) -> Result<Decomposed> {
+    decomposed_with(
+        sys,
+        n,
+        filter_size,
+        split,
+        access,
+        page,
+        AccessMode::Migrate,
+    )
+}
+
+/// [`decomposed`] with the filter buffer created in `filter_mode` in the shared versions
+/// (GPU-SM 6.2's choices: `Migrate` read copies, `Remote` in host memory, `ReplicateRead`
+/// read-only copies on first touch, tessera's read-only cache). The explicit version keeps a
+/// private copy per device whatever `filter_mode` says.
+pub fn decomposed_with(
+    sys: System,
+    n: u32,
+    filter_size: u32,
+    split: Axis,
+    access: Access,
+    page: u32,
+    filter_mode: AccessMode,
 ) -> Result<Decomposed> {
     check_filter(filter_size)?;
     check_split(split)?;
@@ -101,7 +127,11 @@ pub fn decomposed(
         access,
         page,
         &initial(n),
-        Some(Extra { bytes, page_bytes }),
+        Some(Extra {
+            bytes,
+            page_bytes,
+            mode: filter_mode,
+        }),
         make,
     )
 }

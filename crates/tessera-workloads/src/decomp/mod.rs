@@ -117,8 +117,6 @@ pub enum DecompError {
     FlatAxis { axis: &'static str },
     #[error("the filter size must be odd (a centre and the same reach each side), from 1 to {max}; got {size}")]
     BadFilter { size: u32, max: u32 },
-    #[error("access mode `remote` needs the runtime's remote access mode (AccessMode::Remote, the `remote` branch), which this build does not have; use explicit or migrate")]
-    RemoteUnavailable,
     #[error(transparent)]
     Runtime(#[from] tessera_runtime::RuntimeError),
     #[error(transparent)]

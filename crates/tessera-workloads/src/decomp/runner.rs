@@ -5,6 +5,10 @@
 //! - `migrate`: two shared field objects (ping-pong) covering the whole grid; in each step
 //!   every device runs the workload's kernel over its own slab, reading its neighbours'
 //!   cells through demand paging. One phase per step.
+//! - `remote`: the same two shared fields created in the runtime's remote access mode
+//!   (`AccessMode::Remote`, GPU-SM's shared memory), each page placed on the device whose
+//!   slab holds its first cell (GPU-SM §6.1, Fig. 11b): a device's own cells are local, its
+//!   halo reads go to the neighbour's memory in place, nothing is copied. One phase per step.
 //! - `explicit`: what a user without shared memory writes (GPU-SM Listing 2). Each device
 //!   has its own two field objects over its slab plus ghost cells, and for each neighbour
 //!   pair a small halo buffer per direction. A step is three phases: every device computes
@@ -13,11 +17,11 @@
 //!   halo buffers' pages are what moves between devices.
 use std::sync::Arc;
 
-use tessera_core::{ObjectDesc, ObjectEntry, ObjectId, TexelFormat};
+use tessera_core::{AccessMode, Location, ObjectDesc, ObjectEntry, ObjectId, TexelFormat};
 use tessera_runtime::{Bound, Kernel, PassSpec, PassStats, Procedure, Schedule, System};
 
 use super::halo_copy::{HaloCopy, Side};
-use super::{run_phase, Access, Box3, DecompError, Grid, Phase, Result};
+use super::{run_phase, Access, Box3, Grid, Phase, Result};
 
 /// What a workload's kernel is built from for one launch.
 #[derive(Clone, Copy, Debug)]
@@ -40,6 +44,11 @@ pub type MakeKernel = Arc<dyn Fn(&KernelArgs) -> Arc<dyn Kernel> + Send + Sync>;
 pub struct Extra {
     pub bytes: Vec<u8>,
     pub page_bytes: u64,
+    /// How the shared versions create it: `Migrate` (demand-paged read copies),
+    /// `ReplicateRead` (read-only copies on first touch, never invalidated: what a read-only
+    /// cache holds), or `Remote` (in host memory, every access crosses the device's link).
+    /// The explicit version ignores it: it replicates by hand.
+    pub mode: AccessMode,
 }
 
 struct Slab {
@@ -168,13 +177,43 @@ impl Decomposed {
                 .transpose()
         };
         let layout = match access {
-            Access::Remote => return Err(DecompError::RemoteUnavailable),
-            Access::Migrate => {
-                let a = texture(&sys, whole, page, cut(init, grid.dims, whole))?;
-                let b = texture(&sys, whole, page, vec![0; whole.cells() as usize * 4])?;
+            Access::Migrate | Access::Remote => {
+                let mode = if access == Access::Remote {
+                    AccessMode::Remote
+                } else {
+                    AccessMode::Migrate
+                };
+                let field = |data: Vec<u8>| -> Result<ObjectEntry> {
+                    let (w, h) = whole.texture_size();
+                    let desc = ObjectDesc::texture(w, h, TexelFormat::R32Float, page)?;
+                    let e = sys.create_with(desc, Some(data), mode)?;
+                    if mode == AccessMode::Remote {
+                        // Each page on the device whose slab holds its first cell.
+                        sys.place(&e, |local, _, _| {
+                            let (x, row, _, _) = desc.page_rect(local);
+                            let (y, z) = (row % grid.dims[1] as u64, row / grid.dims[1] as u64);
+                            let c = [x, y, z][grid.axis.index()] as u32;
+                            let per = grid.dims[grid.axis.index()] / grid.devices as u32;
+                            Location::Device((c / per) as u8)
+                        })?;
+                    }
+                    Ok(e)
+                };
+                let a = field(cut(init, grid.dims, whole))?;
+                let b = field(vec![0; whole.cells() as usize * 4])?;
+                let extra = extra
+                    .as_ref()
+                    .map(|e| -> Result<ObjectEntry> {
+                        Ok(sys.create_with(
+                            ObjectDesc::buffer(e.bytes.len() as u64, e.page_bytes)?,
+                            Some(e.bytes.clone()),
+                            e.mode,
+                        )?)
+                    })
+                    .transpose()?;
                 Layout::Shared {
                     fields: [a, b],
-                    extra: make_extra(&sys)?,
+                    extra,
                 }
             }
             Access::Explicit => {
