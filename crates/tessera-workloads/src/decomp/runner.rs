@@ -51,6 +51,7 @@ pub struct Extra {
     pub mode: AccessMode,
 }
 
+// host: explicit begin
 struct Slab {
     fields: [ObjectEntry; 2],
     bx: Box3,
@@ -64,6 +65,7 @@ struct Halo {
     bx: Box3,
     buf: ObjectEntry,
 }
+// host: explicit end
 
 enum Layout {
     Shared {
@@ -88,6 +90,7 @@ pub struct Decomposed {
     steps: u32,
 }
 
+// host: explicit begin
 fn texture(sys: &System, bx: Box3, page: u32, data: Vec<u8>) -> Result<ObjectEntry> {
     let (w, h) = bx.texture_size();
     Ok(sys.create(
@@ -95,6 +98,7 @@ fn texture(sys: &System, bx: Box3, page: u32, data: Vec<u8>) -> Result<ObjectEnt
         Some(data),
     )?)
 }
+// host: explicit end
 
 /// The bytes of box `bx`'s cells taken from a whole-grid field.
 fn cut(field: &[f32], dims: [u32; 3], bx: Box3) -> Vec<u8> {
@@ -118,10 +122,12 @@ fn floats(bytes: &[u8]) -> Vec<f32> {
         .collect()
 }
 
+// host: explicit begin
 /// Buffer pages as large as a texture page (P² words), within the runtime's limits.
 fn buffer_page_bytes(page: u32) -> u64 {
     (page as u64 * page as u64 * 4).clamp(4, 1 << 20)
 }
+// host: explicit end
 
 fn spec(
     kernel: Arc<dyn Kernel>,
@@ -165,6 +171,7 @@ impl Decomposed {
             ))
             .into());
         }
+        // host: explicit begin
         let make_extra = |sys: &System| -> Result<Option<ObjectEntry>> {
             extra
                 .as_ref()
@@ -176,17 +183,22 @@ impl Decomposed {
                 })
                 .transpose()
         };
+        // host: explicit end
         let layout = match access {
+            // host: shared begin
             Access::Migrate | Access::Remote => {
+                // host: remote begin
                 let mode = if access == Access::Remote {
                     AccessMode::Remote
                 } else {
                     AccessMode::Migrate
                 };
+                // host: remote end
                 let field = |data: Vec<u8>| -> Result<ObjectEntry> {
                     let (w, h) = whole.texture_size();
                     let desc = ObjectDesc::texture(w, h, TexelFormat::R32Float, page)?;
                     let e = sys.create_with(desc, Some(data), mode)?;
+                    // host: remote begin
                     if mode == AccessMode::Remote {
                         // Each page on the device whose slab holds its first cell.
                         sys.place(&e, |local, _, _| {
@@ -197,6 +209,7 @@ impl Decomposed {
                             Location::Device((c / per) as u8)
                         })?;
                     }
+                    // host: remote end
                     Ok(e)
                 };
                 let a = field(cut(init, grid.dims, whole))?;
@@ -216,6 +229,8 @@ impl Decomposed {
                     extra,
                 }
             }
+            // host: shared end
+            // host: explicit begin
             Access::Explicit => {
                 let mut slabs = Vec::new();
                 for d in 0..grid.devices {
@@ -244,7 +259,7 @@ impl Decomposed {
                     }
                 }
                 Layout::Explicit { slabs, halos }
-            }
+            } // host: explicit end
         };
         Ok(Decomposed {
             sys,
@@ -268,6 +283,7 @@ impl Decomposed {
         let order = g.order();
         let (i, o) = (self.cur, 1 - self.cur);
         match &self.layout {
+            // host: shared begin
             Layout::Shared { fields, extra } => {
                 let whole = Box3::whole(g.dims);
                 let args = KernelArgs {
@@ -288,6 +304,8 @@ impl Decomposed {
                     .collect();
                 vec![phase]
             }
+            // host: shared end
+            // host: explicit begin
             Layout::Explicit { slabs, halos } => {
                 let a = g.axis.index();
                 let compute: Phase = slabs
@@ -336,7 +354,7 @@ impl Decomposed {
                     .into_iter()
                     .filter(|p: &Phase| !p.is_empty())
                     .collect()
-            }
+            } // host: explicit end
         }
     }
 
@@ -362,7 +380,10 @@ impl Decomposed {
     /// The current field over the whole grid, cell (x, y, z) at (z · ny + y) · nx + x.
     pub fn field(&self) -> Result<Vec<f32>> {
         match &self.layout {
+            // host: shared begin
             Layout::Shared { fields, .. } => Ok(floats(&self.sys.mm.read(fields[self.cur].id)?)),
+            // host: shared end
+            // host: explicit begin
             Layout::Explicit { slabs, .. } => {
                 let whole = Box3::whole(self.grid.dims);
                 let mut out = vec![0.0; whole.cells() as usize];
@@ -384,7 +405,7 @@ impl Decomposed {
                     }
                 }
                 Ok(out)
-            }
+            } // host: explicit end
         }
     }
 
