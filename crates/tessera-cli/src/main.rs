@@ -3,6 +3,8 @@
 mod animation;
 mod backend;
 mod bench;
+mod convolution;
+mod halo;
 mod litmus;
 mod measure;
 mod oversub;
@@ -14,6 +16,7 @@ mod residency;
 mod run;
 mod scaling;
 mod scene;
+mod stencil;
 mod sweep;
 mod topology_args;
 mod unpaged_gpu;
@@ -90,6 +93,12 @@ enum RunKind {
     /// The game trace of paper 4.1.2: a textured scene rendered split-screen, every texel
     /// fetched through the paged memory; requests per frame and device.
     Quake(quake::QuakeOpts),
+    /// GPU-SM's 3D finite-difference stencil (N³, star of radius --halo), split along X, Y
+    /// or Z, in an access version: explicit halo copies, migrate or remote.
+    Stencil(stencil::StencilOpts),
+    /// GPU-SM's 2D image convolution (N², F × F filter in a buffer object), split along X
+    /// or Y, in an access version.
+    Convolution(convolution::ConvolutionOpts),
 }
 
 #[derive(Subcommand)]
@@ -345,6 +354,17 @@ fn main() -> ExitCode {
         Command::Trace {
             which: TraceKind::Replay(opts),
         } => quake::trace_replay(&opts),
+            which: RunKind::Stencil(opts),
+        } => stencil::run(&opts),
+        Command::Run {
+            which: RunKind::Convolution(opts),
+        } => convolution::run(&opts),
+        Command::Sweep {
+            which: sweep::SweepKind::Stencil(opts),
+        } => stencil::sweep(&opts),
+        Command::Sweep {
+            which: sweep::SweepKind::Convolution(opts),
+        } => convolution::sweep(&opts),
         Command::Bench {
             which: BenchKind::Overhead(opts),
         } => bench::overhead(&opts),

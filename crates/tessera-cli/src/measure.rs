@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use tessera_core::topology::{Endpoint, Topology, Transfer};
+use tessera_core::topology::{Endpoint, RemoteUse, Topology, Transfer};
 use tessera_core::{ObjectDesc, TexelFormat};
 use tessera_runtime::{DeviceTraffic, PassStats, Schedule, StageTimes, SystemConfig};
 use tessera_workloads::boiling::math::BoilingParams;
@@ -37,6 +37,10 @@ pub struct Modeled {
     pub work_per_device: Vec<f64>,
     /// Per device, Σ over passes of the manager's time serving it (measured).
     pub manager_per_device: Vec<f64>,
+    /// Σ over passes of what remote accesses (`AccessMode::Remote`) add to the slowest
+    /// device's work (modeled by `Topology::remote_pass_time`; included in
+    /// `device_seconds`).
+    pub remote_seconds: f64,
 }
 
 impl Modeled {
@@ -209,27 +213,7 @@ fn frame(
             sim.sys
                 .run_pass_scheduled(&plain, w, h, o.partition, o.procedure, schedule)?;
         let after = sim.sys.mm.traffic()?;
-        let busy: Vec<f64> = per.iter().map(|s| device_work(&s.stages)).collect();
-        let serving: Vec<f64> = per.iter().map(|s| manager_time(&s.stages)).collect();
-        let moves = transfers(&before, &after)?;
-        let pass = match schedule {
-            Schedule::Isolated => topo.isolated_pass_time(&busy, &serving, &moves)?,
-            Schedule::Concurrent => topo.pass_time(&busy, &moves)?,
-        };
-        if modeled.link_seconds.len() == pass.link_seconds.len() {
-            for (a, s) in modeled.link_seconds.iter_mut().zip(&pass.link_seconds) {
-                *a += s;
-            }
-        }
-        for (a, s) in modeled.work_per_device.iter_mut().zip(&busy) {
-            *a += s;
-        }
-        for (a, s) in modeled.manager_per_device.iter_mut().zip(&serving) {
-            *a += s;
-        }
-        modeled.device_seconds += pass.device_seconds;
-        modeled.transfer_seconds += pass.transfer_seconds;
-        modeled.manager_seconds += pass.manager_seconds;
+        charge(topo, modeled, &per, &before, &after, schedule)?;
         if spec.display {
             for s in &mut per {
                 s.lump_into_display();
@@ -240,6 +224,78 @@ fn frame(
         }
     }
     Ok(total)
+}
+
+/// Charges one pass (or one phase of passes between two barriers) to `modeled`: `per` is
+/// each device's stats in it and `before`/`after` the traffic counters around it. With
+/// `Schedule::Isolated` (the devices ran one at a time) by the isolated-device model, with
+/// `Schedule::Concurrent` by the older one. The halo workloads (`crate::halo`) model their
+/// phases with it too, so every workload is modeled alike.
+pub fn charge(
+    topo: &Topology,
+    modeled: &mut Modeled,
+    per: &[PassStats],
+    before: &[DeviceTraffic],
+    after: &[DeviceTraffic],
+    schedule: Schedule,
+) -> Result<()> {
+    let busy: Vec<f64> = per.iter().map(|s| device_work(&s.stages)).collect();
+    let serving: Vec<f64> = per.iter().map(|s| manager_time(&s.stages)).collect();
+    let moves = transfers(before, after)?;
+    let mut pass = match schedule {
+        Schedule::Isolated => topo.isolated_pass_time(&busy, &serving, &moves)?,
+        Schedule::Concurrent => topo.pass_time(&busy, &moves)?,
+    };
+    let uses = remote_uses(before, after);
+    if !uses.is_empty() {
+        // The devices' work with their remote accesses (GPU-SM §4: spread accesses overlap
+        // the work, batches add to it; shared segments' aggregate limits) replaces the
+        // slowest device's bare work.
+        let remote = topo.remote_pass_time(&busy, &uses)?;
+        modeled.remote_seconds += (remote.total - pass.device_seconds).max(0.0);
+        pass.device_seconds = pass.device_seconds.max(remote.total);
+    }
+    if modeled.link_seconds.len() == pass.link_seconds.len() {
+        for (a, s) in modeled.link_seconds.iter_mut().zip(&pass.link_seconds) {
+            *a += s;
+        }
+    }
+    for (a, s) in modeled.work_per_device.iter_mut().zip(&busy) {
+        *a += s;
+    }
+    for (a, s) in modeled.manager_per_device.iter_mut().zip(&serving) {
+        *a += s;
+    }
+    modeled.device_seconds += pass.device_seconds;
+    modeled.transfer_seconds += pass.transfer_seconds;
+    modeled.manager_seconds += pass.manager_seconds;
+    Ok(())
+}
+
+/// The remote accesses between two traffic snapshots, per accessor and location.
+pub fn remote_uses(before: &[DeviceTraffic], after: &[DeviceTraffic]) -> Vec<RemoteUse> {
+    let mut out = Vec::new();
+    for (d, a) in after.iter().enumerate() {
+        let t = a.since(&before.get(d).cloned().unwrap_or_default());
+        let busy = |l: &tessera_core::RemoteLink| l.read_bytes + l.write_bytes > 0;
+        if busy(&t.remote_host) {
+            out.push(RemoteUse {
+                accessor: d,
+                location: Endpoint::Host,
+                link: t.remote_host,
+            });
+        }
+        for (s, l) in t.remote_device.iter().enumerate() {
+            if busy(l) {
+                out.push(RemoteUse {
+                    accessor: d,
+                    location: Endpoint::Device(s),
+                    link: *l,
+                });
+            }
+        }
+    }
+    out
 }
 
 /// A device's own work in a pass: every stage but the waits for request batches, whose

@@ -28,6 +28,11 @@ pub enum SweepKind {
     PageSize(PageSweepOpts),
     /// One run per device count: speed-up and traffic against devices.
     Devices(DeviceSweepOpts),
+    /// GPU-SM's stencil per access mode, halo and device count: modeled speed-ups
+    /// (its Fig. 12), the gap to explicit copies, traffic.
+    Stencil(crate::stencil::StencilSweepOpts),
+    /// GPU-SM's convolution per access mode, filter size and device count (its Fig. 14).
+    Convolution(crate::convolution::ConvolutionSweepOpts),
 }
 
 #[derive(Args, Clone)]

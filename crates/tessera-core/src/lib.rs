@@ -4,6 +4,7 @@
 //! exhaustively: the address formulas against naive references, the coherence protocol by the
 //! model checker in [`model`]. The runtime drives these types; see docs/ARCHITECTURE.md.
 
+pub mod access;
 pub mod address;
 pub mod directory;
 pub mod error;
@@ -16,6 +17,7 @@ pub mod prefetch;
 pub mod protocol;
 pub mod topology;
 
+pub use access::{AccessMode, Location, RemoteLink, UnknownAccessMode};
 pub use address::{AddressSpace, ObjectEntry};
 pub use directory::{DeviceSet, DirEntry, Directory, HomeMap};
 pub use error::{CoreError, Result};

@@ -161,7 +161,96 @@ pub enum TopologyError {
 pub type Result<T> = std::result::Result<T, TopologyError>;
 
 /// The built-in topologies' names.
-pub const PRESETS: &[&str] = &["pcie1-x16", "pcie3-x16", "pcie4-x16", "pcie5-x16", "nvlink"];
+pub const PRESETS: &[&str] = &[
+    "pcie1-x16",
+    "pcie3-x16",
+    "pcie4-x16",
+    "pcie5-x16",
+    "nvlink",
+    "gpusm-pcie2",
+    "gpusm-pcie3",
+];
+
+/// How fast a GPU reaches remote memory in place (`AccessMode::Remote`), from GPU-SM's PCIe
+/// measurements (GPGPU-8 2015, §4 "Hypothesis 1", Fig. 4). All bandwidths in bytes per second.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RemoteModel {
+    /// One GPU reading remote memory in place, no PCIe switch crossed (a peer on its own
+    /// switch, or host memory, which §4 finds as fast as such a peer).
+    pub read_bw: f64,
+    /// Writes reach this fraction of `read_bw` (§4: "8-10% lower bandwidth than read
+    /// accesses"; we take 9%).
+    pub write_factor: f64,
+    /// Reads that cross a PCIe switch reach this fraction of the same-switch bandwidth (§4:
+    /// crossing switches costs ">20%" for reads).
+    pub switch_read_factor: f64,
+    /// Writes that cross a switch: ">30%" lower (§4), so 0.70 of the same-switch writes.
+    pub switch_write_factor: f64,
+    /// What one shared PCIe link carries in all when several transfers use it at once (one
+    /// GPU reading and writing, or two GPUs accessing alike): §4 measures "over 10 GBps for
+    /// PCIe 2.0 and over 18 GBps for PCIe 3.0", more than one GPU's peak but not twice it.
+    pub aggregate_bw: f64,
+}
+
+/// GPU-SM's System A (PCIe 2.0 x16, K20): a GPU's remote accesses reach ">6 GBps" (§4, Fig. 4,
+/// the same as cudaMemcpy's copies), ">10 GBps" aggregated.
+pub const GPUSM_PCIE2: RemoteModel = RemoteModel {
+    read_bw: 6e9,
+    write_factor: 0.91,
+    switch_read_factor: 0.80,
+    switch_write_factor: 0.70,
+    aggregate_bw: 10e9,
+};
+
+/// GPU-SM's System B (PCIe 3.0 x16, K40, two GPUs per switch): ">12 GBps" per GPU, ">18
+/// GBps" aggregated (§4, Fig. 4).
+pub const GPUSM_PCIE3: RemoteModel = RemoteModel {
+    read_bw: 12e9,
+    write_factor: 0.91,
+    switch_read_factor: 0.80,
+    switch_write_factor: 0.70,
+    aggregate_bw: 18e9,
+};
+
+impl RemoteModel {
+    /// For a topology whose host links carry `link_bw`: GPU-SM's PCIe 3 efficiencies (12 of
+    /// the link's nominal 15.75 GB/s per GPU, 18 aggregated) applied to that link. An
+    /// extrapolation for links GPU-SM did not measure (docs/EVALUATION.md says so).
+    pub fn scaled_to(link_bw: f64) -> Self {
+        let nominal = pcie_x16(3);
+        RemoteModel {
+            read_bw: link_bw * GPUSM_PCIE3.read_bw / nominal,
+            aggregate_bw: link_bw * GPUSM_PCIE3.aggregate_bw / nominal,
+            ..GPUSM_PCIE3
+        }
+    }
+}
+
+/// Remote traffic of one accessor to one location in one pass (from `DeviceTraffic`'s
+/// remote counters): who accessed, where the pages live, and the bytes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RemoteUse {
+    pub accessor: usize,
+    pub location: Endpoint,
+    pub link: crate::access::RemoteLink,
+}
+
+/// The modeled time of one pass with remote accesses.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RemotePassTime {
+    /// Per device: its work, its batch accesses' time and its spread accesses' time, and its
+    /// total `max(work, spread) + batch`.
+    pub work: Vec<f64>,
+    pub batch: Vec<f64>,
+    pub spread: Vec<f64>,
+    pub device_total: Vec<f64>,
+    /// Bytes over each shared PCIe segment, and its time at the aggregate bandwidth, by
+    /// segment name (`device<N>`: the GPU's own x16 link, `switch<N>`: a switch's uplink,
+    /// `host`: host memory's link).
+    pub segments: Vec<(String, u64, f64)>,
+    /// `max(slowest device_total, busiest segment)`.
+    pub total: f64,
+}
 
 /// Nominal per-direction data rate of a PCIe x16 link in bytes per second: lanes × transfer
 /// rate × line-code efficiency / 8 bits. Gen 1 uses 8b/10b, gen 3 onwards 128b/130b.
@@ -191,6 +280,11 @@ pub struct Topology {
     devices: usize,
     links: Vec<Link>,
     by_ends: HashMap<(Endpoint, Endpoint), usize>,
+    /// The PCIe switch each device sits behind (GPU-SM §2, Fig. 1). Devices with their own
+    /// link to the host each have their own.
+    switch_of: Vec<usize>,
+    /// Remote access bandwidths (GPU-SM §4).
+    remote: RemoteModel,
 }
 
 /// Page moves from one endpoint to another, summed: `pages` moves carrying `bytes`.
@@ -229,9 +323,21 @@ impl Topology {
     ///   device-to-device moves go through host memory.
     /// - `nvlink`: a direct 64 GB/s link in each direction between every pair of devices (as
     ///   OO-VR's GPU modules, its Table 2), and a PCIe 3 x16 link from each to host.
+    /// - `gpusm-pcie3`, `gpusm-pcie2`: GPU-SM's machines (§3.1, Fig. 1): two GPUs behind each
+    ///   PCIe switch (System B has four, 2+2), remote accesses as [`GPUSM_PCIE3`] /
+    ///   [`GPUSM_PCIE2`]; page copies at the measured copy bandwidth (§4, Fig. 4: remote
+    ///   accesses reach cudaMemcpy's), peers on one switch directly, across switches at the
+    ///   switch-crossing read factor.
     pub fn preset(name: &str, devices: usize) -> Result<Self> {
         if devices == 0 || devices > crate::MAX_DEVICES {
             return Err(TopologyError::DeviceCount(devices));
+        }
+        if let Some(model) = match name {
+            "gpusm-pcie2" => Some(GPUSM_PCIE2),
+            "gpusm-pcie3" => Some(GPUSM_PCIE3),
+            _ => None,
+        } {
+            return Ok(Self::gpusm(name, devices, model));
         }
         let (host_bw, latency, mesh) = match name {
             "pcie1-x16" => (pcie_x16(1), PCIE1_LATENCY, None),
@@ -274,18 +380,171 @@ impl Topology {
         Ok(Self::assemble(name.to_string(), devices, links))
     }
 
+    fn gpusm(name: &str, devices: usize, model: RemoteModel) -> Self {
+        let mut links = Vec::new();
+        for d in 0..devices {
+            for (from, to) in [
+                (Endpoint::Host, Endpoint::Device(d)),
+                (Endpoint::Device(d), Endpoint::Host),
+            ] {
+                links.push(Link {
+                    from,
+                    to,
+                    bandwidth: model.read_bw,
+                    latency: MODERN_LATENCY,
+                });
+            }
+        }
+        for a in 0..devices {
+            for b in (0..devices).filter(|&b| b != a) {
+                let factor = if a / 2 == b / 2 {
+                    1.0
+                } else {
+                    model.switch_read_factor
+                };
+                links.push(Link {
+                    from: Endpoint::Device(a),
+                    to: Endpoint::Device(b),
+                    bandwidth: model.read_bw * factor,
+                    latency: MODERN_LATENCY,
+                });
+            }
+        }
+        let mut t = Self::assemble(name.to_string(), devices, links);
+        t.switch_of = (0..devices).map(|d| d / 2).collect();
+        t.remote = model;
+        t
+    }
+
     fn assemble(name: String, devices: usize, links: Vec<Link>) -> Self {
         let by_ends = links
             .iter()
             .enumerate()
             .map(|(i, l)| ((l.from, l.to), i))
             .collect();
+        let host_bw = links
+            .iter()
+            .filter(|l| l.from == Endpoint::Host || l.to == Endpoint::Host)
+            .map(|l| l.bandwidth)
+            .fold(f64::INFINITY, f64::min);
         Topology {
             name,
             devices,
             links,
             by_ends,
+            switch_of: (0..devices).collect(),
+            remote: RemoteModel::scaled_to(if host_bw.is_finite() {
+                host_bw
+            } else {
+                pcie_x16(3)
+            }),
         }
+    }
+
+    /// The remote access model (GPU-SM §4).
+    pub fn remote_model(&self) -> RemoteModel {
+        self.remote
+    }
+
+    /// The PCIe switch device `d` sits behind.
+    pub fn switch_of(&self, d: usize) -> Option<usize> {
+        self.switch_of.get(d).copied()
+    }
+
+    /// Modeled time of a pass whose devices worked `work` seconds each (measured by the
+    /// caller, one entry per device) and made these remote accesses.
+    ///
+    /// - An accessor's time for its accesses to one location: reads at
+    ///   `read_bw`, writes at `read_bw × write_factor`, each times the switch factor when the
+    ///   location is a device behind another switch (host memory counts as the same switch,
+    ///   GPU-SM §4). Split into batch and spread time in proportion to the bytes.
+    /// - Spread accesses overlap the device's work (the GPU runs other warps meanwhile,
+    ///   GPU-SM §4 Hypothesis 4, Fig. 7b); batch accesses do not (Fig. 7a: the overhead grows
+    ///   linearly): a device takes `max(work, spread) + batch`.
+    /// - Each shared segment (a GPU's own link, carrying what it accesses and what is accessed
+    ///   in its memory; a switch's uplink, carrying what crosses it; host memory's link)
+    ///   carries at most `aggregate_bw` in all.
+    /// - The pass takes the slowest device or the busiest segment, whichever is longer.
+    pub fn remote_pass_time(&self, work: &[f64], uses: &[RemoteUse]) -> Result<RemotePassTime> {
+        let n = self.devices;
+        let check = |e: Endpoint| match e {
+            Endpoint::Device(d) if d >= n => Err(TopologyError::TooFewDevices {
+                name: self.name.clone(),
+                has: n,
+                wanted: d + 1,
+            }),
+            _ => Ok(()),
+        };
+        let m = self.remote;
+        let mut out = RemotePassTime {
+            work: (0..n)
+                .map(|d| work.get(d).copied().unwrap_or(0.0))
+                .collect(),
+            batch: vec![0.0; n],
+            spread: vec![0.0; n],
+            ..Default::default()
+        };
+        let mut device_bytes = vec![0u64; n];
+        let mut switch_bytes: Vec<u64> = vec![0; self.switch_of.iter().max().map_or(0, |s| s + 1)];
+        let mut host_bytes = 0u64;
+        for u in uses.iter().filter(|u| !u.link.is_empty()) {
+            check(Endpoint::Device(u.accessor))?;
+            check(u.location)?;
+            let a = u.accessor;
+            let sa = self.switch_of[a];
+            let crosses = match u.location {
+                Endpoint::Device(l) => self.switch_of[l] != sa,
+                Endpoint::Host => false,
+            };
+            let (rf, wf) = if crosses {
+                (m.switch_read_factor, m.switch_write_factor)
+            } else {
+                (1.0, 1.0)
+            };
+            let secs = u.link.read_bytes as f64 / (m.read_bw * rf)
+                + u.link.write_bytes as f64 / (m.read_bw * m.write_factor * wf);
+            let bytes = u.link.bytes();
+            let batch_share = u.link.batch_bytes as f64 / bytes as f64;
+            out.batch[a] += secs * batch_share;
+            out.spread[a] += secs * (1.0 - batch_share);
+            device_bytes[a] += bytes;
+            match u.location {
+                Endpoint::Device(l) => {
+                    device_bytes[l] += bytes;
+                    if crosses {
+                        switch_bytes[sa] += bytes;
+                        switch_bytes[self.switch_of[l]] += bytes;
+                    }
+                }
+                Endpoint::Host => {
+                    host_bytes += bytes;
+                    switch_bytes[sa] += bytes;
+                }
+            }
+        }
+        out.device_total = (0..n)
+            .map(|d| out.work[d].max(out.spread[d]) + out.batch[d])
+            .collect();
+        let seg = |name: String, b: u64| (name, b, b as f64 / m.aggregate_bw);
+        out.segments = device_bytes
+            .iter()
+            .enumerate()
+            .map(|(d, &b)| seg(format!("device{d}"), b))
+            .chain(
+                switch_bytes
+                    .iter()
+                    .enumerate()
+                    .map(|(s, &b)| seg(format!("switch{s}"), b)),
+            )
+            .chain(std::iter::once(seg("host".into(), host_bytes)))
+            .collect();
+        out.total = out
+            .device_total
+            .iter()
+            .chain(out.segments.iter().map(|s| &s.2))
+            .copied()
+            .fold(0.0, f64::max);
+        Ok(out)
     }
 
     /// Parses and validates a topology file's text; `origin` (the file's path) names it in
@@ -577,6 +836,88 @@ mod tests {
             pages,
             bytes,
         }
+    }
+
+    fn remote(read: u64, write: u64, batch: u64) -> crate::access::RemoteLink {
+        crate::access::RemoteLink {
+            read_bytes: read,
+            write_bytes: write,
+            batch_bytes: batch,
+            spread_bytes: read + write - batch,
+            batches: 0,
+        }
+    }
+
+    #[test]
+    fn gpusm_pcie3_prices_remote_accesses_by_hand() {
+        let topo = Topology::preset("gpusm-pcie3", 4).unwrap();
+        // Switch 0: devices 0 and 1; switch 1: devices 2 and 3.
+        assert_eq!(
+            (0..4)
+                .map(|d| topo.switch_of(d).unwrap())
+                .collect::<Vec<_>>(),
+            [0, 0, 1, 1]
+        );
+        let uses = [
+            // Device 0 reads 1.2e9 batch bytes on device 1 (same switch): 1.2e9 / 12e9 = 0.1 s.
+            RemoteUse {
+                accessor: 0,
+                location: Device(1),
+                link: remote(1_200_000_000, 0, 1_200_000_000),
+            },
+            // Device 0 writes 1.092e9 spread bytes to host: 12e9 * 0.91 = 10.92e9 B/s, 0.1 s.
+            RemoteUse {
+                accessor: 0,
+                location: Host,
+                link: remote(0, 1_092_000_000, 0),
+            },
+            // Device 2 reads 0.96e9 batch bytes on device 0, across the switches:
+            // 12e9 * 0.8 = 9.6e9 B/s, 0.1 s.
+            RemoteUse {
+                accessor: 2,
+                location: Device(0),
+                link: remote(960_000_000, 0, 960_000_000),
+            },
+        ];
+        let p = topo.remote_pass_time(&[0.15, 0.0, 0.05], &uses).unwrap();
+        // Device 0: max(work 0.15, spread 0.1) + batch 0.1 = 0.25 s. Device 2: 0.05 + 0.1.
+        assert!(close(p.batch[0], 0.1) && close(p.spread[0], 0.1), "{p:?}");
+        assert!(close(p.device_total[0], 0.25), "{p:?}");
+        assert!(close(p.device_total[2], 0.15), "{p:?}");
+        assert!(close(p.device_total[3], 0.0), "{p:?}");
+        // Segments: device0's link carries 1.2e9 + 1.092e9 + 0.96e9 = 3.252e9 bytes
+        // (3.252e9 / 18e9 = 0.180666… s); switch 0's uplink the host write and the crossing
+        // read, 2.052e9; switch 1's the crossing read, 0.96e9; host 1.092e9.
+        let seg = |n: &str| p.segments.iter().find(|s| s.0 == n).unwrap().clone();
+        assert_eq!(seg("device0").1, 3_252_000_000);
+        assert!(close(seg("device0").2, 3.252e9 / 18e9));
+        assert_eq!(seg("switch0").1, 2_052_000_000);
+        assert_eq!(seg("switch1").1, 960_000_000);
+        assert_eq!(seg("host").1, 1_092_000_000);
+        assert!(close(p.total, 0.25), "{p:?}");
+
+        // Four devices each read 1.2e9 bytes of host memory at once: each alone would take
+        // 0.1 s, but host memory's link carries 4.8e9 bytes at 18e9 B/s: 0.2666… s.
+        let uses: Vec<_> = (0..4)
+            .map(|d| RemoteUse {
+                accessor: d,
+                location: Host,
+                link: remote(1_200_000_000, 0, 1_200_000_000),
+            })
+            .collect();
+        let p = topo.remote_pass_time(&[0.0; 4], &uses).unwrap();
+        assert!(close(p.total, 4.8e9 / 18e9), "{p:?}");
+        // A location beyond the topology is an error, not a panic.
+        assert!(topo
+            .remote_pass_time(
+                &[],
+                &[RemoteUse {
+                    accessor: 0,
+                    location: Device(4),
+                    link: remote(4, 0, 0),
+                }]
+            )
+            .is_err());
     }
 
     #[test]

@@ -117,6 +117,7 @@ fn a_store_racing_a_downgrade_is_not_lost() {
                 mode: Mode::Direct,
                 pages,
                 time: 1_000,
+                remote: Default::default(),
             };
             let l = c.worker.submit(move |d| d.launch(&launch));
             hold_tx.send(()).unwrap();

@@ -2,10 +2,11 @@
 
 use std::sync::Arc;
 
-use tessera_core::{GlobalPage, PageDescriptor, PageRequest, SlotAddr};
+use tessera_core::{GlobalPage, Location, PageDescriptor, PageRequest, RemoteLink, SlotAddr};
 
 use crate::error::Result;
 use crate::kernel::{Bound, Kernel, Mode};
+use crate::remote::RemoteBindings;
 
 /// The invocations a launch runs.
 #[derive(Clone, Debug)]
@@ -41,6 +42,10 @@ pub struct Launch {
     pub pages: u64,
     /// Launch counter, written into the time stamps of the pages the launch touches.
     pub time: u64,
+    /// Per binding, its remote object where it is one (`AccessMode::Remote`); empty when the
+    /// launch binds none. A backend accesses a remote object's pages in place, never through
+    /// its page table, or refuses the launch (`RuntimeError::RemoteNotBuilt`).
+    pub remote: RemoteBindings,
 }
 
 /// What a launch reports back: its uniquified requests and the invocations to relaunch.
@@ -53,6 +58,8 @@ pub struct LaunchOutcome {
     pub uniquify_s: f64,
     /// Device time of the launch, from timestamp queries, where the backend has them.
     pub gpu: Option<GpuLaunchTime>,
+    /// Remote accesses that left the device, by the location they went to.
+    pub remote: Vec<(Location, RemoteLink)>,
 }
 
 /// Device time of one launch, measured on the device (timestamp queries), not by the host.

@@ -183,8 +183,11 @@ impl DeviceContext {
             domain,
             mode,
             time: self.time,
+            remote: self.mm.remote_bindings(&spec.bindings),
         };
-        self.worker.call(move |d| d.launch(&launch))
+        let out = self.worker.call(move |d| d.launch(&launch))?;
+        self.mm.count_remote(self.device, out.remote.clone());
+        Ok(out)
     }
 
     /// Sends a request batch without waiting: a test can interleave other devices' steps.

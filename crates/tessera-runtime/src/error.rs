@@ -74,6 +74,20 @@ pub enum RuntimeError {
         kind: std::io::ErrorKind,
         message: String,
     },
+    #[error("object {object} is replicate-read: {device} may not write it ({page})")]
+    ReadOnlyObject {
+        object: ObjectId,
+        device: DeviceId,
+        page: GlobalPage,
+    },
+    #[error("{device} requested {page} of remote object {object}: a remote page is never copied")]
+    RemoteRequested {
+        object: ObjectId,
+        device: DeviceId,
+        page: GlobalPage,
+    },
+    #[error("remote mode is not built on the {backend} backend (object {object} is remote)")]
+    RemoteNotBuilt { backend: String, object: ObjectId },
     #[error(
         "home file {} already exists; tessera creates its home file fresh and never overwrites one: remove it or choose another path",
         path.display()

@@ -12,6 +12,7 @@ mod home;
 pub mod kernel;
 pub mod manager;
 pub mod partition;
+pub mod remote;
 pub mod stats;
 mod sync;
 pub mod system;
@@ -29,6 +30,7 @@ pub use manager::{
     ManagerHandle, Prefetch, Thrashing, PIN_BATCHES, PREFETCH_REGION, THRASH_EVENTS, THRASH_WINDOW,
 };
 pub use partition::Partition;
+pub use remote::{RemoteBindings, RemoteObject};
 pub use stats::{DeviceMemoryUse, DeviceTraffic, LinkCounters};
 pub use system::{Schedule, System, SystemConfig};
 pub use tessera_core::Policy;

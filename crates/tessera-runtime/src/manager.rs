@@ -13,20 +13,30 @@ use std::sync::Arc;
 
 use tessera_core::protocol::Source;
 use tessera_core::{
-    Action, AddressSpace, DeviceId, DeviceMemory, DirEntry, Directory, GlobalPage, HomeMap,
-    Message, NodeId, ObjectDesc, ObjectEntry, ObjectId, PageDescriptor, PageRequest, Policy,
-    Protocol, ProtocolVariant, RequestBatch, RequestId, Resident, SlotAddr,
+    AccessMode, Action, AddressSpace, DeviceId, DeviceMemory, DirEntry, Directory, GlobalPage,
+    HomeMap, Location, Message, NodeId, ObjectDesc, ObjectEntry, ObjectId, PageDescriptor,
+    PageRequest, Policy, Protocol, ProtocolVariant, RemoteLink, RequestBatch, RequestId, Resident,
+    SlotAddr,
 };
 
 use crate::error::{Result, RuntimeError};
 use crate::home::HomeStore;
+use crate::remote::{RemoteBindings, RemoteObject, RemoteRegistry};
 use crate::stats::{DeviceMemoryUse, DeviceTraffic};
 use crate::sync::channel::{bounded, unbounded, Receiver, Sender};
 use crate::sync::{AtomicBool, Builder, JoinHandle};
 use crate::worker::{Pending, WorkerHandle};
 
 pub(crate) enum Cmd {
-    Create(ObjectDesc, Option<Vec<u8>>, Sender<Result<ObjectEntry>>),
+    Create(
+        ObjectDesc,
+        Option<Vec<u8>>,
+        AccessMode,
+        Sender<Result<ObjectEntry>>,
+    ),
+    Place(ObjectId, Vec<Location>, Sender<Result<()>>),
+    Access(ObjectId, Sender<Result<AccessMode>>),
+    Remote(DeviceId, Vec<(Location, RemoteLink)>),
     Free(ObjectId, Sender<Result<()>>),
     Read(ObjectId, Sender<Result<Vec<u8>>>),
     Request(
@@ -53,6 +63,7 @@ pub struct ManagerHandle {
     /// Per device: whether the manager has ever evicted one of its pages. A hint the drivers
     /// read without waiting (it only chooses how they fetch pages, never what is right).
     pressed: Arc<Vec<AtomicBool>>,
+    remote: RemoteRegistry,
 }
 
 fn call<R>(tx: &Sender<Cmd>, make: impl FnOnce(Sender<R>) -> Cmd) -> Pending<R> {
@@ -68,6 +79,7 @@ impl ManagerHandle {
         ManagerHandle {
             tx,
             pressed: Arc::new(Vec::new()),
+            remote: RemoteRegistry::default(),
         }
     }
     /// Whether `device`'s budget has made the manager evict any of its pages yet.
@@ -79,7 +91,40 @@ impl ManagerHandle {
     /// Creates an object; `data` (row-major from the lower left, texels tightly packed)
     /// becomes its home copy, zeros when absent.
     pub fn create(&self, desc: ObjectDesc, data: Option<Vec<u8>>) -> Result<ObjectEntry> {
-        call(&self.tx, |r| Cmd::Create(desc, data, r)).wait()?
+        self.create_with(desc, data, AccessMode::Migrate)
+    }
+    /// [`ManagerHandle::create`] with an access mode (docs/PROTOCOL.md, "Access modes"). A
+    /// remote object's pages are all placed in host memory; [`ManagerHandle::place`] moves
+    /// their location.
+    pub fn create_with(
+        &self,
+        desc: ObjectDesc,
+        data: Option<Vec<u8>>,
+        mode: AccessMode,
+    ) -> Result<ObjectEntry> {
+        call(&self.tx, |r| Cmd::Create(desc, data, mode, r)).wait()?
+    }
+    /// Sets where each page of a remote object lives, `locations[local page]`. Between
+    /// passes only. Refused for an object that is not remote, a list of the wrong length, or
+    /// a device that does not exist.
+    pub fn place(&self, id: ObjectId, locations: Vec<Location>) -> Result<()> {
+        call(&self.tx, |r| Cmd::Place(id, locations, r)).wait()?
+    }
+    /// The object's access mode.
+    pub fn access(&self, id: ObjectId) -> Result<AccessMode> {
+        call(&self.tx, |r| Cmd::Access(id, r)).wait()?
+    }
+    /// The remote objects among `bindings`, for a launch (read without waiting on the
+    /// manager: the registry is shared).
+    pub fn remote_bindings(&self, bindings: &[crate::kernel::Bound]) -> RemoteBindings {
+        self.remote.bindings(bindings.iter().map(|b| b.id))
+    }
+    /// Adds a launch's remote traffic to `device`'s counters (no reply: a later `traffic`
+    /// call is queued behind it).
+    pub fn count_remote(&self, device: DeviceId, counts: Vec<(Location, RemoteLink)>) {
+        if !counts.is_empty() {
+            let _ = self.tx.send(Cmd::Remote(device, counts));
+        }
     }
     /// Drops every copy of the object and frees its pages.
     pub fn free(&self, id: ObjectId) -> Result<()> {
@@ -299,6 +344,10 @@ struct Manager {
     /// Modified pages an eviction has already read from its device, by (device, page).
     read_ahead: HashMap<(DeviceId, GlobalPage), Vec<u8>>,
     pressed: Arc<Vec<AtomicBool>>,
+    /// Objects not in migrate mode (absent: migrate).
+    modes: HashMap<ObjectId, AccessMode>,
+    /// Remote objects' pages, shared with the drivers.
+    remote: RemoteRegistry,
     /// Set when carrying out actions failed half way: the directory no longer matches the
     /// devices, so every later command gets this error rather than wrong data.
     broken: Option<RuntimeError>,
@@ -347,23 +396,50 @@ pub fn spawn(
         evicting: false,
         read_ahead: HashMap::new(),
         pressed: Arc::new((0..n).map(|_| AtomicBool::new(false)).collect()),
+        modes: HashMap::new(),
+        remote: RemoteRegistry::default(),
         broken: None,
     };
     let (tx, rx) = unbounded();
     let pressed = m.pressed.clone();
+    let remote = m.remote.clone();
     let join = Builder::new()
         .name("tessera-memory-manager".into())
         .spawn(move || m.run(rx))
         .map_err(|e| RuntimeError::Config(format!("cannot start a thread: {e}")))?;
-    Ok((ManagerHandle { tx, pressed }, join))
+    Ok((
+        ManagerHandle {
+            tx,
+            pressed,
+            remote,
+        },
+        join,
+    ))
 }
 
 impl Manager {
     fn run(&mut self, rx: Receiver<Cmd>) {
         while let Ok(cmd) = rx.recv() {
             match cmd {
-                Cmd::Create(desc, data, r) => {
-                    let _ = r.send(self.guarded(|m| m.create(desc, data)));
+                Cmd::Create(desc, data, mode, r) => {
+                    let _ = r.send(self.guarded(|m| m.create(desc, data, mode)));
+                }
+                Cmd::Place(id, locations, r) => {
+                    let _ = r.send(self.place(id, locations));
+                }
+                Cmd::Access(id, r) => {
+                    let res = self
+                        .space
+                        .get(id)
+                        .map(|_| self.modes.get(&id).copied().unwrap_or_default());
+                    let _ = r.send(res.map_err(Into::into));
+                }
+                Cmd::Remote(device, counts) => {
+                    if let Some(t) = self.traffic.get_mut(device.index()) {
+                        for (loc, link) in counts {
+                            t.add_remote(loc, &link);
+                        }
+                    }
                 }
                 Cmd::Free(id, r) => {
                     let _ = r.send(self.guarded(|m| m.free(id)));
@@ -487,6 +563,13 @@ impl Manager {
         if let Some(e) = &self.broken {
             let _ = reply.send(Err(e.clone()));
             return;
+        }
+        if !self.modes.is_empty() {
+            if let Err(e) = self.check_modes(device, &pages) {
+                // Refused before anything changed: only this request fails.
+                let _ = reply.send(Err(e));
+                return;
+            }
         }
         let demanded = pages.len();
         let mut pages = pages;
@@ -1112,7 +1195,68 @@ impl Manager {
         acks.into_iter().try_for_each(|p| p.wait()?)
     }
 
-    fn create(&mut self, desc: ObjectDesc, data: Option<Vec<u8>>) -> Result<ObjectEntry> {
+    /// A store to a replicate-read object, or any request for a remote page (which a device
+    /// never makes: its accesses go in place), is refused.
+    fn check_modes(&self, device: DeviceId, pages: &[PageRequest]) -> Result<()> {
+        for p in pages {
+            let Some((e, _)) = self.space.object_of(p.page) else {
+                continue;
+            };
+            match self.modes.get(&e.id) {
+                Some(AccessMode::ReplicateRead) if p.access == tessera_core::Access::Write => {
+                    return Err(RuntimeError::ReadOnlyObject {
+                        object: e.id,
+                        device,
+                        page: p.page,
+                    })
+                }
+                Some(AccessMode::Remote) => {
+                    return Err(RuntimeError::RemoteRequested {
+                        object: e.id,
+                        device,
+                        page: p.page,
+                    })
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn place(&mut self, id: ObjectId, locations: Vec<Location>) -> Result<()> {
+        let e = *self.space.get(id)?;
+        let Some(r) = self.remote.get(id) else {
+            return Err(RuntimeError::Config(format!(
+                "object {id} is {}, not remote: only a remote object's pages are placed",
+                self.modes.get(&id).copied().unwrap_or_default()
+            )));
+        };
+        if locations.len() as u64 != e.desc.page_count() {
+            return Err(RuntimeError::Config(format!(
+                "object {id} has {} pages; {} locations given",
+                e.desc.page_count(),
+                locations.len()
+            )));
+        }
+        for l in &locations {
+            if let Location::Device(d) = *l {
+                if d as usize >= self.workers.len() {
+                    return Err(tessera_core::CoreError::UnknownDevice(DeviceId(d)).into());
+                }
+            }
+        }
+        for (local, l) in locations.into_iter().enumerate() {
+            r.place(local as u64, l);
+        }
+        Ok(())
+    }
+
+    fn create(
+        &mut self,
+        desc: ObjectDesc,
+        data: Option<Vec<u8>>,
+        mode: AccessMode,
+    ) -> Result<ObjectEntry> {
         let want = host_len(&desc);
         if let Some(d) = &data {
             if d.len() as u64 != want {
@@ -1130,6 +1274,21 @@ impl Manager {
             // that at least this object does not half exist.
             self.space.free(e.id)?;
             return Err(err.into());
+        }
+        if mode == AccessMode::Remote {
+            // Its pages live in the shared pool, not the home store: one location, no copy.
+            let mut pages = vec![0u8; (desc.page_count() * desc.page_bytes()) as usize];
+            if let Some(d) = data {
+                pack(&desc, &d, &mut pages);
+            }
+            self.remote
+                .insert(Arc::new(RemoteObject::new(&e, &pages, Location::Host)));
+            self.modes.insert(e.id, mode);
+            self.resize_tables()?;
+            return Ok(e);
+        }
+        if mode != AccessMode::Migrate {
+            self.modes.insert(e.id, mode);
         }
         let home = match self
             .home
@@ -1166,7 +1325,11 @@ impl Manager {
             return Err(err);
         }
         self.space.free(id)?;
-        self.home.remove(id)?;
+        if self.modes.remove(&id) == Some(AccessMode::Remote) {
+            self.remote.remove(id);
+        } else {
+            self.home.remove(id)?;
+        }
         self.pinned.remove(&id);
         for p in e.pages() {
             for ev in &mut self.evictors {
@@ -1178,6 +1341,11 @@ impl Manager {
 
     fn read(&mut self, id: ObjectId) -> Result<Vec<u8>> {
         let e = *self.space.get(id)?;
+        if let Some(r) = self.remote.get(id) {
+            let mut out = vec![0u8; host_len(&e.desc) as usize];
+            unpack(&e.desc, &r.bytes(), &mut out);
+            return Ok(out);
+        }
         let bytes = e.desc.page_bytes() as usize;
         let mut pages = self.home.object(id)?.to_vec();
         // Modified pages come from their owners: one job per device, not one per page.

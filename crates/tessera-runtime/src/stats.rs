@@ -1,6 +1,7 @@
 //! Counters every run keeps: requests, pages and bytes per link kind, memory per device.
 
 use serde::Serialize;
+use tessera_core::{Location, RemoteLink};
 
 /// Pages and bytes that crossed one kind of link.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -56,6 +57,12 @@ pub struct DeviceTraffic {
     /// Of those, pages a launch was seen touching (its time stamp newer than at the fetch)
     /// while still resident.
     pub prefetch_hits: u64,
+    /// Remote accesses (`AccessMode::Remote`) this device made to pages located in host
+    /// memory, in place, over its host link.
+    pub remote_host: RemoteLink,
+    /// Remote accesses to pages located on other devices: entry `s` is this device ↔ device
+    /// `s`'s memory; shorter than the device count where the later ones saw none.
+    pub remote_device: Vec<RemoteLink>,
 }
 
 impl LinkCounters {
@@ -102,11 +109,41 @@ impl DeviceTraffic {
             thrash_pins: d(self.thrash_pins, before.thrash_pins),
             prefetched: d(self.prefetched, before.prefetched),
             prefetch_hits: d(self.prefetch_hits, before.prefetch_hits),
+            remote_host: self.remote_host.since(&before.remote_host),
+            remote_device: self
+                .remote_device
+                .iter()
+                .enumerate()
+                .map(|(s, l)| l.since(&before.remote_device.get(s).copied().unwrap_or_default()))
+                .collect(),
         }
     }
 }
 
 impl DeviceTraffic {
+    /// Adds remote traffic between this device and `location`.
+    pub fn add_remote(&mut self, location: Location, link: &RemoteLink) {
+        match location {
+            Location::Host => self.remote_host.add(link),
+            Location::Device(s) => {
+                let s = s as usize;
+                if self.remote_device.len() <= s {
+                    self.remote_device.resize(s + 1, RemoteLink::default());
+                }
+                self.remote_device[s].add(link);
+            }
+        }
+    }
+
+    /// All remote traffic of this device, whatever the location.
+    pub fn remote_total(&self) -> RemoteLink {
+        let mut t = self.remote_host;
+        for l in &self.remote_device {
+            t.add(l);
+        }
+        t
+    }
+
     /// Counts one page of `bytes` moved from device `source` to this device.
     pub fn add_from_device(&mut self, source: usize, bytes: u64) {
         self.device_to_device.add(bytes);

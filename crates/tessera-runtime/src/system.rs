@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use tessera_core::{
-    CoreError, DeviceId, ObjectDesc, ObjectEntry, Policy, ProtocolVariant, TexelFormat, MAX_DEVICES,
+    AccessMode, CoreError, DeviceId, Location, ObjectDesc, ObjectEntry, Policy, ProtocolVariant,
+    TexelFormat, MAX_DEVICES,
 };
 
 use crate::backend::Device;
@@ -183,6 +184,60 @@ impl System {
 
     pub fn create(&self, desc: ObjectDesc, data: Option<Vec<u8>>) -> Result<ObjectEntry> {
         self.mm.create(desc, data)
+    }
+
+    /// Creates an object reached in `mode` (docs/PROTOCOL.md, "Access modes"):
+    /// [`AccessMode::Migrate`] is [`System::create`]; a [`AccessMode::ReplicateRead`] object
+    /// refuses stores ([`RuntimeError::ReadOnlyObject`]); a [`AccessMode::Remote`] object's
+    /// pages are never copied, all in host memory until [`System::place`] says otherwise.
+    pub fn create_with(
+        &self,
+        desc: ObjectDesc,
+        data: Option<Vec<u8>>,
+        mode: AccessMode,
+    ) -> Result<ObjectEntry> {
+        self.mm.create_with(desc, data, mode)
+    }
+
+    /// Places each page of a remote object: `location(local page, page column, page row)`.
+    /// Between passes. Which accesses cross a link, and which link, follows from it.
+    pub fn place(
+        &self,
+        object: &ObjectEntry,
+        location: impl Fn(u64, u64, u64) -> Location,
+    ) -> Result<()> {
+        let (px, _) = object.desc.pages_xy();
+        let locations = (0..object.desc.page_count())
+            .map(|p| location(p, p % px, p / px))
+            .collect();
+        self.mm.place(object.id, locations)
+    }
+
+    /// Places a remote object's pages as `partition` splits a domain of the object's size
+    /// across this node's devices: each page lives on the device whose region holds its first
+    /// texel, so with the same partition for the passes only accesses across a region's edge
+    /// are remote (GPU-SM §6.1, Fig. 11b: each GPU's domain in its own memory, halos remote).
+    pub fn place_by(&self, object: &ObjectEntry, partition: Partition) -> Result<()> {
+        let (w, h) = object.desc.extent();
+        let regions = partition.regions(w as u32, h as u32, self.devices() as u32)?;
+        self.place(object, |local, _, _| {
+            let (x, y, _, _) = object.desc.page_rect(local);
+            let d = regions
+                .iter()
+                .position(|r| match *r {
+                    Domain::Rect { x0, y0, x1, y1 } => {
+                        (x0 as u64..x1 as u64).contains(&x) && (y0 as u64..y1 as u64).contains(&y)
+                    }
+                    Domain::List(_) => false,
+                })
+                .unwrap_or(0);
+            Location::Device(d as u8)
+        })
+    }
+
+    /// The object's access mode.
+    pub fn access(&self, object: &ObjectEntry) -> Result<AccessMode> {
+        self.mm.access(object.id)
     }
 
     /// Runs `f` in device `d`'s driver, after everything queued there before.

@@ -513,6 +513,19 @@ impl Device for WgpuDevice {
     fn launch(&mut self, l: &Launch) -> Result<LaunchOutcome> {
         self.check()?;
         tessera_runtime::check_launch(&*l.kernel, &l.bindings)?;
+        // Remote pages would live in a host-visible buffer every device binds; that is not
+        // built yet, so a launch binding one is refused before anything runs.
+        if let Some((b, _)) = l
+            .bindings
+            .iter()
+            .zip(l.remote.iter())
+            .find(|(_, r)| r.is_some())
+        {
+            return Err(tessera_runtime::RuntimeError::RemoteNotBuilt {
+                backend: "wgpu".into(),
+                object: b.id,
+            });
+        }
         let name = l.kernel.name();
         let wgsl = l.kernel.wgsl().ok_or_else(|| {
             self.err(WgpuError::NoWgsl {
@@ -813,6 +826,7 @@ impl WgpuDevice {
                 kernel_s: k,
                 uniquify_s: u,
             }),
+            remote: Vec::new(),
         }))
     }
 

@@ -151,6 +151,7 @@ fn launch(w: &World, kernel: Arc<dyn Kernel>, domain: Domain, mode: Mode) -> Lau
         mode,
         pages: w.pages,
         time: 1,
+        remote: Default::default(),
     }
 }
 

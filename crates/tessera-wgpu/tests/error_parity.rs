@@ -299,6 +299,7 @@ impl Pair {
             mode,
             pages: self.pages,
             time: 1,
+            remote: Default::default(),
         };
         let c = self.cpu.launch(&l).map(|_| ());
         let g = self.gpu.launch(&l).map(|_| ());

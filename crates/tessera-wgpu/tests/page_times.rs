@@ -218,6 +218,7 @@ fn launches(w: &World, mode: Mode) -> Vec<Launch> {
         mode,
         pages: w.pages,
         time,
+        remote: Default::default(),
     })
     .collect()
 }
@@ -345,6 +346,7 @@ fn a_reused_slot_holds_the_new_page_at_the_next_launch() {
             mode: Mode::Direct,
             pages,
             time,
+            remote: Default::default(),
         };
         let expect = |base: f32| -> Vec<u8> {
             let mut v = Vec::new();

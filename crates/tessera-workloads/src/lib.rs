@@ -2,3 +2,6 @@
 pub mod access;
 pub mod boiling;
 pub mod quake;
+pub mod convolution;
+pub mod decomp;
+pub mod stencil;

@@ -10,11 +10,15 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use tessera_core::{Access, CoreError, GlobalPage, ObjectId, PageTable, TexelFormat};
+use tessera_core::access::{classify_runs, RemoteAccess};
+use tessera_core::{
+    Access, CoreError, DeviceId, GlobalPage, Location, ObjectId, PageTable, RemoteLink, TexelFormat,
+};
 
 use super::compact::RequestBits;
 use crate::error::RuntimeError;
 use crate::kernel::{kind_name, Bound, Fault, Mode, TempStore, MAX_BINDINGS, MAX_STORES};
+use crate::remote::RemoteObject;
 
 /// The loop behind [`Kernel::run_span`], generic over the invocation body.
 #[inline(always)]
@@ -100,9 +104,21 @@ pub struct Invocation<'a> {
     pub(crate) touched: Vec<GlobalPage>,
     /// The invocation whose kernel error stopped the span (see `run_span_with`).
     pub(crate) failed_at: Option<(u32, u32)>,
+    /// Per binding, the remote object it is (`None`: migrate or replicate-read). A remote
+    /// binding never fills the TLB, so every access to it takes the slow path, where it is
+    /// counted; the fast path of other bindings is unchanged.
+    remote: [Option<&'a RemoteObject>; MAX_BINDINGS],
+    device: DeviceId,
+    /// Remote accesses that left this device, of the invocations this task completed (loads
+    /// of faulting invocations too: they crossed the link).
+    remote_log: Vec<RemoteAccess>,
+    /// The current invocation's remote stores, counted when it completes.
+    remote_pending: Vec<RemoteAccess>,
 }
 
 impl<'a> Invocation<'a> {
+    // One argument per thing a task shares with its invocations; a struct would only rename them.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         memories: &'a [Vec<AtomicU32>],
         table: &'a PageTable,
@@ -110,11 +126,17 @@ impl<'a> Invocation<'a> {
         bits: &'a RequestBits,
         kernel: &'static str,
         mode: Mode,
+        remote: &'a [Option<std::sync::Arc<RemoteObject>>],
+        device: DeviceId,
     ) -> Self {
         // `kernel::check_launch` has refused a launch with more bindings than there is room.
         let mut ids = [u32::MAX; MAX_BINDINGS];
         for (slot, b) in ids.iter_mut().zip(bindings) {
             *slot = b.id.0;
+        }
+        let mut remote_refs = [None; MAX_BINDINGS];
+        for (slot, r) in remote_refs.iter_mut().zip(remote) {
+            *slot = r.as_deref();
         }
         Invocation {
             memories,
@@ -130,6 +152,10 @@ impl<'a> Invocation<'a> {
             temp: Vec::new(),
             touched: Vec::new(),
             failed_at: None,
+            remote: remote_refs,
+            device,
+            remote_log: Vec::new(),
+            remote_pending: Vec::new(),
         }
     }
 
@@ -140,7 +166,7 @@ impl<'a> Invocation<'a> {
     /// Called by the backend after `invoke` returned: commit on success, discard on fault.
     #[inline]
     pub(crate) fn finish(&mut self, completed: bool) {
-        if self.stores.is_empty() && self.temp_stores.is_empty() {
+        if self.stores.is_empty() && self.temp_stores.is_empty() && self.remote_pending.is_empty() {
             return;
         }
         if completed {
@@ -148,9 +174,11 @@ impl<'a> Invocation<'a> {
                 s.memory[s.word].store(s.value, Ordering::Relaxed);
             }
             self.temp.append(&mut self.temp_stores);
+            self.remote_log.append(&mut self.remote_pending);
         } else {
             self.stores.clear();
             self.temp_stores.clear();
+            self.remote_pending.clear();
         }
     }
 
@@ -181,6 +209,7 @@ impl<'a> Invocation<'a> {
         x: u32,
         y: u32,
         access: Access,
+        i: usize,
     ) -> Result<Option<(&'a [AtomicU32], usize)>, Fault> {
         let bi = self.binding(id)?;
         let e = &self.tlb[bi];
@@ -193,7 +222,7 @@ impl<'a> Invocation<'a> {
             let word = ((dy << e.shift) | dx) * e.words_per_texel;
             return Ok(Some((e.memory, e.base + word as usize)));
         }
-        self.translate_slow(bi, x, y, access)
+        self.translate_slow(bi, x, y, access, i)
     }
 
     #[inline(never)]
@@ -203,6 +232,7 @@ impl<'a> Invocation<'a> {
         x: u64,
         y: u64,
         access: Access,
+        i: usize,
     ) -> Result<Option<(&'a [AtomicU32], usize)>, Fault> {
         let b = self.bindings[bi];
         if x >= b.width || y >= b.height {
@@ -219,6 +249,9 @@ impl<'a> Invocation<'a> {
             }));
         }
         let (page, off) = b.locate(x, y);
+        if let Some(r) = self.remote[bi] {
+            return Ok(Some(self.remote_word(r, page, off, access, i)));
+        }
         let d = self.table.get(GlobalPage(page)).map_err(|e| self.fail(e))?;
         self.touched.push(GlobalPage(page));
         let needs_write = access == Access::Write && self.mode == Mode::Direct;
@@ -257,9 +290,59 @@ impl<'a> Invocation<'a> {
         Ok(Some((memory, base + off as usize)))
     }
 
+    /// A remote page's word, in place: no page table, no request, never a miss. Counted
+    /// when it leaves this device: a load now, a store when its invocation completes.
+    fn remote_word(
+        &mut self,
+        r: &'a RemoteObject,
+        page: u64,
+        off: u64,
+        access: Access,
+        i: usize,
+    ) -> (&'a [AtomicU32], usize) {
+        let word = ((page - r.page_offset) * r.page_words + off) as usize;
+        if r.location(GlobalPage(page)).is_remote_to(self.device) {
+            let a = RemoteAccess {
+                write: access == Access::Write,
+                page,
+                word: (off as usize + i) as u32,
+            };
+            if a.write {
+                self.remote_pending.push(a);
+            } else {
+                self.remote_log.push(a);
+            }
+        }
+        (r.words(), word)
+    }
+
+    /// This task's remote traffic by location, under the batch/spread rule of
+    /// [`classify_runs`] (the task is one tile of invocations, or one chunk of a list).
+    pub(crate) fn remote_counts(&mut self) -> Vec<(Location, RemoteLink)> {
+        let mut out: Vec<(Location, RemoteLink)> = Vec::new();
+        if self.remote_log.is_empty() {
+            return out;
+        }
+        let remote = self.remote;
+        classify_runs(&mut self.remote_log, |page, link| {
+            let loc = remote
+                .iter()
+                .flatten()
+                .find(|r| (r.page_offset..r.page_offset + r.pages()).contains(&page))
+                .map(|r| r.location(GlobalPage(page)))
+                .unwrap_or_default();
+            match out.iter_mut().find(|(l, _)| *l == loc) {
+                Some((_, acc)) => acc.add(&link),
+                None => out.push((loc, link)),
+            }
+        });
+        self.remote_log.clear();
+        out
+    }
+
     #[inline(always)]
     fn load_word(&mut self, id: ObjectId, x: u32, y: u32, i: usize) -> Result<u32, Fault> {
-        Ok(match self.translate(id, x, y, Access::Read)? {
+        Ok(match self.translate(id, x, y, Access::Read, i)? {
             Some((m, w)) => m[w + i].load(Ordering::Relaxed),
             None => 0,
         })
@@ -278,7 +361,7 @@ impl<'a> Invocation<'a> {
             // Dropped, but a store to an object the launch does not bind is a bug in any mode.
             Mode::Request => self.binding(id).map(|_| ()),
             Mode::Direct => {
-                if let Some((memory, word)) = self.translate(id, x, y, Access::Write)? {
+                if let Some((memory, word)) = self.translate(id, x, y, Access::Write, i)? {
                     self.check_room()?;
                     self.stores.push(Store {
                         memory,
@@ -299,6 +382,22 @@ impl<'a> Invocation<'a> {
                         width: b.width,
                         height: b.height,
                     }));
+                }
+                if self.remote[bi].is_some() {
+                    // A remote page needs no write copy and no merge: the store goes to its
+                    // one location when the invocation completes, as in Direct mode.
+                    let Some((memory, word)) =
+                        self.translate_slow(bi, x as u64, y as u64, Access::Write, i)?
+                    else {
+                        return Ok(());
+                    };
+                    self.check_room()?;
+                    self.stores.push(Store {
+                        memory,
+                        word: word + i,
+                        value,
+                    });
+                    return Ok(());
                 }
                 let (page, off) = b.locate(x as u64, y as u64);
                 let writable = self

@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use rayon::prelude::*;
-use tessera_core::{DeviceId, GlobalPage, PageDescriptor, PageTable, SlotAddr};
+use tessera_core::{
+    DeviceId, GlobalPage, Location, PageDescriptor, PageTable, RemoteLink, SlotAddr,
+};
 
 mod compact;
 mod invocation;
@@ -85,6 +87,8 @@ struct TaskResult {
     touched: Vec<GlobalPage>,
     /// The task's first kernel error, with the failing invocation's place in launch order.
     error: Option<(u64, RuntimeError)>,
+    /// Remote traffic by location (see `Invocation::remote_counts`).
+    remote: Vec<(Location, RemoteLink)>,
 }
 
 /// What every task of one launch shares.
@@ -96,6 +100,8 @@ struct Task<'a> {
     kernel: &'a dyn crate::kernel::Kernel,
     mode: crate::kernel::Mode,
     footprint: Option<crate::kernel::Footprint>,
+    remote: &'a [Option<Arc<crate::remote::RemoteObject>>],
+    device: DeviceId,
 }
 
 /// A worker thread's buffers for the tile path, kept from tile to tile.
@@ -115,6 +121,8 @@ impl Task<'_> {
             self.bits,
             self.kernel.name(),
             self.mode,
+            self.remote,
+            self.device,
         )
     }
 
@@ -129,6 +137,7 @@ impl Task<'_> {
             temp: std::mem::take(&mut inv.temp),
             touched: std::mem::take(&mut inv.touched),
             error,
+            remote: inv.remote_counts(),
         }
     }
 
@@ -382,6 +391,14 @@ impl Device for CpuDevice {
         let mut bits = RequestBits::new(l.pages);
         let (memories, table, bindings) = (&self.memories, &self.table, &l.bindings[..]);
         let kernel = &*l.kernel;
+        // The tile path copies windows of resident slots; a remote object has none, and its
+        // accesses are counted one by one, so a footprint that names one is not used.
+        let is_remote = |id: tessera_core::ObjectId| {
+            bindings
+                .iter()
+                .zip(l.remote.iter())
+                .any(|(b, r)| b.id == id && r.is_some())
+        };
         let task = Task {
             memories,
             table,
@@ -389,9 +406,13 @@ impl Device for CpuDevice {
             bits: &bits,
             kernel,
             mode: l.mode,
-            footprint: kernel
-                .footprint()
-                .filter(|f| f.reads.len() <= crate::kernel::MAX_BINDINGS),
+            footprint: kernel.footprint().filter(|f| {
+                f.reads.len() <= crate::kernel::MAX_BINDINGS
+                    && !is_remote(f.write)
+                    && !f.reads.iter().any(|&(id, _)| is_remote(id))
+            }),
+            remote: &l.remote,
+            device: self.id,
         };
         let results: Vec<TaskResult> = self.pool.install(|| match &l.domain {
             Domain::Rect { x0, y0, x1, y1 } => {
@@ -436,6 +457,12 @@ impl Device for CpuDevice {
         }
         // Temporaries accumulate across the relaunches of one pass until merged or discarded.
         for r in results {
+            for (loc, link) in r.remote {
+                match out.remote.iter_mut().find(|(l, _)| *l == loc) {
+                    Some((_, acc)) => acc.add(&link),
+                    None => out.remote.push((loc, link)),
+                }
+            }
             out.incomplete.extend(r.incomplete);
             if self.temp.is_empty() {
                 self.temp = r.temp;

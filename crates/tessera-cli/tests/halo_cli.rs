@@ -1,0 +1,246 @@
+//! `tessera run stencil|convolution` and their sweeps as a user runs them: results equal the
+//! plain reference, reports hold what they promise, bad input is a clear error, never a panic.
+
+use std::process::Command;
+
+use tessera_workloads::{convolution, stencil};
+
+fn tessera(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn checksum(v: &[f32]) -> String {
+    // FNV-1a over the f32 bits, written here from its definition.
+    let mut h: u64 = 0xcbf29ce484222325;
+    for b in v.iter().flat_map(|f| f.to_bits().to_le_bytes()) {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x100000001b3);
+    }
+    format!("{h:016x}")
+}
+
+fn report(dir: &std::path::Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn run_stencil_in_every_version_equals_the_reference() {
+    // 1 warm-up + 2 steps together + 2 alone (isolated model) = 5 steps.
+    let want = checksum(&stencil::reference::run(&stencil::initial(16), 16, 2, 5));
+    for (access, split) in [
+        ("explicit", "x"),
+        ("migrate", "y"),
+        ("migrate", "z"),
+        ("remote", "y"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = tessera(&[
+            "run",
+            "stencil",
+            "--size",
+            "16",
+            "--halo",
+            "2",
+            "--devices",
+            "4",
+            "--split",
+            split,
+            "--access",
+            access,
+            "--steps",
+            "2",
+            "--page",
+            "8",
+            "--verify",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ]);
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(stdout.contains("equals the plain single-device reference"));
+        assert!(stdout.contains("measured wall time"));
+        let r = report(dir.path());
+        assert_eq!(r["checksum"], want.as_str(), "{access} {split}");
+        assert_eq!(r["verified"], true);
+        assert_eq!(r["access"], access);
+        // Four devices exchange halos every step: pages cross a link, or (remote) accesses.
+        let moved = r["moved_mib_per_step"].as_f64().unwrap();
+        let remote = r["remote_mib_per_step"].as_f64().unwrap();
+        if access == "remote" {
+            assert_eq!(moved, 0.0, "a remote page is never copied");
+            assert!(remote > 0.0);
+        } else {
+            assert!(moved > 0.0);
+            assert_eq!(remote, 0.0);
+        }
+        assert!(r["modeled_ms_per_step"].as_f64().unwrap() > 0.0);
+        assert_eq!(r["per_device"].as_array().unwrap().len(), 4);
+    }
+}
+
+#[test]
+fn run_convolution_equals_the_reference() {
+    let init = convolution::initial(32);
+    let want = checksum(&convolution::reference::run(
+        &init,
+        32,
+        &convolution::filter(7),
+        7,
+        3,
+    ));
+    for (access, filter_access) in [
+        ("explicit", "replicate"),
+        ("migrate", "remote-cached"),
+        ("remote", "remote"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = tessera(&[
+            "run",
+            "convolution",
+            "--filter-access",
+            filter_access,
+            "--size",
+            "32",
+            "--filter",
+            "7",
+            "--devices",
+            "2",
+            "--access",
+            access,
+            "--steps",
+            "1",
+            "--page",
+            "8",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let r = report(dir.path());
+        assert_eq!(r["checksum"], want.as_str(), "{access}");
+        assert_eq!(r["filter"], 7);
+    }
+}
+
+#[test]
+fn sweep_stencil_writes_csv_and_plot_and_skips_impossible_points() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = tessera(&[
+        "sweep",
+        "stencil",
+        "--size",
+        "16",
+        "--halo",
+        "2,8",
+        "--devices",
+        "1,4",
+        "--access",
+        "explicit,migrate",
+        "--steps",
+        "1",
+        "--page",
+        "8",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Halo 8 on 4 devices of 16: slabs of 4 are thinner than the halo.
+    assert!(stdout.contains("skipped"), "{stdout}");
+    let csv = std::fs::read_to_string(dir.path().join("sweep.csv")).unwrap();
+    // Header + 2 accesses × (halo 2 at 1 and 4 devices, halo 8 at 1 device).
+    assert_eq!(csv.lines().count(), 1 + 2 * 3, "{csv}");
+    assert!(dir.path().join("speedup.svg").exists());
+    assert!(dir.path().join("speedup.png").exists());
+}
+
+#[test]
+fn bad_input_is_a_clear_error_never_a_panic() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "run",
+                "stencil",
+                "--size",
+                "16",
+                "--halo",
+                "8",
+                "--devices",
+                "4",
+            ],
+            "larger than a device's slab",
+        ),
+        (
+            &[
+                "run",
+                "stencil",
+                "--size",
+                "18",
+                "--devices",
+                "4",
+                "--halo",
+                "2",
+            ],
+            "multiple of the device count",
+        ),
+        (
+            &["run", "stencil", "--size", "16", "--halo", "0"],
+            "halo must be at least 1",
+        ),
+        (
+            &["run", "stencil", "--access", "shared"],
+            "unknown access mode",
+        ),
+        (&["run", "stencil", "--split", "w"], "unknown split"),
+        (
+            &["run", "stencil", "--size", "1000"],
+            "--size must be between 1 and 512",
+        ),
+        (
+            &["run", "stencil", "--size", "16", "--page", "12"],
+            "power of two",
+        ),
+        (
+            &["run", "convolution", "--size", "32", "--filter", "4"],
+            "filter size must be odd",
+        ),
+        (
+            &["run", "convolution", "--size", "32", "--split", "z"],
+            "needs a grid with more than one cell along z",
+        ),
+        (
+            &[
+                "run",
+                "convolution",
+                "--size",
+                "32",
+                "--access",
+                "explicit",
+                "--filter-access",
+                "remote",
+            ],
+            "replicates the filter by hand",
+        ),
+        (
+            &["run", "convolution", "--size", "30", "--devices", "4"],
+            "multiple of the device count",
+        ),
+        (
+            &["sweep", "convolution", "--filter", "3,6"],
+            "filter size must be odd",
+        ),
+        (
+            &["sweep", "stencil", "--access", "explicit,bogus"],
+            "unknown access mode",
+        ),
+    ];
+    for (args, want) in cases {
+        let o = tessera(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?} succeeded");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}

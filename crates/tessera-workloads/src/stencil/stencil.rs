@@ -1,0 +1,85 @@
+//! The stencil kernel (twin of `stencil.wgsl`): one output cell per invocation.
+use tessera_core::ObjectId;
+use tessera_runtime::{Fault, Invocation, Kernel, WgslKernel};
+
+use crate::decomp::{Box3, Order};
+
+pub struct Stencil {
+    pub input: ObjectId,
+    pub output: ObjectId,
+    /// The whole grid's size: cells outside it read as 0.
+    pub dims: [u32; 3],
+    /// The cells the two field objects hold.
+    pub bx: Box3,
+    pub order: Order,
+    pub radius: u32,
+    /// Centre, X, Y, Z weights (`super::weights`).
+    pub w: [f32; 4],
+}
+
+impl Stencil {
+    #[inline(always)]
+    fn at(&self, inv: &mut Invocation<'_>, g: [i64; 3]) -> Result<f32, Fault> {
+        if (0..3).any(|a| g[a] < 0 || g[a] >= self.dims[a] as i64) {
+            return Ok(0.0);
+        }
+        // A cell outside the box wraps to a coordinate out of range: the runtime's bounds
+        // check fails the launch with a typed error.
+        let l = [0, 1, 2].map(|a| (g[a] as u32).wrapping_sub(self.bx.origin[a]));
+        let (x, y) = self.bx.texel(l);
+        inv.load_f32(self.input, x, y)
+    }
+
+    #[inline(always)]
+    fn cell(&self, inv: &mut Invocation<'_>, u: u32, v: u32) -> Result<(), Fault> {
+        let l = self.bx.unlaunch(self.order, u, v);
+        let g = [0, 1, 2].map(|a| (self.bx.origin[a] + l[a]) as i64);
+        let [w0, wx, wy, wz] = self.w;
+        let mut c = w0 * self.at(inv, g)?;
+        for s in 1..=self.radius as i64 {
+            let xl = self.at(inv, [g[0] - s, g[1], g[2]])?;
+            let xr = self.at(inv, [g[0] + s, g[1], g[2]])?;
+            let yl = self.at(inv, [g[0], g[1] - s, g[2]])?;
+            let yr = self.at(inv, [g[0], g[1] + s, g[2]])?;
+            let zl = self.at(inv, [g[0], g[1], g[2] - s])?;
+            let zr = self.at(inv, [g[0], g[1], g[2] + s])?;
+            c += (wx * (xl + xr) + wy * (yl + yr)) + wz * (zl + zr);
+        }
+        let (x, y) = self.bx.texel(l);
+        inv.store_f32(self.output, x, y, c)
+    }
+}
+
+impl Kernel for Stencil {
+    fn name(&self) -> &'static str {
+        "stencil"
+    }
+    fn wgsl(&self) -> Option<WgslKernel> {
+        let mut params = vec![self.input.0, self.output.0];
+        params.extend(self.dims);
+        params.extend(self.bx.words());
+        params.push(self.order.word());
+        params.push(self.radius);
+        params.extend(self.w.map(f32::to_bits));
+        Some(WgslKernel {
+            source: concat!(
+                include_str!("../decomp/grid.wgsl"),
+                include_str!("stencil.wgsl")
+            ),
+            params,
+        })
+    }
+    #[inline]
+    fn invoke(&self, inv: &mut Invocation<'_>, u: u32, v: u32) -> Result<(), Fault> {
+        self.cell(inv, u, v)
+    }
+    fn run_span(
+        &self,
+        inv: &mut Invocation<'_>,
+        y: u32,
+        xs: std::ops::Range<u32>,
+        incomplete: &mut Vec<(u32, u32)>,
+    ) -> Result<(), tessera_runtime::RuntimeError> {
+        tessera_runtime::run_span_with(inv, y, xs, incomplete, |inv, u, v| self.cell(inv, u, v))
+    }
+}
