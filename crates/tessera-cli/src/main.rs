@@ -354,6 +354,7 @@ fn main() -> ExitCode {
         Command::Trace {
             which: TraceKind::Replay(opts),
         } => quake::trace_replay(&opts),
+        Command::Run {
             which: RunKind::Stencil(opts),
         } => stencil::run(&opts),
         Command::Run {
