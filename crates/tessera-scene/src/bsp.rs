@@ -27,7 +27,9 @@ pub const EFFECT_LEN: usize = 72;
 pub const FACE_LEN: usize = 104;
 pub const LIGHTMAP_SIDE: usize = 128;
 pub const LIGHTMAP_LEN: usize = LIGHTMAP_SIDE * LIGHTMAP_SIDE * 3;
-/// Surface flag: the face is not drawn (`SURF_NODRAW` in q3map).
+/// Surface flag `SURF_NODRAW`. The loader does not act on it: q3map2 leaves no-draw brush faces
+/// out of the file, and the faces that carry it in OpenArena's maps are all patches, most of
+/// them with a lightmap (so meant to be seen): all 135 of `ctf_inyard`'s patches, for one.
 pub const SURF_NODRAW: i32 = 0x80;
 
 /// The 17 lumps, in directory order.

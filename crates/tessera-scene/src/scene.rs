@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use crate::bsp::{self, Bsp, BspError, FaceKind, LIGHTMAP_SIDE, SURF_NODRAW};
+use crate::bsp::{self, Bsp, BspError, FaceKind, LIGHTMAP_SIDE};
 use crate::patch::{patch_counts, tessellate};
 use crate::texture::{candidates, decode, placeholder};
 use crate::{bounds_of, Pak, Scene, SceneError, Spawn, TextureImage, Triangle};
@@ -39,8 +39,9 @@ impl Scene {
     /// (`textures/foo/bar.tga`), or `None`.
     ///
     /// Kept faces: polygons and meshes (triangles from their meshverts, their vertex range
-    /// copied), patches (tessellated, [`crate::PATCH_SEGMENTS`] per block side); billboards and
-    /// faces whose texture has the `SURF_NODRAW` flag are left out. Only the textures kept faces
+    /// copied), patches (tessellated, [`crate::PATCH_SEGMENTS`] per block side); billboards are
+    /// left out. Surface flags are not consulted (see [`bsp::SURF_NODRAW`]). Only the textures
+    /// kept faces
     /// use are loaded, in BSP order.
     pub fn from_bsp(
         bsp: &Bsp,
@@ -53,11 +54,7 @@ impl Scene {
         };
         // `parse` checked every index, so the indexing below cannot fail.
         let kept: Vec<usize> = (0..bsp.faces.len())
-            .filter(|&i| {
-                let f = &bsp.faces[i];
-                f.kind != FaceKind::Billboard
-                    && bsp.textures[f.texture as usize].flags & SURF_NODRAW == 0
-            })
+            .filter(|&i| bsp.faces[i].kind != FaceKind::Billboard)
             .collect();
 
         // Faces may share vertex ranges, so the output can exceed the file; bound it before
@@ -255,7 +252,8 @@ mod tests {
         }
     }
 
-    /// A hand-built BSP: a triangle, a 3 × 3 patch, a billboard and a nodraw face.
+    /// A hand-built BSP: a triangle, a 3 × 3 patch, a billboard and a triangle whose texture
+    /// has the no-draw flag.
     fn sample() -> Bsp {
         let mut vertices: Vec<Vertex> =
             vec![vertex(0.0, 0.0), vertex(64.0, 0.0), vertex(0.0, 64.0)];
@@ -268,6 +266,8 @@ mod tests {
         let mut tri = face(FaceKind::Polygon, 2, 0, 3);
         tri.n_meshverts = 3;
         tri.lightmap = 0;
+        let mut flagged = face(FaceKind::Polygon, 3, 0, 3);
+        flagged.n_meshverts = 3;
         let mut patch = face(FaceKind::Patch, 0, 3, 9);
         patch.size = [3, 3];
         Bsp {
@@ -280,16 +280,11 @@ mod tests {
                 tex("textures/a/patch", 0),
                 tex("textures/a/unused", 0),
                 tex("textures/a/tri", 0),
-                tex("textures/a/nodraw", SURF_NODRAW),
+                tex("textures/a/flagged", crate::bsp::SURF_NODRAW),
             ],
             vertices,
             meshverts: vec![0, 2, 1],
-            faces: vec![
-                tri,
-                patch,
-                face(FaceKind::Billboard, 1, 0, 1),
-                face(FaceKind::Polygon, 3, 0, 3),
-            ],
+            faces: vec![tri, patch, face(FaceKind::Billboard, 1, 0, 1), flagged],
             lightmaps: vec![vec![7; crate::bsp::LIGHTMAP_LEN]],
             effects: 0,
         }
@@ -304,21 +299,27 @@ mod tests {
         })
         .unwrap();
         let s = crate::PATCH_SEGMENTS;
-        assert_eq!(scene.vertices.len(), 3 + (s + 1) * (s + 1));
-        assert_eq!(scene.triangles.len(), 1 + 2 * s * s);
-        // BSP order, unused and nodraw textures skipped: the patch's texture then the triangle's.
+        // The triangle's 3 vertices, the patch's (s + 1)², the flagged triangle's 3.
+        assert_eq!(scene.vertices.len(), 3 + (s + 1) * (s + 1) + 3);
+        assert_eq!(scene.triangles.len(), 1 + 2 * s * s + 1);
+        // BSP order, the unused texture skipped, the flagged one kept.
         let names: Vec<&str> = scene.textures.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["textures/a/patch", "textures/a/tri"]);
+        assert_eq!(
+            names,
+            ["textures/a/patch", "textures/a/tri", "textures/a/flagged"]
+        );
         assert_eq!(
             asked,
             [
                 "textures/a/patch.tga",
                 "textures/a/patch.jpg",
                 "textures/a/tri.tga",
-                "textures/a/tri.jpg"
+                "textures/a/tri.jpg",
+                "textures/a/flagged.tga",
+                "textures/a/flagged.jpg"
             ]
         );
-        assert_eq!(scene.missing_textures, [0, 1]);
+        assert_eq!(scene.missing_textures, [0, 1, 2]);
         assert_eq!(
             scene.triangles[0],
             Triangle {
@@ -328,9 +329,20 @@ mod tests {
                 surface: 0
             }
         );
-        assert!(scene.triangles[1..]
+        let patch = &scene.triangles[1..1 + 2 * s * s];
+        assert!(patch
             .iter()
             .all(|t| t.surface == 1 && t.texture == 0 && t.lightmap.is_none()));
+        let base = (3 + (s + 1) * (s + 1)) as u32;
+        assert_eq!(
+            scene.triangles.last(),
+            Some(&Triangle {
+                v: [base, base + 2, base + 1],
+                texture: 2,
+                lightmap: None,
+                surface: 3
+            })
+        );
         assert_eq!(scene.bounds, ([0.0, 0.0, 0.0], [64.0, 64.0, 0.0]));
         assert_eq!(scene.lightmaps[0].rgba[..8], [7, 7, 7, 255, 7, 7, 7, 255]);
         // The second start has a bad origin and is skipped.

@@ -483,3 +483,53 @@ fn every_openarena_map_loads() {
             .all(|v| (v as usize) < scene.vertices.len()));
     }
 }
+
+/// A scene `bsp::write` must renumber nothing for: surfaces with gaps (no triangle uses
+/// surface 1) and surfaces sharing vertices. The loader copies each face's vertex range, so
+/// shared vertices come back duplicated: compare triangles by the vertices they resolve to.
+#[test]
+fn writer_keeps_surface_numbers_and_shared_vertices_resolve_alike() {
+    let base = Scene::generated(0);
+    let mut scene = base.clone();
+    // A fixed linear congruential generator: the same scene every run.
+    let mut x: u64 = 7;
+    let mut next = |m: u32| {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((x >> 33) as u32) % m
+    };
+    let n = scene.vertices.len() as u32;
+    scene.triangles = (0..40)
+        .map(|i| {
+            let surface = [0, 2, 3, 7][i % 4];
+            tessera_scene::Triangle {
+                v: [next(n), next(n), next(n)],
+                // Every texture used, so the loader keeps all four at their indices.
+                texture: (i % 4) as u32,
+                lightmap: if surface == 3 {
+                    None
+                } else {
+                    Some(surface % 2)
+                },
+                surface,
+            }
+        })
+        .collect();
+    scene.triangles.sort_by_key(|t| t.surface);
+    let parsed = bsp::parse(&bsp::write(&scene)).unwrap();
+    // Surfaces 0..=7: the unused ones are empty faces.
+    assert_eq!(parsed.faces.len(), 8);
+    assert_eq!(parsed.faces[1].n_meshverts, 0);
+    let loaded = Scene::from_bsp(&parsed, "x", |_| Ok(None)).unwrap();
+    assert_eq!(loaded.triangles.len(), scene.triangles.len());
+    for (a, b) in loaded.triangles.iter().zip(&scene.triangles) {
+        assert_eq!(
+            (a.texture, a.lightmap, a.surface),
+            (b.texture, b.lightmap, b.surface)
+        );
+        let va = a.v.map(|i| loaded.vertices[i as usize]);
+        let vb = b.v.map(|i| scene.vertices[i as usize]);
+        assert_eq!(va, vb);
+    }
+}
