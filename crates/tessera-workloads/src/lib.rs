@@ -1,7 +1,7 @@
 //! Workloads that run on tessera: each is a set of kernels plus an unpaged reference.
 pub mod access;
 pub mod boiling;
-pub mod quake;
 pub mod convolution;
 pub mod decomp;
+pub mod quake;
 pub mod stencil;

@@ -14,6 +14,7 @@
 //! - `render`: the paged renderer on a node; `trace`: the versioned trace file of texture
 //!   blocks per frame and device; `replay`: drives the memory manager from a trace.
 pub mod atlas;
+pub mod map;
 pub mod raster;
 pub mod reference;
 pub mod render;
