@@ -135,6 +135,19 @@ impl DeviceTraffic {
         }
     }
 
+    /// This device's remote traffic per location, only the locations it reached.
+    pub fn remote_links(&self) -> Vec<(Location, RemoteLink)> {
+        std::iter::once((Location::Host, self.remote_host))
+            .chain(
+                self.remote_device
+                    .iter()
+                    .enumerate()
+                    .map(|(s, l)| (Location::Device(s as u8), *l)),
+            )
+            .filter(|(_, l)| !l.is_empty())
+            .collect()
+    }
+
     /// All remote traffic of this device, whatever the location.
     pub fn remote_total(&self) -> RemoteLink {
         let mut t = self.remote_host;

@@ -1,8 +1,13 @@
 //! Access modes on the CPU backend: remote objects give migrate's results without ever being
 //! copied, their traffic matches a hand count, and replicate-read objects refuse stores.
 
+use std::sync::Arc;
 use tessera_core::{AccessMode, Location, ObjectDesc, RemoteLink, TexelFormat};
-use tessera_runtime::{Fault, Invocation, Kernel, Partition, RuntimeError, System, SystemConfig};
+
+use tessera_runtime::{
+    Bound, Domain, Fault, Invocation, Kernel, Partition, PassSpec, Procedure, RuntimeError, System,
+    SystemConfig,
+};
 
 const W: u32 = 16;
 const H: u32 = 16;
@@ -124,6 +129,45 @@ fn link(read: u64, write: u64, batch: u64, spread: u64, batches: u64) -> RemoteL
         spread_bytes: spread,
         batches,
     }
+}
+
+#[test]
+fn the_two_pass_procedure_gives_the_same_field_with_remote_and_migrate_objects_mixed() {
+    // Input remote (placed in column bands), output migrate: the compute pass's stores go
+    // through the temporary and the merge, its remote loads in place.
+    let sys = System::cpu(&SystemConfig {
+        devices: 3,
+        cpu_threads: 2,
+        ..Default::default()
+    })
+    .unwrap();
+    let i = sys
+        .create_with(desc(), Some(bytes(&input())), AccessMode::Remote)
+        .unwrap();
+    sys.place_by(&i, Partition::Cols).unwrap();
+    let o = sys.create(desc(), None).unwrap();
+    let spec = PassSpec {
+        kernel: Arc::new(Halo {
+            input: i.id,
+            output: o.id,
+        }),
+        bindings: Arc::new(vec![Bound::new(&i), Bound::new(&o)]),
+        domain: Domain::Rect {
+            x0: 0,
+            y0: 0,
+            x1: 0,
+            y1: 0,
+        },
+        display: false,
+    };
+    for procedure in [Procedure::TwoPass, Procedure::Relaunch] {
+        sys.run_pass(&spec, W, H, Partition::Rows, procedure)
+            .unwrap();
+        assert_eq!(sys.read_f32(&o).unwrap(), reference(), "{procedure:?}");
+    }
+    let (_, dir) = sys.mm.memory().unwrap();
+    assert!(i.pages().all(|p| dir[p as usize].copies.is_empty()));
+    assert!(o.pages().any(|p| !dir[p as usize].copies.is_empty()));
 }
 
 #[test]
