@@ -191,6 +191,19 @@ fn remote_traffic_matches_a_hand_count() {
     assert!(t
         .iter()
         .all(|t| t.remote_device.iter().all(|l| l.is_empty())));
+    // Priced on GPU-SM's machine with no device work: each device alone would take
+    // 1024 / 12e9 + 512 / (12e9 × 0.91) s = 1.322e-7 s, but both use host memory's link,
+    // which carries 2 × 1536 = 3072 bytes at 18e9 B/s: 1.707e-7 s.
+    let topo = tessera_core::topology::Topology::preset("gpusm-pcie3", 2).unwrap();
+    let uses: Vec<_> = t
+        .iter()
+        .enumerate()
+        .flat_map(|(d, t)| t.remote_uses(d))
+        .collect();
+    let p = topo.remote_pass_time(&[0.0, 0.0], &uses).unwrap();
+    let alone = 1024.0 / 12e9 + 512.0 / (12e9 * 0.91);
+    assert!((p.device_total[0] - alone).abs() < 1e-18, "{p:?}");
+    assert!((p.total - 3072.0 / 18e9).abs() < 1e-18, "{p:?}");
 
     // Pages placed in row bands (pages 0 1 on device 0, 2 3 on device 1): only device 0's
     // loads of row 8 leave it, to device 1: 16 loads of 8-word runs, 64 bytes, spread.
