@@ -172,6 +172,9 @@ pub enum RemoteVariant {
     /// its own and serves later reads from it, so a remote write it never hears of leaves it
     /// reading a stale value.
     CachedOnReader,
+    /// Broken on purpose: a remote load also installs the page in the reader's page table, as
+    /// a migrate read would; the page is then copied, which remote mode forbids.
+    CopiedOnRead,
 }
 
 /// The closed world to explore. Budgets bound every run, which keeps the state graph finite.
@@ -869,6 +872,10 @@ impl State {
                     (RemoteVariant::CachedOnReader, None) => {
                         dev.cache[r] = Some(self.remote[r]);
                         (self.remote[r], "in place, and caches it")
+                    }
+                    (RemoteVariant::CopiedOnRead, _) => {
+                        dev.slots[cfg.pages as usize + r] = Slot::filled(self.remote[r]);
+                        (self.remote[r], "and installs a copy")
                     }
                     (RemoteVariant::InPlace, _) => (self.remote[r], "in place"),
                 };

@@ -306,3 +306,17 @@ fn a_remote_page_cached_on_its_reader_reads_stale() {
     );
     assert!(v.trace[v.trace.len() - 2].contains("from its cache"), "{v}");
 }
+
+#[test]
+fn a_remote_page_copied_into_its_readers_page_table_is_caught() {
+    let cfg = ModelConfig {
+        remote_variant: RemoteVariant::CopiedOnRead,
+        ..ModelConfig::remote()
+    };
+    let r = run(cfg);
+    let Some(v) = r.violation else {
+        panic!("a copy of a remote page passed the model checker: {r}");
+    };
+    assert_eq!(v.property, property::REMOTE_NEVER_COPIED, "{v}");
+    assert!(v.trace.len() <= 5, "trace longer than expected:\n{v}");
+}
