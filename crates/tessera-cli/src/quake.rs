@@ -227,7 +227,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
             );
         }
         let last = f + 1 == cams.len();
-        if last || (o.png_every > 0 && f as u32 % o.png_every == 0) {
+        if last || (o.png_every > 0 && (f as u32).is_multiple_of(o.png_every)) {
             let path = o.out.join(format!("frame-{f:04}.png"));
             write_png(&path, o.width, o.height, &r.framebuffer()?)?;
         }
@@ -330,10 +330,9 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
             ""
         }
     );
-    for d in 0..n {
+    for (d, t) in total.iter().enumerate() {
         println!(
-            "device {d}: {} texture page requests ({:.1} per frame); holds {} atlas pages only it holds, {} shared",
-            total[d],
+            "device {d}: {t} texture page requests ({:.1} per frame); holds {} atlas pages only it holds, {} shared",
             report.mean_requests_per_frame[d],
             report.texture_footprint[d].unique_pages,
             report.texture_footprint[d].shared_pages
@@ -470,7 +469,7 @@ pub struct ReplayOpts {
 
 fn read_trace(path: &Path) -> Result<Trace> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(Trace::decode(&bytes).with_context(|| format!("{}", path.display()))?)
+    Trace::decode(&bytes).with_context(|| format!("{}", path.display()))
 }
 
 fn replay_on(o: &ReplayOpts, trace: &Trace, page: u32, devices: usize) -> Result<(Replayed, f64)> {
