@@ -37,3 +37,15 @@ uptime
 
 rm -rf $E/*/page-* $E/*/devices-* $E/*/*.svg $E/table2-*/frame.png $E/residency-*/frame.png \
     $E/residency-*/report.json $E/residency-*/stages.png
+
+# The game trace (paper 4.1.2) on the procedural scene: Fig 12, the page-size sweep, Fig 13.
+T=$(mktemp -d)
+tessera run quake --frames 500 --devices 2 --split left-right --page 32 --width 1024 --height 768 --out $E/quake-fig12 --trace $T/fig12.trace --png-every 0
+rm -f $E/quake-fig12/frame-*.png
+tessera trace replay $T/fig12.trace --clear-each-frame --out $E/quake-fig12-clear
+tessera trace replay $T/fig12.trace --pages 4,8,16,32,64,128,256 --out $E/quake-sweep
+tessera trace replay $T/fig12.trace --pages 4,8,16,32,64,128,256 --clear-each-frame --out $E/quake-sweep-clear
+tessera run quake --frames 12 --path-frames 500 --devices 2 --split left-right --page 8 --width 1024 --height 768 --initial-placement random --drop-unused --residency-png --out $E/quake-fig13 --png-every 0
+rm -f $E/quake-fig13/frame-*.png
+tessera run quake --frames 1 --path-frames 500 --width 512 --height 384 --page 32 --png-every 0 --out $E/quake-frame
+rm -rf $T $E/quake-*/*.svg

@@ -49,6 +49,10 @@ pub struct QuakeOpts {
     /// Frames to render (along the scene's camera path).
     #[arg(long, default_value_t = 500)]
     frames: u32,
+    /// Length of the camera path in frames (the path is one loop); `--frames` renders its
+    /// first frames. The same as `--frames` when not given.
+    #[arg(long)]
+    path_frames: Option<u32>,
     /// Number of devices, each rendering one strip of the screen.
     #[arg(long, default_value_t = 2)]
     devices: usize,
@@ -205,7 +209,15 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
             .with_context(|| format!("cannot create {}", residency_dir.display()))?;
     }
     let cams = match o.scene {
-        SceneKind::Generated => scene::camera_path(o.frames),
+        SceneKind::Generated => {
+            let path = o.path_frames.unwrap_or(o.frames);
+            if path < o.frames {
+                bail!("--path-frames {path} is shorter than --frames {}", o.frames);
+            }
+            let mut c = scene::camera_path(path);
+            c.truncate(o.frames as usize);
+            c
+        }
     };
     let aspect = o.width as f64 / o.height as f64;
     let bar = progress(o.frames as u64, "quake");
@@ -227,7 +239,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
             );
         }
         let last = f + 1 == cams.len();
-        if last || (o.png_every > 0 && f as u32 % o.png_every == 0) {
+        if last || (o.png_every > 0 && (f as u32).is_multiple_of(o.png_every)) {
             let path = o.out.join(format!("frame-{f:04}.png"));
             write_png(&path, o.width, o.height, &r.framebuffer()?)?;
         }
@@ -297,7 +309,12 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     std::fs::write(&json, serde_json::to_string_pretty(&report)?)
         .with_context(|| format!("cannot write {}", json.display()))?;
     write_requests_csv(&csv_path(&o.out, "requests.csv"), &requests)?;
-    plot_requests(&o.out.join("requests"), &requests, &report)?;
+    plot_requests(
+        &o.out.join("requests"),
+        &requests,
+        o.page,
+        o.clear_each_frame,
+    )?;
     if let Some(path) = &o.trace {
         let trace = Trace {
             block: BLOCK,
@@ -308,6 +325,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
             page: o.page,
             clear_each_frame: o.clear_each_frame,
             drop_unused: o.drop_unused,
+            random_placement: (o.initial_placement == Placement::Random).then_some(o.seed),
             textures: sizes,
             frames: trace_frames,
         };
@@ -330,10 +348,9 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
             ""
         }
     );
-    for d in 0..n {
+    for (d, t) in total.iter().enumerate() {
         println!(
-            "device {d}: {} texture page requests ({:.1} per frame); holds {} atlas pages only it holds, {} shared",
-            total[d],
+            "device {d}: {t} texture page requests ({:.1} per frame); holds {} atlas pages only it holds, {} shared",
             report.mean_requests_per_frame[d],
             report.texture_footprint[d].unique_pages,
             report.texture_footprint[d].shared_pages
@@ -362,13 +379,11 @@ fn write_requests_csv(path: &Path, requests: &[Vec<u64>]) -> Result<()> {
     std::fs::write(path, s).with_context(|| format!("cannot write {}", path.display()))
 }
 
-fn plot_requests(stem: &Path, requests: &[Vec<u64>], r: &QuakeReport) -> Result<()> {
+fn plot_requests(stem: &Path, requests: &[Vec<u64>], page: u32, clear: bool) -> Result<()> {
     let n = requests.first().map_or(0, Vec::len);
     let title = format!(
-        "Texture page requests per frame, {}x{} pages{}",
-        r.page_size,
-        r.page_size,
-        if r.clear_each_frame {
+        "Texture page requests per frame, {page}x{page} pages{}",
+        if clear {
             ", memory cleared each frame"
         } else {
             ""
@@ -443,12 +458,18 @@ pub struct ReplayOpts {
     /// recorded count when not given.
     #[arg(long)]
     devices: Option<usize>,
-    /// Empty every device's texture memory at the start of each frame.
-    #[arg(long)]
-    clear_each_frame: bool,
-    /// After each frame, drop each device's pages it did not touch in that frame.
-    #[arg(long)]
-    drop_unused: bool,
+    /// Empty every device's texture memory at the start of each frame (`--clear-each-frame
+    /// false`: do not); as the recorded run did when not given.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    clear_each_frame: Option<bool>,
+    /// After each frame, drop each device's pages it did not touch in that frame
+    /// (`--drop-unused false`: do not); as the recorded run did when not given.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    drop_unused: Option<bool>,
+    /// Where the atlas pages start: home, or random (with the recorded run's seed, or 1); as
+    /// the recorded run did when not given.
+    #[arg(long, value_enum)]
+    initial_placement: Option<Placement>,
     /// How each frame's touch pass gets its pages.
     #[arg(long, default_value = "relaunch", value_parser = parse_procedure)]
     procedure: Procedure,
@@ -463,17 +484,33 @@ pub struct ReplayOpts {
     /// against the page size.
     #[arg(long, value_delimiter = ',', conflicts_with = "page")]
     pages: Vec<u32>,
-    /// Output directory of a sweep.
-    #[arg(long, default_value = "out-replay")]
-    out: PathBuf,
+    /// Output directory: a sweep's sweep.csv and plots (default out-replay); without
+    /// `--pages`, requests.csv and the plot of requests per frame and device.
+    #[arg(long)]
+    out: Option<PathBuf>,
 }
 
 fn read_trace(path: &Path) -> Result<Trace> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(Trace::decode(&bytes).with_context(|| format!("{}", path.display()))?)
+    Trace::decode(&bytes).with_context(|| format!("{}", path.display()))
+}
+
+/// The replay's settings: the options given, the recorded run's otherwise.
+fn settings(o: &ReplayOpts, trace: &Trace) -> (bool, bool, Option<u64>) {
+    let placement = match o.initial_placement {
+        None => trace.random_placement,
+        Some(Placement::Home) => None,
+        Some(Placement::Random) => Some(trace.random_placement.unwrap_or(1)),
+    };
+    (
+        o.clear_each_frame.unwrap_or(trace.clear_each_frame),
+        o.drop_unused.unwrap_or(trace.drop_unused),
+        placement,
+    )
 }
 
 fn replay_on(o: &ReplayOpts, trace: &Trace, page: u32, devices: usize) -> Result<(Replayed, f64)> {
+    let (clear_each_frame, drop_unused, random_placement) = settings(o, trace);
     let sys = tessera_runtime::System::cpu(&SystemConfig {
         devices,
         cpu_threads: o.threads,
@@ -486,8 +523,9 @@ fn replay_on(o: &ReplayOpts, trace: &Trace, page: u32, devices: usize) -> Result
         trace,
         &ReplayOptions {
             page,
-            clear_each_frame: o.clear_each_frame,
-            drop_unused: o.drop_unused,
+            clear_each_frame,
+            drop_unused,
+            random_placement,
             procedure: o.procedure,
         },
         |_| bar.inc(1),
@@ -511,12 +549,23 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
     }
     let page = o.page.unwrap_or(trace.page);
     let (got, secs) = replay_on(o, &trace, page, devices)?;
+    let (clear, drop_unused, placement) = settings(o, &trace);
     let frames = got.requests.len().max(1) as f64;
     println!(
-        "replay: {} frames on {devices} device(s), page {page}{}, {:.2} s",
+        "replay: {} frames on {devices} device(s), page {page}{}{}{}, {:.2} s",
         got.requests.len(),
-        if o.clear_each_frame {
+        if clear {
             ", memory cleared each frame"
+        } else {
+            ""
+        },
+        if drop_unused {
+            ", unused pages dropped"
+        } else {
+            ""
+        },
+        if placement.is_some() {
+            ", random initial placement"
         } else {
             ""
         },
@@ -534,10 +583,20 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
     if let Some(path) = &o.csv {
         write_requests_csv(path, &got.requests)?;
     }
+    if let Some(dir) = &o.out {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        write_requests_csv(&dir.join("requests.csv"), &got.requests)?;
+        plot_requests(&dir.join("requests"), &got.requests, page, clear)?;
+        println!("requests: {}", dir.join("requests.csv").display());
+    }
     if page == trace.page
         && devices == trace.devices as usize
-        && o.clear_each_frame == trace.clear_each_frame
-        && o.drop_unused == trace.drop_unused
+        && (clear, drop_unused, placement)
+            == (
+                trace.clear_each_frame,
+                trace.drop_unused,
+                trace.random_placement,
+            )
     {
         for (f, (g, rec)) in got.requests.iter().zip(&trace.frames).enumerate() {
             for (d, (a, b)) in g.iter().zip(rec).enumerate() {
@@ -571,8 +630,8 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
 }
 
 fn sweep(o: &ReplayOpts, trace: &Trace, devices: usize) -> Result<()> {
-    std::fs::create_dir_all(&o.out)
-        .with_context(|| format!("cannot create {}", o.out.display()))?;
+    let out = o.out.clone().unwrap_or_else(|| PathBuf::from("out-replay"));
+    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
     let mib = |pages: u64, bytes: u64| (pages * bytes) as f64 / (1u64 << 20) as f64;
     let mut csv =
         String::from("page,device,requests,requests_per_frame,unique_mib,shared_mib,seconds\n");
@@ -621,15 +680,15 @@ fn sweep(o: &ReplayOpts, trace: &Trace, devices: usize) -> Result<()> {
         mem[1].points.push((page as f64, shared));
         mem[2].points.push((page as f64, unique + shared));
     }
-    let path = o.out.join("sweep.csv");
+    let path = out.join("sweep.csv");
     std::fs::write(&path, csv).with_context(|| format!("cannot write {}", path.display()))?;
-    let clear = if o.clear_each_frame {
+    let clear = if settings(o, trace).0 {
         ", memory cleared each frame"
     } else {
         ""
     };
     line_chart(
-        &o.out.join("requests"),
+        &out.join("requests"),
         &LineChart {
             title: &format!("Texture page requests per frame against page size{clear}"),
             x_label: "page width (texels)",
@@ -640,7 +699,7 @@ fn sweep(o: &ReplayOpts, trace: &Trace, devices: usize) -> Result<()> {
         },
     )?;
     line_chart(
-        &o.out.join("memory"),
+        &out.join("memory"),
         &LineChart {
             title: "Texture memory at the end against page size",
             x_label: "page width (texels)",

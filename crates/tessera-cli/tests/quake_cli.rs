@@ -50,6 +50,9 @@ fn run_quake_writes_its_files_and_replay_matches_them() {
         "--residency-png",
         "--procedure",
         "two-pass",
+        "--drop-unused",
+        "--initial-placement",
+        "random",
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for f in [
@@ -70,6 +73,8 @@ fn run_quake_writes_its_files_and_replay_matches_them() {
     assert_eq!(report["workload"], "quake");
     assert_eq!(report["devices"], 2);
     assert_eq!(report["procedure"], "two-pass");
+    assert_eq!(report["initial_placement"], "random");
+    assert_eq!(report["drop_unused"], true);
     let rows = csv(&out.join("requests.csv"));
     assert_eq!(rows.len(), 12);
     // The CSV and the report say the same, and the first frame requests something.
@@ -91,17 +96,25 @@ fn run_quake_writes_its_files_and_replay_matches_them() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(stdout.contains("matches the recorded run"), "{stdout}");
     assert_eq!(csv(&replay_csv), rows);
-    // A page-size sweep point and a merged device count run too.
+    // A page-size sweep on one device (the strips merged) writes its CSV and plots.
+    let sweep = dir.path().join("sweep");
     let o = tessera(&[
         "trace",
         "replay",
         trace.to_str().unwrap(),
-        "--page",
-        "64",
+        "--pages",
+        "4,16,64",
         "--devices",
         "1",
+        "--out",
+        sweep.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lines = std::fs::read_to_string(sweep.join("sweep.csv")).unwrap();
+    assert_eq!(lines.lines().count(), 4, "{lines}");
+    for f in ["requests.svg", "requests.png", "memory.svg", "memory.png"] {
+        assert!(sweep.join(f).exists(), "{f} missing");
+    }
 }
 
 #[test]

@@ -211,6 +211,7 @@ fn record(
         page,
         clear_each_frame: clear,
         drop_unused,
+        random_placement: None,
         textures: tex,
         frames: out,
     };
@@ -235,6 +236,7 @@ fn replay_makes_exactly_the_recorded_requests() {
                 page,
                 clear_each_frame: clear,
                 drop_unused,
+                random_placement: None,
                 procedure: Procedure::Relaunch,
             },
             |_| {},
@@ -260,6 +262,7 @@ fn replay_refuses_what_the_trace_cannot_give() {
         page,
         clear_each_frame: false,
         drop_unused: false,
+        random_placement: None,
         procedure: Procedure::Relaunch,
     };
     assert!(matches!(

@@ -338,35 +338,7 @@ impl Renderer {
     /// the first frame (the start of the paper's Fig 13). The requests this makes are not
     /// counted in any frame.
     pub fn place_randomly(&mut self, seed: u64) -> Result<(), QuakeError> {
-        let n = self.sys.devices();
-        let mut per: Vec<Vec<PageRequest>> = vec![Vec::new(); n];
-        let mut state = seed;
-        for p in self.atlas_obj.pages() {
-            let d = (splitmix64(&mut state) % n as u64) as usize;
-            per[d].push(PageRequest {
-                page: GlobalPage(p),
-                access: Access::Read,
-            });
-        }
-        let pending: Vec<_> = per
-            .into_iter()
-            .enumerate()
-            .map(|(d, req)| {
-                self.sys.on_device(d, move |ctx| {
-                    if req.is_empty() {
-                        return Ok(());
-                    }
-                    let r = ctx.acquire(req);
-                    ctx.release();
-                    r
-                })
-            })
-            .collect::<Result<_, _>>()?;
-        for p in pending {
-            p.wait()??;
-        }
-        self.sys.mm.take_requests()?;
-        Ok(())
+        place_randomly(&self.sys, &self.atlas_obj, seed)
     }
 
     /// Per atlas page (local, row-major from the lower left), the devices holding a copy as a
@@ -379,6 +351,41 @@ impl Renderer {
             .map(|p| directory.get(p as usize).map_or(0, |e| e.copies.0))
             .collect())
     }
+}
+
+/// Gives every page of `obj` to one device of `sys` chosen by a SplitMix64 stream from `seed`
+/// (pages in order), as read copies; the requests this makes are taken off the request log.
+/// The renderer and the trace replay place alike, so a replay reproduces a randomly placed run.
+pub fn place_randomly(sys: &System, obj: &ObjectEntry, seed: u64) -> Result<(), QuakeError> {
+    let n = sys.devices();
+    let mut per: Vec<Vec<PageRequest>> = vec![Vec::new(); n];
+    let mut state = seed;
+    for p in obj.pages() {
+        let d = (splitmix64(&mut state) % n as u64) as usize;
+        per[d].push(PageRequest {
+            page: GlobalPage(p),
+            access: Access::Read,
+        });
+    }
+    let pending: Vec<_> = per
+        .into_iter()
+        .enumerate()
+        .map(|(d, req)| {
+            sys.on_device(d, move |ctx| {
+                if req.is_empty() {
+                    return Ok(());
+                }
+                let r = ctx.acquire(req);
+                ctx.release();
+                r
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    for p in pending {
+        p.wait()??;
+    }
+    sys.mm.take_requests()?;
+    Ok(())
 }
 
 /// A small seeded generator (SplitMix64), so random placements repeat.

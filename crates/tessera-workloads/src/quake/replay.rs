@@ -47,6 +47,8 @@ pub struct ReplayOptions {
     pub clear_each_frame: bool,
     /// After each frame, drop each device's pages it did not touch in that frame.
     pub drop_unused: bool,
+    /// Place every atlas page on a random device first, from this seed (as the renderer does).
+    pub random_placement: Option<u64>,
     pub procedure: Procedure,
 }
 
@@ -104,6 +106,9 @@ pub fn replay_all(
     let obj = sys.create(desc, None)?;
     let all: Vec<GlobalPage> = obj.pages().map(GlobalPage).collect();
     sys.mm.log_requests(true);
+    if let Some(seed) = opts.random_placement {
+        super::render::place_randomly(sys, &obj, seed)?;
+    }
     sys.mm.take_requests()?;
     let p = opts.page;
     let mut out = Vec::with_capacity(trace.frames.len());

@@ -20,7 +20,8 @@
 //! | 4, 4 | screen width, height |
 //! | 4 | split: 0 left-right, 1 top-bottom |
 //! | 4 | page size P of the recording run |
-//! | 4 | flags: bit 0, the recording run cleared the devices' texture memory each frame; bit 1, it dropped each device's unused pages after each frame |
+//! | 4 | flags: bit 0, the recording run cleared the devices' texture memory each frame; bit 1, it dropped each device's unused pages after each frame; bit 2, it placed the atlas pages at random first |
+//! | 8 | the seed of that random placement (0 without one) |
 //! | 4 | textures T |
 //! | T × (4, 4) | each texture's width and height |
 //! | F × N records | frame after frame, device after device: |
@@ -71,6 +72,8 @@ pub struct Trace {
     pub page: u32,
     pub clear_each_frame: bool,
     pub drop_unused: bool,
+    /// The seed of the recording run's random initial placement, if it had one.
+    pub random_placement: Option<u64>,
     /// Each texture's (width, height).
     pub textures: Vec<(u32, u32)>,
     /// Per frame, per device.
@@ -135,11 +138,14 @@ impl Trace {
                 Split::TopBottom => 1,
             },
             self.page,
-            self.clear_each_frame as u32 | (self.drop_unused as u32) << 1,
-            self.textures.len() as u32,
+            self.clear_each_frame as u32
+                | (self.drop_unused as u32) << 1
+                | (self.random_placement.is_some() as u32) << 2,
         ] {
             put(&mut out, v);
         }
+        out.extend_from_slice(&self.random_placement.unwrap_or(0).to_le_bytes());
+        put(&mut out, self.textures.len() as u32);
         for &(w, h) in &self.textures {
             put(&mut out, w);
             put(&mut out, h);
@@ -207,12 +213,14 @@ impl Trace {
         };
         let page = r.u32("the header")?;
         let flags = r.u32("the header")?;
-        if flags > 3 {
+        if flags > 7 {
             return Err(TraceError::Invalid(format!(
-                "flags {flags:#x} (only bits 0 and 1 are defined)"
+                "flags {flags:#x} (only bits 0 to 2 are defined)"
             )));
         }
         let (clear, drop_unused) = (flags & 1 == 1, flags & 2 == 2);
+        let seed = r.u64("the header")?;
+        let random_placement = (flags & 4 == 4).then_some(seed);
         let n_textures = r.u32("the header")?;
         if devices == 0 || devices as usize > tessera_core::MAX_DEVICES {
             return Err(TraceError::Invalid(format!(
@@ -306,6 +314,7 @@ impl Trace {
             page,
             clear_each_frame: clear,
             drop_unused,
+            random_placement,
             textures,
             frames: out_frames,
         })
@@ -368,6 +377,7 @@ mod tests {
             page: 8,
             clear_each_frame: false,
             drop_unused: true,
+            random_placement: Some(77),
             textures: vec![(8, 8), (512, 256)],
             frames: vec![
                 vec![
@@ -409,7 +419,7 @@ mod tests {
     #[test]
     fn bad_input_is_a_typed_error() {
         let bytes = sample().encode();
-        for cut in [0, 3, 8, 11, 20, 55, bytes.len() - 1] {
+        for cut in [0, 3, 8, 11, 20, 55, 60, bytes.len() - 1] {
             let e = Trace::decode(&bytes[..cut]).unwrap_err();
             assert!(matches!(e, TraceError::Truncated { .. }), "cut {cut}: {e}");
         }
