@@ -115,6 +115,17 @@ struct Footprint {
 }
 
 #[derive(Serialize)]
+struct TextureFigures {
+    name: String,
+    width: u32,
+    height: u32,
+    /// Atlas pages the texture's rectangle covers (an 8x8 texture takes a whole page).
+    pages: u64,
+    /// Page requests for it over the run, all devices.
+    requests: u64,
+}
+
+#[derive(Serialize)]
 struct QuakeReport {
     workload: &'static str,
     scene: SceneKind,
@@ -149,6 +160,8 @@ struct QuakeReport {
     texture_footprint: Vec<Footprint>,
     /// Per device, every page move of the run (all objects).
     traffic: Vec<DeviceTraffic>,
+    /// Per texture: its pages in the atlas and the requests for them.
+    per_texture: Vec<TextureFigures>,
 }
 
 fn mesh_of(kind: SceneKind) -> Mesh {
@@ -225,6 +238,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     let mut requests = Vec::new();
     let mut other = Vec::new();
     let mut triangles = Vec::new();
+    let mut by_texture = vec![0u64; sizes.len()];
     let mut trace_frames = Vec::new();
     for (f, cam) in cams.iter().enumerate() {
         let s = r.frame(&cam.view_proj(aspect))?;
@@ -251,6 +265,9 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         requests.push(s.requests);
         other.push(s.other_requests);
         triangles.push(s.triangles);
+        for (t, r) in by_texture.iter_mut().zip(&s.by_texture) {
+            *t += r;
+        }
         bar.inc(1);
     }
     bar.finish();
@@ -304,6 +321,21 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         triangles_per_frame: triangles,
         texture_footprint,
         traffic: r.sys.mm.traffic()?,
+        per_texture: r
+            .mesh()
+            .textures
+            .iter()
+            .enumerate()
+            .map(|(t, tex)| TextureFigures {
+                name: tex.name.clone(),
+                width: tex.width,
+                height: tex.height,
+                pages: (0..r.atlas.page_count())
+                    .filter(|&p| r.atlas.texture_of_page(p) == Some(t as u32))
+                    .count() as u64,
+                requests: by_texture[t],
+            })
+            .collect(),
     };
     let json = o.out.join("report.json");
     std::fs::write(&json, serde_json::to_string_pretty(&report)?)

@@ -82,6 +82,12 @@ fn run_quake_writes_its_files_and_replay_matches_them() {
         assert_eq!(report["requests"][f as usize][d as usize], r);
     }
     assert!(rows[0].2 > 0);
+    // Per texture: every texture of the scene, and its requests add up to the run's.
+    let per = report["per_texture"].as_array().unwrap();
+    assert_eq!(per.len(), 42);
+    let by_texture: u64 = per.iter().map(|t| t["requests"].as_u64().unwrap()).sum();
+    assert_eq!(by_texture, rows.iter().map(|r| r.2).sum::<u64>());
+    assert!(per.iter().all(|t| t["pages"].as_u64().unwrap() >= 1));
     // Replaying at the recorded page size and devices reproduces the run exactly (the command
     // checks every frame and device, and says so).
     let replay_csv = dir.path().join("replay.csv");

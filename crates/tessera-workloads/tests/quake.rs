@@ -74,6 +74,12 @@ fn paged_frames_equal_the_unpaged_rasterizer_for_any_split_and_procedure() {
         for (c, (frame, access)) in cams.iter().zip(&want) {
             let s = r.frame(&c.view_proj(W as f64 / H as f64)).unwrap();
             total += s.requests.iter().sum::<u64>();
+            // Every texture request maps back to one texture (no page holds padding only
+            // and is sampled).
+            assert_eq!(
+                s.by_texture.iter().sum::<u64>(),
+                s.requests.iter().sum::<u64>()
+            );
             assert_eq!(
                 &r.framebuffer().unwrap(),
                 frame,

@@ -54,6 +54,9 @@ pub struct FrameStats {
     /// Per device, requests for other pages (the frame's buffers, the framebuffer and the
     /// access map).
     pub other_requests: Vec<u64>,
+    /// Per texture (the mesh's order), texture page requests of all devices: pages mapped
+    /// back to the texture whose rectangle holds them.
+    pub by_texture: Vec<u64>,
     /// Triangles set up (after clipping and fanning).
     pub triangles: u32,
     /// Per device, the pass's stats.
@@ -157,7 +160,7 @@ impl Renderer {
         &self.mesh
     }
 
-    /// The atlas's global pages (they change when `clear_each_frame` recreates it).
+    /// The atlas object (its global pages, for residency pictures).
     pub fn atlas_entry(&self) -> &ObjectEntry {
         &self.atlas_obj
     }
@@ -245,12 +248,16 @@ impl Renderer {
         let atlas = self.atlas_obj.pages();
         let n = self.sys.devices();
         let mut requests = vec![0; n];
+        let mut by_texture = vec![0; self.mesh.textures.len()];
         let mut other: Vec<u64> = before.iter().map(|l| l.len() as u64).collect();
         other.resize(n, 0);
         for (d, l) in log.iter().enumerate().take(n) {
             for p in l {
                 if atlas.contains(&p.0) {
                     requests[d] += 1;
+                    if let Some(t) = self.atlas.texture_of_page(p.0 - atlas.start) {
+                        by_texture[t as usize] += 1;
+                    }
                 } else {
                     other[d] += 1;
                 }
@@ -259,6 +266,7 @@ impl Renderer {
         Ok(FrameStats {
             requests,
             other_requests: other,
+            by_texture,
             triangles: s.triangles,
             passes,
         })

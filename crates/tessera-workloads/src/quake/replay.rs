@@ -5,7 +5,9 @@
 //! At the recorded page size and device count this makes exactly the recorded run's texture
 //! page requests: a block lies in one page (atlas rectangles are page-aligned and P ≥ BLOCK),
 //! so the pages touched are the pages the recorded run sampled, and a page is requested by a
-//! device exactly when it is touched and not resident there.
+//! device exactly when it is touched and not resident there. The replay does what the run did
+//! between frames as well: clear each frame, drop unused pages, or place the pages at random
+//! first (same seed, same order, so the same placement), as the options say.
 //!
 //! With fewer devices than recorded, recorded device r's blocks go to device r·N/R (adjacent
 //! strips merge), which is exact for the merged strips' union of blocks.

@@ -220,6 +220,11 @@ impl Trace {
         }
         let (clear, drop_unused) = (flags & 1 == 1, flags & 2 == 2);
         let seed = r.u64("the header")?;
+        if flags & 4 == 0 && seed != 0 {
+            return Err(TraceError::Invalid(format!(
+                "placement seed {seed} without a random placement"
+            )));
+        }
         let random_placement = (flags & 4 == 4).then_some(seed);
         let n_textures = r.u32("the header")?;
         if devices == 0 || devices as usize > tessera_core::MAX_DEVICES {
@@ -353,6 +358,10 @@ impl Reader<'_> {
         let mut v: u64 = 0;
         for shift in (0..35).step_by(7) {
             let [b] = self.take::<1>("a block list")?;
+            if b == 0 && shift > 0 {
+                // Each number has one encoding, so a trace reads back to the same bytes.
+                return Err(TraceError::Invalid("an overlong varint".into()));
+            }
             v |= ((b & 0x7f) as u64) << shift;
             if b & 0x80 == 0 {
                 return u32::try_from(v)
@@ -439,12 +448,32 @@ mod tests {
         let mut extra = bytes.clone();
         extra.push(0);
         assert!(matches!(Trace::decode(&extra), Err(TraceError::Invalid(_))));
-        // Every single-byte corruption is an error or a valid trace, never a panic.
+        // An overlong varint (0 written as 0x80 0x00) is refused: one encoding per trace.
+        let mut long = Trace {
+            frames: vec![vec![
+                DeviceFrame {
+                    requests: 0,
+                    blocks: vec![0],
+                },
+                DeviceFrame::default(),
+            ]],
+            ..sample()
+        }
+        .encode();
+        let at = long.len() - 4 - 8 - 1;
+        assert_eq!(long[at], 0);
+        long[at] = 0x80;
+        long.insert(at + 1, 0);
+        assert!(matches!(Trace::decode(&long), Err(TraceError::Invalid(_))));
+        // Every single-byte corruption is an error or a valid trace that encodes back to the
+        // same bytes, never a panic.
         for i in 0..bytes.len() {
             for v in [0u8, 1, 0x7f, 0x80, 0xff] {
                 let mut c = bytes.clone();
                 c[i] = v;
-                let _ = Trace::decode(&c);
+                if let Ok(t) = Trace::decode(&c) {
+                    assert_eq!(t.encode(), c, "byte {i} = {v}");
+                }
             }
         }
     }
