@@ -504,8 +504,10 @@ pub fn report(s: &Setup, topo: &Topology, m: &Measured, verify: bool) -> Result<
         remote_mib_per_step: m
             .remote
             .iter()
-            .map(|u| (u.link.read_bytes + u.link.write_bytes) as f64)
-            .sum::<f64>()
+            // A fold from +0.0: an empty f64 sum is -0.0.
+            .fold(0.0, |a, u| {
+                a + (u.link.read_bytes + u.link.write_bytes) as f64
+            })
             / mib
             / n,
         remote_batch_fraction: {
