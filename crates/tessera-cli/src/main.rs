@@ -146,7 +146,7 @@ pub struct NodeOpts {
     #[arg(long, default_value = "off", value_parser = parse_prefetch)]
     prefetch: Prefetch,
     /// Interconnect for the modeled time: a preset (pcie1-x16, pcie3-x16, pcie4-x16,
-    /// pcie5-x16, nvlink) or a TOML file (docs/EVALUATION.md).
+    /// pcie5-x16, nvlink, gpusm-pcie2, gpusm-pcie3) or a TOML file (docs/EVALUATION.md).
     #[arg(long, default_value = "pcie3-x16")]
     topology: String,
     /// Keep the objects' home copies in a memory-mapped file at PATH instead of host memory,

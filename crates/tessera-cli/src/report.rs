@@ -56,6 +56,60 @@ pub struct DeviceReport {
     pub request_passes_skipped: u64,
     /// Eviction over the measured frames (all zero while everything fits the budget).
     pub eviction: EvictionReport,
+    /// Remote accesses (`AccessMode::Remote`) by location, the locations reached only.
+    pub remote: Vec<RemoteReport>,
+}
+
+/// Remote accesses between one accessor and one location, over the measured frames.
+#[derive(Clone, Serialize)]
+pub struct RemoteReport {
+    /// Where the pages live: `host` or `device<N>`.
+    pub location: String,
+    #[serde(flatten)]
+    pub link: tessera_core::RemoteLink,
+}
+
+impl RemoteReport {
+    pub fn of(t: &tessera_runtime::DeviceTraffic) -> Vec<RemoteReport> {
+        t.remote_links()
+            .into_iter()
+            .map(|(l, link)| RemoteReport {
+                location: l.to_string(),
+                link,
+            })
+            .collect()
+    }
+}
+
+/// Prints remote traffic per (accessor, location) pair, bytes and batch/spread, when there is
+/// any (any workload's report may call it with its devices' `DeviceTraffic`).
+pub fn print_remote(per_device: &[Vec<RemoteReport>]) {
+    if per_device.iter().all(Vec::is_empty) {
+        return;
+    }
+    println!(
+        "remote accesses (in place, never copied; batch = runs of at least {} words per tile):",
+        tessera_core::access::BATCH_RUN_WORDS
+    );
+    println!(
+        "{:>8} {:>9} {:>12} {:>12} {:>12} {:>12} {:>9}",
+        "accessor", "location", "read KiB", "write KiB", "batch KiB", "spread KiB", "batches"
+    );
+    for (d, links) in per_device.iter().enumerate() {
+        for r in links {
+            let k = |b: u64| b as f64 / 1024.0;
+            println!(
+                "{:>8} {:>9} {:>12.1} {:>12.1} {:>12.1} {:>12.1} {:>9}",
+                format!("device{d}"),
+                r.location,
+                k(r.link.read_bytes),
+                k(r.link.write_bytes),
+                k(r.link.batch_bytes),
+                k(r.link.spread_bytes),
+                r.link.batches
+            );
+        }
+    }
 }
 
 /// What the budget's page cache did on one device, over the measured frames.
@@ -254,6 +308,7 @@ impl Report {
                         prefetched: t.prefetched,
                         prefetch_hits: t.prefetch_hits,
                     },
+                    remote: RemoteReport::of(t),
                 }
             })
             .collect();
@@ -450,6 +505,13 @@ impl Report {
             self.memory.shared_bytes as f64 / 1024.0,
             self.memory.total_bytes as f64 / 1024.0,
             self.texels_to_devices_per_frame
+        );
+        print_remote(
+            &self
+                .per_device
+                .iter()
+                .map(|d| d.remote.clone())
+                .collect::<Vec<_>>(),
         );
         if self.procedure == tessera_runtime::Procedure::TwoPass {
             let (run, skipped) = self.per_device.iter().fold((0, 0), |(r, k), d| {

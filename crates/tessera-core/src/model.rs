@@ -154,6 +154,27 @@ pub mod property {
     pub const NO_STALE_MAPPING: &str = "no stale mapping of a freed page";
     /// No device holds more valid copies than its slot capacity.
     pub const CAPACITY: &str = "slot capacity";
+    /// A remote page (`AccessMode::Remote`) is never copied: no device's page table holds it
+    /// and the directory lists no copy or owner of it.
+    pub const REMOTE_NEVER_COPIED: &str = "a remote page is never copied";
+}
+
+/// Most remote pages a model may have.
+pub const MAX_MODEL_REMOTE_PAGES: usize = 2;
+
+/// How the world's devices reach remote pages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RemoteVariant {
+    /// At the page's one location, in place (docs/PROTOCOL.md, "Access modes").
+    #[default]
+    InPlace,
+    /// Broken on purpose: a reader keeps what it first read of a remote page in a cache of
+    /// its own and serves later reads from it, so a remote write it never hears of leaves it
+    /// reading a stale value.
+    CachedOnReader,
+    /// Broken on purpose: a remote load also installs the page in the reader's page table, as
+    /// a migrate read would; the page is then copied, which remote mode forbids.
+    CopiedOnRead,
 }
 
 /// The closed world to explore. Budgets bound every run, which keeps the state graph finite.
@@ -173,6 +194,12 @@ pub struct ModelConfig {
     /// eviction costs no eviction budget, so a full device is never kept from requesting).
     pub capacity: Option<u8>,
     pub variant: ProtocolVariant,
+    /// Remote pages, global pages `pages..pages + remote_pages`: created with the rest, never
+    /// requested, never freed; a granted device loads and stores them at their one location.
+    pub remote_pages: u8,
+    /// Remote loads and stores each device may make in one run, whole run.
+    pub remote_ops_per_device: u8,
+    pub remote_variant: RemoteVariant,
 }
 
 impl ModelConfig {
@@ -190,6 +217,28 @@ impl ModelConfig {
             frees: 1,
             capacity: None,
             variant: ProtocolVariant::Correct,
+            remote_pages: 0,
+            remote_ops_per_device: 0,
+            remote_variant: RemoteVariant::InPlace,
+        }
+    }
+
+    /// The remote world: two devices, one migrate page and one remote page, two values, two
+    /// requests per device and two remote operations each (a load, then a load or store after
+    /// another device's store), no eviction and one free of the migrate page.
+    pub fn remote() -> Self {
+        ModelConfig {
+            devices: 2,
+            pages: 1,
+            values: 2,
+            requests_per_device: 2,
+            evictions_per_device: 1,
+            frees: 1,
+            capacity: None,
+            variant: ProtocolVariant::Correct,
+            remote_pages: 1,
+            remote_ops_per_device: 2,
+            remote_variant: RemoteVariant::InPlace,
         }
     }
 
@@ -218,6 +267,16 @@ impl ModelConfig {
             ));
         }
         if self.requests_per_device > 15 || self.evictions_per_device > 15 || self.frees > 15 {
+            return Err("budgets must be at most 15".into());
+        }
+        if self.remote_pages as usize > MAX_MODEL_REMOTE_PAGES
+            || self.pages + self.remote_pages as u64 > MAX_MODEL_PAGES as u64
+        {
+            return Err(format!(
+                "remote pages must be at most {MAX_MODEL_REMOTE_PAGES}, and all pages at most {MAX_MODEL_PAGES}"
+            ));
+        }
+        if self.remote_ops_per_device > 15 {
             return Err("budgets must be at most 15".into());
         }
         if self.capacity == Some(0) {
@@ -465,6 +524,10 @@ struct Dev {
     issued: u8,
     evicted: u8,
     slots: [Slot; MAX_MODEL_PAGES],
+    /// Remote loads and stores made so far.
+    remote_ops: u8,
+    /// `RemoteVariant::CachedOnReader` only: the value cached per remote page, if any.
+    cache: [Option<u8>; MAX_MODEL_REMOTE_PAGES],
 }
 
 impl Dev {
@@ -495,6 +558,9 @@ struct State {
     /// Objects freed so far.
     freed: u8,
     devs: [Dev; MAX_MODEL_DEVICES],
+    /// Each remote page's one location, and (a ghost) its latest value written.
+    remote: [u8; MAX_MODEL_REMOTE_PAGES],
+    remote_latest: [u8; MAX_MODEL_REMOTE_PAGES],
 }
 
 /// Whether a step happened. A free the protocol refuses (a page of it is locked or deferred)
@@ -514,14 +580,46 @@ fn request_id(device: usize, index: u8) -> RequestId {
 /// and costs no eviction budget.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Step {
-    Request { device: u8, batch: Batch },
-    Evict { device: u8, page: u8, room: bool },
-    Deliver { device: u8 },
-    Read { device: u8, page: u8 },
-    Write { device: u8, page: u8, value: u8 },
-    Release { device: u8 },
-    Free { page: u8 },
-    Create { page: u8 },
+    Request {
+        device: u8,
+        batch: Batch,
+    },
+    Evict {
+        device: u8,
+        page: u8,
+        room: bool,
+    },
+    Deliver {
+        device: u8,
+    },
+    Read {
+        device: u8,
+        page: u8,
+    },
+    Write {
+        device: u8,
+        page: u8,
+        value: u8,
+    },
+    Release {
+        device: u8,
+    },
+    Free {
+        page: u8,
+    },
+    Create {
+        page: u8,
+    },
+    /// Remote page `remote` (global page `pages + remote`), at its location.
+    RemoteRead {
+        device: u8,
+        remote: u8,
+    },
+    RemoteWrite {
+        device: u8,
+        remote: u8,
+        value: u8,
+    },
 }
 
 /// What a message was, for traces: built on every step, formatted only for a trace.
@@ -577,7 +675,10 @@ fn set_to_string(s: DeviceSet) -> String {
 
 impl State {
     fn initial(cfg: &ModelConfig) -> State {
-        let directory = Directory::new(cfg.pages, HomeMap::Single(NodeId(0)));
+        let directory = Directory::new(
+            cfg.pages + cfg.remote_pages as u64,
+            HomeMap::Single(NodeId(0)),
+        );
         let proto = Protocol::new(directory, cfg.devices, cfg.variant)
             .expect("validate() bounds the device count");
         let dev = Dev {
@@ -585,6 +686,8 @@ impl State {
             issued: 0,
             evicted: 0,
             slots: [Slot::default(); MAX_MODEL_PAGES],
+            remote_ops: 0,
+            cache: [None; MAX_MODEL_REMOTE_PAGES],
         };
         State {
             proto: Rc::new(proto),
@@ -593,6 +696,8 @@ impl State {
             live: ((1u16 << cfg.pages) - 1) as u8,
             freed: 0,
             devs: [dev; MAX_MODEL_DEVICES],
+            remote: [0; MAX_MODEL_REMOTE_PAGES],
+            remote_latest: [0; MAX_MODEL_REMOTE_PAGES],
         }
     }
 
@@ -655,6 +760,18 @@ impl State {
                             page,
                             room: false,
                         }));
+                    }
+                    // Remote pages need no grant: inside its procedure a device loads and stores
+                    // them in place, any number of times within its budget.
+                    if dev.remote_ops < cfg.remote_ops_per_device {
+                        for remote in 0..cfg.remote_pages {
+                            out.push(Step::RemoteRead { device, remote });
+                            out.extend((0..cfg.values).map(|value| Step::RemoteWrite {
+                                device,
+                                remote,
+                                value,
+                            }));
+                        }
                     }
                     out.push(Step::Release { device });
                 }
@@ -745,6 +862,58 @@ impl State {
                     self.latest[p] = value;
                 }
                 self.mark_done(d, p);
+            }
+            Step::RemoteRead { device, remote } => {
+                let (d, r) = (device as usize, remote as usize);
+                let dev = &mut self.devs[d];
+                dev.remote_ops += 1;
+                let (got, from) = match (cfg.remote_variant, dev.cache[r]) {
+                    (RemoteVariant::CachedOnReader, Some(v)) => (v, "from its cache"),
+                    (RemoteVariant::CachedOnReader, None) => {
+                        dev.cache[r] = Some(self.remote[r]);
+                        (self.remote[r], "in place, and caches it")
+                    }
+                    (RemoteVariant::CopiedOnRead, _) => {
+                        dev.slots[cfg.pages as usize + r] = Slot::filled(self.remote[r]);
+                        (self.remote[r], "and installs a copy")
+                    }
+                    (RemoteVariant::InPlace, _) => (self.remote[r], "in place"),
+                };
+                let page = cfg.pages as usize + r;
+                if let Some(log) = log {
+                    log.push(format!(
+                        "device{device} loads remote page{page} = {got} {from}"
+                    ));
+                }
+                if got != self.remote_latest[r] {
+                    return Err(fail(
+                        property::DATA_VALUE,
+                        format!(
+                            "device{device} read {got} from remote page{page}, whose latest value is {}",
+                            self.remote_latest[r]
+                        ),
+                    ));
+                }
+            }
+            Step::RemoteWrite {
+                device,
+                remote,
+                value,
+            } => {
+                let (d, r) = (device as usize, remote as usize);
+                if let Some(log) = log {
+                    log.push(format!(
+                        "device{device} stores remote page{} := {value} in place",
+                        cfg.pages as usize + r
+                    ));
+                }
+                let dev = &mut self.devs[d];
+                dev.remote_ops += 1;
+                if dev.cache[r].is_some() {
+                    dev.cache[r] = Some(value);
+                }
+                self.remote[r] = value;
+                self.remote_latest[r] = value;
             }
             Step::Release { device } => {
                 self.devs[device as usize].phase = Phase::Idle;
@@ -970,6 +1139,37 @@ impl State {
     fn invariants(&self, cfg: &ModelConfig) -> Result<(), Failure> {
         let devs = &self.devs[..cfg.devices];
         let directory = self.proto.directory();
+        for r in 0..cfg.remote_pages as usize {
+            let page = cfg.pages as usize + r;
+            let e = directory
+                .entry(GlobalPage(page as u64))
+                .copied()
+                .unwrap_or_default();
+            let held: Vec<usize> = (0..cfg.devices)
+                .filter(|&d| devs[d].slots[page].valid())
+                .collect();
+            if !e.copies.is_empty() || e.owner.is_some() || !held.is_empty() {
+                return Err(fail(
+                    property::REMOTE_NEVER_COPIED,
+                    format!(
+                        "remote page{page}: the directory lists copies {} (owner {:?}), page tables of devices {held:?} hold it",
+                        set_to_string(e.copies),
+                        e.owner
+                    ),
+                ));
+            }
+            if cfg.remote_variant == RemoteVariant::InPlace
+                && self.remote[r] != self.remote_latest[r]
+            {
+                return Err(fail(
+                    property::NO_LOST_WRITE,
+                    format!(
+                        "remote page{page} holds {} at its location, its latest value is {}",
+                        self.remote[r], self.remote_latest[r]
+                    ),
+                ));
+            }
+        }
         if let Some(capacity) = cfg.capacity {
             for (d, dev) in devs.iter().enumerate() {
                 let held = dev.held(cfg);
@@ -1139,7 +1339,8 @@ impl State {
             .iter()
             .map(|dev| {
                 let left = (cfg.requests_per_device - dev.issued) as u32
-                    + (cfg.evictions_per_device - dev.evicted) as u32;
+                    + (cfg.evictions_per_device - dev.evicted) as u32
+                    + (cfg.remote_ops_per_device - dev.remote_ops) as u32;
                 let rank = match dev.phase {
                     Phase::Idle => 0,
                     Phase::Granted { batch, done } => 1 + (batch.pages() & !done).count_ones(),
@@ -1197,6 +1398,8 @@ struct Layout {
     evicted_bits: u32,
     freed_bits: u32,
     len_bits: u32,
+    remote_pages: u32,
+    remote_ops_bits: u32,
 }
 
 /// Bits to hold every number in `0..=max`.
@@ -1217,7 +1420,9 @@ impl Layout {
             issued_bits: bits_for(cfg.requests_per_device as u32),
             evicted_bits: bits_for(cfg.evictions_per_device as u32),
             freed_bits: bits_for(cfg.frees as u32),
-            len_bits: bits_for(cfg.pages as u32),
+            len_bits: bits_for(cfg.pages as u32 + cfg.remote_pages as u32),
+            remote_pages: cfg.remote_pages as u32,
+            remote_ops_bits: bits_for(cfg.remote_ops_per_device as u32),
         }
     }
 
@@ -1227,6 +1432,8 @@ impl Layout {
             + self.issued_bits
             + self.evicted_bits
             + self.pages * (self.value_bits + 2)
+            + self.remote_ops_bits
+            + self.remote_pages * (self.value_bits + 1)
     }
 
     fn max_bits(&self) -> u32 {
@@ -1239,6 +1446,7 @@ impl Layout {
             + self.len_bits
             + deferred
             + self.devices * self.device_bits_total()
+            + self.remote_pages * 2 * self.value_bits
     }
 }
 
@@ -1358,6 +1566,11 @@ impl State {
         for &old in &r.page_from[..l.pages as usize] {
             w.push(slot_bits(dev, old as usize, l.value_bits), l.value_bits + 2);
         }
+        // Remote pages are not renamed (the renaming covers migrate pages only).
+        w.push(dev.remote_ops as u64, l.remote_ops_bits);
+        for c in &dev.cache[..l.remote_pages as usize] {
+            w.push(c.map_or(0, |v| v as u64 + 1), l.value_bits + 1);
+        }
         w
     }
 
@@ -1451,6 +1664,10 @@ impl State {
             w.push_batch(r.batch(Batch::from_requests(&b.pages)), l.pages);
         }
         w.push(0, 1);
+        for r in 0..l.remote_pages as usize {
+            w.push(self.remote[r] as u64, l.value_bits);
+            w.push(self.remote_latest[r] as u64, l.value_bits);
+        }
         let bits = l.device_bits_total();
         for &([hi, lo], _) in &own[..nd] {
             w.push(lo, bits.min(64));
@@ -1622,6 +1839,9 @@ mod tests {
             frees: 1,
             capacity: None,
             variant,
+            remote_pages: 0,
+            remote_ops_per_device: 0,
+            remote_variant: RemoteVariant::InPlace,
         }
     }
 

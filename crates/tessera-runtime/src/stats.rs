@@ -135,6 +135,36 @@ impl DeviceTraffic {
         }
     }
 
+    /// This device's remote traffic per location, only the locations it reached.
+    pub fn remote_links(&self) -> Vec<(Location, RemoteLink)> {
+        std::iter::once((Location::Host, self.remote_host))
+            .chain(
+                self.remote_device
+                    .iter()
+                    .enumerate()
+                    .map(|(s, l)| (Location::Device(s as u8), *l)),
+            )
+            .filter(|(_, l)| !l.is_empty())
+            .collect()
+    }
+
+    /// This device's remote traffic as the topology prices it
+    /// (`Topology::remote_pass_time`), `accessor` being this device's index.
+    pub fn remote_uses(&self, accessor: usize) -> Vec<tessera_core::topology::RemoteUse> {
+        use tessera_core::topology::{Endpoint, RemoteUse};
+        self.remote_links()
+            .into_iter()
+            .map(|(l, link)| RemoteUse {
+                accessor,
+                location: match l {
+                    Location::Host => Endpoint::Host,
+                    Location::Device(d) => Endpoint::Device(d as usize),
+                },
+                link,
+            })
+            .collect()
+    }
+
     /// All remote traffic of this device, whatever the location.
     pub fn remote_total(&self) -> RemoteLink {
         let mut t = self.remote_host;
