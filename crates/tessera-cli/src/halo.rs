@@ -668,7 +668,7 @@ struct Point {
 
 /// `tessera sweep stencil|convolution`: every setup, one CSV row each, and the plots. A
 /// setup the decomposition refuses (a halo larger than a slab at many devices) is skipped
-/// with its reason printed. `size_of` names the swept size (halo or filter) of a setup.
+/// with its reason printed. `size_name` names the swept size (halo or filter).
 pub fn sweep(setups: Vec<Setup>, size_name: &str, out: &Path) -> Result<()> {
     std::fs::create_dir_all(out)
         .with_context(|| format!("cannot create output directory {}", out.display()))?;
