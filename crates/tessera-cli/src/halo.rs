@@ -504,8 +504,10 @@ pub fn report(s: &Setup, topo: &Topology, m: &Measured, verify: bool) -> Result<
         remote_mib_per_step: m
             .remote
             .iter()
-            .map(|u| (u.link.read_bytes + u.link.write_bytes) as f64)
-            .sum::<f64>()
+            // A fold from +0.0: an empty f64 sum is -0.0.
+            .fold(0.0, |a, u| {
+                a + (u.link.read_bytes + u.link.write_bytes) as f64
+            })
             / mib
             / n,
         remote_batch_fraction: {
@@ -666,7 +668,7 @@ struct Point {
 
 /// `tessera sweep stencil|convolution`: every setup, one CSV row each, and the plots. A
 /// setup the decomposition refuses (a halo larger than a slab at many devices) is skipped
-/// with its reason printed. `size_of` names the swept size (halo or filter) of a setup.
+/// with its reason printed. `size_name` names the swept size (halo or filter).
 pub fn sweep(setups: Vec<Setup>, size_name: &str, out: &Path) -> Result<()> {
     std::fs::create_dir_all(out)
         .with_context(|| format!("cannot create output directory {}", out.display()))?;

@@ -272,30 +272,17 @@ pub fn charge(
     Ok(())
 }
 
-/// The remote accesses between two traffic snapshots, per accessor and location.
+/// The remote accesses between two traffic snapshots, per accessor and location, as the
+/// topology prices them.
 pub fn remote_uses(before: &[DeviceTraffic], after: &[DeviceTraffic]) -> Vec<RemoteUse> {
-    let mut out = Vec::new();
-    for (d, a) in after.iter().enumerate() {
-        let t = a.since(&before.get(d).cloned().unwrap_or_default());
-        let busy = |l: &tessera_core::RemoteLink| l.read_bytes + l.write_bytes > 0;
-        if busy(&t.remote_host) {
-            out.push(RemoteUse {
-                accessor: d,
-                location: Endpoint::Host,
-                link: t.remote_host,
-            });
-        }
-        for (s, l) in t.remote_device.iter().enumerate() {
-            if busy(l) {
-                out.push(RemoteUse {
-                    accessor: d,
-                    location: Endpoint::Device(s),
-                    link: *l,
-                });
-            }
-        }
-    }
-    out
+    after
+        .iter()
+        .enumerate()
+        .flat_map(|(d, a)| {
+            a.since(&before.get(d).cloned().unwrap_or_default())
+                .remote_uses(d)
+        })
+        .collect()
 }
 
 /// A device's own work in a pass: every stage but the waits for request batches, whose

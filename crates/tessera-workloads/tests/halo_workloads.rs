@@ -273,3 +273,31 @@ fn remote_stencil_traffic_matches_the_hand_count() {
         assert_eq!(batch + spread, read, "{split:?}");
     }
 }
+
+/// The larger matrix: 24³, halos 2 to 6, both procedures, every version, split and device
+/// count (minutes on 2 cores; `cargo test -- --ignored`).
+#[test]
+#[ignore]
+fn stencil_larger_matrix_equals_the_reference() {
+    let n = 24;
+    let init = stencil::initial(n);
+    for halo in [2, 4, 6] {
+        let want = bits(&stencil::reference::run(&init, n, halo, 3));
+        for access in [Access::Explicit, Access::Migrate, Access::Remote] {
+            for split in [Axis::X, Axis::Y, Axis::Z] {
+                for devices in 1..=4 {
+                    for procedure in [Procedure::Relaunch, Procedure::TwoPass] {
+                        for page in [4, 8] {
+                            let d = stencil::decomposed(sys(devices), n, halo, split, access, page)
+                                .unwrap();
+                            assert!(
+                                bits(&steps(d, 3, procedure)) == want,
+                                "halo {halo} {access:?} {split:?} {devices} {procedure:?} page {page}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -408,31 +408,4 @@ impl Decomposed {
             } // host: explicit end
         }
     }
-
-    /// Every object with a name for reports: (name, first global page, one past the last).
-    pub fn objects(&self) -> Vec<(String, u64, u64)> {
-        let e = |name: String, o: &ObjectEntry| (name, o.page_offset, o.pages().end);
-        match &self.layout {
-            Layout::Shared { fields, extra } => {
-                let mut v = vec![
-                    e("field a".into(), &fields[0]),
-                    e("field b".into(), &fields[1]),
-                ];
-                v.extend(extra.iter().map(|x| e("filter".into(), x)));
-                v
-            }
-            Layout::Explicit { slabs, halos } => {
-                let mut v = Vec::new();
-                for (d, s) in slabs.iter().enumerate() {
-                    v.push(e(format!("slab {d} a"), &s.fields[0]));
-                    v.push(e(format!("slab {d} b"), &s.fields[1]));
-                    v.extend(s.extra.iter().map(|x| e(format!("filter {d}"), x)));
-                }
-                for h in halos {
-                    v.push(e(format!("halo {}->{}", h.from, h.to), &h.buf));
-                }
-                v
-            }
-        }
-    }
 }
