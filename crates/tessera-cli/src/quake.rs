@@ -12,7 +12,7 @@ use tessera_runtime::{DeviceTraffic, Procedure, SystemConfig};
 use tessera_workloads::quake::render::{RenderOptions, Renderer};
 use tessera_workloads::quake::replay::{replay_all, ReplayOptions, Replayed};
 use tessera_workloads::quake::trace::{DeviceFrame, Trace, BLOCK};
-use tessera_workloads::quake::{scene, Mesh, Split, MAX_SCREEN_SIDE};
+use tessera_workloads::quake::{map, scene, Camera, Mesh, Split, MAX_SCREEN_SIDE};
 
 use crate::backend;
 use crate::plot::{colour, line_chart, LineChart, Series};
@@ -43,9 +43,16 @@ fn parse_split(s: &str) -> Result<Split, String> {
 
 #[derive(Args, Clone)]
 pub struct QuakeOpts {
-    /// Where the scene comes from.
+    /// Where the scene comes from when no `--map` is given.
     #[arg(long, value_enum, default_value = "generated")]
     scene: SceneKind,
+    /// Render this Quake 3 / OpenArena map (`oa_dm1`; `tessera scene info` lists what a pak
+    /// set holds) along its camera path through the spawn points, instead of `--scene`.
+    #[arg(long, value_name = "NAME")]
+    map: Option<String>,
+    /// Where the map's pk3 files are (`bash scripts/openarena.sh` installs OpenArena's there).
+    #[arg(long, value_name = "DIR", default_value = tessera_scene::DEFAULT_PAK_DIR)]
+    pak_dir: PathBuf,
     /// Frames to render (along the scene's camera path).
     #[arg(long, default_value_t = 500)]
     frames: u32,
@@ -128,7 +135,8 @@ struct TextureFigures {
 #[derive(Serialize)]
 struct QuakeReport {
     workload: &'static str,
-    scene: SceneKind,
+    /// `generated`, or `map:NAME`.
+    scene: String,
     backend: String,
     width: u32,
     height: u32,
@@ -164,9 +172,23 @@ struct QuakeReport {
     per_texture: Vec<TextureFigures>,
 }
 
-fn mesh_of(kind: SceneKind) -> Mesh {
-    match kind {
-        SceneKind::Generated => scene::generated(),
+/// The mesh, its camera path (`path` frames long) and the scene's name in the report.
+fn scene_of(o: &QuakeOpts, path: u32) -> Result<(Mesh, Vec<Camera>, String)> {
+    if let Some(name) = &o.map {
+        let loaded = tessera_scene::Scene::load_map(&o.pak_dir, name)
+            .with_context(|| format!("cannot load map {name}"))?;
+        if loaded.triangles.is_empty() {
+            bail!("map {name} has no surfaces to draw");
+        }
+        let cams = map::camera_path(&loaded, path);
+        return Ok((Mesh::from(&loaded), cams, format!("map:{name}")));
+    }
+    match o.scene {
+        SceneKind::Generated => Ok((
+            scene::generated(),
+            scene::camera_path(path),
+            "generated".into(),
+        )),
     }
 }
 
@@ -198,7 +220,12 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     };
     let (sys, adapter) = backend::system(o.backend, &cfg)?;
     let backend_name = adapter.unwrap_or_else(|| sys.backend().to_string());
-    let mesh = mesh_of(o.scene);
+    let path = o.path_frames.unwrap_or(o.frames);
+    if path < o.frames {
+        bail!("--path-frames {path} is shorter than --frames {}", o.frames);
+    }
+    let (mesh, mut cams, scene_name) = scene_of(o, path)?;
+    cams.truncate(o.frames as usize);
     let sizes: Vec<(u32, u32)> = mesh.textures.iter().map(|t| (t.width, t.height)).collect();
     let mut r = Renderer::new(
         sys,
@@ -221,17 +248,6 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         std::fs::create_dir_all(&residency_dir)
             .with_context(|| format!("cannot create {}", residency_dir.display()))?;
     }
-    let cams = match o.scene {
-        SceneKind::Generated => {
-            let path = o.path_frames.unwrap_or(o.frames);
-            if path < o.frames {
-                bail!("--path-frames {path} is shorter than --frames {}", o.frames);
-            }
-            let mut c = scene::camera_path(path);
-            c.truncate(o.frames as usize);
-            c
-        }
-    };
     let aspect = o.width as f64 / o.height as f64;
     let bar = progress(o.frames as u64, "quake");
     let start = Instant::now();
@@ -296,7 +312,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         .count() as u64;
     let report = QuakeReport {
         workload: "quake",
-        scene: o.scene,
+        scene: scene_name,
         backend: backend_name,
         width: o.width,
         height: o.height,

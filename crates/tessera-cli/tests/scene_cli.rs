@@ -125,3 +125,66 @@ fn bad_input_fails_with_a_clear_message() {
         "{err}"
     );
 }
+
+/// `run quake --map` renders a map from a pak directory and names it in the report; a map the
+/// pak set lacks, or a directory without pk3 files, is a clear error.
+#[test]
+fn run_quake_renders_a_map_from_a_pak_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    write_pk3(dir.path(), "pak0.pk3", 2, &[]);
+    let out = dir.path().join("out");
+    let o = out.to_str().unwrap();
+    let base = [
+        "run",
+        "quake",
+        "--pak-dir",
+        d,
+        "--frames",
+        "2",
+        "--width",
+        "48",
+        "--height",
+        "32",
+        "--page",
+        "16",
+        "--out",
+        o,
+        "--map",
+    ];
+    let (ok, stdout, err) = tessera(&[&base[..], &["generated-2"]].concat());
+    assert!(ok, "{stdout}\n{err}");
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["scene"], "map:generated-2");
+    assert_eq!(report["textures"], 5);
+    let total: u64 = report["total_requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert!(total > 0, "a first frame must request texture pages");
+
+    let (ok, _, err) = tessera(&[&base[..], &["oa_nowhere"]].concat());
+    assert!(!ok);
+    assert!(
+        err.contains("oa_nowhere") && err.contains("generated-2"),
+        "{err}"
+    );
+
+    let empty = tempfile::tempdir().unwrap();
+    let e = empty.path().to_str().unwrap();
+    let (ok, _, err) = tessera(&[
+        "run",
+        "quake",
+        "--pak-dir",
+        e,
+        "--map",
+        "oa_dm1",
+        "--out",
+        o,
+    ]);
+    assert!(!ok);
+    assert!(err.contains("apt-get install"), "{err}");
+}
