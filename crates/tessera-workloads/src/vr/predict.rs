@@ -133,8 +133,9 @@ pub fn fit(samples: &[(BatchFeatures, f64)]) -> Result<Coefficients, PredictErro
         for row in 0..3 {
             if row != col {
                 let k = m[row][col] / m[col][col];
-                for j in col..4 {
-                    m[row][j] -= k * m[col][j];
+                let pivot_row = m[col];
+                for (x, p) in m[row].iter_mut().zip(pivot_row).skip(col) {
+                    *x -= k * p;
                 }
             }
         }

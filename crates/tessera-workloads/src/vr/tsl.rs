@@ -236,6 +236,37 @@ mod tests {
     }
 
     #[test]
+    fn batches_of_the_generated_scene_partition_its_objects_within_the_cap() {
+        let scene = tessera_scene::Scene::generated(2);
+        let objs = crate::vr::objects_of(&scene).unwrap();
+        let batches = batch(&objs);
+        let mut seen = vec![0u32; objs.len()];
+        for b in &batches {
+            let sum: u64 = b.objects.iter().map(|&k| objs[k].triangle_count()).sum();
+            assert_eq!(sum, b.triangles);
+            assert!(b.triangles <= TRIANGLE_CAP || b.objects.len() == 1);
+            for &k in &b.objects {
+                seen[k] += 1;
+            }
+            // Every member after the root shares a texture with the batch.
+            for &k in &b.objects[1..] {
+                assert!(objs[k]
+                    .textures
+                    .iter()
+                    .any(|(t, _)| b.textures.0.contains_key(&t)));
+            }
+        }
+        assert!(seen.iter().all(|&c| c == 1));
+        // Objects sharing textures exist in the generated scene, so some batch merges.
+        assert!(
+            batches.len() < objs.len(),
+            "{} objects, {} batches",
+            objs.len(),
+            batches.len()
+        );
+    }
+
+    #[test]
     fn a_tsl_of_exactly_one_half_does_not_join() {
         // Root {A 100, B 300}; target {A 100, C 100}: TSL 0.5 exactly (eq1_by_hand), and the
         // paper groups only when TSL is greater than 0.5.
