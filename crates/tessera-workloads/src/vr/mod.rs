@@ -5,6 +5,7 @@
 //! dispatch ([`predict`], §5.2, Eqs. 2–3).
 pub mod objects;
 pub mod predict;
+pub mod scheme;
 pub mod tsl;
 
 pub use objects::{objects_of, DrawObject, ObjectError};
