@@ -169,6 +169,8 @@ pub const PRESETS: &[&str] = &[
     "nvlink",
     "gpusm-pcie2",
     "gpusm-pcie3",
+    "mcm-4",
+    "mcm-8",
 ];
 
 /// How fast a GPU reaches remote memory in place (`AccessMode::Remote`), from GPU-SM's PCIe
@@ -273,6 +275,34 @@ pub const MODERN_LATENCY: f64 = 5e-6;
 /// OO-VR's inter-GPU link: 64 GB/s in each direction between every pair (its Table 2).
 pub const NVLINK_BANDWIDTH: f64 = 64e9;
 
+/// OO-VR's GPU module (GPM) local DRAM bandwidth, bytes per second (its Table 2: 1 TB/s).
+pub const MCM_LOCAL_BANDWIDTH: f64 = 1e12;
+/// OO-VR's GPM clock, cycles per second (Table 2: 1 GHz).
+pub const MCM_CLOCK_HZ: f64 = 1e9;
+/// ROPs per GPM (Table 2: 32 ROPs, 8 per GPM).
+pub const MCM_ROPS_PER_GPM: u32 = 8;
+/// Pixels one ROP writes per cycle (§3: "each ROP in our simulation outputs 4 pixels per
+/// cycle").
+pub const MCM_PIXELS_PER_ROP_CYCLE: u32 = 4;
+
+/// What a multi-chip-module preset (`mcm-4`, `mcm-8`) says about each GPU module beyond its
+/// links: the figures OO-VR's Table 2 gives, for the VR schemes' cost model. Links carry page
+/// moves; local memory and ROPs are not links, so they live here.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GpmModel {
+    /// Local DRAM bandwidth, bytes per second.
+    pub local_bandwidth: f64,
+    /// Framebuffer output rate of one GPM's ROPs, pixels per second.
+    pub rop_pixels_per_second: f64,
+}
+
+/// OO-VR's GPM (Table 2): 1 TB/s local DRAM, 8 ROPs × 4 pixels per cycle × 1 GHz = 3.2e10
+/// pixels per second.
+pub const OOVR_GPM: GpmModel = GpmModel {
+    local_bandwidth: MCM_LOCAL_BANDWIDTH,
+    rop_pixels_per_second: MCM_ROPS_PER_GPM as f64 * MCM_PIXELS_PER_ROP_CYCLE as f64 * MCM_CLOCK_HZ,
+};
+
 /// A validated topology: devices `0..devices`, and links by direction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Topology {
@@ -285,6 +315,8 @@ pub struct Topology {
     switch_of: Vec<usize>,
     /// Remote access bandwidths (GPU-SM §4).
     remote: RemoteModel,
+    /// The GPU module figures of the `mcm-*` presets; `None` elsewhere.
+    gpm: Option<GpmModel>,
 }
 
 /// Page moves from one endpoint to another, summed: `pages` moves carrying `bytes`.
@@ -328,9 +360,34 @@ impl Topology {
     ///   [`GPUSM_PCIE2`]; page copies at the measured copy bandwidth (§4, Fig. 4: remote
     ///   accesses reach cudaMemcpy's), peers on one switch directly, across switches at the
     ///   switch-crossing read factor.
+    /// - `mcm-4`, `mcm-8`: OO-VR's multi-chip-module GPU (Table 2, §3): that many GPU modules
+    ///   (GPMs), each pair joined by its own 64 GB/s link in each direction ("each pair of
+    ///   ports is used to connect two GPMs", so moves between two GPMs never share a link),
+    ///   and [`OOVR_GPM`] per module. The paper gives no host link (its textures start in GPM
+    ///   memory); tessera's home copies live in host memory, so we assume a PCIe 3 x16 link
+    ///   from the package to host per GPM, as on `nvlink`. Per-move latency as on the other
+    ///   modern presets (an assumption). A run may use fewer devices than the preset has, not
+    ///   more.
     pub fn preset(name: &str, devices: usize) -> Result<Self> {
         if devices == 0 || devices > crate::MAX_DEVICES {
             return Err(TopologyError::DeviceCount(devices));
+        }
+        if let Some(gpms) = match name {
+            "mcm-4" => Some(4),
+            "mcm-8" => Some(8),
+            _ => None,
+        } {
+            if devices > gpms {
+                return Err(TopologyError::TooFewDevices {
+                    name: name.to_string(),
+                    has: gpms,
+                    wanted: devices,
+                });
+            }
+            let mut t = Self::preset("nvlink", gpms)?;
+            t.name = name.to_string();
+            t.gpm = Some(OOVR_GPM);
+            return Ok(t);
         }
         if let Some(model) = match name {
             "gpusm-pcie2" => Some(GPUSM_PCIE2),
@@ -438,7 +495,14 @@ impl Topology {
             } else {
                 pcie_x16(3)
             }),
+            gpm: None,
         }
+    }
+
+    /// The GPU module figures (local memory, ROP rate) of an `mcm-*` preset; `None` for
+    /// topologies that do not model GPU modules.
+    pub fn gpm(&self) -> Option<GpmModel> {
+        self.gpm
     }
 
     /// The remote access model (GPU-SM §4).
@@ -1001,6 +1065,40 @@ mod tests {
             )
             .unwrap();
         assert!(close(p.transfer_seconds, 2.4096e-5), "{p:?}");
+    }
+
+    #[test]
+    fn mcm_presets_are_full_meshes_of_gpu_modules() {
+        let topo = Topology::preset("mcm-4", 4).unwrap();
+        assert_eq!(topo.name(), "mcm-4");
+        assert_eq!(topo.devices(), 4);
+        // 4 host links each way plus 4 * 3 directed GPM links.
+        assert_eq!(topo.links().len(), 8 + 12);
+        let route = topo.route(Device(1), Device(3)).unwrap();
+        assert_eq!(route.len(), 1);
+        let link = &topo.links()[route[0]];
+        assert_eq!((link.from, link.to), (Device(1), Device(3)));
+        // GPM1 -> GPM3: 16 pages of 65536 bytes = 1048576 bytes at 64e9 B/s, 5 us per move:
+        // 16 * 5e-6 + 1048576 / 64e9 = 8e-5 + 1.6384e-5 = 9.6384e-5 s, alone on its link.
+        let p = topo
+            .pass_time(&[0.0; 4], &[t(Device(1), Device(3), 16, 1_048_576)])
+            .unwrap();
+        assert!(close(p.transfer_seconds, 9.6384e-5), "{p:?}");
+        // Table 2: 8 ROPs per GPM, 4 pixels per cycle each, at 1 GHz: 3.2e10 pixels/s.
+        let gpm = topo.gpm().unwrap();
+        assert_eq!(gpm.rop_pixels_per_second, 3.2e10);
+        assert_eq!(gpm.local_bandwidth, 1e12);
+        // mcm-8: 8 * 2 host links + 8 * 7 GPM links; a run may use fewer devices, not more.
+        assert_eq!(Topology::preset("mcm-8", 2).unwrap().links().len(), 16 + 56);
+        assert!(matches!(
+            Topology::preset("mcm-4", 5),
+            Err(TopologyError::TooFewDevices {
+                has: 4,
+                wanted: 5,
+                ..
+            })
+        ));
+        assert_eq!(Topology::preset("nvlink", 4).unwrap().gpm(), None);
     }
 
     /// Three devices, each pair joined by a direct link, hand-computed: every number below

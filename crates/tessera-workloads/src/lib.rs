@@ -5,3 +5,4 @@ pub mod convolution;
 pub mod decomp;
 pub mod quake;
 pub mod stencil;
+pub mod vr;
