@@ -1,5 +1,8 @@
 //! Access modes on the CPU backend: remote objects give migrate's results without ever being
 //! copied, their traffic matches a hand count, and replicate-read objects refuse stores.
+//!
+//! Real threads: off under the `shuttle` feature, as the runtime's other thread tests are.
+#![cfg(not(feature = "shuttle"))]
 
 use std::sync::Arc;
 use tessera_core::{AccessMode, Location, ObjectDesc, RemoteLink, TexelFormat};
