@@ -48,4 +48,15 @@ tessera trace replay $T/fig12.trace --pages 4,8,16,32,64,128,256 --clear-each-fr
 tessera run quake --frames 12 --path-frames 500 --devices 2 --split left-right --page 8 --width 1024 --height 768 --initial-placement random --drop-unused --residency-png --out $E/quake-fig13 --png-every 0
 rm -f $E/quake-fig13/frame-*.png
 tessera run quake --frames 1 --path-frames 500 --width 512 --height 384 --page 32 --png-every 0 --out $E/quake-frame
+# The real map (needs OpenArena's data: bash scripts/openarena.sh).
+if ls /usr/share/games/openarena/baseoa/*.pk3 >/dev/null 2>&1; then
+    tessera run quake --map oa_dm1 --frames 500 --devices 2 --split left-right --page 32 --width 640 --height 480 --out $E/quake-oa_dm1 --trace $T/oa_dm1.trace --png-every 250
+    tessera trace replay $T/oa_dm1.trace
+    tessera trace replay $T/oa_dm1.trace --clear-each-frame --out $E/quake-oa_dm1-clear
+    tessera trace replay $T/oa_dm1.trace --pages 4,8,16,32,64,128,256 --clear-each-frame --out $E/quake-oa_dm1-sweep-clear
+    tessera trace replay $T/oa_dm1.trace --pages 4,8,16,32,64,128,256 --out $E/quake-oa_dm1-sweep
+    tessera run quake --map oa_dm1 --frames 12 --path-frames 500 --devices 2 --split left-right --page 8 --width 640 --height 480 --initial-placement random --drop-unused --residency-png --out $E/quake-oa_dm1-fig13 --png-every 0
+else
+    echo "OpenArena's data is not installed (bash scripts/openarena.sh): skipping the oa_dm1 figures" >&2
+fi
 rm -rf $T $E/quake-*/*.svg
