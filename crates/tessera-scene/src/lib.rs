@@ -41,7 +41,7 @@ pub const DEFAULT_PAK_DIR: &str = "/usr/share/games/openarena/baseoa";
 pub const DEBIAN_PACKAGES: &str = "openarena-data openarena-081-maps";
 
 /// One vertex, as a BSP file stores it.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Vertex {
     /// Position, Quake units, Z up.
     pub pos: [f32; 3],
@@ -60,7 +60,7 @@ pub struct Vertex {
 ///
 /// The winding is Quake 3's: seen from the side the face's normal points to, the vertices run
 /// clockwise (the cross product `(v1 - v0) × (v2 - v0)` points against the normal).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Triangle {
     pub v: [u32; 3],
     /// Index into [`Scene::textures`].

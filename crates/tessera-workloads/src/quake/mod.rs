@@ -26,35 +26,10 @@ pub mod trace;
 use tessera_core::CoreError;
 use tessera_runtime::RuntimeError;
 
-/// One vertex, in Quake's coordinates (Z up). `uv` counts texture repeats (1.0 = the whole
-/// texture once), as a BSP's `st` does. Lightmap coordinates, normal and colour are carried
-/// for the scene loader's sake; the renderer samples the texture only.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Vertex {
-    pub pos: [f32; 3],
-    pub uv: [f32; 2],
-    pub lm_uv: [f32; 2],
-    pub normal: [f32; 3],
-    pub color: [u8; 4],
-}
-
-/// One triangle: three vertex indices and the texture it is drawn with.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Triangle {
-    pub v: [u32; 3],
-    pub texture: u32,
-    pub lightmap: Option<u32>,
-    pub surface: u32,
-}
-
-/// An RGBA8 texture, `rgba` row after row (row 0 is v = 0).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TextureImage {
-    pub name: String,
-    pub width: u32,
-    pub height: u32,
-    pub rgba: Vec<u8>,
-}
+/// The renderer draws the scene loader's own types: a vertex in Quake's coordinates (Z up,
+/// `uv` in texture repeats with row 0 at v = 0), a triangle with its texture, an RGBA8 image.
+/// Lightmap coordinates, normal and colour are carried; the renderer samples the texture only.
+pub use tessera_scene::{TextureImage, Triangle, Vertex};
 
 /// What the renderer draws.
 #[derive(Clone, Debug, Default)]
