@@ -2,9 +2,9 @@
 //! devices, every texel fetch going through tessera's translation, so that each device's
 //! texture misses become page requests.
 //!
-//! - `Mesh` is this module's own input (positions, texture coordinates, triangles with a
-//!   texture index, RGBA8 textures), close to the scene loader's `Scene`, so that a loaded map
-//!   converts to it in a few lines; `scene` generates a procedural test scene and camera path.
+//! - `Mesh` is the renderer's input: tessera-scene's vertices, triangles (with a texture
+//!   index) and RGBA8 textures; `map` makes one from a loaded map, with the map's camera path;
+//!   `scene` generates a procedural test scene and camera path.
 //! - `atlas`: every texture in one paged RGBA8 atlas object, each texture's rectangle aligned
 //!   and padded to the page size, so that no page holds texels of two textures.
 //! - `setup`: host-side triangle setup per frame (transform, clip, project, fixed-point edges,
