@@ -6,33 +6,19 @@
 
 mod common;
 
-use tessera_core::DeviceId;
-use tessera_runtime::{Device, Procedure, Schedule, System, SystemConfig};
-use tessera_wgpu::{AdapterChoice, WgpuDevice};
+use tessera_runtime::{Procedure, Schedule, System, SystemConfig};
 use tessera_workloads::convolution;
 use tessera_workloads::decomp::runner::Decomposed;
 use tessera_workloads::decomp::{Access, Axis};
 use tessera_workloads::stencil;
 
 fn gpu(n: usize) -> Option<System> {
-    let mut out: Vec<Box<dyn Device>> = Vec::new();
-    for i in 0..n {
-        let d = common::opened(
-            WgpuDevice::new(DeviceId(i as u8), &AdapterChoice::Default),
-            "a wgpu device",
-        )?;
-        if i == 0 {
-            eprintln!("wgpu adapter: {}", d.describe());
-        }
-        out.push(Box::new(d));
-    }
-    let cfg = SystemConfig {
+    common::system(&SystemConfig {
         devices: n,
         cpu_threads: 2,
         memory_bytes: 1 << 20,
         ..Default::default()
-    };
-    Some(System::with_devices(out, &cfg).unwrap())
+    })
 }
 
 fn bits(v: &[f32]) -> Vec<u32> {

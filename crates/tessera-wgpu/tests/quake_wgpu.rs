@@ -11,9 +11,7 @@
 
 mod common;
 
-use tessera_core::DeviceId;
-use tessera_runtime::{Device, Procedure, System, SystemConfig};
-use tessera_wgpu::{AdapterChoice, WgpuDevice};
+use tessera_runtime::{Procedure, System, SystemConfig};
 use tessera_workloads::quake::render::{RenderOptions, Renderer};
 use tessera_workloads::quake::{scene, Split};
 
@@ -23,27 +21,10 @@ const H: u32 = 96;
 const TOLERANCE: f64 = 0.005;
 
 fn wgpu_system(n: usize) -> Option<System> {
-    let mut out: Vec<Box<dyn Device>> = Vec::new();
-    for i in 0..n {
-        let d = common::opened(
-            WgpuDevice::new(DeviceId(i as u8), &AdapterChoice::Default),
-            "a wgpu device",
-        )?;
-        if i == 0 {
-            eprintln!("wgpu adapter: {}", d.describe());
-        }
-        out.push(Box::new(d));
-    }
-    Some(
-        System::with_devices(
-            out,
-            &SystemConfig {
-                devices: n,
-                ..Default::default()
-            },
-        )
-        .unwrap(),
-    )
+    common::system(&SystemConfig {
+        devices: n,
+        ..Default::default()
+    })
 }
 
 fn renderer(sys: System, procedure: Procedure) -> Renderer {

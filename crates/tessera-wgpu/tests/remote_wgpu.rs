@@ -6,9 +6,8 @@
 
 mod common;
 
-use tessera_core::{AccessMode, DeviceId, ObjectDesc, ObjectId, TexelFormat};
-use tessera_runtime::{Device, Fault, Invocation, Kernel, RuntimeError, System, SystemConfig};
-use tessera_wgpu::{AdapterChoice, WgpuDevice};
+use tessera_core::{AccessMode, ObjectDesc, ObjectId, TexelFormat};
+use tessera_runtime::{Fault, Invocation, Kernel, RuntimeError, SystemConfig};
 
 struct Copy {
     from: ObjectId,
@@ -27,21 +26,12 @@ impl Kernel for Copy {
 
 #[test]
 fn a_launch_binding_a_remote_object_is_refused_on_wgpu() {
-    let mut devices: Vec<Box<dyn Device>> = Vec::new();
-    for i in 0..2 {
-        let Some(d) = common::opened(
-            WgpuDevice::new(DeviceId(i), &AdapterChoice::Default),
-            "a wgpu device",
-        ) else {
-            return;
-        };
-        devices.push(Box::new(d));
-    }
-    let cfg = SystemConfig {
+    let Some(sys) = common::system(&SystemConfig {
         devices: 2,
         ..Default::default()
+    }) else {
+        return;
     };
-    let sys = System::with_devices(devices, &cfg).unwrap();
     let desc = ObjectDesc::texture(8, 8, TexelFormat::R32Float, 4).unwrap();
     let remote = sys.create_with(desc, None, AccessMode::Remote).unwrap();
     let out = sys.create(desc, None).unwrap();
