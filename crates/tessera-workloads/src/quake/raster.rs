@@ -93,9 +93,12 @@ fn wrap(t: f32, size: u32) -> u32 {
 }
 
 impl Raster {
-    /// The body, generic over paged or plain access.
+    /// The depth test alone: the nearest triangle record covering pixel (x, y) and its 1/w,
+    /// or record 0 when none does. Split out of [`Raster::pixel`] so that the host can
+    /// resolve visibility over the same records with the same arithmetic (the VR schemes'
+    /// composition, `crate::vr::render`); the WGSL twin keeps it inline.
     #[inline(always)]
-    pub fn pixel<A: RasterAccess>(&self, a: &mut A, x: u32, y: u32) -> Result<(), Fault> {
+    pub fn nearest<A: RasterAccess>(&self, a: &mut A, x: u32, y: u32) -> Result<(f32, u32), Fault> {
         let o = self.obj;
         let tile = (y / TILE) * self.tiles_x + x / TILE;
         let first = a.load_u32(o.bins, 2 * tile)?;
@@ -141,6 +144,15 @@ impl Raster {
                 winner = t;
             }
         }
+        Ok((best, winner))
+    }
+
+    /// The body, generic over paged or plain access.
+    #[inline(always)]
+    pub fn pixel<A: RasterAccess>(&self, a: &mut A, x: u32, y: u32) -> Result<(), Fault> {
+        let o = self.obj;
+        let (best, winner) = self.nearest(a, x, y)?;
+        let (cx, cy) = (x as f32 + 0.5, y as f32 + 0.5);
         if winner == 0 {
             a.store_rgba8(o.frame, x, y, BACKGROUND)?;
             return a.store_rgba8(o.access, x, y, NO_ACCESS.to_le_bytes());

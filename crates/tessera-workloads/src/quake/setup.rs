@@ -64,6 +64,9 @@ pub struct FrameSetup {
     pub tiles_y: u32,
     /// Triangle records written (record 0, the empty one, not counted).
     pub triangles: u32,
+    /// Per record, the index in `Mesh::triangles` it was fanned from (record 0, the empty
+    /// one: `u32::MAX`). Ascending, since records are written in mesh order.
+    pub source: Vec<u32>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -129,9 +132,10 @@ pub fn setup(mesh: &Mesh, atlas: &Atlas, vp: &ViewProj, width: u32, height: u32)
     let tiles_y = height.div_ceil(TILE);
     let mut tris = vec![0u32; RECORD_WORDS as usize];
     let mut lists: Vec<Vec<u32>> = vec![Vec::new(); (tiles_x * tiles_y) as usize];
+    let mut source = vec![u32::MAX];
     let (wf, hf) = (width as f64, height as f64);
     let (xmax, ymax) = (width as i64 * SUB, height as i64 * SUB);
-    for t in &mesh.triangles {
+    for (ti, t) in mesh.triangles.iter().enumerate() {
         let tex = &mesh.textures[t.texture as usize];
         let r = atlas.rects[t.texture as usize];
         let poly: Vec<ClipVertex> =
@@ -183,6 +187,7 @@ pub fn setup(mesh: &Mesh, atlas: &Atlas, vp: &ViewProj, width: u32, height: u32)
             }
             let id = (tris.len() / RECORD_WORDS as usize) as u32;
             tris.extend(record(&v, r));
+            source.push(ti as u32);
             for ty in (py0 as u32 / TILE)..=(py1 as u32 / TILE) {
                 for tx in (px0 as u32 / TILE)..=(px1 as u32 / TILE) {
                     lists[(ty * tiles_x + tx) as usize].push(id);
@@ -207,6 +212,7 @@ pub fn setup(mesh: &Mesh, atlas: &Atlas, vp: &ViewProj, width: u32, height: u32)
         tiles_x,
         tiles_y,
         triangles,
+        source,
     }
 }
 

@@ -1,52 +1,226 @@
-//! Distribution policies (issue 16's schemes) behind one trait, one file per scheme. A sketch:
-//! only the object-level schemes that need no measured cost exist so far; the screen- and
-//! frame-split schemes and OO-VR (which feeds measured batch times back into
-//! [`crate::vr::predict`]) come with the renderer.
+//! Distribution policies (issue 16's schemes) behind one trait, one file per scheme.
+//!
+//! A scheme turns a frame's visible draw objects into [`Piece`]s of work, each drawn by one
+//! GPM, and hands them to the renderer one at a time through [`Render`], which draws the piece
+//! on its GPM alone and returns the measured device seconds. Schemes that only deal work out
+//! (everything but OO-VR) plan first and render after; OO-VR needs each batch's measured time
+//! before it places the next, so the trait lets a scheme interleave.
+mod afr;
+mod baseline;
 mod object;
 mod oo_app;
+mod oo_vr;
+mod sfr;
 
+pub use afr::Afr;
+pub use baseline::{Baseline, BASELINE_TILE};
 pub use object::ObjectRoundRobin;
 pub use oo_app::OoApp;
+pub use oo_vr::OoVr;
+pub use sfr::Sfr;
 
 use super::objects::DrawObject;
+use super::predict::BatchFeatures;
 
-/// One GPM's piece of a frame: a set of objects drawn into both eyes' viewports (OO-VR §5:
-/// a batch's two views are rendered on one GPM, sharing its texture pages).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Work {
-    pub gpm: usize,
-    /// Indices into the frame's objects, in drawing order.
-    pub objects: Vec<usize>,
+/// A rectangle of the stereo frame: both eyes side by side, `2W × H`, the left eye's pixels
+/// at x < W. Half-open, rows from the bottom.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    pub x0: u32,
+    pub y0: u32,
+    pub x1: u32,
+    pub y1: u32,
 }
+
+/// One GPM's piece of a frame: some objects (or all) over a region of the stereo frame. A
+/// piece covering both eyes draws both on its GPM (OO-VR §5: a batch's two views share the
+/// GPM's texture pages).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Piece {
+    pub gpm: usize,
+    /// Indices into [`FrameInput::objects`]; `None`: every object.
+    pub objects: Option<Vec<usize>>,
+    pub region: Region,
+}
+
+/// Where the pixels a GPM draws are composed into the final framebuffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Composition {
+    /// Where they are drawn: each pixel is drawn once, by the GPM whose screen part holds it,
+    /// into its own memory (first touch); nothing crosses a link.
+    InPlace,
+    /// On GPM 0, the root: every other GPM sends its fragments, colour and depth (object-level
+    /// SFR's master node, OO-VR §5.3).
+    Root,
+    /// OO-VR's distributed composition (§5.3, Fig. 14): the stereo frame in as many vertical
+    /// strips as GPMs, strip k composed by GPM k's ROPs.
+    Distributed,
+}
+
+/// What a scheme sees of a frame.
+pub struct FrameInput<'a> {
+    /// The frame's number in the run, from 0.
+    pub index: u64,
+    /// The visible draw objects, in submission order.
+    pub objects: &'a [DrawObject],
+    /// Per object, Eq. 3's inputs (both eyes): triangles submitted, vertices of the triangles
+    /// set up after clipping, pixels it shows.
+    pub features: &'a [BatchFeatures],
+    pub gpms: usize,
+    /// One eye's screen.
+    pub width: u32,
+    pub height: u32,
+}
+
+impl FrameInput<'_> {
+    /// The whole stereo frame.
+    pub fn full(&self) -> Region {
+        Region {
+            x0: 0,
+            y0: 0,
+            x1: 2 * self.width,
+            y1: self.height,
+        }
+    }
+}
+
+/// What a scheme reports of a frame beyond the pieces it rendered.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FrameTiming {
+    /// Per GPM, when its last piece finishes, in measured device seconds from the frame's
+    /// start (the pieces' times back to back, plus any wait a dispatcher imposed).
+    pub finish: Vec<f64>,
+    /// Per GPM, the device seconds of its pieces.
+    pub busy: Vec<f64>,
+    /// OO-VR: per predicted batch, `|predicted − measured| / measured`.
+    pub prediction_errors: Vec<f64>,
+    /// Batches the scheme formed (object schemes), or pieces.
+    pub batches: usize,
+    /// OO-VR: whether the frame's last batch was split over the GPMs.
+    pub tail_split: bool,
+}
+
+/// Draws a piece on its GPM alone and returns its measured device seconds.
+pub type Render<'r> = dyn FnMut(&Piece) -> Result<f64, super::VrError> + 'r;
 
 /// What a scheme refuses.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SchemeError {
     #[error("a scheme needs at least one GPM")]
     NoGpms,
-    #[error("unknown scheme {name:?} (implemented so far: {})", NAMES.join(", "))]
+    #[error("unknown scheme {name:?} (expected one of: {})", NAMES.join(", "))]
     Unknown { name: String },
 }
 
-/// A distribution policy: which GPM draws which objects of a frame.
+/// A distribution policy.
 pub trait Scheme {
-    /// The name the CLI will take (`object`, `oo-app`, ...).
+    /// The name the CLI takes (`object`, `oo-app`, ...).
     fn name(&self) -> &'static str;
-    /// The frame's work, every object in exactly one piece.
-    fn plan(&mut self, objects: &[DrawObject], gpms: usize) -> Result<Vec<Work>, SchemeError>;
+    /// Where fragments are composed.
+    fn composition(&self) -> Composition;
+    /// Whether every GPM holds all textures (AFR pre-allocates the whole memory space in
+    /// every GPM, OO-VR §4.1), so that no texture page crosses a link.
+    fn replicated(&self) -> bool {
+        false
+    }
+    /// Whether texture pages are pre-allocated ahead of the work (OO-VR's PA units, §5.2), so
+    /// their transfer overlaps rendering instead of stalling it.
+    fn preallocates(&self) -> bool {
+        false
+    }
+    /// Renders the frame: every visible pixel of both eyes drawn by exactly one piece that
+    /// holds the object in front there (or every object).
+    fn frame(
+        &mut self,
+        input: &FrameInput<'_>,
+        render: &mut Render<'_>,
+    ) -> Result<FrameTiming, super::VrError>;
 }
 
-/// The schemes implemented so far.
-pub const NAMES: &[&str] = &["object", "oo-app"];
+/// Every scheme, in the order the figures list them.
+pub const NAMES: &[&str] = &[
+    "baseline", "afr", "sfr-v", "sfr-h", "object", "oo-app", "oo-vr",
+];
 
 /// A scheme by its name.
 pub fn by_name(name: &str) -> Result<Box<dyn Scheme>, SchemeError> {
-    match name {
-        "object" => Ok(Box::new(ObjectRoundRobin)),
-        "oo-app" => Ok(Box::new(OoApp)),
-        _ => Err(SchemeError::Unknown {
-            name: name.to_string(),
-        }),
+    Ok(match name {
+        "baseline" => Box::new(Baseline),
+        "afr" => Box::new(Afr),
+        "sfr-v" => Box::new(Sfr::vertical()),
+        "sfr-h" => Box::new(Sfr::horizontal()),
+        "object" => Box::new(ObjectRoundRobin),
+        "oo-app" => Box::new(OoApp),
+        "oo-vr" => Box::new(OoVr::default()),
+        _ => {
+            return Err(SchemeError::Unknown {
+                name: name.to_string(),
+            })
+        }
+    })
+}
+
+/// Renders `pieces` in order, each GPM's back to back.
+pub(crate) fn render_all(
+    pieces: &[Piece],
+    gpms: usize,
+    render: &mut Render<'_>,
+) -> Result<FrameTiming, super::VrError> {
+    let mut busy = vec![0.0; gpms];
+    for p in pieces {
+        let t = render(p)?;
+        busy[p.gpm] += t;
+    }
+    Ok(FrameTiming {
+        finish: busy.clone(),
+        busy,
+        batches: pieces.len(),
+        ..FrameTiming::default()
+    })
+}
+
+/// Objects dealt to GPMs as `gpm_of` says, each GPM's drawn in one piece over the whole
+/// stereo frame (drawing them one piece each gives the same pixels; one pass per GPM and eye
+/// spares the per-pass overhead of the software devices).
+pub(crate) fn merged(input: &FrameInput<'_>, groups: Vec<(usize, Vec<usize>)>) -> Vec<Piece> {
+    let mut per: Vec<Vec<usize>> = vec![Vec::new(); input.gpms];
+    for (g, objs) in groups {
+        per[g].extend(objs);
+    }
+    per.into_iter()
+        .enumerate()
+        .filter(|(_, o)| !o.is_empty())
+        .map(|(gpm, mut objects)| {
+            objects.sort_unstable();
+            Piece {
+                gpm,
+                objects: Some(objects),
+                region: input.full(),
+            }
+        })
+        .collect()
+}
+
+/// `len` split into `parts` near-equal spans, the first ones one longer.
+pub(crate) fn spans(len: u32, parts: usize) -> Vec<(u32, u32)> {
+    let parts = parts.max(1) as u32;
+    let (q, r) = (len / parts, len % parts);
+    let mut at = 0;
+    (0..parts)
+        .map(|k| {
+            let n = q + u32::from(k < r);
+            let s = (at, at + n);
+            at += n;
+            s
+        })
+        .collect()
+}
+
+pub(crate) fn check_gpms(gpms: usize) -> Result<(), SchemeError> {
+    if gpms == 0 {
+        Err(SchemeError::NoGpms)
+    } else {
+        Ok(())
     }
 }
 
@@ -55,12 +229,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn unknown_schemes_and_zero_gpms_are_errors() {
+    fn unknown_schemes_are_errors_and_every_name_builds() {
         assert!(matches!(by_name("sfr-x"), Err(SchemeError::Unknown { name }) if name == "sfr-x"));
         for name in NAMES {
-            let mut s = by_name(name).unwrap();
-            assert_eq!(s.name(), *name);
-            assert_eq!(s.plan(&[], 0), Err(SchemeError::NoGpms));
+            assert_eq!(by_name(name).unwrap().name(), *name);
         }
+    }
+
+    #[test]
+    fn spans_by_hand() {
+        assert_eq!(spans(10, 4), [(0, 3), (3, 6), (6, 8), (8, 10)]);
+        assert_eq!(spans(3, 1), [(0, 3)]);
     }
 }

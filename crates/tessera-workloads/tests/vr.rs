@@ -1,0 +1,100 @@
+//! The VR schemes (issue 16) against a single-device render: every scheme, on 4 GPMs, must
+//! compose the same stereo frames, pixel for pixel, as the unpaged rasterizer draws each eye.
+use tessera_runtime::{Procedure, System, SystemConfig};
+use tessera_scene::Scene;
+use tessera_workloads::quake::map::camera_path;
+use tessera_workloads::quake::{reference, Mesh};
+use tessera_workloads::vr::scheme::{FrameInput, SchemeError};
+use tessera_workloads::vr::{
+    by_name, eyes, ObjectError, StereoOptions, StereoRenderer, VrError, NAMES,
+};
+
+const W: u32 = 48;
+const H: u32 = 32;
+
+fn renderer(scene: &Scene, gpms: usize) -> Result<StereoRenderer, VrError> {
+    let sys = System::cpu(&SystemConfig {
+        devices: gpms,
+        cpu_threads: 1,
+        ..Default::default()
+    })?;
+    StereoRenderer::new(
+        sys,
+        scene,
+        StereoOptions {
+            width: W,
+            height: H,
+            page: 16,
+            procedure: Procedure::Relaunch,
+        },
+    )
+}
+
+#[test]
+fn every_scheme_composes_the_single_device_stereo_frames() {
+    let scene = Scene::generated(2);
+    let mesh = Mesh::from(&scene);
+    let cams = camera_path(&scene, 12);
+    // Frames 0, 5 and 10 of the path: different views, several frames per run (OO-VR's
+    // predictor carries over, first-touch homes persist).
+    let cams: Vec<_> = cams.into_iter().step_by(5).collect();
+    let mut references = Vec::new();
+    for cam in &cams {
+        let r = renderer(&scene, 1).unwrap();
+        let pair: Vec<Vec<u8>> = eyes(cam)
+            .iter()
+            .map(|c| {
+                reference::render(&mesh, r.atlas(), &c.view_proj(W as f64 / H as f64), W, H)
+                    .unwrap()
+                    .0
+            })
+            .collect();
+        // The eyes see something and differ (the interpupillary offset shows).
+        assert!(pair[0].chunks(4).any(|p| p != [0, 0, 0, 255]));
+        assert_ne!(pair[0], pair[1]);
+        references.push(pair);
+    }
+    for name in NAMES {
+        let mut scheme = by_name(name).unwrap();
+        let mut r = renderer(&scene, 4).unwrap();
+        for (f, cam) in cams.iter().enumerate() {
+            let m = r.frame(cam, scheme.as_mut()).unwrap();
+            assert_eq!((m.uncomposed, m.overdrawn), (0, 0), "{name} frame {f}");
+            for e in 0..2 {
+                assert!(
+                    r.eye_images()[e] == references[f][e],
+                    "{name}: frame {f}, eye {e} differs from the single-device render"
+                );
+            }
+            assert_eq!(m.finish.len(), 4);
+            assert!(m.passes > 0);
+        }
+    }
+}
+
+#[test]
+fn zero_gpms_and_a_scene_without_surfaces_are_errors() {
+    let scene = Scene::generated(1);
+    for name in NAMES {
+        let mut s = by_name(name).unwrap();
+        let input = FrameInput {
+            index: 0,
+            objects: &[],
+            features: &[],
+            gpms: 0,
+            width: W,
+            height: H,
+        };
+        let r = s.frame(&input, &mut |_| Ok(0.0));
+        assert!(
+            matches!(r, Err(VrError::Scheme(SchemeError::NoGpms))),
+            "{name}"
+        );
+    }
+    let mut empty = scene.clone();
+    empty.triangles.clear();
+    assert!(matches!(
+        renderer(&empty, 2),
+        Err(VrError::Objects(ObjectError::NoSurfaces(_)))
+    ));
+}
