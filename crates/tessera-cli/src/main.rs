@@ -20,6 +20,7 @@ mod stencil;
 mod sweep;
 mod topology_args;
 mod unpaged_gpu;
+mod vr;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -93,6 +94,9 @@ enum RunKind {
     /// The game trace of paper 4.1.2: a textured scene rendered split-screen, every texel
     /// fetched through the paged memory; requests per frame and device.
     Quake(quake::QuakeOpts),
+    /// OO-VR's stereo rendering across the GPU modules of an mcm topology with one
+    /// distribution scheme: modeled frame latency, inter-GPM traffic, a stereo PNG.
+    Vr(vr::VrOpts),
     /// GPU-SM's 3D finite-difference stencil (N³, star of radius --halo), split along X, Y
     /// or Z, in an access version: explicit halo copies, migrate or remote.
     Stencil(stencil::StencilOpts),
@@ -351,6 +355,12 @@ fn main() -> ExitCode {
         Command::Run {
             which: RunKind::Quake(opts),
         } => quake::run_quake(&opts),
+        Command::Run {
+            which: RunKind::Vr(opts),
+        } => vr::run(&opts),
+        Command::Sweep {
+            which: sweep::SweepKind::Vr(opts),
+        } => vr::sweep(&opts),
         Command::Trace {
             which: TraceKind::Replay(opts),
         } => quake::trace_replay(&opts),

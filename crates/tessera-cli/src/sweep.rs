@@ -33,6 +33,9 @@ pub enum SweepKind {
     Stencil(crate::stencil::StencilSweepOpts),
     /// GPU-SM's convolution per access mode, filter size and device count (its Fig. 14).
     Convolution(crate::convolution::ConvolutionSweepOpts),
+    /// OO-VR's Figures 15–18: speed-up per scheme, inter-GPM traffic, link bandwidth 32–256
+    /// GB/s and 1/2/4/8 GPMs, from stereo renders of one scene.
+    Vr(crate::vr::VrSweepOpts),
 }
 
 #[derive(Args, Clone)]

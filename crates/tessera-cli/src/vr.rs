@@ -1,0 +1,540 @@
+//! `tessera run vr` (OO-VR's stereo rendering over the GPMs of an `mcm-*` topology with one
+//! scheme) and `tessera sweep vr` (its Figures 15–18 from the same runs).
+//!
+//! Every figure is modeled (docs/ARCHITECTURE.md, "vr"): per GPM, the device seconds of its
+//! passes measured alone, plus (or, with OO-VR's pre-allocation, overlapped with) the link time
+//! of the texture pages it fetched from other GPMs, plus the composition's link and ROP time.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde::Serialize;
+use tessera_core::topology::Endpoint;
+use tessera_runtime::{Procedure, SystemConfig};
+use tessera_scene::Scene;
+use tessera_workloads::quake::map::camera_path;
+use tessera_workloads::quake::Camera;
+use tessera_workloads::vr::render::{FrameMeasure, FrameReport};
+use tessera_workloads::vr::{by_name, LinkModel, StereoOptions, StereoRenderer, NAMES};
+
+use crate::plot::{line_chart, LineChart, Series};
+use crate::report::write_png;
+use crate::run::progress;
+use crate::{parse_procedure, parse_threads, topology_args};
+
+/// The most GPMs: the `mcm-8` preset's.
+const MAX_GPMS: usize = 8;
+
+#[derive(Args, Clone)]
+pub struct SceneOpts {
+    /// Render this Quake 3 / OpenArena map (`oa_dm1`) along its camera path.
+    #[arg(long, value_name = "NAME", conflicts_with = "generated")]
+    map: Option<String>,
+    /// Render the generated test scene with N × N boxes instead of a map.
+    #[arg(long, value_name = "N")]
+    generated: Option<u32>,
+    /// Where the map's pk3 files are.
+    #[arg(long, value_name = "DIR", default_value = tessera_scene::DEFAULT_PAK_DIR)]
+    pak_dir: PathBuf,
+    /// Stereo frames to render along the camera path.
+    #[arg(long, default_value_t = 4)]
+    frames: u32,
+    /// One eye's width in pixels (the stereo frame is twice as wide).
+    #[arg(long, default_value_t = 320)]
+    width: u32,
+    /// One eye's height in pixels.
+    #[arg(long, default_value_t = 240)]
+    height: u32,
+    /// Page side P in texels (atlas and framebuffers).
+    #[arg(long, default_value_t = 32)]
+    page: u32,
+    /// How each pass gets its pages.
+    #[arg(long, default_value = "relaunch", value_parser = parse_procedure)]
+    procedure: Procedure,
+    /// CPU threads per software device (0: one per core).
+    #[arg(long, default_value_t = 0, value_parser = parse_threads)]
+    threads: usize,
+}
+
+#[derive(Args, Clone)]
+pub struct VrOpts {
+    #[command(flatten)]
+    scene: SceneOpts,
+    /// The distribution scheme: baseline, afr, sfr-v, sfr-h, object, oo-app or oo-vr.
+    #[arg(long, default_value = "oo-vr")]
+    scheme: String,
+    /// GPU modules, 1 to 8 (the mcm-4 preset up to 4, mcm-8 above).
+    #[arg(long, default_value_t = 4)]
+    gpms: usize,
+    /// Bandwidth of each inter-GPM link, one direction, GB/s (OO-VR: 64).
+    #[arg(long, default_value_t = 64.0)]
+    link_gbps: f64,
+    /// Output directory.
+    #[arg(long, default_value = "out-vr")]
+    out: PathBuf,
+}
+
+#[derive(Args, Clone)]
+pub struct VrSweepOpts {
+    #[command(flatten)]
+    scene: SceneOpts,
+    /// Output directory.
+    #[arg(long, default_value = "out-vr-sweep")]
+    out: PathBuf,
+}
+
+/// The scene, its camera path and its name in reports.
+fn load_scene(o: &SceneOpts) -> Result<(Scene, Vec<Camera>, String)> {
+    if o.frames == 0 {
+        bail!("--frames must be at least 1");
+    }
+    let (scene, name) = match (&o.map, o.generated) {
+        (Some(name), _) => (
+            Scene::load_map(&o.pak_dir, name).with_context(|| format!("cannot load map {name}"))?,
+            format!("map:{name}"),
+        ),
+        (None, Some(n)) => (Scene::generated(n), format!("generated:{n}")),
+        (None, None) => bail!("give a scene: --map NAME or --generated N"),
+    };
+    if scene.triangles.is_empty() {
+        bail!("{name} has no surfaces to draw");
+    }
+    let cams = camera_path(&scene, o.frames);
+    Ok((scene, cams, name))
+}
+
+/// The link model of `gpms` GPMs at `gbps`: the mcm preset's per-move latency and ROP rate.
+fn link_model(gpms: usize, gbps: f64) -> Result<LinkModel> {
+    if !(gbps.is_finite() && gbps > 0.0) {
+        bail!("--link-gbps must be a positive number (got {gbps})");
+    }
+    let preset = if gpms <= 4 { "mcm-4" } else { "mcm-8" };
+    let topo = topology_args::load(preset, gpms.max(2))?;
+    let latency = topo
+        .links()
+        .iter()
+        .find(|l| l.from == Endpoint::Device(0) && l.to == Endpoint::Device(1))
+        .map_or(0.0, |l| l.latency);
+    let gpm = topo.gpm().context("the mcm presets model GPU modules")?;
+    Ok(LinkModel {
+        bandwidth: gbps * 1e9,
+        latency,
+        rop_pixels_per_second: gpm.rop_pixels_per_second,
+    })
+}
+
+/// One run's frames.
+struct VrRun {
+    frames: Vec<FrameMeasure>,
+    last_image: Vec<u8>,
+    wall: f64,
+    backend: String,
+}
+
+fn check_gpms(gpms: usize) -> Result<()> {
+    if gpms == 0 || gpms > MAX_GPMS {
+        bail!("--gpms must be between 1 and {MAX_GPMS} (got {gpms})");
+    }
+    Ok(())
+}
+
+fn execute(
+    o: &SceneOpts,
+    scene: &Scene,
+    cams: &[Camera],
+    scheme: &str,
+    gpms: usize,
+    mut tick: impl FnMut(),
+) -> Result<VrRun> {
+    check_gpms(gpms)?;
+    let mut scheme = by_name(scheme)?;
+    let sys = tessera_runtime::System::cpu(&SystemConfig {
+        devices: gpms,
+        cpu_threads: o.threads,
+        ..Default::default()
+    })?;
+    let backend = sys.backend().to_string();
+    let mut r = StereoRenderer::new(
+        sys,
+        scene,
+        StereoOptions {
+            width: o.width,
+            height: o.height,
+            page: o.page,
+            procedure: o.procedure,
+        },
+    )?;
+    let start = Instant::now();
+    let mut frames = Vec::new();
+    for cam in cams {
+        let m = r.frame(cam, scheme.as_mut())?;
+        if m.uncomposed != 0 || m.overdrawn != 0 {
+            bail!(
+                "scheme {} left {} pixels uncomposed and composed {} twice",
+                m.scheme,
+                m.uncomposed,
+                m.overdrawn
+            );
+        }
+        frames.push(m);
+        tick();
+    }
+    Ok(VrRun {
+        frames,
+        last_image: r.stereo_image(),
+        wall: start.elapsed().as_secs_f64(),
+        backend,
+    })
+}
+
+/// Means over a run's frames under one link model.
+#[derive(Clone, Debug, Serialize)]
+struct Summary {
+    latency_ms: f64,
+    /// AFR keeps `gpms` frames in flight: the interval between frames is its latency / gpms.
+    /// Other schemes: the latency.
+    frame_interval_ms: f64,
+    texture_mib: f64,
+    composition_mib: f64,
+    load_balance: f64,
+    /// Mean relative error of OO-VR's predictions (None: nothing predicted).
+    prediction_error: Option<f64>,
+    batches: f64,
+    passes: f64,
+    tail_splits: usize,
+}
+
+fn summarise(frames: &[FrameMeasure], link: &LinkModel, gpms: usize) -> Summary {
+    let reports: Vec<FrameReport> = frames.iter().map(|m| m.cost(link)).collect();
+    let n = frames.len().max(1) as f64;
+    let mean = |f: &dyn Fn(&FrameReport) -> f64| reports.iter().map(f).sum::<f64>() / n;
+    let latency = mean(&|r| r.latency);
+    let errors: Vec<f64> = frames
+        .iter()
+        .flat_map(|m| m.prediction_errors.iter().copied())
+        .collect();
+    let afr = frames.first().is_some_and(|m| m.scheme == "afr");
+    Summary {
+        latency_ms: latency * 1e3,
+        frame_interval_ms: if afr {
+            latency * 1e3 / gpms as f64
+        } else {
+            latency * 1e3
+        },
+        texture_mib: mean(&|r| r.texture_bytes as f64) / (1u64 << 20) as f64,
+        composition_mib: mean(&|r| r.composition_bytes as f64) / (1u64 << 20) as f64,
+        load_balance: mean(&|r| r.load_balance),
+        prediction_error: (!errors.is_empty())
+            .then(|| errors.iter().sum::<f64>() / errors.len() as f64),
+        batches: frames.iter().map(|m| m.batches as f64).sum::<f64>() / n,
+        passes: frames.iter().map(|m| m.passes as f64).sum::<f64>() / n,
+        tail_splits: frames.iter().filter(|m| m.tail_split).count(),
+    }
+}
+
+#[derive(Serialize)]
+struct VrReport<'a> {
+    workload: &'static str,
+    scene: &'a str,
+    backend: &'a str,
+    scheme: &'a str,
+    gpms: usize,
+    width: u32,
+    height: u32,
+    page_size: u32,
+    frames: usize,
+    link: LinkModel,
+    /// Means over the frames (modeled; see docs/ARCHITECTURE.md).
+    summary: Summary,
+    /// Per frame: what was measured and counted.
+    measured: &'a [FrameMeasure],
+    /// Per frame: the modeled figures.
+    modeled: Vec<FrameReport>,
+    wall_seconds: f64,
+}
+
+pub fn run(o: &VrOpts) -> Result<()> {
+    check_gpms(o.gpms)?;
+    by_name(&o.scheme)?;
+    let link = link_model(o.gpms, o.link_gbps)?;
+    let (scene, cams, name) = load_scene(&o.scene)?;
+    std::fs::create_dir_all(&o.out)
+        .with_context(|| format!("cannot create {}", o.out.display()))?;
+    let bar = progress(cams.len() as u64, "vr");
+    let run = execute(&o.scene, &scene, &cams, &o.scheme, o.gpms, || bar.inc(1))?;
+    bar.finish_and_clear();
+    let summary = summarise(&run.frames, &link, o.gpms);
+    let report = VrReport {
+        workload: "vr",
+        scene: &name,
+        backend: &run.backend,
+        scheme: &o.scheme,
+        gpms: o.gpms,
+        width: o.scene.width,
+        height: o.scene.height,
+        page_size: o.scene.page,
+        frames: run.frames.len(),
+        link,
+        summary: summary.clone(),
+        measured: &run.frames,
+        modeled: run.frames.iter().map(|m| m.cost(&link)).collect(),
+        wall_seconds: run.wall,
+    };
+    let json = o.out.join("report.json");
+    std::fs::write(&json, serde_json::to_string_pretty(&report)?)
+        .with_context(|| format!("cannot write {}", json.display()))?;
+    let png = o.out.join("stereo.png");
+    write_png(&png, 2 * o.scene.width, o.scene.height, &run.last_image)?;
+    println!(
+        "vr: {name}, {} stereo frames {}x{} per eye, scheme {}, {} GPM(s) at {} GB/s [{}]",
+        run.frames.len(),
+        o.scene.width,
+        o.scene.height,
+        o.scheme,
+        o.gpms,
+        o.link_gbps,
+        run.backend
+    );
+    println!(
+        "modeled latency {:.2} ms/frame (frame interval {:.2} ms); inter-GPM traffic {:.2} MiB texture + {:.2} MiB composition per frame; load balance {:.2}{}",
+        summary.latency_ms,
+        summary.frame_interval_ms,
+        summary.texture_mib,
+        summary.composition_mib,
+        summary.load_balance,
+        summary
+            .prediction_error
+            .map_or(String::new(), |e| format!("; predictor error {:.1}%", e * 100.0))
+    );
+    println!(
+        "wall time {:.2} s; report {}, image {}",
+        run.wall,
+        json.display(),
+        png.display()
+    );
+    Ok(())
+}
+
+/// The bandwidths of Fig. 17, GB/s.
+const BANDWIDTHS: [f64; 4] = [32.0, 64.0, 128.0, 256.0];
+/// The GPM counts of Fig. 18.
+const GPM_COUNTS: [usize; 4] = [1, 2, 4, 8];
+/// The schemes Figs 17–18 follow (the paper's three).
+const FOLLOWED: [&str; 3] = ["baseline", "object", "oo-vr"];
+
+pub fn sweep(o: &VrSweepOpts) -> Result<()> {
+    let (scene, cams, name) = load_scene(&o.scene)?;
+    std::fs::create_dir_all(&o.out)
+        .with_context(|| format!("cannot create {}", o.out.display()))?;
+    // The runs: every scheme on 4 GPMs; the followed schemes on 2 and 8; AFR on 1 GPM, which
+    // is one whole frame in one piece: the single GPU.
+    let mut plan: Vec<(String, usize)> = NAMES.iter().map(|s| (s.to_string(), 4)).collect();
+    for g in [2, 8] {
+        plan.extend(FOLLOWED.iter().map(|s| (s.to_string(), g)));
+    }
+    plan.push(("afr".into(), 1));
+    let bar = progress((plan.len() * cams.len()) as u64, "vr sweep");
+    let mut runs: Vec<(String, usize, Vec<FrameMeasure>)> = Vec::new();
+    let mut backend = String::new();
+    for (scheme, g) in &plan {
+        bar.set_message(format!("{scheme} on {g} GPM(s)"));
+        let run = execute(&o.scene, &scene, &cams, scheme, *g, || bar.inc(1))?;
+        backend = run.backend;
+        let dir = o.out.join(format!("{scheme}-{g}"));
+        std::fs::create_dir_all(&dir)?;
+        write_png(
+            &dir.join("stereo.png"),
+            2 * o.scene.width,
+            o.scene.height,
+            &run.last_image,
+        )?;
+        std::fs::write(
+            dir.join("measured.json"),
+            serde_json::to_string_pretty(&run.frames)?,
+        )?;
+        runs.push((scheme.clone(), *g, run.frames));
+    }
+    bar.finish_and_clear();
+    let find = |s: &str, g: usize| {
+        runs.iter()
+            .find(|r| r.0 == s && r.1 == g)
+            .map(|r| r.2.as_slice())
+            .context("a planned run is missing")
+    };
+    let l64 = link_model(4, 64.0)?;
+    let base = summarise(find("baseline", 4)?, &l64, 4);
+    println!(
+        "vr sweep: {name}, {} stereo frames {}x{} per eye, page {} [{backend}]; modeled latency = slowest GPM (device work alone + texture link) + composition",
+        cams.len(),
+        o.scene.width,
+        o.scene.height,
+        o.scene.page
+    );
+    // Fig 15 and 16.
+    let mut csv15 = String::from("scheme,latency_ms,frame_interval_ms,speedup,throughput_speedup,load_balance,prediction_error\n");
+    let mut csv16 =
+        String::from("scheme,texture_mib,composition_mib,total_mib,normalized_to_baseline\n");
+    let base_traffic = base.texture_mib + base.composition_mib;
+    println!("Fig 15/16, 4 GPMs at 64 GB/s:");
+    println!(
+        "{:>9} {:>11} {:>9} {:>10} {:>9} {:>10} {:>10} {:>9} {:>8}",
+        "scheme",
+        "latency ms",
+        "speed-up",
+        "thru-put×",
+        "balance",
+        "tex MiB/f",
+        "comp MiB/f",
+        "traffic",
+        "pred err"
+    );
+    let mut pts15 = Vec::new();
+    let mut pts16 = Vec::new();
+    for (i, s) in NAMES.iter().enumerate() {
+        let m = summarise(find(s, 4)?, &l64, 4);
+        let speedup = base.latency_ms / m.latency_ms;
+        let thru = base.latency_ms / m.frame_interval_ms;
+        let traffic = (m.texture_mib + m.composition_mib) / base_traffic.max(f64::MIN_POSITIVE);
+        let err = m
+            .prediction_error
+            .map_or("-".to_string(), |e| format!("{:.1}%", e * 100.0));
+        println!(
+            "{s:>9} {:>11.2} {speedup:>9.2} {thru:>10.2} {:>9.2} {:>10.3} {:>10.3} {traffic:>9.2} {err:>8}",
+            m.latency_ms, m.load_balance, m.texture_mib, m.composition_mib
+        );
+        writeln!(
+            csv15,
+            "{s},{:.4},{:.4},{speedup:.4},{thru:.4},{:.4},{}",
+            m.latency_ms,
+            m.frame_interval_ms,
+            m.load_balance,
+            m.prediction_error
+                .map_or(String::new(), |e| format!("{e:.4}"))
+        )?;
+        writeln!(
+            csv16,
+            "{s},{:.4},{:.4},{:.4},{traffic:.4}",
+            m.texture_mib,
+            m.composition_mib,
+            m.texture_mib + m.composition_mib
+        )?;
+        pts15.push(Series {
+            name: s.to_string(),
+            points: vec![(i as f64 + 1.0, speedup)],
+            secondary: false,
+        });
+        pts16.push(Series {
+            name: s.to_string(),
+            points: vec![(i as f64 + 1.0, traffic)],
+            secondary: false,
+        });
+    }
+    write(&o.out, "fig15.csv", &csv15)?;
+    write(&o.out, "fig16.csv", &csv16)?;
+    line_chart(
+        &o.out.join("fig15"),
+        &LineChart {
+            title: "Fig 15: speed-up over the baseline, 4 GPMs (modeled)",
+            x_label: "scheme (1 baseline … 7 oo-vr)",
+            y_label: "speed-up",
+            x_log2: false,
+            y_log: false,
+            series: pts15,
+        },
+    )?;
+    line_chart(
+        &o.out.join("fig16"),
+        &LineChart {
+            title: "Fig 16: inter-GPM traffic, normalized to the baseline",
+            x_label: "scheme (1 baseline … 7 oo-vr)",
+            y_label: "traffic / baseline's",
+            x_log2: false,
+            y_log: false,
+            series: pts16,
+        },
+    )?;
+    // Fig 17: the same 4-GPM runs under each link bandwidth.
+    let mut csv17 = String::from("scheme,link_gbps,latency_ms,speedup_vs_baseline_64\n");
+    let mut s17 = Vec::new();
+    println!("Fig 17, 4 GPMs, speed-up over the baseline at 64 GB/s:");
+    for s in FOLLOWED {
+        let mut pts = Vec::new();
+        let mut line = format!("{s:>9}:");
+        for gbps in BANDWIDTHS {
+            let m = summarise(find(s, 4)?, &link_model(4, gbps)?, 4);
+            let sp = base.latency_ms / m.latency_ms;
+            writeln!(csv17, "{s},{gbps},{:.4},{sp:.4}", m.latency_ms)?;
+            let _ = write!(line, " {gbps} GB/s {sp:.2}");
+            pts.push((gbps, sp));
+        }
+        println!("{line}");
+        s17.push(Series {
+            name: s.to_string(),
+            points: pts,
+            secondary: false,
+        });
+    }
+    write(&o.out, "fig17.csv", &csv17)?;
+    line_chart(
+        &o.out.join("fig17"),
+        &LineChart {
+            title: "Fig 17: speed-up against link bandwidth (modeled)",
+            x_label: "inter-GPM link, GB/s",
+            y_label: "speed-up over baseline at 64 GB/s",
+            x_log2: true,
+            y_log: false,
+            series: s17,
+        },
+    )?;
+    // Fig 18: GPM counts, against the single GPU.
+    let single = summarise(find("afr", 1)?, &link_model(1, 64.0)?, 1);
+    let mut csv18 = String::from("scheme,gpms,latency_ms,speedup_vs_single_gpu\n");
+    let mut s18 = Vec::new();
+    println!(
+        "Fig 18, speed-up over one GPU ({:.2} ms/frame), 64 GB/s:",
+        single.latency_ms
+    );
+    for s in FOLLOWED {
+        let mut pts = Vec::new();
+        let mut line = format!("{s:>9}:");
+        for g in GPM_COUNTS {
+            let m = if g == 1 {
+                single.clone()
+            } else {
+                summarise(find(s, g)?, &link_model(g, 64.0)?, g)
+            };
+            let sp = single.latency_ms / m.latency_ms;
+            writeln!(csv18, "{s},{g},{:.4},{sp:.4}", m.latency_ms)?;
+            let _ = write!(line, " {g}: {sp:.2}");
+            pts.push((g as f64, sp));
+        }
+        println!("{line}");
+        s18.push(Series {
+            name: s.to_string(),
+            points: pts,
+            secondary: false,
+        });
+    }
+    write(&o.out, "fig18.csv", &csv18)?;
+    line_chart(
+        &o.out.join("fig18"),
+        &LineChart {
+            title: "Fig 18: speed-up over one GPU against GPMs (modeled)",
+            x_label: "GPMs",
+            y_label: "speed-up",
+            x_log2: true,
+            y_log: false,
+            series: s18,
+        },
+    )?;
+    println!("CSV and plots in {}", o.out.display());
+    Ok(())
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> Result<()> {
+    let p = dir.join(name);
+    std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))
+}
