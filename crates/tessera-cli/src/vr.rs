@@ -39,9 +39,14 @@ pub struct SceneOpts {
     /// Where the map's pk3 files are.
     #[arg(long, value_name = "DIR", default_value = tessera_scene::DEFAULT_PAK_DIR)]
     pak_dir: PathBuf,
-    /// Stereo frames to render along the camera path.
+    /// Stereo frames measured along the camera path.
     #[arg(long, default_value_t = 4)]
     frames: u32,
+    /// Frames rendered first and counted nowhere: on the first, every texture page is
+    /// touched for the first time (and so homed where it is used), and OO-VR's predictor is
+    /// fitted on its first batches.
+    #[arg(long, default_value_t = 1)]
+    warmup: u32,
     /// One eye's width in pixels (the stereo frame is twice as wide).
     #[arg(long, default_value_t = 320)]
     width: u32,
@@ -102,7 +107,11 @@ fn load_scene(o: &SceneOpts) -> Result<(Scene, Vec<Camera>, String)> {
     if scene.triangles.is_empty() {
         bail!("{name} has no surfaces to draw");
     }
-    let cams = camera_path(&scene, o.frames);
+    let total = o
+        .frames
+        .checked_add(o.warmup)
+        .context("--frames plus --warmup is too large")?;
+    let cams = camera_path(&scene, total);
     Ok((scene, cams, name))
 }
 
@@ -169,7 +178,7 @@ fn execute(
     )?;
     let start = Instant::now();
     let mut frames = Vec::new();
-    for cam in cams {
+    for (f, cam) in cams.iter().enumerate() {
         let m = r.frame(cam, scheme.as_mut())?;
         if m.uncomposed != 0 || m.overdrawn != 0 {
             bail!(
@@ -179,7 +188,9 @@ fn execute(
                 m.overdrawn
             );
         }
-        frames.push(m);
+        if f >= o.warmup as usize {
+            frames.push(m);
+        }
         tick();
     }
     Ok(VrRun {
@@ -246,6 +257,7 @@ struct VrReport<'a> {
     height: u32,
     page_size: u32,
     frames: usize,
+    warmup: u32,
     link: LinkModel,
     /// Means over the frames (modeled; see docs/ARCHITECTURE.md).
     summary: Summary,
@@ -277,6 +289,7 @@ pub fn run(o: &VrOpts) -> Result<()> {
         height: o.scene.height,
         page_size: o.scene.page,
         frames: run.frames.len(),
+        warmup: o.scene.warmup,
         link,
         summary: summary.clone(),
         measured: &run.frames,
@@ -289,8 +302,9 @@ pub fn run(o: &VrOpts) -> Result<()> {
     let png = o.out.join("stereo.png");
     write_png(&png, 2 * o.scene.width, o.scene.height, &run.last_image)?;
     println!(
-        "vr: {name}, {} stereo frames {}x{} per eye, scheme {}, {} GPM(s) at {} GB/s [{}]",
+        "vr: {name}, {} stereo frames {}x{} per eye after {} warm-up, scheme {}, {} GPM(s) at {} GB/s [{}]",
         run.frames.len(),
+        o.scene.warmup,
         o.scene.width,
         o.scene.height,
         o.scheme,
@@ -367,8 +381,9 @@ pub fn sweep(o: &VrSweepOpts) -> Result<()> {
     let l64 = link_model(4, 64.0)?;
     let base = summarise(find("baseline", 4)?, &l64, 4);
     println!(
-        "vr sweep: {name}, {} stereo frames {}x{} per eye, page {} [{backend}]; modeled latency = slowest GPM (device work alone + texture link) + composition",
-        cams.len(),
+        "vr sweep: {name}, {} stereo frames {}x{} per eye after {} warm-up, page {} [{backend}]; modeled latency = slowest GPM (device work alone + texture link) + composition",
+        cams.len() - o.scene.warmup as usize,
+        o.scene.warmup,
         o.scene.width,
         o.scene.height,
         o.scene.page

@@ -188,3 +188,75 @@ impl Scheme for OoVr {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vr::objects::DrawObject;
+
+    /// Twelve objects, each its own texture (so each its own batch), with times that follow
+    /// Eq. 3 exactly: t = 1·triangles + 2·vertices + 3·pixels. The last one is large.
+    #[test]
+    fn warm_up_fit_dispatch_and_tail_split_by_hand() {
+        let objects: Vec<DrawObject> = (0..12)
+            .map(|k| DrawObject {
+                surface: k,
+                triangles: vec![k],
+                textures: [(k, 64)].into_iter().collect(),
+            })
+            .collect();
+        let mut features: Vec<BatchFeatures> = (0..11)
+            .map(|k| {
+                let k = k as f64;
+                BatchFeatures::new(1.0 + k, (k * k) % 7.0, 2.0 + (3.0 * k) % 5.0)
+            })
+            .collect();
+        features.push(BatchFeatures::new(10.0, 10.0, 100.0));
+        let time = |f: &BatchFeatures| f.triangles + 2.0 * f.vertices + 3.0 * f.pixels;
+        let input = FrameInput {
+            index: 0,
+            objects: &objects,
+            features: &features,
+            gpms: 4,
+            width: 10,
+            height: 4,
+        };
+        let mut pieces: Vec<Piece> = Vec::new();
+        let mut s = OoVr::default();
+        let timing = s
+            .frame(&input, &mut |p: &Piece| {
+                pieces.push(p.clone());
+                let objs = p.objects.as_ref().expect("OO-VR draws batches");
+                let t: f64 = objs.iter().map(|&k| time(&features[k])).sum();
+                // A strip of the tail does its share of the stereo frame's 20 columns.
+                Ok(t * f64::from(p.region.x1 - p.region.x0) / 20.0)
+            })
+            .unwrap();
+        let c = s.coefficients().unwrap();
+        assert!(
+            (c.c0 - 1.0).abs() < 1e-9 && (c.c1 - 2.0).abs() < 1e-9 && (c.c2 - 3.0).abs() < 1e-9
+        );
+        // Warm-up: batches 0..8 round robin.
+        let gpms: Vec<usize> = pieces[..8].iter().map(|p| p.gpm).collect();
+        assert_eq!(gpms, [0, 1, 2, 3, 0, 1, 2, 3]);
+        // Batches 8, 9, 10 predicted exactly.
+        assert_eq!(timing.prediction_errors.len(), 3);
+        assert!(timing.prediction_errors.iter().all(|&e| e < 1e-9));
+        // The last batch (time 10 + 20 + 300 = 330, far above the others) is split into the
+        // four GPMs' vertical strips of the 20-column stereo frame: 5 columns each.
+        assert!(timing.tail_split);
+        let tail: Vec<(usize, u32, u32)> = pieces[11..]
+            .iter()
+            .map(|p| (p.gpm, p.region.x0, p.region.x1))
+            .collect();
+        assert_eq!(tail, [(0, 0, 5), (1, 5, 10), (2, 10, 15), (3, 15, 20)]);
+        assert!(pieces[11..]
+            .iter()
+            .all(|p| p.objects.as_deref() == Some(&[11][..])));
+        // Every GPM ends with its quarter of the tail, 82.5 s, after its other work.
+        let busy: f64 = timing.busy.iter().sum();
+        let all: f64 = features.iter().map(time).sum();
+        assert!((busy - all).abs() < 1e-9);
+        assert!(timing.finish.iter().all(|&f| f >= 82.5));
+    }
+}
