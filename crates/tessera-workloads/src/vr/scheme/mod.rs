@@ -179,26 +179,51 @@ pub(crate) fn render_all(
     })
 }
 
-/// Objects dealt to GPMs as `gpm_of` says, each GPM's drawn in one piece over the whole
-/// stereo frame (drawing them one piece each gives the same pixels; one pass per GPM and eye
-/// spares the per-pass overhead of the software devices).
-pub(crate) fn merged(input: &FrameInput<'_>, groups: Vec<(usize, Vec<usize>)>) -> Vec<Piece> {
-    let mut per: Vec<Vec<usize>> = vec![Vec::new(); input.gpms];
-    for (g, objs) in groups {
-        per[g].extend(objs);
+/// Which eyes a group of objects is drawn for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Eyes {
+    Both,
+    Left,
+    Right,
+}
+
+/// Objects dealt to GPMs as `groups` says, each GPM's objects for the same eyes drawn in one
+/// piece (drawing them one piece each gives the same pixels; one pass per GPM and eye spares
+/// the per-pass overhead of the software devices).
+pub(crate) fn merged(input: &FrameInput<'_>, groups: Vec<(usize, Eyes, Vec<usize>)>) -> Vec<Piece> {
+    let eyes = [Eyes::Both, Eyes::Left, Eyes::Right];
+    let mut per: Vec<[Vec<usize>; 3]> = vec![Default::default(); input.gpms];
+    for (g, e, objs) in groups {
+        let k = eyes.iter().position(|&x| x == e).unwrap_or(0);
+        per[g][k].extend(objs);
     }
-    per.into_iter()
-        .enumerate()
-        .filter(|(_, o)| !o.is_empty())
-        .map(|(gpm, mut objects)| {
+    let full = input.full();
+    let mut out = Vec::new();
+    for (gpm, sets) in per.into_iter().enumerate() {
+        for (k, mut objects) in sets.into_iter().enumerate() {
+            if objects.is_empty() {
+                continue;
+            }
             objects.sort_unstable();
-            Piece {
+            let region = match eyes[k] {
+                Eyes::Both => full,
+                Eyes::Left => Region {
+                    x1: input.width,
+                    ..full
+                },
+                Eyes::Right => Region {
+                    x0: input.width,
+                    ..full
+                },
+            };
+            out.push(Piece {
                 gpm,
                 objects: Some(objects),
-                region: input.full(),
-            }
-        })
-        .collect()
+                region,
+            });
+        }
+    }
+    out
 }
 
 /// `len` split into `parts` near-equal spans, the first ones one longer.

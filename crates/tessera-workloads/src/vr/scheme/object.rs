@@ -1,13 +1,22 @@
-//! Object-level SFR (OO-VR §4.3): objects dealt to GPMs round robin in submission order, both
-//! eyes of an object on its GPM, fragments composed on the root GPM.
-use super::{check_gpms, merged, render_all, Composition, FrameInput, FrameTiming, Render, Scheme};
+//! Object-level SFR (OO-VR §4.3, Fig. 6d): objects dealt to GPMs round robin in submission
+//! order, fragments composed on the root GPM. Without multi-view rendering the two views of an
+//! object are two draw objects ("it still executes the objects from the left and right views
+//! separately"): the application submits the left view's objects, then the right view's, and
+//! the dealing runs on through both, so the two views of one object meet on one GPM only when
+//! the object count is a multiple of the GPM count.
+use super::{
+    check_gpms, merged, render_all, Composition, Eyes, FrameInput, FrameTiming, Render, Scheme,
+};
 use crate::vr::VrError;
 
 pub struct ObjectRoundRobin;
 
-/// Object k to GPM k mod `gpms`.
-pub fn deal(objects: usize, gpms: usize) -> Vec<(usize, Vec<usize>)> {
-    (0..objects).map(|k| (k % gpms, vec![k])).collect()
+/// Draw k of the sequence (left view's objects 0..n, then the right view's) to GPM k mod
+/// `gpms`.
+pub fn deal(objects: usize, gpms: usize) -> Vec<(usize, Eyes, Vec<usize>)> {
+    let left = (0..objects).map(|k| (k % gpms, Eyes::Left, vec![k]));
+    let right = (0..objects).map(|k| ((objects + k) % gpms, Eyes::Right, vec![k]));
+    left.chain(right).collect()
 }
 
 impl Scheme for ObjectRoundRobin {
@@ -25,7 +34,7 @@ impl Scheme for ObjectRoundRobin {
         check_gpms(input.gpms)?;
         let groups = deal(input.objects.len(), input.gpms);
         let mut t = render_all(&merged(input, groups), input.gpms, render)?;
-        t.batches = input.objects.len();
+        t.batches = 2 * input.objects.len();
         Ok(t)
     }
 }
@@ -36,8 +45,23 @@ mod tests {
 
     #[test]
     fn five_objects_over_two_gpms_by_hand() {
-        // Objects 0..5 dealt 0, 1, 0, 1, 0.
-        let got: Vec<usize> = deal(5, 2).into_iter().map(|(g, _)| g).collect();
-        assert_eq!(got, [0, 1, 0, 1, 0]);
+        // Left views 0..5 dealt 0, 1, 0, 1, 0; right views continue the count: 1, 0, 1, 0, 1.
+        let got: Vec<(usize, Eyes)> = deal(5, 2).into_iter().map(|(g, e, _)| (g, e)).collect();
+        let (l, r) = (Eyes::Left, Eyes::Right);
+        assert_eq!(
+            got,
+            [
+                (0, l),
+                (1, l),
+                (0, l),
+                (1, l),
+                (0, l),
+                (1, r),
+                (0, r),
+                (1, r),
+                (0, r),
+                (1, r)
+            ]
+        );
     }
 }

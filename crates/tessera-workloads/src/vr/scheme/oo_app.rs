@@ -4,19 +4,22 @@
 //! composition: those are OO-VR's hardware (§5.2–5.3). The round-robin dealing is our reading:
 //! §6 says OO_APP is the programming model only, and round robin is the paper's distribution
 //! for batches before its predictor is fitted (§5.2).
-use super::{check_gpms, merged, render_all, Composition, FrameInput, FrameTiming, Render, Scheme};
+use super::{
+    check_gpms, merged, render_all, Composition, Eyes, FrameInput, FrameTiming, Render, Scheme,
+};
 use crate::vr::objects::DrawObject;
 use crate::vr::tsl::batch;
 use crate::vr::VrError;
 
 pub struct OoApp;
 
-/// The batches of `objects`, batch j on GPM j mod `gpms`.
-pub fn deal(objects: &[DrawObject], gpms: usize) -> Vec<(usize, Vec<usize>)> {
+/// The batches of `objects`, batch j (both views: OO_APP combines the two views of an object,
+/// §6.1) on GPM j mod `gpms`.
+pub fn deal(objects: &[DrawObject], gpms: usize) -> Vec<(usize, Eyes, Vec<usize>)> {
     batch(objects)
         .into_iter()
         .enumerate()
-        .map(|(j, b)| (j % gpms, b.objects))
+        .map(|(j, b)| (j % gpms, Eyes::Both, b.objects))
         .collect()
 }
 
@@ -58,9 +61,10 @@ mod tests {
         // Textures A, B, A, C, B: batches {0, 2} (A), {1, 4} (B), {3} (C), each TSL 1 within
         // a batch and 0 across; dealt over 2 GPMs: 0, 1, 0.
         let objs = [obj(0, 1), obj(1, 2), obj(2, 1), obj(3, 3), obj(4, 2)];
+        let b = Eyes::Both;
         assert_eq!(
             deal(&objs, 2),
-            [(0, vec![0, 2]), (1, vec![1, 4]), (0, vec![3])]
+            [(0, b, vec![0, 2]), (1, b, vec![1, 4]), (0, b, vec![3])]
         );
     }
 }
