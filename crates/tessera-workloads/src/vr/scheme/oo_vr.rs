@@ -141,11 +141,8 @@ impl Scheme for OoVr {
             })?;
             actual.push(t);
             match (&predicted, i >= warm) {
-                (Some(p), true) => {
-                    if t > 0.0 {
-                        errors.push((p[i] - t).abs() / t);
-                    }
-                }
+                // A batch measured at 0 s has no relative error.
+                (Some(p), true) if t > 0.0 => errors.push((p[i] - t).abs() / t),
                 _ if self.coefficients.is_none() => {
                     self.samples.push((feats[i], t));
                     if self.samples.len() >= WARMUP_BATCHES {
