@@ -56,6 +56,11 @@ if ls /usr/share/games/openarena/baseoa/*.pk3 >/dev/null 2>&1; then
     tessera trace replay $T/oa_dm1.trace --pages 4,8,16,32,64,128,256 --clear-each-frame --out $E/quake-oa_dm1-sweep-clear
     tessera trace replay $T/oa_dm1.trace --pages 4,8,16,32,64,128,256 --out $E/quake-oa_dm1-sweep
     tessera run quake --map oa_dm1 --frames 12 --path-frames 500 --devices 2 --split left-right --page 8 --width 640 --height 480 --initial-placement random --drop-unused --residency-png --out $E/quake-oa_dm1-fig13 --png-every 0
+    # OO-VR's Figures 15-18 (about 5 minutes).
+    tessera sweep vr --map oa_dm1 --frames 4 --warmup 1 --width 320 --height 240 --rounds 3 --out $T/vr
+    mkdir -p $E/vr-oa_dm1
+    cp $T/vr/fig1[5-8].csv $T/vr/fig1[5-8].png $E/vr-oa_dm1/
+    cp $T/vr/oo-vr-4/stereo.png $E/vr-oa_dm1/oo-vr-4-stereo.png
 else
     echo "OpenArena's data is not installed (bash scripts/openarena.sh): skipping the oa_dm1 figures" >&2
 fi
