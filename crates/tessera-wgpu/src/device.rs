@@ -275,7 +275,8 @@ impl WgpuDevice {
     }
 
     /// Destroys the wgpu device, as a driver reset or unplugged GPU would: every later call
-    /// fails with [`WgpuError::DeviceLost`]. Lets tests reach the device-lost path.
+    /// fails with [`WgpuError::DeviceLost`]. Lets tests reach the device-lost path. On a
+    /// [`SharedGpu`] every tessera device on it is lost with it.
     pub fn destroy(&mut self) {
         self.device.destroy();
     }
