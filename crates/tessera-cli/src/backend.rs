@@ -3,7 +3,7 @@
 use anyhow::{bail, Result};
 use tessera_core::DeviceId;
 use tessera_runtime::{Device, System, SystemConfig};
-use tessera_wgpu::{AdapterChoice, WgpuDevice};
+use tessera_wgpu::{AdapterChoice, SharedGpu, WgpuDevice};
 
 use crate::BackendKind;
 
@@ -24,15 +24,14 @@ pub fn system(kind: BackendKind, cfg: &SystemConfig) -> Result<(System, Option<S
             if cfg.devices == 0 {
                 bail!("device count must be at least 1");
             }
-            let choice = adapter_choice();
+            // One wgpu device for the node, so that remote objects' buffers bind on every
+            // tessera device (docs/ARCHITECTURE.md, "Remote pages on wgpu").
+            let gpu = SharedGpu::open(&adapter_choice())?;
             let mut devices: Vec<Box<dyn Device>> = Vec::with_capacity(cfg.devices);
-            let mut name = None;
             for i in 0..cfg.devices {
-                let id = DeviceId::new(i)?;
-                let d = WgpuDevice::new(id, &choice)?;
-                name.get_or_insert_with(|| d.adapter_info().name.clone());
-                devices.push(Box::new(d));
+                devices.push(Box::new(WgpuDevice::on(DeviceId::new(i)?, &gpu)?));
             }
+            let name = Some(gpu.adapter_info().name.clone());
             Ok((System::with_devices(devices, cfg)?, name))
         }
     }
@@ -53,7 +52,7 @@ pub fn devices() -> Result<()> {
     }
     match WgpuDevice::new(DeviceId(0), &adapter_choice()) {
         Ok(d) => println!(
-            "--backend wgpu uses: {} (each tessera device is its own wgpu device on it; set TESSERA_ADAPTER to choose); timestamp queries: {}",
+            "--backend wgpu uses: {} (the tessera devices of a node share one wgpu device on it, each with its own memories and page table; set TESSERA_ADAPTER to choose); timestamp queries: {}",
             d.adapter_info().name,
             if d.has_timestamps() {
                 "yes (reports give device time per stage)"

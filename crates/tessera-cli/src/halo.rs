@@ -46,8 +46,31 @@ pub struct Setup {
     pub page: u32,
     pub steps: u32,
     pub warmup: u32,
-    pub procedure: Procedure,
+    /// `None`: [`default_procedure`] for the access.
+    pub procedure: Option<Procedure>,
     pub node: NodeOpts,
+}
+
+/// The procedure a halo run takes unless `--procedure` says otherwise: two-pass for migrate,
+/// relaunch for explicit and remote. Under migrate a device's cells next to a slab edge need
+/// the neighbour's pages, which the neighbour rewrote last step; relaunch learns one missing
+/// page per invocation per round, so a halo reaching r pages away takes about r rounds (18
+/// launches per step at halo 16, docs/EVALUATION.md), where two-pass's request pass records
+/// every page first and one batch brings them. Explicit and remote never miss in steady
+/// state (private slabs; remote pages are never requested), so a request pass would only
+/// repeat their work.
+fn procedure_name(p: Procedure) -> &'static str {
+    match p {
+        Procedure::TwoPass => "two-pass",
+        Procedure::Relaunch => "relaunch",
+    }
+}
+
+pub fn default_procedure(access: Access) -> Procedure {
+    match access {
+        Access::Migrate => Procedure::TwoPass,
+        Access::Explicit | Access::Remote => Procedure::Relaunch,
+    }
 }
 
 /// The largest stencil side accepted: two fields of 512³ f32 are 1 GiB.
@@ -86,13 +109,20 @@ impl Setup {
     }
 
     /// The settings in words, for titles and the report's first line.
+    /// The procedure this run takes.
+    pub fn procedure(&self) -> Procedure {
+        self.procedure
+            .unwrap_or_else(|| default_procedure(self.access))
+    }
+
     pub fn describe(&self) -> String {
         match self.kind {
             Kind::Stencil { halo } => format!(
-                "stencil {s}^3, halo {halo}, split {}, {} device(s), {}, page {p}",
+                "stencil {s}^3, halo {halo}, split {}, {} device(s), {} ({}), page {p}",
                 self.split.name(),
                 self.devices,
                 self.access.name(),
+                procedure_name(self.procedure()),
                 s = self.size,
                 p = self.page
             ),
@@ -100,7 +130,7 @@ impl Setup {
                 filter,
                 filter_mode,
             } => format!(
-                "convolution {s}x{s}, filter {filter}x{filter} ({}), split {}, {} device(s), {}, page {p}",
+                "convolution {s}x{s}, filter {filter}x{filter} ({}), split {}, {} device(s), {} ({}), page {p}",
                 match (self.access, filter_mode) {
                     (Access::Explicit, _) => "filter replicated by hand",
                     (_, AccessMode::Remote) => "filter remote in host memory",
@@ -110,6 +140,7 @@ impl Setup {
                 self.split.name(),
                 self.devices,
                 self.access.name(),
+                procedure_name(self.procedure()),
                 s = self.size,
                 p = self.page
             ),
@@ -284,7 +315,7 @@ pub fn measure(s: &Setup, topo: &Topology, mut tick: impl FnMut()) -> Result<Mea
         ..Default::default()
     };
     for _ in 0..s.warmup {
-        step(&mut run, s.procedure, Schedule::Concurrent, None)?;
+        step(&mut run, s.procedure(), Schedule::Concurrent, None)?;
         tick();
     }
     let isolated = s.node.model == ModelKind::Isolated;
@@ -295,7 +326,7 @@ pub fn measure(s: &Setup, topo: &Topology, mut tick: impl FnMut()) -> Result<Mea
     for _ in 0..s.steps {
         let t = Instant::now();
         let model = (!isolated).then_some((topo, &mut modeled));
-        let stats = step(&mut run, s.procedure, Schedule::Concurrent, model)?;
+        let stats = step(&mut run, s.procedure(), Schedule::Concurrent, model)?;
         wall += t.elapsed().as_secs_f64();
         if !isolated {
             for (a, b) in per_device.iter_mut().zip(&stats) {
@@ -309,7 +340,7 @@ pub fn measure(s: &Setup, topo: &Topology, mut tick: impl FnMut()) -> Result<Mea
         for _ in 0..s.steps {
             let stats = step(
                 &mut run,
-                s.procedure,
+                s.procedure(),
                 Schedule::Isolated,
                 Some((topo, &mut modeled)),
             )?;
@@ -392,6 +423,8 @@ pub struct HaloReport {
     pub split: &'static str,
     pub devices: usize,
     pub access: &'static str,
+    /// How passes got their pages (`--procedure`, or the access's default).
+    pub procedure: Procedure,
     pub page: u32,
     pub steps: u32,
     pub warmup: u32,
@@ -485,6 +518,7 @@ pub fn report(s: &Setup, topo: &Topology, m: &Measured, verify: bool) -> Result<
         split: s.split.name(),
         devices: s.devices,
         access: s.access.name(),
+        procedure: s.procedure(),
         page: s.page,
         steps: s.steps,
         warmup: s.warmup,

@@ -124,8 +124,9 @@ enum BenchKind {
 pub enum BackendKind {
     /// Software devices on the CPU: needs nothing installed.
     Cpu,
-    /// GPUs through wgpu (Vulkan, Metal, DX12; lavapipe on a machine without one). Every
-    /// device is its own wgpu device; several on one adapter emulate a multi-GPU machine.
+    /// GPUs through wgpu (Vulkan, Metal, DX12; lavapipe on a machine without one). The
+    /// devices share one wgpu device, each with its own memories and page table; several on
+    /// one adapter emulate a multi-GPU machine.
     /// `TESSERA_ADAPTER=<name part>` picks the adapter (see `tessera devices`).
     Wgpu,
 }

@@ -41,9 +41,10 @@ pub struct StencilOpts {
     /// Texture page side P: a power of two (the field is N × N² texels, slices stacked).
     #[arg(long, default_value_t = 32)]
     page: u32,
-    /// How passes get their pages.
-    #[arg(long, default_value = "relaunch", value_parser = parse_procedure)]
-    procedure: Procedure,
+    /// How passes get their pages; default two-pass for migrate, relaunch for explicit and
+    /// remote (docs/EVALUATION.md says why).
+    #[arg(long, value_parser = parse_procedure)]
+    procedure: Option<Procedure>,
     /// Also run the plain single-device reference and compare the field bit for bit (fails
     /// the command if it differs).
     #[arg(long)]
@@ -103,8 +104,9 @@ pub struct StencilSweepOpts {
     warmup: u32,
     #[arg(long, default_value_t = 32)]
     page: u32,
-    #[arg(long, default_value = "relaunch", value_parser = parse_procedure)]
-    procedure: Procedure,
+    /// How passes get their pages; default two-pass for migrate, relaunch otherwise.
+    #[arg(long, value_parser = parse_procedure)]
+    procedure: Option<Procedure>,
     /// Output directory: sweep.csv, reports.json, speedup.svg/png.
     #[arg(long, default_value = "sweep-stencil")]
     out: PathBuf,

@@ -66,6 +66,13 @@ fn run_stencil_in_every_version_equals_the_reference() {
         assert_eq!(r["checksum"], want.as_str(), "{access} {split}");
         assert_eq!(r["verified"], true);
         assert_eq!(r["access"], access);
+        // Two-pass by default for migrate only (docs/EVALUATION.md says why).
+        let want_procedure = if access == "migrate" {
+            "two-pass"
+        } else {
+            "relaunch"
+        };
+        assert_eq!(r["procedure"], want_procedure, "{access}");
         // Four devices exchange halos every step: pages cross a link, or (remote) accesses.
         let moved = r["moved_mib_per_step"].as_f64().unwrap();
         let remote = r["remote_mib_per_step"].as_f64().unwrap();
@@ -205,6 +212,10 @@ fn bad_input_is_a_clear_error_never_a_panic() {
         (
             &["run", "convolution", "--size", "32", "--filter", "4"],
             "filter size must be odd",
+        ),
+        (
+            &["run", "convolution", "--filter-access", "bogus"],
+            "possible values: replicate, remote, remote-cached",
         ),
         (
             &["run", "convolution", "--size", "32", "--split", "z"],

@@ -165,3 +165,47 @@ fn no_adapter_is_a_clear_error() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+/// GPU-SM's stencil in remote mode on wgpu: `--verify` fails the command unless the field
+/// equals the plain single-device reference bit for bit.
+#[test]
+fn remote_stencil_on_wgpu_equals_the_reference() {
+    if !adapter_or_skip() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let o = tessera(&[
+        "run",
+        "stencil",
+        "--backend",
+        "wgpu",
+        "--size",
+        "12",
+        "--halo",
+        "2",
+        "--devices",
+        "2",
+        "--split",
+        "z",
+        "--access",
+        "remote",
+        "--steps",
+        "1",
+        "--page",
+        "4",
+        "--verify",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("equals the plain single-device reference"),
+        "{stdout}"
+    );
+    let r = report(dir.path());
+    let backend = r["backend"].as_str().unwrap_or_default();
+    assert!(backend.starts_with("wgpu"), "{backend}");
+    assert_eq!(r["access"], "remote");
+    assert_eq!(r["verified"], true);
+}

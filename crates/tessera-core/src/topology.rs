@@ -142,6 +142,19 @@ pub enum TopologyError {
         device: usize,
         direction: &'static str,
     },
+    #[error("{at}: {key} must be {expected} (got {value})")]
+    BadRemote {
+        at: Location,
+        key: &'static str,
+        expected: &'static str,
+        value: f64,
+    },
+    #[error("{at}: switch {value} of device {device} is out of range (switch ids are 0..{max})", max = crate::MAX_DEVICES)]
+    BadSwitch {
+        at: Location,
+        device: u64,
+        value: u64,
+    },
     #[error("device count must be between 1 and {max} (got {0})", max = crate::MAX_DEVICES)]
     DeviceCount(usize),
     #[error("topology {name} has {has} device(s), but the run uses {wanted}")]
@@ -737,7 +750,80 @@ impl Topology {
             }
         }
         let name = file.name.unwrap_or_else(|| origin.to_string());
-        Ok(Self::assemble(name, count, links))
+        let mut t = Self::assemble(name, count, links);
+        // Devices without a `switch` each get a switch of their own, numbered after the
+        // declared ones so that none joins a declared switch by accident.
+        let mut next = 0;
+        for d in &file.device {
+            if let Some(sw) = &d.switch {
+                let value = *sw.get_ref();
+                if value >= crate::MAX_DEVICES as u64 {
+                    return Err(TopologyError::BadSwitch {
+                        at: at(sw.span()),
+                        device: *d.id.get_ref(),
+                        value,
+                    });
+                }
+                t.switch_of[*d.id.get_ref() as usize] = value as usize;
+                next = next.max(value as usize + 1);
+            }
+        }
+        let mut ids: Vec<u64> = file.device.iter().map(|d| *d.id.get_ref()).collect();
+        ids.sort_unstable();
+        for id in ids {
+            let d = file.device.iter().find(|d| *d.id.get_ref() == id);
+            if d.is_some_and(|d| d.switch.is_none()) {
+                t.switch_of[id as usize] = next;
+                next += 1;
+            }
+        }
+        if let Some(r) = &file.remote {
+            let m = &mut t.remote;
+            let bandwidth = |v: &toml::Spanned<Number>, key| {
+                let gb = v.get_ref().value();
+                if gb.is_finite() && gb > 0.0 {
+                    Ok(gb * 1e9)
+                } else {
+                    Err(TopologyError::BadRemote {
+                        at: at(v.span()),
+                        key,
+                        expected: "a positive, finite number of GB/s",
+                        value: gb,
+                    })
+                }
+            };
+            // A penalty is the fraction of bandwidth lost, as GPU-SM §4 states them ("8-10%
+            // lower", ">20%", ">30%"): at least 0, below 1.
+            let factor = |v: &toml::Spanned<Number>, key| {
+                let p = v.get_ref().value();
+                if p.is_finite() && (0.0..1.0).contains(&p) {
+                    Ok(1.0 - p)
+                } else {
+                    Err(TopologyError::BadRemote {
+                        at: at(v.span()),
+                        key,
+                        expected: "a fraction at least 0 and below 1",
+                        value: p,
+                    })
+                }
+            };
+            if let Some(v) = &r.read_gb_per_s {
+                m.read_bw = bandwidth(v, "read_gb_per_s")?;
+            }
+            if let Some(v) = &r.aggregate_gb_per_s {
+                m.aggregate_bw = bandwidth(v, "aggregate_gb_per_s")?;
+            }
+            if let Some(v) = &r.write_penalty {
+                m.write_factor = factor(v, "write_penalty")?;
+            }
+            if let Some(v) = &r.switch_read_penalty {
+                m.switch_read_factor = factor(v, "switch_read_penalty")?;
+            }
+            if let Some(v) = &r.switch_write_penalty {
+                m.switch_write_factor = factor(v, "switch_write_penalty")?;
+            }
+        }
+        Ok(t)
     }
 
     pub fn name(&self) -> &str {
@@ -849,12 +935,28 @@ struct File {
     device: Vec<DeviceDecl>,
     #[serde(default)]
     link: Vec<LinkDecl>,
+    remote: Option<RemoteDecl>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct DeviceDecl {
     id: toml::Spanned<u64>,
+    /// The PCIe switch it sits behind (remote accesses between switches pay the crossing);
+    /// its own switch when absent.
+    switch: Option<toml::Spanned<u64>>,
+}
+
+/// `[remote]`: GPU-SM's remote access model (§4, Fig. 4); absent keys keep the model scaled
+/// from the host links ([`RemoteModel::scaled_to`]).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RemoteDecl {
+    read_gb_per_s: Option<toml::Spanned<Number>>,
+    write_penalty: Option<toml::Spanned<Number>>,
+    switch_read_penalty: Option<toml::Spanned<Number>>,
+    switch_write_penalty: Option<toml::Spanned<Number>>,
+    aggregate_gb_per_s: Option<toml::Spanned<Number>>,
 }
 
 #[derive(Deserialize)]
@@ -1247,6 +1349,121 @@ duplex = false
 
     fn err(text: &str) -> TopologyError {
         Topology::from_toml_str(text, "t.toml").unwrap_err()
+    }
+
+    /// Four GPUs on two PCIe switches, GPU-SM System A's constants given by hand.
+    const GPUSM_FILE: &str = r#"
+[[device]]
+id = 0
+switch = 0
+[[device]]
+id = 1
+switch = 0
+[[device]]
+id = 2
+switch = 1
+[[device]]
+id = 3
+[[link]]
+from = "host"
+to = "device0"
+bandwidth_gb_per_s = 8
+[[link]]
+from = "host"
+to = "device1"
+bandwidth_gb_per_s = 8
+[[link]]
+from = "host"
+to = "device2"
+bandwidth_gb_per_s = 8
+[[link]]
+from = "host"
+to = "device3"
+bandwidth_gb_per_s = 8
+[remote]
+read_gb_per_s = 6
+write_penalty = 0.09
+switch_read_penalty = 0.2
+switch_write_penalty = 0.3
+aggregate_gb_per_s = 10
+"#;
+
+    #[test]
+    fn a_file_sets_the_remote_model_and_the_switches() {
+        let topo = Topology::from_toml_str(GPUSM_FILE, "gpusm.toml").unwrap();
+        let m = topo.remote_model();
+        assert!(close(m.read_bw, 6e9));
+        assert!(close(m.write_factor, 0.91));
+        assert!(close(m.switch_read_factor, 0.8));
+        assert!(close(m.switch_write_factor, 0.7));
+        assert!(close(m.aggregate_bw, 10e9));
+        // Device 3 declared no switch: one of its own, after the declared 0 and 1.
+        let sw: Vec<_> = (0..4).map(|d| topo.switch_of(d).unwrap()).collect();
+        assert_eq!(sw, vec![0, 0, 1, 2]);
+        // Device 0 reads 1.2 GB from device 1 (same switch) and 0.96 GB from device 2
+        // (crossing: 6e9 * 0.8 = 4.8 GB/s), all spread; writes 0.546 GB to host
+        // (6e9 * 0.91 = 5.46 GB/s). By hand: 0.2 + 0.2 + 0.1 = 0.5 s of spread accesses.
+        let use_ = |location, read: u64, write: u64| RemoteUse {
+            accessor: 0,
+            location,
+            link: crate::access::RemoteLink {
+                read_bytes: read,
+                write_bytes: write,
+                batch_bytes: 0,
+                spread_bytes: read + write,
+                batches: 0,
+            },
+        };
+        let p = topo
+            .remote_pass_time(
+                &[0.1, 0.0, 0.0, 0.0],
+                &[
+                    use_(Device(1), 1_200_000_000, 0),
+                    use_(Device(2), 960_000_000, 0),
+                    use_(Host, 0, 546_000_000),
+                ],
+            )
+            .unwrap();
+        assert!(close(p.spread[0], 0.5), "{:?}", p.spread);
+        // Device 0's own link carries 2.706 GB at 10 GB/s: 0.2706 s, below the 0.5 s.
+        assert!(close(p.total, 0.5), "{}", p.total);
+        // Without [remote], the model is the one scaled from the host links (8 GB/s).
+        let plain = GPUSM_FILE[..GPUSM_FILE.find("[remote]").unwrap()].to_string();
+        let t2 = Topology::from_toml_str(&plain, "plain.toml").unwrap();
+        assert_eq!(t2.remote_model(), RemoteModel::scaled_to(8e9));
+    }
+
+    #[test]
+    fn bad_remote_constants_name_the_key_and_the_place() {
+        let head = &GPUSM_FILE[..GPUSM_FILE.find("[remote]").unwrap()];
+        for (body, key) in [
+            ("read_gb_per_s = 0", "read_gb_per_s"),
+            ("aggregate_gb_per_s = -3", "aggregate_gb_per_s"),
+            ("write_penalty = 1.0", "write_penalty"),
+            ("switch_read_penalty = -0.1", "switch_read_penalty"),
+            ("switch_write_penalty = nan", "switch_write_penalty"),
+        ] {
+            let e = err(&format!("{head}[remote]\n{body}\n"));
+            assert!(
+                matches!(&e, TopologyError::BadRemote { key: k, .. } if *k == key),
+                "{body}: {e}"
+            );
+            assert!(e.to_string().starts_with("t.toml:"), "{e}");
+        }
+        let e = err(&format!("{head}[remote]\nread_bw = 3\n"));
+        assert!(e.to_string().contains("read_bw"), "{e}");
+        let e = err(&head.replace("switch = 1", "switch = 99"));
+        assert!(
+            matches!(
+                e,
+                TopologyError::BadSwitch {
+                    device: 2,
+                    value: 99,
+                    ..
+                }
+            ),
+            "{e}"
+        );
     }
 
     #[test]

@@ -44,7 +44,9 @@ pub struct Launch {
     pub time: u64,
     /// Per binding, its remote object where it is one (`AccessMode::Remote`); empty when the
     /// launch binds none. A backend accesses a remote object's pages in place, never through
-    /// its page table, or refuses the launch (`RuntimeError::RemoteNotBuilt`).
+    /// its page table (the wgpu backend in a buffer it keeps as the object's
+    /// [`RemoteBacking`](crate::RemoteBacking)), or refuses the launch
+    /// (`RuntimeError::RemoteNotBuilt`).
     pub remote: RemoteBindings,
 }
 

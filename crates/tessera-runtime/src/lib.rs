@@ -30,7 +30,7 @@ pub use manager::{
     ManagerHandle, Prefetch, Thrashing, PIN_BATCHES, PREFETCH_REGION, THRASH_EVENTS, THRASH_WINDOW,
 };
 pub use partition::Partition;
-pub use remote::{RemoteBindings, RemoteObject};
+pub use remote::{RemoteBacking, RemoteBindings, RemoteObject};
 pub use stats::{DeviceMemoryUse, DeviceTraffic, LinkCounters};
 pub use system::{Schedule, System, SystemConfig};
 pub use tessera_core::Policy;

@@ -1343,7 +1343,7 @@ impl Manager {
         let e = *self.space.get(id)?;
         if let Some(r) = self.remote.get(id) {
             let mut out = vec![0u8; host_len(&e.desc) as usize];
-            unpack(&e.desc, &r.bytes(), &mut out);
+            unpack(&e.desc, &r.bytes()?, &mut out);
             return Ok(out);
         }
         let bytes = e.desc.page_bytes() as usize;

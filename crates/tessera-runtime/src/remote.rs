@@ -14,11 +14,25 @@
 //! devices writing one texel in one pass is allowed (paper 3.1) with an undefined winner.
 //! Passes are separated by barriers (the drivers' replies), which order everything.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU16, AtomicU32, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use tessera_core::{GlobalPage, Location, ObjectEntry, ObjectId};
+
+use crate::error::Result;
+
+/// Where a backend keeps a remote object's words instead of the pool: the wgpu backend keeps
+/// them in one buffer that every device of the node binds (a GPU kernel cannot reach the
+/// pool's host memory). Once a backing exists, it holds the words and the pool is only read
+/// back from it when the runtime reads the object ([`RemoteObject::bytes`]).
+pub trait RemoteBacking: Send + Sync {
+    /// Copies the backing's words into `into` (the pool, page after page).
+    fn pull(&self, into: &[AtomicU32]) -> Result<()>;
+    /// The backend's own type, for the backend that made it.
+    fn as_any(&self) -> &dyn Any;
+}
 
 /// One remote object's pages and the location of each.
 pub struct RemoteObject {
@@ -28,6 +42,8 @@ pub struct RemoteObject {
     pub page_words: u64,
     words: Vec<AtomicU32>,
     locations: Vec<AtomicU16>,
+    /// Set by the first backend launch that keeps the words elsewhere (see [`RemoteBacking`]).
+    backing: Mutex<Option<Arc<dyn RemoteBacking>>>,
 }
 
 impl RemoteObject {
@@ -44,7 +60,23 @@ impl RemoteObject {
             locations: (0..e.desc.page_count())
                 .map(|_| AtomicU16::new(location.code()))
                 .collect(),
+            backing: Mutex::new(None),
         }
+    }
+
+    /// The object's backing, made by `make` from the pool's words on first use. The lock is
+    /// held while `make` runs, so that devices launching at once agree on one backing.
+    pub fn backing_or_init(
+        &self,
+        make: impl FnOnce(&[AtomicU32]) -> Result<Arc<dyn RemoteBacking>>,
+    ) -> Result<Arc<dyn RemoteBacking>> {
+        let mut g = self.backing.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(b) = &*g {
+            return Ok(b.clone());
+        }
+        let b = make(&self.words)?;
+        *g = Some(b.clone());
+        Ok(b)
     }
 
     /// Every word, page after page.
@@ -52,13 +84,21 @@ impl RemoteObject {
         &self.words
     }
 
-    /// The object's pages as bytes, page after page.
-    pub(crate) fn bytes(&self) -> Vec<u8> {
+    /// The object's pages as bytes, page after page (from its backing, where it has one).
+    pub(crate) fn bytes(&self) -> Result<Vec<u8>> {
+        let backing = self
+            .backing
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(b) = backing {
+            b.pull(&self.words)?;
+        }
         let mut out = vec![0u8; self.words.len() * 4];
         for (o, w) in out.chunks_exact_mut(4).zip(&self.words) {
             o.copy_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
         }
-        out
+        Ok(out)
     }
 
     pub fn pages(&self) -> u64 {

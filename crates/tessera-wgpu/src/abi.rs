@@ -132,13 +132,20 @@ abi_consts! {
     ERR_BAD_SLOT = 5;
     /// Reads of a footprint the tile path keeps windows for.
     FP_MAX = 4;
+    /// Remote objects one launch binds (buffers `remote0..3`, memories 4..7 in the prelude).
+    REMOTE_SLOTS = 4;
+    /// The prelude's memory index of remote buffer 0 (after the MAX_MEMORIES memories).
+    REMOTE_MEM0 = 4;
+    /// Marks a buffered store to a remote buffer in a Temp launch, which bypasses the
+    /// temporary (a remote page is written in place, never merged).
+    REMOTE_TAG = 0x8000_0000;
     /// Objects of an unpaged run (ids index its object table).
     UNPAGED_MAX_OBJECTS = 8;
 }
 
 const _: () = assert!(limits::MAX_PARAMS.is_multiple_of(4) && BY_ID_SLOTS.is_multiple_of(4));
 // The merge's per-memory parameters are one vec4 each, and the prelude's switch has 4 arms.
-const _: () = assert!(MAX_MEMORIES == 4);
+const _: () = assert!(MAX_MEMORIES == 4 && REMOTE_MEM0 as usize == MAX_MEMORIES);
 
 /// Words of a uniform array of `n` words.
 const fn vec4s(n: usize) -> usize {
@@ -157,7 +164,9 @@ abi_struct! {
         words_per_texel: u32,
         slot_words: u32,
         format: u32,
-        _pad0: u32,
+        /// 0: the object's pages are translated through the page table; k + 1: the object
+        /// is remote and its pages are remote buffer k (memory `MAX_MEMORIES + k`).
+        remote: u32,
         _pad1: u32,
         _pad2: u32,
     }

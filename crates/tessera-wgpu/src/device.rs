@@ -1,7 +1,10 @@
 //! `WgpuDevice`: one tessera device on one wgpu device.
 
+use std::any::Any;
 use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use tessera_core::{
@@ -9,20 +12,20 @@ use tessera_core::{
 };
 use tessera_runtime::{
     kind_name, Bound, Device, Domain, Footprint, GpuLaunchTime, Launch, LaunchOutcome,
-    MergeOutcome, Mode, Result, RuntimeError, WgslKernel, MAX_STORES,
+    MergeOutcome, Mode, RemoteBacking, RemoteObject, Result, RuntimeError, WgslKernel, MAX_STORES,
 };
 
 use crate::abi::{self, BindInfo, CompactInfo, LaunchInfo, MergeInfo, RequestsHead, Status};
 use crate::error::WgpuError;
-use crate::gpu::{self, AdapterChoice, Health};
+use crate::gpu::{self, AdapterChoice, Health, SharedGpu};
 use crate::scratch::{self, Grow, Timestamps, TIMESTAMPS};
 use crate::unpaged::fill_params;
 
 /// Physical memories one kernel can bind (the prelude's `switch` has this many arms).
 pub const MAX_MEMORIES: usize = 4;
 /// Storage buffers the prelude binds (page table, 4 memories, list, bits, status, incomplete,
-/// temporary, leftover, time stamps).
-const STORAGE_BINDINGS: u32 = 12;
+/// temporary, leftover, time stamps, 4 remote buffers).
+pub(crate) const STORAGE_BINDINGS: u32 = 12 + abi::REMOTE_SLOTS;
 /// Invocations per list-launch dispatch row and per workgroup side of a rectangle.
 const GROUP: u32 = 8;
 const MAX_GROUPS: u32 = 65_535;
@@ -45,6 +48,12 @@ struct Pipelines {
 /// A tessera device on a wgpu device.
 pub struct WgpuDevice {
     id: DeviceId,
+    /// The wgpu device this one runs on, maybe shared with the node's other tessera devices.
+    gpu: SharedGpu,
+    /// The current launch's remote buffers, by `BindInfo::remote` order.
+    remote: Vec<wgpu::Buffer>,
+    /// Per binding of the current launch, its `BindInfo::remote` (0: not remote).
+    remote_slots: Vec<u32>,
     info: wgpu::AdapterInfo,
     limits: wgpu::Limits,
     device: wgpu::Device,
@@ -140,20 +149,30 @@ fn spread(n: u64, per_group: u32) -> (u32, u32, u32) {
 
 impl WgpuDevice {
     /// Opens a device on the chosen adapter. Every call gets its own wgpu device (and queue),
-    /// so several calls on one adapter emulate several GPUs.
+    /// so several calls on one adapter emulate several GPUs; such devices cannot share remote
+    /// objects (a buffer binds only on its own wgpu device): a node that uses remote mode
+    /// opens its devices with [`WgpuDevice::on`] on one [`SharedGpu`].
     pub fn new(id: DeviceId, choice: &AdapterChoice) -> Result<Self, WgpuError> {
+        Self::on(id, &SharedGpu::open(choice)?)
+    }
+
+    /// A tessera device on `gpu`, which other tessera devices may share: each keeps its own
+    /// physical memories, page table and scratch buffers, and all can bind one remote buffer.
+    pub fn on(id: DeviceId, shared: &SharedGpu) -> Result<Self, WgpuError> {
         let gpu::Opened {
             info,
             limits,
             device,
             queue,
             health,
-        } = gpu::open(
-            choice,
-            "tessera",
-            STORAGE_BINDINGS,
-            wgpu::Features::TIMESTAMP_QUERY,
-        )?;
+        } = &*shared.0;
+        let (info, limits, device, queue, health) = (
+            info.clone(),
+            limits.clone(),
+            device.clone(),
+            queue.clone(),
+            health.clone(),
+        );
 
         let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
         let kernel_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
@@ -174,6 +193,10 @@ impl WgpuDevice {
                 // The merge's own parameters (MergeInfo); kernels do not declare it.
                 uniform(12),
                 storage(13, false),
+                storage(14, false),
+                storage(15, false),
+                storage(16, false),
+                storage(17, false),
             ],
         });
         let kernel_pipeline_layout =
@@ -222,6 +245,9 @@ impl WgpuDevice {
             .contains(wgpu::Features::TIMESTAMP_QUERY)
             .then(|| Timestamps::new(&device, &queue));
         Ok(WgpuDevice {
+            gpu: shared.clone(),
+            remote: Vec::new(),
+            remote_slots: Vec::new(),
             scratch: Scratch::new(&device),
             temp_len: 0,
             timestamps,
@@ -249,7 +275,8 @@ impl WgpuDevice {
     }
 
     /// Destroys the wgpu device, as a driver reset or unplugged GPU would: every later call
-    /// fails with [`WgpuError::DeviceLost`]. Lets tests reach the device-lost path.
+    /// fails with [`WgpuError::DeviceLost`]. Lets tests reach the device-lost path. On a
+    /// [`SharedGpu`] every tessera device on it is lost with it.
     pub fn destroy(&mut self) {
         self.device.destroy();
     }
@@ -352,7 +379,12 @@ impl WgpuDevice {
 /// Writes the footprint's reads as (binding, halo) words for the prelude's tile path; returns
 /// how many (0: the launch takes the per-texel path only). Only textures of one word per texel
 /// get a window.
-fn fp_reads(fp: &Footprint, bindings: &[Bound], out: &mut [abi::Vec4U32]) -> u32 {
+fn fp_reads(
+    fp: &Footprint,
+    bindings: &[Bound],
+    remote: &[Option<Arc<RemoteObject>>],
+    out: &mut [abi::Vec4U32],
+) -> u32 {
     if fp.reads.len() > out.len() {
         return 0;
     }
@@ -362,6 +394,10 @@ fn fp_reads(fp: &Footprint, bindings: &[Bound], out: &mut [abi::Vec4U32]) -> u32
         };
         let b = &bindings[bi];
         if halo > FP_MAX_HALO || b.format().is_none() || b.words_per_texel() != 1 {
+            return 0;
+        }
+        // A remote object's texels are read in place, never through a window (as on the CPU).
+        if remote.get(bi).is_some_and(Option::is_some) {
             return 0;
         }
         out[k].0 = [bi as u32, halo, 0, 0];
@@ -513,19 +549,6 @@ impl Device for WgpuDevice {
     fn launch(&mut self, l: &Launch) -> Result<LaunchOutcome> {
         self.check()?;
         tessera_runtime::check_launch(&*l.kernel, &l.bindings)?;
-        // Remote pages would live in a host-visible buffer every device binds; that is not
-        // built yet, so a launch binding one is refused before anything runs.
-        if let Some((b, _)) = l
-            .bindings
-            .iter()
-            .zip(l.remote.iter())
-            .find(|(_, r)| r.is_some())
-        {
-            return Err(tessera_runtime::RuntimeError::RemoteNotBuilt {
-                backend: "wgpu".into(),
-                object: b.id,
-            });
-        }
         let name = l.kernel.name();
         let wgsl = l.kernel.wgsl().ok_or_else(|| {
             self.err(WgpuError::NoWgsl {
@@ -546,6 +569,7 @@ impl Device for WgpuDevice {
         }
         // Before it runs: a launch that fails has stamped pages all the same.
         self.now = self.now.max(l.time);
+        self.bind_remote(l)?;
         let mut work = self.work(l, &l.domain, &wgsl)?;
         // A Temp launch stores once per invocation in the common case; one that stores more
         // is run again with the room per invocation it turned out to need (it wrote no page).
@@ -861,6 +885,12 @@ impl WgpuDevice {
                 .unwrap_or(&self.spare)
                 .as_entire_binding()
         };
+        let remote = |k: usize| {
+            self.remote
+                .get(k)
+                .unwrap_or(&self.spare)
+                .as_entire_binding()
+        };
         let entries = [
             self.table_buf.as_entire_binding(),
             mem(0),
@@ -876,6 +906,10 @@ impl WgpuDevice {
             s.leftover.buf.as_entire_binding(),
             s.merge.as_entire_binding(),
             self.stamps.as_entire_binding(),
+            remote(0),
+            remote(1),
+            remote(2),
+            remote(3),
         ];
         let entries: Vec<wgpu::BindGroupEntry> = entries
             .into_iter()
@@ -999,14 +1033,113 @@ impl WgpuDevice {
     }
 }
 
+/// A remote object's pages on the GPU: one buffer on the shared wgpu device, bound by every
+/// tessera device of the node that accesses the object. Host-visible where the adapter allows
+/// storage buffers to be mapped (`MAPPABLE_PRIMARY_BUFFERS`), as GPU-SM's pages in host memory.
+struct RemoteBuffer {
+    gpu: SharedGpu,
+    buffer: wgpu::Buffer,
+    bytes: u64,
+    /// The device that made it, to name in errors of a later read-back.
+    made_by: DeviceId,
+}
+
+impl RemoteBacking for RemoteBuffer {
+    fn pull(&self, into: &[AtomicU32]) -> Result<()> {
+        let g = &self.gpu.0;
+        let b = gpu::read_back(
+            &g.device,
+            &g.queue,
+            &g.health,
+            &[(&self.buffer, 0, self.bytes)],
+        )
+        .map_err(|e| e.on(self.made_by))?;
+        for (w, v) in into.iter().zip(words(&b[0])) {
+            w.store(v, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
 impl WgpuDevice {
+    /// Finds (or makes, on first use) the buffer of each remote object `l` binds, and sets
+    /// `remote` and `remote_slots` for the launch's bind group and `BindInfo`s.
+    fn bind_remote(&mut self, l: &Launch) -> Result<()> {
+        self.remote.clear();
+        self.remote_slots.clear();
+        if l.remote.iter().all(Option::is_none) {
+            return Ok(());
+        }
+        let mut ids: Vec<ObjectId> = Vec::new();
+        for (b, r) in l.bindings.iter().zip(l.remote.iter()) {
+            let Some(r) = r else {
+                self.remote_slots.push(0);
+                continue;
+            };
+            if let Some(k) = ids.iter().position(|&id| id == b.id) {
+                self.remote_slots.push(k as u32 + 1);
+                continue;
+            }
+            if ids.len() as u32 >= abi::REMOTE_SLOTS {
+                return Err(self.err(WgpuError::TooManyRemote {
+                    kernel: l.kernel.name().into(),
+                    max: abi::REMOTE_SLOTS,
+                }));
+            }
+            let backing = r.backing_or_init(|w| self.make_remote(w))?;
+            let buffer = match backing.as_any().downcast_ref::<RemoteBuffer>() {
+                // By the shared device's identity: `wgpu::Device`s of separate instances can
+                // compare equal (their ids are per instance).
+                Some(rb) if Arc::ptr_eq(&rb.gpu.0, &self.gpu.0) => rb.buffer.clone(),
+                _ => return Err(self.err(WgpuError::RemoteAcrossDevices { object: b.id })),
+            };
+            ids.push(b.id);
+            self.remote.push(buffer);
+            self.remote_slots.push(ids.len() as u32);
+        }
+        Ok(())
+    }
+
+    /// A remote object's buffer, holding the pool's words `w`.
+    fn make_remote(&self, w: &[AtomicU32]) -> Result<Arc<dyn RemoteBacking>> {
+        let bytes = w.len() as u64 * 4;
+        let mut usage = scratch::STORAGE;
+        if self.gpu.host_visible_remote() {
+            usage |= wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::MAP_WRITE;
+        }
+        let buffer = gpu::buffer(
+            &self.device,
+            "remote pages",
+            bytes,
+            usage,
+            gpu::max_storage_bytes(&self.limits),
+        )
+        .map_err(|e| self.err(e))?;
+        let data: Vec<u32> = w.iter().map(|v| v.load(Ordering::Relaxed)).collect();
+        if !data.is_empty() {
+            // Queued: lands before any submission that binds the buffer.
+            self.queue
+                .write_buffer(&buffer, 0, bytemuck::cast_slice(&data));
+        }
+        Ok(Arc::new(RemoteBuffer {
+            gpu: self.gpu.clone(),
+            buffer,
+            bytes,
+            made_by: self.id,
+        }))
+    }
+
     /// Prepares a launch of `l` over `domain` (the launch's own, or one invocation of it).
     fn work(&mut self, l: &Launch, domain: &Domain, wgsl: &WgslKernel) -> Result<Work> {
         let name = l.kernel.name();
         // The tile path: rectangles of a kernel with a footprint, on a device that takes it.
         let mut fp = [abi::Vec4U32::default(); abi::FP_MAX as usize];
         let fp_n = match (self.tiles, l.kernel.footprint(), domain) {
-            (true, Some(f), Domain::Rect { .. }) => fp_reads(&f, &l.bindings, &mut fp),
+            (true, Some(f), Domain::Rect { .. }) => fp_reads(&f, &l.bindings, &l.remote, &mut fp),
             _ => 0,
         };
         let entry = if fp_n > 0 { "main_tiles" } else { "main" };
@@ -1069,6 +1202,7 @@ impl WgpuDevice {
                 words_per_texel: b.words_per_texel() as u32,
                 slot_words: b.slot_words() as u32,
                 format: abi::format_code(b.format()),
+                remote: self.remote_slots.get(i).copied().unwrap_or(0),
                 ..Default::default()
             };
             // The first binding of each id class wins; the prelude searches for the others.

@@ -19,6 +19,10 @@ pub enum WgpuError {
     NoWgsl { kernel: String },
     #[error("kernel {kernel} does not compile: {message}")]
     Shader { kernel: String, message: String },
+    #[error("a launch binds at most {max} remote objects on wgpu; kernel {kernel} binds more")]
+    TooManyRemote { kernel: String, max: u32 },
+    #[error("remote object {object} lives on another wgpu device: the devices of a node must share one (tessera_wgpu::system, or WgpuDevice::on with one SharedGpu)")]
+    RemoteAcrossDevices { object: tessera_core::ObjectId },
     #[error("wgpu: {0}")]
     Wgpu(String),
     #[error("{0}")]

@@ -7,6 +7,8 @@ use std::sync::{Arc, Mutex};
 use crate::error::WgpuError;
 
 /// What wgpu reports outside any call: the first uncaptured error and why the device was lost.
+/// Clones watch the same device (the tessera devices sharing one wgpu device, [`SharedGpu`]).
+#[derive(Clone)]
 pub(crate) struct Health {
     uncaptured: Arc<Mutex<Option<String>>>,
     lost: Arc<Mutex<Option<String>>>,
@@ -67,8 +69,18 @@ impl Health {
                 *g = Some(r);
             }
         });
-        self.wait(device)?;
-        match done.lock().ok().and_then(|mut g| g.take()) {
+        // On a shared wgpu device another thread's poll may be the one running this callback,
+        // and this poll can return before that thread has: wait a little for it.
+        let mut result = None;
+        for _ in 0..MAP_TRIES {
+            self.wait(device)?;
+            result = done.lock().ok().and_then(|mut g| g.take());
+            if result.is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        match result {
             Some(Ok(())) => {}
             Some(Err(e)) => return Err(WgpuError::Wgpu(format!("read-back: {e}"))),
             None => return Err(WgpuError::Wgpu("read-back never completed".into())),
@@ -81,6 +93,9 @@ impl Health {
         out
     }
 }
+
+/// Polls before a read-back is declared lost (each after waiting for the queue to drain).
+const MAP_TRIES: u32 = 1000;
 
 /// Compiles `code` and builds the compute pipeline of its `entry` point; a WGSL or validation
 /// error is [`WgpuError::Shader`] naming the kernel.
@@ -160,6 +175,39 @@ pub(crate) struct Opened {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     pub health: Health,
+}
+
+/// One wgpu device (and queue) that several tessera devices share: what lets them all bind one
+/// buffer, the remote pool (docs/ARCHITECTURE.md, "Remote pages on wgpu"). Each tessera device
+/// on it still has its own physical memories, page table and scratch buffers, so pages move
+/// between them through the host as between separate GPUs. Cheap to clone.
+#[derive(Clone)]
+pub struct SharedGpu(pub(crate) std::sync::Arc<Opened>);
+
+impl SharedGpu {
+    /// Opens a wgpu device on the chosen adapter for [`crate::WgpuDevice::on`].
+    pub fn open(choice: &AdapterChoice) -> Result<Self, WgpuError> {
+        Ok(SharedGpu(std::sync::Arc::new(open(
+            choice,
+            "tessera",
+            crate::device::STORAGE_BINDINGS,
+            wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::MAPPABLE_PRIMARY_BUFFERS,
+        )?)))
+    }
+
+    /// The adapter it runs on.
+    pub fn adapter_info(&self) -> &wgpu::AdapterInfo {
+        &self.0.info
+    }
+
+    /// Whether remote pages live in host-visible memory (wgpu's `MAPPABLE_PRIMARY_BUFFERS`);
+    /// without it they live in the device's own memory, still one buffer every device binds.
+    pub fn host_visible_remote(&self) -> bool {
+        self.0
+            .device
+            .features()
+            .contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS)
+    }
 }
 
 /// Opens a device needing `storage_buffers` storage bindings per stage, with those of

@@ -1,11 +1,13 @@
 //! tessera's wgpu backend: [`tessera_runtime::Device`] on Vulkan, Metal and DX12 GPUs, and on
 //! Mesa's lavapipe (a software Vulkan) in CI.
 //!
-//! Each tessera device is one wgpu `Device` with its own queue, requested from its own
-//! `Adapter` (WebGPU allows one device per adapter object; a fresh adapter object is requested
-//! for each). Several tessera devices on one physical adapter therefore emulate a multi-GPU
+//! The tessera devices of a node share one wgpu `Device` and queue ([`SharedGpu`], as
+//! [`system`] opens them), each with its own physical memories, page table and scratch
+//! buffers. Several tessera devices on one physical adapter therefore emulate a multi-GPU
 //! machine: their memories are separate allocations, and every page moves between them through
-//! the host, as it would between real GPUs. [`AdapterChoice`] picks the adapter.
+//! the host, as it would between real GPUs; sharing the wgpu device lets all of them bind a
+//! remote object's one buffer (`AccessMode::Remote`). [`WgpuDevice::new`] opens a wgpu device
+//! of its own. [`AdapterChoice`] picks the adapter.
 //!
 //! On the device:
 //! - each physical memory is one storage buffer of `u32` words; at most [`MAX_MEMORIES`] are
@@ -42,7 +44,7 @@ mod unpaged;
 
 pub use device::{TilePath, WgpuDevice, MAX_MEMORIES};
 pub use error::WgpuError;
-pub use gpu::{adapters, AdapterChoice};
+pub use gpu::{adapters, AdapterChoice, SharedGpu};
 pub use node::system;
 pub use unpaged::{UnpagedGpu, UNPAGED_MAX_OBJECTS};
 

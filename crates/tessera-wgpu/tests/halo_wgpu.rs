@@ -1,11 +1,12 @@
 //! Differential tests: GPU-SM's stencil and convolution on wgpu devices (lavapipe in CI)
-//! against the plain reference, in both versions (explicit halo copies, migrate).
+//! against the plain reference, in all three versions (explicit halo copies, migrate, remote).
 //!
 //! Without an adapter these tests print that they skipped and pass, unless
 //! `TESSERA_REQUIRE_VULKAN=1`, where a missing adapter fails them.
 
 mod common;
 
+use tessera_core::AccessMode;
 use tessera_runtime::{Procedure, Schedule, System, SystemConfig};
 use tessera_workloads::convolution;
 use tessera_workloads::decomp::runner::Decomposed;
@@ -78,24 +79,48 @@ fn convolution_on_wgpu_equals_the_reference() {
     }
 }
 
-/// The remote version needs remote pages on the GPU, which the wgpu backend does not build
-/// yet: the step fails with that typed error, and nothing panics.
+/// Remote mode on wgpu: the fields' pages live in one buffer each that every device of the
+/// node binds (never in a device's slots); each device reads its neighbours' halos in place.
 #[test]
-fn remote_version_on_wgpu_is_a_typed_error() {
-    let Some(sys) = gpu(2) else {
-        return;
-    };
-    let mut d = stencil::decomposed(sys, 8, 1, Axis::Z, Access::Remote, 4).unwrap();
-    let err = d
-        .step(Procedure::Relaunch, Schedule::Concurrent)
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            tessera_workloads::decomp::DecompError::Runtime(
-                tessera_runtime::RuntimeError::RemoteNotBuilt { .. }
-            )
-        ),
-        "{err}"
-    );
+fn stencil_remote_on_wgpu_equals_the_reference() {
+    let n = 12;
+    let init = stencil::initial(n);
+    let want = bits(&stencil::reference::run(&init, n, 2, 2));
+    for (split, devices, procedure) in [
+        (Axis::Z, 2, Procedure::Relaunch),
+        (Axis::X, 3, Procedure::TwoPass),
+        (Axis::Y, 4, Procedure::Relaunch),
+    ] {
+        let Some(sys) = gpu(devices) else {
+            return;
+        };
+        let d = stencil::decomposed(sys, n, 2, split, Access::Remote, 4).unwrap();
+        assert!(
+            run(d, 2, procedure) == want,
+            "remote stencil differs on wgpu: {split:?} {devices} devices {procedure:?}"
+        );
+    }
+}
+
+#[test]
+fn convolution_remote_on_wgpu_equals_the_reference() {
+    let n = 16;
+    let init = convolution::initial(n);
+    let w = convolution::filter(5);
+    let want = bits(&convolution::reference::run(&init, n, &w, 5, 2));
+    for (split, devices, filter_mode, procedure) in [
+        (Axis::Y, 2, AccessMode::Remote, Procedure::Relaunch),
+        (Axis::X, 4, AccessMode::Migrate, Procedure::TwoPass),
+        (Axis::Y, 4, AccessMode::ReplicateRead, Procedure::Relaunch),
+    ] {
+        let Some(sys) = gpu(devices) else {
+            return;
+        };
+        let d =
+            convolution::decomposed_with(sys, n, 5, split, Access::Remote, 4, filter_mode).unwrap();
+        assert!(
+            run(d, 2, procedure) == want,
+            "remote convolution differs on wgpu: {split:?} {devices} devices, filter {filter_mode}"
+        );
+    }
 }

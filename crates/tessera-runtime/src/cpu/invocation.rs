@@ -10,7 +10,7 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use tessera_core::access::{classify_runs, RemoteAccess};
+use tessera_core::access::{classify_keys, RemoteAccess};
 use tessera_core::{
     Access, CoreError, DeviceId, GlobalPage, Location, ObjectId, PageTable, RemoteLink, TexelFormat,
 };
@@ -111,9 +111,10 @@ pub struct Invocation<'a> {
     device: DeviceId,
     /// Remote accesses that left this device, of the invocations this task completed (loads
     /// of faulting invocations too: they crossed the link).
-    remote_log: Vec<RemoteAccess>,
+    /// As [`RemoteAccess::key`]s, which sort faster than the structs.
+    remote_log: Vec<u64>,
     /// The current invocation's remote stores, counted when it completes.
-    remote_pending: Vec<RemoteAccess>,
+    remote_pending: Vec<u64>,
 }
 
 impl<'a> Invocation<'a> {
@@ -308,23 +309,23 @@ impl<'a> Invocation<'a> {
                 word: (off as usize + i) as u32,
             };
             if a.write {
-                self.remote_pending.push(a);
+                self.remote_pending.push(a.key());
             } else {
-                self.remote_log.push(a);
+                self.remote_log.push(a.key());
             }
         }
         (r.words(), word)
     }
 
     /// This task's remote traffic by location, under the batch/spread rule of
-    /// [`classify_runs`] (the task is one tile of invocations, or one chunk of a list).
+    /// [`classify_keys`](tessera_core::access::classify_keys) (the task is one tile of invocations, or one chunk of a list).
     pub(crate) fn remote_counts(&mut self) -> Vec<(Location, RemoteLink)> {
         let mut out: Vec<(Location, RemoteLink)> = Vec::new();
         if self.remote_log.is_empty() {
             return out;
         }
         let remote = self.remote;
-        classify_runs(&mut self.remote_log, |page, link| {
+        classify_keys(&mut self.remote_log, |page, link| {
             let loc = remote
                 .iter()
                 .flatten()

@@ -13,6 +13,12 @@
 //   leaves no side effect and can be relaunched.
 // WGSL cannot index separate buffers dynamically, so a fixed number of physical memories is
 // bound and selected with a switch.
+//
+// Remote objects (AccessMode::Remote, BindInfo::remote != 0) are not paged: each is one buffer
+// of its pages back to back that every device of the node binds (remote0..3, memories 4..7 of
+// the switch). Their accesses skip the page table, never miss, record no request and stamp no
+// page; their stores are buffered like any other and written in place when the invocation
+// completes, in Temp mode too (a remote page has no write copy to merge).
 
 // The constants (MODE_*, ERR_*, FORMAT_*, MAX_*, NONE) and the structs shared with the host
 // (LaunchInfo, BindInfo, Status) are declared by the header tessera_wgpu::abi generates, which
@@ -37,6 +43,11 @@
 // Per global page, the stamp (abi::stamp_of) of the last launch that translated it: LRU and
 // clock choose victims by it. Binding 12 is the merge's uniform.
 @group(0) @binding(13) var<storage, read_write> page_stamps: array<atomic<u32>>;
+// The remote objects of the launch, in BindInfo::remote order (a spare buffer where unused).
+@group(0) @binding(14) var<storage, read_write> remote0: array<u32>;
+@group(0) @binding(15) var<storage, read_write> remote1: array<u32>;
+@group(0) @binding(16) var<storage, read_write> remote2: array<u32>;
+@group(0) @binding(17) var<storage, read_write> remote3: array<u32>;
 
 var<private> g_faulted: bool;
 // The invocation's index in launch order: of failing invocations the lowest is reported.
@@ -58,7 +69,11 @@ fn mem_load(m: u32, i: u32) -> u32 {
         case 0u: { return mem0[i]; }
         case 1u: { return mem1[i]; }
         case 2u: { return mem2[i]; }
-        default: { return mem3[i]; }
+        case 3u: { return mem3[i]; }
+        case 4u: { return remote0[i]; }
+        case 5u: { return remote1[i]; }
+        case 6u: { return remote2[i]; }
+        default: { return remote3[i]; }
     }
 }
 
@@ -67,8 +82,21 @@ fn mem_store(m: u32, i: u32, v: u32) {
         case 0u: { mem0[i] = v; }
         case 1u: { mem1[i] = v; }
         case 2u: { mem2[i] = v; }
-        default: { mem3[i] = v; }
+        case 3u: { mem3[i] = v; }
+        case 4u: { remote0[i] = v; }
+        case 5u: { remote1[i] = v; }
+        case 6u: { remote2[i] = v; }
+        default: { remote3[i] = v; }
     }
+}
+
+// The memory (4 + k) and word of a remote binding's texel at `loc` (page, word in page).
+fn remote_at(bi: u32, loc: vec2<u32>) -> vec2<u32> {
+    let b = launch.binds[bi];
+    return vec2<u32>(
+        REMOTE_MEM0 + b.remote - 1u,
+        (loc.x - b.page_offset) * b.slot_words + loc.y,
+    );
 }
 
 // An error stops the invocation, as `?` does in the CPU twin. The host reports the error of
@@ -183,6 +211,11 @@ fn translate(id: u32, x: u32, y: u32, write: bool, format: u32) -> Tr {
         return r;
     }
     let loc = locate(bi, x, y);
+    if launch.binds[bi].remote != 0u {
+        // In place, as the CPU twin's remote_word: no page table, no stamp, never a miss.
+        let at = remote_at(bi, loc);
+        return Tr(true, at.x, at.y);
+    }
     // Before the residency check, as the CPU twin: a miss touches the page too.
     stamp(loc.x);
     let d = page_table[loc.x];
@@ -335,6 +368,11 @@ fn store_word(id: u32, x: u32, y: u32, i: u32, v: u32, format: u32) {
         return;
     }
     let loc = locate(bi, x, y);
+    if launch.binds[bi].remote != 0u {
+        let at = remote_at(bi, loc);
+        buffer_store(REMOTE_TAG | at.x, at.y + i, v);
+        return;
+    }
     if (page_table[loc.x].x & 2u) == 0u {
         record(loc.x, true);
     }
@@ -429,6 +467,11 @@ fn invocation(gid: vec3<u32>) {
         let at = launch.temp_base + idx * launch.temp_k;
         for (var i = 0u; i < g_nst; i++) {
             let s = g_st[i];
+            if (s.x & REMOTE_TAG) != 0u {
+                // In place, in program order; its temporary entry stays empty (kind 0).
+                mem_store(s.x & ~REMOTE_TAG, s.y, s.z);
+                continue;
+            }
             // The merge writes a pass's stores in parallel, so of this invocation's stores to
             // one word only the last is written (program order, as on the CPU); the others
             // are kept, marked superseded, so that the merge counts them as the CPU does.

@@ -20,22 +20,22 @@ pub fn opened<T>(r: Result<T, WgpuError>, what: &str) -> Option<T> {
     }
 }
 
-/// A node of `cfg.devices` wgpu devices on the default adapter (named once on stderr), or
-/// `None` as [`opened`] says. Not every test file builds a node, hence the allow.
+/// A node of `cfg.devices` wgpu devices sharing one wgpu device on the default adapter (named
+/// once on stderr), as `tessera_wgpu::system` opens it, or `None` as [`opened`] says. Not every
+/// test file builds a node, hence the allow.
 #[allow(dead_code)]
 pub fn system(cfg: &tessera_runtime::SystemConfig) -> Option<tessera_runtime::System> {
+    let gpu = opened(
+        tessera_wgpu::SharedGpu::open(&tessera_wgpu::AdapterChoice::Default),
+        "a wgpu device",
+    )?;
+    eprintln!("wgpu adapter: {}", gpu.adapter_info().name);
     let mut out: Vec<Box<dyn tessera_runtime::Device>> = Vec::new();
     for i in 0..cfg.devices {
         let d = opened(
-            tessera_wgpu::WgpuDevice::new(
-                tessera_core::DeviceId(i as u8),
-                &tessera_wgpu::AdapterChoice::Default,
-            ),
+            tessera_wgpu::WgpuDevice::on(tessera_core::DeviceId(i as u8), &gpu),
             "a wgpu device",
         )?;
-        if i == 0 {
-            eprintln!("wgpu adapter: {}", tessera_runtime::Device::describe(&d));
-        }
         out.push(Box::new(d));
     }
     Some(tessera_runtime::System::with_devices(out, cfg).unwrap())
