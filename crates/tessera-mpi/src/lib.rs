@@ -12,6 +12,7 @@
 //! against a sequential reference), not yet tessera's runtime: the runtime's memory manager,
 //! workers and kernels still run one node (README.md, "Multi-node", says what is missing).
 
+pub mod litmus;
 pub mod node;
 pub mod transport;
 mod wire;
@@ -20,7 +21,8 @@ pub mod workload;
 #[cfg(feature = "mpi")]
 pub mod mpi_transport;
 
-pub use node::{run_node, NodeConfig, NodeReport};
+pub use litmus::LitmusReport;
+pub use node::{run_node, LitmusJob, NodeConfig, NodeReport};
 pub use transport::{InProcess, Transport};
 
 /// Why a node stopped.

@@ -13,7 +13,8 @@
 //! included) or whose inbox closed is lost: the others stop with [`NodeError::Lost`] naming
 //! it. Nothing is recovered: the lost node's home pages and its devices' copies are gone.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tessera_core::nodes::split_by_home;
@@ -22,6 +23,7 @@ use tessera_core::protocol::{
 };
 use tessera_core::{DeviceId, Directory, GlobalPage, HomeMap, Protocol, ProtocolVariant};
 
+use crate::litmus::{LitmusReport, ThreadRun};
 use crate::transport::Transport;
 use crate::wire::{decode, encode, Cmd, Wire};
 use crate::workload;
@@ -42,6 +44,20 @@ pub struct NodeConfig {
     /// For the lost-node tests: this node stops with [`NodeError::Stopped`] right after its
     /// devices finish this round, as if killed (the MPI binary aborts the process).
     pub stop_after_round: Option<u32>,
+    /// Run this litmus test instead of the rounds workload (then `pages`, `words`, `rounds`
+    /// and `block_pages` are derived from it).
+    pub litmus: Option<Arc<LitmusJob>>,
+}
+
+/// A litmus test and how many times to run it.
+#[derive(Clone, Debug)]
+pub struct LitmusJob {
+    pub test: tessera_litmus::Test,
+    pub runs: u32,
+    /// Each memory operation waits a random 0..=`jitter_us` microseconds before its request,
+    /// so the threads' operations interleave differently from run to run.
+    pub jitter_us: u32,
+    pub seed: u64,
 }
 
 impl Default for NodeConfig {
@@ -54,6 +70,7 @@ impl Default for NodeConfig {
             block_pages: 4,
             lost_after: Duration::from_secs(10),
             stop_after_round: None,
+            litmus: None,
         }
     }
 }
@@ -73,6 +90,8 @@ pub struct NodeReport {
     pub inter_node_bytes: u64,
     /// Of which page data (copies and write-backs that crossed nodes).
     pub inter_node_page_bytes: u64,
+    /// Rank 0 of a litmus run: the outcomes and the oracle's verdict.
+    pub litmus: Option<LitmusReport>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -121,6 +140,10 @@ enum Phase {
     Done,
 }
 
+/// A litmus run's outcome while its parts come in: how many nodes sent theirs, every thread's
+/// visible registers, every variable.
+type Gathering = (usize, Vec<Vec<i32>>, Vec<i32>);
+
 struct Node<'t, T: Transport> {
     t: &'t T,
     cfg: NodeConfig,
@@ -144,6 +167,16 @@ struct Node<'t, T: Transport> {
     last_beat: Instant,
     bye: Vec<bool>,
     results: Vec<Option<(u64, u64, u64, u64)>>,
+    /// Parts of later rounds that came before this node started them.
+    future: Vec<(usize, Wire)>,
+    /// Litmus: the thread each local device runs, this run.
+    threads: Vec<Option<ThreadRun>>,
+    /// Rank 0, litmus: per run, the parts of its outcome gathered so far.
+    gathering: HashMap<u32, Gathering>,
+    histogram: BTreeMap<tessera_litmus::Outcome, u64>,
+    /// Litmus: requests held back by their jitter, with when to send them.
+    delayed: Vec<(Instant, usize, Wire)>,
+    rng: u64,
     sent_result: bool,
     reference: Vec<Vec<u32>>,
 }
@@ -152,6 +185,27 @@ struct Node<'t, T: Transport> {
 /// lost. Every node must be started with the same `cfg`.
 pub fn run_node<T: Transport>(t: &T, cfg: &NodeConfig) -> Result<NodeReport, NodeError> {
     let size = t.size();
+    let mut cfg = cfg.clone();
+    if let Some(job) = &cfg.litmus {
+        let threads = job.test.threads.len();
+        if threads > size * cfg.devices_per_node {
+            return Err(NodeError::Config(format!(
+                "{} has {threads} threads, more than the {} devices of {size} nodes",
+                job.test.name,
+                size * cfg.devices_per_node
+            )));
+        }
+        if job.runs == 0 {
+            return Err(NodeError::Config("at least one run".into()));
+        }
+        // Each variable a one-word page of its own; a run is two rounds: the threads', then
+        // every device writes back and drops its copies.
+        cfg.pages = job.test.vars.len() as u64;
+        cfg.words = 1;
+        cfg.block_pages = 1;
+        cfg.rounds = 2 * job.runs;
+    }
+    let cfg = &cfg;
     let devices = size * cfg.devices_per_node;
     if cfg.devices_per_node == 0 || devices > tessera_core::MAX_DEVICES {
         return Err(NodeError::Config(format!(
@@ -182,7 +236,7 @@ pub fn run_node<T: Transport>(t: &T, cfg: &NodeConfig) -> Result<NodeReport, Nod
     .map_err(|e| NodeError::Config(e.to_string()))?;
     let home_data = (0..cfg.pages)
         .filter(|&p| homes.home(GlobalPage(p)).0 as usize == rank)
-        .map(|p| (p, workload::initial(p, cfg.words)))
+        .map(|p| (p, initial_page(cfg, p)))
         .collect();
     let now = Instant::now();
     let mut node = Node {
@@ -208,13 +262,47 @@ pub fn run_node<T: Transport>(t: &T, cfg: &NodeConfig) -> Result<NodeReport, Nod
         bye: vec![false; size],
         results: vec![None; size],
         sent_result: false,
-        reference: workload::reference(cfg.pages, cfg.words, devices, cfg.rounds),
+        reference: if cfg.litmus.is_some() {
+            Vec::new()
+        } else {
+            workload::reference(cfg.pages, cfg.words, devices, cfg.rounds)
+        },
+        future: Vec::new(),
+        threads: vec![None; cfg.devices_per_node],
+        gathering: HashMap::new(),
+        histogram: BTreeMap::new(),
+        delayed: Vec::new(),
+        rng: cfg.litmus.as_ref().map_or(1, |j| {
+            j.seed ^ (rank as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        }) | 1,
     };
     node.start_round()?;
     node.run()
 }
 
+fn initial_page(cfg: &NodeConfig, page: u64) -> Vec<u32> {
+    match &cfg.litmus {
+        Some(job) => vec![job.test.init[page as usize] as u32],
+        None => workload::initial(page, cfg.words),
+    }
+}
+
 impl<T: Transport> Node<'_, T> {
+    /// The round in which every device writes back and drops its copies: after the last
+    /// work round, and in a litmus run after each run's threads.
+    fn evict_round(&self) -> bool {
+        match self.cfg.litmus {
+            Some(_) => self.round % 2 == 1,
+            None => self.round == self.cfg.rounds,
+        }
+    }
+    fn last_round(&self) -> u32 {
+        match self.cfg.litmus {
+            Some(_) => self.cfg.rounds - 1,
+            None => self.cfg.rounds,
+        }
+    }
+
     fn devices(&self) -> usize {
         self.size * self.cfg.devices_per_node
     }
@@ -295,7 +383,23 @@ impl<T: Transport> Node<'_, T> {
             if self.bye.iter().all(|&b| b) {
                 break;
             }
-            if let Some((from, bytes)) = self.t.recv(Duration::from_millis(5))? {
+            let now = Instant::now();
+            let due: Vec<_> = self
+                .delayed
+                .iter()
+                .filter(|d| d.0 <= now)
+                .cloned()
+                .collect();
+            self.delayed.retain(|d| d.0 > now);
+            for (_, to, w) in due {
+                self.post(to, w)?;
+            }
+            let wait = if self.delayed.is_empty() {
+                Duration::from_millis(5)
+            } else {
+                Duration::from_micros(20)
+            };
+            if let Some((from, bytes)) = self.t.recv(wait)? {
                 let w = decode(&bytes).map_err(|e| NodeError::Decode {
                     from,
                     why: e.to_string(),
@@ -343,7 +447,14 @@ impl<T: Transport> Node<'_, T> {
             let (c, m) = self.own_result();
             (c, m, self.bytes_sent, self.page_bytes_sent)
         };
+        let litmus = match (&self.cfg.litmus, self.rank) {
+            (Some(job), 0) => Some(
+                LitmusReport::new(&job.test, self.histogram.clone()).map_err(NodeError::Config)?,
+            ),
+            _ => None,
+        };
         Ok(NodeReport {
+            litmus,
             nodes: self.size,
             devices,
             checksum,
@@ -359,13 +470,17 @@ impl<T: Transport> Node<'_, T> {
         let mismatches = self
             .home_data
             .iter()
-            .filter(|(&p, w)| **w != self.reference[p as usize])
+            .filter(|(&p, w)| self.reference.get(p as usize).is_some_and(|r| r != *w))
             .count() as u64;
         (checksum, mismatches)
     }
 
     fn handle(&mut self, from: usize, w: Wire) -> Result<(), NodeError> {
         match w {
+            Wire::Part { id, .. } if id > self.round as u64 => {
+                self.future.push((from, w));
+                Ok(())
+            }
             Wire::Part { .. } | Wire::Release { .. } | Wire::Evict { .. } => {
                 self.inbox.push_back((from, w));
                 self.pump()
@@ -391,6 +506,9 @@ impl<T: Transport> Node<'_, T> {
             Wire::Complete { device } => self.completed(device),
             Wire::ReleaseAck { device } | Wire::EvictAck { device } => {
                 let i = self.local_index(device);
+                if self.phases[i] == Phase::Releasing(1) && self.threads[i].is_some() {
+                    return self.litmus_step(i);
+                }
                 self.phases[i] = match self.phases[i] {
                     Phase::Releasing(1) | Phase::Evicting(1) => Phase::Done,
                     Phase::Releasing(n) => Phase::Releasing(n - 1),
@@ -413,6 +531,7 @@ impl<T: Transport> Node<'_, T> {
                 Ok(())
             }
             Wire::Heartbeat => Ok(()),
+            Wire::Outcome { run, mem, regs } => self.gather(run, mem, regs),
             Wire::Lost { node } => Err(NodeError::Lost {
                 node: node as usize,
                 how: format!("reported by node {from}"),
@@ -666,8 +785,8 @@ impl<T: Transport> Node<'_, T> {
         let (k, devices, pages) = (self.cfg.devices_per_node, self.devices(), self.cfg.pages);
         for i in 0..k {
             let g = self.rank * k + i;
-            if self.round == self.cfg.rounds {
-                // The end: every device writes back and drops what it holds.
+            if self.evict_round() {
+                // Every device writes back and drops what it holds.
                 let mut by_home: HashMap<usize, Vec<u64>> = HashMap::new();
                 for &(d, p) in self.slots.keys() {
                     if d as usize == g {
@@ -690,6 +809,17 @@ impl<T: Transport> Node<'_, T> {
                             pages: ps,
                         },
                     )?;
+                }
+                continue;
+            }
+            if let Some(job) = &self.cfg.litmus {
+                // Thread t runs on node t % nodes, device t / nodes there.
+                let t = i * self.size + self.rank;
+                if t < job.test.threads.len() {
+                    self.threads[i] = Some(ThreadRun::new(&job.test, t));
+                    self.litmus_step(i)?;
+                } else {
+                    self.phases[i] = Phase::Done;
                 }
                 continue;
             }
@@ -762,6 +892,30 @@ impl<T: Transport> Node<'_, T> {
             );
         }
         // Every part granted: the device runs its procedure on its own copies.
+        if let Some(run) = self.threads[i].as_mut() {
+            let job = self.cfg.litmus.as_ref().expect("a litmus run");
+            let (var, write) = run
+                .next_memory(&job.test)
+                .ok()
+                .flatten()
+                .expect("the operation it asked for");
+            let slot = self
+                .slots
+                .get_mut(&(device, var as u64))
+                .filter(|s| s.valid && (s.writable || !write));
+            let Some(slot) = slot else {
+                return Err(NodeError::Broken {
+                    node: self.rank,
+                    why: format!("device{device} granted without variable {var}"),
+                });
+            };
+            let mut word = slot.data[0] as i32;
+            run.perform(&job.test, &mut word);
+            slot.data[0] = word as u32;
+            self.phases[i] = Phase::Releasing(1);
+            let home = self.home_of(var as u64);
+            return self.post(home, Wire::Release { device });
+        }
         let (reads, writes) =
             workload::batch(device as usize, self.round, self.cfg.pages, self.devices());
         let mut read_data = Vec::new();
@@ -791,6 +945,119 @@ impl<T: Transport> Node<'_, T> {
         Ok(())
     }
 
+    /// Litmus: runs local device `i`'s thread up to its next memory operation and asks that
+    /// variable's home for it, or marks the device done at the end of its program.
+    fn litmus_step(&mut self, i: usize) -> Result<(), NodeError> {
+        let job = self.cfg.litmus.clone().expect("a litmus run");
+        let run = self.threads[i].as_mut().expect("a thread on the device");
+        let next = run
+            .next_memory(&job.test)
+            .map_err(|why| NodeError::Broken {
+                node: self.rank,
+                why,
+            })?;
+        let g = (self.rank * self.cfg.devices_per_node + i) as u16;
+        match next {
+            None => {
+                self.phases[i] = Phase::Done;
+                self.maybe_done()
+            }
+            Some((var, write)) => {
+                let home = self.home_of(var as u64);
+                let pages = vec![(var as u64, write)];
+                self.phases[i] = Phase::Acquiring {
+                    parts: vec![(home, pages.clone())],
+                    got: 0,
+                };
+                let part = Wire::Part {
+                    device: g,
+                    id: self.round as u64,
+                    pages,
+                };
+                // xorshift64: a different interleaving every run, from the job's seed.
+                self.rng ^= self.rng << 13;
+                self.rng ^= self.rng >> 7;
+                self.rng ^= self.rng << 17;
+                let us = self.rng % (job.jitter_us as u64 + 1);
+                if us == 0 {
+                    return self.post(home, part);
+                }
+                let at = Instant::now() + Duration::from_micros(us);
+                self.delayed.push((at, home, part));
+                Ok(())
+            }
+        }
+    }
+
+    /// Litmus, after a run's write-backs: this node's part of the outcome to rank 0 (its home
+    /// variables and its threads' registers), then the variables back to their initial values.
+    fn send_outcome(&mut self) -> Result<(), NodeError> {
+        let job = self.cfg.litmus.clone().expect("a litmus run");
+        let mem = self
+            .home_data
+            .iter()
+            .map(|(&p, w)| (p, w[0] as i32))
+            .collect();
+        let regs = self
+            .threads
+            .iter_mut()
+            .filter_map(|t| t.take())
+            .map(|t| {
+                let visible = job.test.threads[t.thread].visible_values(&t.regs);
+                (t.thread as u32, visible)
+            })
+            .collect();
+        let run = self.round / 2;
+        self.post(0, Wire::Outcome { run, mem, regs })?;
+        let pages: Vec<u64> = self.home_data.keys().copied().collect();
+        for p in pages {
+            let init = initial_page(&self.cfg, p);
+            self.home_data.insert(p, init);
+        }
+        Ok(())
+    }
+
+    /// Rank 0, litmus: one node's part of a run's outcome; a run whose parts are all in is
+    /// counted.
+    fn gather(
+        &mut self,
+        run: u32,
+        mem: Vec<(u64, i32)>,
+        regs: Vec<(u32, Vec<i32>)>,
+    ) -> Result<(), NodeError> {
+        let job = self
+            .cfg
+            .litmus
+            .clone()
+            .ok_or_else(|| self.broken("an outcome outside a litmus run"))?;
+        let entry = self.gathering.entry(run).or_insert_with(|| {
+            (
+                0,
+                vec![Vec::new(); job.test.threads.len()],
+                vec![0; job.test.vars.len()],
+            )
+        });
+        entry.0 += 1;
+        for (p, v) in mem {
+            if let Some(m) = entry.2.get_mut(p as usize) {
+                *m = v;
+            }
+        }
+        for (t, r) in regs {
+            if let Some(slot) = entry.1.get_mut(t as usize) {
+                *slot = r;
+            }
+        }
+        if entry.0 == self.size {
+            let (_, regs, mem) = self.gathering.remove(&run).expect("the entry");
+            *self
+                .histogram
+                .entry(tessera_litmus::Outcome { regs, mem })
+                .or_default() += 1;
+        }
+        Ok(())
+    }
+
     fn maybe_done(&mut self) -> Result<(), NodeError> {
         if self.phases.iter().all(|p| *p == Phase::Done) {
             self.phases.iter_mut().for_each(|p| *p = Phase::Idle);
@@ -813,8 +1080,17 @@ impl<T: Transport> Node<'_, T> {
             return Ok(());
         }
         self.done.remove(&self.round);
-        if self.round < self.cfg.rounds {
+        if self.cfg.litmus.is_some() && self.evict_round() {
+            self.send_outcome()?;
+        }
+        if self.round < self.last_round() {
             self.round += 1;
+            let (now, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.future)
+                .into_iter()
+                .partition(|(_, w)| matches!(w, Wire::Part { id, .. } if *id <= self.round as u64));
+            self.future = later;
+            self.inbox.extend(now);
+            self.pump()?;
             return self.start_round();
         }
         if !self.sent_result {

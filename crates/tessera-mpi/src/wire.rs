@@ -80,6 +80,13 @@ pub enum Wire {
         bytes_sent: u64,
         page_bytes_sent: u64,
     },
+    /// Litmus: the sender's part of run `run`'s outcome, to rank 0: its home variables'
+    /// values and its threads' visible registers.
+    Outcome {
+        run: u32,
+        mem: Vec<(u64, i32)>,
+        regs: Vec<(u32, Vec<i32>)>,
+    },
     Heartbeat,
     /// The sender found `node` lost and is stopping.
     Lost {

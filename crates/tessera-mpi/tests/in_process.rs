@@ -30,6 +30,7 @@ fn config(devices_per_node: usize) -> NodeConfig {
         block_pages: 2,
         lost_after: Duration::from_secs(20),
         stop_after_round: None,
+        litmus: None,
     }
 }
 
@@ -89,5 +90,46 @@ fn a_lost_node_is_named_by_the_others() {
             }
             other => panic!("rank {rank}: {other:?}"),
         }
+    }
+}
+
+#[test]
+fn shipped_litmus_tests_show_no_sc_violation_with_threads_on_different_nodes() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/litmus");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("the shipped litmus tests")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "litmus"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10, "{files:?}");
+    for path in files {
+        let test = tessera_litmus::load(&path).expect("a shipped test parses");
+        // Threads dealt round robin over three nodes: neighbours in the test on different
+        // nodes.
+        let cfg = NodeConfig {
+            devices_per_node: 2,
+            litmus: Some(std::sync::Arc::new(tessera_mpi::LitmusJob {
+                test,
+                runs: 30,
+                jitter_us: 300,
+                seed: 7,
+            })),
+            ..config(2)
+        };
+        let reports = cluster(3, &cfg);
+        let r0 = reports[0].as_ref().expect("rank 0 finished");
+        let l = r0.litmus.as_ref().expect("a litmus report");
+        println!(
+            "{}: {} runs, {} outcomes, {} of {} SC outcomes seen, {} forbidden",
+            path.display(),
+            l.runs,
+            l.outcomes.len(),
+            l.allowed_seen,
+            l.allowed,
+            l.forbidden
+        );
+        assert_eq!(l.runs, 30, "{}", path.display());
+        assert_eq!(l.forbidden, 0, "{}: {:?}", path.display(), l.outcomes);
     }
 }

@@ -2,11 +2,12 @@
 //! rank (README.md, "Multi-node"). Rank 0 prints the run's report as one JSON line.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
 use tessera_mpi::mpi_transport::Mpi;
-use tessera_mpi::{run_node, NodeConfig, NodeError, Transport};
+use tessera_mpi::{run_node, LitmusJob, NodeConfig, NodeError, Transport};
 
 #[derive(Parser)]
 #[command(about = "one node of tessera's multi-node memory system, one per MPI rank")]
@@ -31,6 +32,16 @@ struct Args {
     kill_rank: Option<usize>,
     #[arg(long, default_value_t = 1)]
     kill_after_round: u32,
+    /// Run these herd7 litmus tests instead (threads dealt to ranks round robin); rank 0
+    /// prints each test's outcomes and any the SC oracle forbids.
+    #[arg(long, num_args = 1..)]
+    litmus: Vec<std::path::PathBuf>,
+    /// Runs per litmus test.
+    #[arg(long, default_value_t = 100)]
+    runs: u32,
+    /// Random delay before each litmus memory operation, at most this many microseconds.
+    #[arg(long, default_value_t = 300)]
+    jitter_us: u32,
 }
 
 fn main() -> ExitCode {
@@ -44,7 +55,7 @@ fn main() -> ExitCode {
         eprintln!("tessera-node: --lost-after must be a positive number of seconds");
         return ExitCode::FAILURE;
     }
-    let cfg = NodeConfig {
+    let mut cfg = NodeConfig {
         devices_per_node: args.devices_per_node,
         pages: args.pages,
         words: args.words,
@@ -52,7 +63,11 @@ fn main() -> ExitCode {
         block_pages: args.block,
         lost_after: Duration::from_secs_f64(args.lost_after),
         stop_after_round: (args.kill_rank == Some(rank)).then_some(args.kill_after_round),
+        litmus: None,
     };
+    if !args.litmus.is_empty() {
+        return litmus(&mpi, &mut cfg, &args);
+    }
     match run_node(&mpi, &cfg) {
         Ok(r) => {
             if rank == 0 {
@@ -89,4 +104,51 @@ fn main() -> ExitCode {
             std::process::exit(3);
         }
     }
+}
+
+/// Each litmus file in turn, one cluster run per file; the exit status is non-zero when a test
+/// shows an outcome SC forbids or cannot be run.
+fn litmus(mpi: &Mpi, cfg: &mut NodeConfig, args: &Args) -> ExitCode {
+    let rank = mpi.rank();
+    let mut failed = false;
+    for path in &args.litmus {
+        // Every rank parses the file; all see the same bytes, so all agree.
+        let test = match tessera_litmus::load(path) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("tessera-node: rank {rank}: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let name = test.name.clone();
+        cfg.litmus = Some(Arc::new(LitmusJob {
+            test: test.clone(),
+            runs: args.runs,
+            jitter_us: args.jitter_us,
+            seed: 0x5eed ^ args.runs as u64,
+        }));
+        match run_node(mpi, cfg) {
+            Ok(r) => {
+                if let Some(l) = r.litmus {
+                    println!(
+                        "{name}: {} runs on {} ranks, {} outcomes, {} of {} SC outcomes seen, {} forbidden",
+                        l.runs, r.nodes, l.outcomes.len(), l.allowed_seen, l.allowed, l.forbidden
+                    );
+                    for (o, n) in &l.outcomes {
+                        println!("  {n:>6}  {}", test.format_outcome(o, &test.shown_locs()));
+                    }
+                    failed |= l.forbidden > 0;
+                }
+            }
+            Err(e) => {
+                eprintln!("tessera-node: rank {rank}: {name}: error: {e}");
+                return ExitCode::from(3);
+            }
+        }
+    }
+    if failed {
+        eprintln!("tessera-node: an outcome sequential consistency forbids was seen");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
 }
