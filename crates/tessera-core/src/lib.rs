@@ -11,6 +11,8 @@ pub mod error;
 pub mod eviction;
 pub mod geometry;
 pub mod model;
+pub mod model_nodes;
+pub mod nodes;
 pub mod page_table;
 pub mod physical;
 pub mod prefetch;

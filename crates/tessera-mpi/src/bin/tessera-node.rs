@@ -1,0 +1,154 @@
+//! `mpirun -np N tessera-node [options]`: one node of the multi-node memory system per MPI
+//! rank (README.md, "Multi-node"). Rank 0 prints the run's report as one JSON line.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use tessera_mpi::mpi_transport::Mpi;
+use tessera_mpi::{run_node, LitmusJob, NodeConfig, NodeError, Transport};
+
+#[derive(Parser)]
+#[command(about = "one node of tessera's multi-node memory system, one per MPI rank")]
+struct Args {
+    #[arg(long, default_value_t = 1)]
+    devices_per_node: usize,
+    #[arg(long, default_value_t = 64)]
+    pages: u64,
+    /// 32-bit words per page (at most 1024).
+    #[arg(long, default_value_t = 64)]
+    words: usize,
+    #[arg(long, default_value_t = 8)]
+    rounds: u32,
+    /// Pages dealt to homes in blocks of this many, round robin.
+    #[arg(long, default_value_t = 4)]
+    block: u64,
+    /// Seconds of silence after which a node is lost.
+    #[arg(long, default_value_t = 10.0)]
+    lost_after: f64,
+    /// Testing: this rank aborts (as if killed) after finishing round `--kill-after-round`.
+    #[arg(long)]
+    kill_rank: Option<usize>,
+    #[arg(long, default_value_t = 1)]
+    kill_after_round: u32,
+    /// Run these herd7 litmus tests instead (threads dealt to ranks round robin); rank 0
+    /// prints each test's outcomes and any the SC oracle forbids.
+    #[arg(long, num_args = 1..)]
+    litmus: Vec<std::path::PathBuf>,
+    /// Runs per litmus test.
+    #[arg(long, default_value_t = 100)]
+    runs: u32,
+    /// Random delay before each litmus memory operation, at most this many microseconds.
+    #[arg(long, default_value_t = 300)]
+    jitter_us: u32,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let Some(mpi) = Mpi::init() else {
+        eprintln!("tessera-node: MPI could not be initialized");
+        return ExitCode::FAILURE;
+    };
+    let rank = mpi.rank();
+    if !(args.lost_after > 0.0 && args.lost_after.is_finite()) {
+        eprintln!("tessera-node: --lost-after must be a positive number of seconds");
+        return ExitCode::FAILURE;
+    }
+    let mut cfg = NodeConfig {
+        devices_per_node: args.devices_per_node,
+        pages: args.pages,
+        words: args.words,
+        rounds: args.rounds,
+        block_pages: args.block,
+        lost_after: Duration::from_secs_f64(args.lost_after),
+        stop_after_round: (args.kill_rank == Some(rank)).then_some(args.kill_after_round),
+        litmus: None,
+    };
+    if !args.litmus.is_empty() {
+        return litmus(&mpi, &mut cfg, &args);
+    }
+    match run_node(&mpi, &cfg) {
+        Ok(r) => {
+            if rank == 0 {
+                let rounds = cfg.rounds.max(1) as u64;
+                println!(
+                    "{{\"nodes\": {}, \"devices\": {}, \"pages\": {}, \"words\": {}, \"rounds\": {}, \"checksum\": \"{:016x}\", \"reference_checksum\": \"{:016x}\", \"mismatched_pages\": {}, \"inter_node_bytes_per_round\": {}, \"inter_node_page_bytes_per_round\": {}}}",
+                    r.nodes,
+                    r.devices,
+                    cfg.pages,
+                    cfg.words,
+                    cfg.rounds,
+                    r.checksum,
+                    r.reference_checksum,
+                    r.mismatches,
+                    r.inter_node_bytes / rounds,
+                    r.inter_node_page_bytes / rounds
+                );
+                if r.mismatches > 0 || r.checksum != r.reference_checksum {
+                    eprintln!("tessera-node: the result differs from the sequential reference");
+                    return ExitCode::FAILURE;
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(NodeError::Stopped { node, round }) => {
+            eprintln!(
+                "tessera-node: rank {node} aborts after round {round}, as asked (--kill-rank)"
+            );
+            std::process::abort();
+        }
+        Err(e) => {
+            eprintln!("tessera-node: rank {rank}: error: {e}");
+            // Not MPI_Abort: that would take the other ranks down before they say what they saw.
+            std::process::exit(3);
+        }
+    }
+}
+
+/// Each litmus file in turn, one cluster run per file; the exit status is non-zero when a test
+/// shows an outcome SC forbids or cannot be run.
+fn litmus(mpi: &Mpi, cfg: &mut NodeConfig, args: &Args) -> ExitCode {
+    let rank = mpi.rank();
+    let mut failed = false;
+    for path in &args.litmus {
+        // Every rank parses the file; all see the same bytes, so all agree.
+        let test = match tessera_litmus::load(path) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("tessera-node: rank {rank}: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let name = test.name.clone();
+        cfg.litmus = Some(Arc::new(LitmusJob {
+            test: test.clone(),
+            runs: args.runs,
+            jitter_us: args.jitter_us,
+            seed: 0x5eed ^ args.runs as u64,
+        }));
+        match run_node(mpi, cfg) {
+            Ok(r) => {
+                if let Some(l) = r.litmus {
+                    println!(
+                        "{name}: {} runs on {} ranks, {} outcomes, {} of {} SC outcomes seen, {} forbidden",
+                        l.runs, r.nodes, l.outcomes.len(), l.allowed_seen, l.allowed, l.forbidden
+                    );
+                    for (o, n) in &l.outcomes {
+                        println!("  {n:>6}  {}", test.format_outcome(o, &test.shown_locs()));
+                    }
+                    failed |= l.forbidden > 0;
+                }
+            }
+            Err(e) => {
+                eprintln!("tessera-node: rank {rank}: {name}: error: {e}");
+                return ExitCode::from(3);
+            }
+        }
+    }
+    if failed {
+        eprintln!("tessera-node: an outcome sequential consistency forbids was seen");
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,45 @@
+//! tessera across nodes (issue 17; journal paper 000, 5.4.2–5.4.3).
+//!
+//! One process per node. Each node is the home of part of the pages (`HomeMap::Blocked`) and
+//! runs the real coherence protocol (`tessera_core::Protocol`) for them; its devices' page
+//! copies live on the node. A device's request batch is split by home and acquired in node
+//! order (`tessera_core::nodes`, model-checked in `tessera_core::model_nodes`). Protocol
+//! messages and page data travel as postcard-encoded messages over a [`Transport`]: MPI
+//! point-to-point sends under the `mpi` feature, channels between threads otherwise.
+//!
+//! What this crate is and is not: [`node::run_node`] is the multi-node memory system with a
+//! synthetic workload (rounds of race-free read/write batches over word pages, checked
+//! against a sequential reference), not yet tessera's runtime: the runtime's memory manager,
+//! workers and kernels still run one node (README.md, "Multi-node", says what is missing).
+
+pub mod litmus;
+pub mod node;
+pub mod transport;
+mod wire;
+pub mod workload;
+
+#[cfg(feature = "mpi")]
+pub mod mpi_transport;
+
+pub use litmus::LitmusReport;
+pub use node::{run_node, LitmusJob, NodeConfig, NodeReport};
+pub use transport::{InProcess, Transport};
+
+/// Why a node stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    #[error("node {node} was lost ({how}); with homes split and no replication its pages are gone, and the run cannot finish")]
+    Lost { node: usize, how: String },
+    #[error("node {0} does not exist")]
+    NoSuchNode(usize),
+    #[error("a message from node {from} could not be decoded: {why}")]
+    Decode { from: usize, why: String },
+    #[error("protocol refused a message at node {node}: {why}")]
+    Protocol { node: usize, why: String },
+    #[error("node {node} stopped after round {round}, as asked")]
+    Stopped { node: usize, round: u32 },
+    #[error("bad configuration: {0}")]
+    Config(String),
+    #[error("inconsistent state at node {node}: {why}")]
+    Broken { node: usize, why: String },
+}

@@ -1,0 +1,135 @@
+//! The multi-node memory system with nodes as threads of one process (no MPI needed): every
+//! node count gives the sequential reference's pages, and a node that stops makes the others
+//! stop with an error naming it, not hang.
+
+use std::thread;
+use std::time::Duration;
+
+use tessera_mpi::{run_node, InProcess, NodeConfig, NodeError, NodeReport};
+
+fn cluster(nodes: usize, cfg: &NodeConfig) -> Vec<Result<NodeReport, NodeError>> {
+    let handles: Vec<_> = InProcess::cluster(nodes)
+        .into_iter()
+        .map(|t| {
+            let cfg = cfg.clone();
+            thread::spawn(move || run_node(&t, &cfg))
+        })
+        .collect();
+    handles
+        .into_iter()
+        .map(|h| h.join().expect("a node thread panicked"))
+        .collect()
+}
+
+fn config(devices_per_node: usize) -> NodeConfig {
+    NodeConfig {
+        devices_per_node,
+        pages: 24,
+        words: 16,
+        rounds: 5,
+        block_pages: 2,
+        lost_after: Duration::from_secs(20),
+        stop_after_round: None,
+        litmus: None,
+    }
+}
+
+#[test]
+fn every_node_count_gives_the_reference_result() {
+    // The same four devices as 1 × 4, 2 × 2 and 4 × 1: the same pages, the same checksum.
+    let mut checksums = Vec::new();
+    for (nodes, k) in [(1, 4), (2, 2), (4, 1), (3, 2)] {
+        let reports = cluster(nodes, &config(k));
+        let r0 = reports[0].as_ref().expect("rank 0 finished");
+        for r in &reports {
+            assert!(r.is_ok(), "{nodes} × {k}: {r:?}");
+        }
+        assert_eq!(r0.mismatches, 0, "{nodes} × {k}: {r0:?}");
+        assert_eq!(r0.checksum, r0.reference_checksum, "{nodes} × {k}");
+        if nodes == 1 {
+            assert_eq!(r0.inter_node_bytes, 0, "one node sends nothing to others");
+        } else {
+            assert!(
+                r0.inter_node_page_bytes > 0,
+                "{nodes} × {k}: pages crossed nodes"
+            );
+        }
+        if nodes * k == 4 {
+            checksums.push(r0.checksum);
+        }
+    }
+    assert!(checksums.windows(2).all(|w| w[0] == w[1]), "{checksums:x?}");
+}
+
+#[test]
+fn a_lost_node_is_named_by_the_others() {
+    let cfg = NodeConfig {
+        lost_after: Duration::from_millis(1500),
+        ..config(1)
+    };
+    let mut cfg1 = cfg.clone();
+    cfg1.stop_after_round = Some(1);
+    let handles: Vec<_> = InProcess::cluster(3)
+        .into_iter()
+        .enumerate()
+        .map(|(rank, t)| {
+            let cfg = if rank == 1 { cfg1.clone() } else { cfg.clone() };
+            thread::spawn(move || run_node(&t, &cfg))
+        })
+        .collect();
+    let results: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert!(
+        matches!(results[1], Err(NodeError::Stopped { node: 1, round: 1 })),
+        "{:?}",
+        results[1]
+    );
+    for rank in [0, 2] {
+        match &results[rank] {
+            Err(e @ NodeError::Lost { node: 1, .. }) => {
+                assert!(e.to_string().contains("node 1 was lost"), "{e}");
+            }
+            other => panic!("rank {rank}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn shipped_litmus_tests_show_no_sc_violation_with_threads_on_different_nodes() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/litmus");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("the shipped litmus tests")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "litmus"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10, "{files:?}");
+    for path in files {
+        let test = tessera_litmus::load(&path).expect("a shipped test parses");
+        // Threads dealt round robin over three nodes: neighbours in the test on different
+        // nodes.
+        let cfg = NodeConfig {
+            devices_per_node: 2,
+            litmus: Some(std::sync::Arc::new(tessera_mpi::LitmusJob {
+                test,
+                runs: 30,
+                jitter_us: 300,
+                seed: 7,
+            })),
+            ..config(2)
+        };
+        let reports = cluster(3, &cfg);
+        let r0 = reports[0].as_ref().expect("rank 0 finished");
+        let l = r0.litmus.as_ref().expect("a litmus report");
+        println!(
+            "{}: {} runs, {} outcomes, {} of {} SC outcomes seen, {} forbidden",
+            path.display(),
+            l.runs,
+            l.outcomes.len(),
+            l.allowed_seen,
+            l.allowed,
+            l.forbidden
+        );
+        assert_eq!(l.runs, 30, "{}", path.display());
+        assert_eq!(l.forbidden, 0, "{}: {:?}", path.display(), l.outcomes);
+    }
+}
