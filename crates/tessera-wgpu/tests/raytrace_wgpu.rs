@@ -22,7 +22,7 @@ fn setup() -> (PagedScene, View, RenderOptions) {
     let (mesh, cam, _) = SceneSpec::Generated(3)
         .load(std::path::Path::new("/nonexistent"))
         .unwrap();
-    let (w, h) = (40, 30);
+    let (w, h) = (24, 18);
     let scene = PagedScene::build(&mesh, 1, PAGE).unwrap();
     let view = View::new(cam.eye, cam.yaw, cam.pitch, cam.fov_y, w as f64 / h as f64);
     let opts = RenderOptions {
@@ -99,7 +99,8 @@ fn oversubscribed_gpu_renders_equal_the_gpu_resident_render() {
         return;
     };
     let total = (scene.bytes() / PAGE_BYTES) as f64;
-    for (devices, ratio) in [(1, 4.0), (2, 8.0)] {
+    // One configuration: each relaunch round is a dispatch and a read-back on lavapipe.
+    for (devices, ratio) in [(2, 4.0)] {
         let pages = ((total / devices as f64 / ratio) as u64).max(16);
         let (got, suspended, evictions) =
             gpu_render(&scene, view, opts, devices, Some(pages * PAGE_BYTES)).unwrap();
