@@ -201,8 +201,9 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
         devices: o.devices,
         cpu_threads: o.threads,
         budget_bytes: budget,
-        // One memory of at most the budget: a wgpu kernel binds at most four memories.
-        memory_bytes: budget.min(SystemConfig::default().memory_bytes.max(budget / 4)),
+        // Memories of the default size, created as pages arrive (a large budget allocates
+        // nothing up front), or one of the budget's size when that is smaller.
+        memory_bytes: budget.min(SystemConfig::default().memory_bytes),
         policy: o.policy,
         ..Default::default()
     };

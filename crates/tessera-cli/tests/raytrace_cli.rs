@@ -194,3 +194,44 @@ fn bad_input_fails_clearly_and_writes_nothing() {
     );
     fails(d, &["--scene", "generated:x"], "generated:x");
 }
+
+/// `bench oversubscription --workload raytrace` runs every ratio and policy, checks every image
+/// against the resident one and writes its CSV. No time or ratio is asserted.
+#[test]
+fn bench_oversubscription_raytrace_checks_every_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bench");
+    let (ok, stdout, err) = tessera(&[
+        "bench",
+        "oversubscription",
+        "--workload",
+        "raytrace",
+        "--scene",
+        "generated:1",
+        "--width",
+        "16",
+        "--height",
+        "12",
+        "--ao-samples",
+        "1",
+        "--ratios",
+        "1,4",
+        "--policy",
+        "lru,random",
+        "--frames",
+        "1",
+        "--rounds",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stdout}\n{err}");
+    assert!(
+        stdout.contains("every image equals the resident one"),
+        "{stdout}"
+    );
+    let csv = std::fs::read_to_string(out.join("oversubscription-raytrace.csv")).unwrap();
+    // A header and one row per ratio and policy, each with its image equal.
+    assert_eq!(csv.lines().count(), 5, "{csv}");
+    assert!(csv.lines().skip(1).all(|l| l.ends_with(",true")), "{csv}");
+}
