@@ -11,6 +11,7 @@ mod oversub;
 mod page_moves;
 mod plot;
 mod quake;
+mod raytrace;
 mod report;
 mod residency;
 mod run;
@@ -83,6 +84,8 @@ enum TraceKind {
 pub enum Workload {
     /// The boiling simulation of paper 4.1.1.
     Boiling,
+    /// The out-of-core ray tracer (`run raytrace`): rays fault, save their state and resume.
+    Raytrace,
 }
 
 /// The workloads `tessera run` knows, each with its own options: a new workload is one more
@@ -103,6 +106,10 @@ enum RunKind {
     /// GPU-SM's 2D image convolution (N², F × F filter in a buffer object), split along X
     /// or Y, in an access version.
     Convolution(convolution::ConvolutionOpts),
+    /// Out-of-core ray tracing: a scene (an OpenArena map or a generated one, instanced) in
+    /// paged buffers and textures, rendered by rays that fault, save their state and resume;
+    /// the image split across devices.
+    Raytrace(raytrace::RaytraceOpts),
 }
 
 #[derive(Subcommand)]
@@ -371,6 +378,9 @@ fn main() -> ExitCode {
         Command::Run {
             which: RunKind::Convolution(opts),
         } => convolution::run(&opts),
+        Command::Run {
+            which: RunKind::Raytrace(opts),
+        } => raytrace::run(&opts),
         Command::Sweep {
             which: sweep::SweepKind::Stencil(opts),
         } => stencil::sweep(&opts),

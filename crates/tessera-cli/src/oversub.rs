@@ -36,45 +36,66 @@ use crate::{backend, parse_prefetch, parse_procedure, parse_thrashing, BackendKi
 pub struct OversubOpts {
     /// The workload whose working set is oversubscribed.
     #[arg(long, value_enum, default_value = "boiling")]
-    workload: Workload,
+    pub(crate) workload: Workload,
     /// Working set divided by budget, comma-separated; each at least 1.
     #[arg(long, default_value = "1,1.25,1.5,2,4", value_delimiter = ',', value_parser = parse_ratio)]
-    ratios: Vec<f64>,
+    pub(crate) ratios: Vec<f64>,
     /// Eviction policies to compare, comma-separated.
     #[arg(long, default_value = "lru,clock,fifo,random", value_delimiter = ',', value_parser = parse_policy)]
-    policy: Vec<Policy>,
-    /// Field side in texels.
+    pub(crate) policy: Vec<Policy>,
+    /// Boiling: field side in texels.
     #[arg(long, default_value_t = 256)]
-    size: u32,
+    pub(crate) size: u32,
     /// Page side P in texels.
     #[arg(long, default_value_t = 16)]
-    page: u32,
+    pub(crate) page: u32,
     /// Frames per measurement.
     #[arg(long, default_value_t = 3)]
-    frames: u32,
+    pub(crate) frames: u32,
     /// Measurements of each configuration, interleaved; the median is reported.
     #[arg(long, default_value_t = 3)]
-    rounds: u32,
+    pub(crate) rounds: u32,
     #[arg(long, default_value = "relaunch", value_parser = parse_procedure)]
-    procedure: Procedure,
+    pub(crate) procedure: Procedure,
     /// Devices; each gets the ratio of its share (1/devices) of the working set.
     #[arg(long, default_value_t = 1)]
-    devices: usize,
+    pub(crate) devices: usize,
     /// Thrashing response for every oversubscribed configuration.
     #[arg(long, default_value = "pin", value_parser = parse_thrashing)]
-    thrashing: Thrashing,
+    pub(crate) thrashing: Thrashing,
     /// Prefetch settings to compare, comma-separated (off, tree): each ratio and policy runs
     /// with each, side by side.
     #[arg(long, default_value = "off", value_delimiter = ',', value_parser = parse_prefetch)]
-    prefetch: Vec<Prefetch>,
+    pub(crate) prefetch: Vec<Prefetch>,
     #[arg(long, value_enum, default_value = "cpu")]
-    backend: BackendKind,
+    pub(crate) backend: BackendKind,
     /// CPU threads (0: one per core).
     #[arg(long, default_value_t = 0, value_parser = crate::parse_threads)]
-    threads: usize,
+    pub(crate) threads: usize,
     /// Output directory: oversubscription.csv and oversubscription.{svg,png}.
     #[arg(long, default_value = "out-oversubscription")]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
+    /// Raytrace: `openarena:MAP` or `generated[:N]`.
+    #[arg(long, default_value = "generated:3", value_parser = parse_scene)]
+    pub(crate) scene: tessera_workloads::raytrace::SceneSpec,
+    /// Raytrace: where the map's pk3 files are.
+    #[arg(long, value_name = "DIR", default_value = tessera_scene::DEFAULT_PAK_DIR)]
+    pub(crate) pak_dir: PathBuf,
+    /// Raytrace: copies of the scene on a grid.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) instances: u32,
+    /// Raytrace: image width.
+    #[arg(long, default_value_t = 160)]
+    pub(crate) width: u32,
+    /// Raytrace: image height.
+    #[arg(long, default_value_t = 120)]
+    pub(crate) height: u32,
+    /// Raytrace: AO rays per pixel.
+    #[arg(long, default_value_t = 4)]
+    pub(crate) ao_samples: u32,
+    /// Raytrace: AO ray length, world units.
+    #[arg(long, default_value_t = 96.0)]
+    pub(crate) ao_radius: f32,
 }
 
 fn parse_ratio(s: &str) -> Result<f64, String> {
@@ -91,6 +112,10 @@ fn parse_ratio(s: &str) -> Result<f64, String> {
 }
 
 fn parse_policy(s: &str) -> Result<Policy, String> {
+    s.parse()
+}
+
+fn parse_scene(s: &str) -> Result<tessera_workloads::raytrace::SceneSpec, String> {
     s.parse()
 }
 
@@ -128,7 +153,9 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
     if o.policy.is_empty() || o.ratios.is_empty() || o.prefetch.is_empty() {
         bail!("give at least one --policy, --ratios and --prefetch value");
     }
-    let Workload::Boiling = o.workload;
+    if let Workload::Raytrace = o.workload {
+        return crate::raytrace::oversubscription(o);
+    }
     let ws = working_set(o)?;
     let params = BoilingParams::default();
     std::fs::create_dir_all(&o.out)

@@ -55,6 +55,10 @@ pub struct Launch {
 pub struct LaunchOutcome {
     pub requests: Vec<PageRequest>,
     pub incomplete: Vec<(u32, u32)>,
+    /// Of `incomplete`, the invocations that saved their state ([`Fault::Suspend`]
+    /// (crate::Fault::Suspend)): they made progress, so relaunching them gets further even
+    /// when their earlier pages were given up.
+    pub suspended: u64,
     pub invocations: u64,
     /// Seconds spent turning request bits into the request list.
     pub uniquify_s: f64,

@@ -107,6 +107,8 @@ pub struct PassStats {
     pub invocations: u64,
     /// Invocations run again after a fault.
     pub relaunched: u64,
+    /// Of those, the ones that had saved their state first (`Fault::Suspend`).
+    pub suspended: u64,
     pub batches: u64,
     /// Times a wave's pages did not fit the device's budget and it was split (oversubscription).
     pub wave_splits: u64,
@@ -132,6 +134,7 @@ impl PassStats {
         self.launches += o.launches;
         self.invocations += o.invocations;
         self.relaunched += o.relaunched;
+        self.suspended += o.suspended;
         self.batches += o.batches;
         self.wave_splits += o.wave_splits;
         self.request_passes += o.request_passes;
@@ -149,8 +152,9 @@ pub struct PassSpec {
     pub display: bool,
 }
 
-/// Relaunch rounds before a pass is declared stuck. Each round completes every invocation
-/// whose pages were all granted, so only a chain of this many dependent misses can reach it.
+/// Relaunch rounds of one wave before a pass is declared stuck. Each round completes every
+/// invocation whose pages were all granted, so only a chain of this many dependent misses can
+/// reach it.
 const MAX_ROUNDS: usize = 10_000;
 
 /// A device's command stream: its worker and the memory manager, plus the launch counter.
@@ -328,8 +332,10 @@ impl DeviceContext {
         let mut waves = VecDeque::from([(domain, held, false)]);
         let mut writes = Vec::new();
         let mut left = 0;
-        let mut rounds = 0;
-        'waves: while let Some((mut domain, mut held, retried)) = waves.pop_front() {
+        'waves: while let Some((mut domain, mut held, mut retried)) = waves.pop_front() {
+            // Per wave: a pass split into many small waves (a budget of a few pages) may take
+            // many rounds in all while each wave takes few.
+            let mut rounds = 0;
             loop {
                 rounds += 1;
                 if rounds > MAX_ROUNDS {
@@ -352,6 +358,11 @@ impl DeviceContext {
                 };
                 self.check_grant(&misses)?;
                 self.release();
+                if out.suspended > 0 {
+                    // Invocations saved their state: the next retry with nothing kept starts
+                    // from further on, so it is not the last chance `retried` marks.
+                    retried = false;
+                }
                 if out.incomplete.is_empty() {
                     continue 'waves;
                 }
@@ -361,6 +372,7 @@ impl DeviceContext {
                     return Err(RuntimeError::NoProgress { left, rounds });
                 }
                 stats.relaunched += out.incomplete.len() as u64;
+                stats.suspended += out.suspended;
                 let asked: Vec<GlobalPage> = misses.iter().map(|r| r.page).collect();
                 match self.timed_acquire(misses, held.clone(), stats) {
                     Ok(()) => {

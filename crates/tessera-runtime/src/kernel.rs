@@ -61,6 +61,14 @@ pub enum Fault {
     /// A page was not resident (or not writable for a store); its request bit is recorded and
     /// the invocation will be relaunched after the requests are serviced.
     Miss,
+    /// The invocation met a miss after making progress, stored its state, and asks to be
+    /// relaunched from it (the patent's "thread state saved"): in [`Mode::Direct`] its stores
+    /// are committed, as if it had completed, and it is relaunched like a faulting one once
+    /// its requests are serviced. A kernel returns it only after a load gave
+    /// `Err(Fault::Miss)`, so a request is recorded. In the other modes it is a plain miss
+    /// (stores dropped): a request pass writes nothing, and a Temp pass's stores reach the
+    /// pages only at the merge, after its relaunches, so a relaunch could not read them.
+    Suspend,
     /// A bug in the kernel or its inputs; the launch fails with this error. Boxed so that
     /// every load's `Result` stays two words wide on the hot path.
     Error(Box<RuntimeError>),

@@ -23,6 +23,9 @@ use crate::unpaged::fill_params;
 
 /// Physical memories one kernel can bind (the prelude's `switch` has this many arms).
 pub const MAX_MEMORIES: usize = 4;
+/// The prelude's mark, in y, on an incomplete invocation that saved its state (`suspend()`).
+const SUSPENDED_BIT: u32 = 0x8000_0000;
+
 /// Storage buffers the prelude binds (page table, 4 memories, list, bits, status, incomplete,
 /// temporary, leftover, time stamps, 4 remote buffers).
 pub(crate) const STORAGE_BINDINGS: u32 = 12 + abi::REMOTE_SLOTS;
@@ -841,9 +844,18 @@ impl WgpuDevice {
         // The CPU backend's order: by page.
         requests.sort_unstable_by_key(|r| r.page);
         self.temp_len += max_temp;
+        // The prelude marks the invocations that saved their state (`suspend()`) in y.
+        let suspended = incomplete
+            .chunks_exact(2)
+            .filter(|c| c[1] & SUSPENDED_BIT != 0)
+            .count() as u64;
         Ok(Ran::Done(LaunchOutcome {
             requests,
-            incomplete: incomplete.chunks_exact(2).map(|c| (c[0], c[1])).collect(),
+            incomplete: incomplete
+                .chunks_exact(2)
+                .map(|c| (c[0], c[1] & !SUSPENDED_BIT))
+                .collect(),
+            suspended,
             invocations: n,
             uniquify_s: t.elapsed().as_secs_f64(),
             gpu: head.gpu.map(|[k, u]| GpuLaunchTime {

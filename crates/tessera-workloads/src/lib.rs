@@ -4,5 +4,6 @@ pub mod boiling;
 pub mod convolution;
 pub mod decomp;
 pub mod quake;
+pub mod raytrace;
 pub mod stencil;
 pub mod vr;

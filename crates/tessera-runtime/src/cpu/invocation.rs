@@ -36,6 +36,12 @@ pub fn run_span_with(
                 inv.finish(false);
                 incomplete.push((x, y));
             }
+            Err(Fault::Suspend) => {
+                let saved = inv.mode == Mode::Direct;
+                inv.finish(saved);
+                inv.suspended += saved as u64;
+                incomplete.push((x, y));
+            }
             Err(Fault::Error(e)) => {
                 // Discarded like a fault's; the backend needs the place to pick the launch's
                 // first error as the GPU does.
@@ -104,6 +110,8 @@ pub struct Invocation<'a> {
     pub(crate) touched: Vec<GlobalPage>,
     /// The invocation whose kernel error stopped the span (see `run_span_with`).
     pub(crate) failed_at: Option<(u32, u32)>,
+    /// Invocations this task ran that saved their state (`Fault::Suspend` in Direct mode).
+    pub(crate) suspended: u64,
     /// Per binding, the remote object it is (`None`: migrate or replicate-read). A remote
     /// binding never fills the TLB, so every access to it takes the slow path, where it is
     /// counted; the fast path of other bindings is unchanged.
@@ -153,6 +161,7 @@ impl<'a> Invocation<'a> {
             temp: Vec::new(),
             touched: Vec::new(),
             failed_at: None,
+            suspended: 0,
             remote: remote_refs,
             device,
             remote_log: Vec::new(),

@@ -83,6 +83,7 @@ const LIST_PER_TASK: usize = 1024;
 
 struct TaskResult {
     incomplete: Vec<(u32, u32)>,
+    suspended: u64,
     temp: Vec<TempStore>,
     touched: Vec<GlobalPage>,
     /// The task's first kernel error, with the failing invocation's place in launch order.
@@ -134,6 +135,7 @@ impl Task<'_> {
         let mut inv = inv;
         TaskResult {
             incomplete,
+            suspended: inv.suspended,
             temp: std::mem::take(&mut inv.temp),
             touched: std::mem::take(&mut inv.touched),
             error,
@@ -464,6 +466,7 @@ impl Device for CpuDevice {
                 }
             }
             out.incomplete.extend(r.incomplete);
+            out.suspended += r.suspended;
             if self.temp.is_empty() {
                 self.temp = r.temp;
             } else {

@@ -8,6 +8,9 @@
 // - in Mode::Request a miss records its bit and yields zero, and stores are dropped;
 // - in Mode::Temp stores go to the temporary list with their page (the write mask), and a
 //   store to a page not held writable records a write bit;
+// - after a miss, a kernel that made progress may call `suspend()` and store its state: in
+//   Mode::Direct its stores are then committed and it is relaunched (the CPU twin's
+//   `Err(Fault::Suspend)`); its entry in the incomplete list has SUSPENDED_BIT set in y;
 // - once an invocation has faulted, later accesses yield zero and record nothing (the CPU twin
 //   has returned at the fault), and its buffered stores are dropped, so a faulting invocation
 //   leaves no side effect and can be relaunched.
@@ -50,6 +53,11 @@
 @group(0) @binding(17) var<storage, read_write> remote3: array<u32>;
 
 var<private> g_faulted: bool;
+// Set by `fail`: an invocation with an error cannot suspend.
+var<private> g_error: bool;
+// Set by `suspend`: commit the stores and relaunch.
+var<private> g_suspended: bool;
+const SUSPENDED_BIT: u32 = 0x80000000u;
 // The invocation's index in launch order: of failing invocations the lowest is reported.
 var<private> g_idx: u32;
 var<private> g_nst: u32;
@@ -111,6 +119,25 @@ fn fail(kind: u32, object: u32, x: u32, y: u32, format: u32) {
     atomicStore(&status.error_y, y);
     atomicStore(&status.error_format, format);
     g_faulted = true;
+    g_error = true;
+}
+
+// Whether a load or store of this invocation has missed (later ones yield zero): the kernel
+// checks it where the CPU twin's `?` would have returned.
+fn faulted() -> bool {
+    return g_faulted;
+}
+
+// The CPU twin's `Err(Fault::Suspend)`: after a miss, the invocation goes on only to store its
+// state, then is relaunched. False (a plain fault: stores dropped) outside Mode::Direct, after
+// an error, or without a miss.
+fn suspend() -> bool {
+    if !g_faulted || g_error || launch.mode != MODE_DIRECT {
+        return false;
+    }
+    g_faulted = false;
+    g_suspended = true;
+    return true;
 }
 
 fn record(page: u32, write: bool) {
@@ -445,6 +472,8 @@ fn invocation(gid: vec3<u32>) {
         idx = gid.y * (launch.x1 - launch.x0) + gid.x;
     }
     g_faulted = false;
+    g_error = false;
+    g_suspended = false;
     g_idx = idx;
     g_nst = 0u;
     g_rec = NONE;
@@ -488,5 +517,11 @@ fn invocation(gid: vec3<u32>) {
     for (var i = 0u; i < g_nst; i++) {
         let s = g_st[i];
         mem_store(s.x, s.y, s.z);
+    }
+    if g_suspended {
+        let k = atomicAdd(&status.incomplete, 1u);
+        if k < arrayLength(&incomplete) {
+            incomplete[k] = vec2<u32>(x, y | SUSPENDED_BIT);
+        }
     }
 }

@@ -102,7 +102,7 @@ pub fn render(
             match k.pixel(&mut p, x, y) {
                 Ok(()) => {}
                 Err(Fault::Error(e)) => return Err((*e).into()),
-                Err(Fault::Miss) => {
+                Err(Fault::Miss | Fault::Suspend) => {
                     return Err(QuakeError::Config(
                         "plain rasterizer: a plain array missed".into(),
                     ))

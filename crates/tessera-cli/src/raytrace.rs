@@ -1,0 +1,569 @@
+//! `tessera run raytrace` (issue 14: a scene larger than the device budget, rendered by rays
+//! that fault, save their state and resume) and the ray tracer's side of `tessera bench
+//! oversubscription --workload raytrace`.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde::Serialize;
+use tessera_core::eviction::belady_loads;
+use tessera_runtime::{DeviceTraffic, Partition, PassStats, Policy, Procedure, SystemConfig};
+use tessera_workloads::raytrace::rays::View;
+use tessera_workloads::raytrace::render::{RayRenderer, RenderOptions};
+use tessera_workloads::raytrace::scene::PagedScene;
+use tessera_workloads::raytrace::{check_budget, SceneSpec};
+
+use crate::oversub::OversubOpts;
+use crate::report::write_png;
+use crate::run::progress;
+use crate::{backend, budget_bytes, parse_procedure, parse_threads, BackendKind};
+
+fn parse_scene(s: &str) -> Result<SceneSpec, String> {
+    s.parse()
+}
+fn parse_partition(s: &str) -> Result<Partition, String> {
+    s.parse()
+}
+fn parse_policy(s: &str) -> Result<Policy, String> {
+    s.parse()
+}
+
+#[derive(Args, Clone)]
+pub struct RaytraceOpts {
+    /// `openarena:MAP` (a Quake 3 / OpenArena map from --pak-dir) or `generated[:N]` (the
+    /// generated room with N × N boxes, 3 by default).
+    #[arg(long, default_value = "generated:3", value_parser = parse_scene)]
+    scene: SceneSpec,
+    /// Where the map's pk3 files are (`bash scripts/openarena.sh` installs OpenArena's there).
+    #[arg(long, value_name = "DIR", default_value = tessera_scene::DEFAULT_PAK_DIR)]
+    pak_dir: PathBuf,
+    /// Copies of the scene on a grid, so that it exceeds the budget by a chosen factor.
+    #[arg(long, default_value_t = 1)]
+    instances: u32,
+    #[arg(long, default_value_t = 320)]
+    width: u32,
+    #[arg(long, default_value_t = 240)]
+    height: u32,
+    /// Page side of the textures (atlas, image); buffer pages hold as many bytes (P² × 4).
+    #[arg(long, default_value_t = 32)]
+    page: u32,
+    /// Ambient-occlusion rays per pixel.
+    #[arg(long, default_value_t = 4)]
+    ao_samples: u32,
+    /// Length of the AO rays, world units (Quake units for a map).
+    #[arg(long, default_value_t = 96.0)]
+    ao_radius: f32,
+    #[arg(long, default_value_t = 1)]
+    devices: usize,
+    /// How the image is split across devices: rows or cols.
+    #[arg(long, default_value = "rows", value_parser = parse_partition)]
+    partition: Partition,
+    /// Per-device memory budget in MiB (fractions allowed): a page cache, see `run boiling`.
+    #[arg(long, default_value = "4096", value_parser = crate::parse_budget)]
+    budget_mib: f64,
+    /// Which pages a device gives up when its budget is full: lru, clock, fifo or random.
+    #[arg(long, default_value = "lru", value_parser = parse_policy)]
+    policy: Policy,
+    /// How passes get their pages: relaunch (rays save their state and resume) or two-pass
+    /// (a request pass first; a ray missing in the compute pass restarts, as it saves no state
+    /// there).
+    #[arg(long, default_value = "relaunch", value_parser = parse_procedure)]
+    procedure: Procedure,
+    /// Frames to render (the same view; each from fresh ray state, with the pages the last
+    /// frame left on the devices).
+    #[arg(long, default_value_t = 1)]
+    frames: u32,
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: BackendKind,
+    /// CPU threads for the software devices (0: one per core).
+    #[arg(long, default_value_t = 0, value_parser = parse_threads)]
+    threads: usize,
+    /// Output directory for image.png and report.json (created only after the render).
+    #[arg(long, default_value = "out-raytrace")]
+    out: PathBuf,
+}
+
+#[derive(Serialize)]
+struct FrameReport {
+    wall_ms: f64,
+    launches: u64,
+    relaunched: u64,
+    suspended: u64,
+    wave_splits: u64,
+    batches: u64,
+}
+
+#[derive(Serialize)]
+struct ObjectReport {
+    name: &'static str,
+    pages: u64,
+    page_bytes: u64,
+    resident_pages_per_device: Vec<u64>,
+}
+
+#[derive(Serialize)]
+struct TrafficReport {
+    host_to_device_bytes: u64,
+    device_to_device_bytes: u64,
+    device_to_host_bytes: u64,
+    page_requests: u64,
+    evictions: u64,
+    refaults: u64,
+}
+
+#[derive(Serialize)]
+struct Report {
+    scene: String,
+    instances: u32,
+    triangles: u32,
+    bvh_nodes: u32,
+    scene_bytes: u64,
+    objects_bytes: u64,
+    width: u32,
+    height: u32,
+    page: u32,
+    ao_samples: u32,
+    devices: usize,
+    partition: String,
+    budget_bytes_per_device: u64,
+    policy: String,
+    procedure: String,
+    backend: String,
+    frames: Vec<FrameReport>,
+    /// Per device, over all frames.
+    traffic: Vec<TrafficReport>,
+    /// At the end of the run.
+    residency: Vec<ObjectReport>,
+    image_fnv1a64: String,
+}
+
+/// FNV-1a over the image, so reports of two runs say whether their images are equal.
+fn fnv1a(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
+fn check_opts(width: u32, height: u32, devices: usize) -> Result<()> {
+    if devices == 0 || devices > 64 {
+        bail!("--devices must be between 1 and 64 (got {devices})");
+    }
+    if width == 0 || height == 0 {
+        bail!("--width and --height must be at least 1");
+    }
+    Ok(())
+}
+
+/// The scene, its view for a `width` × `height` image, and its name.
+fn load(
+    spec: &SceneSpec,
+    pak_dir: &Path,
+    instances: u32,
+    page: u32,
+    width: u32,
+    height: u32,
+) -> Result<(PagedScene, View, String)> {
+    tessera_core::PageSize::new(page).context("--page")?;
+    let (mesh, cam, name) = spec.load(pak_dir)?;
+    let scene = PagedScene::build(&mesh, instances, page)?;
+    let view = View::new(
+        cam.eye,
+        cam.yaw,
+        cam.pitch,
+        cam.fov_y,
+        width as f64 / height as f64,
+    );
+    Ok((scene, view, name))
+}
+
+fn sum_stats(stats: &[PassStats]) -> PassStats {
+    let mut all = PassStats::default();
+    for s in stats {
+        all.add(s);
+    }
+    all
+}
+
+pub fn run(o: &RaytraceOpts) -> Result<()> {
+    check_opts(o.width, o.height, o.devices)?;
+    if o.frames == 0 {
+        bail!("--frames must be at least 1");
+    }
+    let budget = budget_bytes(o.budget_mib);
+    check_budget(budget, o.page)?;
+    let (scene, view, name) = load(&o.scene, &o.pak_dir, o.instances, o.page, o.width, o.height)?;
+    let cfg = SystemConfig {
+        devices: o.devices,
+        cpu_threads: o.threads,
+        budget_bytes: budget,
+        // Memories of the default size, created as pages arrive (a large budget allocates
+        // nothing up front), or one of the budget's size when that is smaller.
+        memory_bytes: budget.min(SystemConfig::default().memory_bytes),
+        policy: o.policy,
+        ..Default::default()
+    };
+    let (sys, adapter) = backend::system(o.backend, &cfg)?;
+    let backend_name = adapter.unwrap_or_else(|| sys.backend().to_string());
+    let scene_bytes = scene.bytes();
+    let (triangles, nodes) = (scene.triangle_count, scene.node_count);
+    let mut r = RayRenderer::new(
+        sys,
+        scene,
+        view,
+        RenderOptions {
+            width: o.width,
+            height: o.height,
+            page: o.page,
+            ao_samples: o.ao_samples,
+            ao_radius: o.ao_radius,
+            partition: o.partition,
+            procedure: o.procedure,
+        },
+    )?;
+    let objects_bytes = r.total_bytes();
+    let bar = progress(o.frames as u64, "raytrace");
+    let mut frames = Vec::new();
+    for _ in 0..o.frames {
+        let t = Instant::now();
+        let stats = r.frame()?;
+        let wall = t.elapsed().as_secs_f64();
+        let s = sum_stats(&stats);
+        frames.push(FrameReport {
+            wall_ms: wall * 1e3,
+            launches: s.launches,
+            relaunched: s.relaunched,
+            suspended: s.suspended,
+            wave_splits: s.wave_splits,
+            batches: s.batches,
+        });
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let image = r.image()?;
+    let traffic: Vec<TrafficReport> = r
+        .sys
+        .mm
+        .traffic()?
+        .iter()
+        .map(|t: &DeviceTraffic| TrafficReport {
+            host_to_device_bytes: t.host_to_device.bytes,
+            device_to_device_bytes: t.device_to_device.bytes,
+            device_to_host_bytes: t.device_to_host.bytes,
+            page_requests: t.page_requests,
+            evictions: t.evictions,
+            refaults: t.refaults,
+        })
+        .collect();
+    let residency = r
+        .residency()?
+        .into_iter()
+        .map(|o| ObjectReport {
+            name: o.name,
+            pages: o.pages,
+            page_bytes: o.page_bytes,
+            resident_pages_per_device: o.per_device,
+        })
+        .collect();
+    let report = Report {
+        scene: name.clone(),
+        instances: o.instances,
+        triangles,
+        bvh_nodes: nodes,
+        scene_bytes,
+        objects_bytes,
+        width: o.width,
+        height: o.height,
+        page: o.page,
+        ao_samples: o.ao_samples,
+        devices: o.devices,
+        partition: format!("{:?}", o.partition),
+        budget_bytes_per_device: budget,
+        policy: o.policy.name().to_string(),
+        procedure: format!("{:?}", o.procedure),
+        backend: backend_name.clone(),
+        frames,
+        traffic,
+        residency,
+        image_fnv1a64: fnv1a(&image),
+    };
+    // Only now, with the render done, is anything written.
+    std::fs::create_dir_all(&o.out)
+        .with_context(|| format!("cannot create {}", o.out.display()))?;
+    let png = o.out.join("image.png");
+    write_png(&png, o.width, o.height, &image)?;
+    let json = o.out.join("report.json");
+    std::fs::write(&json, serde_json::to_string_pretty(&report)?)
+        .with_context(|| format!("cannot write {}", json.display()))?;
+    let last = report.frames.last().expect("at least one frame");
+    let moved: u64 = report
+        .traffic
+        .iter()
+        .map(|t| t.host_to_device_bytes + t.device_to_device_bytes + t.device_to_host_bytes)
+        .sum();
+    println!(
+        "{name} x{} ({triangles} triangles, {nodes} BVH nodes, scene {:.1} MiB, objects {:.1} MiB), {}x{}, {} device(s) [{backend_name}], budget {:.2} MiB/device, {}, {:?}",
+        o.instances,
+        scene_bytes as f64 / 1048576.0,
+        objects_bytes as f64 / 1048576.0,
+        o.width,
+        o.height,
+        o.devices,
+        budget as f64 / 1048576.0,
+        o.policy.name(),
+        o.procedure,
+    );
+    println!(
+        "last frame {:.1} ms (measured), {} launches, {} relaunched ({} with saved state), {} wave splits; {:.2} MiB moved over the run",
+        last.wall_ms,
+        last.launches,
+        last.relaunched,
+        last.suspended,
+        last.wave_splits,
+        moved as f64 / 1048576.0
+    );
+    println!("image {}", report.image_fnv1a64);
+    println!("wrote {}, {}", png.display(), json.display());
+    Ok(())
+}
+
+struct Config {
+    /// None: the resident run.
+    setting: Option<(f64, Policy)>,
+    r: RayRenderer,
+    times: Vec<f64>,
+    relaunched: u64,
+    suspended: u64,
+    budget: u64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// `tessera bench oversubscription --workload raytrace`: as for boiling (oversub.rs), with
+/// the working set measured: the most pages any device holds after a resident frame.
+pub fn oversubscription(o: &OversubOpts) -> Result<()> {
+    check_opts(o.width, o.height, o.devices)?;
+    if o.frames == 0 || o.rounds == 0 {
+        bail!("--frames and --rounds must be at least 1");
+    }
+    if o.policy.is_empty() || o.ratios.is_empty() {
+        bail!("give at least one --policy and --ratios value");
+    }
+    let (scene, view, name) = load(&o.scene, &o.pak_dir, o.instances, o.page, o.width, o.height)?;
+    let opts = RenderOptions {
+        width: o.width,
+        height: o.height,
+        page: o.page,
+        ao_samples: o.ao_samples,
+        ao_radius: o.ao_radius,
+        partition: Partition::Rows,
+        procedure: o.procedure,
+    };
+    let page_bytes = o.page as u64 * o.page as u64 * 4;
+    let base_cfg = SystemConfig {
+        devices: o.devices,
+        cpu_threads: o.threads,
+        record_trace: true,
+        thrashing: o.thrashing,
+        ..Default::default()
+    };
+    // The working set: pages each device holds after a resident frame.
+    let ws_pages = {
+        let (sys, _) = backend::system(o.backend, &base_cfg)?;
+        let mut r = RayRenderer::new(sys, scene.clone(), view, opts)?;
+        r.frame()?;
+        let res = r.residency()?;
+        (0..o.devices)
+            .map(|d| res.iter().map(|x| x.per_device[d]).sum::<u64>())
+            .max()
+            .unwrap_or(0)
+    };
+    std::fs::create_dir_all(&o.out)
+        .with_context(|| format!("cannot create {}", o.out.display()))?;
+    let mut settings: Vec<Option<(f64, Policy)>> = vec![None];
+    for &ratio in &o.ratios {
+        for &p in &o.policy {
+            settings.push(Some((ratio, p)));
+        }
+    }
+    let mut configs = Vec::new();
+    for setting in settings {
+        let mut cfg = base_cfg.clone();
+        let mut budget = cfg.budget_bytes;
+        if let Some((ratio, policy)) = setting {
+            budget = ((ws_pages as f64 / ratio) as u64)
+                .max(tessera_workloads::raytrace::MIN_BUDGET_PAGES)
+                * page_bytes;
+            check_budget(budget, o.page)?;
+            cfg.budget_bytes = budget;
+            cfg.memory_bytes = budget;
+            cfg.policy = policy;
+        } else {
+            cfg.memory_bytes = (ws_pages * page_bytes).max(page_bytes);
+        }
+        let (sys, _) = backend::system(o.backend, &cfg)?;
+        let r = RayRenderer::new(sys, scene.clone(), view, opts)?;
+        configs.push(Config {
+            setting,
+            r,
+            times: Vec::new(),
+            relaunched: 0,
+            suspended: 0,
+            budget,
+        });
+    }
+    let bar = progress(
+        configs.len() as u64 * (o.rounds as u64 + 1),
+        "oversubscription raytrace",
+    );
+    for c in &mut configs {
+        c.r.frame().with_context(|| describe(c.setting))?;
+        bar.inc(1);
+    }
+    let baseline: Vec<_> = configs
+        .iter()
+        .map(|c| c.r.sys.mm.traffic())
+        .collect::<Result<_, _>>()?;
+    let n = configs.len();
+    for round in 0..o.rounds as usize {
+        for i in 0..n {
+            let c = &mut configs[(round + i) % n];
+            let t = Instant::now();
+            for _ in 0..o.frames {
+                let s = sum_stats(&c.r.frame().with_context(|| describe(c.setting))?);
+                c.relaunched += s.relaunched;
+                c.suspended += s.suspended;
+            }
+            c.times.push(t.elapsed().as_secs_f64() / o.frames as f64);
+            bar.inc(1);
+        }
+    }
+    bar.finish_and_clear();
+    let measured = (o.frames * o.rounds) as f64;
+    let all_frames = measured + 1.0;
+    let resident = median(configs[0].times.clone());
+    let want = configs[0].r.image()?;
+    println!(
+        "raytrace {name} x{} ({} triangles), {}x{}, {} AO rays, {} device(s) [{}], page {p}x{p} ({page_bytes} B), {:?}, working set {ws_pages} pages per device, thrashing {:?}, median of {} rounds x {} frames (measured)",
+        o.instances,
+        configs[0].r.scene.triangle_count,
+        o.width,
+        o.height,
+        o.ao_samples,
+        o.devices,
+        configs[0].r.sys.backend(),
+        o.procedure,
+        o.thrashing,
+        o.rounds,
+        o.frames,
+        p = o.page,
+    );
+    println!("resident  {:>9.1} ms/frame", resident * 1e3);
+    println!(
+        "{:>6} {:>7} {:>10} {:>8} {:>11} {:>11} {:>9} {:>10} {:>9} {:>9} {:>9}",
+        "ratio",
+        "policy",
+        "ms/frame",
+        "vs res.",
+        "relaunch/f",
+        "suspend/f",
+        "evict/f",
+        "MiB in/f",
+        "loads/f",
+        "OPT ld/f",
+        "OPT res."
+    );
+    let mut csv = String::from("ratio,policy,budget_bytes,ms_per_frame,throughput_vs_resident,relaunched_per_frame,suspended_per_frame,evictions_per_frame,bytes_moved_per_frame,loads_per_frame,opt_loads_per_frame,opt_throughput_vs_resident_modeled,image_equal\n");
+    let mut mismatched = Vec::new();
+    for (c, base) in configs.iter().zip(&baseline).skip(1) {
+        let Some((ratio, policy)) = c.setting else {
+            continue;
+        };
+        let t = median(c.times.clone());
+        let equal = c.r.image()? == want;
+        if !equal {
+            mismatched.push(describe(c.setting));
+        }
+        let now = c.r.sys.mm.traffic()?;
+        let since: u64 = now
+            .iter()
+            .zip(base)
+            .map(|(a, b)| {
+                a.host_to_device.since(b.host_to_device).bytes
+                    + a.device_to_device.since(b.device_to_device).bytes
+                    + a.device_to_host.since(b.device_to_host).bytes
+            })
+            .sum();
+        let evictions: u64 = now
+            .iter()
+            .zip(base)
+            .map(|(a, b)| a.evictions - b.evictions)
+            .sum();
+        let loads_all: u64 = now
+            .iter()
+            .map(|t| t.host_to_device.pages + t.device_to_device.pages)
+            .sum();
+        let capacity = (c.budget / page_bytes) as usize;
+        let opt_all: u64 =
+            c.r.sys
+                .mm
+                .trace()?
+                .iter()
+                .map(|t| belady_loads(t, capacity))
+                .sum();
+        let t_opt = resident + (t - resident).max(0.0) * (opt_all as f64 / loads_all.max(1) as f64);
+        println!(
+            "{:>6} {:>7} {:>10.1} {:>8.3} {:>11.0} {:>11.0} {:>9.0} {:>10.2} {:>9.0} {:>9.0} {:>9.3}",
+            ratio,
+            policy.name(),
+            t * 1e3,
+            resident / t,
+            c.relaunched as f64 / measured,
+            c.suspended as f64 / measured,
+            evictions as f64 / measured,
+            since as f64 / measured / 1048576.0,
+            loads_all as f64 / all_frames,
+            opt_all as f64 / all_frames,
+            resident / t_opt,
+        );
+        csv.push_str(&format!(
+            "{ratio},{},{},{:.3},{:.4},{:.1},{:.1},{:.1},{:.0},{:.1},{:.1},{:.4},{equal}\n",
+            policy.name(),
+            c.budget,
+            t * 1e3,
+            resident / t,
+            c.relaunched as f64 / measured,
+            c.suspended as f64 / measured,
+            evictions as f64 / measured,
+            since as f64 / measured,
+            loads_all as f64 / all_frames,
+            opt_all as f64 / all_frames,
+            resident / t_opt,
+        ));
+    }
+    let path = o.out.join("oversubscription-raytrace.csv");
+    std::fs::write(&path, csv).with_context(|| format!("cannot write {}", path.display()))?;
+    println!("wrote {}", path.display());
+    if !mismatched.is_empty() {
+        bail!(
+            "oversubscribed images differ from the resident one: {}",
+            mismatched.join("; ")
+        );
+    }
+    println!("every image equals the resident one: {}", fnv1a(&want));
+    Ok(())
+}
+
+fn describe(setting: Option<(f64, Policy)>) -> String {
+    match setting {
+        None => "the resident run".into(),
+        Some((r, p)) => format!("ratio {r} with policy {p}"),
+    }
+}

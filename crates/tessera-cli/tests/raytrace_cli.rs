@@ -1,0 +1,237 @@
+//! `tessera run raytrace` as a user runs it: a map from a pak directory (a generated one, so
+//! no OpenArena files are needed) renders the same image as the generated scene itself, at
+//! any budget and device count; bad input fails with a clear message and writes nothing.
+
+use std::io::Cursor;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use image::{ImageFormat, RgbaImage};
+use tessera_scene::{bsp, pk3, Scene};
+
+fn tessera(args: &[&str]) -> (bool, String, String) {
+    let o: Output = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .output()
+        .expect("the binary runs");
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// `Scene::generated(n)` as a pk3 with `bsp` in place of its BSP (its own when `None`).
+fn write_pk3(dir: &Path, file: &str, n: u32, bsp_bytes: Option<Vec<u8>>) {
+    let scene = Scene::generated(n);
+    let bsp_bytes = bsp_bytes.unwrap_or_else(|| bsp::write(&scene));
+    let mut files = vec![(format!("maps/{}.bsp", scene.name), bsp_bytes)];
+    for t in &scene.textures {
+        let img = RgbaImage::from_raw(t.width, t.height, t.rgba.clone()).unwrap();
+        let mut tga = Cursor::new(Vec::new());
+        img.write_to(&mut tga, ImageFormat::Tga).unwrap();
+        files.push((format!("{}.tga", t.name), tga.into_inner()));
+    }
+    std::fs::write(dir.join(file), pk3::write(&files).unwrap()).unwrap();
+}
+
+const SMALL: [&str; 8] = [
+    "--width",
+    "32",
+    "--height",
+    "24",
+    "--page",
+    "16",
+    "--ao-samples",
+    "2",
+];
+
+fn report(out: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn a_map_renders_as_the_generated_scene_at_any_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    write_pk3(dir.path(), "pak0.pk3", 2, None);
+    let run = |name: &str, extra: &[&str]| -> serde_json::Value {
+        let out = dir.path().join(name);
+        let o = out.to_str().unwrap();
+        let args = [
+            &["run", "raytrace", "--pak-dir", d, "--out", o][..],
+            &SMALL,
+            extra,
+        ]
+        .concat();
+        let (ok, stdout, err) = tessera(&args);
+        assert!(ok, "{stdout}\n{err}");
+        assert!(
+            stdout.contains("relaunched") && stdout.contains("wrote"),
+            "{stdout}"
+        );
+        let img = image::open(out.join("image.png")).unwrap();
+        assert_eq!((img.width(), img.height()), (32, 24));
+        report(&out)
+    };
+    let generated = run("gen", &["--scene", "generated:2"]);
+    let map = run("map", &["--scene", "openarena:generated-2"]);
+    // 8 pages of 1 KiB per device: far below the frame's pages.
+    let small = run(
+        "small",
+        &[
+            "--scene",
+            "openarena:generated-2",
+            "--devices",
+            "2",
+            "--budget-mib",
+            "0.0078125",
+            "--policy",
+            "clock",
+        ],
+    );
+    assert_eq!(map["scene"], "generated-2");
+    assert_eq!(small["devices"], 2);
+    assert_eq!(small["budget_bytes_per_device"], 8192);
+    let evictions: u64 = small["traffic"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["evictions"].as_u64().unwrap())
+        .sum();
+    assert!(evictions > 0);
+    assert!(small["frames"][0]["suspended"].as_u64().unwrap() > 0);
+    let objects: Vec<&str> = small["residency"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        objects,
+        [
+            "nodes",
+            "triangles",
+            "attributes",
+            "atlas",
+            "image",
+            "ray state"
+        ]
+    );
+    assert_eq!(generated["image_fnv1a64"], map["image_fnv1a64"]);
+    assert_eq!(map["image_fnv1a64"], small["image_fnv1a64"]);
+}
+
+/// Each bad input fails with its message and leaves no output directory.
+#[test]
+fn bad_input_fails_clearly_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let good = bsp::write(&Scene::generated(1));
+    let out = dir.path().join("out");
+    let o = out.to_str().unwrap();
+    let fails = |pak_dir: &str, extra: &[&str], want: &str| {
+        let args = [
+            &["run", "raytrace", "--pak-dir", pak_dir, "--out", o][..],
+            &SMALL,
+            extra,
+        ]
+        .concat();
+        let (ok, stdout, err) = tessera(&args);
+        assert!(!ok, "{extra:?} succeeded: {stdout}");
+        assert!(err.contains(want), "{extra:?}: no {want:?} in {err}");
+        assert!(!out.exists(), "{extra:?} wrote {}", out.display());
+    };
+    let missing = dir.path().join("nope");
+    fails(
+        missing.to_str().unwrap(),
+        &["--scene", "openarena:oa_dm1"],
+        "does not exist",
+    );
+    write_pk3(dir.path(), "pak0.pk3", 1, None);
+    fails(d, &["--scene", "openarena:oa_dm1"], "map oa_dm1 not found");
+
+    // Truncated: the BSP cut in half, so its lumps reach past its end.
+    let sub = |name: &str, bytes: Vec<u8>| {
+        let p = dir.path().join(name);
+        std::fs::create_dir_all(&p).unwrap();
+        write_pk3(&p, "pak0.pk3", 1, Some(bytes));
+        p.to_str().unwrap().to_string()
+    };
+    let truncated = sub("truncated", good[..good.len() / 2].to_vec());
+    fails(
+        &truncated,
+        &["--scene", "openarena:generated-1"],
+        "lies outside the",
+    );
+    let mut magic = good.clone();
+    magic[..4].copy_from_slice(b"VBSP");
+    let magic = sub("magic", magic);
+    fails(&magic, &["--scene", "openarena:generated-1"], "bad magic");
+    // The vertices lump (index 10) moved far past the end of the file.
+    let mut lump = good.clone();
+    lump[8 + 10 * 8..8 + 10 * 8 + 4].copy_from_slice(&0x7fff_0000i32.to_le_bytes());
+    let lump = sub("lump", lump);
+    fails(
+        &lump,
+        &["--scene", "openarena:generated-1"],
+        "vertices (lump 10): offset 2147418112",
+    );
+    let notzip = dir.path().join("notzip");
+    std::fs::create_dir_all(&notzip).unwrap();
+    std::fs::write(notzip.join("pak0.pk3"), b"not a zip at all").unwrap();
+    fails(
+        notzip.to_str().unwrap(),
+        &["--scene", "openarena:generated-1"],
+        "not a readable pk3 (zip) file",
+    );
+
+    // A budget below the minimum: 4 KiB holds 4 of the 1 KiB pages, the minimum is 8.
+    fails(
+        d,
+        &["--scene", "generated:1", "--budget-mib", "0.00390625"],
+        "below the ray tracer's minimum of 8192 bytes",
+    );
+    fails(d, &["--scene", "generated:x"], "generated:x");
+}
+
+/// `bench oversubscription --workload raytrace` runs every ratio and policy, checks every image
+/// against the resident one and writes its CSV. No time or ratio is asserted.
+#[test]
+fn bench_oversubscription_raytrace_checks_every_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bench");
+    let (ok, stdout, err) = tessera(&[
+        "bench",
+        "oversubscription",
+        "--workload",
+        "raytrace",
+        "--scene",
+        "generated:1",
+        "--width",
+        "16",
+        "--height",
+        "12",
+        "--ao-samples",
+        "1",
+        "--ratios",
+        "1,4",
+        "--policy",
+        "lru,random",
+        "--frames",
+        "1",
+        "--rounds",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(ok, "{stdout}\n{err}");
+    assert!(
+        stdout.contains("every image equals the resident one"),
+        "{stdout}"
+    );
+    let csv = std::fs::read_to_string(out.join("oversubscription-raytrace.csv")).unwrap();
+    // A header and one row per ratio and policy, each with its image equal.
+    assert_eq!(csv.lines().count(), 5, "{csv}");
+    assert!(csv.lines().skip(1).all(|l| l.ends_with(",true")), "{csv}");
+}

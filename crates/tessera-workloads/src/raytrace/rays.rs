@@ -1,0 +1,489 @@
+//! The per-pixel ray kernel (CPU twin of `rays.wgsl`): a primary ray through the pixel's
+//! centre, the albedo of its nearest hit from the atlas, then `ao_samples` ambient-occlusion
+//! rays; the pixel is the albedo darkened by the occluded fraction (integer arithmetic).
+//!
+//! Saved ray state ("thread state saved", patent 003): each pixel owns `STATE_WORDS` words
+//! of the state buffer: phase (with the AO sample and an in-leaf flag), the BVH node to visit
+//! next, the nearest hit's distance and triangle, the albedo and the occluded count. An
+//! invocation loads them, advances the ray as far as the resident pages let it, and on a miss
+//! either (no progress) faults as usual, or (progress) stores the new state and returns
+//! `Fault::Suspend`: the runtime commits those stores and relaunches it once its pages are
+//! there, and it continues from the saved node. A ray that has made progress never starts
+//! again from the camera; a relaunch repeats at most the triangles of one leaf.
+//!
+//! Exactness: the walk over the threaded BVH (see `scene`) visits nodes in one fixed order
+//! whatever the suspensions, a hit replaces the nearest only when strictly nearer, and a leaf
+//! resumed after a suspension skips its box test (its box already passed), so any budget,
+//! device count, policy or procedure gives the same image bit for bit. Directions are hashed
+//! from the pixel index (no RNG state), and the shading is integer.
+
+use tessera_core::ObjectId;
+use tessera_runtime::{Fault, Invocation, Kernel, RuntimeError, WgslKernel};
+
+use super::scene::{LEAF_COUNT_SHIFT, NODE_WORDS, TRI_WORDS};
+
+/// Words of the state buffer per pixel (six used, padded so a page holds whole pixels).
+pub const STATE_WORDS: u32 = 8;
+/// Words a suspension stores.
+pub const SAVED_WORDS: usize = 6;
+/// Phases (the state's word 0, low byte).
+pub const START: u32 = 0;
+pub const PRIMARY: u32 = 1;
+pub const SHADE: u32 = 2;
+pub const AO: u32 = 3;
+/// Word 0: the ray is inside the leaf at `node`, whose box has passed.
+pub const IN_LEAF: u32 = 1 << 8;
+/// Word 0: the AO sample, from this bit up.
+pub const SAMPLE_SHIFT: u32 = 16;
+/// "No triangle".
+pub const NONE: u32 = u32::MAX;
+/// A pixel whose primary ray hits nothing.
+pub const SKY: [u8; 4] = [96, 128, 176, 255];
+/// A pixel whose state word 0 is none of the phases (a corrupt state buffer).
+pub const BAD_STATE: [u8; 4] = [255, 0, 255, 255];
+/// The AO rays' start, as a fraction of the primary hit's distance (backs off the surface).
+/// 1 − 2⁻¹⁰. The constants are given by their bits, as `rays.wgsl` gives them, so both twins
+/// hold the same value (a decimal literal rounds through WGSL's abstract floats).
+const BACK_OFF: f32 = f32::from_bits(0x3f7f_c000);
+/// AO hits nearer than this (in units of the AO ray's length) are the surface itself.
+const AO_T_MIN: f32 = f32::from_bits(0x3a80_0000); // 2⁻¹⁰
+const COORD_LIMIT: f32 = 16_777_216.0;
+/// 2⁻⁶⁴: stands in for a zero direction component.
+const TINY: f32 = f32::from_bits(0x1f80_0000);
+/// The AO offset's scale per hash step: 1.5 / 1024.
+const OFFSET_STEP: f32 = f32::from_bits(0x3ac0_0000);
+
+/// What the body reads and writes through (paged [`Invocation`], or plain arrays in tests).
+pub trait RayAccess {
+    fn load_u32(&mut self, id: ObjectId, index: u32) -> Result<u32, Fault>;
+    fn store_u32(&mut self, id: ObjectId, index: u32, v: u32) -> Result<(), Fault>;
+    fn load_rgba8(&mut self, id: ObjectId, x: u32, y: u32) -> Result<[u8; 4], Fault>;
+    fn store_rgba8(&mut self, id: ObjectId, x: u32, y: u32, v: [u8; 4]) -> Result<(), Fault>;
+}
+
+impl RayAccess for Invocation<'_> {
+    #[inline(always)]
+    fn load_u32(&mut self, id: ObjectId, index: u32) -> Result<u32, Fault> {
+        Invocation::load_u32(self, id, index)
+    }
+    #[inline(always)]
+    fn store_u32(&mut self, id: ObjectId, index: u32, v: u32) -> Result<(), Fault> {
+        Invocation::store_u32(self, id, index, v)
+    }
+    #[inline(always)]
+    fn load_rgba8(&mut self, id: ObjectId, x: u32, y: u32) -> Result<[u8; 4], Fault> {
+        Invocation::load_rgba8(self, id, x, y)
+    }
+    #[inline(always)]
+    fn store_rgba8(&mut self, id: ObjectId, x: u32, y: u32, v: [u8; 4]) -> Result<(), Fault> {
+        Invocation::store_rgba8(self, id, x, y, v)
+    }
+}
+
+/// The objects a launch binds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Objects {
+    pub nodes: ObjectId,
+    pub tris: ObjectId,
+    pub attrs: ObjectId,
+    /// RGBA8 texture atlas.
+    pub atlas: ObjectId,
+    /// Per-pixel ray state (buffer).
+    pub state: ObjectId,
+    /// RGBA8 image, rows from the bottom.
+    pub image: ObjectId,
+}
+
+/// A pinhole camera as the kernel takes it: the eye, the view direction, and the right and up
+/// vectors scaled to the image's half extent at distance 1.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct View {
+    pub eye: [f32; 3],
+    pub forward: [f32; 3],
+    pub right: [f32; 3],
+    pub up: [f32; 3],
+}
+
+impl View {
+    /// The view of a scene camera (`tessera_scene::Camera` conventions: Z up, yaw about Z
+    /// from +X, pitch up) for an image of aspect `width / height`.
+    pub fn new(eye: [f32; 3], yaw: f32, pitch: f32, fov_y: f32, aspect: f64) -> View {
+        let (sy, cy) = (yaw as f64).sin_cos();
+        let (sp, cp) = (pitch as f64).sin_cos();
+        let f = [cp * cy, cp * sy, sp];
+        let r = [sy, -cy, 0.0];
+        let u = [
+            r[1] * f[2] - r[2] * f[1],
+            r[2] * f[0] - r[0] * f[2],
+            r[0] * f[1] - r[1] * f[0],
+        ];
+        let ty = (fov_y as f64 * 0.5).tan();
+        View {
+            eye,
+            forward: f.map(|c| c as f32),
+            right: r.map(|c| (c * ty * aspect) as f32),
+            up: u.map(|c| (c * ty) as f32),
+        }
+    }
+}
+
+/// The kernel: one invocation per pixel.
+#[derive(Clone, Copy, Debug)]
+pub struct Rays {
+    pub obj: Objects,
+    pub width: u32,
+    pub height: u32,
+    pub node_count: u32,
+    pub ao_samples: u32,
+    /// AO ray length, world units.
+    pub ao_radius: f32,
+    pub view: View,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Ray {
+    o: [f32; 3],
+    d: [f32; 3],
+    inv: [f32; 3],
+}
+
+impl Ray {
+    fn new(o: [f32; 3], d: [f32; 3]) -> Ray {
+        // A zero component would give 0 × ∞ = NaN in the slab test; a tiny one gives a huge,
+        // finite slope with the same answer.
+        let inv = d.map(|c| 1.0 / if c == 0.0 { TINY } else { c });
+        Ray { o, d, inv }
+    }
+}
+
+fn cross(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
+    [
+        a[1] * b[2] - a[2] * b[1],
+        a[2] * b[0] - a[0] * b[2],
+        a[0] * b[1] - a[1] * b[0],
+    ]
+}
+fn dot(a: [f32; 3], b: [f32; 3]) -> f32 {
+    a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+}
+fn sub(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
+    [a[0] - b[0], a[1] - b[1], a[2] - b[2]]
+}
+
+/// A 32-bit integer hash (PCG's output permutation), the same in both twins.
+pub fn hash(v: u32) -> u32 {
+    let s = v.wrapping_mul(747_796_405).wrapping_add(2_891_336_453);
+    let w = ((s >> ((s >> 28) + 4)) ^ s).wrapping_mul(277_803_737);
+    (w >> 22) ^ w
+}
+
+/// Nearest texel along one axis, repeating over `size` texels.
+fn wrap(t: f32, size: u32) -> u32 {
+    let i = t.floor().clamp(-COORD_LIMIT, COORD_LIMIT) as i32;
+    i.rem_euclid(size.max(1) as i32) as u32
+}
+
+/// The slab test: does the ray meet the box at some t in [0, t_max]?
+fn box_hit(r: &Ray, min: [f32; 3], max: [f32; 3], t_max: f32) -> bool {
+    let mut near = 0.0f32;
+    let mut far = t_max;
+    for k in 0..3 {
+        let a = (min[k] - r.o[k]) * r.inv[k];
+        let b = (max[k] - r.o[k]) * r.inv[k];
+        near = near.max(a.min(b));
+        far = far.min(a.max(b));
+    }
+    near <= far
+}
+
+/// The node after `node` when leaving it: its escape, or the end when the escape does not
+/// move forward (only a request pass's zeros do that).
+fn escape_of(escape: u32, node: u32, end: u32) -> u32 {
+    if escape > node {
+        escape
+    } else {
+        end
+    }
+}
+
+impl Rays {
+    fn vec3<A: RayAccess>(a: &mut A, id: ObjectId, at: u32) -> Result<[f32; 3], Fault> {
+        Ok([
+            f32::from_bits(a.load_u32(id, at)?),
+            f32::from_bits(a.load_u32(id, at + 1)?),
+            f32::from_bits(a.load_u32(id, at + 2)?),
+        ])
+    }
+
+    fn primary(&self, x: u32, y: u32) -> Ray {
+        let v = self.view;
+        let sx = (x as f32 + 0.5) * (2.0 / self.width as f32) - 1.0;
+        let sy = (y as f32 + 0.5) * (2.0 / self.height as f32) - 1.0;
+        let d = [0, 1, 2].map(|k| v.forward[k] + v.right[k] * sx + v.up[k] * sy);
+        Ray::new(v.eye, d)
+    }
+
+    /// Möller–Trumbore: (t, u, v) of the hit with t > t_min, if any.
+    fn triangle<A: RayAccess>(
+        &self,
+        a: &mut A,
+        r: &Ray,
+        tri: u32,
+        t_min: f32,
+    ) -> Result<Option<(f32, f32, f32)>, Fault> {
+        let at = tri.wrapping_mul(TRI_WORDS);
+        let v0 = Self::vec3(a, self.obj.tris, at)?;
+        let e1 = Self::vec3(a, self.obj.tris, at + 3)?;
+        let e2 = Self::vec3(a, self.obj.tris, at + 6)?;
+        let p = cross(r.d, e2);
+        let det = dot(e1, p);
+        if det == 0.0 {
+            return Ok(None);
+        }
+        let inv = 1.0 / det;
+        let s = sub(r.o, v0);
+        let u = dot(s, p) * inv;
+        if !(0.0..=1.0).contains(&u) {
+            return Ok(None);
+        }
+        let q = cross(s, e1);
+        let v = dot(r.d, q) * inv;
+        if v < 0.0 || u + v > 1.0 {
+            return Ok(None);
+        }
+        let t = dot(e2, q) * inv;
+        if t > t_min {
+            Ok(Some((t, u, v)))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// Walks the BVH from the state's node. Nearest hit (`any` false): updates the state's
+    /// distance and triangle. Any hit (`any`): true at the first hit with t in (AO_T_MIN, 1]
+    /// on a triangle other than `skip`. The state's node and in-leaf flag always say where
+    /// the walk is, so a miss at any load leaves a state to resume from.
+    fn walk<A: RayAccess>(
+        &self,
+        a: &mut A,
+        r: &Ray,
+        s: &mut [u32; SAVED_WORDS],
+        any: bool,
+        skip: u32,
+    ) -> Result<bool, Fault> {
+        let nodes = self.obj.nodes;
+        while s[1] < self.node_count {
+            let node = s[1];
+            let at = node * NODE_WORDS;
+            let escape = a.load_u32(nodes, at + 6)?;
+            let leaf = a.load_u32(nodes, at + 7)?;
+            if s[0] & IN_LEAF == 0 {
+                let min = Self::vec3(a, nodes, at)?;
+                let max = Self::vec3(a, nodes, at + 3)?;
+                let t_max = if any { 1.0 } else { f32::from_bits(s[2]) };
+                if !box_hit(r, min, max, t_max) {
+                    s[1] = escape_of(escape, node, self.node_count);
+                    continue;
+                }
+                if leaf == 0 {
+                    s[1] = node + 1;
+                    continue;
+                }
+                s[0] |= IN_LEAF;
+            }
+            let first = leaf & ((1 << LEAF_COUNT_SHIFT) - 1);
+            for t in first..first + (leaf >> LEAF_COUNT_SHIFT) {
+                let t_min = if any { AO_T_MIN } else { 0.0 };
+                if let Some((h, _, _)) = self.triangle(a, r, t, t_min)? {
+                    if any {
+                        if t != skip && h <= 1.0 {
+                            s[0] &= !IN_LEAF;
+                            return Ok(true);
+                        }
+                    } else if h < f32::from_bits(s[2]) {
+                        s[2] = h.to_bits();
+                        s[3] = t;
+                    }
+                }
+            }
+            s[0] &= !IN_LEAF;
+            s[1] = escape_of(escape, node, self.node_count);
+        }
+        Ok(false)
+    }
+
+    /// The albedo at the primary hit: the triangle's texture, nearest texel, repeating.
+    fn albedo<A: RayAccess>(
+        &self,
+        a: &mut A,
+        r: &Ray,
+        s: &[u32; SAVED_WORDS],
+    ) -> Result<[u8; 4], Fault> {
+        let tri = s[3];
+        let (u, v) = match self.triangle(a, r, tri, 0.0)? {
+            Some((_, u, v)) => (u, v),
+            None => (0.0, 0.0),
+        };
+        let at = tri.wrapping_mul(super::scene::ATTR_WORDS);
+        let o = self.obj.attrs;
+        let mut uv = [0.0f32; 6];
+        for (k, c) in uv.iter_mut().enumerate() {
+            *c = f32::from_bits(a.load_u32(o, at + k as u32)?);
+        }
+        let rect = a.load_u32(o, at + 6)?;
+        let size = a.load_u32(o, at + 7)?;
+        let w0 = 1.0 - u - v;
+        let tu = uv[0] * w0 + uv[2] * u + uv[4] * v;
+        let tv = uv[1] * w0 + uv[3] * u + uv[5] * v;
+        let (sw, sh) = (size & 0xffff, size >> 16);
+        let tx = (rect & 0xffff) + wrap(tu * sw as f32, sw);
+        let ty = (rect >> 16) + wrap(tv * sh as f32, sh);
+        a.load_rgba8(self.obj.atlas, tx, ty)
+    }
+
+    /// AO ray `k` of pixel `pixel`: from just before the primary hit, along the hit
+    /// triangle's normal (facing the eye, scaled to a largest component of 1) plus a hashed
+    /// offset, flipped into the normal's hemisphere, `ao_radius` long.
+    fn ao_ray<A: RayAccess>(
+        &self,
+        a: &mut A,
+        primary: &Ray,
+        s: &[u32; SAVED_WORDS],
+        pixel: u32,
+        k: u32,
+    ) -> Result<Ray, Fault> {
+        let at = s[3].wrapping_mul(TRI_WORDS);
+        let e1 = Self::vec3(a, self.obj.tris, at + 3)?;
+        let e2 = Self::vec3(a, self.obj.tris, at + 6)?;
+        let mut n = cross(e1, e2);
+        if dot(n, primary.d) > 0.0 {
+            n = n.map(|c| -c);
+        }
+        let m = n[0].abs().max(n[1].abs()).max(n[2].abs());
+        n = n.map(|c| c / m);
+        let h = hash(pixel.wrapping_mul(16).wrapping_add(k));
+        let off = [0, 10, 20].map(|b| (((h >> b) & 1023) as f32 - 511.5) * OFFSET_STEP);
+        let mut d = [n[0] + off[0], n[1] + off[1], n[2] + off[2]];
+        if dot(d, n) <= 0.0 {
+            d = [n[0] - off[0], n[1] - off[1], n[2] - off[2]];
+        }
+        let t = f32::from_bits(s[2]) * BACK_OFF;
+        let o = [0, 1, 2].map(|c| primary.o[c] + primary.d[c] * t);
+        Ok(Ray::new(o, d.map(|c| c * self.ao_radius)))
+    }
+
+    /// Advances the ray from state `s` to its pixel's colour, or to the first miss (with `s`
+    /// saying how far it got).
+    fn advance<A: RayAccess>(
+        &self,
+        a: &mut A,
+        x: u32,
+        y: u32,
+        s: &mut [u32; SAVED_WORDS],
+    ) -> Result<[u8; 4], Fault> {
+        let primary = self.primary(x, y);
+        loop {
+            match s[0] & 0xff {
+                START => *s = [PRIMARY, 0, f32::INFINITY.to_bits(), NONE, 0, 0],
+                PRIMARY => {
+                    self.walk(a, &primary, s, false, NONE)?;
+                    if s[3] == NONE {
+                        return Ok(SKY);
+                    }
+                    s[0] = SHADE;
+                }
+                SHADE => {
+                    s[4] = u32::from_le_bytes(self.albedo(a, &primary, s)?);
+                    s[0] = AO;
+                    s[1] = 0;
+                    s[5] = 0;
+                }
+                AO => {
+                    let k = s[0] >> SAMPLE_SHIFT;
+                    if k >= self.ao_samples {
+                        let c = s[4].to_le_bytes();
+                        let n = self.ao_samples.max(1);
+                        let lit = n + 3 * (n - s[5].min(n));
+                        let f = |c: u8| (c as u32 * lit / (4 * n)) as u8;
+                        return Ok([f(c[0]), f(c[1]), f(c[2]), 255]);
+                    }
+                    let ray = self.ao_ray(a, &primary, s, y * self.width + x, k)?;
+                    if self.walk(a, &ray, s, true, s[3])? {
+                        s[5] += 1;
+                    }
+                    s[0] = AO | (k + 1) << SAMPLE_SHIFT;
+                    s[1] = 0;
+                }
+                _ => return Ok(BAD_STATE),
+            }
+        }
+    }
+
+    /// The body, generic over paged or plain access.
+    #[inline(always)]
+    pub fn pixel<A: RayAccess>(&self, a: &mut A, x: u32, y: u32) -> Result<(), Fault> {
+        let base = (y * self.width + x) * STATE_WORDS;
+        let mut s = [0u32; SAVED_WORDS];
+        for (i, w) in s.iter_mut().enumerate() {
+            *w = a.load_u32(self.obj.state, base + i as u32)?;
+        }
+        let saved = s;
+        match self.advance(a, x, y, &mut s) {
+            Ok(c) => a.store_rgba8(self.obj.image, x, y, c),
+            Err(Fault::Miss) if s != saved => {
+                for (i, &w) in s.iter().enumerate() {
+                    a.store_u32(self.obj.state, base + i as u32, w)?;
+                }
+                Err(Fault::Suspend)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The WGSL twin's parameter words, in the order `rays.wgsl` reads them.
+    pub fn params(&self) -> Vec<u32> {
+        let o = self.obj;
+        let v = self.view;
+        let mut p = vec![
+            o.nodes.0,
+            o.tris.0,
+            o.attrs.0,
+            o.atlas.0,
+            o.state.0,
+            o.image.0,
+            self.width,
+            self.height,
+            self.node_count,
+            self.ao_samples,
+            self.ao_radius.to_bits(),
+        ];
+        for c in [v.eye, v.forward, v.right, v.up] {
+            p.extend(c.map(f32::to_bits));
+        }
+        p
+    }
+}
+
+impl Kernel for Rays {
+    fn name(&self) -> &'static str {
+        "rays"
+    }
+    fn wgsl(&self) -> Option<WgslKernel> {
+        Some(WgslKernel {
+            source: include_str!("rays.wgsl"),
+            params: self.params(),
+        })
+    }
+    fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
+        self.pixel(inv, x, y)
+    }
+    fn run_span(
+        &self,
+        inv: &mut Invocation<'_>,
+        y: u32,
+        xs: std::ops::Range<u32>,
+        incomplete: &mut Vec<(u32, u32)>,
+    ) -> Result<(), RuntimeError> {
+        tessera_runtime::run_span_with(inv, y, xs, incomplete, |inv, x, y| self.pixel(inv, x, y))
+    }
+}

@@ -1,0 +1,346 @@
+// rays: the WGSL twin of rays.rs (the design, the state words and the exactness argument are
+// there). A primary ray, its albedo, then AO rays; on a miss after progress the ray's state
+// is stored and the invocation suspends (`suspend()`), to be relaunched from that state.
+// Where the CPU twin's `?` returns at a miss, this twin checks `faulted()` before it changes
+// the state. Constants are bit patterns, as in the CPU twin.
+
+const R_NODE_WORDS: u32 = 8u;
+const R_TRI_WORDS: u32 = 9u;
+const R_ATTR_WORDS: u32 = 8u;
+const R_STATE_WORDS: u32 = 8u;
+const R_START: u32 = 0u;
+const R_PRIMARY: u32 = 1u;
+const R_SHADE: u32 = 2u;
+const R_AO: u32 = 3u;
+const R_IN_LEAF: u32 = 256u;
+const R_SAMPLE_SHIFT: u32 = 16u;
+const R_NONE: u32 = 0xffffffffu;
+const R_SKY: u32 = 0xffb08060u;
+const R_BAD_STATE: u32 = 0xffff00ffu;
+const R_COORD_LIMIT: f32 = 16777216.0;
+
+var<private> rs: array<u32, 6>;
+
+struct Ray {
+    o: vec3<f32>,
+    d: vec3<f32>,
+    inv: vec3<f32>,
+}
+
+fn r_ray(o: vec3<f32>, d: vec3<f32>) -> Ray {
+    let tiny = bitcast<f32>(0x1f800000u);
+    var s = d;
+    if s.x == 0.0 { s.x = tiny; }
+    if s.y == 0.0 { s.y = tiny; }
+    if s.z == 0.0 { s.z = tiny; }
+    return Ray(o, d, vec3<f32>(1.0 / s.x, 1.0 / s.y, 1.0 / s.z));
+}
+
+// Written out, not the builtins, so the operations are the CPU twin's in its order.
+fn r_cross(a: vec3<f32>, b: vec3<f32>) -> vec3<f32> {
+    return vec3<f32>(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
+}
+fn r_dot(a: vec3<f32>, b: vec3<f32>) -> f32 {
+    return a.x * b.x + a.y * b.y + a.z * b.z;
+}
+
+fn r_hash(v: u32) -> u32 {
+    let s = v * 747796405u + 2891336453u;
+    let w = ((s >> ((s >> 28u) + 4u)) ^ s) * 277803737u;
+    return (w >> 22u) ^ w;
+}
+
+fn r_wrap(t: f32, size: u32) -> u32 {
+    let i = i32(clamp(floor(t), -R_COORD_LIMIT, R_COORD_LIMIT));
+    let n = i32(max(size, 1u));
+    return u32(((i % n) + n) % n);
+}
+
+fn r_box(r: Ray, mn: vec3<f32>, mx: vec3<f32>, t_max: f32) -> bool {
+    let a = (mn - r.o) * r.inv;
+    let b = (mx - r.o) * r.inv;
+    var near = 0.0;
+    var far = t_max;
+    near = max(near, min(a.x, b.x));
+    far = min(far, max(a.x, b.x));
+    near = max(near, min(a.y, b.y));
+    far = min(far, max(a.y, b.y));
+    near = max(near, min(a.z, b.z));
+    far = min(far, max(a.z, b.z));
+    return near <= far;
+}
+
+fn r_escape(escape: u32, node: u32, end: u32) -> u32 {
+    if escape > node {
+        return escape;
+    }
+    return end;
+}
+
+fn r_vec3(id: u32, at: u32) -> vec3<f32> {
+    let x = bitcast<f32>(load_u32(id, at));
+    let y = bitcast<f32>(load_u32(id, at + 1u));
+    let z = bitcast<f32>(load_u32(id, at + 2u));
+    return vec3<f32>(x, y, z);
+}
+
+fn r_primary(x: u32, y: u32) -> Ray {
+    let eye = vec3<f32>(bitcast<f32>(param(11u)), bitcast<f32>(param(12u)), bitcast<f32>(param(13u)));
+    let fwd = vec3<f32>(bitcast<f32>(param(14u)), bitcast<f32>(param(15u)), bitcast<f32>(param(16u)));
+    let right = vec3<f32>(bitcast<f32>(param(17u)), bitcast<f32>(param(18u)), bitcast<f32>(param(19u)));
+    let up = vec3<f32>(bitcast<f32>(param(20u)), bitcast<f32>(param(21u)), bitcast<f32>(param(22u)));
+    let sx = (f32(x) + 0.5) * (2.0 / f32(param(6u))) - 1.0;
+    let sy = (f32(y) + 0.5) * (2.0 / f32(param(7u))) - 1.0;
+    return r_ray(eye, fwd + right * sx + up * sy);
+}
+
+struct RHit {
+    ok: bool,
+    t: f32,
+    u: f32,
+    v: f32,
+}
+
+// Möller–Trumbore; the caller checks `faulted()`.
+fn r_triangle(r: Ray, tri: u32, t_min: f32) -> RHit {
+    var none = RHit(false, 0.0, 0.0, 0.0);
+    let tris = param(1u);
+    let at = tri * R_TRI_WORDS;
+    let v0 = r_vec3(tris, at);
+    let e1 = r_vec3(tris, at + 3u);
+    let e2 = r_vec3(tris, at + 6u);
+    if faulted() {
+        return none;
+    }
+    let p = r_cross(r.d, e2);
+    let det = r_dot(e1, p);
+    if det == 0.0 {
+        return none;
+    }
+    let inv = 1.0 / det;
+    let s = r.o - v0;
+    let u = r_dot(s, p) * inv;
+    if !(u >= 0.0 && u <= 1.0) {
+        return none;
+    }
+    let q = r_cross(s, e1);
+    let v = r_dot(r.d, q) * inv;
+    if v < 0.0 || u + v > 1.0 {
+        return none;
+    }
+    let t = r_dot(e2, q) * inv;
+    if t > t_min {
+        return RHit(true, t, u, v);
+    }
+    return none;
+}
+
+// The CPU twin's `walk`; the caller checks `faulted()`.
+fn r_walk(r: Ray, any: bool, skip: u32) -> bool {
+    let nodes = param(0u);
+    let end = param(8u);
+    loop {
+        if rs[1] >= end {
+            break;
+        }
+        let node = rs[1];
+        let at = node * R_NODE_WORDS;
+        let escape = load_u32(nodes, at + 6u);
+        let leaf = load_u32(nodes, at + 7u);
+        if faulted() {
+            return false;
+        }
+        if (rs[0] & R_IN_LEAF) == 0u {
+            let mn = r_vec3(nodes, at);
+            let mx = r_vec3(nodes, at + 3u);
+            if faulted() {
+                return false;
+            }
+            var t_max = bitcast<f32>(rs[2]);
+            if any {
+                t_max = 1.0;
+            }
+            if !r_box(r, mn, mx, t_max) {
+                rs[1] = r_escape(escape, node, end);
+                continue;
+            }
+            if leaf == 0u {
+                rs[1] = node + 1u;
+                continue;
+            }
+            rs[0] |= R_IN_LEAF;
+        }
+        let first = leaf & 0xffffffu;
+        let last = first + (leaf >> 24u);
+        for (var t = first; t < last; t++) {
+            var t_min = 0.0;
+            if any {
+                t_min = bitcast<f32>(0x3a800000u);
+            }
+            let h = r_triangle(r, t, t_min);
+            if faulted() {
+                return false;
+            }
+            if h.ok {
+                if any {
+                    if t != skip && h.t <= 1.0 {
+                        rs[0] &= ~R_IN_LEAF;
+                        return true;
+                    }
+                } else if h.t < bitcast<f32>(rs[2]) {
+                    rs[2] = bitcast<u32>(h.t);
+                    rs[3] = t;
+                }
+            }
+        }
+        rs[0] &= ~R_IN_LEAF;
+        rs[1] = r_escape(escape, node, end);
+    }
+    return false;
+}
+
+fn r_albedo(r: Ray) -> u32 {
+    let tri = rs[3];
+    let h = r_triangle(r, tri, 0.0);
+    if faulted() {
+        return 0u;
+    }
+    var u = 0.0;
+    var v = 0.0;
+    if h.ok {
+        u = h.u;
+        v = h.v;
+    }
+    let o = param(2u);
+    let at = tri * R_ATTR_WORDS;
+    var uv: array<f32, 6>;
+    for (var k = 0u; k < 6u; k++) {
+        uv[k] = bitcast<f32>(load_u32(o, at + k));
+    }
+    let rect = load_u32(o, at + 6u);
+    let size = load_u32(o, at + 7u);
+    if faulted() {
+        return 0u;
+    }
+    let w0 = 1.0 - u - v;
+    let tu = uv[0] * w0 + uv[2] * u + uv[4] * v;
+    let tv = uv[1] * w0 + uv[3] * u + uv[5] * v;
+    let sw = size & 0xffffu;
+    let sh = size >> 16u;
+    let tx = (rect & 0xffffu) + r_wrap(tu * f32(sw), sw);
+    let ty = (rect >> 16u) + r_wrap(tv * f32(sh), sh);
+    return load_rgba8(param(3u), tx, ty);
+}
+
+fn r_ao_ray(primary: Ray, pixel: u32, k: u32) -> Ray {
+    let tris = param(1u);
+    let at = rs[3] * R_TRI_WORDS;
+    let e1 = r_vec3(tris, at + 3u);
+    let e2 = r_vec3(tris, at + 6u);
+    var n = r_cross(e1, e2);
+    if r_dot(n, primary.d) > 0.0 {
+        n = -n;
+    }
+    let m = max(max(abs(n.x), abs(n.y)), abs(n.z));
+    n = n / m;
+    let h = r_hash(pixel * 16u + k);
+    let step = bitcast<f32>(0x3ac00000u);
+    let off = vec3<f32>(
+        (f32(h & 1023u) - 511.5) * step,
+        (f32((h >> 10u) & 1023u) - 511.5) * step,
+        (f32((h >> 20u) & 1023u) - 511.5) * step,
+    );
+    var d = n + off;
+    if r_dot(d, n) <= 0.0 {
+        d = n - off;
+    }
+    let t = bitcast<f32>(rs[2]) * bitcast<f32>(0x3f7fc000u);
+    let o = primary.o + primary.d * t;
+    return r_ray(o, d * bitcast<f32>(param(10u)));
+}
+
+// The CPU twin's `advance`: the pixel's colour, or (after a miss, `faulted()`) 0 with `rs`
+// saying how far the ray got.
+fn r_advance(x: u32, y: u32) -> u32 {
+    let primary = r_primary(x, y);
+    let samples = param(9u);
+    loop {
+        let phase = rs[0] & 0xffu;
+        if phase == R_START {
+            rs = array<u32, 6>(R_PRIMARY, 0u, 0x7f800000u, R_NONE, 0u, 0u);
+        } else if phase == R_PRIMARY {
+            r_walk(primary, false, R_NONE);
+            if faulted() {
+                return 0u;
+            }
+            if rs[3] == R_NONE {
+                return R_SKY;
+            }
+            rs[0] = R_SHADE;
+        } else if phase == R_SHADE {
+            let c = r_albedo(primary);
+            if faulted() {
+                return 0u;
+            }
+            rs[4] = c;
+            rs[0] = R_AO;
+            rs[1] = 0u;
+            rs[5] = 0u;
+        } else if phase == R_AO {
+            let k = rs[0] >> R_SAMPLE_SHIFT;
+            if k >= samples {
+                let n = max(samples, 1u);
+                let lit = n + 3u * (n - min(rs[5], n));
+                let c = rs[4];
+                let r = (c & 0xffu) * lit / (4u * n);
+                let g = ((c >> 8u) & 0xffu) * lit / (4u * n);
+                let b = ((c >> 16u) & 0xffu) * lit / (4u * n);
+                return r | (g << 8u) | (b << 16u) | 0xff000000u;
+            }
+            let ray = r_ao_ray(primary, y * param(6u) + x, k);
+            if faulted() {
+                return 0u;
+            }
+            let hit = r_walk(ray, true, rs[3]);
+            if faulted() {
+                return 0u;
+            }
+            if hit {
+                rs[5] += 1u;
+            }
+            rs[0] = R_AO | ((k + 1u) << R_SAMPLE_SHIFT);
+            rs[1] = 0u;
+        } else {
+            return R_BAD_STATE;
+        }
+    }
+    return 0u;
+}
+
+fn kernel_main(x: u32, y: u32) {
+    let state = param(4u);
+    let base = (y * param(6u) + x) * R_STATE_WORDS;
+    for (var i = 0u; i < 6u; i++) {
+        rs[i] = load_u32(state, base + i);
+    }
+    if faulted() {
+        return;
+    }
+    let saved = rs;
+    let c = r_advance(x, y);
+    if faulted() {
+        var progress = false;
+        for (var i = 0u; i < 6u; i++) {
+            if rs[i] != saved[i] {
+                progress = true;
+            }
+        }
+        if progress && suspend() {
+            for (var i = 0u; i < 6u; i++) {
+                store_u32(state, base + i, rs[i]);
+            }
+        }
+        return;
+    }
+    store_rgba8(param(5u), x, y, c);
+}
