@@ -19,7 +19,7 @@
 //! memcpy copies the same bytes page by page between two buffers that were touched before, in
 //! the same round. Beside them, where the time goes: the CPU backend's slot writes and reads of
 //! the same pages on their own (no manager, no channel), and each page copied into a fresh
-//! vector (as the manager hands a home page to a worker). Rounds alternate the two so that machine noise hits both; medians are
+//! vector (what the manager did per page before a worker copied from home itself). Rounds alternate the two so that machine noise hits both; medians are
 //! compared. A warm-up round (which also creates the devices' physical memories) is not
 //! counted.
 
@@ -89,7 +89,7 @@ struct Round {
     /// no manager, channel or protocol: where a move's time goes.
     slot_write: f64,
     slot_read: f64,
-    /// Each page copied into a vector of its own, as the manager hands a page to a worker.
+    /// Each page copied into a vector of its own, as the manager once handed a page to a worker.
     to_new_vec: f64,
 }
 
@@ -202,7 +202,7 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
     println!(
         "GB/s = 10^9 bytes per second; ratio = the move's throughput / memcpy's of the same bytes"
     );
-    println!("where the time goes: slot write / slot read are the CPU backend's own slot copies alone (no manager); to new Vec is each page copied into a fresh vector, as the manager hands a page to a worker");
+    println!("where the time goes: slot write / slot read are the CPU backend's own slot copies alone (no manager); to new Vec is each page copied into a fresh vector, as the manager once handed a page to a worker (a worker now copies from home itself)");
     println!(
         "{:>8} {:>9} {:>16} {:>18} {:>22} {:>20} {:>16} {:>16} {:>16}",
         "page KiB",
