@@ -72,8 +72,8 @@ impl PlainCopies {
     pub fn round(&self, data: &[u8], page_bytes: u64) -> Result<PlainTimes, WgpuError> {
         if data.len() as u64 != self.bytes
             || page_bytes == 0
-            || page_bytes % wgpu::COPY_BUFFER_ALIGNMENT != 0
-            || self.bytes % page_bytes != 0
+            || !page_bytes.is_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT)
+            || !self.bytes.is_multiple_of(page_bytes)
         {
             return Err(WgpuError::Invalid(format!(
                 "plain copies of {} bytes in {page_bytes}-byte pages into {}-byte buffers",
