@@ -19,7 +19,7 @@
 //! memcpy copies the same bytes page by page between two buffers that were touched before, in
 //! the same round. Beside them, where the time goes: the CPU backend's slot writes and reads of
 //! the same pages on their own (no manager, no channel), and each page copied into a fresh
-//! vector (as the manager hands a home page to a worker). Rounds alternate the two so that machine noise hits both; medians are
+//! vector (what the manager did per page before a worker copied from home itself). Rounds alternate the two so that machine noise hits both; medians are
 //! compared. A warm-up round (which also creates the devices' physical memories) is not
 //! counted.
 
@@ -30,6 +30,7 @@ use clap::Args;
 use tessera_core::{Access, DeviceId, GlobalPage, ObjectDesc, PageRequest, SlotAddr};
 use tessera_runtime::cpu::CpuDevice;
 use tessera_runtime::{Device, System, SystemConfig};
+use tessera_wgpu::{PlainCopies, PlainTimes};
 
 use crate::{backend, parse_threads, BackendKind};
 
@@ -48,8 +49,9 @@ pub struct PageMovesOpts {
     /// Rounds; the median is reported.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     rounds: u32,
-    /// Device backend. On wgpu the runtime's moves are still compared with a host memcpy; a
-    /// comparison with a plain `queue.write_buffer` is not built.
+    /// Device backend. On wgpu the runtime's moves are compared with a host memcpy and with
+    /// plain wgpu moves of the same pages on a device of their own (`queue.write_buffer`,
+    /// `copy_buffer_to_buffer`).
     #[arg(long, value_enum, default_value = "cpu")]
     backend: BackendKind,
     /// CPU threads of the software devices (0: one per core).
@@ -89,8 +91,10 @@ struct Round {
     /// no manager, channel or protocol: where a move's time goes.
     slot_write: f64,
     slot_read: f64,
-    /// Each page copied into a vector of its own, as the manager hands a page to a worker.
+    /// Each page copied into a vector of its own, as the manager once handed a page to a worker.
     to_new_vec: f64,
+    /// wgpu only: the same pages moved by plain wgpu calls.
+    plain: Option<PlainTimes>,
 }
 
 fn requests(first: u64, pages: u64, access: Access) -> Vec<PageRequest> {
@@ -145,8 +149,12 @@ fn round(
     src: &[u8],
     dst: &mut [u8],
     slots: Option<&mut CpuDevice>,
+    plain: Option<&PlainCopies>,
 ) -> Result<Round> {
     let mut r = Round::default();
+    if let Some(p) = plain {
+        r.plain = Some(p.round(src, page_bytes)?);
+    }
     let t = Instant::now();
     for s in src.chunks_exact(page_bytes as usize) {
         std::hint::black_box(s.to_vec());
@@ -202,19 +210,32 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
     println!(
         "GB/s = 10^9 bytes per second; ratio = the move's throughput / memcpy's of the same bytes"
     );
-    println!("where the time goes: slot write / slot read are the CPU backend's own slot copies alone (no manager); to new Vec is each page copied into a fresh vector, as the manager hands a page to a worker");
+    let (c1, c2, c3) = match o.backend {
+        BackendKind::Cpu => {
+            println!("where the time goes: slot write / slot read are the CPU backend's own slot copies alone (no manager); to new Vec is each page copied into a fresh vector, as the manager once handed a page to a worker (a worker now copies from home itself)");
+            ("slot write", "slot read", "to new Vec")
+        }
+        BackendKind::Wgpu => {
+            println!("plain wgpu on a device of its own, same adapter, same pages: write_buffer = queue.write_buffer per page, queued only (as the runtime's slot write: the upload runs at the next submission); +wait = then submitted and waited for; copy b2b = copy_buffer_to_buffer per page inside one device, submitted and waited for");
+            ("write_buffer", "write_buffer+wait", "copy b2b")
+        }
+    };
     println!(
-        "{:>8} {:>9} {:>16} {:>18} {:>22} {:>20} {:>16} {:>16} {:>16}",
+        "{:>8} {:>9} {:>16} {:>18} {:>22} {:>20} {:>17} {:>17} {:>16}",
         "page KiB",
         "memcpy",
         "home→device",
         "device→device",
         "write-back+read",
         "write-back (derived)",
-        "slot write",
-        "slot read",
-        "to new Vec"
+        c1,
+        c2,
+        c3
     );
+    let plain = match o.backend {
+        BackendKind::Cpu => None,
+        BackendKind::Wgpu => Some(PlainCopies::new(&backend::adapter_choice(), total)?),
+    };
     let mut summary = Vec::new();
     for &kib in &o.pages_kib.0 {
         let page_bytes = kib as u64 * 1024;
@@ -234,9 +255,10 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
             }
             BackendKind::Wgpu => None,
         };
-        round(&sys, page_bytes, total, &src, &mut dst, slots.as_mut())?;
+        let pl = plain.as_ref();
+        round(&sys, page_bytes, total, &src, &mut dst, slots.as_mut(), pl)?;
         let rounds: Vec<Round> = (0..o.rounds)
-            .map(|_| round(&sys, page_bytes, total, &src, &mut dst, slots.as_mut()))
+            .map(|_| round(&sys, page_bytes, total, &src, &mut dst, slots.as_mut(), pl))
             .collect::<Result<_>>()?;
         let m = |f: fn(&Round) -> f64| median(rounds.iter().map(f).collect());
         let memcpy = m(|r| r.memcpy);
@@ -261,27 +283,53 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
         } else {
             "n/a".to_string()
         };
-        let slot = |f: fn(&Round) -> f64| match o.backend {
-            BackendKind::Cpu => cell(m(f), 1),
-            BackendKind::Wgpu => "-".to_string(),
+        let plain_m = |f: fn(&PlainTimes) -> f64| {
+            median(
+                rounds
+                    .iter()
+                    .filter_map(|r| r.plain.as_ref().map(f))
+                    .collect(),
+            )
+        };
+        let cols = match o.backend {
+            BackendKind::Cpu => [
+                cell(m(|r| r.slot_write), 1),
+                cell(m(|r| r.slot_read), 1),
+                cell(m(|r| r.to_new_vec), 1),
+            ],
+            BackendKind::Wgpu => [
+                cell(plain_m(|p| p.write_queued), 1),
+                cell(plain_m(|p| p.write_done), 1),
+                cell(plain_m(|p| p.copy_done), 1),
+            ],
         };
         println!(
-            "{kib:>8} {:>9.2} {:>16} {:>18} {:>22} {:>20} {:>16} {:>16} {:>16}",
+            "{kib:>8} {:>9.2} {:>16} {:>18} {:>22} {:>20} {:>17} {:>17} {:>16}",
             gbs(memcpy, total),
             cell(h2d, 1),
             cell(d2d, 1),
             cell(wb, 2),
             derived,
-            slot(|r| r.slot_write),
-            slot(|r| r.slot_read),
-            cell(m(|r| r.to_new_vec), 1)
+            cols[0],
+            cols[1],
+            cols[2]
         );
-        summary.push(format!(
+        let mut line = format!(
             "page_kib={kib} h2d_ratio={:.3} d2d_ratio={:.3} writeback_read_ratio={:.3}",
             memcpy / h2d,
             memcpy / d2d,
             2.0 * memcpy / wb
-        ));
+        );
+        if o.backend == BackendKind::Wgpu {
+            // The runtime's moves against plain wgpu's of the same pages: throughput ratios.
+            line += &format!(
+                " h2d_vs_write_buffer={:.3} h2d_vs_write_buffer_wait={:.3} d2d_vs_copy_b2b={:.3}",
+                plain_m(|p| p.write_queued) / h2d,
+                plain_m(|p| p.write_done) / h2d,
+                plain_m(|p| p.copy_done) / d2d
+            );
+        }
+        summary.push(line);
     }
     for s in summary {
         println!("{s}");

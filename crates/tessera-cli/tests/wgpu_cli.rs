@@ -209,3 +209,46 @@ fn remote_stencil_on_wgpu_equals_the_reference() {
     assert_eq!(r["access"], "remote");
     assert_eq!(r["verified"], true);
 }
+
+#[test]
+fn page_moves_on_wgpu_compare_with_plain_write_buffer() {
+    if !adapter_or_skip() {
+        return;
+    }
+    let o = tessera(&[
+        "bench",
+        "page-moves",
+        "--backend",
+        "wgpu",
+        "--mib",
+        "1",
+        "--rounds",
+        "1",
+        "--pages-kib",
+        "4,64",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(out.contains("copy_buffer_to_buffer"), "{out}");
+    for kib in [4, 64] {
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("page_kib={kib} ")))
+            .unwrap_or_else(|| panic!("{kib} KiB missing from {out}"));
+        // Each plain comparison is a positive ratio (a zero or NaN would mean a time was not
+        // measured).
+        for key in [
+            "h2d_vs_write_buffer=",
+            "h2d_vs_write_buffer_wait=",
+            "d2d_vs_copy_b2b=",
+        ] {
+            let v: f64 = line
+                .split(' ')
+                .find_map(|w| w.strip_prefix(key))
+                .unwrap_or_else(|| panic!("{key} missing from {line}"))
+                .parse()
+                .unwrap();
+            assert!(v.is_finite() && v > 0.0, "{line}");
+        }
+    }
+}

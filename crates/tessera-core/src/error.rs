@@ -66,6 +66,16 @@ pub enum CoreError {
     NotLocked(DeviceId),
     #[error("request batch from {0} is empty")]
     EmptyRequest(DeviceId),
+    #[error("{0} staged pages without holding the memory lock (stage from inside a procedure; otherwise request)")]
+    StageWhileUnlocked(DeviceId),
+    #[error("{0} cannot stage now: the batch needs a locked device or one an older deferred request waits for, and a staged batch never waits")]
+    StageWouldWait(DeviceId),
+    #[error("{device} staged {page}, which its running procedure holds")]
+    StageHeld { device: DeviceId, page: GlobalPage },
+    #[error("{device} cannot evict {page}: its running procedure holds it")]
+    EvictHeld { device: DeviceId, page: GlobalPage },
+    #[error("staging is not enabled in this protocol (Protocol::with_staging)")]
+    StagingOff,
 }
 
 pub type Result<T, E = CoreError> = std::result::Result<T, E>;

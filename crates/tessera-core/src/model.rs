@@ -200,6 +200,10 @@ pub struct ModelConfig {
     /// Remote loads and stores each device may make in one run, whole run.
     pub remote_ops_per_device: u8,
     pub remote_variant: RemoteVariant,
+    /// Asynchronous staging ([`Protocol::with_staging`]): a device inside its procedure, with
+    /// request budget left, may stage any batch of pages outside its own (`Message::Stage`,
+    /// one request's budget), and may evict any page outside its batch with eviction budget.
+    pub staging: bool,
 }
 
 impl ModelConfig {
@@ -220,6 +224,7 @@ impl ModelConfig {
             remote_pages: 0,
             remote_ops_per_device: 0,
             remote_variant: RemoteVariant::InPlace,
+            staging: false,
         }
     }
 
@@ -239,6 +244,7 @@ impl ModelConfig {
             remote_pages: 1,
             remote_ops_per_device: 2,
             remote_variant: RemoteVariant::InPlace,
+            staging: false,
         }
     }
 
@@ -278,6 +284,9 @@ impl ModelConfig {
         }
         if self.remote_ops_per_device > 15 {
             return Err("budgets must be at most 15".into());
+        }
+        if self.staging && self.variant == ProtocolVariant::NoMemoryLock {
+            return Err("staging needs the memory lock: it stages from inside a procedure".into());
         }
         if self.capacity == Some(0) {
             return Err("capacity must be at least 1 slot: a device must fit a batch".into());
@@ -330,8 +339,11 @@ pub struct CheckReport {
     /// steps that changed nothing, so neither transitions nor states.
     pub refused_frees: u64,
     /// Evictions the protocol refused, as it must, because the device was inside its procedure
-    /// (`EvictWhileLocked`); counted like refused frees.
+    /// (`EvictWhileLocked`, or with staging `EvictHeld`); counted like refused frees.
     pub refused_evictions: u64,
+    /// Stages the protocol refused because they would have had to wait (`StageWouldWait`);
+    /// counted like refused frees.
+    pub refused_stages: u64,
     /// Length of the longest shortest path from the initial state (as far as explored).
     pub depth: u32,
     /// The first violation found; exploration stops there.
@@ -343,12 +355,13 @@ impl fmt::Display for CheckReport {
         write!(
             f,
             "{} states, {} transitions, {} terminal, {} refused frees, {} refused evictions, \
-             depth {}: ",
+             {} refused stages, depth {}: ",
             self.states,
             self.transitions,
             self.terminal,
             self.refused_frees,
             self.refused_evictions,
+            self.refused_stages,
             self.depth
         )?;
         match &self.violation {
@@ -604,6 +617,11 @@ enum Step {
     Release {
         device: u8,
     },
+    /// A device inside its procedure stages a batch for its next one.
+    Stage {
+        device: u8,
+        batch: Batch,
+    },
     Free {
         page: u8,
     },
@@ -627,6 +645,7 @@ enum Step {
 enum Sent {
     Request { device: u8, index: u8, batch: Batch },
     Release { device: u8 },
+    Stage { device: u8, index: u8, batch: Batch },
     Evict { device: u8, page: u8, room: bool },
     Free { page: u8 },
     Create { page: u8 },
@@ -641,6 +660,11 @@ impl fmt::Display for Sent {
                 batch,
             } => write!(f, "device{device}'s request #{index} {batch}"),
             Sent::Release { device } => write!(f, "device{device}'s release"),
+            Sent::Stage {
+                device,
+                index,
+                batch,
+            } => write!(f, "device{device}'s staged request #{index} {batch}"),
             Sent::Evict { device, page, room } => write!(
                 f,
                 "device{device}'s eviction of page{page}{}",
@@ -681,6 +705,11 @@ impl State {
         );
         let proto = Protocol::new(directory, cfg.devices, cfg.variant)
             .expect("validate() bounds the device count");
+        let proto = if cfg.staging {
+            proto.with_staging()
+        } else {
+            proto
+        };
         let dev = Dev {
             phase: Phase::Idle,
             issued: 0,
@@ -753,13 +782,30 @@ impl State {
                         }
                     }
                     // A memory manager that tries to evict a page in use: the protocol must
-                    // refuse it (`EvictWhileLocked`) unless the variant is broken.
+                    // refuse it (`EvictWhileLocked`, `EvictHeld`) unless the variant is broken.
+                    // With staging, pages outside the batch may go (making room for a stage).
                     if dev.evicted < cfg.evictions_per_device {
-                        out.extend(bits(held & batch.pages()).map(|page| Step::Evict {
+                        let offered = if cfg.staging {
+                            held
+                        } else {
+                            held & batch.pages()
+                        };
+                        out.extend(bits(offered).map(|page| Step::Evict {
                             device,
                             page,
                             room: false,
                         }));
+                    }
+                    // Staging the next wave's pages while this one runs: live pages outside
+                    // the batch that fit beside what the device holds.
+                    if cfg.staging && dev.issued < cfg.requests_per_device {
+                        out.extend(
+                            batches
+                                .iter()
+                                .filter(|b| b.pages() & (!self.live | batch.pages()) == 0)
+                                .filter(|b| (held | b.pages()).count_ones() <= capacity)
+                                .map(|&b| Step::Stage { device, batch: b }),
+                        );
                     }
                     // Remote pages need no grant: inside its procedure a device loads and stores
                     // them in place, any number of times within its budget.
@@ -821,7 +867,19 @@ impl State {
                     }
                     Err(CoreError::EvictWhileLocked(at))
                         if at.index() == d
+                            && !cfg.staging
                             && matches!(self.devs[d].phase, Phase::Granted { .. }) =>
+                    {
+                        return Ok(Applied::Refused)
+                    }
+                    Err(CoreError::EvictHeld {
+                        device: at,
+                        page: p,
+                    }) if at.index() == d
+                        && p.index() == page as usize
+                        && cfg.staging
+                        && matches!(self.devs[d].phase,
+                                Phase::Granted { batch, .. } if batch.access(page as usize).is_some()) =>
                     {
                         return Ok(Applied::Refused)
                     }
@@ -914,6 +972,33 @@ impl State {
                 }
                 self.remote[r] = value;
                 self.remote_latest[r] = value;
+            }
+            Step::Stage { device, batch } => {
+                let d = device as usize;
+                let index = self.devs[d].issued;
+                let msg = Message::Stage(RequestBatch {
+                    id: request_id(d, index),
+                    device: DeviceId(device),
+                    pages: batch.to_requests(cfg.pages as usize),
+                });
+                let sent = Sent::Stage {
+                    device,
+                    index,
+                    batch,
+                };
+                match self.submit(msg, sent, log) {
+                    Ok(actions) => {
+                        self.carry_out_all(cfg, actions)?;
+                        self.devs[d].issued += 1;
+                        self.check_resident(cfg, d, batch, || "a staged batch's reply".into())?;
+                    }
+                    // It would have had to wait: the device goes on without it, as if it had
+                    // not asked, so nothing changes.
+                    Err(CoreError::StageWouldWait(at)) if at.index() == d => {
+                        return Ok(Applied::Refused)
+                    }
+                    Err(e) => return Err(refused(sent, e)),
+                }
             }
             Step::Release { device } => {
                 self.devs[device as usize].phase = Phase::Idle;
@@ -1033,23 +1118,36 @@ impl State {
         let locking = cfg.variant != ProtocolVariant::NoMemoryLock;
         for action in actions {
             if locking {
-                self.check_lock(action)?;
+                self.check_lock(cfg, action)?;
             }
             self.carry_out(cfg, action)?;
         }
         Ok(())
     }
 
-    fn check_lock(&self, action: Action) -> Result<(), Failure> {
-        let in_procedure =
-            |d: DeviceId| matches!(self.devs[d.index()].phase, Phase::Granted { .. });
+    fn check_lock(&self, cfg: &ModelConfig, action: Action) -> Result<(), Failure> {
+        // Without staging a procedure's whole device is off limits; with it, the pages of its
+        // batch (the procedure reads and writes nothing else, so actions on its other pages
+        // commute with its steps and the atomic step stays sound).
+        let in_procedure = |d: DeviceId, page: GlobalPage| match self.devs[d.index()].phase {
+            Phase::Granted { batch, .. } => !cfg.staging || batch.access(page.index()).is_some(),
+            _ => false,
+        };
+        let page = match action {
+            Action::Copy { page, .. }
+            | Action::WriteBack { page, .. }
+            | Action::Invalidate { page, .. }
+            | Action::Install { page, .. }
+            | Action::GrantWrite { page, .. }
+            | Action::Downgrade { page, .. } => page,
+            Action::Complete { .. } => return Ok(()),
+        };
         let touched = match action {
-            Action::Complete { .. } => None,
             Action::Copy {
                 from: Source::Device(o),
                 ..
-            } if in_procedure(o) => Some(o),
-            _ => Some(action.device()).filter(|&d| in_procedure(d)),
+            } if in_procedure(o, page) => Some(o),
+            _ => Some(action.device()).filter(|&d| in_procedure(d, page)),
         };
         match touched {
             Some(d) => Err(fail(
@@ -1095,6 +1193,13 @@ impl State {
                 let dev = &mut self.devs[d];
                 let batch = match dev.phase {
                     Phase::Waiting(batch) if request == request_id(d, dev.issued - 1) => batch,
+                    // A staged batch's reply (`issued` counts it only after the protocol
+                    // accepted it): the procedure goes on, and `apply` checks the pages.
+                    Phase::Granted { .. }
+                        if cfg.staging && request == request_id(d, dev.issued) =>
+                    {
+                        return Ok(())
+                    }
                     _ => {
                         return Err(fail(
                             property::PROTOCOL_ERROR,
@@ -1103,20 +1208,32 @@ impl State {
                     }
                 };
                 dev.phase = Phase::Granted { batch, done: 0 };
-                for p in 0..cfg.pages as usize {
-                    let s = dev.slots[p];
-                    let ok = match batch.access(p) {
-                        None => true,
-                        Some(Access::Read) => s.valid(),
-                        Some(Access::Write) => s.valid() && s.writable(),
-                    };
-                    if !ok {
-                        return Err(fail(
-                            property::GRANT,
-                            format!("{action:?} finds page{p} on {device} as {s:?}"),
-                        ));
-                    }
-                }
+                self.check_resident(cfg, d, batch, || format!("{action:?}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every page of `batch` is resident on device `d` with the access asked for.
+    fn check_resident(
+        &self,
+        cfg: &ModelConfig,
+        d: usize,
+        batch: Batch,
+        what: impl Fn() -> String,
+    ) -> Result<(), Failure> {
+        for p in 0..cfg.pages as usize {
+            let s = self.devs[d].slots[p];
+            let ok = match batch.access(p) {
+                None => true,
+                Some(Access::Read) => s.valid(),
+                Some(Access::Write) => s.valid() && s.writable(),
+            };
+            if !ok {
+                return Err(fail(
+                    property::GRANT,
+                    format!("{} finds page{p} on device{d} as {s:?}", what()),
+                ));
             }
         }
         Ok(())
@@ -1732,6 +1849,7 @@ impl<'a, const W: usize> Explorer<'a, W> {
             terminal: 0,
             refused_frees: 0,
             refused_evictions: 0,
+            refused_stages: 0,
             depth: 0,
             violation: None,
         };
@@ -1760,6 +1878,7 @@ impl<'a, const W: usize> Explorer<'a, W> {
                     Ok(Applied::Refused) => {
                         match step {
                             Step::Evict { .. } => report.refused_evictions += 1,
+                            Step::Stage { .. } => report.refused_stages += 1,
                             _ => report.refused_frees += 1,
                         }
                         continue;
@@ -1842,6 +1961,7 @@ mod tests {
             remote_pages: 0,
             remote_ops_per_device: 0,
             remote_variant: RemoteVariant::InPlace,
+            staging: false,
         }
     }
 

@@ -81,6 +81,14 @@ pub enum Message {
     Free {
         pages: Range<u64>,
     },
+    /// Asynchronous staging (only under [`Protocol::with_staging`]): a device inside its
+    /// procedure asks for pages of its next wave or pass while the current one runs. Granted at
+    /// once, ending in a `Complete` that leaves the device's lock as it was, or refused
+    /// ([`CoreError::StageWouldWait`]) changing nothing; never deferred, so the device's
+    /// driver never waits on another device's release while it holds its own lock, and no
+    /// wait-for cycle can close. The batch must name no page the running procedure holds
+    /// ([`CoreError::StageHeld`]), so a grant never changes what that procedure sees.
+    Stage(RequestBatch),
 }
 
 /// Where a page's data comes from.
@@ -116,7 +124,8 @@ pub enum Action {
     /// `device` keeps its copy read-only (after its write-back).
     Downgrade { page: GlobalPage, device: DeviceId },
     /// Reply to `device`: every page of the batch is now resident with the access asked for.
-    /// The device is locked from here until it sends `Release`.
+    /// The device is locked from here until it sends `Release` (a `Stage` reply leaves the
+    /// lock, held by the procedure still running, as it was).
     Complete {
         request: RequestId,
         device: DeviceId,
@@ -173,6 +182,9 @@ pub enum ProtocolVariant {
     /// procedure that was granted it (evicting a page in use); the procedure's later writes
     /// land in a dropped slot.
     EvictIgnoringLocks,
+    /// Staging grants a batch that needs a locked device instead of refusing it (it may not
+    /// wait), so it takes or downgrades a page another device's running procedure holds.
+    StageIgnoringLocks,
 }
 
 /// The protocol state: the directory plus the memory locks and the deferred requests.
@@ -184,6 +196,12 @@ pub struct Protocol {
     locked: DeviceSet,
     deferred: VecDeque<RequestBatch>,
     devices: usize,
+    /// Asynchronous staging on: `Message::Stage` is accepted, and a locked device may evict
+    /// pages outside its held set.
+    staging: bool,
+    /// Per device, the pages its running procedure was granted (its last `Request`'s batch),
+    /// while it is locked: the memory lock covers these pages. Empty while unlocked.
+    held: Vec<Vec<GlobalPage>>,
 }
 
 impl Protocol {
@@ -197,7 +215,27 @@ impl Protocol {
             locked: DeviceSet::EMPTY,
             deferred: VecDeque::new(),
             devices,
+            staging: false,
+            held: vec![Vec::new(); devices],
         })
+    }
+
+    /// Turns asynchronous staging on ([`Message::Stage`]): the memory lock then covers the
+    /// pages a procedure was granted rather than its whole device, as far as the device's own
+    /// staging and eviction go. Requests from other devices still wait for the whole device.
+    /// Model-checked (`model::ModelConfig::staging`); the runtime does not use it yet.
+    pub fn with_staging(mut self) -> Self {
+        self.staging = true;
+        self
+    }
+
+    pub fn staging(&self) -> bool {
+        self.staging
+    }
+
+    /// The pages `d`'s running procedure holds (empty while it is unlocked).
+    pub fn held(&self, d: DeviceId) -> &[GlobalPage] {
+        self.held.get(d.index()).map_or(&[], Vec::as_slice)
     }
 
     pub fn variant(&self) -> ProtocolVariant {
@@ -248,6 +286,7 @@ impl Protocol {
                         return Err(CoreError::NotLocked(d));
                     }
                     self.locked.remove(d);
+                    self.held[d.index()].clear();
                     self.retry_deferred(&mut out)?;
                 }
             }
@@ -256,11 +295,20 @@ impl Protocol {
                 // Evicting a page of the batch a locked device is working on would drop its
                 // grant under it and lose its writes (found by the model checker); a locked
                 // device evicts nothing until it releases.
+                // With staging, the lock covers the procedure's held pages only: the rest of the
+                // device may be evicted to make room for the next wave.
                 if self.locking()
                     && self.variant != ProtocolVariant::EvictIgnoringLocks
                     && self.locked.contains(device)
                 {
-                    return Err(CoreError::EvictWhileLocked(device));
+                    if !self.staging {
+                        return Err(CoreError::EvictWhileLocked(device));
+                    }
+                    if let Some(&page) =
+                        pages.iter().find(|p| self.held[device.index()].contains(p))
+                    {
+                        return Err(CoreError::EvictHeld { device, page });
+                    }
                 }
                 // All checked before any change, so a refusal leaves the state as it was.
                 for &page in &pages {
@@ -279,6 +327,42 @@ impl Protocol {
                         out.push(Action::Invalidate { page, device });
                     }
                 }
+            }
+            Message::Stage(batch) => {
+                self.check_device(batch.device)?;
+                if !self.staging {
+                    return Err(CoreError::StagingOff);
+                }
+                if batch.pages.is_empty() {
+                    return Err(CoreError::EmptyRequest(batch.device));
+                }
+                for r in &batch.pages {
+                    self.directory.entry(r.page)?;
+                }
+                let d = batch.device;
+                if !self.locked.contains(d) {
+                    return Err(CoreError::StageWhileUnlocked(d));
+                }
+                if let Some(r) = batch
+                    .pages
+                    .iter()
+                    .find(|r| self.held[d.index()].contains(&r.page))
+                {
+                    return Err(CoreError::StageHeld {
+                        device: d,
+                        page: r.page,
+                    });
+                }
+                // `blocked` is false for the requester's own lock, so this asks exactly whether
+                // another device's lock or an older deferred request stands in the way.
+                if self.variant != ProtocolVariant::StageIgnoringLocks && self.blocked(&batch) {
+                    return Err(CoreError::StageWouldWait(d));
+                }
+                self.grant_pages(&batch, &mut out)?;
+                out.push(Action::Complete {
+                    request: batch.id,
+                    device: d,
+                });
             }
             Message::Create { pages } => {
                 check_range(&pages)?;
@@ -401,6 +485,21 @@ impl Protocol {
 
     fn grant(&mut self, batch: &RequestBatch, out: &mut Vec<Action>) -> Result<()> {
         let d = batch.device;
+        self.grant_pages(batch, out)?;
+        out.push(Action::Complete {
+            request: batch.id,
+            device: d,
+        });
+        if self.locking() {
+            self.locked.insert(d);
+            self.held[d.index()] = batch.pages.iter().map(|r| r.page).collect();
+        }
+        Ok(())
+    }
+
+    /// The data moves and table changes that give `batch.device` its pages.
+    fn grant_pages(&mut self, batch: &RequestBatch, out: &mut Vec<Action>) -> Result<()> {
+        let d = batch.device;
         let variant = self.variant;
         for r in &batch.pages {
             let page = r.page;
@@ -469,13 +568,6 @@ impl Protocol {
                     e.owner = Some(d);
                 }
             }
-        }
-        out.push(Action::Complete {
-            request: batch.id,
-            device: d,
-        });
-        if self.locking() {
-            self.locked.insert(d);
         }
         Ok(())
     }
@@ -919,5 +1011,111 @@ mod tests {
             ProtocolVariant::Correct
         )
         .is_err());
+    }
+
+    fn stage(id: u64, d: u8, pages: &[(u64, Access)]) -> Message {
+        match req(id, d, pages) {
+            Message::Request(b) => Message::Stage(b),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn staging_is_refused_unless_on_locked_and_outside_the_held_pages() {
+        let mut off = proto(2);
+        off.handle(req(1, 0, &[(1, Access::Read)])).unwrap();
+        assert_eq!(
+            off.handle(stage(2, 0, &[(2, Access::Read)])),
+            Err(CoreError::StagingOff)
+        );
+        let mut p = proto(2).with_staging();
+        assert_eq!(
+            p.handle(stage(1, 0, &[(2, Access::Read)])),
+            Err(CoreError::StageWhileUnlocked(DeviceId(0)))
+        );
+        p.handle(req(2, 0, &[(1, Access::Write)])).unwrap();
+        assert_eq!(p.held(DeviceId(0)), [P]);
+        assert_eq!(
+            p.handle(stage(3, 0, &[(1, Access::Read)])),
+            Err(CoreError::StageHeld {
+                device: DeviceId(0),
+                page: P
+            })
+        );
+        // Device 1 locked holding page 2: a stage of it from device 0 may not wait, so it is
+        // refused, changing nothing.
+        p.handle(req(4, 1, &[(2, Access::Write)])).unwrap();
+        let before = p.directory().clone();
+        assert_eq!(
+            p.handle(stage(5, 0, &[(2, Access::Read)])),
+            Err(CoreError::StageWouldWait(DeviceId(0)))
+        );
+        assert_eq!(
+            p.directory().entry(GlobalPage(2)),
+            before.entry(GlobalPage(2))
+        );
+        // Page 3 is free: granted at once, and the lock stays as it was.
+        let a = p.handle(stage(6, 0, &[(3, Access::Read)])).unwrap();
+        assert_eq!(
+            a,
+            [
+                Action::Copy {
+                    page: GlobalPage(3),
+                    from: Source::Home,
+                    to: DeviceId(0)
+                },
+                Action::Install {
+                    page: GlobalPage(3),
+                    device: DeviceId(0),
+                    writable: false
+                },
+                Action::Complete {
+                    request: RequestId(6),
+                    device: DeviceId(0)
+                },
+            ]
+        );
+        assert!(p.locked().contains(DeviceId(0)));
+        assert_eq!(p.held(DeviceId(0)), [P]);
+    }
+
+    #[test]
+    fn with_staging_a_locked_device_evicts_only_pages_outside_its_batch() {
+        let mut p = proto(1).with_staging();
+        p.handle(req(1, 0, &[(0, Access::Write)])).unwrap();
+        p.handle(stage(2, 0, &[(1, Access::Write)])).unwrap();
+        assert_eq!(
+            p.handle(Message::Evict {
+                device: DeviceId(0),
+                pages: vec![GlobalPage(1), GlobalPage(0)],
+            }),
+            Err(CoreError::EvictHeld {
+                device: DeviceId(0),
+                page: GlobalPage(0)
+            })
+        );
+        // The staged page goes, written back first.
+        let a = p
+            .handle(Message::Evict {
+                device: DeviceId(0),
+                pages: vec![GlobalPage(1)],
+            })
+            .unwrap();
+        assert_eq!(
+            a,
+            [
+                Action::WriteBack {
+                    page: GlobalPage(1),
+                    from: DeviceId(0)
+                },
+                Action::Invalidate {
+                    page: GlobalPage(1),
+                    device: DeviceId(0)
+                },
+            ]
+        );
+        // Released, nothing is held any more.
+        p.handle(Message::Release(DeviceId(0))).unwrap();
+        assert!(p.held(DeviceId(0)).is_empty());
     }
 }

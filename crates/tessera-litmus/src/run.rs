@@ -349,6 +349,7 @@ pub fn variant_name(v: ProtocolVariant) -> &'static str {
         ProtocolVariant::FreeIgnoringLocks => "free-ignoring-locks",
         ProtocolVariant::EvictWithoutWriteBack => "evict-without-write-back",
         ProtocolVariant::EvictIgnoringLocks => "evict-ignoring-locks",
+        ProtocolVariant::StageIgnoringLocks => "stage-ignoring-locks",
     }
 }
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use tessera_core::{GlobalPage, Location, PageDescriptor, PageRequest, RemoteLink, SlotAddr};
 
-use crate::error::Result;
+use crate::error::{Result, RuntimeError};
 use crate::kernel::{Bound, Kernel, Mode};
 use crate::remote::RemoteBindings;
 
@@ -98,6 +98,22 @@ pub trait Device: Send {
     fn create_memory(&mut self, memory: u16, slot_bytes: u64, capacity: u32) -> Result<()>;
     fn write_slot(&mut self, at: SlotAddr, data: &[u8]) -> Result<()>;
     fn read_slot(&mut self, at: SlotAddr) -> Result<Vec<u8>>;
+    /// Reads a slot into `out`, which must be exactly a slot long. The memory manager reads
+    /// pages into buffers it reuses or straight into their home copy, where a fresh vector per
+    /// page cost page faults (`tessera bench page-moves`); the default goes through
+    /// [`Device::read_slot`] for backends with nothing faster.
+    fn read_slot_to(&mut self, at: SlotAddr, out: &mut [u8]) -> Result<()> {
+        let data = self.read_slot(at)?;
+        if data.len() != out.len() {
+            return Err(RuntimeError::Config(format!(
+                "a slot of {} bytes read into {} bytes",
+                data.len(),
+                out.len()
+            )));
+        }
+        out.copy_from_slice(&data);
+        Ok(())
+    }
     /// The page table follows the global address space.
     fn resize_page_table(&mut self, pages: u64) -> Result<()>;
     fn set_page(&mut self, page: GlobalPage, desc: PageDescriptor) -> Result<()>;

@@ -3,8 +3,8 @@
 //! Two stores behind one type. [`HomeStore::Memory`] keeps every home copy in host memory (the
 //! default). [`HomeStore::File`] keeps them in one memory-mapped file, so the objects of a node
 //! may together exceed host RAM: the operating system pages the mapping in and out, and only
-//! the pages in use stay resident. The memory manager owns the store and is its only user, so
-//! nothing here locks.
+//! the pages in use stay resident. The memory manager owns the store; the device workers copy
+//! pages between it and their slots under its lock ([`SharedHome`]), and nothing else uses it.
 //!
 //! The file is scratch memory, not a format: it is created fresh (an existing path is refused,
 //! never overwritten), holds no header, and is removed when the store is dropped.
@@ -19,6 +19,7 @@ use memmap2::MmapMut;
 use tessera_core::{CoreError, ObjectId};
 
 use crate::error::{Result, RuntimeError};
+use crate::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Where the home copies live.
 pub(crate) enum HomeStore {
@@ -74,9 +75,16 @@ impl HomeStore {
 
     /// Overwrites local page `local` of `id` with `data`, a whole page.
     pub fn write_page(&mut self, id: ObjectId, local: u64, data: &[u8]) -> Result<()> {
-        let home = self.object_mut(id)?;
-        home[page_range(local, data.len() as u64)].copy_from_slice(data);
+        self.page_mut(id, local, data.len() as u64)?
+            .copy_from_slice(data);
         Ok(())
+    }
+
+    /// Local page `local` of `id` to be overwritten in place (a device worker reads a slot
+    /// straight into it: one copy for a write-back).
+    pub fn page_mut(&mut self, id: ObjectId, local: u64, page_bytes: u64) -> Result<&mut [u8]> {
+        let home = self.object_mut(id)?;
+        Ok(&mut home[page_range(local, page_bytes)])
     }
 
     /// Drops `id`'s home copy; its bytes are reused by later objects.
@@ -86,6 +94,27 @@ impl HomeStore {
             HomeStore::File(f) => f.remove(id),
         }
     }
+}
+
+/// The home store as the memory manager shares it with the device workers, so a worker copies
+/// a page between home and a slot itself: one copy, where handing it over in a vector cost two
+/// and a fresh allocation per page. Neither side holds a guard while waiting on another thread
+/// (the manager takes it for its own short copies only; a worker's job copies and drops it),
+/// so the lock adds no edge to the wait-for graph that could close a cycle.
+pub(crate) type SharedHome = std::sync::Arc<RwLock<HomeStore>>;
+
+/// Shared access to the home store; a poisoned lock (a thread panicked holding it) is an error.
+pub(crate) fn read_home(home: &RwLock<HomeStore>) -> Result<RwLockReadGuard<'_, HomeStore>> {
+    home.read().map_err(|_| poisoned())
+}
+
+/// Exclusive access to the home store.
+pub(crate) fn write_home(home: &RwLock<HomeStore>) -> Result<RwLockWriteGuard<'_, HomeStore>> {
+    home.write().map_err(|_| poisoned())
+}
+
+fn poisoned() -> RuntimeError {
+    RuntimeError::ThreadGone("a thread holding the home store (it panicked)")
 }
 
 fn unknown(id: ObjectId) -> RuntimeError {

@@ -20,11 +20,11 @@ use tessera_core::{
 };
 
 use crate::error::{Result, RuntimeError};
-use crate::home::HomeStore;
+use crate::home::{read_home, write_home, HomeStore, SharedHome};
 use crate::remote::{RemoteBindings, RemoteObject, RemoteRegistry};
 use crate::stats::{DeviceMemoryUse, DeviceTraffic};
 use crate::sync::channel::{bounded, unbounded, Receiver, Sender};
-use crate::sync::{AtomicBool, Builder, JoinHandle};
+use crate::sync::{AtomicBool, Builder, JoinHandle, RwLock};
 use crate::worker::{Pending, WorkerHandle};
 
 pub(crate) enum Cmd {
@@ -321,8 +321,10 @@ struct Manager {
     protocol: Protocol,
     space: AddressSpace,
     /// Home copies, per object, page after page (each page a whole slot's worth of bytes),
-    /// in host memory or a memory-mapped file.
-    home: HomeStore,
+    /// in host memory or a memory-mapped file. Shared with the device workers, which copy
+    /// pages between home and their slots themselves (`DeviceOp::WriteFromHome`,
+    /// `read_ahead`'s write-backs).
+    home: SharedHome,
     memories: Vec<DeviceMemory>,
     /// Per device, the slot holding each resident global page, indexed by global page.
     slots: Vec<Vec<Option<SlotAddr>>>,
@@ -341,8 +343,17 @@ struct Manager {
     /// Set while an eviction's actions are carried out, so its invalidations are counted as
     /// evictions.
     evicting: bool,
-    /// Modified pages an eviction has already read from its device, by (device, page).
+    /// Pages an action list moves out of a device, read before the list is carried out, by
+    /// (device, page).
     read_ahead: HashMap<(DeviceId, GlobalPage), Vec<u8>>,
+    /// Modified pages the source device's worker has already written home itself (read ahead
+    /// too), by (device, page): their `WriteBack` moves no more bytes, and a `Copy` from that
+    /// device takes the page from home.
+    written_home: HashSet<(DeviceId, GlobalPage)>,
+    /// Page buffers reused across batches for device → device copies, so a batch does not
+    /// page-fault fresh memory for every page it moves (a quarter of a move's time,
+    /// `tessera bench page-moves`). Bounded by `POOL_BYTES`.
+    pool: Vec<Vec<u8>>,
     pressed: Arc<Vec<AtomicBool>>,
     /// Objects not in migrate mode (absent: migrate).
     modes: HashMap<ObjectId, AccessMode>,
@@ -369,7 +380,7 @@ pub fn spawn(
     let mut m = Manager {
         protocol,
         space: AddressSpace::new(),
-        home,
+        home: Arc::new(RwLock::new(home)),
         memories: workers
             .iter()
             .map(|w| DeviceMemory::new(w.device, cfg.budget_bytes, cfg.memory_bytes))
@@ -395,6 +406,8 @@ pub fn spawn(
         request_log: None,
         evicting: false,
         read_ahead: HashMap::new(),
+        written_home: HashSet::new(),
+        pool: Vec::new(),
         pressed: Arc::new((0..n).map(|_| AtomicBool::new(false)).collect()),
         modes: HashMap::new(),
         remote: RemoteRegistry::default(),
@@ -948,74 +961,140 @@ impl Manager {
     /// and device-to-device copies): per source device, one job revokes write access to all of
     /// them and reads them, where reading them one at a time cost a round trip to the worker
     /// per page (most of an oversubscribed run's request time, and of a multi-device pass's
-    /// boundary pages). `execute` then takes the data from `read_ahead`.
+    /// boundary pages). A page written back is read by the worker straight into its home copy
+    /// (one copy; `written_home`), the others into pooled buffers (`read_ahead`), which
+    /// `execute` then hands on.
     ///
     /// Reading early is the same as reading in order unless an earlier action in the list
     /// copies to, installs on or invalidates that (device, page) first; those are left to be
-    /// read in order. (Under the memory lock this cannot happen: a device granted a page is
-    /// locked, so no later grant in the same list takes it from it.)
+    /// read in order. Likewise a write-back is done early only if no earlier action in the list
+    /// copies that page from home (which must see the older home value). (Under the memory lock
+    /// neither can happen: a device granted a page is locked, so no later grant in the same
+    /// list takes it from it.)
     fn read_ahead(&mut self, actions: &[Action]) -> Result<()> {
         let mut changed: HashSet<(DeviceId, GlobalPage)> = HashSet::new();
-        let mut reads: Vec<Vec<(GlobalPage, SlotAddr)>> = vec![Vec::new(); self.workers.len()];
+        let mut from_home: HashSet<GlobalPage> = HashSet::new();
+        let n = self.workers.len();
+        let mut reads: Vec<Vec<(GlobalPage, SlotAddr)>> = vec![Vec::new(); n];
+        let mut backs: Vec<Vec<HomeBound>> = vec![Vec::new(); n];
         let mut wanted: HashSet<(DeviceId, GlobalPage)> = HashSet::new();
         for a in actions {
-            let read = match *a {
-                Action::WriteBack { page, from } => Some((from, page)),
+            match *a {
+                Action::WriteBack { page, from } => {
+                    let key = (from, page);
+                    if !changed.contains(&key) && !from_home.contains(&page) && wanted.insert(key) {
+                        let at = self.slot(from, page)?;
+                        let (obj, local, bytes) = self.page_bytes(page)?;
+                        backs[from.index()].push((page, at, obj, local, bytes));
+                    }
+                }
                 Action::Copy {
                     page,
                     from: Source::Device(o),
                     to,
                 } => {
                     changed.insert((to, page));
-                    Some((o, page))
+                    let key = (o, page);
+                    if !changed.contains(&key) && wanted.insert(key) {
+                        let at = self.slot(o, page)?;
+                        reads[o.index()].push((page, at));
+                    }
                 }
                 Action::Copy { page, to, .. } => {
                     changed.insert((to, page));
-                    None
+                    from_home.insert(page);
                 }
                 Action::Invalidate { page, device } | Action::Install { page, device, .. } => {
                     changed.insert((device, page));
-                    None
                 }
-                _ => None,
-            };
-            if let Some(key) = read {
-                if !changed.contains(&key) && wanted.insert(key) {
-                    let at = self.slot(key.0, key.1)?;
-                    reads[key.0.index()].push((key.1, at));
-                }
+                _ => {}
             }
         }
-        let mut out = Outbox::new(self.workers.len());
+        let mut out = Outbox::new(n, self.home.clone());
         let mut jobs = Vec::new();
-        for (d, list) in reads.into_iter().enumerate() {
-            if list.is_empty() {
+        for (d, (list, back)) in reads.into_iter().zip(backs).enumerate() {
+            if list.is_empty() && back.is_empty() {
                 continue;
             }
             let device = DeviceId(d as u8);
-            for &(page, at) in &list {
+            let revoked = list
+                .iter()
+                .map(|&(page, at)| (page, at))
+                .chain(back.iter().map(|&(page, at, ..)| (page, at)));
+            for (page, at) in revoked {
                 out.push(
                     device,
                     DeviceOp::Set(page, PageDescriptor::resident(at, false)),
                 );
             }
             out.flush(&self.workers, device);
+            let mut bufs = Vec::with_capacity(list.len());
+            for &(page, _) in &list {
+                let (_, _, bytes) = self.page_bytes(page)?;
+                bufs.push(self.buffer(bytes));
+            }
             let slots: Vec<SlotAddr> = list.iter().map(|&(_, at)| at).collect();
+            let home_slots: Vec<_> = back
+                .iter()
+                .map(|&(_, at, obj, local, bytes)| (at, obj, local, bytes))
+                .collect();
+            let home = self.home.clone();
             let job = self.workers[d].submit(move |dev| {
-                slots
-                    .into_iter()
-                    .map(|at| dev.read_slot(at))
-                    .collect::<Result<Vec<_>>>()
+                let mut bufs = bufs;
+                for (at, buf) in slots.into_iter().zip(bufs.iter_mut()) {
+                    dev.read_slot_to(at, buf)?;
+                }
+                // One page per lock, so workers writing back at once interleave.
+                for (at, obj, local, bytes) in home_slots {
+                    let mut h = write_home(&home)?;
+                    dev.read_slot_to(at, h.page_mut(obj, local, bytes)?)?;
+                }
+                Ok(bufs)
             });
-            jobs.push((device, list, job));
+            jobs.push((device, list, back, job));
         }
-        out.finish(&self.workers)?;
-        for (device, list, job) in jobs {
-            for ((page, _), data) in list.into_iter().zip(job.wait()??) {
+        let sent = out.finish(&self.workers);
+        self.recycle(out.take_spent());
+        // Every job is waited for before any error goes out, so none is still writing home
+        // when the manager carries on.
+        let done: Vec<_> = jobs
+            .into_iter()
+            .map(|(device, list, back, job)| (device, list, back, job.wait().and_then(|r| r)))
+            .collect();
+        sent?;
+        for (device, list, back, res) in done {
+            let bufs = res?;
+            for ((page, _), data) in list.into_iter().zip(bufs) {
                 self.read_ahead.insert((device, page), data);
+            }
+            for (page, ..) in back {
+                self.written_home.insert((device, page));
             }
         }
         Ok(())
+    }
+
+    /// A page buffer of `bytes` from the pool, or a fresh one.
+    fn buffer(&mut self, bytes: u64) -> Vec<u8> {
+        match self.pool.pop() {
+            Some(mut b) => {
+                b.resize(bytes as usize, 0);
+                b
+            }
+            None => vec![0; bytes as usize],
+        }
+    }
+
+    /// Returns spent page buffers to the pool, up to `POOL_BYTES`.
+    fn recycle(&mut self, spent: Vec<Vec<u8>>) {
+        let mut held: usize = self.pool.iter().map(Vec::capacity).sum();
+        for b in spent {
+            if held + b.capacity() > POOL_BYTES {
+                break;
+            }
+            held += b.capacity();
+            self.pool.push(b);
+        }
     }
 
     fn page_bytes(&self, page: GlobalPage) -> Result<(ObjectId, u64, u64)> {
@@ -1050,26 +1129,43 @@ impl Manager {
         let res = self
             .read_ahead(&actions)
             .and_then(|()| self.execute_in_order(actions));
-        self.read_ahead.clear();
+        let left: Vec<Vec<u8>> = self.read_ahead.drain().map(|(_, b)| b).collect();
+        self.recycle(left);
+        self.written_home.clear();
         res
     }
 
     fn execute_in_order(&mut self, actions: Vec<Action>) -> Result<()> {
-        let mut out = Outbox::new(self.workers.len());
+        let mut out = Outbox::new(self.workers.len(), self.home.clone());
+        let res = self.carry_out(&mut out, actions);
+        // After an error too: no job of this list is still running when the manager goes on.
+        let res = res.and(out.finish(&self.workers));
+        let spent = out.take_spent();
+        self.recycle(spent);
+        res
+    }
+
+    fn carry_out(&mut self, out: &mut Outbox, actions: Vec<Action>) -> Result<()> {
         for a in actions {
             match a {
                 Action::Copy { page, from, to } => {
                     let (obj, local, bytes) = self.page_bytes(page)?;
+                    // The bytes are at home (the worker copies them into the slot itself: one
+                    // copy), read ahead from the source, or (rarely) read from it now. `None`:
+                    // at home.
                     let data = match from {
                         Source::Home => {
                             self.traffic[to.index()].host_to_device.add(bytes);
-                            self.home.page(obj, local, bytes)?.to_vec()
+                            None
                         }
                         Source::Device(o) => {
                             self.traffic[to.index()].add_from_device(o.index(), bytes);
-                            match self.read_ahead.remove(&(o, page)) {
-                                Some(d) => d,
-                                None => self.revoke_and_read(&mut out, o, page)?,
+                            if self.written_home.contains(&(o, page)) {
+                                None
+                            } else if let Some(d) = self.read_ahead.remove(&(o, page)) {
+                                Some(d)
+                            } else {
+                                Some(self.revoke_and_read(out, o, page)?)
                             }
                         }
                     };
@@ -1077,28 +1173,47 @@ impl Manager {
                     if let Some(m) = created {
                         out.push(to, DeviceOp::Create(m.id, m.slot_bytes, m.capacity));
                     }
-                    out.push(to, DeviceOp::Write(at, data));
+                    out.push(
+                        to,
+                        match data {
+                            Some(d) => DeviceOp::Write(at, d),
+                            None => DeviceOp::WriteFromHome {
+                                at,
+                                obj,
+                                local,
+                                bytes,
+                            },
+                        },
+                    );
                     self.slots[to.index()][page.index()] = Some(at);
                     self.evictors[to.index()].resident.insert(page);
                 }
                 Action::WriteBack { page, from } => {
                     let (obj, local, bytes) = self.page_bytes(page)?;
+                    self.traffic[from.index()].device_to_host.add(bytes);
+                    if self.evicting {
+                        self.traffic[from.index()].eviction_write_backs += 1;
+                    }
+                    if self.written_home.contains(&(from, page)) {
+                        // The source's worker wrote it home during `read_ahead`.
+                        continue;
+                    }
                     // Left in `read_ahead`, not taken: a read of a modified page copies the
                     // same data on to the reader next, and must not read the owner twice.
                     let read;
                     let data = match self.read_ahead.get(&(from, page)) {
                         Some(d) => d,
                         None => {
-                            read = self.revoke_and_read(&mut out, from, page)?;
+                            read = self.revoke_and_read(out, from, page)?;
                             &read
                         }
                     };
-                    self.traffic[from.index()].device_to_host.add(bytes);
-                    if self.evicting {
-                        self.traffic[from.index()].eviction_write_backs += 1;
-                    }
                     debug_assert_eq!(data.len() as u64, bytes);
-                    self.home.write_page(obj, local, data)?;
+                    // Copies from home queued before this write must read the value before it.
+                    if out.reads_home {
+                        out.finish(&self.workers)?;
+                    }
+                    write_home(&self.home)?.write_page(obj, local, data)?;
                 }
                 Action::Invalidate { page, device } => {
                     let at = self.slot(device, page)?;
@@ -1122,13 +1237,9 @@ impl Manager {
                     page,
                     device,
                     writable,
-                } => self.set_page(&mut out, device, page, writable)?,
-                Action::GrantWrite { page, device } => {
-                    self.set_page(&mut out, device, page, true)?
-                }
-                Action::Downgrade { page, device } => {
-                    self.set_page(&mut out, device, page, false)?
-                }
+                } => self.set_page(out, device, page, writable)?,
+                Action::GrantWrite { page, device } => self.set_page(out, device, page, true)?,
+                Action::Downgrade { page, device } => self.set_page(out, device, page, false)?,
                 Action::Complete { request, .. } => {
                     let res = out.finish(&self.workers);
                     let failed = res.clone().err();
@@ -1290,22 +1401,20 @@ impl Manager {
         if mode != AccessMode::Migrate {
             self.modes.insert(e.id, mode);
         }
-        let home = match self
-            .home
-            .create(e.id, desc.page_count() * desc.page_bytes())
-        {
-            Ok(home) => home,
-            Err(err) => {
-                // No room for its home copy (a full disk under a home file): the object must
-                // not half exist. No device holds a page of it yet, so freeing moves nothing.
-                let actions = self.protocol.handle(Message::Free { pages: e.pages() })?;
-                self.execute(actions)?;
-                self.space.free(e.id)?;
-                return Err(err);
+        let created = write_home(&self.home).and_then(|mut h| {
+            let home = h.create(e.id, desc.page_count() * desc.page_bytes())?;
+            if let Some(d) = data {
+                pack(&desc, &d, home);
             }
-        };
-        if let Some(d) = data {
-            pack(&desc, &d, home);
+            Ok(())
+        });
+        if let Err(err) = created {
+            // No room for its home copy (a full disk under a home file): the object must
+            // not half exist. No device holds a page of it yet, so freeing moves nothing.
+            let actions = self.protocol.handle(Message::Free { pages: e.pages() })?;
+            self.execute(actions)?;
+            self.space.free(e.id)?;
+            return Err(err);
         }
         // Freeing dropped every device's copy of reused pages, so no device maps one of them.
         self.resize_tables()?;
@@ -1328,7 +1437,7 @@ impl Manager {
         if self.modes.remove(&id) == Some(AccessMode::Remote) {
             self.remote.remove(id);
         } else {
-            self.home.remove(id)?;
+            write_home(&self.home)?.remove(id)?;
         }
         self.pinned.remove(&id);
         for p in e.pages() {
@@ -1347,7 +1456,7 @@ impl Manager {
             return Ok(out);
         }
         let bytes = e.desc.page_bytes() as usize;
-        let mut pages = self.home.object(id)?.to_vec();
+        let mut pages = read_home(&self.home)?.object(id)?.to_vec();
         // Modified pages come from their owners: one job per device, not one per page.
         let mut by_owner: Vec<Vec<(usize, SlotAddr)>> = vec![Vec::new(); self.workers.len()];
         for (local, page) in e.pages().enumerate() {
@@ -1410,25 +1519,53 @@ impl Manager {
 /// Work for one device worker, collected while a batch of actions is carried out.
 enum DeviceOp {
     Create(u16, u64, u32),
+    /// Writes these bytes into the slot; the buffer comes back to the manager's pool.
     Write(SlotAddr, Vec<u8>),
+    /// Copies the page's home copy into the slot, on the worker: one copy, where copying it
+    /// into a vector to hand over cost a second copy and a fresh allocation. In-process only:
+    /// a transport to a worker elsewhere would send the bytes (`Write`) instead.
+    WriteFromHome {
+        at: SlotAddr,
+        obj: ObjectId,
+        local: u64,
+        bytes: u64,
+    },
     Set(GlobalPage, PageDescriptor),
 }
+
+/// A modified page a worker writes straight home: the page, its slot on the source, and where
+/// it goes at home (object, local page, bytes).
+type HomeBound = (GlobalPage, SlotAddr, ObjectId, u64, u64);
+
+/// Page buffers the manager keeps for reuse at most (device → device copies); a batch that
+/// moves more allocates the rest.
+const POOL_BYTES: usize = 64 << 20;
 
 /// Per-device queues of collected work and the acknowledgements still to come.
 struct Outbox {
     ops: Vec<Vec<DeviceOp>>,
-    acks: Vec<Pending<Result<()>>>,
+    acks: Vec<Pending<Result<Vec<Vec<u8>>>>>,
+    home: SharedHome,
+    /// Some queued or sent job copies from home: the manager must let them finish before it
+    /// writes home itself.
+    reads_home: bool,
+    /// Buffers the workers have written from, for the pool.
+    spent: Vec<Vec<u8>>,
 }
 
 impl Outbox {
-    fn new(devices: usize) -> Self {
+    fn new(devices: usize, home: SharedHome) -> Self {
         Outbox {
             ops: (0..devices).map(|_| Vec::new()).collect(),
             acks: Vec::new(),
+            home,
+            reads_home: false,
+            spent: Vec::new(),
         }
     }
 
     fn push(&mut self, d: DeviceId, op: DeviceOp) {
+        self.reads_home |= matches!(op, DeviceOp::WriteFromHome { .. });
         self.ops[d.index()].push(op);
     }
 
@@ -1438,15 +1575,26 @@ impl Outbox {
         if ops.is_empty() {
             return;
         }
+        let home = self.home.clone();
         self.acks.push(workers[d.index()].submit(move |dev| {
+            let mut spent = Vec::new();
             for op in ops {
                 match op {
                     DeviceOp::Create(id, bytes, cap) => dev.create_memory(id, bytes, cap)?,
-                    DeviceOp::Write(at, data) => dev.write_slot(at, &data)?,
+                    DeviceOp::Write(at, data) => {
+                        dev.write_slot(at, &data)?;
+                        spent.push(data);
+                    }
+                    DeviceOp::WriteFromHome {
+                        at,
+                        obj,
+                        local,
+                        bytes,
+                    } => dev.write_slot(at, read_home(&home)?.page(obj, local, bytes)?)?,
                     DeviceOp::Set(page, desc) => dev.set_page(page, desc)?,
                 }
             }
-            Ok(())
+            Ok(spent)
         }));
     }
 
@@ -1457,12 +1605,21 @@ impl Outbox {
         }
         let mut res = Ok(());
         for p in self.acks.drain(..) {
-            let r = p.wait().and_then(|r| r);
-            if res.is_ok() {
-                res = r;
+            match p.wait().and_then(|r| r) {
+                Ok(mut spent) => self.spent.append(&mut spent),
+                Err(e) => {
+                    if res.is_ok() {
+                        res = Err(e);
+                    }
+                }
             }
         }
+        self.reads_home = false;
         res
+    }
+
+    fn take_spent(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.spent)
     }
 }
 

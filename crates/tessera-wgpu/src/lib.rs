@@ -39,6 +39,7 @@ mod device;
 mod error;
 mod gpu;
 mod node;
+mod plain_copy;
 mod scratch;
 mod unpaged;
 
@@ -46,6 +47,7 @@ pub use device::{TilePath, WgpuDevice, MAX_MEMORIES};
 pub use error::WgpuError;
 pub use gpu::{adapters, AdapterChoice, SharedGpu};
 pub use node::system;
+pub use plain_copy::{PlainCopies, PlainTimes};
 pub use unpaged::{UnpagedGpu, UNPAGED_MAX_OBJECTS};
 
 // Every shader is compiled after `abi::header()`, which declares what host and shaders share.

@@ -372,6 +372,23 @@ impl Device for CpuDevice {
         Ok(out)
     }
 
+    fn read_slot_to(&mut self, at: SlotAddr, out: &mut [u8]) -> Result<()> {
+        let r = self.slot_range(at)?;
+        if out.len() != r.len() * 4 {
+            return Err(self.err(format!(
+                "slot read of a {}-byte slot into {} bytes",
+                r.len() * 4,
+                out.len()
+            )));
+        }
+        // As `read_slot`: plain words through `get_mut`, a bulk copy.
+        let words = &mut self.memories[at.memory as usize][r];
+        for (o, w) in out.chunks_exact_mut(4).zip(words.iter_mut()) {
+            o.copy_from_slice(&w.get_mut().to_le_bytes());
+        }
+        Ok(())
+    }
+
     fn resize_page_table(&mut self, pages: u64) -> Result<()> {
         self.table.resize(pages);
         Ok(())
