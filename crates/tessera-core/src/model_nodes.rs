@@ -1015,6 +1015,7 @@ impl<'a> Explorer<'a> {
             terminal: 0,
             refused_frees: 0,
             refused_evictions: 0,
+            refused_stages: 0,
             depth: 0,
             violation: None,
         };

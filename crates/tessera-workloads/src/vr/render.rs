@@ -407,7 +407,7 @@ impl StereoRenderer {
                     let (_, rec) = match k.nearest(&mut plain, x, y) {
                         Ok(v) => v,
                         Err(Fault::Error(e)) => return Err(VrError::Runtime(*e)),
-                        Err(Fault::Miss) => {
+                        Err(Fault::Miss | Fault::Suspend) => {
                             return Err(VrError::Config("plain arrays missed".into()))
                         }
                     };
