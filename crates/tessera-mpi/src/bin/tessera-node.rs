@@ -9,6 +9,16 @@ use clap::Parser;
 use tessera_mpi::mpi_transport::Mpi;
 use tessera_mpi::{run_node, LitmusJob, NodeConfig, NodeError, Transport};
 
+/// Writes one line to stderr in a single `write` call. Several ranks share mpirun's stderr, and
+/// `eprintln!` writes its pieces one call each, so two ranks' lines could interleave mid-line
+/// (seen in CI: "rank rank 0: … 2: …"); a line of one write under the pipe's atomic size stays whole.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        let line = format!("{}\n", format_args!($($arg)*));
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+    }};
+}
+
 #[derive(Parser)]
 #[command(about = "one node of tessera's multi-node memory system, one per MPI rank")]
 struct Args {
@@ -47,12 +57,12 @@ struct Args {
 fn main() -> ExitCode {
     let args = Args::parse();
     let Some(mpi) = Mpi::init() else {
-        eprintln!("tessera-node: MPI could not be initialized");
+        say!("tessera-node: MPI could not be initialized");
         return ExitCode::FAILURE;
     };
     let rank = mpi.rank();
     if !(args.lost_after > 0.0 && args.lost_after.is_finite()) {
-        eprintln!("tessera-node: --lost-after must be a positive number of seconds");
+        say!("tessera-node: --lost-after must be a positive number of seconds");
         return ExitCode::FAILURE;
     }
     let mut cfg = NodeConfig {
@@ -86,20 +96,18 @@ fn main() -> ExitCode {
                     r.inter_node_page_bytes / rounds
                 );
                 if r.mismatches > 0 || r.checksum != r.reference_checksum {
-                    eprintln!("tessera-node: the result differs from the sequential reference");
+                    say!("tessera-node: the result differs from the sequential reference");
                     return ExitCode::FAILURE;
                 }
             }
             ExitCode::SUCCESS
         }
         Err(NodeError::Stopped { node, round }) => {
-            eprintln!(
-                "tessera-node: rank {node} aborts after round {round}, as asked (--kill-rank)"
-            );
+            say!("tessera-node: rank {node} aborts after round {round}, as asked (--kill-rank)");
             std::process::abort();
         }
         Err(e) => {
-            eprintln!("tessera-node: rank {rank}: error: {e}");
+            say!("tessera-node: rank {rank}: error: {e}");
             // Not MPI_Abort: that would take the other ranks down before they say what they saw.
             std::process::exit(3);
         }
@@ -116,7 +124,7 @@ fn litmus(mpi: &Mpi, cfg: &mut NodeConfig, args: &Args) -> ExitCode {
         let test = match tessera_litmus::load(path) {
             Ok(t) => t,
             Err(e) => {
-                eprintln!("tessera-node: rank {rank}: {e}");
+                say!("tessera-node: rank {rank}: {e}");
                 return ExitCode::FAILURE;
             }
         };
@@ -141,13 +149,13 @@ fn litmus(mpi: &Mpi, cfg: &mut NodeConfig, args: &Args) -> ExitCode {
                 }
             }
             Err(e) => {
-                eprintln!("tessera-node: rank {rank}: {name}: error: {e}");
+                say!("tessera-node: rank {rank}: {name}: error: {e}");
                 return ExitCode::from(3);
             }
         }
     }
     if failed {
-        eprintln!("tessera-node: an outcome sequential consistency forbids was seen");
+        say!("tessera-node: an outcome sequential consistency forbids was seen");
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
