@@ -54,6 +54,12 @@ pub enum CoreError {
         used: u64,
         budget: u64,
     },
+    #[error("{device}'s {memories} physical memories ({bytes} bytes) are full and its backend binds no more: one launch needs more pages than they hold")]
+    MemoriesFull {
+        device: DeviceId,
+        memories: usize,
+        bytes: u64,
+    },
     #[error("physical memory {memory} slot {slot} is not allocated")]
     BadSlot { memory: u16, slot: u32 },
     #[error("page descriptor field out of range: {0}")]

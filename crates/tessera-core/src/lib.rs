@@ -26,7 +26,7 @@ pub use error::{CoreError, Result};
 pub use eviction::{Policy, Resident};
 pub use geometry::{ObjectDesc, PageSize, TexelFormat};
 pub use page_table::{PageDescriptor, PageTable};
-pub use physical::{DeviceMemory, PhysicalMemory, SlotAddr};
+pub use physical::{DeviceMemory, MemoryLimits, PhysicalMemory, SlotAddr};
 pub use protocol::{
     Access, Action, Message, PageRequest, Protocol, ProtocolVariant, RequestBatch, RequestId,
 };

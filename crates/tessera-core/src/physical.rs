@@ -59,6 +59,31 @@ impl PhysicalMemory {
     }
 }
 
+/// What a backend can bind of physical memories: the wgpu backend binds at most four per
+/// kernel, each one storage buffer no larger than the adapter's binding limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryLimits {
+    /// The most memories one device may have; `None`: no limit (the CPU backend).
+    pub max_memories: Option<u16>,
+    /// The most bytes one memory may have.
+    pub max_memory_bytes: u64,
+}
+
+impl Default for MemoryLimits {
+    fn default() -> Self {
+        MemoryLimits {
+            max_memories: None,
+            max_memory_bytes: u64::MAX,
+        }
+    }
+}
+
+/// Where the memory count is limited, each new memory of a slot size is this many times the
+/// last one of that size (up to the byte limit): four memories then reach 85 times
+/// `memory_bytes` (64 MiB grows to 5.3 GiB), so a large field fits on a GPU while a small run
+/// still allocates one small memory.
+const GROWTH_WHERE_LIMITED: u64 = 4;
+
 /// All physical memories of one device, under its byte budget.
 #[derive(Clone, Debug)]
 pub struct DeviceMemory {
@@ -67,6 +92,7 @@ pub struct DeviceMemory {
     /// Bytes of each newly created memory (less when the budget has less room left), like
     /// the paper's fixed 4096² physical textures: small pages get many slots per memory.
     pub memory_bytes: u64,
+    pub limits: MemoryLimits,
     memories: Vec<PhysicalMemory>,
     /// The memory that last had a free slot: allocation starts there instead of scanning
     /// every memory, which matters with millions of tiny pages.
@@ -79,9 +105,47 @@ impl DeviceMemory {
             device,
             budget_bytes,
             memory_bytes: memory_bytes.max(1),
+            limits: MemoryLimits::default(),
             memories: Vec::new(),
             hint: 0,
         }
+    }
+
+    /// The same, on a backend with `limits`.
+    pub fn with_limits(
+        device: DeviceId,
+        budget_bytes: u64,
+        memory_bytes: u64,
+        limits: MemoryLimits,
+    ) -> Self {
+        DeviceMemory {
+            limits,
+            ..Self::new(device, budget_bytes, memory_bytes)
+        }
+    }
+
+    /// Slots of `slot_bytes` in the `j`-th memory of that size still to be created (before the
+    /// budget): `memory_bytes`, growing where the memory count is limited, within the byte limit.
+    fn new_memory_slots(&self, slot_bytes: u64, j: usize) -> u64 {
+        let slot = slot_bytes.max(1);
+        let index = self.of_size(slot_bytes).count() + j;
+        let bytes = match self.limits.max_memories {
+            Some(_) => (0..index).fold(self.memory_bytes, |b, _| {
+                b.saturating_mul(GROWTH_WHERE_LIMITED)
+            }),
+            None => self.memory_bytes,
+        }
+        .min(self.limits.max_memory_bytes);
+        (bytes / slot).clamp(1, u32::MAX as u64)
+    }
+
+    /// Memories the device may still create.
+    fn memories_left(&self) -> usize {
+        let max = self
+            .limits
+            .max_memories
+            .map_or(u16::MAX as usize + 1, |m| m as usize);
+        max.saturating_sub(self.memories.len())
     }
 
     /// Bytes reserved by all memories: what counts against the budget.
@@ -130,10 +194,19 @@ impl DeviceMemory {
     }
 
     fn unreserved_slots(&self, slot_bytes: u64) -> u64 {
-        if self.memories.len() > u16::MAX as usize {
-            return 0;
+        let budget = self.budget_bytes.saturating_sub(self.reserved_bytes()) / slot_bytes.max(1);
+        if self.limits.max_memories.is_none() {
+            return if self.memories_left() == 0 { 0 } else { budget };
         }
-        self.budget_bytes.saturating_sub(self.reserved_bytes()) / slot_bytes.max(1)
+        // With few memories allowed, what they can still hold bounds it too.
+        let mut slots = 0u64;
+        for j in 0..self.memories_left() {
+            slots = slots.saturating_add(self.new_memory_slots(slot_bytes, j));
+            if slots >= budget {
+                return budget;
+            }
+        }
+        slots
     }
 
     /// Allocates a slot of `slot_bytes`. Returns the slot and, when a new physical memory had
@@ -151,15 +224,22 @@ impl DeviceMemory {
             }
         }
         let left = self.budget_bytes.saturating_sub(self.reserved_bytes());
-        let per_memory = (self.memory_bytes / slot_bytes.max(1)).clamp(1, u32::MAX as u64);
+        let per_memory = self.new_memory_slots(slot_bytes, 0);
         let capacity = (left / slot_bytes.max(1)).min(per_memory) as u32;
+        if self.memories_left() == 0 {
+            return Err(CoreError::MemoriesFull {
+                device: self.device,
+                memories: self.memories.len(),
+                bytes: self.reserved_bytes(),
+            });
+        }
         let over = CoreError::OutOfBudget {
             device: self.device,
             needed: slot_bytes,
             used: self.reserved_bytes(),
             budget: self.budget_bytes,
         };
-        if capacity == 0 || self.memories.len() > u16::MAX as usize {
+        if capacity == 0 {
             return Err(over);
         }
         let mut m = PhysicalMemory::new(self.memories.len() as u16, slot_bytes, capacity);
@@ -216,6 +296,39 @@ mod tests {
         assert_eq!(d.alloc(64).unwrap().0, b, "freed slots are reused");
         assert_eq!(d.used_bytes(), 5 * 64);
         assert!(d.free(SlotAddr { memory: 9, slot: 0 }).is_err());
+    }
+
+    #[test]
+    fn limited_memories_grow_and_bound_room() {
+        // Two memories at most, the second four times the first, none over 1000 bytes.
+        let limits = MemoryLimits {
+            max_memories: Some(2),
+            max_memory_bytes: 1000,
+        };
+        let mut d = DeviceMemory::with_limits(DeviceId(0), u64::MAX, 4 * 64, limits);
+        // 4 slots, then min(16, 1000 / 64 = 15): 19 in all, not the unlimited budget.
+        assert_eq!((d.room(64), d.capacity(64)), (19, 19));
+        let (_, m) = d.alloc(64).unwrap();
+        assert_eq!(m.map(|m| m.capacity), Some(4));
+        for _ in 0..3 {
+            assert!(d.alloc(64).unwrap().1.is_none());
+        }
+        let (_, m) = d.alloc(64).unwrap();
+        assert_eq!(m.map(|m| m.capacity), Some(15));
+        for _ in 0..14 {
+            d.alloc(64).unwrap();
+        }
+        assert_eq!((d.room(64), d.capacity(64)), (0, 19));
+        assert!(matches!(
+            d.alloc(64),
+            Err(CoreError::MemoriesFull { memories: 2, .. })
+        ));
+        // Without a count limit memories stay the same size.
+        let mut d = DeviceMemory::new(DeviceId(0), u64::MAX, 4 * 64);
+        for _ in 0..5 {
+            d.alloc(64).unwrap();
+        }
+        assert_eq!(d.memories()[1].capacity, 4);
     }
 
     #[test]

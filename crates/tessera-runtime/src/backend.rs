@@ -94,6 +94,11 @@ pub struct MergeOutcome {
 pub trait Device: Send {
     /// What the device is, for reports.
     fn describe(&self) -> String;
+    /// How many physical memories, and how large, the device can have: the memory manager
+    /// sizes memories within them. No limit by default.
+    fn memory_limits(&self) -> tessera_core::MemoryLimits {
+        tessera_core::MemoryLimits::default()
+    }
     /// Allocates physical memory `memory` with `capacity` slots of `slot_bytes`.
     fn create_memory(&mut self, memory: u16, slot_bytes: u64, capacity: u32) -> Result<()>;
     fn write_slot(&mut self, at: SlotAddr, data: &[u8]) -> Result<()>;

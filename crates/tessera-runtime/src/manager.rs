@@ -209,6 +209,9 @@ pub struct ManagerConfig {
     pub budget_bytes: u64,
     /// Bytes per physical memory (a new one is created when all are full).
     pub memory_bytes: u64,
+    /// Each device's backend limits on memories (`Device::memory_limits`), in device order;
+    /// a device not listed has none.
+    pub memory_limits: Vec<tessera_core::MemoryLimits>,
     pub policy: Policy,
     /// Seeds the `random` policy (each device's generator from `seed + device`).
     pub seed: u64,
@@ -383,7 +386,15 @@ pub fn spawn(
         home: Arc::new(RwLock::new(home)),
         memories: workers
             .iter()
-            .map(|w| DeviceMemory::new(w.device, cfg.budget_bytes, cfg.memory_bytes))
+            .enumerate()
+            .map(|(i, w)| {
+                DeviceMemory::with_limits(
+                    w.device,
+                    cfg.budget_bytes,
+                    cfg.memory_bytes,
+                    cfg.memory_limits.get(i).copied().unwrap_or_default(),
+                )
+            })
             .collect(),
         slots: vec![Vec::new(); n],
         workers,

@@ -123,6 +123,7 @@ impl System {
     /// A node over any backend's devices.
     pub fn with_devices(devices: Vec<Box<dyn Device>>, cfg: &SystemConfig) -> Result<Self> {
         let backend = devices.first().map(|d| d.describe()).unwrap_or_default();
+        let memory_limits = devices.iter().map(|d| d.memory_limits()).collect();
         let mut joins = Vec::new();
         let mut workers = Vec::new();
         for (i, d) in devices.into_iter().enumerate() {
@@ -136,6 +137,7 @@ impl System {
                 variant: cfg.variant,
                 budget_bytes: cfg.budget_bytes,
                 memory_bytes: cfg.memory_bytes,
+                memory_limits,
                 policy: cfg.policy,
                 seed: cfg.seed,
                 thrashing: cfg.thrashing,

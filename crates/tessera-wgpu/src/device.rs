@@ -419,6 +419,13 @@ impl Device for WgpuDevice {
         format!("wgpu ({}, {:?})", self.info.name, self.info.backend)
     }
 
+    fn memory_limits(&self) -> tessera_core::MemoryLimits {
+        tessera_core::MemoryLimits {
+            max_memories: Some(MAX_MEMORIES as u16),
+            max_memory_bytes: gpu::max_storage_bytes(&self.limits),
+        }
+    }
+
     fn create_memory(&mut self, memory: u16, slot_bytes: u64, capacity: u32) -> Result<()> {
         self.check()?;
         if memory as usize != self.memories.len()

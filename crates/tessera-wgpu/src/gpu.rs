@@ -140,11 +140,24 @@ pub enum AdapterChoice {
 
 /// The adapters wgpu finds (for `tessera devices`).
 pub fn adapters() -> Vec<wgpu::AdapterInfo> {
-    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
-    pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
+    pollster::block_on(instance().enumerate_adapters(wgpu::Backends::all()))
         .into_iter()
         .map(|a| a.get_info())
         .collect()
+}
+
+/// The one wgpu instance of the process, never dropped.
+///
+/// Seen on an NVIDIA H100 (Vulkan, driver 580.159.04): when the last instance is destroyed the
+/// Vulkan loader unloads the driver, but the driver has registered thread-exit destructors in
+/// every thread that called it; a thread that exits afterwards (a test's thread, a device
+/// worker) jumps into the unmapped library and dies with SIGSEGV. Keeping one instance alive for
+/// the whole process keeps the driver loaded. It also creates the instance once, which NVIDIA's
+/// driver needs: instances created on several threads at once race inside it (wgpu issue 5930).
+fn instance() -> &'static wgpu::Instance {
+    static INSTANCE: std::sync::OnceLock<wgpu::Instance> = std::sync::OnceLock::new();
+    INSTANCE
+        .get_or_init(|| wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle()))
 }
 
 fn request_adapter(
@@ -208,6 +221,81 @@ impl SharedGpu {
             .features()
             .contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS)
     }
+
+    /// Whether this adapter's shader compiler fuses `a * b + c` into one fused multiply-add
+    /// (one rounding instead of two), found by running it on inputs where the two differ.
+    ///
+    /// SPIR-V lets a driver contract unless an operation is decorated `NoContraction`, which
+    /// naga does not emit and WGSL cannot ask for. lavapipe does not fuse; NVIDIA's driver does
+    /// (seen on an H100). Where it fuses, kernels cannot equal the CPU twins bit for bit; they
+    /// still equal each other on any device count and split, since every device runs the same
+    /// compiled code (docs/ARCHITECTURE.md, "Exactness").
+    pub fn fuses_multiply_add(&self) -> Result<bool, WgpuError> {
+        const PROBE: &str = "@group(0) @binding(0) var<storage, read_write> v: array<f32, 4>;\n\
+            @compute @workgroup_size(1) fn main() { v[3] = v[0] * v[1] + v[2]; }";
+        let o = &self.0;
+        // a = b = 1 + 2^-12: a·b = 1 + 2^-11 + 2^-24 rounds (a tie, to even) to 1 + 2^-11, so
+        // with c = -(1 + 2^-11) two roundings give 0 and one gives 2^-24. The inputs come from
+        // a buffer, so no compiler can fold them.
+        let a = f32::from_bits(0x3F80_0800);
+        let c = -f32::from_bits(0x3F80_1000);
+        let input: Vec<u8> = [a, a, c, 1.0]
+            .iter()
+            .flat_map(|f| f.to_le_bytes())
+            .collect();
+        let buf = buffer(
+            &o.device,
+            "multiply-add probe",
+            16,
+            wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_DST
+                | wgpu::BufferUsages::COPY_SRC,
+            max_storage_bytes(&o.limits),
+        )?;
+        o.queue.write_buffer(&buf, 0, &input);
+        let scope = o.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let module = o.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("multiply-add probe"),
+            source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(PROBE)),
+        });
+        let pipeline = o
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some("multiply-add probe"),
+                layout: None,
+                module: &module,
+                entry_point: Some("main"),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(WgpuError::Shader {
+                kernel: "multiply-add probe".into(),
+                message: e.to_string(),
+            });
+        }
+        let group = o.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: None,
+            layout: &pipeline.get_bind_group_layout(0),
+            entries: &[wgpu::BindGroupEntry {
+                binding: 0,
+                resource: buf.as_entire_binding(),
+            }],
+        });
+        let mut enc = o
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor::default());
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &group, &[]);
+            pass.dispatch_workgroups(1, 1, 1);
+        }
+        o.queue.submit([enc.finish()]);
+        let out = read_back(&o.device, &o.queue, &o.health, &[(&buf, 12, 4)])?;
+        let r = f32::from_le_bytes(out[0][..4].try_into().unwrap_or([0; 4]));
+        Ok(r != 0.0)
+    }
 }
 
 /// Opens a device needing `storage_buffers` storage bindings per stage, with those of
@@ -218,8 +306,7 @@ pub(crate) fn open(
     storage_buffers: u32,
     features: wgpu::Features,
 ) -> Result<Opened, WgpuError> {
-    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle());
-    let adapter = request_adapter(&instance, choice)?;
+    let adapter = request_adapter(instance(), choice)?;
     let info = adapter.get_info();
     let limits = adapter.limits();
     if limits.max_storage_buffers_per_shader_stage < storage_buffers {

@@ -411,3 +411,37 @@ fn launches_are_timed_on_the_device_where_timestamps_exist() {
         assert!(out.gpu.is_none() && merged.gpu_s.is_none());
     }
 }
+
+/// The multiply-add probe answers on every adapter, and says "does not fuse" on a CPU adapter
+/// (lavapipe), whose LLVM keeps each multiply and add separately rounded: the bit-for-bit tests
+/// rely on that there.
+#[test]
+fn the_multiply_add_probe_answers_and_lavapipe_does_not_fuse() {
+    let Some(gpu) = common::opened(
+        tessera_wgpu::SharedGpu::open(&AdapterChoice::Default),
+        "a wgpu device",
+    ) else {
+        return;
+    };
+    let fuses = gpu.fuses_multiply_add().unwrap();
+    let info = gpu.adapter_info();
+    eprintln!(
+        "{} ({:?}) fuses multiply-adds: {fuses}",
+        info.name, info.device_type
+    );
+    if info.device_type == wgpu::DeviceType::Cpu {
+        assert!(!fuses, "{} fuses multiply-adds", info.name);
+    }
+}
+
+/// A wgpu device binds at most four memories; the manager grows them instead of creating a
+/// fifth (seen on an H100: boiling 4096² needed more than four 64 MiB memories).
+#[test]
+fn memory_limits_name_the_binding_limit() {
+    let Some(d) = gpu() else {
+        return;
+    };
+    let l = d.memory_limits();
+    assert_eq!(l.max_memories, Some(MAX_MEMORIES as u16));
+    assert!(l.max_memory_bytes >= 1 << 20, "{l:?}");
+}
