@@ -10,11 +10,14 @@
 //!   home copy into a slot);
 //! - device → device: device 0 takes every page exclusively (no copy: it holds them), then
 //!   device 1 asks to write every page: each is read from device 0's slot and written into one
-//!   of device 1's (and device 0's copy is invalidated);
+//!   of device 1's (and device 0's copy is invalidated). Where both devices share one wgpu
+//!   device (`--backend wgpu`) each page is instead one `copy_buffer_to_buffer` on the device,
+//!   all of the batch in one submission (a peer copy, docs/ARCHITECTURE.md);
 //! - device → home, written back: device 0 asks to read every page again. Device 1 owns them,
-//!   so each is written back home and then copied home → device 0. The line prints the whole
-//!   (two copies a page, against two memcpys) and, derived by subtracting the home → device
-//!   round's time, the write-back alone.
+//!   so each is written back home and then copied to device 0: from home, or device 1 → device
+//!   0 on the device where they share one. The line prints the whole (two copies a page,
+//!   against two memcpys) and, derived by subtracting the round of the copy alone (home →
+//!   device, or device → device where that was a peer copy), the write-back alone.
 //!
 //! memcpy copies the same bytes page by page between two buffers that were touched before, in
 //! the same round. Beside them, where the time goes: the CPU backend's slot writes and reads of
@@ -95,6 +98,9 @@ struct Round {
     to_new_vec: f64,
     /// wgpu only: the same pages moved by plain wgpu calls.
     plain: Option<PlainTimes>,
+    /// Pages of the device → device round copied on the device (peer copies), and all it moved.
+    on_gpu: u64,
+    moved: u64,
 }
 
 fn requests(first: u64, pages: u64, access: Access) -> Vec<PageRequest> {
@@ -176,7 +182,13 @@ fn round(
     r.to_device = timed_batch(sys, 0, requests(first, pages, Access::Read))?;
     // Device 0 already holds every page: this grants write access without moving bytes.
     timed_batch(sys, 0, requests(first, pages, Access::Write))?;
+    let before = sys.mm.traffic()?;
     r.device_to_device = timed_batch(sys, 1, requests(first, pages, Access::Write))?;
+    let moved = sys.mm.traffic()?[1].since(&before[1]);
+    (r.on_gpu, r.moved) = (
+        moved.device_to_device_on_gpu.pages,
+        moved.device_to_device.pages,
+    );
     r.write_back_and_read = timed_batch(sys, 0, requests(first, pages, Access::Read))?;
     // The moves must have kept the bytes: a wrong copy would make the figures meaningless.
     if sys.mm.read(obj.id)? != src {
@@ -237,6 +249,7 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
         BackendKind::Wgpu => Some(PlainCopies::new(&backend::adapter_choice(), total)?),
     };
     let mut summary = Vec::new();
+    let mut on_gpu = Vec::new();
     for &kib in &o.pages_kib.0 {
         let page_bytes = kib as u64 * 1024;
         if total < page_bytes {
@@ -275,9 +288,21 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
             m(|r| r.device_to_device),
             m(|r| r.write_back_and_read),
         );
-        // The write-back alone: the composite round less a home → device round of the same
-        // pages. Two medians' difference, so noisier than the other columns.
-        let wb_alone = m(|r| r.write_back_and_read - r.to_device);
+        // The write-back alone: the composite round less a round of the copy that follows
+        // the write-back (home → device, or a peer copy where the devices share one wgpu
+        // device). Two medians' difference, so noisier than the other columns.
+        let peer = rounds.iter().all(|r| r.moved > 0 && r.on_gpu == r.moved);
+        let wb_alone = if peer {
+            m(|r| r.write_back_and_read - r.device_to_device)
+        } else {
+            m(|r| r.write_back_and_read - r.to_device)
+        };
+        // The fewest pages any round copied on the device, of the most any round moved.
+        on_gpu.push((
+            kib,
+            rounds.iter().map(|r| r.on_gpu).min().unwrap_or(0),
+            rounds.iter().map(|r| r.moved).max().unwrap_or(0),
+        ));
         let derived = if wb_alone > 0.0 {
             cell(wb_alone, 1)
         } else {
@@ -333,6 +358,19 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
     }
     for s in summary {
         println!("{s}");
+    }
+    // Which path the device → device moves took: on the device (peer copies, one submission
+    // per batch) or through the host.
+    let all = on_gpu.iter().all(|&(_, g, n)| g == n && n > 0);
+    let none = on_gpu.iter().all(|&(_, g, _)| g == 0);
+    if all {
+        println!("device→device: every page copied on the device (peer copies; write-back (derived) = write-back+read less device→device)");
+    } else if none {
+        println!("device→device: every page through the host (read back from the owner, written to the reader)");
+    } else {
+        for (kib, g, n) in on_gpu {
+            println!("device→device at {kib} KiB: {g} of {n} pages copied on the device");
+        }
     }
     Ok(())
 }

@@ -251,4 +251,10 @@ fn page_moves_on_wgpu_compare_with_plain_write_buffer() {
             assert!(v.is_finite() && v > 0.0, "{line}");
         }
     }
+    // The CLI's two devices share one wgpu device, so their device → device moves are copies
+    // on it (peer copies), not read-backs through the host.
+    assert!(
+        out.contains("device→device: every page copied on the device"),
+        "{out}"
+    );
 }

@@ -1,5 +1,6 @@
 //! The device trait every backend implements, and what a launch is.
 
+use std::any::Any;
 use std::sync::Arc;
 
 use tessera_core::{GlobalPage, Location, PageDescriptor, PageRequest, RemoteLink, SlotAddr};
@@ -86,6 +87,21 @@ pub struct MergeOutcome {
     pub gpu_s: Option<f64>,
 }
 
+/// One physical memory of a device, as a device of the same peer group
+/// ([`Device::peer_group`]) addresses it to copy slots out of it: on wgpu, the memory's buffer
+/// (a handle to the same buffer, not a copy of its bytes). Opaque to the runtime, which only
+/// hands it from the source device's worker to the destination's.
+pub type PeerMemory = Arc<dyn Any + Send + Sync>;
+
+/// One slot copied from a peer's physical memory into one of this device's slots, on the
+/// device: `from`'s slot `from_slot` into `at`. Both slots are as long (one page).
+#[derive(Clone)]
+pub struct PeerCopy {
+    pub from: PeerMemory,
+    pub from_slot: u32,
+    pub at: SlotAddr,
+}
+
 /// A device: physical memories, page slots, a page table, and kernel launches.
 /// Implemented by the CPU backend (`cpu::CpuDevice`, the embedded default) and by the wgpu
 /// backend (`tessera_wgpu::WgpuDevice`). A launch that fails fails alike on both: the same
@@ -135,4 +151,33 @@ pub trait Device: Send {
     fn merge(&mut self) -> Result<MergeOutcome>;
     /// Drops the last temporary without merging (a pass that wrote nothing).
     fn discard_temp(&mut self);
+
+    /// Devices that answer the same `Some(group)` copy pages between their memories on the
+    /// device itself, with no host round trip (the wgpu devices of one `tessera_wgpu::SharedGpu`:
+    /// one wgpu device and queue). The memory manager asks once, at start. `None` (the
+    /// default): pages reach this device from another only through the host.
+    fn peer_group(&self) -> Option<u64> {
+        None
+    }
+    /// A handle to physical memory `memory` for [`Device::copy_from_peers`] on a device of the
+    /// same peer group.
+    fn peer_memory(&self, memory: u16) -> Result<PeerMemory> {
+        Err(RuntimeError::Config(format!(
+            "{} copies no pages to peers (physical memory {memory})",
+            self.describe()
+        )))
+    }
+    /// Copies the slots, in order, in one submission, and returns when they are done. Every
+    /// source must belong to a device of this device's peer group, and the caller must keep
+    /// each source slot unchanged until this returns (the memory manager's order: the source
+    /// page made read-only first, its slot not reused before the copy is acknowledged).
+    fn copy_from_peers(&mut self, copies: &[PeerCopy]) -> Result<()> {
+        if copies.is_empty() {
+            return Ok(());
+        }
+        Err(RuntimeError::Config(format!(
+            "{} copies no pages from peers",
+            self.describe()
+        )))
+    }
 }

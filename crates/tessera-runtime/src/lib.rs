@@ -18,7 +18,9 @@ mod sync;
 pub mod system;
 pub mod worker;
 
-pub use backend::{Device, Domain, GpuLaunchTime, Launch, LaunchOutcome, MergeOutcome};
+pub use backend::{
+    Device, Domain, GpuLaunchTime, Launch, LaunchOutcome, MergeOutcome, PeerCopy, PeerMemory,
+};
 pub use cpu::{run_span_with, Invocation, Plain, PlainInput, PlainOutput, RequestBits};
 pub use driver::{DeviceContext, PassSpec, PassStats, Procedure, StageTimes};
 pub use error::{Result, RuntimeError};

@@ -19,6 +19,7 @@ use tessera_core::{
     SlotAddr,
 };
 
+use crate::backend::{PeerCopy, PeerMemory};
 use crate::error::{Result, RuntimeError};
 use crate::home::{read_home, write_home, HomeStore, SharedHome};
 use crate::remote::{RemoteBindings, RemoteObject, RemoteRegistry};
@@ -357,6 +358,16 @@ struct Manager {
     /// page-fault fresh memory for every page it moves (a quarter of a move's time,
     /// `tessera bench page-moves`). Bounded by `POOL_BYTES`.
     pool: Vec<Vec<u8>>,
+    /// Per device, its peer group (`Device::peer_group`), asked once at start: a page moves
+    /// between two devices of one group as one copy on the device (`DeviceOp::PeerCopy`).
+    peer_groups: Vec<Option<u64>>,
+    /// Handles to the physical memories peer copies read from, by (device, memory), fetched
+    /// from the source's worker the first time a copy reads that memory. Memories are never
+    /// destroyed, so a handle stays good.
+    peer_memories: HashMap<(DeviceId, u16), PeerMemory>,
+    /// Pages an action list copies out of a device on the device, made read-only on the
+    /// source before the list is carried out (`read_ahead`), by (device, page): their slot.
+    peer_ahead: HashMap<(DeviceId, GlobalPage), SlotAddr>,
     pressed: Arc<Vec<AtomicBool>>,
     /// Objects not in migrate mode (absent: migrate).
     modes: HashMap<ObjectId, AccessMode>,
@@ -380,6 +391,11 @@ pub fn spawn(
         n,
         cfg.variant,
     )?;
+    // Asked before the manager thread starts: no batch can need it earlier.
+    let peer_groups = workers
+        .iter()
+        .map(|w| w.call(|d| Ok(d.peer_group())))
+        .collect::<Result<Vec<_>>>()?;
     let mut m = Manager {
         protocol,
         space: AddressSpace::new(),
@@ -419,6 +435,9 @@ pub fn spawn(
         read_ahead: HashMap::new(),
         written_home: HashSet::new(),
         pool: Vec::new(),
+        peer_groups,
+        peer_memories: HashMap::new(),
+        peer_ahead: HashMap::new(),
         pressed: Arc::new((0..n).map(|_| AtomicBool::new(false)).collect()),
         modes: HashMap::new(),
         remote: RemoteRegistry::default(),
@@ -974,7 +993,10 @@ impl Manager {
     /// per page (most of an oversubscribed run's request time, and of a multi-device pass's
     /// boundary pages). A page written back is read by the worker straight into its home copy
     /// (one copy; `written_home`), the others into pooled buffers (`read_ahead`), which
-    /// `execute` then hands on.
+    /// `execute` then hands on. A page copied to a device of the source's peer group is not
+    /// read at all: it is only made read-only here (`peer_ahead`), and `carry_out` queues a
+    /// copy on the device (`DeviceOp::PeerCopy`) reading the source's slot, which the list
+    /// does not overwrite before that copy is acknowledged (`Outbox::peer_sources`).
     ///
     /// Reading early is the same as reading in order unless an earlier action in the list
     /// copies to, installs on or invalidates that (device, page) first; those are left to be
@@ -989,6 +1011,8 @@ impl Manager {
         let mut reads: Vec<Vec<(GlobalPage, SlotAddr)>> = vec![Vec::new(); n];
         let mut backs: Vec<Vec<HomeBound>> = vec![Vec::new(); n];
         let mut wanted: HashSet<(DeviceId, GlobalPage)> = HashSet::new();
+        let mut peer: Vec<Vec<(GlobalPage, SlotAddr)>> = vec![Vec::new(); n];
+        let mut peer_wanted: HashSet<(DeviceId, GlobalPage)> = HashSet::new();
         for a in actions {
             match *a {
                 Action::WriteBack { page, from } => {
@@ -1006,7 +1030,14 @@ impl Manager {
                 } => {
                     changed.insert((to, page));
                     let key = (o, page);
-                    if !changed.contains(&key) && wanted.insert(key) {
+                    if self.peers(o, to) {
+                        // Only made read-only now; copied on the device in order (`carry_out`),
+                        // while the source slot still holds what it holds now.
+                        if !changed.contains(&key) && peer_wanted.insert(key) {
+                            let at = self.slot(o, page)?;
+                            peer[o.index()].push((page, at));
+                        }
+                    } else if !changed.contains(&key) && wanted.insert(key) {
                         let at = self.slot(o, page)?;
                         reads[o.index()].push((page, at));
                     }
@@ -1023,15 +1054,16 @@ impl Manager {
         }
         let mut out = Outbox::new(n, self.home.clone());
         let mut jobs = Vec::new();
-        for (d, (list, back)) in reads.into_iter().zip(backs).enumerate() {
-            if list.is_empty() && back.is_empty() {
+        for (d, ((list, back), peer)) in reads.into_iter().zip(backs).zip(peer).enumerate() {
+            if list.is_empty() && back.is_empty() && peer.is_empty() {
                 continue;
             }
             let device = DeviceId(d as u8);
             let revoked = list
                 .iter()
                 .map(|&(page, at)| (page, at))
-                .chain(back.iter().map(|&(page, at, ..)| (page, at)));
+                .chain(back.iter().map(|&(page, at, ..)| (page, at)))
+                .chain(peer.iter().copied());
             for (page, at) in revoked {
                 out.push(
                     device,
@@ -1049,7 +1081,17 @@ impl Manager {
                 .iter()
                 .map(|&(_, at, obj, local, bytes)| (at, obj, local, bytes))
                 .collect();
+            let mut mems: Vec<u16> = peer
+                .iter()
+                .map(|&(_, at)| at.memory)
+                .filter(|&m| !self.peer_memories.contains_key(&(device, m)))
+                .collect();
+            mems.sort_unstable();
+            mems.dedup();
             let home = self.home.clone();
+            // Behind the revocations in the worker's queue: once it answers, every launch that
+            // could still store into the pages has run (and, on a shared queue, was submitted
+            // before any peer copy of this list will be).
             let job = self.workers[d].submit(move |dev| {
                 let mut bufs = bufs;
                 for (at, buf) in slots.into_iter().zip(bufs.iter_mut()) {
@@ -1060,9 +1102,13 @@ impl Manager {
                     let mut h = write_home(&home)?;
                     dev.read_slot_to(at, h.page_mut(obj, local, bytes)?)?;
                 }
-                Ok(bufs)
+                let handles = mems
+                    .into_iter()
+                    .map(|m| dev.peer_memory(m).map(|h| (m, h)))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok((bufs, handles))
             });
-            jobs.push((device, list, back, job));
+            jobs.push((device, list, back, peer, job));
         }
         let sent = out.finish(&self.workers);
         self.recycle(out.take_spent());
@@ -1070,11 +1116,19 @@ impl Manager {
         // when the manager carries on.
         let done: Vec<_> = jobs
             .into_iter()
-            .map(|(device, list, back, job)| (device, list, back, job.wait().and_then(|r| r)))
+            .map(|(device, list, back, peer, job)| {
+                (device, list, back, peer, job.wait().and_then(|r| r))
+            })
             .collect();
         sent?;
-        for (device, list, back, res) in done {
-            let bufs = res?;
+        for (device, list, back, peer, res) in done {
+            let (bufs, handles) = res?;
+            for (m, h) in handles {
+                self.peer_memories.insert((device, m), h);
+            }
+            for (page, at) in peer {
+                self.peer_ahead.insert((device, page), at);
+            }
             for ((page, _), data) in list.into_iter().zip(bufs) {
                 self.read_ahead.insert((device, page), data);
             }
@@ -1106,6 +1160,12 @@ impl Manager {
             held += b.capacity();
             self.pool.push(b);
         }
+    }
+
+    /// Whether a page moves from device `from` to device `to` as a copy on the device.
+    fn peers(&self, from: DeviceId, to: DeviceId) -> bool {
+        let g = |d: DeviceId| self.peer_groups.get(d.index()).copied().flatten();
+        from != to && g(from).is_some() && g(from) == g(to)
     }
 
     fn page_bytes(&self, page: GlobalPage) -> Result<(ObjectId, u64, u64)> {
@@ -1143,6 +1203,7 @@ impl Manager {
         let left: Vec<Vec<u8>> = self.read_ahead.drain().map(|(_, b)| b).collect();
         self.recycle(left);
         self.written_home.clear();
+        self.peer_ahead.clear();
         res
     }
 
@@ -1161,41 +1222,66 @@ impl Manager {
             match a {
                 Action::Copy { page, from, to } => {
                     let (obj, local, bytes) = self.page_bytes(page)?;
-                    // The bytes are at home (the worker copies them into the slot itself: one
-                    // copy), read ahead from the source, or (rarely) read from it now. `None`:
-                    // at home.
-                    let data = match from {
+                    // The bytes are in the source's slot on a device both share (copied there),
+                    // at home (the worker copies them into the slot itself: one copy), read
+                    // ahead from the source, or (rarely) read from it now.
+                    let fill = match from {
                         Source::Home => {
                             self.traffic[to.index()].host_to_device.add(bytes);
-                            None
+                            Fill::Home
                         }
                         Source::Device(o) => {
                             self.traffic[to.index()].add_from_device(o.index(), bytes);
-                            if self.written_home.contains(&(o, page)) {
-                                None
+                            if let Some(src) = self.peer_ahead.remove(&(o, page)) {
+                                self.traffic[to.index()].device_to_device_on_gpu.add(bytes);
+                                Fill::Peer(o, src)
+                            } else if self.written_home.contains(&(o, page)) {
+                                Fill::Home
                             } else if let Some(d) = self.read_ahead.remove(&(o, page)) {
-                                Some(d)
+                                Fill::Bytes(d)
                             } else {
-                                Some(self.revoke_and_read(out, o, page)?)
+                                Fill::Bytes(self.revoke_and_read(out, o, page)?)
                             }
                         }
                     };
                     let (at, created) = self.memories[to.index()].alloc(bytes)?;
+                    // The slot was freed earlier in this list and a queued peer copy still
+                    // reads it: that copy must be done before anything overwrites the slot.
+                    if out.peer_sources.contains(&(to, at)) {
+                        out.finish(&self.workers)?;
+                    }
                     if let Some(m) = created {
                         out.push(to, DeviceOp::Create(m.id, m.slot_bytes, m.capacity));
                     }
-                    out.push(
-                        to,
-                        match data {
-                            Some(d) => DeviceOp::Write(at, d),
-                            None => DeviceOp::WriteFromHome {
-                                at,
-                                obj,
-                                local,
-                                bytes,
-                            },
+                    let op = match fill {
+                        Fill::Bytes(d) => DeviceOp::Write(at, d),
+                        Fill::Home => DeviceOp::WriteFromHome {
+                            at,
+                            obj,
+                            local,
+                            bytes,
                         },
-                    );
+                        Fill::Peer(o, src) => {
+                            let from = self
+                                .peer_memories
+                                .get(&(o, src.memory))
+                                .cloned()
+                                .ok_or_else(|| RuntimeError::Backend {
+                                    device: o,
+                                    message: format!(
+                                        "no handle to physical memory {} for a peer copy",
+                                        src.memory
+                                    ),
+                                })?;
+                            out.peer_sources.insert((o, src));
+                            DeviceOp::PeerCopy(PeerCopy {
+                                from,
+                                from_slot: src.slot,
+                                at,
+                            })
+                        }
+                    };
+                    out.push(to, op);
                     self.slots[to.index()][page.index()] = Some(at);
                     self.evictors[to.index()].resident.insert(page);
                 }
@@ -1542,6 +1628,17 @@ enum DeviceOp {
         bytes: u64,
     },
     Set(GlobalPage, PageDescriptor),
+    /// Copies a slot of a peer's memory into the slot on the device (`Device::copy_from_peers`);
+    /// a job's consecutive peer copies go in one submission.
+    PeerCopy(PeerCopy),
+}
+
+/// Where the bytes of a page copied onto a device come from.
+enum Fill {
+    Home,
+    Bytes(Vec<u8>),
+    /// The source device's slot, copied on the device they share.
+    Peer(DeviceId, SlotAddr),
 }
 
 /// A modified page a worker writes straight home: the page, its slot on the source, and where
@@ -1562,6 +1659,9 @@ struct Outbox {
     reads_home: bool,
     /// Buffers the workers have written from, for the pool.
     spent: Vec<Vec<u8>>,
+    /// Source slots of the peer copies queued or sent and not yet acknowledged: none may be
+    /// written before `finish` (a slot freed by an invalidation and reused in the same list).
+    peer_sources: HashSet<(DeviceId, SlotAddr)>,
 }
 
 impl Outbox {
@@ -1572,6 +1672,7 @@ impl Outbox {
             home,
             reads_home: false,
             spent: Vec::new(),
+            peer_sources: HashSet::new(),
         }
     }
 
@@ -1589,7 +1690,21 @@ impl Outbox {
         let home = self.home.clone();
         self.acks.push(workers[d.index()].submit(move |dev| {
             let mut spent = Vec::new();
+            let mut peer = Vec::new();
             for op in ops {
+                match op {
+                    DeviceOp::PeerCopy(c) => {
+                        peer.push(c);
+                        continue;
+                    }
+                    // Peer copies go after the descriptor updates that follow them (the next
+                    // launch comes after the job anyway) but before any slot write, which may
+                    // reuse a slot they fill.
+                    DeviceOp::Create(..) | DeviceOp::Set(..) => {}
+                    DeviceOp::Write(..) | DeviceOp::WriteFromHome { .. } => {
+                        dev.copy_from_peers(&std::mem::take(&mut peer))?;
+                    }
+                }
                 match op {
                     DeviceOp::Create(id, bytes, cap) => dev.create_memory(id, bytes, cap)?,
                     DeviceOp::Write(at, data) => {
@@ -1603,8 +1718,10 @@ impl Outbox {
                         bytes,
                     } => dev.write_slot(at, read_home(&home)?.page(obj, local, bytes)?)?,
                     DeviceOp::Set(page, desc) => dev.set_page(page, desc)?,
+                    DeviceOp::PeerCopy(_) => {}
                 }
             }
+            dev.copy_from_peers(&peer)?;
             Ok(spent)
         }));
     }
@@ -1626,6 +1743,7 @@ impl Outbox {
             }
         }
         self.reads_home = false;
+        self.peer_sources.clear();
         res
     }
 

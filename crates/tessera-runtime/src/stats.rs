@@ -38,6 +38,10 @@ pub struct DeviceTraffic {
     /// direct links charges each move to the link it crosses, so the source must be known;
     /// shorter than the device count where the later sources sent nothing.
     pub device_to_device_from: Vec<LinkCounters>,
+    /// Of `device_to_device`, the pages copied on the device from the source's memory, with
+    /// no host round trip (devices of one peer group, `Device::peer_group`: the wgpu devices
+    /// sharing one wgpu device).
+    pub device_to_device_on_gpu: LinkCounters,
     /// Copies of this device's that were invalidated.
     pub invalidations: u64,
     /// Pages this device gave up to make room (LRU, clock, FIFO or random victims).
@@ -101,6 +105,9 @@ impl DeviceTraffic {
                     )
                 })
                 .collect(),
+            device_to_device_on_gpu: self
+                .device_to_device_on_gpu
+                .since(before.device_to_device_on_gpu),
             invalidations: d(self.invalidations, before.invalidations),
             evictions: d(self.evictions, before.evictions),
             eviction_write_backs: d(self.eviction_write_backs, before.eviction_write_backs),

@@ -12,7 +12,8 @@ use tessera_core::{
 };
 use tessera_runtime::{
     kind_name, Bound, Device, Domain, Footprint, GpuLaunchTime, Launch, LaunchOutcome,
-    MergeOutcome, Mode, RemoteBacking, RemoteObject, Result, RuntimeError, WgslKernel, MAX_STORES,
+    MergeOutcome, Mode, PeerCopy, PeerMemory, RemoteBacking, RemoteObject, Result, RuntimeError,
+    WgslKernel, MAX_STORES,
 };
 
 use crate::abi::{self, BindInfo, CompactInfo, LaunchInfo, MergeInfo, RequestsHead, Status};
@@ -168,6 +169,7 @@ impl WgpuDevice {
             device,
             queue,
             health,
+            ..
         } = &*shared.0;
         let (info, limits, device, queue, health) = (
             info.clone(),
@@ -667,6 +669,76 @@ impl Device for WgpuDevice {
     fn discard_temp(&mut self) {
         self.temp_len = 0;
     }
+
+    fn peer_group(&self) -> Option<u64> {
+        Some(self.gpu.0.token)
+    }
+
+    fn peer_memory(&self, memory: u16) -> Result<PeerMemory> {
+        let m = self.memories.get(memory as usize).ok_or_else(|| {
+            self.err(WgpuError::Invalid(format!(
+                "no physical memory {memory} to copy from"
+            )))
+        })?;
+        Ok(Arc::new(PeerBuffer {
+            token: self.gpu.0.token,
+            buffer: m.buffer.clone(),
+            slot_bytes: m.slot_words * 4,
+            capacity: m.capacity,
+        }))
+    }
+
+    fn copy_from_peers(&mut self, copies: &[PeerCopy]) -> Result<()> {
+        if copies.is_empty() {
+            return Ok(());
+        }
+        self.check()?;
+        let mut enc = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("peer copies"),
+            });
+        for c in copies {
+            let (off, len) = self.slot_range(c.at)?;
+            let src = c
+                .from
+                .downcast_ref::<PeerBuffer>()
+                .filter(|p| p.token == self.gpu.0.token)
+                .ok_or_else(|| {
+                    self.err(WgpuError::Invalid(
+                        "a peer copy from a memory on another wgpu device".into(),
+                    ))
+                })?;
+            if c.from_slot >= src.capacity || src.slot_bytes != len {
+                return Err(self.err(WgpuError::Invalid(format!(
+                    "a peer copy from slot {} of {}-byte slots ({} of them) into a {len}-byte slot",
+                    c.from_slot, src.slot_bytes, src.capacity
+                ))));
+            }
+            enc.copy_buffer_to_buffer(
+                &src.buffer,
+                c.from_slot as u64 * len,
+                &self.memories[c.at.memory as usize].buffer,
+                off,
+                len,
+            );
+        }
+        // One submission for the batch. It runs after every write the shared queue has taken
+        // so far (the source's own uploads into its slot included) and before any taken later;
+        // waiting keeps this backend's rule that no call leaves work in flight (slot reuse,
+        // docs/WGPU.md), so the memory manager may reuse the source slot once this returns.
+        self.queue.submit([enc.finish()]);
+        self.health.wait(&self.device).map_err(|e| self.err(e))
+    }
+}
+
+/// A physical memory as a peer on the same wgpu device copies from it.
+struct PeerBuffer {
+    /// The wgpu device it lives on (`Opened::token`).
+    token: u64,
+    buffer: wgpu::Buffer,
+    slot_bytes: u64,
+    capacity: u32,
 }
 
 /// Widest halo whose window (8 + 2 halo texels a side) fits the prelude's 16x16 windows.

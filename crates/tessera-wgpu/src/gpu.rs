@@ -188,12 +188,19 @@ pub(crate) struct Opened {
     pub device: wgpu::Device,
     pub queue: wgpu::Queue,
     pub health: Health,
+    /// Unique per opened device in this process: the peer group of the tessera devices on it
+    /// (`Device::peer_group`), which can then copy pages between their memories on the device.
+    pub token: u64,
 }
+
+/// Hands out `Opened::token`s.
+static TOKENS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// One wgpu device (and queue) that several tessera devices share: what lets them all bind one
 /// buffer, the remote pool (docs/ARCHITECTURE.md, "Remote pages on wgpu"). Each tessera device
-/// on it still has its own physical memories, page table and scratch buffers, so pages move
-/// between them through the host as between separate GPUs. Cheap to clone.
+/// on it still has its own physical memories, page table and scratch buffers; a page moves
+/// between two of them as one `copy_buffer_to_buffer` from one's memory into the other's, on
+/// the device (docs/ARCHITECTURE.md, "Peer copies"). Cheap to clone.
 #[derive(Clone)]
 pub struct SharedGpu(pub(crate) std::sync::Arc<Opened>);
 
@@ -337,6 +344,7 @@ pub(crate) fn open(
         device,
         queue,
         health,
+        token: TOKENS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
     })
 }
 

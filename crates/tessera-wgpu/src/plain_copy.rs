@@ -2,14 +2,16 @@
 //! `tessera bench page-moves --backend wgpu`.
 //!
 //! The runtime's home → device move on a wgpu device is a `queue.write_buffer` per page into
-//! its slot (`WgpuDevice::write_slot`), and a device → device move a read-back from the owner
-//! followed by such a write on the reader (each tessera device is a wgpu device of its own, so
-//! nothing copies between them on the GPU). This measures, on a device of its own on the same
-//! adapter, what plain wgpu does with the same pages: the `write_buffer` calls alone (queued:
-//! wgpu copies the bytes into its staging memory and runs the upload at the next submission),
-//! the same followed by a submission and a wait (the upload done), and a
-//! `copy_buffer_to_buffer` per page inside one device, submitted and waited for (the fastest a
-//! device-local move could be).
+//! its slot (`WgpuDevice::write_slot`). A device → device move between tessera devices on one
+//! wgpu device (`SharedGpu`, as the CLI opens a node) is a `copy_buffer_to_buffer` per page from
+//! the owner's memory into the reader's, a batch's copies in one submission
+//! (`WgpuDevice::copy_from_peers`); between devices on different wgpu devices it is still a
+//! read-back from the owner followed by a `write_buffer` on the reader. This measures, on a
+//! wgpu device of its own on the same adapter, what plain wgpu does with the same pages: the
+//! `write_buffer` calls alone (queued: wgpu copies the bytes into its staging memory and runs
+//! the upload at the next submission), the same followed by a submission and a wait (the
+//! upload done), and a `copy_buffer_to_buffer` per page inside one device, submitted and
+//! waited for: what a peer copy costs with no paging around it.
 
 use std::time::Instant;
 
@@ -47,6 +49,7 @@ impl PlainCopies {
             device,
             queue,
             health,
+            ..
         } = gpu::open(choice, "tessera plain copies", 0, wgpu::Features::empty())?;
         let usage = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
         let max = limits.max_buffer_size;

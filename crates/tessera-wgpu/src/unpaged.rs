@@ -112,6 +112,7 @@ impl UnpagedGpu {
             device,
             queue,
             health,
+            ..
         } = gpu::open(choice, "tessera unpaged", 1, wgpu::Features::empty())?;
 
         let words_buf = gpu::buffer(

@@ -1,0 +1,302 @@
+//! Device → device page moves between tessera devices that share one wgpu device: one
+//! `copy_buffer_to_buffer` on the device, no host round trip (docs/ARCHITECTURE.md, "Peer
+//! copies"). The same moves through the runtime must leave exactly the bytes the CPU backend's
+//! run leaves, and the traffic counters must show the copies were made on the device.
+//!
+//! Without an adapter these tests print that they skipped and pass, unless
+//! `TESSERA_REQUIRE_VULKAN=1`.
+
+mod common;
+
+use std::sync::Arc;
+
+use tessera_core::{DeviceId, ObjectDesc, ObjectEntry, ObjectId, SlotAddr, TexelFormat};
+use tessera_runtime::{
+    Bound, Device, DeviceTraffic, Domain, Fault, Invocation, Kernel, PassSpec, PeerCopy, Procedure,
+    RuntimeError, System, SystemConfig, WgslKernel,
+};
+use tessera_wgpu::{AdapterChoice, SharedGpu, WgpuDevice};
+
+/// a = 2a + 1, in place: every run changes every texel, so stale bytes show.
+struct Bump {
+    a: ObjectId,
+}
+
+impl Kernel for Bump {
+    fn name(&self) -> &'static str {
+        "peer_copy_bump"
+    }
+    fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
+        let v = inv.load_f32(self.a, x, y)?;
+        inv.store_f32(self.a, x, y, 2.0 * v + 1.0)
+    }
+    fn wgsl(&self) -> Option<WgslKernel> {
+        Some(WgslKernel {
+            source: "fn kernel_main(x: u32, y: u32) {
+                let v = load_f32(param(0), x, y);
+                store_f32(param(0), x, y, 2.0 * v + 1.0);
+            }",
+            params: vec![self.a.0],
+        })
+    }
+}
+
+/// a = -1 at even x, nothing else: it stores without loading, so its pages are asked for
+/// writing only, and the texels it leaves must come with the page.
+struct Half {
+    a: ObjectId,
+}
+
+impl Kernel for Half {
+    fn name(&self) -> &'static str {
+        "peer_copy_half"
+    }
+    fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
+        if x.is_multiple_of(2) {
+            inv.store_f32(self.a, x, y, -1.0)?;
+        }
+        Ok(())
+    }
+    fn wgsl(&self) -> Option<WgslKernel> {
+        Some(WgslKernel {
+            source: "fn kernel_main(x: u32, y: u32) {
+                if (x % 2u == 0u) {
+                    store_f32(param(0), x, y, -1.0);
+                }
+            }",
+            params: vec![self.a.0],
+        })
+    }
+}
+
+/// to = from.
+struct Copy {
+    from: ObjectId,
+    to: ObjectId,
+}
+
+impl Kernel for Copy {
+    fn name(&self) -> &'static str {
+        "peer_copy_copy"
+    }
+    fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
+        let v = inv.load_f32(self.from, x, y)?;
+        inv.store_f32(self.to, x, y, v)
+    }
+    fn wgsl(&self) -> Option<WgslKernel> {
+        Some(WgslKernel {
+            source: "fn kernel_main(x: u32, y: u32) {
+                store_f32(param(1), x, y, load_f32(param(0), x, y));
+            }",
+            params: vec![self.from.0, self.to.0],
+        })
+    }
+}
+
+const W: u32 = 32;
+const H: u32 = 8;
+
+/// A 32×8 R32Float texture of four 8×8 pages.
+fn desc() -> ObjectDesc {
+    ObjectDesc::texture(W, H, TexelFormat::R32Float, 8).unwrap()
+}
+
+fn bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|f| f.to_le_bytes()).collect()
+}
+
+/// Runs `kernel` over the whole object on device `d` alone.
+fn on(sys: &System, d: usize, kernel: impl Kernel + 'static, objects: &[&ObjectEntry]) {
+    let spec = PassSpec {
+        kernel: Arc::new(kernel),
+        bindings: Arc::new(objects.iter().map(|e| Bound::new(e)).collect()),
+        domain: Domain::Rect {
+            x0: 0,
+            y0: 0,
+            x1: W,
+            y1: H,
+        },
+        display: false,
+    };
+    sys.on_device(d, move |ctx| ctx.run_pass(&spec, Procedure::Relaunch))
+        .unwrap()
+        .wait()
+        .unwrap()
+        .unwrap();
+}
+
+/// What a run leaves: `a`, `b` and `c` as floats, and the traffic per device.
+struct Outcome {
+    a: Vec<f32>,
+    b: Vec<f32>,
+    c: Vec<f32>,
+    traffic: Vec<DeviceTraffic>,
+    /// Devices listing a copy of each page of `a`, and its owner, at the end.
+    a_copies: Vec<(u32, bool)>,
+}
+
+/// Pages moved device → device in every way the protocol moves them:
+/// 1. device 0 modifies all four pages of `a` (from home);
+/// 2. device 1 stores into half of each page without loading: the four pages, modified on
+///    the source, move 0 → 1 for writing in one batch, with no write-back;
+/// 3. device 0 modifies `b` from home: its four pages take the slots `a`'s pages just left;
+/// 4. device 0 loads and modifies `a`: pages modified on device 1 move 1 → 0 for reading,
+///    written home as well, then device 1's copies are invalidated;
+/// 5. device 1 reads `a` into `c`: the same, 0 → 1.
+fn scenario(sys: &System) -> Outcome {
+    let init_a: Vec<f32> = (0..W * H).map(|i| i as f32).collect();
+    let init_b: Vec<f32> = (0..W * H).map(|i| 1000.0 + i as f32).collect();
+    let a = sys.create(desc(), Some(bytes(&init_a))).unwrap();
+    let b = sys.create(desc(), Some(bytes(&init_b))).unwrap();
+    let c = sys.create(desc(), None).unwrap();
+    on(sys, 0, Bump { a: a.id }, &[&a]);
+    on(sys, 1, Half { a: a.id }, &[&a]);
+    on(sys, 0, Bump { a: b.id }, &[&b]);
+    on(sys, 0, Bump { a: a.id }, &[&a]);
+    on(
+        sys,
+        1,
+        Copy {
+            from: a.id,
+            to: c.id,
+        },
+        &[&a, &c],
+    );
+    let (_, directory) = sys.mm.memory().unwrap();
+    let pages = a.page_offset as usize..(a.page_offset + a.desc.page_count()) as usize;
+    Outcome {
+        a: sys.read_f32(&a).unwrap(),
+        b: sys.read_f32(&b).unwrap(),
+        c: sys.read_f32(&c).unwrap(),
+        traffic: sys.mm.traffic().unwrap(),
+        a_copies: directory[pages]
+            .iter()
+            .map(|e| (e.copies.len(), e.owner.is_some()))
+            .collect(),
+    }
+}
+
+#[test]
+fn pages_moved_on_the_device_hold_what_the_cpu_backend_moves() {
+    let cfg = SystemConfig {
+        devices: 2,
+        cpu_threads: 1,
+        ..Default::default()
+    };
+    let Some(gpu) = common::system(&cfg) else {
+        return;
+    };
+    let got = scenario(&gpu);
+    let want = scenario(&System::cpu(&cfg).unwrap());
+
+    // By hand: a is -1 at even x and went through two bumps elsewhere (4i + 3); b went
+    // through one (2(1000 + i) + 1).
+    let n = (W * H) as usize;
+    let a_hand: Vec<f32> = (0..n)
+        .map(|i| {
+            if (i % W as usize).is_multiple_of(2) {
+                -1.0
+            } else {
+                4.0 * i as f32 + 3.0
+            }
+        })
+        .collect();
+    let b_hand: Vec<f32> = (0..n).map(|i| 2.0 * (1000.0 + i as f32) + 1.0).collect();
+    for out in [&got, &want] {
+        assert_eq!(out.a, a_hand);
+        assert_eq!(out.b, b_hand);
+        assert_eq!(out.c, a_hand);
+        // Step 5 left both copies clean, with home current: no owner.
+        assert_eq!(out.a_copies, vec![(2, false); 4]);
+    }
+
+    const PAGE: u64 = 8 * 8 * 4;
+    for d in 0..2 {
+        let (g, c) = (&got.traffic[d], &want.traffic[d]);
+        // The same moves on both backends, by link and by source.
+        assert_eq!(g.host_to_device, c.host_to_device, "device {d}");
+        assert_eq!(g.device_to_host, c.device_to_host, "device {d}");
+        assert_eq!(g.device_to_device, c.device_to_device, "device {d}");
+        assert_eq!(
+            g.device_to_device_from, c.device_to_device_from,
+            "device {d}"
+        );
+        // Every device → device move on the shared wgpu device was a copy on it; none on the
+        // CPU backend, whose devices share no device memory.
+        assert_eq!(g.device_to_device_on_gpu, g.device_to_device, "device {d}");
+        assert_eq!(c.device_to_device_on_gpu.pages, 0, "device {d}");
+    }
+    // Device 1 received a's four pages twice (steps 2 and 5), device 0 once (step 4).
+    assert_eq!(got.traffic[1].device_to_device_from[0].pages, 8);
+    assert_eq!(got.traffic[1].device_to_device_on_gpu.pages, 8);
+    assert_eq!(got.traffic[1].device_to_device_on_gpu.bytes, 8 * PAGE);
+    assert_eq!(got.traffic[0].device_to_device_on_gpu.pages, 4);
+    // Steps 4 and 5 wrote the source's four modified pages home; step 2 wrote nothing home.
+    assert_eq!(got.traffic[0].device_to_host.pages, 4);
+    assert_eq!(got.traffic[1].device_to_host.pages, 4);
+}
+
+fn slot(slot: u32) -> SlotAddr {
+    SlotAddr { memory: 0, slot }
+}
+
+#[test]
+fn a_peer_copy_moves_exactly_its_slots_and_refuses_another_wgpu_device() {
+    let Some(shared) = common::opened(SharedGpu::open(&AdapterChoice::Default), "a wgpu device")
+    else {
+        return;
+    };
+    let mut src = WgpuDevice::on(DeviceId(0), &shared).unwrap();
+    let mut dst = WgpuDevice::on(DeviceId(1), &shared).unwrap();
+    assert!(src.peer_group().is_some());
+    assert_eq!(src.peer_group(), dst.peer_group());
+    const SLOT: u64 = 64;
+    src.create_memory(0, SLOT, 4).unwrap();
+    dst.create_memory(0, SLOT, 4).unwrap();
+    let page = |k: u8| -> Vec<u8> { (0..SLOT as u8).map(|i| i.wrapping_mul(7) ^ k).collect() };
+    for s in 0..4 {
+        src.write_slot(slot(s), &page(s as u8)).unwrap();
+        dst.write_slot(slot(s), &[0xEE; SLOT as usize]).unwrap();
+    }
+    let from = src.peer_memory(0).unwrap();
+    // Several copies in one call, out of order; dst's slot 1 is left alone.
+    let copies = [(3, 0), (0, 2), (2, 3)].map(|(from_slot, to)| PeerCopy {
+        from: from.clone(),
+        from_slot,
+        at: slot(to),
+    });
+    dst.copy_from_peers(&copies).unwrap();
+    // The source's slot is rewritten right after: the copy was taken before.
+    src.write_slot(slot(3), &[1; SLOT as usize]).unwrap();
+    assert_eq!(dst.read_slot(slot(0)).unwrap(), page(3));
+    assert_eq!(dst.read_slot(slot(1)).unwrap(), vec![0xEE; SLOT as usize]);
+    assert_eq!(dst.read_slot(slot(2)).unwrap(), page(0));
+    assert_eq!(dst.read_slot(slot(3)).unwrap(), page(2));
+    assert_eq!(src.read_slot(slot(3)).unwrap(), vec![1; SLOT as usize]);
+
+    // Bad input is a typed error, not a panic: a slot outside the source memory, a memory
+    // that does not exist, and a source on another wgpu device.
+    let outside = PeerCopy {
+        from: from.clone(),
+        from_slot: 4,
+        at: slot(0),
+    };
+    assert!(matches!(
+        dst.copy_from_peers(&[outside]),
+        Err(RuntimeError::Backend { .. })
+    ));
+    assert!(src.peer_memory(1).is_err());
+    let other = SharedGpu::open(&AdapterChoice::Default).unwrap();
+    let mut elsewhere = WgpuDevice::on(DeviceId(1), &other).unwrap();
+    assert_ne!(elsewhere.peer_group(), src.peer_group());
+    elsewhere.create_memory(0, SLOT, 4).unwrap();
+    let foreign = PeerCopy {
+        from,
+        from_slot: 0,
+        at: slot(0),
+    };
+    assert!(matches!(
+        elsewhere.copy_from_peers(&[foreign]),
+        Err(RuntimeError::Backend { .. })
+    ));
+}
