@@ -14,10 +14,11 @@
 //!   device (`--backend wgpu`) each page is instead one `copy_buffer_to_buffer` on the device,
 //!   all of the batch in one submission (a peer copy, docs/ARCHITECTURE.md);
 //! - device → home, written back: device 0 asks to read every page again. Device 1 owns them,
-//!   so each is written back home and then copied to device 0: from home, or device 1 → device
-//!   0 on the device where they share one. The line prints the whole (two copies a page,
-//!   against two memcpys) and, derived by subtracting the round of the copy alone (home →
-//!   device, or device → device where that was a peer copy), the write-back alone.
+//!   so each is written back home and then copied to device 0 from home (also where the two
+//!   share a wgpu device: a page read back home anyway is not copied on the device as well,
+//!   docs/ARCHITECTURE.md, "Peer copies"). The line prints the whole (two copies a page,
+//!   against two memcpys) and, derived by subtracting the home → device round, the write-back
+//!   alone.
 //!
 //! memcpy copies the same bytes page by page between two buffers that were touched before, in
 //! the same round. Beside them, where the time goes: the CPU backend's slot writes and reads of
@@ -289,14 +290,9 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
             m(|r| r.write_back_and_read),
         );
         // The write-back alone: the composite round less a round of the copy that follows
-        // the write-back (home → device, or a peer copy where the devices share one wgpu
-        // device). Two medians' difference, so noisier than the other columns.
-        let peer = rounds.iter().all(|r| r.moved > 0 && r.on_gpu == r.moved);
-        let wb_alone = if peer {
-            m(|r| r.write_back_and_read - r.device_to_device)
-        } else {
-            m(|r| r.write_back_and_read - r.to_device)
-        };
+        // the write-back (home → device). Two medians' difference, so noisier than the other
+        // columns.
+        let wb_alone = m(|r| r.write_back_and_read - r.to_device);
         // The fewest pages any round copied on the device, of the most any round moved.
         on_gpu.push((
             kib,
@@ -364,7 +360,7 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
     let all = on_gpu.iter().all(|&(_, g, n)| g == n && n > 0);
     let none = on_gpu.iter().all(|&(_, g, _)| g == 0);
     if all {
-        println!("device→device: every page copied on the device (peer copies; write-back (derived) = write-back+read less device→device)");
+        println!("device→device: every page copied on the device (peer copies; the write-back round's copies come from home)");
     } else if none {
         println!("device→device: every page through the host (read back from the owner, written to the reader)");
     } else {

@@ -993,8 +993,8 @@ impl Manager {
     /// per page (most of an oversubscribed run's request time, and of a multi-device pass's
     /// boundary pages). A page written back is read by the worker straight into its home copy
     /// (one copy; `written_home`), the others into pooled buffers (`read_ahead`), which
-    /// `execute` then hands on. A page copied to a device of the source's peer group is not
-    /// read at all: it is only made read-only here (`peer_ahead`), and `carry_out` queues a
+    /// `execute` then hands on. A page copied to a device of the source's peer group, and not
+    /// written home by the same list, is not read at all: it is only made read-only here (`peer_ahead`), and `carry_out` queues a
     /// copy on the device (`DeviceOp::PeerCopy`) reading the source's slot, which the list
     /// does not overwrite before that copy is acknowledged (`Outbox::peer_sources`).
     ///
@@ -1013,6 +1013,17 @@ impl Manager {
         let mut wanted: HashSet<(DeviceId, GlobalPage)> = HashSet::new();
         let mut peer: Vec<Vec<(GlobalPage, SlotAddr)>> = vec![Vec::new(); n];
         let mut peer_wanted: HashSet<(DeviceId, GlobalPage)> = HashSet::new();
+        // A page this list also writes home is read back to the host anyway; the reader is
+        // then written from there (one wait), not copied on the device as well (two waits:
+        // on the H100, boiling 1024² on 2 devices spent 12.8–13.5 ms a frame in the manager
+        // with such pages copied on the device, 9.0–9.7 without; docs/EVALUATION.md).
+        let homebound: HashSet<(DeviceId, GlobalPage)> = actions
+            .iter()
+            .filter_map(|a| match *a {
+                Action::WriteBack { page, from } => Some((from, page)),
+                _ => None,
+            })
+            .collect();
         for a in actions {
             match *a {
                 Action::WriteBack { page, from } => {
@@ -1030,7 +1041,7 @@ impl Manager {
                 } => {
                     changed.insert((to, page));
                     let key = (o, page);
-                    if self.peers(o, to) {
+                    if self.peers(o, to) && !homebound.contains(&key) {
                         // Only made read-only now; copied on the device in order (`carry_out`),
                         // while the source slot still holds what it holds now.
                         if !changed.contains(&key) && peer_wanted.insert(key) {

@@ -671,7 +671,10 @@ impl Device for WgpuDevice {
     }
 
     fn peer_group(&self) -> Option<u64> {
-        Some(self.gpu.0.token)
+        // `TESSERA_PEER_COPY=off` moves pages through the host as before peer copies, for
+        // comparing the two in one run on one machine (docs/EVALUATION.md, "On a real GPU").
+        let off = std::env::var("TESSERA_PEER_COPY").is_ok_and(|v| v == "off");
+        (!off).then_some(self.gpu.0.token)
     }
 
     fn peer_memory(&self, memory: u16) -> Result<PeerMemory> {
