@@ -135,6 +135,14 @@ pub trait Device: Send {
         out.copy_from_slice(&data);
         Ok(())
     }
+    /// Reads several slots at once where that saves the backend a wait per slot: `Some` of
+    /// each slot's bytes in order, or `None` (the default) for "read them one at a time with
+    /// [`Device::read_slot_to`]", which on the CPU backend copies once, straight into the
+    /// caller's buffer. On a GPU each separate read is a submission, a map and a wait (45 µs a
+    /// 64 KiB page on an H100, docs/EVALUATION.md), so the wgpu backend reads them all in one.
+    fn read_slots(&mut self, _at: &[SlotAddr]) -> Result<Option<Vec<Vec<u8>>>> {
+        Ok(None)
+    }
     /// The page table follows the global address space.
     fn resize_page_table(&mut self, pages: u64) -> Result<()>;
     fn set_page(&mut self, page: GlobalPage, desc: PageDescriptor) -> Result<()>;

@@ -1105,13 +1105,43 @@ impl Manager {
             // before any peer copy of this list will be).
             let job = self.workers[d].submit(move |dev| {
                 let mut bufs = bufs;
-                for (at, buf) in slots.into_iter().zip(bufs.iter_mut()) {
-                    dev.read_slot_to(at, buf)?;
-                }
-                // One page per lock, so workers writing back at once interleave.
-                for (at, obj, local, bytes) in home_slots {
-                    let mut h = write_home(&home)?;
-                    dev.read_slot_to(at, h.page_mut(obj, local, bytes)?)?;
+                // All of the job's slots in one read where the backend batches reads (a GPU:
+                // one wait instead of one per page), else each straight into its buffer.
+                let all: Vec<SlotAddr> = slots
+                    .iter()
+                    .copied()
+                    .chain(home_slots.iter().map(|h| h.0))
+                    .collect();
+                let batched = if all.len() > 1 {
+                    dev.read_slots(&all)?
+                } else {
+                    None
+                };
+                if let Some(data) = batched {
+                    if data.len() != all.len() {
+                        return Err(RuntimeError::Config(format!(
+                            "{} slots read back for {} asked",
+                            data.len(),
+                            all.len()
+                        )));
+                    }
+                    let mut data = data.into_iter();
+                    for (buf, d) in bufs.iter_mut().zip(data.by_ref()) {
+                        copy_slot(buf, &d)?;
+                    }
+                    for ((_, obj, local, bytes), d) in home_slots.into_iter().zip(data) {
+                        let mut h = write_home(&home)?;
+                        copy_slot(h.page_mut(obj, local, bytes)?, &d)?;
+                    }
+                } else {
+                    for (at, buf) in slots.into_iter().zip(bufs.iter_mut()) {
+                        dev.read_slot_to(at, buf)?;
+                    }
+                    // One page per lock, so workers writing back at once interleave.
+                    for (at, obj, local, bytes) in home_slots {
+                        let mut h = write_home(&home)?;
+                        dev.read_slot_to(at, h.page_mut(obj, local, bytes)?)?;
+                    }
                 }
                 let handles = mems
                     .into_iter()
@@ -2098,4 +2128,17 @@ mod tests {
         assert!(sys.mm.evict(DeviceId(5), vec![]).is_err());
         assert_eq!(sys.mm.read(a.id).unwrap(), texels(1.0));
     }
+}
+
+/// Copies a slot's bytes read back in a batch into its buffer, which must be as long.
+fn copy_slot(out: &mut [u8], data: &[u8]) -> Result<()> {
+    if out.len() != data.len() {
+        return Err(RuntimeError::Config(format!(
+            "a slot of {} bytes read into {} bytes",
+            data.len(),
+            out.len()
+        )));
+    }
+    out.copy_from_slice(data);
+    Ok(())
 }
