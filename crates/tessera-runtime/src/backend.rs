@@ -124,16 +124,7 @@ pub trait Device: Send {
     /// page cost page faults (`tessera bench page-moves`); the default goes through
     /// [`Device::read_slot`] for backends with nothing faster.
     fn read_slot_to(&mut self, at: SlotAddr, out: &mut [u8]) -> Result<()> {
-        let data = self.read_slot(at)?;
-        if data.len() != out.len() {
-            return Err(RuntimeError::Config(format!(
-                "a slot of {} bytes read into {} bytes",
-                data.len(),
-                out.len()
-            )));
-        }
-        out.copy_from_slice(&data);
-        Ok(())
+        copy_slot(out, &self.read_slot(at)?)
     }
     /// Reads several slots at once where that saves the backend a wait per slot: `Some` of
     /// each slot's bytes in order, or `None` (the default) for "read them one at a time with
@@ -188,4 +179,17 @@ pub trait Device: Send {
             self.describe()
         )))
     }
+}
+
+/// Copies a slot's bytes, read back by the backend, into `out`, which must be as long.
+pub(crate) fn copy_slot(out: &mut [u8], data: &[u8]) -> Result<()> {
+    if out.len() != data.len() {
+        return Err(RuntimeError::Config(format!(
+            "a slot of {} bytes read into {} bytes",
+            data.len(),
+            out.len()
+        )));
+    }
+    out.copy_from_slice(data);
+    Ok(())
 }

@@ -19,7 +19,7 @@ use tessera_core::{
     SlotAddr,
 };
 
-use crate::backend::{PeerCopy, PeerMemory};
+use crate::backend::{copy_slot, PeerCopy, PeerMemory};
 use crate::error::{Result, RuntimeError};
 use crate::home::{read_home, write_home, HomeStore, SharedHome};
 use crate::remote::{RemoteBindings, RemoteObject, RemoteRegistry};
@@ -2128,17 +2128,4 @@ mod tests {
         assert!(sys.mm.evict(DeviceId(5), vec![]).is_err());
         assert_eq!(sys.mm.read(a.id).unwrap(), texels(1.0));
     }
-}
-
-/// Copies a slot's bytes read back in a batch into its buffer, which must be as long.
-fn copy_slot(out: &mut [u8], data: &[u8]) -> Result<()> {
-    if out.len() != data.len() {
-        return Err(RuntimeError::Config(format!(
-            "a slot of {} bytes read into {} bytes",
-            data.len(),
-            out.len()
-        )));
-    }
-    out.copy_from_slice(data);
-    Ok(())
 }
