@@ -129,8 +129,9 @@ pub trait Device: Send {
     /// Reads several slots at once where that saves the backend a wait per slot: `Some` of
     /// each slot's bytes in order, or `None` (the default) for "read them one at a time with
     /// [`Device::read_slot_to`]", which on the CPU backend copies once, straight into the
-    /// caller's buffer. On a GPU each separate read is a submission, a map and a wait (45 µs a
-    /// 64 KiB page on an H100, docs/EVALUATION.md), so the wgpu backend reads them all in one.
+    /// caller's buffer. On a GPU each separate read is a submission, a map and a wait (a write-back
+    /// and read of a 64 KiB page took 45 µs on an H100, docs/EVALUATION.md), so the wgpu backend
+    /// reads them in one.
     fn read_slots(&mut self, _at: &[SlotAddr]) -> Result<Option<Vec<Vec<u8>>>> {
         Ok(None)
     }

@@ -502,8 +502,10 @@ impl Device for WgpuDevice {
         }
         // Measured on an H100 (`bench page-moves --backend wgpu`, write-back + read): one read
         // for all of a batch took 4 KiB pages from 0.10 to 0.35 GB/s and 64 KiB from 1.1–1.2 to
-        // 1.4, but 256 KiB and 1 MiB pages from 2.5–3.6 down to 1.5, where copying the one
-        // large mapping out (three copies a page) costs more than the waits it saves.
+        // 1.4, but 256 KiB and 1 MiB pages from 2.5–3.6 down to 1.5. Not measured why; the
+        // likely cost is copying the one large mapping out (three copies a page: mapping to
+        // one vector, to one per slot, into home), which grows with bytes while the waits saved
+        // grow with pages.
         let bytes: u64 = ranges.iter().map(|r| r.2).sum();
         if bytes > BATCHED_READ_MAX_PAGE * ranges.len() as u64 {
             return Ok(None);
