@@ -23,7 +23,7 @@ pub mod mpi_transport;
 
 pub use litmus::LitmusReport;
 pub use node::{run_node, LitmusJob, NodeConfig, NodeReport};
-pub use transport::{InProcess, Transport};
+pub use transport::{ForRuntime, InProcess, Transport};
 
 /// Why a node stopped.
 #[derive(Debug, thiserror::Error)]

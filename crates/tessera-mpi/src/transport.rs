@@ -68,3 +68,43 @@ impl Transport for InProcess {
         }
     }
 }
+
+/// Any of these transports as the runtime's (`tessera_runtime::cluster`): the runtime cannot
+/// depend on this crate (the litmus runner, which this crate uses, depends on the runtime), so
+/// it names its own trait and this adapter carries a transport across.
+pub struct ForRuntime<T>(pub T);
+
+impl<T: Transport> tessera_runtime::cluster::Transport for ForRuntime<T> {
+    fn rank(&self) -> usize {
+        self.0.rank()
+    }
+    fn size(&self) -> usize {
+        self.0.size()
+    }
+    fn send(
+        &self,
+        to: usize,
+        bytes: Vec<u8>,
+    ) -> Result<(), tessera_runtime::cluster::TransportError> {
+        self.0.send(to, bytes).map_err(runtime_error)
+    }
+    fn recv(
+        &self,
+        timeout: Duration,
+    ) -> Result<Option<(usize, Vec<u8>)>, tessera_runtime::cluster::TransportError> {
+        self.0.recv(timeout).map_err(runtime_error)
+    }
+}
+
+fn runtime_error(e: NodeError) -> tessera_runtime::cluster::TransportError {
+    tessera_runtime::cluster::TransportError {
+        node: match &e {
+            NodeError::Lost { node, .. } | NodeError::NoSuchNode(node) => Some(*node),
+            _ => None,
+        },
+        how: match e {
+            NodeError::Lost { how, .. } => how,
+            other => other.to_string(),
+        },
+    }
+}

@@ -93,6 +93,10 @@ pub enum RuntimeError {
         path.display()
     )]
     HomeFileExists { path: PathBuf },
+    #[error("node {node} was lost ({how}); with homes split and no replication its pages are gone, and the run cannot finish")]
+    NodeLost { node: usize, how: String },
+    #[error("node {node}: {message}")]
+    OnNode { node: usize, message: String },
 }
 
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;

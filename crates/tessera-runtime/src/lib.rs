@@ -5,6 +5,7 @@
 //! stream. The CPU backend is the embedded default. See docs/ARCHITECTURE.md.
 
 pub mod backend;
+pub mod cluster;
 pub mod cpu;
 pub mod driver;
 pub mod error;

@@ -14,9 +14,8 @@ use std::sync::Arc;
 use tessera_core::protocol::Source;
 use tessera_core::{
     AccessMode, Action, AddressSpace, DeviceId, DeviceMemory, DirEntry, Directory, GlobalPage,
-    HomeMap, Location, Message, NodeId, ObjectDesc, ObjectEntry, ObjectId, PageDescriptor,
-    PageRequest, Policy, Protocol, ProtocolVariant, RemoteLink, RequestBatch, RequestId, Resident,
-    SlotAddr,
+    HomeMap, Location, Message, ObjectDesc, ObjectEntry, ObjectId, PageDescriptor, PageRequest,
+    Policy, Protocol, ProtocolVariant, RemoteLink, RequestBatch, RequestId, Resident, SlotAddr,
 };
 
 use crate::backend::{copy_slot, PeerCopy, PeerMemory};
@@ -40,6 +39,7 @@ pub(crate) enum Cmd {
     Remote(DeviceId, Vec<(Location, RemoteLink)>),
     Free(ObjectId, Sender<Result<()>>),
     Read(ObjectId, Sender<Result<Vec<u8>>>),
+    ReadPacked(ObjectId, Sender<Result<(ObjectEntry, Vec<u8>)>>),
     Request(
         DeviceId,
         Vec<PageRequest>,
@@ -65,6 +65,8 @@ pub struct ManagerHandle {
     /// read without waiting (it only chooses how they fetch pages, never what is right).
     pressed: Arc<Vec<AtomicBool>>,
     remote: RemoteRegistry,
+    /// On a node of a cluster: the other homes, which get their parts of every batch.
+    cluster: Option<Arc<crate::cluster::Link>>,
 }
 
 fn call<R>(tx: &Sender<Cmd>, make: impl FnOnce(Sender<R>) -> Cmd) -> Pending<R> {
@@ -81,6 +83,20 @@ impl ManagerHandle {
             tx,
             pressed: Arc::new(Vec::new()),
             remote: RemoteRegistry::default(),
+            cluster: None,
+        }
+    }
+    /// This handle routed over a cluster: batches, releases, `holds` and reads reach every
+    /// home (crate::cluster).
+    pub(crate) fn on_cluster(mut self, link: Arc<crate::cluster::Link>) -> Self {
+        self.cluster = Some(link);
+        self
+    }
+    /// This node's manager alone.
+    pub(crate) fn here(&self) -> Self {
+        ManagerHandle {
+            cluster: None,
+            ..self.clone()
         }
     }
     /// Whether `device`'s budget has made the manager evict any of its pages yet.
@@ -103,7 +119,17 @@ impl ManagerHandle {
         data: Option<Vec<u8>>,
         mode: AccessMode,
     ) -> Result<ObjectEntry> {
-        call(&self.tx, |r| Cmd::Create(desc, data, mode, r)).wait()?
+        if self.cluster.is_some() && mode == AccessMode::Remote {
+            return Err(RuntimeError::Config(
+                "remote objects are not built across nodes: their pages live on one device".into(),
+            ));
+        }
+        let e = call(&self.tx, |r| Cmd::Create(desc, data, mode, r)).wait()?;
+        // Every node creates the object before any device asks a home for its pages.
+        if let Some(link) = &self.cluster {
+            link.barrier()?;
+        }
+        e
     }
     /// Sets where each page of a remote object lives, `locations[local page]`. Between
     /// passes only. Refused for an object that is not remote, a list of the wrong length, or
@@ -129,11 +155,28 @@ impl ManagerHandle {
     }
     /// Drops every copy of the object and frees its pages.
     pub fn free(&self, id: ObjectId) -> Result<()> {
+        // Every node is done with the object before any home forgets it.
+        if let Some(link) = &self.cluster {
+            link.barrier()?;
+        }
         call(&self.tx, |r| Cmd::Free(id, r)).wait()?
     }
     /// The object's latest data, row-major from the lower left. Call between passes.
     pub fn read(&self, id: ObjectId) -> Result<Vec<u8>> {
-        call(&self.tx, |r| Cmd::Read(id, r)).wait()?
+        match &self.cluster {
+            None => call(&self.tx, |r| Cmd::Read(id, r)).wait()?,
+            Some(link) => {
+                let (e, pages) = link.read_packed(&self.here(), id)?;
+                let mut out = vec![0u8; host_len(&e.desc) as usize];
+                unpack(&e.desc, &pages, &mut out);
+                Ok(out)
+            }
+        }
+    }
+    /// The object's pages, packed, as this node's manager knows them: right for the pages it
+    /// is home to.
+    pub(crate) fn read_packed_here(&self, id: ObjectId) -> Result<(ObjectEntry, Vec<u8>)> {
+        call(&self.tx, |r| Cmd::ReadPacked(id, r)).wait()?
     }
     /// Sends a request batch; the reply arrives when it is granted (the device is then locked).
     pub fn request(&self, device: DeviceId, pages: Vec<PageRequest>) -> Pending<Result<()>> {
@@ -148,7 +191,24 @@ impl ManagerHandle {
         pages: Vec<PageRequest>,
         keep: Vec<GlobalPage>,
     ) -> Pending<Result<()>> {
-        call(&self.tx, |r| Cmd::Request(device, pages, keep, r))
+        let Some(link) = self.cluster.clone() else {
+            return call(&self.tx, |r| Cmd::Request(device, pages, keep, r));
+        };
+        // The parts go one home at a time, each waited for: that waiting is the driver's, so
+        // it happens on a thread of its own and the caller gets a Pending as before.
+        let (rtx, rrx) = bounded(1);
+        let here = self.here();
+        let spawned = Builder::new().name("tessera-batch".into()).spawn(move || {
+            let _ = rtx.send(link.request(&here, device, pages, keep));
+        });
+        if let Err(e) = spawned {
+            let (etx, erx) = bounded(1);
+            let _ = etx.send(Err(RuntimeError::Config(format!(
+                "cannot start a thread: {e}"
+            ))));
+            return Pending::new(erx, "memory manager");
+        }
+        Pending::new(rrx, "memory manager")
     }
     /// Marks an object's pages as never evicted (`false`) or evictable again (`true`, the
     /// default). A non-evictable object's resident pages take their share of every device's
@@ -167,11 +227,22 @@ impl ManagerHandle {
     /// ask at any time, locked or not. Only a hint: another device may take a page right
     /// after, and the caller must still handle a miss.
     pub fn holds(&self, device: DeviceId, pages: Vec<GlobalPage>) -> Result<bool> {
+        match &self.cluster {
+            None => self.holds_here(device, pages),
+            Some(link) => link.holds(&self.here(), device, pages),
+        }
+    }
+    pub(crate) fn holds_here(&self, device: DeviceId, pages: Vec<GlobalPage>) -> Result<bool> {
         call(&self.tx, |r| Cmd::Holds(device, pages, r)).wait()
     }
     /// Releases the device's memory lock.
     pub fn release(&self, device: DeviceId) {
-        let _ = self.tx.send(Cmd::Release(device));
+        match &self.cluster {
+            None => {
+                let _ = self.tx.send(Cmd::Release(device));
+            }
+            Some(link) => link.release(&self.here(), device),
+        }
     }
     pub fn traffic(&self) -> Result<Vec<DeviceTraffic>> {
         call(&self.tx, Cmd::Traffic).wait()
@@ -224,6 +295,9 @@ pub struct ManagerConfig {
     /// Keep the home copies in a memory-mapped file created fresh at this path (an existing
     /// path is refused) and removed when the manager stops; in host memory when None.
     pub home_file: Option<PathBuf>,
+    /// Which node is home to each page: `HomeMap::Single` on one node; on a cluster this
+    /// manager is asked only about its own pages (crate::cluster).
+    pub homes: HomeMap,
 }
 
 /// What the memory manager does about thrashing pages.
@@ -386,11 +460,7 @@ pub fn spawn(
     let n = workers.len();
     // First, so a bad path fails before anything else is built.
     let home = HomeStore::open(cfg.home_file.as_deref())?;
-    let protocol = Protocol::new(
-        Directory::new(0, HomeMap::Single(NodeId(0))),
-        n,
-        cfg.variant,
-    )?;
+    let protocol = Protocol::new(Directory::new(0, cfg.homes), n, cfg.variant)?;
     // Asked before the manager thread starts: no batch can need it earlier.
     let peer_groups = workers
         .iter()
@@ -455,6 +525,7 @@ pub fn spawn(
             tx,
             pressed,
             remote,
+            cluster: None,
         },
         join,
     ))
@@ -489,6 +560,12 @@ impl Manager {
                 }
                 Cmd::Read(id, r) => {
                     let _ = r.send(self.guarded(|m| m.read(id)));
+                }
+                Cmd::ReadPacked(id, r) => {
+                    let _ = r.send(self.guarded(|m| {
+                        let e = *m.space.get(id)?;
+                        Ok((e, m.read_packed(id)?))
+                    }));
                 }
                 Cmd::Request(device, pages, keep, r) => self.request(device, pages, keep, r),
                 Cmd::Evictable(id, evictable, r) => {
@@ -1593,6 +1670,20 @@ impl Manager {
             unpack(&e.desc, &r.bytes()?, &mut out);
             return Ok(out);
         }
+        let pages = self.read_packed(id)?;
+        let mut out = vec![0u8; host_len(&e.desc) as usize];
+        unpack(&e.desc, &pages, &mut out);
+        Ok(out)
+    }
+
+    /// The object's latest pages, packed: home copies, with modified pages from their owners.
+    fn read_packed(&mut self, id: ObjectId) -> Result<Vec<u8>> {
+        let e = *self.space.get(id)?;
+        if self.remote.get(id).is_some() {
+            return Err(RuntimeError::Config(format!(
+                "object {id} is remote: its pages are not kept as pages"
+            )));
+        }
         let bytes = e.desc.page_bytes() as usize;
         let mut pages = read_home(&self.home)?.object(id)?.to_vec();
         // Modified pages come from their owners: one job per device, not one per page.
@@ -1619,9 +1710,7 @@ impl Manager {
                 pages[local * bytes..(local + 1) * bytes].copy_from_slice(&data);
             }
         }
-        let mut out = vec![0u8; host_len(&e.desc) as usize];
-        unpack(&e.desc, &pages, &mut out);
-        Ok(out)
+        Ok(pages)
     }
 
     fn memory_use(&self) -> (Vec<DeviceMemoryUse>, Vec<DirEntry>) {

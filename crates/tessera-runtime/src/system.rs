@@ -14,6 +14,7 @@ use tessera_core::{
 
 use crate::backend::Device;
 use crate::backend::Domain;
+use crate::cluster::{Link, MemoryMap, NodeView, Target};
 use crate::cpu::CpuDevice;
 use crate::driver::{DeviceContext, PassSpec, PassStats, Procedure};
 use crate::error::{Result, RuntimeError};
@@ -96,6 +97,8 @@ pub struct System {
     backend: String,
     joins: Vec<JoinHandle<()>>,
     schedule: Schedule,
+    /// On a node of a cluster: the link to the others (crate::cluster).
+    link: Option<Arc<Link>>,
 }
 
 impl System {
@@ -144,6 +147,7 @@ impl System {
                 record_trace: cfg.record_trace,
                 prefetch: cfg.prefetch,
                 home_file: cfg.home_file.clone(),
+                homes: tessera_core::HomeMap::Single(tessera_core::NodeId(0)),
             },
         )?;
         joins.push(j);
@@ -172,9 +176,133 @@ impl System {
             } else {
                 Schedule::Concurrent
             },
+            link: None,
         })
     }
 
+    /// This node's part of a system over a cluster of nodes (crate::cluster): `cfg.devices`
+    /// is ignored; the node runs `link.devices_per_node()` CPU devices, numbered after the
+    /// lower nodes' ones, and a memory manager home to its share of the pages. Every node must
+    /// build its part and then make the same calls (create, passes, reads) in the same order.
+    /// Returns once every node has built its part.
+    pub fn cpu_on_cluster(cfg: &SystemConfig, link: Arc<Link>) -> Result<Self> {
+        let k = link.devices_per_node();
+        let (rank, nodes) = (link.rank(), link.size());
+        let all = nodes * k;
+        let pool = Arc::new(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(cfg.cpu_threads)
+                .thread_name(|i| format!("tessera-cpu-{i}"))
+                .build()
+                .map_err(|e| RuntimeError::Config(format!("cannot start CPU threads: {e}")))?,
+        );
+        let mut joins = Vec::new();
+        let mut workers = Vec::new();
+        let mut maps = Vec::new();
+        for i in 0..k {
+            let id = DeviceId::new(rank * k + i)?;
+            let (h, j) = worker::spawn(id, Box::new(CpuDevice::new(id, pool.clone())))?;
+            workers.push(h);
+            joins.push(j);
+            maps.push(Arc::new(std::sync::Mutex::new(MemoryMap::default())));
+        }
+        let mut views = Vec::new();
+        for g in 0..all {
+            let id = DeviceId::new(g)?;
+            let node = g / k;
+            let target = if node == rank {
+                Target::Here {
+                    worker: workers[g - rank * k].clone(),
+                    map: maps[g - rank * k].clone(),
+                }
+            } else {
+                Target::There {
+                    node,
+                    link: link.clone(),
+                }
+            };
+            let view = NodeView {
+                device: id,
+                home: rank as u16,
+                target,
+            };
+            let (h, j) = worker::spawn(id, Box::new(view))?;
+            views.push(h);
+            joins.push(j);
+        }
+        let share = nodes as u64;
+        let (mm, j) = manager::spawn(
+            views,
+            &ManagerConfig {
+                variant: cfg.variant,
+                budget_bytes: cfg.budget_bytes / share,
+                memory_bytes: (cfg.memory_bytes / share).max(1 << 16),
+                memory_limits: Vec::new(),
+                policy: cfg.policy,
+                seed: cfg.seed,
+                thrashing: cfg.thrashing,
+                record_trace: cfg.record_trace,
+                prefetch: cfg.prefetch,
+                home_file: cfg.home_file.clone(),
+                homes: link.homes(),
+            },
+        )?;
+        joins.push(j);
+        link.serve(workers.clone(), maps, mm.clone());
+        let mm = mm.on_cluster(link.clone());
+        let mut drivers = Vec::new();
+        for w in workers {
+            let (tx, rx) = unbounded::<DriverJob>();
+            let mut ctx = DeviceContext::new(w, mm.clone());
+            let j = Builder::new()
+                .name(format!("tessera-driver-{}", ctx.device.0))
+                .spawn(move || {
+                    while let Ok(job) = rx.recv() {
+                        job(&mut ctx);
+                    }
+                })
+                .map_err(|e| RuntimeError::Config(format!("cannot start a thread: {e}")))?;
+            drivers.push(tx);
+            joins.push(j);
+        }
+        // No node may reach another before that one serves its devices and pages.
+        link.barrier()?;
+        Ok(System {
+            mm,
+            drivers,
+            backend: format!("cpu, node {rank} of {nodes}"),
+            joins,
+            schedule: if cfg.isolated {
+                Schedule::Isolated
+            } else {
+                Schedule::Concurrent
+            },
+            link: Some(link),
+        })
+    }
+
+    /// The cluster this node is part of, if any.
+    pub fn link(&self) -> Option<&Arc<Link>> {
+        self.link.as_ref()
+    }
+
+    /// Devices of the whole system: this node's on one node, every node's on a cluster. A
+    /// pass's domain is split across all of them.
+    pub fn all_devices(&self) -> usize {
+        match &self.link {
+            Some(l) => l.size() * l.devices_per_node(),
+            None => self.drivers.len(),
+        }
+    }
+
+    /// The global index of this node's first device.
+    fn first_device(&self) -> usize {
+        self.link
+            .as_ref()
+            .map_or(0, |l| l.rank() * l.devices_per_node())
+    }
+
+    /// This node's devices: the ones `on_device` reaches and whose stats `run_pass` returns.
     pub fn devices(&self) -> usize {
         self.drivers.len()
     }
@@ -289,7 +417,13 @@ impl System {
         procedure: Procedure,
         schedule: Schedule,
     ) -> Result<Vec<PassStats>> {
-        let regions = partition.regions(width, height, self.devices() as u32)?;
+        let regions = partition.regions(width, height, self.all_devices() as u32)?;
+        let first = self.first_device();
+        let mine: Vec<Domain> = regions
+            .into_iter()
+            .skip(first)
+            .take(self.devices())
+            .collect();
         let start = |d: usize, domain: Domain| {
             let spec = PassSpec {
                 domain,
@@ -297,9 +431,9 @@ impl System {
             };
             self.on_device(d, move |ctx| ctx.run_pass(&spec, procedure))
         };
-        match schedule {
+        let res = match schedule {
             Schedule::Concurrent => {
-                let pending: Vec<_> = regions
+                let pending: Vec<_> = mine
                     .into_iter()
                     .enumerate()
                     .map(|(d, domain)| start(d, domain))
@@ -312,13 +446,35 @@ impl System {
             }
             // The turn passes when a device's pass has returned, its lock released included,
             // so no two devices' work overlaps. A failed turn ends the pass: nothing else is
-            // running, so the barrier holds.
-            Schedule::Isolated => regions
-                .into_iter()
-                .enumerate()
-                .map(|(d, domain)| start(d, domain)?.wait()?)
-                .collect(),
+            // running, so the barrier holds. On a cluster the nodes take turns too.
+            Schedule::Isolated => {
+                let mut out = Ok(Vec::new());
+                let turns = self.link.as_ref().map_or(1, |l| l.size());
+                let me = self.link.as_ref().map_or(0, |l| l.rank());
+                for turn in 0..turns {
+                    if turn == me {
+                        out = mine
+                            .iter()
+                            .cloned()
+                            .enumerate()
+                            .map(|(d, domain)| start(d, domain)?.wait()?)
+                            .collect();
+                    }
+                    if turn + 1 < turns {
+                        if let Some(l) = &self.link {
+                            l.barrier()?;
+                        }
+                    }
+                }
+                out
+            }
+        };
+        // The pass barrier across nodes: no node starts the next pass before every node's
+        // devices have finished this one.
+        if let Some(l) = &self.link {
+            l.barrier()?;
         }
+        res
     }
 }
 
@@ -395,6 +551,10 @@ impl System {
 
 impl Drop for System {
     fn drop(&mut self) {
+        if let Some(l) = self.link.take() {
+            // Every node is done with every other before any stops serving.
+            l.shut_down();
+        }
         self.drivers.clear();
         // The drivers hold the last handles to the memory manager and the workers; once they
         // finish, every queue closes and every thread returns.

@@ -1,0 +1,1140 @@
+//! One runtime over several nodes (issue 17; journal paper 000, 5.4.2–5.4.3): one process per
+//! node, each the home of part of the pages, with one memory manager for its pages and the
+//! device workers and drivers of its own devices.
+//!
+//! How the single-node runtime is reused, unchanged in its core:
+//! - **Homes.** Every node's memory manager runs the real protocol over the whole address space
+//!   and every device of the cluster, but is asked only about the pages `HomeMap::Blocked`
+//!   gives it, so each page has exactly one directory entry that moves: its home's. Every node
+//!   creates the same objects in the same order (the program runs SPMD), so page numbers agree.
+//! - **Devices.** A manager reaches each device, its own node's or another's, through a
+//!   [`NodeView`]: a `Device` that forwards slot writes and reads, page-table updates and time
+//!   stamps to the device's worker, over the transport when the device is elsewhere. A view
+//!   renames the manager's physical memories to the device's own numbering, so the managers of
+//!   several homes share one device without sharing slots; each gets `1/nodes` of its budget.
+//! - **Batches.** A driver's batch is split by home and acquired one home at a time in node
+//!   order, each part granted before the next is sent (the order model-checked in
+//!   `tessera_core::model_nodes`: sending all parts at once deadlocks); the release goes to every
+//!   home that granted a part.
+//! - **Passes.** Each node runs its own devices' regions of a pass, then waits at a barrier for
+//!   every node: the pass barrier of paper 3.1 across nodes.
+//!
+//! Wait-for graph (docs/ARCHITECTURE.md, "Several nodes"): drivers wait on managers (their own
+//! node's or, through the router, another's); managers wait on views; a view waits on its
+//! device's worker (through the router when remote); workers wait on nobody. The router thread
+//! of each node never waits on any of them: it hands incoming work to the worker's queue or to
+//! a short-lived thread that waits on the local manager, and replies come back through it.
+//!
+//! A node that stops answering (no message, heartbeats included, for
+//! [`ClusterConfig::lost_after`]) is lost: every call waiting on the cluster fails with
+//! [`RuntimeError::NodeLost`] naming it. Nothing is recovered: its home pages are gone.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use tessera_core::protocol::{Access, PageRequest};
+use tessera_core::{DeviceId, GlobalPage, HomeMap, ObjectId, PageDescriptor, SlotAddr};
+
+use crate::backend::{Device, Launch, LaunchOutcome, MergeOutcome};
+use crate::error::{Result, RuntimeError};
+use crate::manager::ManagerHandle;
+use crate::worker::WorkerHandle;
+
+/// Point-to-point messages between the nodes' routers: messages from one node to another
+/// arrive in the order sent (MPI's non-overtaking rule). Implemented over MPI and over channels
+/// between threads by `tessera-mpi`.
+pub trait Transport {
+    fn rank(&self) -> usize;
+    fn size(&self) -> usize;
+    /// Sends without waiting for the receiver to take the message.
+    fn send(&self, to: usize, bytes: Vec<u8>) -> std::result::Result<(), TransportError>;
+    /// The next message from any node, waiting at most `timeout`; `None` when none came.
+    fn recv(
+        &self,
+        timeout: Duration,
+    ) -> std::result::Result<Option<(usize, Vec<u8>)>, TransportError>;
+}
+
+/// A transport failure: the node it concerns, when known, and what happened.
+#[derive(Clone, Debug)]
+pub struct TransportError {
+    pub node: Option<usize>,
+    pub how: String,
+}
+
+/// How a cluster is laid out.
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    /// Devices on each node (every node the same). Device `g` is on node `g / devices_per_node`.
+    pub devices_per_node: usize,
+    /// Pages are dealt to homes in blocks of this many, round robin (`HomeMap::Blocked`).
+    pub block_pages: u64,
+    /// A node silent this long is lost.
+    pub lost_after: Duration,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            devices_per_node: 1,
+            block_pages: 16,
+            lost_after: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Messages between nodes, postcard-encoded.
+#[derive(Serialize, Deserialize, Debug)]
+enum Msg {
+    /// A device's part of a batch, to the pages' home: (page, write); `keep` homed there too.
+    Request {
+        id: u64,
+        device: u8,
+        pages: Vec<(u64, bool)>,
+        keep: Vec<u64>,
+    },
+    Release {
+        device: u8,
+    },
+    Holds {
+        id: u64,
+        device: u8,
+        pages: Vec<u64>,
+    },
+    /// The latest data of an object's pages as its home knows them (pages packed).
+    ReadPacked {
+        id: u64,
+        object: u32,
+    },
+    /// A home's operation on a device of the receiving node. `id` 0: posted, no reply (a
+    /// failure is kept and returned by that home's next waited-for operation on the device).
+    Dev {
+        id: u64,
+        device: u8,
+        home: u16,
+        op: DevOp,
+    },
+    Barrier {
+        epoch: u64,
+    },
+    Heartbeat,
+    /// This node's traffic counters.
+    Counters {
+        id: u64,
+    },
+    Reply {
+        id: u64,
+        body: std::result::Result<Body, WireError>,
+    },
+}
+
+#[derive(Serialize, Deserialize, Debug)]
+enum DevOp {
+    CreateMemory {
+        memory: u16,
+        slot_bytes: u64,
+        capacity: u32,
+    },
+    WriteSlot {
+        memory: u16,
+        slot: u32,
+        data: Vec<u8>,
+    },
+    ReadSlot {
+        memory: u16,
+        slot: u32,
+    },
+    ReadSlots {
+        at: Vec<(u16, u32)>,
+    },
+    ResizePageTable {
+        pages: u64,
+    },
+    SetPage {
+        page: u64,
+        desc: u64,
+    },
+    PageTimes {
+        pages: Vec<u64>,
+    },
+}
+
+#[derive(Serialize, Deserialize, Debug)]
+enum Body {
+    Unit,
+    Bool(bool),
+    Bytes(Vec<u8>),
+    Slots(Option<Vec<Vec<u8>>>),
+    Times(Vec<u64>),
+    Counters(NodeCounters),
+}
+
+/// An error that crossed nodes. The budget refusal keeps its fields: a driver splits a wave
+/// on it, whichever home refused.
+#[derive(Serialize, Deserialize, Debug)]
+enum WireError {
+    OverBudget {
+        device: u8,
+        pages: u64,
+        capacity: u64,
+        page_bytes: u64,
+        budget_bytes: u64,
+    },
+    Other(String),
+}
+
+impl WireError {
+    fn from_runtime(e: &RuntimeError) -> Self {
+        match *e {
+            RuntimeError::OverBudget {
+                device,
+                pages,
+                capacity,
+                page_bytes,
+                budget_bytes,
+            } => WireError::OverBudget {
+                device: device.0,
+                pages,
+                capacity,
+                page_bytes,
+                budget_bytes,
+            },
+            ref other => WireError::Other(other.to_string()),
+        }
+    }
+    fn into_runtime(self, node: usize) -> RuntimeError {
+        match self {
+            WireError::OverBudget {
+                device,
+                pages,
+                capacity,
+                page_bytes,
+                budget_bytes,
+            } => RuntimeError::OverBudget {
+                device: DeviceId(device),
+                pages,
+                capacity,
+                page_bytes,
+                budget_bytes,
+            },
+            WireError::Other(message) => RuntimeError::OnNode { node, message },
+        }
+    }
+}
+
+/// Bytes this node sent to other nodes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeCounters {
+    /// Every message, encoded.
+    pub bytes: u64,
+    /// Of which page data: slot writes and slot reads' replies that crossed nodes.
+    pub page_bytes: u64,
+    pub messages: u64,
+}
+
+impl NodeCounters {
+    pub fn add(&mut self, o: &NodeCounters) {
+        self.bytes += o.bytes;
+        self.page_bytes += o.page_bytes;
+        self.messages += o.messages;
+    }
+}
+
+type Reply = std::result::Result<Body, RuntimeError>;
+
+enum Out {
+    Send(usize, Vec<u8>),
+    Stop,
+}
+
+/// What a node serves to the others: its devices and its memory manager. Set once the node is
+/// built, before the start barrier, so no request can arrive earlier.
+struct Served {
+    workers: Vec<WorkerHandle>,
+    maps: Vec<Arc<Mutex<MemoryMap>>>,
+    mm: ManagerHandle,
+}
+
+struct Barrier {
+    epoch: u64,
+    /// Per epoch, how many other nodes have arrived.
+    arrived: HashMap<u64, usize>,
+}
+
+/// A node's end of the cluster: routes calls to other nodes and their replies back. Shared by
+/// the node's memory-manager handle, its views and its `System`.
+pub struct Link {
+    rank: usize,
+    size: usize,
+    cfg: ClusterConfig,
+    homes: HomeMap,
+    out: crossbeam_channel::Sender<Out>,
+    pending: Mutex<HashMap<u64, crossbeam_channel::Sender<Reply>>>,
+    next: AtomicU64,
+    /// Per device of this node (global index): the homes that granted its current batch.
+    locked: Mutex<HashMap<u8, Vec<usize>>>,
+    lost: Mutex<Option<RuntimeError>>,
+    served: Mutex<Option<Arc<Served>>>,
+    barrier: Mutex<Barrier>,
+    barrier_cv: Condvar,
+    counters: Mutex<NodeCounters>,
+    router: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Link {
+    /// Starts this node's router thread on the transport `open` makes. `open` runs on the
+    /// router thread, which alone ever touches the transport: MPI is then used by one thread,
+    /// as its default threading level requires.
+    pub fn start<T: Transport + 'static>(
+        open: impl FnOnce() -> std::result::Result<T, String> + Send + 'static,
+        cfg: ClusterConfig,
+    ) -> Result<Arc<Link>> {
+        if cfg.devices_per_node == 0 {
+            return Err(RuntimeError::Config(
+                "devices per node must be at least 1".into(),
+            ));
+        }
+        let (out_tx, out_rx) = crossbeam_channel::unbounded::<Out>();
+        let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Result<Arc<Link>>>(1);
+        let (link_tx, link_rx) = crossbeam_channel::bounded::<Arc<Link>>(1);
+        let join = std::thread::Builder::new()
+            .name("tessera-router".into())
+            .spawn(move || {
+                let transport = match open() {
+                    Ok(t) => t,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(RuntimeError::Config(e)));
+                        return;
+                    }
+                };
+                let (rank, size) = (transport.rank(), transport.size());
+                let nodes_devices = size * cfg.devices_per_node;
+                if nodes_devices > tessera_core::MAX_DEVICES || size > u16::MAX as usize {
+                    let _ = ready_tx.send(Err(RuntimeError::Config(format!(
+                        "{size} nodes × {} devices is {nodes_devices} devices; at most {} fit one address space",
+                        cfg.devices_per_node,
+                        tessera_core::MAX_DEVICES
+                    ))));
+                    return;
+                }
+                let link = Arc::new(Link {
+                    rank,
+                    size,
+                    homes: HomeMap::Blocked {
+                        nodes: size as u16,
+                        block_pages: cfg.block_pages.max(1),
+                    },
+                    cfg,
+                    out: out_tx,
+                    pending: Mutex::new(HashMap::new()),
+                    next: AtomicU64::new(1),
+                    locked: Mutex::new(HashMap::new()),
+                    lost: Mutex::new(None),
+                    served: Mutex::new(None),
+                    barrier: Mutex::new(Barrier {
+                        epoch: 0,
+                        arrived: HashMap::new(),
+                    }),
+                    barrier_cv: Condvar::new(),
+                    counters: Mutex::new(NodeCounters::default()),
+                    router: Mutex::new(None),
+                });
+                let _ = ready_tx.send(Ok(link.clone()));
+                drop(link);
+                // The link comes back once the starter stored the join handle in it.
+                if let Ok(link) = link_rx.recv() {
+                    route(&link, &transport, &out_rx);
+                }
+            })
+            .map_err(|e| RuntimeError::Config(format!("cannot start a thread: {e}")))?;
+        let link = match ready_rx.recv() {
+            Ok(Ok(l)) => l,
+            Ok(Err(e)) => {
+                let _ = join.join();
+                return Err(e);
+            }
+            Err(_) => {
+                let _ = join.join();
+                return Err(RuntimeError::ThreadGone("router"));
+            }
+        };
+        *link.router.lock().unwrap_or_else(|p| p.into_inner()) = Some(join);
+        let _ = link_tx.send(link.clone());
+        Ok(link)
+    }
+
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+    pub fn size(&self) -> usize {
+        self.size
+    }
+    pub fn devices_per_node(&self) -> usize {
+        self.cfg.devices_per_node
+    }
+    pub fn homes(&self) -> HomeMap {
+        self.homes
+    }
+    /// The node a device is on.
+    pub fn node_of(&self, d: DeviceId) -> usize {
+        d.index() / self.cfg.devices_per_node
+    }
+    /// Bytes this node has sent to the others so far.
+    pub fn counters(&self) -> NodeCounters {
+        *self.counters.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn serve(
+        &self,
+        workers: Vec<WorkerHandle>,
+        maps: Vec<Arc<Mutex<MemoryMap>>>,
+        mm: ManagerHandle,
+    ) {
+        *self.served.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(Arc::new(Served { workers, maps, mm }));
+    }
+
+    fn check_lost(&self) -> Result<()> {
+        match &*self.lost.lock().unwrap_or_else(|p| p.into_inner()) {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    fn send(&self, to: usize, msg: &Msg) -> Result<()> {
+        let bytes = postcard::to_allocvec(msg)
+            .map_err(|e| RuntimeError::Config(format!("cannot encode a message: {e}")))?;
+        {
+            let mut c = self.counters.lock().unwrap_or_else(|p| p.into_inner());
+            c.bytes += bytes.len() as u64;
+            c.messages += 1;
+            c.page_bytes += match msg {
+                Msg::Dev {
+                    op: DevOp::WriteSlot { data, .. },
+                    ..
+                } => data.len() as u64,
+                Msg::Reply {
+                    body: Ok(Body::Bytes(b)),
+                    ..
+                } => b.len() as u64,
+                Msg::Reply {
+                    body: Ok(Body::Slots(Some(s))),
+                    ..
+                } => s.iter().map(|b| b.len() as u64).sum(),
+                _ => 0,
+            };
+        }
+        self.out
+            .send(Out::Send(to, bytes))
+            .map_err(|_| RuntimeError::ThreadGone("router"))
+    }
+
+    /// Sends `make(id)` to `to` and waits for its reply.
+    fn call(&self, to: usize, make: impl FnOnce(u64) -> Msg) -> Result<Body> {
+        self.check_lost()?;
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, tx);
+        // The router may have failed everything between the check and the insert.
+        if let Err(e) = self.check_lost() {
+            self.pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
+            return Err(e);
+        }
+        self.send(to, &make(id))?;
+        rx.recv().map_err(|_| RuntimeError::ThreadGone("router"))?
+    }
+
+    /// Acquires a device's batch, split by home, one home at a time in node order; `local` is
+    /// this node's manager. A refused part releases the parts granted before it.
+    pub(crate) fn request(
+        &self,
+        local: &ManagerHandle,
+        device: DeviceId,
+        pages: Vec<PageRequest>,
+        keep: Vec<GlobalPage>,
+    ) -> Result<()> {
+        let mut parts: Vec<(Vec<PageRequest>, Vec<GlobalPage>)> =
+            vec![(Vec::new(), Vec::new()); self.size];
+        for r in pages {
+            parts[self.homes.home(r.page).0 as usize].0.push(r);
+        }
+        for p in keep {
+            parts[self.homes.home(p).0 as usize].1.push(p);
+        }
+        let mut granted = Vec::new();
+        let mut res = Ok(());
+        for (home, (pages, keep)) in parts.into_iter().enumerate() {
+            if pages.is_empty() {
+                continue;
+            }
+            let r = if home == self.rank {
+                local
+                    .request_keeping(device, pages, keep)
+                    .wait()
+                    .and_then(|r| r)
+            } else {
+                self.call(home, |id| Msg::Request {
+                    id,
+                    device: device.0,
+                    pages: pages
+                        .iter()
+                        .map(|r| (r.page.0, r.access == Access::Write))
+                        .collect(),
+                    keep: keep.iter().map(|p| p.0).collect(),
+                })
+                .map(|_| ())
+            };
+            match r {
+                Ok(()) => granted.push(home),
+                Err(e) => {
+                    res = Err(e);
+                    break;
+                }
+            }
+        }
+        if res.is_err() {
+            for &home in &granted {
+                self.release_at(local, home, device);
+            }
+            granted.clear();
+        }
+        self.locked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(device.0, granted);
+        res
+    }
+
+    fn release_at(&self, local: &ManagerHandle, home: usize, device: DeviceId) {
+        if home == self.rank {
+            local.release(device);
+        } else {
+            let _ = self.send(home, &Msg::Release { device: device.0 });
+        }
+    }
+
+    /// Releases the device's lock at every home that granted a part of its batch.
+    pub(crate) fn release(&self, local: &ManagerHandle, device: DeviceId) {
+        let homes = self
+            .locked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&device.0)
+            .unwrap_or_default();
+        for home in homes {
+            self.release_at(local, home, device);
+        }
+    }
+
+    pub(crate) fn holds(
+        &self,
+        local: &ManagerHandle,
+        device: DeviceId,
+        pages: Vec<GlobalPage>,
+    ) -> Result<bool> {
+        let mut parts = vec![Vec::new(); self.size];
+        for p in pages {
+            parts[self.homes.home(p).0 as usize].push(p);
+        }
+        for (home, part) in parts.into_iter().enumerate() {
+            if part.is_empty() {
+                continue;
+            }
+            let all = if home == self.rank {
+                local.holds_here(device, part)?
+            } else {
+                match self.call(home, |id| Msg::Holds {
+                    id,
+                    device: device.0,
+                    pages: part.iter().map(|p| p.0).collect(),
+                })? {
+                    Body::Bool(b) => b,
+                    other => return Err(unexpected(home, &other)),
+                }
+            };
+            if !all {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// An object's latest data in page order (packed), each page from its home.
+    pub(crate) fn read_packed(
+        &self,
+        local: &ManagerHandle,
+        id: ObjectId,
+    ) -> Result<(tessera_core::ObjectEntry, Vec<u8>)> {
+        let (entry, mut pages) = local.read_packed_here(id)?;
+        let bytes = entry.desc.page_bytes() as usize;
+        for home in (0..self.size).filter(|&h| h != self.rank) {
+            let theirs = match self.call(home, |rid| Msg::ReadPacked {
+                id: rid,
+                object: id.0,
+            })? {
+                Body::Bytes(b) => b,
+                other => return Err(unexpected(home, &other)),
+            };
+            if theirs.len() != pages.len() {
+                return Err(RuntimeError::OnNode {
+                    node: home,
+                    message: format!(
+                        "object {id} has {} bytes of pages there and {} here: the nodes' address spaces differ",
+                        theirs.len(),
+                        pages.len()
+                    ),
+                });
+            }
+            for (local, page) in entry.pages().enumerate() {
+                if self.homes.home(GlobalPage(page)).0 as usize == home {
+                    let r = local * bytes..(local + 1) * bytes;
+                    pages[r.clone()].copy_from_slice(&theirs[r]);
+                }
+            }
+        }
+        Ok((entry, pages))
+    }
+
+    /// Every node's traffic counters, in rank order.
+    pub fn gather_counters(&self) -> Result<Vec<NodeCounters>> {
+        (0..self.size)
+            .map(|n| {
+                if n == self.rank {
+                    Ok(self.counters())
+                } else {
+                    match self.call(n, |id| Msg::Counters { id })? {
+                        Body::Counters(c) => Ok(c),
+                        other => Err(unexpected(n, &other)),
+                    }
+                }
+            })
+            .collect()
+    }
+
+    /// Waits until every node has called `barrier` as many times as this one.
+    pub fn barrier(&self) -> Result<()> {
+        self.check_lost()?;
+        let epoch = {
+            let mut b = self.barrier.lock().unwrap_or_else(|p| p.into_inner());
+            b.epoch += 1;
+            b.epoch
+        };
+        for n in (0..self.size).filter(|&n| n != self.rank) {
+            self.send(n, &Msg::Barrier { epoch })?;
+        }
+        let mut b = self.barrier.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            self.check_lost()?;
+            if b.arrived.get(&epoch).copied().unwrap_or(0) >= self.size - 1 {
+                b.arrived.remove(&epoch);
+                return Ok(());
+            }
+            b = self
+                .barrier_cv
+                .wait_timeout(b, Duration::from_millis(100))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// Stops the router after a last barrier, so no node leaves while another may still ask
+    /// it for pages.
+    pub(crate) fn shut_down(&self) {
+        let _ = self.barrier();
+        let _ = self.out.send(Out::Stop);
+        let join = self.router.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(j) = join {
+            let _ = j.join();
+        }
+        // Lets the node's threads go: the served handles are the link's last hold on them.
+        *self.served.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// Stops this node's router at once, with no last barrier: the node goes silent to the
+    /// others, as a killed process would. For tests and for a node that must abort.
+    pub fn kill(&self) {
+        let _ = self.out.send(Out::Stop);
+        let join = self.router.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(j) = join {
+            let _ = j.join();
+        }
+    }
+
+    fn fail_all(&self, e: RuntimeError) {
+        {
+            let mut lost = self.lost.lock().unwrap_or_else(|p| p.into_inner());
+            if lost.is_none() {
+                *lost = Some(e.clone());
+            }
+        }
+        let waiting: Vec<_> = self
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .collect();
+        for (_, tx) in waiting {
+            let _ = tx.send(Err(e.clone()));
+        }
+        self.barrier_cv.notify_all();
+    }
+}
+
+fn unexpected(node: usize, body: &Body) -> RuntimeError {
+    RuntimeError::OnNode {
+        node,
+        message: format!("unexpected reply {body:?}"),
+    }
+}
+
+/// The router loop: sends what the node's threads queued, receives and dispatches, keeps
+/// heartbeats. Never waits on another thread of the node.
+fn route<T: Transport>(link: &Arc<Link>, transport: &T, out: &crossbeam_channel::Receiver<Out>) {
+    let beat = (link.cfg.lost_after / 4).max(Duration::from_millis(10));
+    let start = Instant::now();
+    let mut heard = vec![start; link.size];
+    let mut said = vec![start; link.size];
+    let mut stopping = false;
+    loop {
+        while let Ok(o) = out.try_recv() {
+            match o {
+                Out::Send(to, bytes) => {
+                    if let Err(e) = transport.send(to, bytes) {
+                        link.fail_all(lost_error(&e, to));
+                    }
+                    said[to] = Instant::now();
+                }
+                Out::Stop => stopping = true,
+            }
+        }
+        if stopping {
+            return;
+        }
+        match transport.recv(Duration::from_micros(200)) {
+            Ok(Some((from, bytes))) => {
+                if from < link.size {
+                    heard[from] = Instant::now();
+                }
+                match postcard::from_bytes::<Msg>(&bytes) {
+                    Ok(msg) => dispatch(link, from, msg),
+                    Err(e) => link.fail_all(RuntimeError::OnNode {
+                        node: from,
+                        message: format!("a message could not be decoded: {e}"),
+                    }),
+                }
+            }
+            Ok(None) => {}
+            Err(e) => {
+                link.fail_all(lost_error(&e, usize::MAX));
+                return;
+            }
+        }
+        let now = Instant::now();
+        for n in (0..link.size).filter(|&n| n != link.rank) {
+            if now.duration_since(said[n]) >= beat {
+                if let Ok(bytes) = postcard::to_allocvec(&Msg::Heartbeat) {
+                    if let Err(e) = transport.send(n, bytes) {
+                        link.fail_all(lost_error(&e, n));
+                    }
+                }
+                said[n] = now;
+            }
+            if now.duration_since(heard[n]) >= link.cfg.lost_after {
+                link.fail_all(RuntimeError::NodeLost {
+                    node: n,
+                    how: format!(
+                        "silent for {:.1} s",
+                        now.duration_since(heard[n]).as_secs_f64()
+                    ),
+                });
+                // Keep going: replies to the others still flow until this node stops.
+                heard[n] = now;
+            }
+        }
+    }
+}
+
+fn lost_error(e: &TransportError, node: usize) -> RuntimeError {
+    RuntimeError::NodeLost {
+        node: e.node.unwrap_or(node),
+        how: e.how.clone(),
+    }
+}
+
+fn served(link: &Link) -> Option<Arc<Served>> {
+    link.served
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+}
+
+fn reply(link: &Link, to: usize, id: u64, r: Result<Body>) {
+    let body = r.map_err(|e| WireError::from_runtime(&e));
+    let _ = link.send(to, &Msg::Reply { id, body });
+}
+
+/// Work that may wait (on the local manager) runs on its own thread, so the router never does.
+fn off_router(link: &Arc<Link>, f: impl FnOnce(&Link) + Send + 'static) {
+    let link = link.clone();
+    let _ = std::thread::Builder::new()
+        .name("tessera-remote-call".into())
+        .spawn(move || f(&link));
+}
+
+fn not_ready(rank: usize) -> RuntimeError {
+    RuntimeError::OnNode {
+        node: rank,
+        message: "asked before it was built".into(),
+    }
+}
+
+fn dispatch(link: &Arc<Link>, from: usize, msg: Msg) {
+    match msg {
+        Msg::Heartbeat => {}
+        Msg::Reply { id, body } => {
+            let tx = link
+                .pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
+            if let Some(tx) = tx {
+                let _ = tx.send(body.map_err(|e| e.into_runtime(from)));
+            }
+        }
+        Msg::Barrier { epoch } => {
+            let mut b = link.barrier.lock().unwrap_or_else(|p| p.into_inner());
+            *b.arrived.entry(epoch).or_insert(0) += 1;
+            link.barrier_cv.notify_all();
+        }
+        Msg::Counters { id } => reply(link, from, id, Ok(Body::Counters(link.counters()))),
+        Msg::Release { device } => {
+            if let Some(s) = served(link) {
+                s.mm.release(DeviceId(device));
+            }
+        }
+        Msg::Request {
+            id,
+            device,
+            pages,
+            keep,
+        } => off_router(link, move |link| {
+            let r = match served(link) {
+                Some(s) => {
+                    s.mm.request_keeping(
+                        DeviceId(device),
+                        pages
+                            .into_iter()
+                            .map(|(p, w)| PageRequest {
+                                page: GlobalPage(p),
+                                access: if w { Access::Write } else { Access::Read },
+                            })
+                            .collect(),
+                        keep.into_iter().map(GlobalPage).collect(),
+                    )
+                    .wait()
+                    .and_then(|r| r)
+                    .map(|()| Body::Unit)
+                }
+                None => Err(not_ready(link.rank)),
+            };
+            reply(link, from, id, r);
+        }),
+        Msg::Holds { id, device, pages } => off_router(link, move |link| {
+            let r = match served(link) {
+                Some(s) => {
+                    s.mm.holds_here(
+                        DeviceId(device),
+                        pages.into_iter().map(GlobalPage).collect(),
+                    )
+                    .map(Body::Bool)
+                }
+                None => Err(not_ready(link.rank)),
+            };
+            reply(link, from, id, r);
+        }),
+        Msg::ReadPacked { id, object } => off_router(link, move |link| {
+            let r = match served(link) {
+                Some(s) => {
+                    s.mm.read_packed_here(ObjectId(object))
+                        .map(|(_, b)| Body::Bytes(b))
+                }
+                None => Err(not_ready(link.rank)),
+            };
+            reply(link, from, id, r);
+        }),
+        Msg::Dev {
+            id,
+            device,
+            home,
+            op,
+        } => {
+            let Some(s) = served(link) else {
+                if id != 0 {
+                    reply(link, from, id, Err(not_ready(link.rank)));
+                }
+                return;
+            };
+            let local = (device as usize).checked_sub(link.rank * link.cfg.devices_per_node);
+            let Some(k) = local.filter(|&k| k < s.workers.len()) else {
+                if id != 0 {
+                    reply(
+                        link,
+                        from,
+                        id,
+                        Err(RuntimeError::Core(tessera_core::CoreError::UnknownDevice(
+                            DeviceId(device),
+                        ))),
+                    );
+                }
+                return;
+            };
+            let map = s.maps[k].clone();
+            let link = link.clone();
+            // Queued on the device's worker in arrival order, behind nothing but the device's
+            // own work; the worker sends the reply itself, so the router moves on at once.
+            let _ = s.workers[k].submit(move |d: &mut dyn Device| {
+                let r = apply(d, &map, home, op);
+                if id != 0 {
+                    reply(&link, from, id, r);
+                } else if let Err(e) = r {
+                    map.lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .failed
+                        .entry(home)
+                        .or_insert(e);
+                }
+            });
+        }
+    }
+}
+
+/// A device's physical memories as each home numbers them, and the first failure of a posted
+/// operation per home (reported by that home's next waited-for operation).
+#[derive(Default)]
+pub(crate) struct MemoryMap {
+    real: HashMap<(u16, u16), u16>,
+    count: u16,
+    failed: HashMap<u16, RuntimeError>,
+}
+
+impl MemoryMap {
+    fn real(&self, home: u16, memory: u16) -> Result<u16> {
+        self.real.get(&(home, memory)).copied().ok_or_else(|| {
+            RuntimeError::Config(format!(
+                "home {home} used its memory {memory} on a device before creating it"
+            ))
+        })
+    }
+    fn slot(&self, home: u16, memory: u16, slot: u32) -> Result<SlotAddr> {
+        Ok(SlotAddr {
+            memory: self.real(home, memory)?,
+            slot,
+        })
+    }
+}
+
+/// Carries out one home's operation on a device, with the home's memory numbers renamed.
+fn apply(d: &mut dyn Device, map: &Mutex<MemoryMap>, home: u16, op: DevOp) -> Result<Body> {
+    let mut m = map.lock().unwrap_or_else(|p| p.into_inner());
+    let waited = !matches!(
+        op,
+        DevOp::CreateMemory { .. }
+            | DevOp::WriteSlot { .. }
+            | DevOp::SetPage { .. }
+            | DevOp::ResizePageTable { .. }
+    );
+    if waited {
+        if let Some(e) = m.failed.remove(&home) {
+            return Err(e);
+        }
+    }
+    match op {
+        DevOp::CreateMemory {
+            memory,
+            slot_bytes,
+            capacity,
+        } => {
+            let real = m.count;
+            d.create_memory(real, slot_bytes, capacity)?;
+            m.count += 1;
+            m.real.insert((home, memory), real);
+            Ok(Body::Unit)
+        }
+        DevOp::WriteSlot { memory, slot, data } => {
+            d.write_slot(m.slot(home, memory, slot)?, &data)?;
+            Ok(Body::Unit)
+        }
+        DevOp::ReadSlot { memory, slot } => {
+            Ok(Body::Bytes(d.read_slot(m.slot(home, memory, slot)?)?))
+        }
+        DevOp::ReadSlots { at } => {
+            let at = at
+                .into_iter()
+                .map(|(mem, s)| m.slot(home, mem, s))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Body::Slots(d.read_slots(&at)?))
+        }
+        DevOp::ResizePageTable { pages } => {
+            d.resize_page_table(pages)?;
+            Ok(Body::Unit)
+        }
+        DevOp::SetPage { page, desc } => {
+            let desc = PageDescriptor::from_bits(desc)?;
+            let desc = match desc.slot_addr() {
+                Some(at) => {
+                    PageDescriptor::resident(m.slot(home, at.memory, at.slot)?, desc.is_writable())
+                }
+                None => desc,
+            };
+            d.set_page(GlobalPage(page), desc)?;
+            Ok(Body::Unit)
+        }
+        DevOp::PageTimes { pages } => Ok(Body::Times(
+            d.page_times(&pages.into_iter().map(GlobalPage).collect::<Vec<_>>())?,
+        )),
+    }
+}
+
+/// A device as one home's memory manager sees it: every operation goes to the device's worker,
+/// on this node or over the transport, under the home's own memory numbers. Launches are the
+/// device's driver's, never a manager's, so a view refuses them.
+pub(crate) struct NodeView {
+    pub(crate) device: DeviceId,
+    pub(crate) home: u16,
+    pub(crate) target: Target,
+}
+
+pub(crate) enum Target {
+    Here {
+        worker: WorkerHandle,
+        map: Arc<Mutex<MemoryMap>>,
+    },
+    There {
+        node: usize,
+        link: Arc<Link>,
+    },
+}
+
+impl NodeView {
+    fn run(&self, op: DevOp, wait: bool) -> Result<Body> {
+        match &self.target {
+            Target::Here { worker, map } => {
+                let (map, home) = (map.clone(), self.home);
+                worker.call(move |d| apply(d, &map, home, op))
+            }
+            Target::There { node, link } => {
+                if wait {
+                    link.call(*node, |id| Msg::Dev {
+                        id,
+                        device: self.device.0,
+                        home: self.home,
+                        op,
+                    })
+                } else {
+                    link.check_lost()?;
+                    link.send(
+                        *node,
+                        &Msg::Dev {
+                            id: 0,
+                            device: self.device.0,
+                            home: self.home,
+                            op,
+                        },
+                    )?;
+                    Ok(Body::Unit)
+                }
+            }
+        }
+    }
+    fn unit(&self, op: DevOp) -> Result<()> {
+        match self.run(op, false)? {
+            Body::Unit => Ok(()),
+            other => Err(unexpected(self.home as usize, &other)),
+        }
+    }
+    fn refuse<T>(&self, what: &str) -> Result<T> {
+        Err(RuntimeError::Backend {
+            device: self.device,
+            message: format!("{what} is the device driver's, not a memory manager's"),
+        })
+    }
+}
+
+impl Device for NodeView {
+    fn describe(&self) -> String {
+        format!("{} as home {} sees it", self.device, self.home)
+    }
+    fn create_memory(&mut self, memory: u16, slot_bytes: u64, capacity: u32) -> Result<()> {
+        self.unit(DevOp::CreateMemory {
+            memory,
+            slot_bytes,
+            capacity,
+        })
+    }
+    fn write_slot(&mut self, at: SlotAddr, data: &[u8]) -> Result<()> {
+        self.unit(DevOp::WriteSlot {
+            memory: at.memory,
+            slot: at.slot,
+            data: data.to_vec(),
+        })
+    }
+    fn read_slot(&mut self, at: SlotAddr) -> Result<Vec<u8>> {
+        match self.run(
+            DevOp::ReadSlot {
+                memory: at.memory,
+                slot: at.slot,
+            },
+            true,
+        )? {
+            Body::Bytes(b) => Ok(b),
+            other => Err(unexpected(self.home as usize, &other)),
+        }
+    }
+    fn read_slots(&mut self, at: &[SlotAddr]) -> Result<Option<Vec<Vec<u8>>>> {
+        match self.run(
+            DevOp::ReadSlots {
+                at: at.iter().map(|a| (a.memory, a.slot)).collect(),
+            },
+            true,
+        )? {
+            Body::Slots(s) => Ok(s),
+            other => Err(unexpected(self.home as usize, &other)),
+        }
+    }
+    fn resize_page_table(&mut self, pages: u64) -> Result<()> {
+        self.unit(DevOp::ResizePageTable { pages })
+    }
+    fn set_page(&mut self, page: GlobalPage, desc: PageDescriptor) -> Result<()> {
+        self.unit(DevOp::SetPage {
+            page: page.0,
+            desc: desc.0,
+        })
+    }
+    fn page_times(&mut self, pages: &[GlobalPage]) -> Result<Vec<u64>> {
+        match self.run(
+            DevOp::PageTimes {
+                pages: pages.iter().map(|p| p.0).collect(),
+            },
+            true,
+        )? {
+            Body::Times(t) => Ok(t),
+            other => Err(unexpected(self.home as usize, &other)),
+        }
+    }
+    fn launch(&mut self, _launch: &Launch) -> Result<LaunchOutcome> {
+        self.refuse("a launch")
+    }
+    fn merge(&mut self) -> Result<MergeOutcome> {
+        self.refuse("a merge")
+    }
+    fn discard_temp(&mut self) {}
+}
