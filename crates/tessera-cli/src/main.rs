@@ -7,6 +7,7 @@ mod convolution;
 mod halo;
 mod litmus;
 mod measure;
+mod nodes;
 mod oversub;
 mod page_moves;
 mod plot;
@@ -243,6 +244,38 @@ pub struct RunOpts {
     /// the measured wall time.
     #[arg(long, value_name = "K", default_value_t = 10)]
     gif_every: u32,
+    #[command(flatten)]
+    cluster: ClusterOpts,
+}
+
+/// `run boiling` over MPI processes (crate::nodes).
+#[derive(Args, Clone)]
+pub struct ClusterOpts {
+    /// Run over MPI processes, one node each, with K CPU devices per node:
+    /// `mpirun -np N tessera run boiling --devices-per-node K` simulates one field over N × K
+    /// devices, each node home to a share of the pages (`--devices` is then ignored; the
+    /// report is measured only). Needs a tessera built with `--features mpi` (README.md,
+    /// "Multi-node").
+    #[arg(long, value_name = "K")]
+    devices_per_node: Option<usize>,
+    /// On several nodes: pages are dealt to the nodes' homes in blocks of this many, round
+    /// robin.
+    #[arg(long, default_value_t = 16)]
+    home_block_pages: u64,
+    /// On several nodes: a node silent for this many seconds is lost, and the others stop
+    /// with an error naming it.
+    #[arg(long, default_value_t = 10.0)]
+    lost_after_s: f64,
+}
+
+impl Default for ClusterOpts {
+    fn default() -> Self {
+        ClusterOpts {
+            devices_per_node: None,
+            home_block_pages: 16,
+            lost_after_s: 10.0,
+        }
+    }
 }
 
 #[derive(Args, Clone)]
@@ -359,7 +392,10 @@ fn main() -> ExitCode {
     let res = match cli.command {
         Command::Run {
             which: RunKind::Boiling(opts),
-        } => run::boiling(&opts),
+        } => match opts.cluster.devices_per_node {
+            Some(k) => nodes::boiling(&opts, k),
+            None => run::boiling(&opts),
+        },
         Command::Run {
             which: RunKind::Quake(opts),
         } => quake::run_quake(&opts),

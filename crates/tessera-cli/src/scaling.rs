@@ -126,6 +126,7 @@ pub fn scaling(o: &ScalingOpts) -> Result<()> {
             warmup: o.warmup,
             residency_png: false,
             gif_every: 0,
+            cluster: Default::default(),
         })
         .collect();
     check_points(&points)?;

@@ -189,6 +189,7 @@ fn point_opts(c: &SweepCommon, devices: usize, page: u32, out: PathBuf) -> RunOp
         node: c.node.clone(),
         residency_png: false,
         gif_every: 0,
+        cluster: Default::default(),
     }
 }
 

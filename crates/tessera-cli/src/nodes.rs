@@ -1,0 +1,292 @@
+//! `mpirun -np N tessera run boiling --devices-per-node K`: one simulation over the CPU devices
+//! of N processes, each a node home to a share of the pages (tessera_runtime::cluster;
+//! README.md, "Multi-node").
+//!
+//! Every rank runs the same frames; rank 0 prints the summary and writes report.json and
+//! frame.png. The report is measured only: the topology model of a single node's run charges
+//! links between devices of one machine, and the traffic between nodes is counted instead
+//! (bytes every node sent to the others, gathered by rank 0).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use tessera_runtime::cluster::{ClusterConfig, Link, NodeCounters};
+use tessera_runtime::{System, SystemConfig};
+use tessera_workloads::boiling::math::BoilingParams;
+use tessera_workloads::boiling::reference::{checksum_hex, field_checksum};
+use tessera_workloads::boiling::sim::PagedBoiling;
+
+use crate::report::write_png;
+use crate::run::check_size;
+use crate::{BackendKind, RunOpts};
+
+/// What rank 0 writes to report.json.
+#[derive(Clone, Debug, Serialize)]
+pub struct NodesReport {
+    pub workload: &'static str,
+    pub nodes: usize,
+    pub devices_per_node: usize,
+    pub devices: usize,
+    pub size: u32,
+    pub page: u32,
+    pub procedure: String,
+    pub partition: String,
+    pub frames: u32,
+    pub warmup: u32,
+    pub home_block_pages: u64,
+    /// Always "measured": no topology model runs across nodes.
+    pub time_kind: &'static str,
+    pub ms_per_frame_measured: f64,
+    /// All nodes together, over the measured frames.
+    pub inter_node_bytes_per_frame: f64,
+    pub inter_node_page_bytes_per_frame: f64,
+    pub inter_node_messages_per_frame: f64,
+    /// Bytes each node sent to the others per measured frame.
+    pub bytes_sent_per_frame_by_node: Vec<f64>,
+    pub field_checksum: String,
+}
+
+/// Runs `o` as rank `link.rank()` of the cluster behind `link`; every rank returns the same
+/// report (rank 0's clock).
+pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling)> {
+    check_size(o.size)?;
+    if o.frames == 0 {
+        bail!("--frames must be at least 1");
+    }
+    if o.node.backend != BackendKind::Cpu {
+        bail!("--devices-per-node runs the CPU backend only: the wgpu backend is not built across nodes");
+    }
+    let nodes = link.size();
+    let k = link.devices_per_node();
+    o.partition.regions(o.size, o.size, (nodes * k) as u32)?;
+    let sys = System::cpu_on_cluster(
+        &SystemConfig {
+            cpu_threads: o.node.threads,
+            budget_bytes: crate::budget_bytes(o.node.budget_mib),
+            policy: o.node.policy,
+            thrashing: o.node.thrashing,
+            prefetch: o.node.prefetch,
+            ..Default::default()
+        },
+        link.clone(),
+    )?;
+    let sim = PagedBoiling::new(sys, o.size, o.size, o.page, BoilingParams::default())?;
+    let bar =
+        (link.rank() == 0).then(|| crate::run::progress((o.warmup + o.frames) as u64, "boiling"));
+    for _ in 0..o.warmup {
+        sim.frame(o.partition, o.procedure)?;
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    }
+    let before = link.gather_counters()?;
+    let t = Instant::now();
+    for _ in 0..o.frames {
+        // Each pass ends at a barrier of every node, so this is the cluster's time.
+        sim.frame(o.partition, o.procedure)?;
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    }
+    let wall = t.elapsed().as_secs_f64();
+    let after = link.gather_counters()?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let per_frame = |v: u64| v as f64 / o.frames as f64;
+    let mut total = NodeCounters::default();
+    let mut by_node = Vec::new();
+    for (a, b) in after.iter().zip(&before) {
+        let d = NodeCounters {
+            bytes: a.bytes - b.bytes,
+            page_bytes: a.page_bytes - b.page_bytes,
+            messages: a.messages - b.messages,
+        };
+        by_node.push(per_frame(d.bytes));
+        total.add(&d);
+    }
+    let field = sim.field()?;
+    let report = NodesReport {
+        workload: "boiling",
+        nodes,
+        devices_per_node: k,
+        devices: nodes * k,
+        size: o.size,
+        page: o.page,
+        procedure: format!("{:?}", o.procedure),
+        partition: format!("{:?}", o.partition),
+        frames: o.frames,
+        warmup: o.warmup,
+        home_block_pages: o.cluster.home_block_pages,
+        time_kind: "measured",
+        ms_per_frame_measured: wall * 1e3 / o.frames as f64,
+        inter_node_bytes_per_frame: per_frame(total.bytes),
+        inter_node_page_bytes_per_frame: per_frame(total.page_bytes),
+        inter_node_messages_per_frame: per_frame(total.messages),
+        bytes_sent_per_frame_by_node: by_node,
+        field_checksum: checksum_hex(field_checksum(&field)),
+    };
+    Ok((report, sim))
+}
+
+impl NodesReport {
+    pub fn print(&self) {
+        println!(
+            "Boiling {s}x{s}, page {p}, {n} node(s) x {k} CPU device(s) = {d} devices, {proc}, homes in blocks of {b} pages, {f} frame(s) after {w} warm-up (measured)",
+            s = self.size,
+            p = self.page,
+            n = self.nodes,
+            k = self.devices_per_node,
+            d = self.devices,
+            proc = self.procedure,
+            b = self.home_block_pages,
+            f = self.frames,
+            w = self.warmup
+        );
+        println!("ms_per_frame_measured={:.3}", self.ms_per_frame_measured);
+        println!(
+            "inter_node_bytes_per_frame={:.0} (page data {:.0}, {:.1} messages)",
+            self.inter_node_bytes_per_frame,
+            self.inter_node_page_bytes_per_frame,
+            self.inter_node_messages_per_frame
+        );
+        println!("field_checksum={}", self.field_checksum);
+    }
+}
+
+/// `tessera run boiling --devices-per-node K` under mpirun.
+pub fn boiling(o: &RunOpts, k: usize) -> Result<()> {
+    let cfg = ClusterConfig {
+        devices_per_node: k,
+        block_pages: o.cluster.home_block_pages,
+        lost_after: Duration::from_secs_f64(o.cluster.lost_after_s),
+    };
+    if !(o.cluster.lost_after_s > 0.0 && o.cluster.lost_after_s.is_finite()) {
+        bail!("--lost-after-s must be a positive number of seconds");
+    }
+    if o.cluster.home_block_pages == 0 {
+        bail!("--home-block-pages must be at least 1");
+    }
+    let link = open(cfg)?;
+    let rank = link.rank();
+    let res = (|| -> Result<()> {
+        let (report, sim) = run_on(link.clone(), o)?;
+        if rank == 0 {
+            std::fs::create_dir_all(&o.out)
+                .with_context(|| format!("cannot create output directory {}", o.out.display()))?;
+            report.print();
+            let json = o.out.join("report.json");
+            std::fs::write(&json, serde_json::to_string_pretty(&report)?)
+                .with_context(|| format!("cannot write {}", json.display()))?;
+            let png = o.out.join("frame.png");
+            write_png(&png, o.size, o.size, &sim.display_rgba()?)?;
+            println!("wrote {} and {}", json.display(), png.display());
+        }
+        Ok(())
+    })();
+    match res {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            // The others must not wait on this node for the pages it is home to: it goes
+            // silent, and they name it once --lost-after-s has passed.
+            link.kill();
+            Err(e.context(format!("node {rank}")))
+        }
+    }
+}
+
+#[cfg(feature = "mpi")]
+fn open(cfg: ClusterConfig) -> Result<Arc<Link>> {
+    Ok(Link::start(
+        || {
+            tessera_mpi::mpi_transport::Mpi::init()
+                .map(tessera_mpi::ForRuntime)
+                .ok_or_else(|| "MPI could not be initialized".to_string())
+        },
+        cfg,
+    )?)
+}
+
+#[cfg(not(feature = "mpi"))]
+fn open(_cfg: ClusterConfig) -> Result<Arc<Link>> {
+    bail!(
+        "--devices-per-node runs tessera over MPI processes (mpirun -np N tessera run boiling --devices-per-node K), and this tessera was built without MPI: build it with `cargo build --release -p tessera-cli --features mpi` (needs openmpi-bin, libopenmpi-dev and libclang-dev; README.md, \"Multi-node\")"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+    use tessera_mpi::{ForRuntime, InProcess};
+
+    fn opts(args: &[&str]) -> RunOpts {
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            run: RunOpts,
+        }
+        let mut all = vec!["tessera"];
+        all.extend_from_slice(args);
+        Cli::parse_from(all).run
+    }
+
+    /// Two nodes of two devices as threads: every node reports the same field as four devices
+    /// on one node (the plain `run boiling` engine), and page data crossed nodes.
+    #[test]
+    fn two_nodes_report_the_one_node_field_and_their_traffic() {
+        let args = [
+            "--size",
+            "64",
+            "--page",
+            "16",
+            "--frames",
+            "2",
+            "--threads",
+            "1",
+            "--model",
+            "concurrent",
+        ];
+        let o = opts(&args);
+        let single = {
+            let mut one = o.clone();
+            one.devices = 4;
+            let topo = crate::topology_args::load(&one.node.topology, 4).unwrap();
+            let (_, report) = crate::run::execute(&one, &topo, |_, _| Ok(())).unwrap();
+            report.field_checksum
+        };
+        let reports: Vec<NodesReport> = InProcess::cluster(2)
+            .into_iter()
+            .map(|t| {
+                let o = o.clone();
+                std::thread::spawn(move || {
+                    let link = Link::start(
+                        move || Ok(ForRuntime(t)),
+                        ClusterConfig {
+                            devices_per_node: 2,
+                            block_pages: 4,
+                            lost_after: Duration::from_secs(20),
+                        },
+                    )
+                    .unwrap();
+                    run_on(link, &o).unwrap().0
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .collect();
+        for r in &reports {
+            assert_eq!(r.field_checksum, single);
+            assert_eq!((r.nodes, r.devices_per_node, r.devices), (2, 2, 4));
+        }
+        let r = &reports[0];
+        assert!(r.inter_node_page_bytes_per_frame > 0.0);
+        assert!(r.inter_node_bytes_per_frame > r.inter_node_page_bytes_per_frame);
+        assert_eq!(r.bytes_sent_per_frame_by_node.len(), 2);
+        let sum: f64 = r.bytes_sent_per_frame_by_node.iter().sum();
+        assert!((sum - r.inter_node_bytes_per_frame).abs() < 1e-6);
+    }
+}
