@@ -35,6 +35,14 @@ pub struct LitmusOpts {
     /// runs do not do yet.
     #[arg(long, value_enum, default_value = "correct")]
     protocol: ProtocolArg,
+    /// Under mpirun: run each test on the multi-node memory system with K devices per MPI
+    /// process, the test's threads dealt to the devices of all processes round robin (so
+    /// consecutive threads sit on different nodes) and its variables homed on different nodes
+    /// (`mpirun -np N tessera litmus --devices-per-node K FILE...`; a tessera built with
+    /// `--features mpi`). Threads then run free with random delays of up to 300 µs before each
+    /// operation; `--schedule`, `--same-page` and `--protocol` do not apply.
+    #[arg(long, value_name = "K")]
+    pub devices_per_node: Option<usize>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -80,6 +88,9 @@ impl From<ProtocolArg> for ProtocolVariant {
 /// Runs every file, printing each report as it completes; fails if any file is unreadable or
 /// malformed, any outcome is forbidden by sequential consistency, or any run failed.
 pub fn litmus(opts: &LitmusOpts) -> anyhow::Result<()> {
+    if let Some(k) = opts.devices_per_node {
+        return crate::nodes::litmus(&opts.files, opts.runs, k);
+    }
     let config = RunConfig {
         runs: opts.runs,
         schedule: opts.schedule.into(),
