@@ -266,6 +266,12 @@ pub struct ClusterOpts {
     /// with an error naming it.
     #[arg(long, default_value_t = 10.0)]
     lost_after_s: f64,
+    /// Testing (.ci/mpi_check): this rank aborts, as if killed, after `--abort-after-frames`
+    /// measured frames.
+    #[arg(long, hide = true)]
+    abort_rank: Option<usize>,
+    #[arg(long, hide = true, default_value_t = 1)]
+    abort_after_frames: u32,
 }
 
 impl Default for ClusterOpts {
@@ -274,6 +280,8 @@ impl Default for ClusterOpts {
             devices_per_node: None,
             home_block_pages: 16,
             lost_after_s: 10.0,
+            abort_rank: None,
+            abort_after_frames: 1,
         }
     }
 }
@@ -448,7 +456,10 @@ fn main() -> ExitCode {
     match res {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // One write: under mpirun several ranks share stderr, and `eprintln!`'s pieces
+            // could interleave with another rank's mid-line.
+            let line = format!("error: {e:#}\n");
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
             ExitCode::FAILURE
         }
     }

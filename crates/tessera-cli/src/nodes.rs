@@ -83,9 +83,14 @@ pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling
     }
     let before = link.gather_counters()?;
     let t = Instant::now();
-    for _ in 0..o.frames {
+    for n in 1..=o.frames {
         // Each pass ends at a barrier of every node, so this is the cluster's time.
         sim.frame(o.partition, o.procedure)?;
+        if o.cluster.abort_rank == Some(link.rank()) && n == o.cluster.abort_after_frames {
+            let line = format!("rank {} aborts after frame {n}, as asked\n", link.rank());
+            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+            std::process::abort();
+        }
         if let Some(b) = &bar {
             b.inc(1);
         }

@@ -647,12 +647,14 @@ impl Link {
     }
 
     /// Stops the router after a last barrier, so no node leaves while another may still ask
-    /// it for pages.
+    /// it for pages. After a lost node there is no barrier and no waiting for the router: it
+    /// may be inside the transport, talking to the dead node (an MPI send to a failed process
+    /// need not return), and the process must still be able to exit.
     pub(crate) fn shut_down(&self) {
-        let _ = self.barrier();
+        let healthy = self.barrier().is_ok();
         let _ = self.out.send(Out::Stop);
         let join = self.router.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(j) = join {
+        if let (true, Some(j)) = (healthy, join) {
             let _ = j.join();
         }
         // Lets the node's threads go: the served handles are the link's last hold on them.
@@ -660,13 +662,12 @@ impl Link {
     }
 
     /// Stops this node's router at once, with no last barrier: the node goes silent to the
-    /// others, as a killed process would. For tests and for a node that must abort.
+    /// others, as a killed process would. For tests and for a node that must abort. The router
+    /// is not waited for (see [`Link::shut_down`]); the node serves nothing afterwards.
     pub fn kill(&self) {
         let _ = self.out.send(Out::Stop);
-        let join = self.router.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(j) = join {
-            let _ = j.join();
-        }
+        drop(self.router.lock().unwrap_or_else(|p| p.into_inner()).take());
+        *self.served.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     fn fail_all(&self, e: RuntimeError) {
@@ -684,6 +685,10 @@ impl Link {
             .collect();
         for (_, tx) in waiting {
             let _ = tx.send(Err(e.clone()));
+        }
+        // A batch deferred here for a lost device's release would wait forever.
+        if let Some(s) = served(self) {
+            s.mm.fail(e);
         }
         self.barrier_cv.notify_all();
     }

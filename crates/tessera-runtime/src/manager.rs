@@ -55,6 +55,9 @@ pub(crate) enum Cmd {
     LogRequests(bool),
     Evict(DeviceId, Vec<GlobalPage>, Sender<Result<()>>),
     TakeRequests(Sender<Vec<Vec<GlobalPage>>>),
+    /// The run cannot go on (a node of the cluster was lost): every waiting and later request
+    /// gets this error.
+    Fail(RuntimeError),
 }
 
 /// The command side of the memory manager; cheap to clone.
@@ -91,6 +94,11 @@ impl ManagerHandle {
     pub(crate) fn on_cluster(mut self, link: Arc<crate::cluster::Link>) -> Self {
         self.cluster = Some(link);
         self
+    }
+    /// Fails every request waiting here, and every later command that moves data, with `e`:
+    /// a request deferred for a lost node's release would otherwise wait forever.
+    pub(crate) fn fail(&self, e: RuntimeError) {
+        let _ = self.tx.send(Cmd::Fail(e));
     }
     /// This node's manager alone.
     pub(crate) fn here(&self) -> Self {
@@ -640,6 +648,7 @@ impl Manager {
                     });
                     let _ = r.send(res);
                 }
+                Cmd::Fail(e) => self.fail_all(e),
                 Cmd::TakeRequests(r) => {
                     let n = self.workers.len();
                     let taken = match &mut self.request_log {
