@@ -53,6 +53,11 @@ pub struct SystemConfig {
     pub home_file: Option<PathBuf>,
     /// Run each pass's devices one at a time instead of together ([`Schedule::Isolated`]).
     pub isolated: bool,
+    /// Asynchronous staging: under oversubscription a driver asks for its next band's
+    /// footprint pages (`Message::Stage`) while the current band's launch runs, so the memory
+    /// manager's share of the work for them overlaps the launch (docs/ARCHITECTURE.md,
+    /// "Asynchronous staging"). Off by default.
+    pub staging: bool,
 }
 
 /// How [`System::run_pass`] runs the devices of one pass.
@@ -84,6 +89,7 @@ impl Default for SystemConfig {
             prefetch: Prefetch::Off,
             home_file: None,
             isolated: false,
+            staging: false,
         }
     }
 }
@@ -144,6 +150,7 @@ impl System {
                 record_trace: cfg.record_trace,
                 prefetch: cfg.prefetch,
                 home_file: cfg.home_file.clone(),
+                staging: cfg.staging,
             },
         )?;
         joins.push(j);
@@ -151,6 +158,7 @@ impl System {
         for w in workers {
             let (tx, rx) = unbounded::<DriverJob>();
             let mut ctx = DeviceContext::new(w, mm.clone());
+            ctx.set_staging(cfg.staging);
             let j = Builder::new()
                 .name(format!("tessera-driver-{}", ctx.device.0))
                 .spawn(move || {
