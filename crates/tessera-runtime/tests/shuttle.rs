@@ -647,3 +647,10 @@ fn eviction_long() {
     random(1000, || run_eviction(3, 4, procedure));
     pct(1000, || run_eviction(3, 4, procedure));
 }
+
+#[test]
+#[ignore = "long: hundreds of schedules"]
+fn staging_long() {
+    random(500, || run_staging(4, procedure));
+    pct(500, || run_staging(4, procedure));
+}
