@@ -182,7 +182,7 @@ pub struct NodeOpts {
     /// Asynchronous staging (on or off): under oversubscription, while a band of the pass runs,
     /// its device asks for the next band's pages, so the memory manager's work for them
     /// overlaps the launch. Refused stages change nothing; the band then asks as usual.
-    #[arg(long, default_value = "off", value_parser = parse_staging)]
+    #[arg(long, default_value = "off", value_parser = parse_staging, action = clap::ArgAction::Set)]
     staging: bool,
     /// Interconnect for the modeled time: a preset (pcie1-x16, pcie3-x16, pcie4-x16,
     /// pcie5-x16, nvlink, gpusm-pcie2, gpusm-pcie3) or a TOML file (docs/EVALUATION.md).
