@@ -303,6 +303,7 @@ pub fn measure(s: &Setup, topo: &Topology, mut tick: impl FnMut()) -> Result<Mea
             policy: s.node.policy,
             thrashing: s.node.thrashing,
             prefetch: s.node.prefetch,
+            staging: s.node.staging,
             home_file: s.node.home_file.clone(),
             ..Default::default()
         },

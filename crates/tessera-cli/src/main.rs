@@ -180,6 +180,11 @@ pub struct NodeOpts {
     /// 32 pages, read copies of unmodified pages, only when they fit beside the batch) or off.
     #[arg(long, default_value = "off", value_parser = parse_prefetch)]
     prefetch: Prefetch,
+    /// Asynchronous staging (on or off): under oversubscription, while a band of the pass runs,
+    /// its device asks for the next band's pages, so the memory manager's work for them
+    /// overlaps the launch. Refused stages change nothing; the band then asks as usual.
+    #[arg(long, default_value = "off", value_parser = parse_staging, action = clap::ArgAction::Set)]
+    staging: bool,
     /// Interconnect for the modeled time: a preset (pcie1-x16, pcie3-x16, pcie4-x16,
     /// pcie5-x16, nvlink, gpusm-pcie2, gpusm-pcie3) or a TOML file (docs/EVALUATION.md).
     #[arg(long, default_value = "pcie3-x16")]
@@ -386,6 +391,13 @@ pub fn parse_thrashing(s: &str) -> Result<Thrashing, String> {
 }
 pub fn parse_prefetch(s: &str) -> Result<Prefetch, String> {
     s.parse()
+}
+pub fn parse_staging(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("unknown staging {s:?} (expected on or off)")),
+    }
 }
 
 pub fn parse_procedure(s: &str) -> Result<Procedure, String> {

@@ -97,6 +97,7 @@ pub fn run_boiling(
             policy: o.node.policy,
             thrashing: o.node.thrashing,
             prefetch: o.node.prefetch,
+            staging: o.node.staging,
             home_file: o.node.home_file.clone(),
             ..Default::default()
         },

@@ -58,6 +58,9 @@ pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling
     if o.node.backend != BackendKind::Cpu {
         bail!("--devices-per-node runs the CPU backend only: the wgpu backend is not built across nodes");
     }
+    if o.node.staging {
+        bail!("--staging on is not built across nodes (--devices-per-node)");
+    }
     let nodes = link.size();
     let k = link.devices_per_node();
     o.partition.regions(o.size, o.size, (nodes * k) as u32)?;

@@ -23,7 +23,9 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use tessera_core::eviction::belady_loads;
 use tessera_core::{ObjectDesc, TexelFormat};
-use tessera_runtime::{Partition, Policy, Prefetch, Procedure, SystemConfig, Thrashing};
+use tessera_runtime::{
+    Partition, Policy, Prefetch, Procedure, StageTimes, SystemConfig, Thrashing,
+};
 use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::reference::field_checksum;
 use tessera_workloads::boiling::sim::PagedBoiling;
@@ -31,6 +33,9 @@ use tessera_workloads::boiling::sim::PagedBoiling;
 use crate::plot::{line_chart, LineChart, Series};
 use crate::run::{check_size, progress};
 use crate::{backend, parse_prefetch, parse_procedure, parse_thrashing, BackendKind, Workload};
+
+/// One oversubscribed configuration: ratio, policy, prefetch, staging.
+type Setting = (f64, Policy, Prefetch, bool);
 
 #[derive(Args, Clone)]
 pub struct OversubOpts {
@@ -67,6 +72,10 @@ pub struct OversubOpts {
     /// with each, side by side.
     #[arg(long, default_value = "off", value_delimiter = ',', value_parser = parse_prefetch)]
     pub(crate) prefetch: Vec<Prefetch>,
+    /// Asynchronous staging settings to compare, comma-separated (off, on): each ratio,
+    /// policy and prefetch setting runs with each, side by side.
+    #[arg(long, default_value = "off", value_delimiter = ',', value_parser = crate::parse_staging)]
+    pub(crate) staging: Vec<bool>,
     #[arg(long, value_enum, default_value = "cpu")]
     pub(crate) backend: BackendKind,
     /// CPU threads (0: one per core).
@@ -131,10 +140,25 @@ fn working_set(o: &OversubOpts) -> Result<u64> {
 
 struct Config {
     /// None: the resident run.
-    setting: Option<(f64, Policy, Prefetch)>,
+    setting: Option<Setting>,
     sim: PagedBoiling,
     times: Vec<f64>,
     wave_splits: u64,
+    /// Stage times of the measured frames, summed over devices.
+    stages: StageTimes,
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+/// Percent of the stage time spent waiting for request batches (read and write).
+fn request_pct(s: &StageTimes) -> f64 {
+    100.0 * (s.read_requests + s.write_requests) / s.total().max(f64::MIN_POSITIVE)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -150,21 +174,27 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
     if o.devices == 0 || o.devices > 64 {
         bail!("--devices must be between 1 and 64 (got {})", o.devices);
     }
-    if o.policy.is_empty() || o.ratios.is_empty() || o.prefetch.is_empty() {
-        bail!("give at least one --policy, --ratios and --prefetch value");
+    if o.policy.is_empty() || o.ratios.is_empty() || o.prefetch.is_empty() || o.staging.is_empty() {
+        bail!("give at least one --policy, --ratios, --prefetch and --staging value");
     }
     if let Workload::Raytrace = o.workload {
+        if o.staging.iter().any(|&s| s) {
+            // The ray kernel declares no footprint, so there is no next band to stage.
+            bail!("--staging on applies to boiling only (the ray kernel has no footprint)");
+        }
         return crate::raytrace::oversubscription(o);
     }
     let ws = working_set(o)?;
     let params = BoilingParams::default();
     std::fs::create_dir_all(&o.out)
         .with_context(|| format!("cannot create {}", o.out.display()))?;
-    let mut settings: Vec<Option<(f64, Policy, Prefetch)>> = vec![None];
+    let mut settings: Vec<Option<Setting>> = vec![None];
     for &r in &o.ratios {
         for &p in &o.policy {
             for &f in &o.prefetch {
-                settings.push(Some((r, p, f)));
+                for &st in &o.staging {
+                    settings.push(Some((r, p, f, st)));
+                }
             }
         }
     }
@@ -177,10 +207,11 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
             thrashing: o.thrashing,
             ..Default::default()
         };
-        if let Some((ratio, policy, prefetch)) = setting {
+        if let Some((ratio, policy, prefetch, staging)) = setting {
             cfg.budget_bytes = (ws as f64 / ratio) as u64;
             cfg.policy = policy;
             cfg.prefetch = prefetch;
+            cfg.staging = staging;
             // One memory of exactly the budget: capacity is the budget over the page size,
             // and a wgpu kernel binds at most four memories.
             cfg.memory_bytes = cfg.budget_bytes.max(1);
@@ -195,6 +226,7 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
             sim,
             times: Vec::new(),
             wave_splits: 0,
+            stages: StageTimes::default(),
         });
     }
     let bar = progress(
@@ -225,6 +257,9 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
                     .frame(Partition::Rows, o.procedure)
                     .with_context(|| describe(c.setting))?;
                 c.wave_splits += stats.iter().map(|s| s.wave_splits).sum::<u64>();
+                for s in &stats {
+                    c.stages.add(&s.stages);
+                }
             }
             c.times.push(t.elapsed().as_secs_f64() / o.frames as f64);
             bar.inc(1);
@@ -247,12 +282,17 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
         s = o.size,
         p = o.page,
     );
-    println!("resident  {:>9.3} ms/frame", resident * 1e3);
     println!(
-        "{:>6} {:>7} {:>8} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8}",
+        "resident  {:>9.3} ms/frame, {:.1}% of stage time waiting for requests",
+        resident * 1e3,
+        request_pct(&configs[0].stages)
+    );
+    println!(
+        "{:>6} {:>7} {:>8} {:>7} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8} {:>6} {:>8}",
         "ratio",
         "policy",
         "prefetch",
+        "staging",
         "ms/frame",
         "vs res.",
         "evict/f",
@@ -261,20 +301,26 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
         "OPT ld/f",
         "OPT res.",
         "vs OPT",
-        "pf hit%"
+        "pf hit%",
+        "req%",
+        "staged/f"
     );
     let mut csv = String::from(
-        "ratio,policy,prefetch,budget_bytes,ms_per_frame,throughput_vs_resident,evictions_per_frame,write_backs_per_frame,refaults_per_frame,thrashing_pages,wave_splits_per_frame,loads_per_frame,opt_loads_per_frame,opt_throughput_vs_resident_modeled,throughput_vs_opt_modeled,prefetched_per_frame,prefetch_hits_per_frame,field_checksum\n",
+        "ratio,policy,prefetch,staging,budget_bytes,ms_per_frame,throughput_vs_resident,evictions_per_frame,write_backs_per_frame,refaults_per_frame,thrashing_pages,wave_splits_per_frame,loads_per_frame,opt_loads_per_frame,opt_throughput_vs_resident_modeled,throughput_vs_opt_modeled,prefetched_per_frame,prefetch_hits_per_frame,request_wait_pct,staged_batches_per_frame,stage_refusals_per_frame,field_checksum\n",
     );
     let mut series: Vec<Series> = o
         .policy
         .iter()
         .flat_map(|p| o.prefetch.iter().map(move |f| (p, f)))
-        .map(|(p, f)| Series {
-            name: if o.prefetch.len() > 1 {
-                format!("{p}, prefetch {f} (measured)")
-            } else {
-                format!("{p} (measured)")
+        .flat_map(|(p, f)| o.staging.iter().map(move |&st| (p, f, st)))
+        .map(|(p, f, st)| Series {
+            name: match (o.prefetch.len() > 1, o.staging.len() > 1) {
+                (false, false) => format!("{p} (measured)"),
+                (true, false) => format!("{p}, prefetch {f} (measured)"),
+                (false, true) => format!("{p}, staging {} (measured)", on_off(st)),
+                (true, true) => {
+                    format!("{p}, prefetch {f}, staging {} (measured)", on_off(st))
+                }
             },
             points: Vec::new(),
             secondary: false,
@@ -287,14 +333,15 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
     };
     let mut mismatched = Vec::new();
     for (c, base) in configs.iter().zip(&baseline).skip(1) {
-        let Some((ratio, policy, prefetch)) = c.setting else {
+        let Some((ratio, policy, prefetch, staging)) = c.setting else {
             continue;
         };
         let t = median(c.times.clone());
         let got = field_checksum(&c.sim.field()?);
         if got != want {
             mismatched.push(format!(
-                "{ratio}x {policy} prefetch {prefetch}: {got} (resident {want})"
+                "{ratio}x {policy} prefetch {prefetch} staging {}: {got} (resident {want})",
+                on_off(staging)
             ));
         }
         let traffic: Vec<_> = c
@@ -341,10 +388,11 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
             )
         };
         println!(
-            "{:>6} {:>7} {:>8} {:>10.3} {:>9.3} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>9.3} {:>9.3} {:>8}",
+            "{:>6} {:>7} {:>8} {:>7} {:>10.3} {:>9.3} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>9.3} {:>9.3} {:>8} {:>6.1} {:>8.1}",
             ratio,
             policy.name(),
             prefetch.to_string(),
+            on_off(staging),
             t * 1e3,
             resident / t,
             per(sum(&|t| t.evictions)),
@@ -354,10 +402,13 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
             resident / t_opt,
             t_opt / t,
             hit_pct,
+            request_pct(&c.stages),
+            per(sum(&|t| t.staged_batches)),
         );
         writeln!(
             csv,
-            "{ratio},{policy},{prefetch},{budget},{:.6},{:.6},{:.3},{:.3},{:.3},{},{:.3},{:.3},{:.3},{:.6},{:.6},{:.3},{:.3},{got}",
+            "{ratio},{policy},{prefetch},{},{budget},{:.6},{:.6},{:.3},{:.3},{:.3},{},{:.3},{:.3},{:.3},{:.6},{:.6},{:.3},{:.3},{:.3},{:.3},{:.3},{got}",
+            on_off(staging),
             t * 1e3,
             resident / t,
             per(sum(&|t| t.evictions)),
@@ -371,15 +422,19 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
             t_opt / t,
             per(prefetched),
             per(sum(&|t| t.prefetch_hits)),
+            request_pct(&c.stages),
+            per(sum(&|t| t.staged_batches)),
+            per(sum(&|t| t.stage_refusals)),
         )?;
         let pi = o.policy.iter().position(|&p| p == policy);
         let fi = o.prefetch.iter().position(|&f| f == prefetch);
-        if let (Some(pi), Some(fi)) = (pi, fi) {
-            series[pi * o.prefetch.len() + fi]
+        let si = o.staging.iter().position(|&st| st == staging);
+        if let (Some(pi), Some(fi), Some(si)) = (pi, fi, si) {
+            series[(pi * o.prefetch.len() + fi) * o.staging.len() + si]
                 .points
                 .push((ratio, resident / t));
         }
-        if policy == o.policy[0] && prefetch == o.prefetch[0] {
+        if policy == o.policy[0] && prefetch == o.prefetch[0] && staging == o.staging[0] {
             opt_series.points.push((ratio, resident / t_opt));
         }
     }
@@ -423,9 +478,12 @@ fn display_stem(stem: &Path) -> String {
     format!("{}.{{svg,png}}", stem.display())
 }
 
-fn describe(setting: Option<(f64, Policy, Prefetch)>) -> String {
+fn describe(setting: Option<Setting>) -> String {
     match setting {
         None => "the resident run".into(),
-        Some((r, p, f)) => format!("ratio {r} with policy {p}, prefetch {f}"),
+        Some((r, p, f, st)) => format!(
+            "ratio {r} with policy {p}, prefetch {f}, staging {}",
+            on_off(st)
+        ),
     }
 }

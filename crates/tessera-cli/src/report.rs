@@ -136,6 +136,13 @@ pub struct EvictionReport {
     pub prefetched: u64,
     /// Of those, pages a launch was seen using while they were resident.
     pub prefetch_hits: u64,
+    /// Staged batches granted (`--staging on`): a next band's pages fetched while the
+    /// current band ran.
+    pub staged_batches: u64,
+    /// Pages in those batches.
+    pub staged_pages: u64,
+    /// Staged batches refused, changing nothing.
+    pub stage_refusals: u64,
 }
 
 #[derive(Serialize)]
@@ -201,6 +208,8 @@ pub struct Report {
     pub policy: tessera_runtime::Policy,
     pub thrashing: tessera_runtime::Thrashing,
     pub prefetch: tessera_runtime::Prefetch,
+    /// Asynchronous staging (`--staging`).
+    pub staging: bool,
     /// Summed over devices.
     pub eviction: EvictionReport,
 }
@@ -316,6 +325,9 @@ impl Report {
                         wave_splits: passes[d].wave_splits,
                         prefetched: t.prefetched,
                         prefetch_hits: t.prefetch_hits,
+                        staged_batches: t.staged_batches,
+                        staged_pages: t.staged_pages,
+                        stage_refusals: t.stage_refusals,
                     },
                     remote: RemoteReport::of(t),
                 }
@@ -417,6 +429,9 @@ impl Report {
                     wave_splits: a.wave_splits + e.wave_splits,
                     prefetched: a.prefetched + e.prefetched,
                     prefetch_hits: a.prefetch_hits + e.prefetch_hits,
+                    staged_batches: a.staged_batches + e.staged_batches,
+                    staged_pages: a.staged_pages + e.staged_pages,
+                    stage_refusals: a.stage_refusals + e.stage_refusals,
                 }
             }),
             per_device,
@@ -425,6 +440,7 @@ impl Report {
             policy: o.node.policy,
             thrashing: o.node.thrashing,
             prefetch: o.node.prefetch,
+            staging: o.node.staging,
         })
     }
 
@@ -463,6 +479,12 @@ impl Report {
                 e.thrashing_pages,
                 e.thrash_pins,
                 e.wave_splits
+            );
+        }
+        if e.staged_batches + e.stage_refusals > 0 {
+            println!(
+                "staging: {} batches ({} pages) staged while a band ran, {} refused",
+                e.staged_batches, e.staged_pages, e.stage_refusals
             );
         }
         if e.prefetched > 0 {

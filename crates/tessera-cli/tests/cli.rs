@@ -189,6 +189,10 @@ fn bad_input_is_a_clear_error_never_a_panic() {
             &["run", "boiling", "--prefetch", "all", "--out", out],
             "unknown prefetch",
         ),
+        (
+            &["run", "boiling", "--staging", "yes", "--out", out],
+            "unknown staging",
+        ),
         // 1 KiB pages and a budget of one: boiling's kernels read one texture and write
         // another, so no invocation fits.
         (
@@ -216,6 +220,10 @@ fn bad_input_is_a_clear_error_never_a_panic() {
         (
             &["bench", "oversubscription", "--prefetch", "off,uvm"],
             "unknown prefetch",
+        ),
+        (
+            &["bench", "oversubscription", "--staging", "off,async"],
+            "unknown staging",
         ),
     ];
     for (args, needle) in cases {
@@ -518,7 +526,7 @@ fn sweep_legends_name_the_backend_that_ran() {
 #[test]
 fn an_oversubscribed_run_evicts_and_gives_the_resident_field() {
     let dir = tempfile::tempdir().unwrap();
-    let run = |sub: &str, budget: &str, prefetch: &str| -> serde_json::Value {
+    let run = |sub: &str, budget: &str, prefetch: &str, staging: &str| -> serde_json::Value {
         let out = dir.path().join(sub);
         let o = tessera(&[
             "run",
@@ -537,6 +545,8 @@ fn an_oversubscribed_run_evicts_and_gives_the_resident_field() {
             "clock",
             "--prefetch",
             prefetch,
+            "--staging",
+            staging,
             "--gif-every",
             "0",
             "--out",
@@ -546,12 +556,17 @@ fn an_oversubscribed_run_evicts_and_gives_the_resident_field() {
         serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
     };
     // Five 64² float textures are 80 KiB, 40 KiB per device: 16 KiB is 2.5x oversubscribed.
-    let resident = run("resident", "4096", "off");
-    let pressed = run("pressed", "0.015625", "off");
+    let resident = run("resident", "4096", "off", "off");
+    let pressed = run("pressed", "0.015625", "off", "off");
     assert_eq!(pressed["field_checksum"], resident["field_checksum"]);
-    let prefetching = run("prefetching", "0.015625", "tree");
+    let prefetching = run("prefetching", "0.015625", "tree", "off");
     assert_eq!(prefetching["field_checksum"], resident["field_checksum"]);
     assert_eq!(prefetching["prefetch"], "tree");
+    let staging = run("staging", "0.015625", "off", "on");
+    assert_eq!(staging["field_checksum"], resident["field_checksum"]);
+    assert_eq!(staging["staging"], true);
+    assert_eq!(pressed["staging"], false);
+    assert_eq!(pressed["eviction"]["staged_batches"], 0);
     assert_eq!(pressed["policy"], "clock");
     assert!(pressed["eviction"]["evictions"].as_u64().unwrap() > 0);
     assert_eq!(resident["eviction"]["evictions"], 0);
@@ -583,6 +598,8 @@ fn bench_oversubscription_prints_its_table_and_writes_csv_and_plot() {
         "lru,fifo",
         "--prefetch",
         "off,tree",
+        "--staging",
+        "off,on",
         "--out",
         dir.path().to_str().unwrap(),
     ]);
@@ -593,8 +610,8 @@ fn bench_oversubscription_prints_its_table_and_writes_csv_and_plot() {
     let rows: Vec<&str> = csv.lines().collect();
     assert_eq!(
         rows.len(),
-        9,
-        "a header and ratio x policy x prefetch rows: {csv}"
+        17,
+        "a header and ratio x policy x prefetch x staging rows: {csv}"
     );
     let header: Vec<&str> = rows[0].split(',').collect();
     let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
@@ -611,6 +628,10 @@ fn bench_oversubscription_prints_its_table_and_writes_csv_and_plot() {
         assert!(hits <= prefetched, "{r}");
         if cells[col("prefetch")] == "off" {
             assert_eq!(prefetched, 0.0, "{r}");
+        }
+        let staged: f64 = cells[col("staged_batches_per_frame")].parse().unwrap();
+        if cells[col("staging")] == "off" {
+            assert_eq!(staged, 0.0, "{r}");
         }
     }
     assert!(dir.path().join("oversubscription.png").exists());

@@ -223,7 +223,8 @@ impl Protocol {
     /// Turns asynchronous staging on ([`Message::Stage`]): the memory lock then covers the
     /// pages a procedure was granted rather than its whole device, as far as the device's own
     /// staging and eviction go. Requests from other devices still wait for the whole device.
-    /// Model-checked (`model::ModelConfig::staging`); the runtime does not use it yet.
+    /// Model-checked (`model::ModelConfig::staging`); the runtime uses it under
+    /// `SystemConfig::staging`.
     pub fn with_staging(mut self) -> Self {
         self.staging = true;
         self
@@ -329,39 +330,11 @@ impl Protocol {
                 }
             }
             Message::Stage(batch) => {
-                self.check_device(batch.device)?;
-                if !self.staging {
-                    return Err(CoreError::StagingOff);
-                }
-                if batch.pages.is_empty() {
-                    return Err(CoreError::EmptyRequest(batch.device));
-                }
-                for r in &batch.pages {
-                    self.directory.entry(r.page)?;
-                }
-                let d = batch.device;
-                if !self.locked.contains(d) {
-                    return Err(CoreError::StageWhileUnlocked(d));
-                }
-                if let Some(r) = batch
-                    .pages
-                    .iter()
-                    .find(|r| self.held[d.index()].contains(&r.page))
-                {
-                    return Err(CoreError::StageHeld {
-                        device: d,
-                        page: r.page,
-                    });
-                }
-                // `blocked` is false for the requester's own lock, so this asks exactly whether
-                // another device's lock or an older deferred request stands in the way.
-                if self.variant != ProtocolVariant::StageIgnoringLocks && self.blocked(&batch) {
-                    return Err(CoreError::StageWouldWait(d));
-                }
+                self.check_stage(&batch)?;
                 self.grant_pages(&batch, &mut out)?;
                 out.push(Action::Complete {
                     request: batch.id,
-                    device: d,
+                    device: batch.device,
                 });
             }
             Message::Create { pages } => {
@@ -400,6 +373,42 @@ impl Protocol {
             }
         }
         Ok(out)
+    }
+
+    /// Whether `Message::Stage(batch)` would be granted now, changing nothing: the error it
+    /// would be refused with otherwise. The runtime asks before it makes room for a staged
+    /// batch, so that a refused stage evicts nothing either.
+    pub fn check_stage(&self, batch: &RequestBatch) -> Result<()> {
+        self.check_device(batch.device)?;
+        if !self.staging {
+            return Err(CoreError::StagingOff);
+        }
+        if batch.pages.is_empty() {
+            return Err(CoreError::EmptyRequest(batch.device));
+        }
+        for r in &batch.pages {
+            self.directory.entry(r.page)?;
+        }
+        let d = batch.device;
+        if !self.locked.contains(d) {
+            return Err(CoreError::StageWhileUnlocked(d));
+        }
+        if let Some(r) = batch
+            .pages
+            .iter()
+            .find(|r| self.held[d.index()].contains(&r.page))
+        {
+            return Err(CoreError::StageHeld {
+                device: d,
+                page: r.page,
+            });
+        }
+        // `blocked` is false for the requester's own lock, so this asks exactly whether
+        // another device's lock or an older deferred request stands in the way.
+        if self.variant != ProtocolVariant::StageIgnoringLocks && self.blocked(batch) {
+            return Err(CoreError::StageWouldWait(d));
+        }
+        Ok(())
     }
 
     /// Refuses a free while a page of it may still be used under a grant, now or later.

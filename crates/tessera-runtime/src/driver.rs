@@ -117,6 +117,11 @@ pub struct PassStats {
     /// Two-pass request passes not launched because the kernel's footprint showed every page
     /// of the part resident on the device already (the paper's occlusion-query idea).
     pub request_passes_skipped: u64,
+    /// Staged batches granted (`SystemConfig::staging`): a next band's pages fetched while the
+    /// current band's launch ran.
+    pub staged: u64,
+    /// Staged batches refused (nothing changed; the band then asks as usual).
+    pub stage_refusals: u64,
 }
 
 impl PassStats {
@@ -139,6 +144,8 @@ impl PassStats {
         self.wave_splits += o.wave_splits;
         self.request_passes += o.request_passes;
         self.request_passes_skipped += o.request_passes_skipped;
+        self.staged += o.staged;
+        self.stage_refusals += o.stage_refusals;
     }
 }
 
@@ -165,6 +172,10 @@ pub struct DeviceContext {
     time: u64,
     /// Pages granted by the last reply, held under the memory lock until `release`.
     granted: Vec<PageRequest>,
+    /// Asynchronous staging on (`SystemConfig::staging`).
+    staging: bool,
+    /// Pages of the next band, staged by the next launch if the device is then locked.
+    stage_next: Vec<PageRequest>,
 }
 
 impl DeviceContext {
@@ -175,10 +186,30 @@ impl DeviceContext {
             mm,
             time: 0,
             granted: Vec::new(),
+            staging: false,
+            stage_next: Vec::new(),
         }
     }
 
+    /// Turns asynchronous staging on or off; the memory manager must have been built with it
+    /// (`ManagerConfig::staging`), or every stage is refused.
+    pub fn set_staging(&mut self, on: bool) {
+        self.staging = on;
+    }
+
     pub fn launch(&mut self, spec: &PassSpec, domain: Domain, mode: Mode) -> Result<LaunchOutcome> {
+        let out = self.submit_launch(spec, domain, mode).wait()??;
+        self.mm.count_remote(self.device, out.remote.clone());
+        Ok(out)
+    }
+
+    /// Queues a launch on the device's worker without waiting for it.
+    fn submit_launch(
+        &mut self,
+        spec: &PassSpec,
+        domain: Domain,
+        mode: Mode,
+    ) -> Pending<Result<LaunchOutcome>> {
         self.time += 1;
         let launch = Launch {
             kernel: spec.kernel.clone(),
@@ -189,9 +220,32 @@ impl DeviceContext {
             time: self.time,
             remote: self.mm.remote_bindings(&spec.bindings),
         };
-        let out = self.worker.call(move |d| d.launch(&launch))?;
-        self.mm.count_remote(self.device, out.remote.clone());
-        Ok(out)
+        self.worker.submit(move |d| d.launch(&launch))
+    }
+
+    /// Sends the pages set aside for staging (`stage_next`) as a `Stage` batch, when staging
+    /// is on and the device holds the lock (otherwise they wait for a launch that does: a
+    /// two-pass part's request pass runs unlocked, its compute pass locked), less the pages
+    /// the lock covers (the protocol refuses those, and they are resident anyway). Returns
+    /// the pending reply and whether the batch asks for exclusive pages.
+    fn send_stage(&mut self) -> Option<(Pending<Result<()>>, bool)> {
+        if !self.staging || self.granted.is_empty() || self.stage_next.is_empty() {
+            return None;
+        }
+        let next = std::mem::take(&mut self.stage_next);
+        let pages: Vec<PageRequest> = next
+            .into_iter()
+            .filter(|r| {
+                self.granted
+                    .binary_search_by_key(&r.page, |g| g.page)
+                    .is_err()
+            })
+            .collect();
+        if pages.is_empty() {
+            return None;
+        }
+        let exclusive = pages.iter().any(|p| p.access == Access::Write);
+        Some((self.mm.stage(self.device, pages), exclusive))
     }
 
     /// Sends a request batch without waiting: a test can interleave other devices' steps.
@@ -273,7 +327,13 @@ impl DeviceContext {
         stats: &mut PassStats,
     ) -> Result<LaunchOutcome> {
         let t = Instant::now();
-        let out = self.launch(spec, domain, mode)?;
+        // The launch is queued on the worker before the stage reaches the memory manager, so
+        // every device job of the stage runs after the launch (docs/ARCHITECTURE.md,
+        // "Asynchronous staging").
+        let pending = self.submit_launch(spec, domain, mode);
+        let staged = self.send_stage();
+        let out = pending.wait()??;
+        self.mm.count_remote(self.device, out.remote.clone());
         let s = t.elapsed().as_secs_f64() - out.uniquify_s;
         match mode {
             Mode::Request => stats.stages.request_pass += s,
@@ -290,6 +350,26 @@ impl DeviceContext {
         }
         stats.launches += 1;
         stats.invocations += out.invocations;
+        if let Some((reply, exclusive)) = staged {
+            // What is left of the stage's work after the launch is request time, as it would
+            // have been without staging.
+            let t = Instant::now();
+            let res = reply.wait()?;
+            let s = t.elapsed().as_secs_f64();
+            if exclusive {
+                stats.stages.write_requests += s;
+            } else {
+                stats.stages.read_requests += s;
+            }
+            match res {
+                Ok(()) => stats.staged += 1,
+                // Refused with nothing changed: the band asks for its pages as usual.
+                Err(RuntimeError::OverBudget { .. }) | Err(RuntimeError::Core(_)) => {
+                    stats.stage_refusals += 1
+                }
+                Err(e) => return Err(e),
+            }
+        }
         Ok(out)
     }
 
@@ -300,6 +380,9 @@ impl DeviceContext {
             Procedure::Relaunch => self.relaunch(spec, &mut stats),
             Procedure::TwoPass => self.two_pass(spec, &mut stats),
         };
+        // A stage no launch sent (the last band's, or one whose launches ran unlocked) is
+        // not for the next pass.
+        self.stage_next.clear();
         self.release();
         res?;
         if spec.display {
@@ -333,6 +416,13 @@ impl DeviceContext {
         let mut writes = Vec::new();
         let mut left = 0;
         'waves: while let Some((mut domain, mut held, mut retried)) = waves.pop_front() {
+            if self.staging {
+                if let Some((next, _, _)) = waves.front() {
+                    // Sent by this wave's first launch under the lock (its second round: a
+                    // wave starts unlocked, from an empty `keep`).
+                    self.stage_next = wave_pages(spec, next);
+                }
+            }
             // Per wave: a pass split into many small waves (a budget of a few pages) may take
             // many rounds in all while each wave takes few.
             let mut rounds = 0;
@@ -468,6 +558,13 @@ impl DeviceContext {
             let held: Vec<GlobalPage> = pages.iter().map(|r| r.page).collect();
             match self.timed_acquire(pages, Vec::new(), stats) {
                 Ok(()) => {
+                    if self.staging {
+                        // The next band's pages, staged while this band's launch runs.
+                        self.stage_next = bands
+                            .front()
+                            .and_then(|&next| footprint_pages(&spec.bindings, fp, next))
+                            .unwrap_or_default();
+                    }
                     self.launch_until_done(spec, domain, held, Mode::Direct, stats)?;
                 }
                 Err(RuntimeError::OverBudget {
@@ -496,6 +593,16 @@ impl DeviceContext {
     fn two_pass(&mut self, spec: &PassSpec, stats: &mut PassStats) -> Result<()> {
         let mut parts = VecDeque::from([spec.domain.clone()]);
         while let Some(domain) = parts.pop_front() {
+            if self.staging {
+                // The next part's pages, staged while this part's compute pass runs (when its
+                // read batch holds the lock; a part whose request pass was skipped holds none).
+                self.stage_next = match (parts.front(), spec.kernel.footprint()) {
+                    (Some(&Domain::Rect { x0, y0, x1, y1 }), Some(fp)) => {
+                        footprint_pages(&spec.bindings, &fp, (x0, y0, x1, y1)).unwrap_or_default()
+                    }
+                    _ => Vec::new(),
+                };
+            }
             match self.two_pass_part(spec, domain.clone(), stats) {
                 // The merge's grant is held until the part is done; the next part requests.
                 Ok(()) => self.release(),
@@ -703,6 +810,29 @@ fn footprint_pages(
     out.sort_unstable_by(|a, b| a.page.cmp(&b.page).then(b.access.cmp(&a.access)));
     out.dedup_by_key(|r| r.page);
     Some(out)
+}
+
+/// The pages the kernel's footprint names for a wave: for a list of invocations, those of
+/// its bounding rectangle (a superset; a stage too big for the budget is refused, which
+/// changes nothing). Empty without a footprint.
+fn wave_pages(spec: &PassSpec, domain: &Domain) -> Vec<PageRequest> {
+    let Some(fp) = spec.kernel.footprint() else {
+        return Vec::new();
+    };
+    let rect = match domain {
+        &Domain::Rect { x0, y0, x1, y1 } => (x0, y0, x1, y1),
+        Domain::List(l) => {
+            let Some(&(fx, fy)) = l.first() else {
+                return Vec::new();
+            };
+            let end = |v: u32| v.saturating_add(1);
+            l.iter()
+                .fold((fx, fy, end(fx), end(fy)), |(x0, y0, x1, y1), &(x, y)| {
+                    (x0.min(x), y0.min(y), x1.max(end(x)), y1.max(end(y)))
+                })
+        }
+    };
+    footprint_pages(&spec.bindings, &fp, rect).unwrap_or_default()
 }
 
 /// How many waves a wave of `pages` should become when `capacity` of them fit: twice the

@@ -58,6 +58,7 @@ pub(crate) enum Cmd {
     /// The run cannot go on (a node of the cluster was lost): every waiting and later request
     /// gets this error.
     Fail(RuntimeError),
+    Stage(DeviceId, Vec<PageRequest>, Sender<Result<()>>),
 }
 
 /// The command side of the memory manager; cheap to clone.
@@ -218,6 +219,25 @@ impl ManagerHandle {
         }
         Pending::new(rrx, "memory manager")
     }
+    /// Asynchronous staging (`ManagerConfig::staging`): from a device whose procedure holds
+    /// the memory lock, pages of its next wave or pass. Granted at once (the pages are
+    /// resident when the reply comes, the lock as it was) or refused with nothing changed:
+    /// [`tessera_core::CoreError::StageWouldWait`] when another device's lock or an older
+    /// deferred request stands in the way, [`RuntimeError::OverBudget`] when the batch does
+    /// not fit beside the pages the procedure holds, or the protocol's error for a batch it
+    /// refuses outright. Never deferred, so the caller may wait for the reply while locked.
+    pub fn stage(&self, device: DeviceId, pages: Vec<PageRequest>) -> Pending<Result<()>> {
+        if self.cluster.is_some() {
+            // A stage is answered by one manager at once; across homes it would be parts
+            // acquired in node order, which may wait. Refused, so the band asks as before.
+            let (tx, rx) = bounded(1);
+            let _ = tx.send(Err(RuntimeError::Config(
+                "staging is not built across nodes".into(),
+            )));
+            return Pending::new(rx, "memory manager");
+        }
+        call(&self.tx, |r| Cmd::Stage(device, pages, r))
+    }
     /// Marks an object's pages as never evicted (`false`) or evictable again (`true`, the
     /// default). A non-evictable object's resident pages take their share of every device's
     /// budget for good.
@@ -306,6 +326,9 @@ pub struct ManagerConfig {
     /// Which node is home to each page: `HomeMap::Single` on one node; on a cluster this
     /// manager is asked only about its own pages (crate::cluster).
     pub homes: HomeMap,
+    /// Build the protocol `with_staging()`, so drivers may stage their next band's pages
+    /// while the current one runs ([`ManagerHandle::stage`]).
+    pub staging: bool,
 }
 
 /// What the memory manager does about thrashing pages.
@@ -469,6 +492,11 @@ pub fn spawn(
     // First, so a bad path fails before anything else is built.
     let home = HomeStore::open(cfg.home_file.as_deref())?;
     let protocol = Protocol::new(Directory::new(0, cfg.homes), n, cfg.variant)?;
+    let protocol = if cfg.staging {
+        protocol.with_staging()
+    } else {
+        protocol
+    };
     // Asked before the manager thread starts: no batch can need it earlier.
     let peer_groups = workers
         .iter()
@@ -576,6 +604,7 @@ impl Manager {
                     }));
                 }
                 Cmd::Request(device, pages, keep, r) => self.request(device, pages, keep, r),
+                Cmd::Stage(device, pages, r) => self.stage(device, pages, r),
                 Cmd::Evictable(id, evictable, r) => {
                     let res = self.space.get(id).map(|_| {
                         if evictable {
@@ -777,6 +806,65 @@ impl Manager {
         }
     }
 
+    /// A staged batch (`Cmd::Stage`): checked against the protocol first, so that a refused
+    /// stage evicts nothing; then room is made keeping the pages the device's running
+    /// procedure holds, and the batch is granted at once. Its device work (time stamps,
+    /// write-backs, copies, descriptors) queues on the device's worker behind the launch the
+    /// driver submitted before staging, so the launch sees the pages as they were and the
+    /// write-backs see its stores; the manager waits for that work as for any batch.
+    fn stage(&mut self, device: DeviceId, pages: Vec<PageRequest>, reply: Sender<Result<()>>) {
+        if let Some(e) = &self.broken {
+            let _ = reply.send(Err(e.clone()));
+            return;
+        }
+        let refused = |m: &mut Self, e: RuntimeError| {
+            if let Some(t) = m.traffic.get_mut(device.index()) {
+                t.stage_refusals += 1;
+            }
+            let _ = reply.send(Err(e));
+        };
+        if !self.modes.is_empty() {
+            if let Err(e) = self.check_modes(device, &pages) {
+                refused(self, e);
+                return;
+            }
+        }
+        let id = RequestId(self.next_request);
+        self.next_request += 1;
+        let batch = RequestBatch { id, device, pages };
+        if let Err(e) = self.protocol.check_stage(&batch) {
+            refused(self, e.into());
+            return;
+        }
+        let keep = self.protocol.held(device).to_vec();
+        match self.make_room_for(device, &batch.pages, batch.pages.len(), &keep) {
+            Ok(()) => {}
+            Err(e @ RuntimeError::OverBudget { .. }) | Err(e @ RuntimeError::Core(_)) => {
+                refused(self, e);
+                return;
+            }
+            Err(e) => {
+                let _ = reply.send(Err(e.clone()));
+                self.fail_all(e);
+                return;
+            }
+        }
+        let t = &mut self.traffic[device.index()];
+        t.staged_batches += 1;
+        t.staged_pages += batch.pages.len() as u64;
+        match self.protocol.handle(Message::Stage(batch)) {
+            Err(e) => {
+                let _ = reply.send(Err(e.into()));
+            }
+            Ok(actions) => {
+                self.waiting.insert(id, reply);
+                if let Err(e) = self.execute(actions) {
+                    self.fail_all(e);
+                }
+            }
+        }
+    }
+
     /// Evicts enough of `device`'s pages that the batch fits its budget, never a page of the
     /// batch, of `keep`, or of a non-evictable object; thrashing pages that are pinned go only
     /// when nothing else can. Also counts refaults and thrashing, and records the trace.
@@ -789,11 +877,23 @@ impl Manager {
         demanded: usize,
         keep: &[GlobalPage],
     ) -> Result<()> {
-        let d = device.index();
-        if d >= self.workers.len() || self.protocol.locked().contains(device) {
+        if device.index() >= self.workers.len() || self.protocol.locked().contains(device) {
             // The protocol refuses these, with its own error, before anything changes.
             return Ok(());
         }
+        self.make_room_for(device, pages, demanded, keep)
+    }
+
+    /// `make_room` for a device that is unlocked, or locked and staging, whose `keep` then
+    /// holds every page its running procedure holds (the protocol refuses to evict those).
+    fn make_room_for(
+        &mut self,
+        device: DeviceId,
+        pages: &[PageRequest],
+        demanded: usize,
+        keep: &[GlobalPage],
+    ) -> Result<()> {
+        let d = device.index();
         let mut sizes: HashMap<u64, (u64, u64)> = HashMap::new();
         for r in pages {
             let (_, _, bytes) = self.page_bytes(r.page)?;

@@ -61,6 +61,14 @@ pub struct DeviceTraffic {
     /// Of those, pages a launch was seen touching (its time stamp newer than at the fetch)
     /// while still resident.
     pub prefetch_hits: u64,
+    /// Staged batches granted (`SystemConfig::staging`): pages of a next band fetched while
+    /// the current one ran. Not counted in `batches`.
+    pub staged_batches: u64,
+    /// Pages in those batches (the ones moved are also counted in the links).
+    pub staged_pages: u64,
+    /// Staged batches refused, changing nothing (another device's lock in the way, or no
+    /// room beside the pages the running band holds).
+    pub stage_refusals: u64,
     /// Remote accesses (`AccessMode::Remote`) this device made to pages located in host
     /// memory, in place, over its host link.
     pub remote_host: RemoteLink,
@@ -116,6 +124,9 @@ impl DeviceTraffic {
             thrash_pins: d(self.thrash_pins, before.thrash_pins),
             prefetched: d(self.prefetched, before.prefetched),
             prefetch_hits: d(self.prefetch_hits, before.prefetch_hits),
+            staged_batches: d(self.staged_batches, before.staged_batches),
+            staged_pages: d(self.staged_pages, before.staged_pages),
+            stage_refusals: d(self.stage_refusals, before.stage_refusals),
             remote_host: self.remote_host.since(&before.remote_host),
             remote_device: self
                 .remote_device

@@ -54,6 +54,11 @@ pub struct SystemConfig {
     pub home_file: Option<PathBuf>,
     /// Run each pass's devices one at a time instead of together ([`Schedule::Isolated`]).
     pub isolated: bool,
+    /// Asynchronous staging: under oversubscription a driver asks for its next band's
+    /// footprint pages (`Message::Stage`) while the current band's launch runs, so the memory
+    /// manager's share of the work for them overlaps the launch (docs/ARCHITECTURE.md,
+    /// "Asynchronous staging"). Off by default.
+    pub staging: bool,
 }
 
 /// How [`System::run_pass`] runs the devices of one pass.
@@ -85,6 +90,7 @@ impl Default for SystemConfig {
             prefetch: Prefetch::Off,
             home_file: None,
             isolated: false,
+            staging: false,
         }
     }
 }
@@ -148,6 +154,7 @@ impl System {
                 prefetch: cfg.prefetch,
                 home_file: cfg.home_file.clone(),
                 homes: tessera_core::HomeMap::Single(tessera_core::NodeId(0)),
+                staging: cfg.staging,
             },
         )?;
         joins.push(j);
@@ -155,6 +162,7 @@ impl System {
         for w in workers {
             let (tx, rx) = unbounded::<DriverJob>();
             let mut ctx = DeviceContext::new(w, mm.clone());
+            ctx.set_staging(cfg.staging);
             let j = Builder::new()
                 .name(format!("tessera-driver-{}", ctx.device.0))
                 .spawn(move || {
@@ -245,6 +253,7 @@ impl System {
                 prefetch: cfg.prefetch,
                 home_file: cfg.home_file.clone(),
                 homes: link.homes(),
+                staging: cfg.staging,
             },
         )?;
         joins.push(j);

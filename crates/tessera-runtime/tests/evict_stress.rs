@@ -6,7 +6,10 @@
 //! size (1–3 slots, so budgets are not rounded up to one big allocation), the eviction policy
 //! (all four), the thrashing response, and the page size (2×2 or 4×4 texels of 4 bytes, with
 //! buffers of the same page bytes, so every slot has one size); odd seeds also prefetch
-//! (`Prefetch::Tree`). Then steps, each one of:
+//! (`Prefetch::Tree`), and seeds 2 and 3 modulo 4 stage (`SystemConfig::staging`), their
+//! kernels declaring a footprint (a deliberately rough hint: every texture read, with a halo,
+//! and the first written texture, over the task grid) so that bands and waves are staged and
+//! the footprint paths run under pressure too. Then steps, each one of:
 //! - a **pass**: tasks spread over the devices, each task one invocation that reads 0–3 texels
 //!   (every address after the first computed from the value loaded before it: dependent loads)
 //!   and writes one texel; each written texel has one task, and no object is both read and
@@ -37,8 +40,8 @@ use std::time::{Duration, Instant};
 
 use tessera_core::{ObjectDesc, ObjectEntry, ObjectId, TexelFormat};
 use tessera_runtime::{
-    Bound, Domain, Fault, Invocation, Kernel, PassSpec, Policy, Prefetch, Procedure, RuntimeError,
-    System, SystemConfig, Thrashing,
+    Bound, Domain, Fault, Footprint, Invocation, Kernel, PassSpec, Policy, Prefetch, Procedure,
+    RuntimeError, System, SystemConfig, Thrashing,
 };
 
 mod common;
@@ -155,11 +158,16 @@ impl Task {
 struct Tasks {
     tasks: Vec<Task>,
     width: u32,
+    /// A hint only (staging runs): a wrong footprint costs speed, never a result.
+    footprint: Option<Footprint>,
 }
 
 impl Kernel for Tasks {
     fn name(&self) -> &'static str {
         "evict-stress"
+    }
+    fn footprint(&self) -> Option<Footprint> {
+        self.footprint.clone()
     }
     fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
         let Some(task) = self.tasks.get((y * self.width + x) as usize) else {
@@ -207,6 +215,7 @@ struct Totals {
     thrash_pins: u64,
     prefetched: u64,
     prefetch_hits: u64,
+    staged_batches: u64,
     wave_splits: u64,
     lost_writes: u64,
     wrong_reads: u64,
@@ -236,6 +245,7 @@ impl Totals {
         self.thrash_pins += o.thrash_pins;
         self.prefetched += o.prefetched;
         self.prefetch_hits += o.prefetch_hits;
+        self.staged_batches += o.staged_batches;
         self.wave_splits += o.wave_splits;
         self.lost_writes += o.lost_writes;
         self.wrong_reads += o.wrong_reads;
@@ -258,6 +268,7 @@ struct Run {
     /// Texture page side.
     page: u32,
     config: String,
+    staging: bool,
     objs: Vec<Obj>,
     probe: Obj,
     totals: Totals,
@@ -279,10 +290,11 @@ impl Run {
         } else {
             Prefetch::Off
         };
+        let staging = (seed / 2) % 2 == 1;
         let config = format!(
             "seed {seed} (EVICT_STRESS_SEED={seed}): {devices} devices, {slots} slots of \
              {slot_bytes} bytes each ({memory_slots} per physical memory), policy {policy}, \
-             thrashing {thrashing:?}, prefetch {prefetch}, {page}×{page} pages"
+             thrashing {thrashing:?}, prefetch {prefetch}, staging {staging}, {page}×{page} pages"
         );
         let sys = System::cpu(&SystemConfig {
             devices,
@@ -293,6 +305,7 @@ impl Run {
             seed,
             thrashing,
             prefetch,
+            staging,
             ..Default::default()
         })
         .unwrap_or_else(|e| panic!("{config}: {e}"));
@@ -307,6 +320,7 @@ impl Run {
             slot_bytes,
             page,
             config,
+            staging,
             objs: Vec::new(),
             probe,
             totals: Totals {
@@ -541,8 +555,13 @@ impl Run {
             let width = self.rng.range(1, n.min(8)) as u32;
             let height = (n as u32).div_ceil(width);
             let procedure = self.rng.pick(&[Procedure::Relaunch, Procedure::TwoPass]);
+            let footprint = self.staging.then(|| rough_footprint(&tasks)).flatten();
             let spec = PassSpec {
-                kernel: Arc::new(Tasks { tasks, width }),
+                kernel: Arc::new(Tasks {
+                    tasks,
+                    width,
+                    footprint,
+                }),
                 bindings: bindings.clone(),
                 domain: Domain::Rect {
                     x0: 0,
@@ -696,6 +715,7 @@ impl Run {
             self.totals.thrash_pins += t.thrash_pins;
             self.totals.prefetched += t.prefetched;
             self.totals.prefetch_hits += t.prefetch_hits;
+            self.totals.staged_batches += t.staged_batches;
         }
         self.totals
     }
@@ -715,6 +735,22 @@ fn watchdog<R>(seed: u64, limit: Duration, f: impl FnOnce() -> R) -> R {
     drop(tx);
     let _ = dog.join();
     r
+}
+
+/// A footprint for a device's tasks that is only roughly right: the textures they read
+/// (halo 2) and the first texture they write, as if invocation (x, y) touched texel (x, y).
+/// `None` when they write no texture.
+fn rough_footprint(tasks: &[Task]) -> Option<Footprint> {
+    let write = tasks.iter().find(|t| !t.to.buffer)?.to.id;
+    let mut reads: Vec<(ObjectId, u32)> = tasks
+        .iter()
+        .flat_map(|t| t.reads.iter())
+        .filter(|r| !r.buffer)
+        .map(|r| (r.id, 2))
+        .collect();
+    reads.sort_unstable();
+    reads.dedup();
+    Some(Footprint { reads, write })
 }
 
 /// One run of `steps` steps from `seed`.
@@ -750,7 +786,8 @@ fn report(t: &Totals, secs: f64) {
         "evict_stress: {} runs, {} passes, {} operations ({} texel reads + {} texel writes + {} \
          host reads; {} texels checked), {} creates, {} frees, {} evictability changes; \
          {} evictions, {} eviction write-backs, {} refaults, {} thrashing pages ({} pinned), \
-         {} prefetched ({} used), {} wave splits; {} lost writes, {} wrong reads; {secs:.1} s",
+         {} prefetched ({} used), {} staged batches, {} wave splits; {} lost writes, \
+         {} wrong reads; {secs:.1} s",
         t.runs,
         t.passes,
         t.operations(),
@@ -768,6 +805,7 @@ fn report(t: &Totals, secs: f64) {
         t.thrash_pins,
         t.prefetched,
         t.prefetch_hits,
+        t.staged_batches,
         t.wave_splits,
         t.lost_writes,
         t.wrong_reads,
@@ -793,6 +831,7 @@ fn random_operations_under_tiny_budgets_match_the_shadow() {
     report(&total, start.elapsed().as_secs_f64());
     assert_not_vacuous(&total);
     if seeds.len() > 1 {
+        assert!(total.staged_batches > 0, "nothing was staged: {total:?}");
         // These seeds draw every policy and both thrashing responses.
         assert_eq!(
             (total.policies, total.thrashing),

@@ -215,7 +215,8 @@ fn wgpu_devices_and_pages_agree_with_one_device() {
 
 /// Oversubscription on wgpu: with each device's budget a fraction of the five textures, pages
 /// are evicted (through the GPU's time stamps for lru and clock) and waves split, and the
-/// field is the resident wgpu run's bit for bit, for both procedures, at 1.5× and 4×.
+/// field is the resident wgpu run's bit for bit, for both procedures, at 1.5× and 4×; lru
+/// also with asynchronous staging (`SystemConfig::staging`).
 #[test]
 fn wgpu_same_field_under_oversubscription() {
     use tessera_core::{ObjectDesc, Policy, TexelFormat};
@@ -235,9 +236,14 @@ fn wgpu_same_field_under_oversubscription() {
     };
     // Clock runs prefetch too, so the prefetch's time stamps and hits are checked on wgpu.
     let mut prefetched = 0;
+    let mut staged = 0;
     for ratio in [1.5, 4.0] {
         for procedure in [Procedure::Relaunch, Procedure::TwoPass] {
-            for policy in [Policy::Lru, Policy::Clock] {
+            for (policy, staging) in [
+                (Policy::Lru, false),
+                (Policy::Clock, false),
+                (Policy::Lru, true),
+            ] {
                 let prefetch = if policy == Policy::Clock {
                     tessera_runtime::Prefetch::Tree
                 } else {
@@ -250,6 +256,7 @@ fn wgpu_same_field_under_oversubscription() {
                     memory_bytes: budget,
                     policy,
                     prefetch,
+                    staging,
                     ..cfg(1)
                 };
                 let sys =
@@ -263,17 +270,21 @@ fn wgpu_same_field_under_oversubscription() {
                 }
                 let t = sim.sys.mm.traffic().unwrap();
                 let field: Vec<u32> = sim.field().unwrap().iter().map(|f| f.to_bits()).collect();
-                let what = format!("{ratio}x {procedure:?} {policy} prefetch {prefetch}");
+                let what = format!(
+                    "{ratio}x {procedure:?} {policy} prefetch {prefetch} staging {staging}"
+                );
                 assert!(field == want.field, "field differs: {what}");
                 assert!(t[0].evictions > 0, "nothing evicted: {what}");
                 assert!(t[0].prefetch_hits <= t[0].prefetched, "{what}");
                 prefetched += t[0].prefetched;
+                staged += t[0].staged_batches;
                 eprintln!(
-                    "{what}: {} evictions, {} refaults, {splits} wave splits, {} prefetched ({} used)",
-                    t[0].evictions, t[0].refaults, t[0].prefetched, t[0].prefetch_hits
+                    "{what}: {} evictions, {} refaults, {splits} wave splits, {} prefetched ({} used), {} staged",
+                    t[0].evictions, t[0].refaults, t[0].prefetched, t[0].prefetch_hits, t[0].staged_batches
                 );
             }
         }
     }
     assert!(prefetched > 0, "no configuration prefetched anything");
+    assert!(staged > 0, "no configuration staged anything");
 }

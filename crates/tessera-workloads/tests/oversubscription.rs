@@ -21,6 +21,9 @@ struct Run {
     field: Vec<u32>,
     evictions: u64,
     splits: u64,
+    /// Staged batches granted and refused (`SystemConfig::staging`).
+    staged: u64,
+    stage_refusals: u64,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -34,6 +37,23 @@ fn run(
     procedure: Procedure,
     frames: u32,
 ) -> Run {
+    run_staging(
+        size, page, devices, ratio, policy, thrashing, procedure, frames, false,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_staging(
+    size: u32,
+    page: u32,
+    devices: usize,
+    ratio: f64,
+    policy: Policy,
+    thrashing: Thrashing,
+    procedure: Procedure,
+    frames: u32,
+    staging: bool,
+) -> Run {
     // Each device touches its band plus a halo; give each the budget for a share of the set.
     let per_device = working_set(size, page) as f64 / devices as f64;
     let sys = System::cpu(&SystemConfig {
@@ -43,14 +63,17 @@ fn run(
         memory_bytes: 1 << 20,
         policy,
         thrashing,
+        staging,
         ..Default::default()
     })
     .unwrap();
     let sim = PagedBoiling::new(sys, size, size, page, BoilingParams::default()).unwrap();
-    let mut splits = 0;
+    let (mut splits, mut staged, mut stage_refusals) = (0, 0, 0);
     for _ in 0..frames {
         let stats = sim.frame(Partition::Rows, procedure).unwrap();
         splits += stats.iter().map(|s| s.wave_splits).sum::<u64>();
+        staged += stats.iter().map(|s| s.staged).sum::<u64>();
+        stage_refusals += stats.iter().map(|s| s.stage_refusals).sum::<u64>();
     }
     let evictions = sim
         .sys
@@ -64,6 +87,8 @@ fn run(
         field: sim.field().unwrap().iter().map(|f| f.to_bits()).collect(),
         evictions,
         splits,
+        staged,
+        stage_refusals,
     }
 }
 
@@ -119,5 +144,37 @@ fn thrashing_response_changes_no_result() {
             frames,
         );
         assert!(r.field == want, "{t:?}");
+    }
+}
+
+#[test]
+fn staging_gives_the_same_field_at_1_5x_and_4x_for_both_procedures() {
+    let (size, page, frames) = (48, 8, 3);
+    let want = reference(size, frames);
+    for ratio in [4.0, 1.5] {
+        for procedure in [Procedure::TwoPass, Procedure::Relaunch] {
+            for devices in [1, 2] {
+                let r = run_staging(
+                    size,
+                    page,
+                    devices,
+                    ratio,
+                    Policy::Lru,
+                    Thrashing::Pin,
+                    procedure,
+                    frames,
+                    true,
+                );
+                let what = format!("{ratio}x {procedure:?} {devices} devices");
+                assert!(r.field == want, "field differs with staging: {what}");
+                assert!(r.evictions > 0, "nothing was evicted: {what}");
+                // At 4x every pass runs in bands, so staging ran and the field above was
+                // computed with it. (At 1.5x a pass may fit whole: no next band to stage.)
+                if ratio == 4.0 {
+                    assert!(r.staged > 0, "nothing was staged: {what}");
+                }
+                eprintln!("{what}: {} staged, {} refused", r.staged, r.stage_refusals);
+            }
+        }
     }
 }
