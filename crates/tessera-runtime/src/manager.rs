@@ -231,8 +231,8 @@ impl ManagerHandle {
             // A stage is answered by one manager at once; across homes it would be parts
             // acquired in node order, which may wait. Refused, so the band asks as before.
             let (tx, rx) = bounded(1);
-            let _ = tx.send(Err(RuntimeError::Config(
-                "staging is not built across nodes".into(),
+            let _ = tx.send(Err(RuntimeError::Core(
+                tessera_core::CoreError::StageWouldWait(device),
             )));
             return Pending::new(rx, "memory manager");
         }
