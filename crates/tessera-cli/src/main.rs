@@ -271,6 +271,10 @@ pub struct ClusterOpts {
     /// with an error naming it.
     #[arg(long, default_value_t = 10.0)]
     lost_after_s: f64,
+    /// On several nodes: the network that models the inter-node traffic's time: eth-10g,
+    /// eth-100g, ib-edr or ib-hdr. Unset: the `[network]` of a `--topology` file, else ib-hdr.
+    #[arg(long, value_name = "NAME")]
+    network: Option<String>,
     /// Testing (.ci/mpi_check): this rank aborts, as if killed, after `--abort-after-frames`
     /// measured frames.
     #[arg(long, hide = true)]
@@ -285,6 +289,7 @@ impl Default for ClusterOpts {
             devices_per_node: None,
             home_block_pages: 16,
             lost_after_s: 10.0,
+            network: None,
             abort_rank: None,
             abort_after_frames: 1,
         }

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
+use tessera_core::topology::Network;
 use tessera_runtime::cluster::{ClusterConfig, Link, NodeCounters};
 use tessera_runtime::{System, SystemConfig};
 use tessera_workloads::boiling::math::BoilingParams;
@@ -43,6 +44,14 @@ pub struct NodesReport {
     pub inter_node_bytes_per_frame: f64,
     pub inter_node_page_bytes_per_frame: f64,
     pub inter_node_messages_per_frame: f64,
+    /// The network the time below is modeled on, its bandwidth and per-message latency.
+    pub network: String,
+    pub network_bandwidth_gb_per_s: f64,
+    pub network_latency_us: f64,
+    /// Modeled: each node's interface sends its frame's messages one after another
+    /// (latency each, bytes at the bandwidth), the nodes at once; the busiest node's time.
+    /// The frame is taken as one phase, so this is a lower bound of the sum over its passes.
+    pub network_seconds_per_frame_modeled: f64,
     /// Bytes each node sent to the others per measured frame.
     pub bytes_sent_per_frame_by_node: Vec<f64>,
     pub field_checksum: String,
@@ -64,6 +73,7 @@ pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling
     let nodes = link.size();
     let k = link.devices_per_node();
     o.partition.regions(o.size, o.size, (nodes * k) as u32)?;
+    let network = network(o, nodes * k)?;
     let sys = System::cpu_on_cluster(
         &SystemConfig {
             cpu_threads: o.node.threads,
@@ -106,6 +116,7 @@ pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling
     let per_frame = |v: u64| v as f64 / o.frames as f64;
     let mut total = NodeCounters::default();
     let mut by_node = Vec::new();
+    let mut sent = Vec::new();
     for (a, b) in after.iter().zip(&before) {
         let d = NodeCounters {
             bytes: a.bytes - b.bytes,
@@ -113,6 +124,7 @@ pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling
             messages: a.messages - b.messages,
         };
         by_node.push(per_frame(d.bytes));
+        sent.push((d.messages, d.bytes));
         total.add(&d);
     }
     let field = sim.field()?;
@@ -133,6 +145,10 @@ pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling
         inter_node_bytes_per_frame: per_frame(total.bytes),
         inter_node_page_bytes_per_frame: per_frame(total.page_bytes),
         inter_node_messages_per_frame: per_frame(total.messages),
+        network: network.name.clone(),
+        network_bandwidth_gb_per_s: network.bandwidth / 1e9,
+        network_latency_us: network.latency * 1e6,
+        network_seconds_per_frame_modeled: network.phase_seconds(&sent) / o.frames as f64,
         bytes_sent_per_frame_by_node: by_node,
         field_checksum: checksum_hex(field_checksum(&field)),
     };
@@ -160,8 +176,27 @@ impl NodesReport {
             self.inter_node_page_bytes_per_frame,
             self.inter_node_messages_per_frame
         );
+        println!(
+            "network_seconds_per_frame_modeled={:.6} (on {}: {} GB/s, {} us a message; each node's messages one after another, the nodes at once)",
+            self.network_seconds_per_frame_modeled,
+            self.network,
+            self.network_bandwidth_gb_per_s,
+            self.network_latency_us
+        );
         println!("field_checksum={}", self.field_checksum);
     }
+}
+
+/// The network to model the traffic on: `--network`, else the topology file's, else ib-hdr.
+fn network(o: &RunOpts, devices: usize) -> Result<Network> {
+    if let Some(name) = &o.cluster.network {
+        return Ok(Network::preset(name)?);
+    }
+    let topo = crate::topology_args::load(&o.node.topology, devices)?;
+    Ok(match topo.network() {
+        Some(n) => n.clone(),
+        None => Network::preset("ib-hdr")?,
+    })
 }
 
 /// `tessera run boiling --devices-per-node K` under mpirun.
@@ -359,5 +394,13 @@ mod tests {
         assert_eq!(r.bytes_sent_per_frame_by_node.len(), 2);
         let sum: f64 = r.bytes_sent_per_frame_by_node.iter().sum();
         assert!((sum - r.inter_node_bytes_per_frame).abs() < 1e-6);
+        // ib-hdr by default: at least the bytes of the busier node at 25 GB/s.
+        assert_eq!(r.network, "ib-hdr");
+        let busiest = r
+            .bytes_sent_per_frame_by_node
+            .iter()
+            .fold(0.0f64, |a, &b| a.max(b));
+        assert!(r.network_seconds_per_frame_modeled >= busiest / 25e9);
+        assert!(r.network_seconds_per_frame_modeled > 0.0);
     }
 }

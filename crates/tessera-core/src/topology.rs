@@ -157,6 +157,8 @@ pub enum TopologyError {
     },
     #[error("device count must be between 1 and {max} (got {0})", max = crate::MAX_DEVICES)]
     DeviceCount(usize),
+    #[error("unknown network {name:?} (expected one of: {})", NETWORKS.join(", "))]
+    UnknownNetwork { name: String },
     #[error("topology {name} has {has} device(s), but the run uses {wanted}")]
     TooFewDevices {
         name: String,
@@ -330,6 +332,60 @@ pub struct Topology {
     remote: RemoteModel,
     /// The GPU module figures of the `mcm-*` presets; `None` elsewhere.
     gpm: Option<GpmModel>,
+    /// The network between nodes (`[network]` in a file); `None` when not given.
+    network: Option<Network>,
+}
+
+/// The network between the nodes of a cluster (issue 17): the link kind that joins machines,
+/// not devices. Each node's interface sends its messages one after another, each paying the
+/// latency once and its bytes at the bandwidth; the interfaces of different nodes send at
+/// once (a non-blocking switch), so a phase of messages takes its busiest node's time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Network {
+    pub name: String,
+    /// Bytes per second one node's interface sends, positive and finite.
+    pub bandwidth: f64,
+    /// Seconds per message, non-negative and finite.
+    pub latency: f64,
+}
+
+/// The named networks `Network::preset` knows.
+pub const NETWORKS: &[&str] = &["eth-10g", "eth-100g", "ib-edr", "ib-hdr"];
+
+impl Network {
+    /// A named network: `eth-10g` and `eth-100g` (Ethernet with TCP, 10 and 100 Gb/s, tens
+    /// of microseconds a message), `ib-edr` and `ib-hdr` (InfiniBand, 100 and 200 Gb/s, about
+    /// a microsecond). Line rates, not measured figures.
+    pub fn preset(name: &str) -> Result<Self> {
+        let (gbit, latency_us) = match name {
+            "eth-10g" => (10.0, 50.0),
+            "eth-100g" => (100.0, 10.0),
+            "ib-edr" => (100.0, 1.0),
+            "ib-hdr" => (200.0, 1.0),
+            _ => {
+                return Err(TopologyError::UnknownNetwork {
+                    name: name.to_string(),
+                })
+            }
+        };
+        Ok(Network {
+            name: name.to_string(),
+            bandwidth: gbit * 1e9 / 8.0,
+            latency: latency_us * 1e-6,
+        })
+    }
+
+    /// One node's interface sending `messages` messages of `bytes` in all.
+    pub fn seconds(&self, messages: u64, bytes: u64) -> f64 {
+        messages as f64 * self.latency + bytes as f64 / self.bandwidth
+    }
+
+    /// A phase in which node `n` sent `sent[n] = (messages, bytes)`: the busiest node's time.
+    pub fn phase_seconds(&self, sent: &[(u64, u64)]) -> f64 {
+        sent.iter()
+            .map(|&(m, b)| self.seconds(m, b))
+            .fold(0.0, f64::max)
+    }
 }
 
 /// Page moves from one endpoint to another, summed: `pages` moves carrying `bytes`.
@@ -509,7 +565,13 @@ impl Topology {
                 pcie_x16(3)
             }),
             gpm: None,
+            network: None,
         }
+    }
+
+    /// The network between nodes, when the topology names one (`[network]`).
+    pub fn network(&self) -> Option<&Network> {
+        self.network.as_ref()
     }
 
     /// The GPU module figures (local memory, ROP rate) of an `mcm-*` preset; `None` for
@@ -823,6 +885,28 @@ impl Topology {
                 m.switch_write_factor = factor(v, "switch_write_penalty")?;
             }
         }
+        if let Some(n) = &file.network {
+            let gb = n.bandwidth_gb_per_s.get_ref().value();
+            if !(gb.is_finite() && gb > 0.0) {
+                return Err(TopologyError::BadBandwidth {
+                    at: at(n.bandwidth_gb_per_s.span()),
+                    value: gb,
+                });
+            }
+            let us = n.latency_us.as_ref().map_or(0.0, |v| v.get_ref().value());
+            if !(us.is_finite() && us >= 0.0) {
+                let span = n.latency_us.as_ref().map_or(0..0, |v| v.span());
+                return Err(TopologyError::BadLatency {
+                    at: at(span),
+                    value: us,
+                });
+            }
+            t.network = Some(Network {
+                name: n.name.clone().unwrap_or_else(|| "network".into()),
+                bandwidth: gb * 1e9,
+                latency: us * 1e-6,
+            });
+        }
         Ok(t)
     }
 
@@ -936,6 +1020,16 @@ struct File {
     #[serde(default)]
     link: Vec<LinkDecl>,
     remote: Option<RemoteDecl>,
+    network: Option<NetworkDecl>,
+}
+
+/// `[network]`: the link kind between nodes ([`Network`]).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NetworkDecl {
+    name: Option<String>,
+    bandwidth_gb_per_s: toml::Spanned<Number>,
+    latency_us: Option<toml::Spanned<Number>>,
 }
 
 #[derive(Deserialize)]
@@ -1546,5 +1640,50 @@ aggregate_gb_per_s = 10
         for bad in ["device", "device01", "device+1", "Device1", "dev1", " host"] {
             assert_eq!(Endpoint::parse(bad), None, "{bad}");
         }
+    }
+}
+
+#[cfg(test)]
+mod network_tests {
+    use super::*;
+
+    /// By hand: ib-hdr is 200 Gb/s = 25e9 B/s and 1 µs a message. Node 0 sends 10 messages of
+    /// 1 MB in all: 10 µs + 40 µs = 50 µs; node 1 sends 100 messages of 0.5 MB: 100 µs + 20 µs
+    /// = 120 µs. The phase takes the busier node's 120 µs.
+    #[test]
+    fn a_phase_takes_the_busiest_nodes_messages_and_bytes() {
+        let n = Network::preset("ib-hdr").unwrap();
+        assert!((n.seconds(10, 1_000_000) - 50e-6).abs() < 1e-12);
+        let t = n.phase_seconds(&[(10, 1_000_000), (100, 500_000), (0, 0)]);
+        assert!((t - 120e-6).abs() < 1e-12, "{t}");
+        assert_eq!(n.phase_seconds(&[]), 0.0);
+        assert!(matches!(
+            Network::preset("carrier-pigeon"),
+            Err(TopologyError::UnknownNetwork { .. })
+        ));
+    }
+
+    #[test]
+    fn a_topology_file_declares_its_network() {
+        let base = "[[device]]\nid = 0\n[[link]]\nfrom = \"host\"\nto = \"device0\"\nbandwidth_gb_per_s = 16\nduplex = true\n";
+        let t = Topology::from_toml_str(base, "t.toml").unwrap();
+        assert!(t.network().is_none());
+        let with =
+            format!("{base}[network]\nname = \"lab\"\nbandwidth_gb_per_s = 12.5\nlatency_us = 2\n");
+        let t = Topology::from_toml_str(&with, "t.toml").unwrap();
+        let n = t.network().unwrap();
+        assert_eq!(n.name, "lab");
+        assert_eq!(n.bandwidth, 12.5e9);
+        assert!((n.latency - 2e-6).abs() < 1e-15);
+        let bad = format!("{base}[network]\nbandwidth_gb_per_s = 0\n");
+        assert!(matches!(
+            Topology::from_toml_str(&bad, "t.toml"),
+            Err(TopologyError::BadBandwidth { .. })
+        ));
+        let bad = format!("{base}[network]\nbandwidth_gb_per_s = 1\nlatency_us = -1\n");
+        assert!(matches!(
+            Topology::from_toml_str(&bad, "t.toml"),
+            Err(TopologyError::BadLatency { .. })
+        ));
     }
 }
