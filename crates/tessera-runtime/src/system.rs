@@ -23,7 +23,7 @@ use crate::manager::{self, ManagerConfig, ManagerHandle, Prefetch, Thrashing};
 use crate::partition::Partition;
 use crate::sync::channel::{bounded, unbounded, Sender};
 use crate::sync::{Builder, JoinHandle};
-use crate::worker::{self, Pending};
+use crate::worker::{self, Pending, WorkerHandle};
 
 /// How to build a node.
 #[derive(Clone, Debug)]
@@ -116,13 +116,7 @@ impl System {
                 cfg.devices
             )));
         }
-        let pool = Arc::new(
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(cfg.cpu_threads)
-                .thread_name(|i| format!("tessera-cpu-{i}"))
-                .build()
-                .map_err(|e| RuntimeError::Config(format!("cannot start CPU threads: {e}")))?,
-        );
+        let pool = cpu_pool(cfg.cpu_threads)?;
         let devices: Vec<Box<dyn Device>> = (0..cfg.devices)
             .map(|i| Box::new(CpuDevice::new(DeviceId(i as u8), pool.clone())) as Box<dyn Device>)
             .collect();
@@ -158,22 +152,7 @@ impl System {
             },
         )?;
         joins.push(j);
-        let mut drivers = Vec::new();
-        for w in workers {
-            let (tx, rx) = unbounded::<DriverJob>();
-            let mut ctx = DeviceContext::new(w, mm.clone());
-            ctx.set_staging(cfg.staging);
-            let j = Builder::new()
-                .name(format!("tessera-driver-{}", ctx.device.0))
-                .spawn(move || {
-                    while let Ok(job) = rx.recv() {
-                        job(&mut ctx);
-                    }
-                })
-                .map_err(|e| RuntimeError::Config(format!("cannot start a thread: {e}")))?;
-            drivers.push(tx);
-            joins.push(j);
-        }
+        let drivers = spawn_drivers(workers, &mm, cfg.staging, &mut joins)?;
         Ok(System {
             mm,
             drivers,
@@ -197,13 +176,7 @@ impl System {
         let k = link.devices_per_node();
         let (rank, nodes) = (link.rank(), link.size());
         let all = nodes * k;
-        let pool = Arc::new(
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(cfg.cpu_threads)
-                .thread_name(|i| format!("tessera-cpu-{i}"))
-                .build()
-                .map_err(|e| RuntimeError::Config(format!("cannot start CPU threads: {e}")))?,
-        );
+        let pool = cpu_pool(cfg.cpu_threads)?;
         let mut joins = Vec::new();
         let mut workers = Vec::new();
         let mut maps = Vec::new();
@@ -259,21 +232,8 @@ impl System {
         joins.push(j);
         link.serve(workers.clone(), maps, mm.clone());
         let mm = mm.on_cluster(link.clone());
-        let mut drivers = Vec::new();
-        for w in workers {
-            let (tx, rx) = unbounded::<DriverJob>();
-            let mut ctx = DeviceContext::new(w, mm.clone());
-            let j = Builder::new()
-                .name(format!("tessera-driver-{}", ctx.device.0))
-                .spawn(move || {
-                    while let Ok(job) = rx.recv() {
-                        job(&mut ctx);
-                    }
-                })
-                .map_err(|e| RuntimeError::Config(format!("cannot start a thread: {e}")))?;
-            drivers.push(tx);
-            joins.push(j);
-        }
+        // Staging stays off: a stage is one manager's answer, and batches here span homes.
+        let drivers = spawn_drivers(workers, &mm, false, &mut joins)?;
         // No node may reach another before that one serves its devices and pages.
         link.barrier()?;
         Ok(System {
@@ -556,6 +516,43 @@ impl System {
         };
         self.run_pass(&spec, width, height, Partition::Rows, Procedure::Relaunch)
     }
+}
+
+/// The rayon pool the CPU devices' kernels share.
+fn cpu_pool(threads: usize) -> Result<Arc<rayon::ThreadPool>> {
+    Ok(Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("tessera-cpu-{i}"))
+            .build()
+            .map_err(|e| RuntimeError::Config(format!("cannot start CPU threads: {e}")))?,
+    ))
+}
+
+/// One driver thread per device worker, each running the jobs `System::on_device` queues.
+fn spawn_drivers(
+    workers: Vec<WorkerHandle>,
+    mm: &ManagerHandle,
+    staging: bool,
+    joins: &mut Vec<JoinHandle<()>>,
+) -> Result<Vec<Sender<DriverJob>>> {
+    let mut drivers = Vec::new();
+    for w in workers {
+        let (tx, rx) = unbounded::<DriverJob>();
+        let mut ctx = DeviceContext::new(w, mm.clone());
+        ctx.set_staging(staging);
+        let j = Builder::new()
+            .name(format!("tessera-driver-{}", ctx.device.0))
+            .spawn(move || {
+                while let Ok(job) = rx.recv() {
+                    job(&mut ctx);
+                }
+            })
+            .map_err(|e| RuntimeError::Config(format!("cannot start a thread: {e}")))?;
+        drivers.push(tx);
+        joins.push(j);
+    }
+    Ok(drivers)
 }
 
 impl Drop for System {
