@@ -177,7 +177,7 @@ impl NodesReport {
             self.inter_node_messages_per_frame
         );
         println!(
-            "network_seconds_per_frame_modeled={:.6} (on {}: {} GB/s, {} us a message; each node's messages one after another, the nodes at once)",
+            "network_seconds_per_frame_modeled={:.6} (on {}: {:.2} GB/s, {:.1} us a message; each node's messages one after another, the nodes at once)",
             self.network_seconds_per_frame_modeled,
             self.network,
             self.network_bandwidth_gb_per_s,

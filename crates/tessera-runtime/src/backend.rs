@@ -152,6 +152,12 @@ pub trait Device: Send {
     /// Drops the last temporary without merging (a pass that wrote nothing).
     fn discard_temp(&mut self);
 
+    /// Called by the device's worker at the end of every job, before the job's reply: a device
+    /// that holds back work it was given (a view of a device on another node sends a job's
+    /// slot writes as one message) sends it now, so the job's effects go out before anyone
+    /// the reply wakes can act on them.
+    fn end_of_job(&mut self) {}
+
     /// Devices that answer the same `Some(group)` copy pages between their memories on the
     /// device itself, with no host round trip (the wgpu devices of one `tessera_wgpu::SharedGpu`:
     /// one wgpu device and queue). The memory manager asks once, at start. `None` (the

@@ -109,13 +109,20 @@ enum Msg {
         id: u64,
         object: u32,
     },
-    /// A home's operation on a device of the receiving node. `id` 0: posted, no reply (a
-    /// failure is kept and returned by that home's next waited-for operation on the device).
+    /// A home's operation on a device of the receiving node, answered by a `Reply` (posted
+    /// operations travel in `DevBatch`; an `id` of 0 would ask for no reply).
     Dev {
         id: u64,
         device: u8,
         home: u16,
         op: DevOp,
+    },
+    /// A home's posted operations on a device, in order, sent as one message at the end of
+    /// a worker job (no reply; a failure is kept as for a posted `Dev`).
+    DevBatch {
+        device: u8,
+        home: u16,
+        ops: Vec<DevOp>,
     },
     Barrier {
         epoch: u64,
@@ -416,6 +423,13 @@ impl Link {
                     op: DevOp::WriteSlot { data, .. },
                     ..
                 } => data.len() as u64,
+                Msg::DevBatch { ops, .. } => ops
+                    .iter()
+                    .map(|op| match op {
+                        DevOp::WriteSlot { data, .. } => data.len() as u64,
+                        _ => 0,
+                    })
+                    .sum(),
                 Msg::Reply {
                     body: Ok(Body::Bytes(b)),
                     ..
@@ -876,6 +890,30 @@ fn dispatch(link: &Arc<Link>, from: usize, msg: Msg) {
             };
             reply(link, from, id, r);
         }),
+        Msg::DevBatch { device, home, ops } => {
+            let Some(s) = served(link) else {
+                return;
+            };
+            let Some(k) = (device as usize)
+                .checked_sub(link.rank * link.cfg.devices_per_node)
+                .filter(|&k| k < s.workers.len())
+            else {
+                return;
+            };
+            let map = s.maps[k].clone();
+            let _ = s.workers[k].submit(move |d: &mut dyn Device| {
+                for op in ops {
+                    if let Err(e) = apply(d, &map, home, op) {
+                        map.lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .failed
+                            .entry(home)
+                            .or_insert(e);
+                        break;
+                    }
+                }
+            });
+        }
         Msg::Dev {
             id,
             device,
@@ -1016,6 +1054,9 @@ pub(crate) struct NodeView {
     pub(crate) device: DeviceId,
     pub(crate) home: u16,
     pub(crate) target: Target,
+    /// Posted operations for a device on another node, held until the worker job that made
+    /// them ends (`end_of_job`) or an operation must wait: one message per job, not per page.
+    held: Vec<DevOp>,
 }
 
 pub(crate) enum Target {
@@ -1030,37 +1071,63 @@ pub(crate) enum Target {
 }
 
 impl NodeView {
-    fn run(&self, op: DevOp, wait: bool) -> Result<Body> {
+    pub(crate) fn new(device: DeviceId, home: u16, target: Target) -> Self {
+        NodeView {
+            device,
+            home,
+            target,
+            held: Vec::new(),
+        }
+    }
+
+    /// Sends the held operations as one message (they keep their order: every later message
+    /// from this home to that node follows them).
+    fn send_held(&mut self) -> Result<()> {
+        if self.held.is_empty() {
+            return Ok(());
+        }
+        let ops = std::mem::take(&mut self.held);
+        match &self.target {
+            Target::There { node, link } => {
+                link.check_lost()?;
+                link.send(
+                    *node,
+                    &Msg::DevBatch {
+                        device: self.device.0,
+                        home: self.home,
+                        ops,
+                    },
+                )
+            }
+            Target::Here { .. } => Ok(()),
+        }
+    }
+
+    fn run(&mut self, op: DevOp, wait: bool) -> Result<Body> {
+        if let Target::There { .. } = &self.target {
+            if !wait {
+                self.held.push(op);
+                return Ok(Body::Unit);
+            }
+            self.send_held()?;
+        }
         match &self.target {
             Target::Here { worker, map } => {
                 let (map, home) = (map.clone(), self.home);
                 worker.call(move |d| apply(d, &map, home, op))
             }
             Target::There { node, link } => {
-                if wait {
-                    link.call(*node, |id| Msg::Dev {
-                        id,
-                        device: self.device.0,
-                        home: self.home,
-                        op,
-                    })
-                } else {
-                    link.check_lost()?;
-                    link.send(
-                        *node,
-                        &Msg::Dev {
-                            id: 0,
-                            device: self.device.0,
-                            home: self.home,
-                            op,
-                        },
-                    )?;
-                    Ok(Body::Unit)
-                }
+                // Posted operations were held above; only waited ones get here.
+                link.call(*node, |id| Msg::Dev {
+                    id,
+                    device: self.device.0,
+                    home: self.home,
+                    op,
+                })
             }
         }
     }
-    fn unit(&self, op: DevOp) -> Result<()> {
+    fn unit(&mut self, op: DevOp) -> Result<()> {
         match self.run(op, false)? {
             Body::Unit => Ok(()),
             other => Err(unexpected(self.home as usize, &other)),
@@ -1142,4 +1209,8 @@ impl Device for NodeView {
         self.refuse("a merge")
     }
     fn discard_temp(&mut self) {}
+    fn end_of_job(&mut self) {
+        // A failure here is the link's (the node is lost); every later call reports it.
+        let _ = self.send_held();
+    }
 }

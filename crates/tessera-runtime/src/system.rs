@@ -202,11 +202,7 @@ impl System {
                     link: link.clone(),
                 }
             };
-            let view = NodeView {
-                device: id,
-                home: rank as u16,
-                target,
-            };
+            let view = NodeView::new(id, rank as u16, target);
             let (h, j) = worker::spawn(id, Box::new(view))?;
             views.push(h);
             joins.push(j);

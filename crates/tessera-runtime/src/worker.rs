@@ -47,7 +47,10 @@ impl WorkerHandle {
         let (tx, rx) = bounded(1);
         // A send fails only when the worker is gone; the Pending then reports ThreadGone.
         let _ = self.tx.send(Box::new(move |d: &mut dyn Device| {
-            let _ = tx.send(f(d));
+            let r = f(d);
+            // Before the reply: whoever the reply wakes may act on the job's effects.
+            d.end_of_job();
+            let _ = tx.send(r);
         }));
         Pending::new(rx, "device worker")
     }
