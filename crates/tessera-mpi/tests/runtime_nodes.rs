@@ -42,9 +42,24 @@ fn one_node(devices: usize, procedure: Procedure) -> Vec<u32> {
 
 /// Each node's field and the bytes it sent to the others.
 fn nodes(n: usize, k: usize, block_pages: u64, procedure: Procedure) -> Vec<(Vec<u32>, u64)> {
+    nodes_with(n, k, block_pages, procedure, config())
+        .into_iter()
+        .map(|(f, sent, _)| (f, sent))
+        .collect()
+}
+
+/// `nodes` with a system configuration; also the evictions each node's manager made.
+fn nodes_with(
+    n: usize,
+    k: usize,
+    block_pages: u64,
+    procedure: Procedure,
+    cfg: SystemConfig,
+) -> Vec<(Vec<u32>, u64, u64)> {
     let handles: Vec<_> = InProcess::cluster(n)
         .into_iter()
         .map(|t| {
+            let cfg = cfg.clone();
             thread::spawn(move || {
                 let link = Link::start(
                     move || Ok(ForRuntime(t)),
@@ -55,7 +70,7 @@ fn nodes(n: usize, k: usize, block_pages: u64, procedure: Procedure) -> Vec<(Vec
                     },
                 )
                 .unwrap();
-                let sys = System::cpu_on_cluster(&config(), link.clone()).unwrap();
+                let sys = System::cpu_on_cluster(&cfg, link.clone()).unwrap();
                 assert_eq!(sys.devices(), k);
                 assert_eq!(sys.all_devices(), n * k);
                 let sim =
@@ -66,8 +81,16 @@ fn nodes(n: usize, k: usize, block_pages: u64, procedure: Procedure) -> Vec<(Vec
                 }
                 let field = field_bits(&sim);
                 let sent = link.counters().bytes;
+                let evictions = sim
+                    .sys
+                    .mm
+                    .traffic()
+                    .unwrap()
+                    .iter()
+                    .map(|t| t.evictions)
+                    .sum();
                 drop(sim);
-                (field, sent)
+                (field, sent, evictions)
             })
         })
         .collect();
@@ -113,6 +136,32 @@ fn four_nodes_of_one_device_two_pass() {
 #[test]
 fn four_nodes_of_two_devices_relaunch() {
     same_field_as_one_node(4, 2, Procedure::Relaunch);
+}
+
+/// Budgets below each device's working set: every home evicts its share of the device's pages
+/// (the budget is split between the homes), a remote home's refusal splits waves as a local
+/// one does, and the field is still one node's.
+#[test]
+fn two_nodes_under_oversubscription_both_procedures() {
+    for procedure in [Procedure::Relaunch, Procedure::TwoPass] {
+        let want = one_node(2, procedure);
+        // A device touches five 64 × 32 textures of 4-byte texels: 40 KiB; 24 KiB is 1.7×
+        // too small, and each of the two homes manages 12 KiB of it.
+        let cfg = SystemConfig {
+            budget_bytes: 24 << 10,
+            memory_bytes: 24 << 10,
+            ..config()
+        };
+        for (rank, (field, _, evictions)) in
+            nodes_with(2, 1, 4, procedure, cfg).into_iter().enumerate()
+        {
+            assert!(
+                field == want,
+                "node {rank} ({procedure:?}): the field differs"
+            );
+            assert!(evictions > 0, "node {rank} ({procedure:?}) evicted nothing");
+        }
+    }
 }
 
 /// Node 1 builds its part and then stops answering (its router ends without a word, as a
