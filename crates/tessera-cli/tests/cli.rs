@@ -637,3 +637,31 @@ fn bench_oversubscription_prints_its_table_and_writes_csv_and_plot() {
     assert!(dir.path().join("oversubscription.png").exists());
     assert!(dir.path().join("oversubscription.svg").exists());
 }
+
+/// Without the `mpi` feature, asking for several nodes says how to get them, and exits
+/// non-zero; a litmus run across nodes too.
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn devices_per_node_without_mpi_says_how_to_build_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    for args in [
+        vec!["run", "boiling", "--devices-per-node", "2", "--out", out],
+        vec![
+            "litmus",
+            "--devices-per-node",
+            "2",
+            "tests/litmus/SB.litmus",
+        ],
+    ] {
+        let o = tessera(&args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?} succeeded");
+        assert!(err.contains("--features mpi"), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+    assert!(
+        !dir.path().join("report.json").exists(),
+        "a refused run wrote a report"
+    );
+}
