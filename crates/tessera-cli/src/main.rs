@@ -256,7 +256,8 @@ pub struct RunOpts {
 /// `run boiling` over MPI processes (crate::nodes).
 #[derive(Args, Clone)]
 pub struct ClusterOpts {
-    /// Run over MPI processes, one node each, with K CPU devices per node:
+    /// Run over MPI processes, one node each, with K devices per node (`--backend cpu`, or
+    /// `wgpu` with each process opening its own GPU, at most 4 processes):
     /// `mpirun -np N tessera run boiling --devices-per-node K` simulates one field over N × K
     /// devices, each node home to a share of the pages (`--devices` is then ignored; the
     /// report is measured only). Needs a tessera built with `--features mpi` (README.md,

@@ -13,8 +13,10 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use tessera_core::topology::Network;
+use tessera_core::DeviceId;
 use tessera_runtime::cluster::{ClusterConfig, Link, NodeCounters};
-use tessera_runtime::{System, SystemConfig};
+use tessera_runtime::{Device, System, SystemConfig};
+use tessera_wgpu::{SharedGpu, WgpuDevice};
 use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::reference::{checksum_hex, field_checksum};
 use tessera_workloads::boiling::sim::PagedBoiling;
@@ -30,6 +32,8 @@ pub struct NodesReport {
     pub nodes: usize,
     pub devices_per_node: usize,
     pub devices: usize,
+    /// Rank 0's devices, as the backend describes them.
+    pub backend: String,
     pub size: u32,
     pub page: u32,
     pub procedure: String,
@@ -64,9 +68,6 @@ pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling
     if o.frames == 0 {
         bail!("--frames must be at least 1");
     }
-    if o.node.backend != BackendKind::Cpu {
-        bail!("--devices-per-node runs the CPU backend only: the wgpu backend is not built across nodes");
-    }
     if o.node.staging {
         bail!("--staging on is not built across nodes (--devices-per-node)");
     }
@@ -74,17 +75,29 @@ pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling
     let k = link.devices_per_node();
     o.partition.regions(o.size, o.size, (nodes * k) as u32)?;
     let network = network(o, nodes * k)?;
-    let sys = System::cpu_on_cluster(
-        &SystemConfig {
-            cpu_threads: o.node.threads,
-            budget_bytes: crate::budget_bytes(o.node.budget_mib),
-            policy: o.node.policy,
-            thrashing: o.node.thrashing,
-            prefetch: o.node.prefetch,
-            ..Default::default()
-        },
-        link.clone(),
-    )?;
+    let cfg = SystemConfig {
+        cpu_threads: o.node.threads,
+        budget_bytes: crate::budget_bytes(o.node.budget_mib),
+        policy: o.node.policy,
+        thrashing: o.node.thrashing,
+        prefetch: o.node.prefetch,
+        ..Default::default()
+    };
+    let sys = match o.node.backend {
+        BackendKind::Cpu => System::cpu_on_cluster(&cfg, link.clone())?,
+        BackendKind::Wgpu => {
+            // Each node opens its own GPU (`TESSERA_ADAPTER` picks it), as `run` does.
+            let gpu = SharedGpu::open(&crate::backend::adapter_choice())?;
+            let first = link.rank() * k;
+            let devices = (0..k)
+                .map(|i| {
+                    Ok(Box::new(WgpuDevice::on(DeviceId::new(first + i)?, &gpu)?)
+                        as Box<dyn Device>)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            System::on_cluster(devices, &cfg, link.clone())?
+        }
+    };
     let sim = PagedBoiling::new(sys, o.size, o.size, o.page, BoilingParams::default())?;
     let bar =
         (link.rank() == 0).then(|| crate::run::progress((o.warmup + o.frames) as u64, "boiling"));
@@ -133,6 +146,7 @@ pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling
         nodes,
         devices_per_node: k,
         devices: nodes * k,
+        backend: sim.sys.backend().to_string(),
         size: o.size,
         page: o.page,
         procedure: format!("{:?}", o.procedure),
@@ -158,12 +172,13 @@ pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling
 impl NodesReport {
     pub fn print(&self) {
         println!(
-            "Boiling {s}x{s}, page {p}, {n} node(s) x {k} CPU device(s) = {d} devices, {proc}, homes in blocks of {b} pages, {f} frame(s) after {w} warm-up (measured)",
+            "Boiling {s}x{s}, page {p}, {n} node(s) x {k} device(s) [{be}] = {d} devices, {proc}, homes in blocks of {b} pages, {f} frame(s) after {w} warm-up (measured)",
             s = self.size,
             p = self.page,
             n = self.nodes,
             k = self.devices_per_node,
             d = self.devices,
+            be = self.backend,
             proc = self.procedure,
             b = self.home_block_pages,
             f = self.frames,

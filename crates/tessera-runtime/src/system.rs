@@ -173,16 +173,61 @@ impl System {
     /// build its part and then make the same calls (create, passes, reads) in the same order.
     /// Returns once every node has built its part.
     pub fn cpu_on_cluster(cfg: &SystemConfig, link: Arc<Link>) -> Result<Self> {
+        let pool = cpu_pool(cfg.cpu_threads)?;
+        let first = link.rank() * link.devices_per_node();
+        let devices = (0..link.devices_per_node())
+            .map(|i| {
+                let id = DeviceId::new(first + i)?;
+                Ok(Box::new(CpuDevice::new(id, pool.clone())) as Box<dyn Device>)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Self::on_cluster(devices, cfg, link)
+    }
+
+    /// [`System::cpu_on_cluster`] over any backend's devices: `devices` are this node's
+    /// `link.devices_per_node()`, numbered after the lower nodes' ones (every node must run
+    /// the same backend). Where a backend limits a device's memories (wgpu binds four), each
+    /// home may create its share of them, so a cluster has at most that many nodes.
+    pub fn on_cluster(
+        devices: Vec<Box<dyn Device>>,
+        cfg: &SystemConfig,
+        link: Arc<Link>,
+    ) -> Result<Self> {
         let k = link.devices_per_node();
         let (rank, nodes) = (link.rank(), link.size());
         let all = nodes * k;
-        let pool = cpu_pool(cfg.cpu_threads)?;
+        if devices.len() != k {
+            return Err(RuntimeError::Config(format!(
+                "node {rank} was given {} devices for {k} devices per node",
+                devices.len()
+            )));
+        }
+        let backend = devices.first().map(|d| d.describe()).unwrap_or_default();
+        let limits = devices
+            .first()
+            .map(|d| d.memory_limits())
+            .unwrap_or_default();
+        let per_home = match limits.max_memories {
+            None => limits,
+            Some(m) => {
+                let share = m as usize / nodes;
+                if share == 0 {
+                    return Err(RuntimeError::Config(format!(
+                        "{backend}: a device has at most {m} memories and each of the {nodes} nodes' homes needs one of its own; run at most {m} nodes"
+                    )));
+                }
+                tessera_core::MemoryLimits {
+                    max_memories: Some(share as u16),
+                    max_memory_bytes: limits.max_memory_bytes,
+                }
+            }
+        };
         let mut joins = Vec::new();
         let mut workers = Vec::new();
         let mut maps = Vec::new();
-        for i in 0..k {
+        for (i, d) in devices.into_iter().enumerate() {
             let id = DeviceId::new(rank * k + i)?;
-            let (h, j) = worker::spawn(id, Box::new(CpuDevice::new(id, pool.clone())))?;
+            let (h, j) = worker::spawn(id, d)?;
             workers.push(h);
             joins.push(j);
             maps.push(Arc::new(std::sync::Mutex::new(MemoryMap::default())));
@@ -214,7 +259,7 @@ impl System {
                 variant: cfg.variant,
                 budget_bytes: cfg.budget_bytes / share,
                 memory_bytes: (cfg.memory_bytes / share).max(1 << 16),
-                memory_limits: Vec::new(),
+                memory_limits: vec![per_home; all],
                 policy: cfg.policy,
                 seed: cfg.seed,
                 thrashing: cfg.thrashing,
@@ -235,7 +280,7 @@ impl System {
         Ok(System {
             mm,
             drivers,
-            backend: format!("cpu, node {rank} of {nodes}"),
+            backend: format!("{backend}, node {rank} of {nodes}"),
             joins,
             schedule: if cfg.isolated {
                 Schedule::Isolated
