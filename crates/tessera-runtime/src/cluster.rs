@@ -110,7 +110,7 @@ enum Msg {
         object: u32,
     },
     /// A home's operation on a device of the receiving node, answered by a `Reply` (posted
-    /// operations travel in `DevBatch`; an `id` of 0 would ask for no reply).
+    /// operations travel in `DevBatch`).
     Dev {
         id: u64,
         device: u8,
@@ -419,10 +419,6 @@ impl Link {
             c.bytes += bytes.len() as u64;
             c.messages += 1;
             c.page_bytes += match msg {
-                Msg::Dev {
-                    op: DevOp::WriteSlot { data, .. },
-                    ..
-                } => data.len() as u64,
                 Msg::DevBatch { ops, .. } => ops
                     .iter()
                     .map(|op| match op {
@@ -891,24 +887,16 @@ fn dispatch(link: &Arc<Link>, from: usize, msg: Msg) {
             reply(link, from, id, r);
         }),
         Msg::DevBatch { device, home, ops } => {
-            let Some(s) = served(link) else {
+            // Posted: nobody waits, so an unknown device has nobody to tell either.
+            let Some((worker, map)) = served_device(link, device) else {
                 return;
             };
-            let Some(k) = (device as usize)
-                .checked_sub(link.rank * link.cfg.devices_per_node)
-                .filter(|&k| k < s.workers.len())
-            else {
-                return;
-            };
-            let map = s.maps[k].clone();
-            let _ = s.workers[k].submit(move |d: &mut dyn Device| {
+            let _ = worker.submit(move |d: &mut dyn Device| {
                 for op in ops {
                     if let Err(e) = apply(d, &map, home, op) {
                         map.lock()
                             .unwrap_or_else(|p| p.into_inner())
-                            .failed
-                            .entry(home)
-                            .or_insert(e);
+                            .keep_failure(home, e);
                         break;
                     }
                 }
@@ -920,44 +908,33 @@ fn dispatch(link: &Arc<Link>, from: usize, msg: Msg) {
             home,
             op,
         } => {
-            let Some(s) = served(link) else {
-                if id != 0 {
-                    reply(link, from, id, Err(not_ready(link.rank)));
-                }
+            let Some((worker, map)) = served_device(link, device) else {
+                let e = match served(link) {
+                    None => not_ready(link.rank),
+                    Some(_) => {
+                        RuntimeError::Core(tessera_core::CoreError::UnknownDevice(DeviceId(device)))
+                    }
+                };
+                reply(link, from, id, Err(e));
                 return;
             };
-            let local = (device as usize).checked_sub(link.rank * link.cfg.devices_per_node);
-            let Some(k) = local.filter(|&k| k < s.workers.len()) else {
-                if id != 0 {
-                    reply(
-                        link,
-                        from,
-                        id,
-                        Err(RuntimeError::Core(tessera_core::CoreError::UnknownDevice(
-                            DeviceId(device),
-                        ))),
-                    );
-                }
-                return;
-            };
-            let map = s.maps[k].clone();
             let link = link.clone();
             // Queued on the device's worker in arrival order, behind nothing but the device's
             // own work; the worker sends the reply itself, so the router moves on at once.
-            let _ = s.workers[k].submit(move |d: &mut dyn Device| {
-                let r = apply(d, &map, home, op);
-                if id != 0 {
-                    reply(&link, from, id, r);
-                } else if let Err(e) = r {
-                    map.lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .failed
-                        .entry(home)
-                        .or_insert(e);
-                }
+            let _ = worker.submit(move |d: &mut dyn Device| {
+                reply(&link, from, id, apply(d, &map, home, op));
             });
         }
     }
+}
+
+/// The worker and memory map of `device` when it is one of this node's, once the node serves.
+fn served_device(link: &Link, device: u8) -> Option<(WorkerHandle, Arc<Mutex<MemoryMap>>)> {
+    let s = served(link)?;
+    let k = (device as usize)
+        .checked_sub(link.rank * link.cfg.devices_per_node)
+        .filter(|&k| k < s.workers.len())?;
+    Some((s.workers[k].clone(), s.maps[k].clone()))
 }
 
 /// A device's physical memories as each home numbers them, and the first failure of a posted
@@ -976,6 +953,10 @@ impl MemoryMap {
                 "home {home} used its memory {memory} on a device before creating it"
             ))
         })
+    }
+    /// A posted operation of `home` failed: kept (the first only) for its next waited one.
+    fn keep_failure(&mut self, home: u16, e: RuntimeError) {
+        self.failed.entry(home).or_insert(e);
     }
     fn slot(&self, home: u16, memory: u16, slot: u32) -> Result<SlotAddr> {
         Ok(SlotAddr {
