@@ -244,7 +244,9 @@ pub fn charge(
     let serving: Vec<f64> = per.iter().map(|s| manager_time(&s.stages)).collect();
     let moves = transfers(before, after)?;
     let mut pass = match schedule {
-        Schedule::Isolated => topo.isolated_pass_time(&busy, &serving, &moves)?,
+        Schedule::Isolated => {
+            topo.overlapped_pass_time(&busy, &serving, &moves, &during_launches(before, after))?
+        }
         Schedule::Concurrent => topo.pass_time(&busy, &moves)?,
     };
     let uses = remote_uses(before, after);
@@ -300,6 +302,30 @@ pub fn device_work(s: &StageTimes) -> f64 {
 /// by that copy time (docs/EVALUATION.md).
 pub fn manager_time(s: &StageTimes) -> f64 {
     s.read_requests + s.write_requests
+}
+
+/// Of the page moves between two traffic snapshots, those the memory manager made while the
+/// device computed (staged pages copied during its launch): home to each device.
+pub fn during_launches(before: &[DeviceTraffic], after: &[DeviceTraffic]) -> Vec<Transfer> {
+    after
+        .iter()
+        .enumerate()
+        .map(|(d, a)| {
+            let moved = a.host_to_device_during_launch.since(
+                before
+                    .get(d)
+                    .cloned()
+                    .unwrap_or_default()
+                    .host_to_device_during_launch,
+            );
+            Transfer {
+                from: Endpoint::Host,
+                to: Endpoint::Device(d),
+                pages: moved.pages,
+                bytes: moved.bytes,
+            }
+        })
+        .collect()
 }
 
 /// The page moves between two traffic snapshots, as transfers a topology can route: home to

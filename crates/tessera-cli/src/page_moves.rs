@@ -9,10 +9,13 @@
 //! - home → device: device 0 asks to read every page (one batch; each page is copied from its
 //!   home copy into a slot);
 //! - device → device: device 0 takes every page exclusively (no copy: it holds them), then
-//!   device 1 asks to write every page: each is read from device 0's slot and written into one
-//!   of device 1's (and device 0's copy is invalidated). Where both devices share one wgpu
-//!   device (`--backend wgpu`) each page is instead one `copy_buffer_to_buffer` on the device,
-//!   all of the batch in one submission (a peer copy, docs/ARCHITECTURE.md);
+//!   device 1 asks to write every page: each is copied from device 0's slot into one of
+//!   device 1's (and device 0's copy is invalidated) as a peer copy (docs/ARCHITECTURE.md,
+//!   "Peer copies"): on the CPU backend one copy between the two devices' memories, made by
+//!   device 1's worker; where both devices share one wgpu device (`--backend wgpu`) one
+//!   `copy_buffer_to_buffer` on the device per page, the batch in one submission. With
+//!   `TESSERA_PEER_COPY=off` each page goes through the host instead (read from device 0's
+//!   slot into a buffer, then written into device 1's: two copies);
 //! - device → home, written back: device 0 asks to read every page again. Device 1 owns them,
 //!   so each is written back home and then copied to device 0 from home (also where the two
 //!   share a wgpu device: a page read back home anyway is not copied on the device as well,
@@ -99,7 +102,7 @@ struct Round {
     to_new_vec: f64,
     /// wgpu only: the same pages moved by plain wgpu calls.
     plain: Option<PlainTimes>,
-    /// Pages of the device → device round copied on the device (peer copies), and all it moved.
+    /// Pages of the device → device round moved as peer copies, and all it moved.
     on_gpu: u64,
     moved: u64,
 }
@@ -187,7 +190,7 @@ fn round(
     r.device_to_device = timed_batch(sys, 1, requests(first, pages, Access::Write))?;
     let moved = sys.mm.traffic()?[1].since(&before[1]);
     (r.on_gpu, r.moved) = (
-        moved.device_to_device_on_gpu.pages,
+        moved.device_to_device_peer.pages,
         moved.device_to_device.pages,
     );
     r.write_back_and_read = timed_batch(sys, 0, requests(first, pages, Access::Read))?;
@@ -293,7 +296,7 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
         // the write-back (home → device). Two medians' difference, so noisier than the other
         // columns.
         let wb_alone = m(|r| r.write_back_and_read - r.to_device);
-        // The fewest pages any round copied on the device, of the most any round moved.
+        // The fewest pages any round moved as peer copies, of the most any round moved.
         on_gpu.push((
             kib,
             rounds.iter().map(|r| r.on_gpu).min().unwrap_or(0),
@@ -355,17 +358,17 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
     for s in summary {
         println!("{s}");
     }
-    // Which path the device → device moves took: on the device (peer copies, one submission
-    // per batch) or through the host.
+    // Which path the device → device moves took: peer copies (one copy between the memories;
+    // on wgpu on the device, one submission per batch) or through the host.
     let all = on_gpu.iter().all(|&(_, g, n)| g == n && n > 0);
     let none = on_gpu.iter().all(|&(_, g, _)| g == 0);
     if all {
-        println!("device→device: every page copied on the device (peer copies; the write-back round's copies come from home)");
+        println!("device→device: every page a peer copy, straight from the owner's memory (the write-back round's copies come from home)");
     } else if none {
         println!("device→device: every page through the host (read back from the owner, written to the reader)");
     } else {
         for (kib, g, n) in on_gpu {
-            println!("device→device at {kib} KiB: {g} of {n} pages copied on the device");
+            println!("device→device at {kib} KiB: {g} of {n} pages peer copies");
         }
     }
     Ok(())

@@ -43,11 +43,11 @@ pub struct DeviceReport {
     pub host_to_device_per_frame: PerFrame,
     pub device_to_host_per_frame: PerFrame,
     /// Every device → device move (the name predates peer copies: on a shared wgpu device
-    /// some of these are copies on the device, `device_to_device_on_gpu_per_frame`).
+    /// some of these are copies on the device, `device_to_device_peer_per_frame`).
     pub device_to_device_via_host_per_frame: PerFrame,
     /// Of those, the ones copied on the device without the host (docs/ARCHITECTURE.md, "Peer
     /// copies").
-    pub device_to_device_on_gpu_per_frame: PerFrame,
+    pub device_to_device_peer_per_frame: PerFrame,
     /// At the end of the run.
     pub memory: DeviceMemoryUse,
     pub stage_seconds: StageTimes,
@@ -184,7 +184,7 @@ pub struct Report {
     /// Every device → device move (see the per-device field of the same name).
     pub device_to_device_via_host_per_frame: PerFrame,
     /// Of those, the ones copied on the device without the host.
-    pub device_to_device_on_gpu_per_frame: PerFrame,
+    pub device_to_device_peer_per_frame: PerFrame,
     /// Texels in the pages moved to devices (from home or another device): the paper's
     /// Figure 10.
     pub texels_to_devices_per_frame: f64,
@@ -308,7 +308,7 @@ impl Report {
                     host_to_device_per_frame: PerFrame::of(t.host_to_device, f),
                     device_to_host_per_frame: PerFrame::of(t.device_to_host, f),
                     device_to_device_via_host_per_frame: PerFrame::of(t.device_to_device, f),
-                    device_to_device_on_gpu_per_frame: PerFrame::of(t.device_to_device_on_gpu, f),
+                    device_to_device_peer_per_frame: PerFrame::of(t.device_to_device_peer, f),
                     memory: memory[d],
                     stage_seconds: passes[d].stages,
                     gpu_stage_seconds: passes[d].gpu_stages,
@@ -349,7 +349,7 @@ impl Report {
             h2d.add(d.host_to_device_per_frame);
             d2h.add(d.device_to_host_per_frame);
             d2d.add(d.device_to_device_via_host_per_frame);
-            d2d_gpu.add(d.device_to_device_on_gpu_per_frame);
+            d2d_gpu.add(d.device_to_device_peer_per_frame);
         }
         let total = stages.total().max(f64::MIN_POSITIVE);
         let pct = |s: f64| 100.0 * s / total;
@@ -403,7 +403,7 @@ impl Report {
             host_to_device_per_frame: h2d,
             device_to_host_per_frame: d2h,
             device_to_device_via_host_per_frame: d2d,
-            device_to_device_on_gpu_per_frame: d2d_gpu,
+            device_to_device_peer_per_frame: d2d_gpu,
             texels_to_devices_per_frame: (h2d.pages + d2d.pages) * texels_per_page,
             texels_to_host_per_frame: d2h.pages * texels_per_page,
             memory: summary,

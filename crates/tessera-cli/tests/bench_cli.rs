@@ -78,6 +78,12 @@ fn bench_page_moves_prints_a_ratio_per_page_size() {
             "{kib} KiB missing from {out}"
         );
     }
+    // The CPU devices of one process are one peer group: a device → device move is one copy
+    // between their memories, not a read-back through a host buffer.
+    assert!(
+        out.contains("device→device: every page a peer copy"),
+        "{out}"
+    );
 }
 
 #[test]

@@ -254,7 +254,7 @@ fn page_moves_on_wgpu_compare_with_plain_write_buffer() {
     // The CLI's two devices share one wgpu device, so their device → device moves are copies
     // on it (peer copies), not read-backs through the host.
     assert!(
-        out.contains("device→device: every page copied on the device"),
+        out.contains("device→device: every page a peer copy"),
         "{out}"
     );
 }

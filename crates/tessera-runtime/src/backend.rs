@@ -102,6 +102,14 @@ pub struct PeerCopy {
     pub at: SlotAddr,
 }
 
+/// Writes slots of a device's physical memory from another thread, while the device may be
+/// running a launch: what the memory manager uses to copy staged pages during a launch. The
+/// caller writes only slots that no launch can reach (free slots, whose last page's
+/// descriptor was cleared by a job the device has finished).
+pub trait SlotSink: Send + Sync {
+    fn write_slot(&self, slot: u32, data: &[u8]) -> std::result::Result<(), String>;
+}
+
 /// A device: physical memories, page slots, a page table, and kernel launches.
 /// Implemented by the CPU backend (`cpu::CpuDevice`, the embedded default) and by the wgpu
 /// backend (`tessera_wgpu::WgpuDevice`). A launch that fails fails alike on both: the same
@@ -177,6 +185,14 @@ pub trait Device: Send {
     /// source must belong to a device of this device's peer group, and the caller must keep
     /// each source slot unchanged until this returns (the memory manager's order: the source
     /// page made read-only first, its slot not reused before the copy is acknowledged).
+    /// A handle through which the memory manager writes slots of physical memory `memory`
+    /// from its own thread while the device runs a launch (staged pages, copied during the
+    /// launch instead of after it). `None` (the default): the device's slots are written only
+    /// by its worker, behind its launches.
+    fn slot_sink(&self, _memory: u16) -> Option<Arc<dyn SlotSink>> {
+        None
+    }
+
     fn copy_from_peers(&mut self, copies: &[PeerCopy]) -> Result<()> {
         if copies.is_empty() {
             return Ok(());

@@ -24,7 +24,8 @@ use tessera_core::{Access, DeviceId, GlobalPage, PageRequest};
 use crate::backend::{Domain, Launch, LaunchOutcome, MergeOutcome};
 use crate::error::{Result, RuntimeError};
 use crate::kernel::{Bound, Kernel, Mode};
-use crate::manager::ManagerHandle;
+use crate::manager::{LaunchStarter, ManagerHandle};
+use crate::sync::channel::bounded;
 use crate::worker::{Pending, WorkerHandle};
 
 /// How a pass gets its pages.
@@ -210,8 +211,13 @@ impl DeviceContext {
         domain: Domain,
         mode: Mode,
     ) -> Pending<Result<LaunchOutcome>> {
+        let launch = self.next_launch(spec, domain, mode);
+        self.worker.submit(move |d| d.launch(&launch))
+    }
+
+    fn next_launch(&mut self, spec: &PassSpec, domain: Domain, mode: Mode) -> Launch {
         self.time += 1;
-        let launch = Launch {
+        Launch {
             kernel: spec.kernel.clone(),
             bindings: spec.bindings.clone(),
             pages: spec.bindings.iter().map(|b| b.pages_end).max().unwrap_or(0),
@@ -219,16 +225,44 @@ impl DeviceContext {
             mode,
             time: self.time,
             remote: self.mm.remote_bindings(&spec.bindings),
-        };
-        self.worker.submit(move |d| d.launch(&launch))
+        }
     }
 
-    /// Sends the pages set aside for staging (`stage_next`) as a `Stage` batch, when staging
-    /// is on and the device holds the lock (otherwise they wait for a launch that does: a
-    /// two-pass part's request pass runs unlocked, its compute pass locked), less the pages
-    /// the lock covers (the protocol refuses those, and they are resident anyway). Returns
-    /// the pending reply and whether the batch asks for exclusive pages.
-    fn send_stage(&mut self) -> Option<(Pending<Result<()>>, bool)> {
+    /// Queues a launch, around which the pages set aside for staging (`stage_next`) go as a
+    /// `Stage` batch when staging is on and the device holds the lock (otherwise they wait
+    /// for a launch that does: a two-pass part's request pass runs unlocked, its compute pass
+    /// locked), less the pages the lock covers (the protocol refuses those, and they are
+    /// resident anyway). The memory manager makes room for the stage first, then queues the
+    /// launch, then copies the pages during it (`ManagerHandle::stage_around`). Returns the
+    /// launch's reply and, with a stage, its reply and whether it asks for exclusive pages.
+    #[allow(clippy::type_complexity)]
+    fn launch_staging(
+        &mut self,
+        spec: &PassSpec,
+        domain: Domain,
+        mode: Mode,
+    ) -> Result<(
+        Pending<Result<LaunchOutcome>>,
+        Option<(Pending<Result<()>>, bool)>,
+    )> {
+        let Some(pages) = self.stage_pages() else {
+            return Ok((self.submit_launch(spec, domain, mode), None));
+        };
+        let launch = self.next_launch(spec, domain, mode);
+        let worker = self.worker.clone();
+        let (tx, rx) = bounded(1);
+        let start = LaunchStarter::new(move || {
+            let _ = tx.send(worker.submit(move |d| d.launch(&launch)));
+        });
+        let exclusive = pages.iter().any(|p| p.access == Access::Write);
+        let staged = self.mm.stage_around(self.device, pages, start);
+        let launched = rx
+            .recv()
+            .map_err(|_| RuntimeError::ThreadGone("memory manager"))?;
+        Ok((launched, Some((staged, exclusive))))
+    }
+
+    fn stage_pages(&mut self) -> Option<Vec<PageRequest>> {
         if !self.staging || self.granted.is_empty() || self.stage_next.is_empty() {
             return None;
         }
@@ -244,8 +278,7 @@ impl DeviceContext {
         if pages.is_empty() {
             return None;
         }
-        let exclusive = pages.iter().any(|p| p.access == Access::Write);
-        Some((self.mm.stage(self.device, pages), exclusive))
+        Some(pages)
     }
 
     /// Sends a request batch without waiting: a test can interleave other devices' steps.
@@ -327,11 +360,10 @@ impl DeviceContext {
         stats: &mut PassStats,
     ) -> Result<LaunchOutcome> {
         let t = Instant::now();
-        // The launch is queued on the worker before the stage reaches the memory manager, so
-        // every device job of the stage runs after the launch (docs/ARCHITECTURE.md,
+        // With a stage, the memory manager queues the launch once the stage's evictions are
+        // done, and copies the stage's pages while it runs (docs/ARCHITECTURE.md,
         // "Asynchronous staging").
-        let pending = self.submit_launch(spec, domain, mode);
-        let staged = self.send_stage();
+        let (pending, staged) = self.launch_staging(spec, domain, mode)?;
         let out = pending.wait()??;
         self.mm.count_remote(self.device, out.remote.clone());
         let s = t.elapsed().as_secs_f64() - out.uniquify_s;

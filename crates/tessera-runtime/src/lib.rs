@@ -21,6 +21,7 @@ pub mod worker;
 
 pub use backend::{
     Device, Domain, GpuLaunchTime, Launch, LaunchOutcome, MergeOutcome, PeerCopy, PeerMemory,
+    SlotSink,
 };
 pub use cpu::{run_span_with, Invocation, Plain, PlainInput, PlainOutput, RequestBits};
 pub use driver::{DeviceContext, PassSpec, PassStats, Procedure, StageTimes};
@@ -30,7 +31,8 @@ pub use kernel::{
     WgslKernel, MAX_BINDINGS, MAX_PARAMS, MAX_STORES,
 };
 pub use manager::{
-    ManagerHandle, Prefetch, Thrashing, PIN_BATCHES, PREFETCH_REGION, THRASH_EVENTS, THRASH_WINDOW,
+    LaunchStarter, ManagerHandle, Prefetch, Thrashing, PIN_BATCHES, PREFETCH_REGION, THRASH_EVENTS,
+    THRASH_WINDOW,
 };
 pub use partition::Partition;
 pub use remote::{RemoteBacking, RemoteBindings, RemoteObject};

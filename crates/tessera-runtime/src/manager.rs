@@ -18,7 +18,7 @@ use tessera_core::{
     Policy, Protocol, ProtocolVariant, RemoteLink, RequestBatch, RequestId, Resident, SlotAddr,
 };
 
-use crate::backend::{copy_slot, PeerCopy, PeerMemory};
+use crate::backend::{copy_slot, PeerCopy, PeerMemory, SlotSink};
 use crate::error::{Result, RuntimeError};
 use crate::home::{read_home, write_home, HomeStore, SharedHome};
 use crate::remote::{RemoteBindings, RemoteObject, RemoteRegistry};
@@ -58,7 +58,37 @@ pub(crate) enum Cmd {
     /// The run cannot go on (a node of the cluster was lost): every waiting and later request
     /// gets this error.
     Fail(RuntimeError),
-    Stage(DeviceId, Vec<PageRequest>, Sender<Result<()>>),
+    Stage(
+        DeviceId,
+        Vec<PageRequest>,
+        Option<LaunchStarter>,
+        Sender<Result<()>>,
+    ),
+}
+
+/// Queues a driver's launch on its device's worker, for the memory manager to call between
+/// the two steps of a stage ([`ManagerHandle::stage_around`]). Dropped without being called
+/// (a refused stage, a manager that is gone, a command never delivered) it queues the launch
+/// all the same, so the driver's launch always runs exactly once.
+pub struct LaunchStarter(Option<Box<dyn FnOnce() + Send>>);
+
+impl LaunchStarter {
+    pub fn new(start: impl FnOnce() + Send + 'static) -> Self {
+        LaunchStarter(Some(Box::new(start)))
+    }
+    fn start(mut self) {
+        if let Some(f) = self.0.take() {
+            f();
+        }
+    }
+}
+
+impl Drop for LaunchStarter {
+    fn drop(&mut self) {
+        if let Some(f) = self.0.take() {
+            f();
+        }
+    }
 }
 
 /// The command side of the memory manager; cheap to clone.
@@ -227,6 +257,32 @@ impl ManagerHandle {
     /// not fit beside the pages the procedure holds, or the protocol's error for a batch it
     /// refuses outright. Never deferred, so the caller may wait for the reply while locked.
     pub fn stage(&self, device: DeviceId, pages: Vec<PageRequest>) -> Pending<Result<()>> {
+        self.stage_with(device, pages, None)
+    }
+
+    /// [`ManagerHandle::stage`] around the device's next launch, which `start` queues on its
+    /// worker: the manager first makes room for the pages (time stamps, write-backs and
+    /// invalidations run on the idle worker), then calls `start`, then copies the pages from
+    /// home into the freed slots from its own thread *while the launch runs*, where the
+    /// device can take such writes (`Device::slot_sink`: the CPU backend), and queues only the
+    /// descriptors behind the launch. The launch cannot reach those slots: every descriptor
+    /// that named them was cleared by a job that finished before it was queued. `start` is
+    /// called exactly once, also when the stage is refused.
+    pub fn stage_around(
+        &self,
+        device: DeviceId,
+        pages: Vec<PageRequest>,
+        start: LaunchStarter,
+    ) -> Pending<Result<()>> {
+        self.stage_with(device, pages, Some(start))
+    }
+
+    fn stage_with(
+        &self,
+        device: DeviceId,
+        pages: Vec<PageRequest>,
+        start: Option<LaunchStarter>,
+    ) -> Pending<Result<()>> {
         if self.cluster.is_some() {
             // A stage is answered by one manager at once; across homes it would be parts
             // acquired in node order, which may wait. Refused, so the band asks as before.
@@ -236,7 +292,7 @@ impl ManagerHandle {
             )));
             return Pending::new(rx, "memory manager");
         }
-        call(&self.tx, |r| Cmd::Stage(device, pages, r))
+        call(&self.tx, |r| Cmd::Stage(device, pages, start, r))
     }
     /// Marks an object's pages as never evicted (`false`) or evictable again (`true`, the
     /// default). A non-evictable object's resident pages take their share of every device's
@@ -470,6 +526,11 @@ struct Manager {
     /// from the source's worker the first time a copy reads that memory. Memories are never
     /// destroyed, so a handle stays good.
     peer_memories: HashMap<(DeviceId, u16), PeerMemory>,
+    /// Per device and physical memory, the device's `slot_sink` (asked once).
+    sinks: HashMap<(DeviceId, u16), Option<Arc<dyn SlotSink>>>,
+    /// While a stage's actions run around its device's launch (`stage_around`): that device,
+    /// whose copies from home this thread makes itself, into slots no launch can reach.
+    copying_during_launch: Option<DeviceId>,
     /// Pages an action list copies out of a device on the device, made read-only on the
     /// source before the list is carried out (`read_ahead`), by (device, page): their slot.
     peer_ahead: HashMap<(DeviceId, GlobalPage), SlotAddr>,
@@ -543,6 +604,8 @@ pub fn spawn(
         pool: Vec::new(),
         peer_groups,
         peer_memories: HashMap::new(),
+        sinks: HashMap::new(),
+        copying_during_launch: None,
         peer_ahead: HashMap::new(),
         pressed: Arc::new((0..n).map(|_| AtomicBool::new(false)).collect()),
         modes: HashMap::new(),
@@ -604,7 +667,7 @@ impl Manager {
                     }));
                 }
                 Cmd::Request(device, pages, keep, r) => self.request(device, pages, keep, r),
-                Cmd::Stage(device, pages, r) => self.stage(device, pages, r),
+                Cmd::Stage(device, pages, start, r) => self.stage(device, pages, start, r),
                 Cmd::Evictable(id, evictable, r) => {
                     let res = self.space.get(id).map(|_| {
                         if evictable {
@@ -812,7 +875,16 @@ impl Manager {
     /// write-backs, copies, descriptors) queues on the device's worker behind the launch the
     /// driver submitted before staging, so the launch sees the pages as they were and the
     /// write-backs see its stores; the manager waits for that work as for any batch.
-    fn stage(&mut self, device: DeviceId, pages: Vec<PageRequest>, reply: Sender<Result<()>>) {
+    ///
+    /// With a `start` (`ManagerHandle::stage_around`) the launch is queued once room is made,
+    /// and the copies from home go into the device's slots from this thread during it.
+    fn stage(
+        &mut self,
+        device: DeviceId,
+        pages: Vec<PageRequest>,
+        start: Option<LaunchStarter>,
+        reply: Sender<Result<()>>,
+    ) {
         if let Some(e) = &self.broken {
             let _ = reply.send(Err(e.clone()));
             return;
@@ -852,6 +924,17 @@ impl Manager {
         let t = &mut self.traffic[device.index()];
         t.staged_batches += 1;
         t.staged_pages += batch.pages.len() as u64;
+        if let Some(start) = start {
+            // The worker is idle until `start`: the sinks are fetched without waiting behind
+            // the launch.
+            if let Err(e) = self.fetch_sinks(device) {
+                let _ = reply.send(Err(e.clone()));
+                self.fail_all(e);
+                return;
+            }
+            start.start();
+            self.copying_during_launch = Some(device);
+        }
         match self.protocol.handle(Message::Stage(batch)) {
             Err(e) => {
                 let _ = reply.send(Err(e.into()));
@@ -863,6 +946,31 @@ impl Manager {
                 }
             }
         }
+        self.copying_during_launch = None;
+    }
+
+    /// Asks `device` for a slot sink of each physical memory it has that the manager has not
+    /// asked about yet (`Device::slot_sink`; `None` is remembered too).
+    fn fetch_sinks(&mut self, device: DeviceId) -> Result<()> {
+        let ids: Vec<u16> = self.memories[device.index()]
+            .memories()
+            .iter()
+            .map(|m| m.id)
+            .filter(|&m| !self.sinks.contains_key(&(device, m)))
+            .collect();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let got = self.workers[device.index()].call(move |dev| {
+            Ok(ids
+                .into_iter()
+                .map(|m| (m, dev.slot_sink(m)))
+                .collect::<Vec<_>>())
+        })?;
+        for (m, sink) in got {
+            self.sinks.insert((device, m), sink);
+        }
+        Ok(())
     }
 
     /// Evicts enough of `device`'s pages that the batch fits its budget, never a page of the
@@ -1460,7 +1568,7 @@ impl Manager {
                         Source::Device(o) => {
                             self.traffic[to.index()].add_from_device(o.index(), bytes);
                             if let Some(src) = self.peer_ahead.remove(&(o, page)) {
-                                self.traffic[to.index()].device_to_device_on_gpu.add(bytes);
+                                self.traffic[to.index()].device_to_device_peer.add(bytes);
                                 Fill::Peer(o, src)
                             } else if self.written_home.contains(&(o, page)) {
                                 Fill::Home
@@ -1477,8 +1585,17 @@ impl Manager {
                     if out.peer_sources.contains(&(to, at)) {
                         out.finish(&self.workers)?;
                     }
+                    let fresh_memory = created.is_some();
                     if let Some(m) = created {
                         out.push(to, DeviceOp::Create(m.id, m.slot_bytes, m.capacity));
+                    }
+                    if matches!(fill, Fill::Home)
+                        && !fresh_memory
+                        && self.copy_during_launch(out, to, at, obj, local, bytes)?
+                    {
+                        self.slots[to.index()][page.index()] = Some(at);
+                        self.evictors[to.index()].resident.insert(page);
+                        continue;
                     }
                     let op = match fill {
                         Fill::Bytes(d) => DeviceOp::Write(at, d),
@@ -1543,6 +1660,7 @@ impl Manager {
                     let at = self.slot(device, page)?;
                     self.slots[device.index()][page.index()] = None;
                     self.memories[device.index()].free(at)?;
+                    out.freed.insert((device, at));
                     let ev = &mut self.evictors[device.index()];
                     ev.resident.remove(page);
                     // Leaving before a launch was seen using it: not a hit (eviction settles
@@ -1577,6 +1695,37 @@ impl Manager {
             }
         }
         out.finish(&self.workers)
+    }
+
+    /// Copies a page from home into `to`'s slot `at` on this thread, now, while `to` may be
+    /// running a launch (`stage_around`), where that is safe and the device takes such writes:
+    /// `false` leaves the copy to the worker, behind the launch. A slot freed by this list's
+    /// own invalidations may still be mapped by the running launch until the worker runs them
+    /// (the quarantine), so it is filled on the worker.
+    fn copy_during_launch(
+        &mut self,
+        out: &Outbox,
+        to: DeviceId,
+        at: SlotAddr,
+        obj: ObjectId,
+        local: u64,
+        bytes: u64,
+    ) -> Result<bool> {
+        if self.copying_during_launch != Some(to) || out.freed.contains(&(to, at)) {
+            return Ok(false);
+        }
+        let Some(Some(sink)) = self.sinks.get(&(to, at.memory)) else {
+            return Ok(false);
+        };
+        sink.write_slot(at.slot, read_home(&self.home)?.page(obj, local, bytes)?)
+            .map_err(|message| RuntimeError::Backend {
+                device: to,
+                message: format!("staged copy into physical memory {}: {message}", at.memory),
+            })?;
+        self.traffic[to.index()]
+            .host_to_device_during_launch
+            .add(bytes);
+        Ok(true)
     }
 
     /// Reads the owner's copy of a page it is about to lose write access to. The owner need
@@ -1901,6 +2050,9 @@ struct Outbox {
     /// Source slots of the peer copies queued or sent and not yet acknowledged: none may be
     /// written before `finish` (a slot freed by an invalidation and reused in the same list).
     peer_sources: HashSet<(DeviceId, SlotAddr)>,
+    /// Slots freed by this list's invalidations, which are queued or sent and not yet
+    /// acknowledged: a launch may still map them.
+    freed: HashSet<(DeviceId, SlotAddr)>,
 }
 
 impl Outbox {
@@ -1912,6 +2064,7 @@ impl Outbox {
             reads_home: false,
             spent: Vec::new(),
             peer_sources: HashSet::new(),
+            freed: HashSet::new(),
         }
     }
 
@@ -1983,6 +2136,7 @@ impl Outbox {
         }
         self.reads_home = false;
         self.peer_sources.clear();
+        self.freed.clear();
         res
     }
 

@@ -30,6 +30,10 @@ pub struct DeviceTraffic {
     pub deferred: u64,
     /// Home → this device.
     pub host_to_device: LinkCounters,
+    /// Of `host_to_device`, the staged pages the memory manager copied into the device's
+    /// slots while the device ran a launch (`ManagerHandle::stage_around`): transfers that
+    /// overlapped compute.
+    pub host_to_device_during_launch: LinkCounters,
     /// This device → home (write-backs).
     pub device_to_host: LinkCounters,
     /// Another device → this device (all sources together).
@@ -38,10 +42,11 @@ pub struct DeviceTraffic {
     /// direct links charges each move to the link it crosses, so the source must be known;
     /// shorter than the device count where the later sources sent nothing.
     pub device_to_device_from: Vec<LinkCounters>,
-    /// Of `device_to_device`, the pages copied on the device from the source's memory, with
-    /// no host round trip (devices of one peer group, `Device::peer_group`: the wgpu devices
-    /// sharing one wgpu device).
-    pub device_to_device_on_gpu: LinkCounters,
+    /// Of `device_to_device`, the pages copied straight from the source's memory, with no
+    /// host buffer between (devices of one peer group, `Device::peer_group`: the wgpu
+    /// devices sharing one wgpu device, on the device; the CPU devices of a process, one
+    /// copy between their memories).
+    pub device_to_device_peer: LinkCounters,
     /// Copies of this device's that were invalidated.
     pub invalidations: u64,
     /// Pages this device gave up to make room (LRU, clock, FIFO or random victims).
@@ -97,6 +102,9 @@ impl DeviceTraffic {
             write_requests: d(self.write_requests, before.write_requests),
             deferred: d(self.deferred, before.deferred),
             host_to_device: self.host_to_device.since(before.host_to_device),
+            host_to_device_during_launch: self
+                .host_to_device_during_launch
+                .since(before.host_to_device_during_launch),
             device_to_host: self.device_to_host.since(before.device_to_host),
             device_to_device: self.device_to_device.since(before.device_to_device),
             device_to_device_from: self
@@ -113,9 +121,9 @@ impl DeviceTraffic {
                     )
                 })
                 .collect(),
-            device_to_device_on_gpu: self
-                .device_to_device_on_gpu
-                .since(before.device_to_device_on_gpu),
+            device_to_device_peer: self
+                .device_to_device_peer
+                .since(before.device_to_device_peer),
             invalidations: d(self.invalidations, before.invalidations),
             evictions: d(self.evictions, before.evictions),
             eviction_write_backs: d(self.eviction_write_backs, before.eviction_write_backs),

@@ -93,7 +93,7 @@ const TLB_EMPTY: TlbEntry<'static> = TlbEntry {
 /// The CPU twin's view of the device during one launch: translation, request recording and
 /// store buffering. One per worker task; reused across the invocations the task runs.
 pub struct Invocation<'a> {
-    memories: &'a [Vec<AtomicU32>],
+    memories: &'a [std::sync::Arc<super::Memory>],
     table: &'a PageTable,
     bindings: &'a [Bound],
     /// The bound ids, packed: the lookup every access starts with scans one cache line.
@@ -129,7 +129,7 @@ impl<'a> Invocation<'a> {
     // One argument per thing a task shares with its invocations; a struct would only rename them.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
-        memories: &'a [Vec<AtomicU32>],
+        memories: &'a [std::sync::Arc<super::Memory>],
         table: &'a PageTable,
         bindings: &'a [Bound],
         bits: &'a RequestBits,

@@ -2,7 +2,7 @@
 //! Writes a pass's temporary through the page table; a store whose page is not held writable
 //! is kept for the next merge and its page reported, so the driver can request it.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 
 use rayon::prelude::*;
 use tessera_core::PageTable;
@@ -16,7 +16,7 @@ const CHUNK: usize = 4096;
 /// Merges `temp` on the current rayon pool; returns what was written and the stores kept.
 pub(super) fn merge(
     table: &PageTable,
-    memories: &[Vec<AtomicU32>],
+    memories: &[std::sync::Arc<super::Memory>],
     slot_words: &[u64],
     temp: &[TempStore],
 ) -> (MergeOutcome, Vec<TempStore>) {

@@ -7,7 +7,6 @@
 //! and it keeps two invocations writing one texel in one pass (allowed by the semantics, paper
 //! 3.1, with an undefined winner) free of undefined behaviour without any `unsafe`.
 
-use std::sync::atomic::AtomicU32;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -18,22 +17,26 @@ use tessera_core::{
 
 mod compact;
 mod invocation;
+mod memory;
 mod merge;
 mod unpaged;
 
 pub use compact::RequestBits;
 pub use invocation::{run_span_with, Invocation};
+use memory::{Memory, SharedMemory};
 pub use unpaged::{Plain, PlainInput, PlainOutput};
 
 use invocation::Rect;
 
-use crate::backend::{Device, Domain, Launch, LaunchOutcome, MergeOutcome};
+use crate::backend::{
+    Device, Domain, Launch, LaunchOutcome, MergeOutcome, PeerCopy, PeerMemory, SlotSink,
+};
 use crate::error::{Result, RuntimeError};
 use crate::kernel::TempStore;
 
 pub struct CpuDevice {
     id: DeviceId,
-    memories: Vec<Vec<AtomicU32>>,
+    memories: Vec<Arc<Memory>>,
     slot_words: Vec<u64>,
     table: PageTable,
     temp: Vec<TempStore>,
@@ -52,20 +55,15 @@ impl CpuDevice {
         }
     }
 
-    fn slot_range(&self, at: SlotAddr) -> Result<std::ops::Range<usize>> {
-        let words = *self
-            .slot_words
-            .get(at.memory as usize)
-            .ok_or_else(|| self.err(format!("no physical memory {}", at.memory)))?;
-        let start = at.slot as usize * words as usize;
-        let end = start + words as usize;
-        if end > self.memories[at.memory as usize].len() {
-            return Err(self.err(format!(
-                "slot {} outside physical memory {}",
-                at.slot, at.memory
-            )));
-        }
-        Ok(start..end)
+    fn memory(&self, memory: u16) -> Result<&Memory> {
+        self.memories
+            .get(memory as usize)
+            .map(|m| &**m)
+            .ok_or_else(|| self.err(format!("no physical memory {memory}")))
+    }
+
+    fn slot_err(&self, what: &str, at: SlotAddr, e: memory::SlotError) -> RuntimeError {
+        self.err(format!("slot {what} in physical memory {}: {e}", at.memory))
     }
 
     fn err(&self, message: String) -> RuntimeError {
@@ -94,7 +92,7 @@ struct TaskResult {
 
 /// What every task of one launch shares.
 struct Task<'a> {
-    memories: &'a [Vec<AtomicU32>],
+    memories: &'a [Arc<Memory>],
     table: &'a PageTable,
     bindings: &'a [crate::kernel::Bound],
     bits: &'a RequestBits,
@@ -331,62 +329,30 @@ impl Device for CpuDevice {
                 "bad physical memory {memory} of {slot_bytes}-byte slots"
             )));
         }
-        let words = (slot_bytes / 4) as usize * capacity as usize;
         self.memories
-            .push((0..words).map(|_| AtomicU32::new(0)).collect());
+            .push(Arc::new(Memory::new((slot_bytes / 4) as usize, capacity)));
         self.slot_words.push(slot_bytes / 4);
         Ok(())
     }
 
     fn write_slot(&mut self, at: SlotAddr, data: &[u8]) -> Result<()> {
-        let r = self.slot_range(at)?;
-        if data.len() != r.len() * 4 {
-            return Err(self.err(format!(
-                "slot write of {} bytes into a {}-byte slot",
-                data.len(),
-                r.len() * 4
-            )));
-        }
-        // `&mut self` means no launch is running on this device, so the words are reached
-        // as plain integers (`get_mut`): the loop compiles to a bulk copy, where an atomic
-        // store per word ran at half of memcpy's speed (`tessera bench page-moves`).
-        for (w, b) in self.memories[at.memory as usize][r]
-            .iter_mut()
-            .zip(data.chunks_exact(4))
-        {
-            *w.get_mut() = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-        }
-        Ok(())
+        // A bulk copy (`Memory::owner_write`): an atomic store per word ran at half of
+        // memcpy's speed (`tessera bench page-moves`).
+        self.memory(at.memory)?
+            .owner_write(at.slot, data)
+            .map_err(|e| self.slot_err("write", at, e))
     }
 
     fn read_slot(&mut self, at: SlotAddr) -> Result<Vec<u8>> {
-        let r = self.slot_range(at)?;
-        // Sized once and filled through `get_mut` (no launch runs while we hold `&mut self`),
-        // so the loop is a bulk copy: collecting a flat_map pushed byte by byte, and atomic
-        // loads per word, ran at a fraction of memcpy's speed (`tessera bench page-moves`).
-        let words = &mut self.memories[at.memory as usize][r];
-        let mut out = vec![0u8; words.len() * 4];
-        for (o, w) in out.chunks_exact_mut(4).zip(words.iter_mut()) {
-            o.copy_from_slice(&w.get_mut().to_le_bytes());
-        }
+        let mut out = vec![0u8; self.memory(at.memory)?.slot_bytes()];
+        self.read_slot_to(at, &mut out)?;
         Ok(out)
     }
 
     fn read_slot_to(&mut self, at: SlotAddr, out: &mut [u8]) -> Result<()> {
-        let r = self.slot_range(at)?;
-        if out.len() != r.len() * 4 {
-            return Err(self.err(format!(
-                "slot read of a {}-byte slot into {} bytes",
-                r.len() * 4,
-                out.len()
-            )));
-        }
-        // As `read_slot`: plain words through `get_mut`, a bulk copy.
-        let words = &mut self.memories[at.memory as usize][r];
-        for (o, w) in out.chunks_exact_mut(4).zip(words.iter_mut()) {
-            o.copy_from_slice(&w.get_mut().to_le_bytes());
-        }
-        Ok(())
+        self.memory(at.memory)?
+            .owner_read(at.slot, out)
+            .map_err(|e| self.slot_err("read", at, e))
     }
 
     fn resize_page_table(&mut self, pages: u64) -> Result<()> {
@@ -511,4 +477,41 @@ impl Device for CpuDevice {
     fn discard_temp(&mut self) {
         self.temp.clear();
     }
+
+    fn peer_group(&self) -> Option<u64> {
+        // Every CPU device of the process reaches every other's memory, so all are one group.
+        // `TESSERA_PEER_COPY=off` moves pages through the host as before, as on wgpu.
+        let off = std::env::var("TESSERA_PEER_COPY").is_ok_and(|v| v == "off");
+        (!off).then_some(CPU_PEER_GROUP)
+    }
+
+    fn peer_memory(&self, memory: u16) -> Result<PeerMemory> {
+        let m = self
+            .memories
+            .get(memory as usize)
+            .ok_or_else(|| self.err(format!("no physical memory {memory} to copy from")))?;
+        Ok(SharedMemory::peer(m))
+    }
+
+    fn copy_from_peers(&mut self, copies: &[PeerCopy]) -> Result<()> {
+        for c in copies {
+            let from = c
+                .from
+                .downcast_ref::<SharedMemory>()
+                .ok_or_else(|| self.err("a peer copy from a memory of another backend".into()))?;
+            self.memory(c.at.memory)?
+                .owner_copy_from(c.at.slot, &from.0, c.from_slot)
+                .map_err(|e| self.slot_err("peer copy", c.at, e))?;
+        }
+        Ok(())
+    }
+
+    fn slot_sink(&self, memory: u16) -> Option<Arc<dyn SlotSink>> {
+        let m = self.memories.get(memory as usize)?;
+        Some(Arc::new(SharedMemory(m.clone())))
+    }
 }
+
+/// The CPU devices' peer group ([`Device::peer_group`]). wgpu's groups count up from 0, one
+/// per wgpu device opened, and never come near it.
+const CPU_PEER_GROUP: u64 = u64::MAX;
