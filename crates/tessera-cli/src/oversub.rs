@@ -288,7 +288,7 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
         request_pct(&configs[0].stages)
     );
     println!(
-        "{:>6} {:>7} {:>8} {:>7} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8} {:>6} {:>8}",
+        "{:>6} {:>7} {:>8} {:>7} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8} {:>6} {:>8} {:>8}",
         "ratio",
         "policy",
         "prefetch",
@@ -303,10 +303,11 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
         "vs OPT",
         "pf hit%",
         "req%",
-        "staged/f"
+        "staged/f",
+        "during/f"
     );
     let mut csv = String::from(
-        "ratio,policy,prefetch,staging,budget_bytes,ms_per_frame,throughput_vs_resident,evictions_per_frame,write_backs_per_frame,refaults_per_frame,thrashing_pages,wave_splits_per_frame,loads_per_frame,opt_loads_per_frame,opt_throughput_vs_resident_modeled,throughput_vs_opt_modeled,prefetched_per_frame,prefetch_hits_per_frame,request_wait_pct,staged_batches_per_frame,stage_refusals_per_frame,field_checksum\n",
+        "ratio,policy,prefetch,staging,budget_bytes,ms_per_frame,throughput_vs_resident,evictions_per_frame,write_backs_per_frame,refaults_per_frame,thrashing_pages,wave_splits_per_frame,loads_per_frame,opt_loads_per_frame,opt_throughput_vs_resident_modeled,throughput_vs_opt_modeled,prefetched_per_frame,prefetch_hits_per_frame,request_wait_pct,staged_batches_per_frame,stage_refusals_per_frame,pages_copied_during_launch_per_frame,field_checksum\n",
     );
     let mut series: Vec<Series> = o
         .policy
@@ -388,7 +389,7 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
             )
         };
         println!(
-            "{:>6} {:>7} {:>8} {:>7} {:>10.3} {:>9.3} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>9.3} {:>9.3} {:>8} {:>6.1} {:>8.1}",
+            "{:>6} {:>7} {:>8} {:>7} {:>10.3} {:>9.3} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>9.3} {:>9.3} {:>8} {:>6.1} {:>8.1} {:>8.1}",
             ratio,
             policy.name(),
             prefetch.to_string(),
@@ -404,10 +405,11 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
             hit_pct,
             request_pct(&c.stages),
             per(sum(&|t| t.staged_batches)),
+            per(sum(&|t| t.host_to_device_during_launch.pages)),
         );
         writeln!(
             csv,
-            "{ratio},{policy},{prefetch},{},{budget},{:.6},{:.6},{:.3},{:.3},{:.3},{},{:.3},{:.3},{:.3},{:.6},{:.6},{:.3},{:.3},{:.3},{:.3},{:.3},{got}",
+            "{ratio},{policy},{prefetch},{},{budget},{:.6},{:.6},{:.3},{:.3},{:.3},{},{:.3},{:.3},{:.3},{:.6},{:.6},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{got}",
             on_off(staging),
             t * 1e3,
             resident / t,
@@ -425,6 +427,7 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
             request_pct(&c.stages),
             per(sum(&|t| t.staged_batches)),
             per(sum(&|t| t.stage_refusals)),
+            per(sum(&|t| t.host_to_device_during_launch.pages)),
         )?;
         let pi = o.policy.iter().position(|&p| p == policy);
         let fi = o.prefetch.iter().position(|&f| f == prefetch);

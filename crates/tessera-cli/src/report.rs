@@ -143,6 +143,9 @@ pub struct EvictionReport {
     pub staged_pages: u64,
     /// Staged batches refused, changing nothing.
     pub stage_refusals: u64,
+    /// Of the staged pages, those copied from home into the device while it ran a launch
+    /// (the CPU backend; on wgpu they are copied after it).
+    pub copied_during_launch: u64,
 }
 
 #[derive(Serialize)]
@@ -328,6 +331,7 @@ impl Report {
                         staged_batches: t.staged_batches,
                         staged_pages: t.staged_pages,
                         stage_refusals: t.stage_refusals,
+                        copied_during_launch: t.host_to_device_during_launch.pages,
                     },
                     remote: RemoteReport::of(t),
                 }
@@ -432,6 +436,7 @@ impl Report {
                     staged_batches: a.staged_batches + e.staged_batches,
                     staged_pages: a.staged_pages + e.staged_pages,
                     stage_refusals: a.stage_refusals + e.stage_refusals,
+                    copied_during_launch: a.copied_during_launch + e.copied_during_launch,
                 }
             }),
             per_device,
@@ -483,8 +488,8 @@ impl Report {
         }
         if e.staged_batches + e.stage_refusals > 0 {
             println!(
-                "staging: {} batches ({} pages) staged while a band ran, {} refused",
-                e.staged_batches, e.staged_pages, e.stage_refusals
+                "staging: {} batches ({} pages) staged while a band ran, {} refused; {} pages copied during launches",
+                e.staged_batches, e.staged_pages, e.stage_refusals, e.copied_during_launch
             );
         }
         if e.prefetched > 0 {

@@ -630,8 +630,12 @@ fn bench_oversubscription_prints_its_table_and_writes_csv_and_plot() {
             assert_eq!(prefetched, 0.0, "{r}");
         }
         let staged: f64 = cells[col("staged_batches_per_frame")].parse().unwrap();
+        let during: f64 = cells[col("pages_copied_during_launch_per_frame")]
+            .parse()
+            .unwrap();
         if cells[col("staging")] == "off" {
             assert_eq!(staged, 0.0, "{r}");
+            assert_eq!(during, 0.0, "{r}");
         }
     }
     assert!(dir.path().join("oversubscription.png").exists());
