@@ -13,7 +13,7 @@ use tessera_core::{
 use tessera_runtime::{
     kind_name, Bound, Device, Domain, Footprint, GpuLaunchTime, Launch, LaunchOutcome,
     MergeOutcome, Mode, PeerCopy, PeerMemory, RemoteBacking, RemoteObject, Result, RuntimeError,
-    WgslKernel, MAX_STORES,
+    SlotSink, WgslKernel, MAX_STORES,
 };
 
 use crate::abi::{self, BindInfo, CompactInfo, LaunchInfo, MergeInfo, RequestsHead, Status};
@@ -701,6 +701,16 @@ impl Device for WgpuDevice {
         (!off).then_some(self.gpu.0.token)
     }
 
+    fn slot_sink(&self, memory: u16) -> Option<Arc<dyn SlotSink>> {
+        let m = self.memories.get(memory as usize)?;
+        Some(Arc::new(QueueSink {
+            queue: self.queue.clone(),
+            buffer: m.buffer.clone(),
+            slot_bytes: m.slot_words * 4,
+            capacity: m.capacity,
+        }))
+    }
+
     fn peer_memory(&self, memory: u16) -> Result<PeerMemory> {
         let m = self.memories.get(memory as usize).ok_or_else(|| {
             self.err(WgpuError::Invalid(format!(
@@ -760,6 +770,36 @@ impl Device for WgpuDevice {
 }
 
 /// A physical memory as a peer on the same wgpu device copies from it.
+/// Writes slots of one memory through the queue from the memory manager's thread while the
+/// device's worker waits for a launch (`Device::slot_sink`). `write_buffer` copies the bytes
+/// into wgpu's staging memory now, on the calling thread, and the GPU copies them at the start
+/// of the next submission: after the running launch, before the descriptors the memory
+/// manager queues behind it. So the host side of the upload overlaps the launch, and the slot
+/// changes on the GPU only after every launch that may have used it (docs/WGPU.md, "Slot
+/// reuse").
+struct QueueSink {
+    queue: wgpu::Queue,
+    buffer: wgpu::Buffer,
+    slot_bytes: u64,
+    capacity: u32,
+}
+
+impl SlotSink for QueueSink {
+    fn write_slot(&self, slot: u32, data: &[u8]) -> std::result::Result<(), String> {
+        if slot >= self.capacity || data.len() as u64 != self.slot_bytes {
+            return Err(format!(
+                "{} bytes into slot {slot} of {}-byte slots ({} of them)",
+                data.len(),
+                self.slot_bytes,
+                self.capacity
+            ));
+        }
+        self.queue
+            .write_buffer(&self.buffer, slot as u64 * self.slot_bytes, data);
+        Ok(())
+    }
+}
+
 struct PeerBuffer {
     /// The wgpu device it lives on (`Opened::token`).
     token: u64,

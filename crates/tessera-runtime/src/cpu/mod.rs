@@ -1,11 +1,14 @@
 //! The CPU backend: a software GPU that needs nothing installed.
 //!
-//! Each device owns its physical memories (its own allocations, shared with no other device)
-//! and its page table. Kernels run on a rayon pool, rows split into tasks; each task has its
-//! own [`Invocation`] (translation, TLB, store buffer). Memory words are `AtomicU32` accessed
-//! with relaxed ordering: on the targets we run on that compiles to plain loads and stores,
-//! and it keeps two invocations writing one texel in one pass (allowed by the semantics, paper
-//! 3.1, with an undefined winner) free of undefined behaviour without any `unsafe`.
+//! Each device owns its physical memories and its page table. Kernels run on a rayon pool,
+//! rows split into tasks; each task has its own [`Invocation`] (translation, TLB, store
+//! buffer). Memory words are `AtomicU32` accessed with relaxed ordering: on the targets we run
+//! on that compiles to plain loads and stores, and it keeps two invocations writing one texel
+//! in one pass (allowed by the semantics, paper 3.1, with an undefined winner) free of
+//! undefined behaviour. Other threads reach a device's memories too, word by word through
+//! the same atomics: another CPU device's worker reading a slot for a peer copy, and the
+//! memory manager writing a staged page during a launch; the device's own slot copies are
+//! bulk copies under a per-slot lease (`memory.rs` says why that is sound).
 
 use std::sync::Arc;
 use std::time::Instant;
