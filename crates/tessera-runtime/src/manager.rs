@@ -871,13 +871,14 @@ impl Manager {
 
     /// A staged batch (`Cmd::Stage`): checked against the protocol first, so that a refused
     /// stage evicts nothing; then room is made keeping the pages the device's running
-    /// procedure holds, and the batch is granted at once. Its device work (time stamps,
-    /// write-backs, copies, descriptors) queues on the device's worker behind the launch the
-    /// driver submitted before staging, so the launch sees the pages as they were and the
-    /// write-backs see its stores; the manager waits for that work as for any batch.
+    /// procedure holds, and the batch is granted at once.
     ///
-    /// With a `start` (`ManagerHandle::stage_around`) the launch is queued once room is made,
-    /// and the copies from home go into the device's slots from this thread during it.
+    /// With a `start` (`ManagerHandle::stage_around`) the device's worker is idle while room
+    /// is made (time stamps, write-backs, invalidations run at once); then the launch is
+    /// queued, and the copies from home go into the device's slots from this thread during
+    /// it, only the descriptors queuing behind it. Without one (`ManagerHandle::stage`) every
+    /// device job queues on the worker in order behind whatever the caller queued before;
+    /// either way the manager waits for the jobs as for any batch.
     fn stage(
         &mut self,
         device: DeviceId,
@@ -909,7 +910,33 @@ impl Manager {
             return;
         }
         let keep = self.protocol.held(device).to_vec();
-        match self.make_room_for(device, &batch.pages, batch.pages.len(), &keep) {
+        let demanded = batch.pages.len();
+        let mut batch = batch;
+        // With `--prefetch tree` the stage takes the tree's choice too (UVM's prefetch, made
+        // while the device computes), when the protocol grants the larger stage and it fits;
+        // otherwise the stage goes alone, as a request's prefetch does.
+        let extra = match self.stage_prefetch(device, &batch, &keep) {
+            Ok(extra) => extra,
+            Err(e) => {
+                let _ = reply.send(Err(e.clone()));
+                self.fail_all(e);
+                return;
+            }
+        };
+        let room = match extra {
+            Some(all) => match self.make_room_for(device, &all.pages, demanded, &keep) {
+                Ok(()) => {
+                    batch = all;
+                    self.note_prefetched(device, &batch.pages[demanded..])
+                }
+                Err(RuntimeError::OverBudget { .. }) => {
+                    self.make_room_for(device, &batch.pages, demanded, &keep)
+                }
+                Err(e) => Err(e),
+            },
+            None => self.make_room_for(device, &batch.pages, demanded, &keep),
+        };
+        match room {
             Ok(()) => {}
             Err(e @ RuntimeError::OverBudget { .. }) | Err(e @ RuntimeError::Core(_)) => {
                 refused(self, e);
@@ -923,7 +950,8 @@ impl Manager {
         }
         let t = &mut self.traffic[device.index()];
         t.staged_batches += 1;
-        t.staged_pages += batch.pages.len() as u64;
+        t.staged_pages += demanded as u64;
+        t.prefetched += (batch.pages.len() - demanded) as u64;
         if let Some(start) = start {
             // The worker is idle until `start`: the sinks are fetched without waiting behind
             // the launch.
@@ -947,6 +975,29 @@ impl Manager {
             }
         }
         self.copying_during_launch = None;
+    }
+
+    /// The stage with its tree prefetch added (pages outside the batch and the held pages,
+    /// read copies from home), if there is any and the protocol would grant it; `None` to
+    /// stage the batch alone.
+    fn stage_prefetch(
+        &self,
+        device: DeviceId,
+        batch: &RequestBatch,
+        held: &[GlobalPage],
+    ) -> Result<Option<RequestBatch>> {
+        let held: HashSet<GlobalPage> = held.iter().copied().collect();
+        let extra: Vec<PageRequest> = self
+            .tree_prefetch(device, &batch.pages)?
+            .into_iter()
+            .filter(|r| !held.contains(&r.page))
+            .collect();
+        if extra.is_empty() {
+            return Ok(None);
+        }
+        let mut all = batch.clone();
+        all.pages.extend(extra);
+        Ok(self.protocol.check_stage(&all).is_ok().then_some(all))
     }
 
     /// Asks `device` for a slot sink of each physical memory it has that the manager has not
@@ -1106,11 +1157,17 @@ impl Manager {
     /// the bitmap tree's choice, kept to pages no device has modified (a read copy from home,
     /// which disturbs no other device and so can never be deferred behind a lock).
     fn prefetch_for(&self, device: DeviceId, pages: &[PageRequest]) -> Result<Vec<PageRequest>> {
+        if self.protocol.locked().contains(device) {
+            return Ok(Vec::new());
+        }
+        self.tree_prefetch(device, pages)
+    }
+
+    /// `prefetch_for` without its lock rule: a stage comes from a locked device, and its
+    /// prefetch goes into the stage.
+    fn tree_prefetch(&self, device: DeviceId, pages: &[PageRequest]) -> Result<Vec<PageRequest>> {
         let d = device.index();
-        if self.prefetch == Prefetch::Off
-            || d >= self.workers.len()
-            || self.protocol.locked().contains(device)
-        {
+        if self.prefetch == Prefetch::Off || d >= self.workers.len() {
             return Ok(Vec::new());
         }
         let asked: HashSet<GlobalPage> = pages.iter().map(|r| r.page).collect();
