@@ -216,6 +216,8 @@ struct Totals {
     prefetched: u64,
     prefetch_hits: u64,
     staged_batches: u64,
+    /// Pages the memory manager copied into a device while it ran a launch.
+    during_launch: u64,
     wave_splits: u64,
     lost_writes: u64,
     wrong_reads: u64,
@@ -246,6 +248,7 @@ impl Totals {
         self.prefetched += o.prefetched;
         self.prefetch_hits += o.prefetch_hits;
         self.staged_batches += o.staged_batches;
+        self.during_launch += o.during_launch;
         self.wave_splits += o.wave_splits;
         self.lost_writes += o.lost_writes;
         self.wrong_reads += o.wrong_reads;
@@ -716,6 +719,7 @@ impl Run {
             self.totals.prefetched += t.prefetched;
             self.totals.prefetch_hits += t.prefetch_hits;
             self.totals.staged_batches += t.staged_batches;
+            self.totals.during_launch += t.host_to_device_during_launch.pages;
         }
         self.totals
     }
@@ -786,8 +790,8 @@ fn report(t: &Totals, secs: f64) {
         "evict_stress: {} runs, {} passes, {} operations ({} texel reads + {} texel writes + {} \
          host reads; {} texels checked), {} creates, {} frees, {} evictability changes; \
          {} evictions, {} eviction write-backs, {} refaults, {} thrashing pages ({} pinned), \
-         {} prefetched ({} used), {} staged batches, {} wave splits; {} lost writes, \
-         {} wrong reads; {secs:.1} s",
+         {} prefetched ({} used), {} staged batches ({} pages copied during launches), \
+         {} wave splits; {} lost writes, {} wrong reads; {secs:.1} s",
         t.runs,
         t.passes,
         t.operations(),
@@ -806,6 +810,7 @@ fn report(t: &Totals, secs: f64) {
         t.prefetched,
         t.prefetch_hits,
         t.staged_batches,
+        t.during_launch,
         t.wave_splits,
         t.lost_writes,
         t.wrong_reads,
@@ -832,6 +837,10 @@ fn random_operations_under_tiny_budgets_match_the_shadow() {
     assert_not_vacuous(&total);
     if seeds.len() > 1 {
         assert!(total.staged_batches > 0, "nothing was staged: {total:?}");
+        assert!(
+            total.during_launch > 0,
+            "no staged page was copied during a launch: {total:?}"
+        );
         // These seeds draw every policy and both thrashing responses.
         assert_eq!(
             (total.policies, total.thrashing),
