@@ -304,6 +304,7 @@ pub fn measure(s: &Setup, topo: &Topology, mut tick: impl FnMut()) -> Result<Mea
             thrashing: s.node.thrashing,
             prefetch: s.node.prefetch,
             staging: s.node.staging,
+            footprint_ahead: s.node.footprint_ahead,
             home_file: s.node.home_file.clone(),
             ..Default::default()
         },

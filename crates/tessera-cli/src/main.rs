@@ -185,6 +185,11 @@ pub struct NodeOpts {
     /// overlaps the launch. Refused stages change nothing; the band then asks as usual.
     #[arg(long, default_value = "off", value_parser = parse_staging, action = clap::ArgAction::Set)]
     staging: bool,
+    /// Whether the relaunch procedure asks for the pages a kernel's footprint names before a
+    /// band's first launch (on), or launches, faults and relaunches as the paper's relaunch
+    /// does (off). Kernels without a footprint always relaunch on faults.
+    #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    footprint_ahead: bool,
     /// Interconnect for the modeled time: a preset (pcie1-x16, pcie3-x16, pcie4-x16,
     /// pcie5-x16, nvlink, gpusm-pcie2, gpusm-pcie3) or a TOML file (docs/EVALUATION.md).
     #[arg(long, default_value = "pcie3-x16")]
@@ -403,6 +408,14 @@ pub fn parse_staging(s: &str) -> Result<bool, String> {
         "on" => Ok(true),
         "off" => Ok(false),
         _ => Err(format!("unknown staging {s:?} (expected on or off)")),
+    }
+}
+
+pub fn parse_on_off(s: &str) -> Result<bool, String> {
+    match s {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("unknown setting {s:?} (expected on or off)")),
     }
 }
 

@@ -98,6 +98,7 @@ pub fn run_boiling(
             thrashing: o.node.thrashing,
             prefetch: o.node.prefetch,
             staging: o.node.staging,
+            footprint_ahead: o.node.footprint_ahead,
             home_file: o.node.home_file.clone(),
             ..Default::default()
         },

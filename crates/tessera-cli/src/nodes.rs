@@ -81,6 +81,7 @@ pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling
         policy: o.node.policy,
         thrashing: o.node.thrashing,
         prefetch: o.node.prefetch,
+        footprint_ahead: o.node.footprint_ahead,
         ..Default::default()
     };
     let sys = match o.node.backend {

@@ -213,6 +213,8 @@ pub struct Report {
     pub prefetch: tessera_runtime::Prefetch,
     /// Asynchronous staging (`--staging`).
     pub staging: bool,
+    /// The relaunch procedure asks for footprint pages first (`--footprint-ahead`).
+    pub footprint_ahead: bool,
     /// Summed over devices.
     pub eviction: EvictionReport,
 }
@@ -446,6 +448,7 @@ impl Report {
             thrashing: o.node.thrashing,
             prefetch: o.node.prefetch,
             staging: o.node.staging,
+            footprint_ahead: o.node.footprint_ahead,
         })
     }
 

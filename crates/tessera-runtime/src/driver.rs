@@ -177,6 +177,8 @@ pub struct DeviceContext {
     staging: bool,
     /// Pages of the next band, staged by the next launch if the device is then locked.
     stage_next: Vec<PageRequest>,
+    /// Relaunch asks for a footprint kernel's pages first (`SystemConfig::footprint_ahead`).
+    footprint_ahead: bool,
 }
 
 impl DeviceContext {
@@ -189,6 +191,7 @@ impl DeviceContext {
             granted: Vec::new(),
             staging: false,
             stage_next: Vec::new(),
+            footprint_ahead: true,
         }
     }
 
@@ -196,6 +199,12 @@ impl DeviceContext {
     /// (`ManagerConfig::staging`), or every stage is refused.
     pub fn set_staging(&mut self, on: bool) {
         self.staging = on;
+    }
+
+    /// Whether the relaunch procedure asks for a kernel's footprint pages before its first
+    /// launch also when the device is not evicting (`SystemConfig::footprint_ahead`).
+    pub fn set_footprint_ahead(&mut self, on: bool) {
+        self.footprint_ahead = on;
     }
 
     pub fn launch(&mut self, spec: &PassSpec, domain: Domain, mode: Mode) -> Result<LaunchOutcome> {
@@ -553,7 +562,9 @@ impl DeviceContext {
     fn relaunch(&mut self, spec: &PassSpec, stats: &mut PassStats) -> Result<()> {
         let footprint = spec.kernel.footprint();
         match (&spec.domain, footprint) {
-            (&Domain::Rect { x0, y0, x1, y1 }, Some(fp)) if self.mm.under_pressure(self.device) => {
+            (&Domain::Rect { x0, y0, x1, y1 }, Some(fp))
+                if self.footprint_ahead || self.mm.under_pressure(self.device) =>
+            {
                 self.relaunch_by_footprint(spec, &fp, (x0, y0, x1, y1), stats)
             }
             _ => self
@@ -562,13 +573,17 @@ impl DeviceContext {
         }
     }
 
-    /// Relaunch on a device whose budget is evicting: pages come and go every pass, so the
-    /// first launch of a pass would mostly fault (every invocation per texel, up to its first
-    /// miss) and run again. Instead the pages the kernel's footprint says a band of rows needs
-    /// are asked for before its launch, and the band runs once on the tile path. Bands that do
-    /// not fit the budget are split as waves are. Anything the footprint missed (a wrong
-    /// footprint, a page taken by another device) faults and relaunches as always, so the
-    /// footprint changes the cost, never the result.
+    /// Relaunch asking first for what the kernel's footprint says a band of rows needs, so the
+    /// band runs once on the tile path. Used on a device whose budget is evicting (pages come
+    /// and go every pass, so the first launch of a pass would mostly fault: every invocation
+    /// per texel, up to its first miss, then again), and by default everywhere
+    /// (`SystemConfig::footprint_ahead`): with several devices, a neighbour's read of a
+    /// boundary page leaves the owner's copy read-only, so the owner's next write to that
+    /// page row faults and relaunches every invocation writing it, a whole page row per
+    /// boundary per pass (docs/EVALUATION.md, "`bench scaling`"). Bands that do not fit the
+    /// budget are split as waves are. Anything the footprint missed (a wrong footprint, a page
+    /// taken by another device) faults and relaunches as always, so the footprint changes the
+    /// cost, never the result.
     fn relaunch_by_footprint(
         &mut self,
         spec: &PassSpec,

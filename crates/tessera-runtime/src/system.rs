@@ -59,6 +59,13 @@ pub struct SystemConfig {
     /// manager's share of the work for them overlaps the launch (docs/ARCHITECTURE.md,
     /// "Asynchronous staging"). Off by default.
     pub staging: bool,
+    /// The relaunch procedure asks for the pages a kernel's footprint names before a band's
+    /// first launch, on every device, instead of only on devices that evict: one request
+    /// batch in place of a pass of faults and a relaunch (a neighbour's read of a boundary
+    /// page leaves the owner's copy read-only, so otherwise every pass rewrites a faulted page
+    /// row per boundary twice). On by default; off is the paper's relaunch as it stands (3.6):
+    /// launch, fault, request, relaunch. Kernels without a footprint relaunch as before.
+    pub footprint_ahead: bool,
 }
 
 /// How [`System::run_pass`] runs the devices of one pass.
@@ -91,6 +98,7 @@ impl Default for SystemConfig {
             home_file: None,
             isolated: false,
             staging: false,
+            footprint_ahead: true,
         }
     }
 }
@@ -152,7 +160,7 @@ impl System {
             },
         )?;
         joins.push(j);
-        let drivers = spawn_drivers(workers, &mm, cfg.staging, &mut joins)?;
+        let drivers = spawn_drivers(workers, &mm, cfg, &mut joins)?;
         Ok(System {
             mm,
             drivers,
@@ -274,7 +282,15 @@ impl System {
         link.serve(workers.clone(), maps, mm.clone());
         let mm = mm.on_cluster(link.clone());
         // Staging stays off: a stage is one manager's answer, and batches here span homes.
-        let drivers = spawn_drivers(workers, &mm, false, &mut joins)?;
+        let drivers = spawn_drivers(
+            workers,
+            &mm,
+            &SystemConfig {
+                staging: false,
+                ..cfg.clone()
+            },
+            &mut joins,
+        )?;
         // No node may reach another before that one serves its devices and pages.
         link.barrier()?;
         Ok(System {
@@ -574,14 +590,15 @@ fn cpu_pool(threads: usize) -> Result<Arc<rayon::ThreadPool>> {
 fn spawn_drivers(
     workers: Vec<WorkerHandle>,
     mm: &ManagerHandle,
-    staging: bool,
+    cfg: &SystemConfig,
     joins: &mut Vec<JoinHandle<()>>,
 ) -> Result<Vec<Sender<DriverJob>>> {
     let mut drivers = Vec::new();
     for w in workers {
         let (tx, rx) = unbounded::<DriverJob>();
         let mut ctx = DeviceContext::new(w, mm.clone());
-        ctx.set_staging(staging);
+        ctx.set_staging(cfg.staging);
+        ctx.set_footprint_ahead(cfg.footprint_ahead);
         let j = Builder::new()
             .name(format!("tessera-driver-{}", ctx.device.0))
             .spawn(move || {

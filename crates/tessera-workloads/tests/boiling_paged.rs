@@ -113,3 +113,44 @@ fn devices_one_at_a_time_equal_the_reference() {
         }
     }
 }
+
+/// Relaunch asking for the footprint's pages first (the default) gives the reference's field
+/// and relaunches nothing on devices that do not evict; off, the paper's relaunch, faults on
+/// every boundary: a neighbour's read leaves the owner's boundary pages read-only, and its
+/// next write to them relaunches the invocations writing them. Both procedures of every
+/// partition agree with the reference either way.
+#[test]
+fn footprint_ahead_relaunches_nothing_and_changes_no_result() {
+    let (size, page, frames) = (64, 16, 3);
+    let mut r = ReferenceBoiling::new(size, size, BoilingParams::default());
+    r.run(frames);
+    for partition in [Partition::Rows, Partition::Tiles] {
+        let mut relaunched = [0u64; 2];
+        for (i, ahead) in [true, false].into_iter().enumerate() {
+            let sys = System::cpu(&SystemConfig {
+                devices: 4,
+                cpu_threads: 2,
+                footprint_ahead: ahead,
+                ..Default::default()
+            })
+            .unwrap();
+            let sim = PagedBoiling::new(sys, size, size, page, BoilingParams::default()).unwrap();
+            for _ in 0..frames {
+                let stats = sim.frame(partition, Procedure::Relaunch).unwrap();
+                relaunched[i] += stats.iter().map(|s| s.relaunched).sum::<u64>();
+            }
+            assert!(
+                bits(&sim.field().unwrap()) == bits(&r.field),
+                "{partition:?} footprint ahead {ahead}"
+            );
+        }
+        assert_eq!(
+            relaunched[0], 0,
+            "{partition:?}: relaunched with the footprint asked first"
+        );
+        assert!(
+            relaunched[1] > 0,
+            "{partition:?}: the paper's relaunch never faulted"
+        );
+    }
+}
