@@ -156,42 +156,20 @@ impl Task<'_> {
     ) -> TaskResult {
         let mut inv = self.invocation();
         let mut incomplete = Vec::new();
-        let error = self.run_rows(&mut inv, &xs, ys, bufs, &mut incomplete, &rank);
-        Self::result(inv, incomplete, error)
-    }
-
-    /// Rows `ys` of a tile: over plain windows if their pages are there; if not, in two
-    /// halves, each tried the same way, so that a page missing at a device's band edge (a
-    /// neighbour's boundary row, faulted every pass) sends only the rows that read it to the
-    /// span loop, not the whole tile. Single rows that still miss run through the span loop.
-    /// The halves run in order, top first, so the first error met is still the tile's first
-    /// in launch order.
-    fn run_rows(
-        &self,
-        inv: &mut Invocation<'_>,
-        xs: &std::ops::Range<u32>,
-        ys: std::ops::Range<u32>,
-        bufs: &mut TileBuffers,
-        incomplete: &mut Vec<(u32, u32)>,
-        rank: &impl Fn(u32, u32) -> u64,
-    ) -> Option<(u64, RuntimeError)> {
-        if self.run_plain_tile(inv, xs, &ys, bufs) {
-            return None;
-        }
-        if self.footprint.is_some() && ys.len() > 1 {
-            let mid = ys.start + (ys.end - ys.start) / 2;
-            return self
-                .run_rows(inv, xs, ys.start..mid, bufs, incomplete, rank)
-                .or_else(|| self.run_rows(inv, xs, mid..ys.end, bufs, incomplete, rank));
+        if self.run_plain_tile(&mut inv, &xs, &ys, bufs) {
+            return Self::result(inv, incomplete, None);
         }
         // Row by row, so the first error met is the tile's first in launch order.
         for y in ys {
-            if let Err(e) = self.kernel.run_span(inv, y, xs.clone(), incomplete) {
+            if let Err(e) = self
+                .kernel
+                .run_span(&mut inv, y, xs.clone(), &mut incomplete)
+            {
                 let (fx, fy) = inv.failed_at.unwrap_or((xs.start, y));
-                return Some((rank(fx, fy), e));
+                return Self::result(inv, incomplete, Some((rank(fx, fy), e)));
             }
         }
-        None
+        Self::result(inv, incomplete, None)
     }
 
     /// The tile path: translates each page of the footprint's rectangles once, runs the tile
