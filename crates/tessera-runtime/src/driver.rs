@@ -78,10 +78,15 @@ impl StageTimes {
         self.page_writes += o.page_writes;
         self.display += o.display;
     }
-    /// All of the time as display time.
+    /// The device's own time as display time. Waits for request batches stay request
+    /// handling: a display pass asks for its footprint's pages first (`SystemConfig::
+    /// footprint_ahead`), and that wait is the memory manager's time, where the isolated
+    /// model counts it, not the display's.
     pub fn lumped_into_display(&self) -> StageTimes {
         StageTimes {
-            display: self.total(),
+            display: self.total() - self.read_requests - self.write_requests,
+            read_requests: self.read_requests,
+            write_requests: self.write_requests,
             ..Default::default()
         }
     }
@@ -126,7 +131,8 @@ pub struct PassStats {
 }
 
 impl PassStats {
-    /// A display pass: all its time, wall and device, is the display stage.
+    /// A display pass: all its time, wall and device, is the display stage, but for its
+    /// waits for request batches ([`StageTimes::lumped_into_display`]).
     pub fn lump_into_display(&mut self) {
         self.stages = self.stages.lumped_into_display();
         self.gpu_stages = self.gpu_stages.map(|g| g.lumped_into_display());
