@@ -188,7 +188,7 @@ pub struct NodeOpts {
     /// Whether the relaunch procedure asks for the pages a kernel's footprint names before a
     /// band's first launch (on), or launches, faults and relaunches as the paper's relaunch
     /// does (off). Kernels without a footprint always relaunch on faults.
-    #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    #[arg(long, default_value = "on", value_parser = parse_footprint_ahead, action = clap::ArgAction::Set)]
     footprint_ahead: bool,
     /// Interconnect for the modeled time: a preset (pcie1-x16, pcie3-x16, pcie4-x16,
     /// pcie5-x16, nvlink, gpusm-pcie2, gpusm-pcie3) or a TOML file (docs/EVALUATION.md).
@@ -404,18 +404,18 @@ pub fn parse_prefetch(s: &str) -> Result<Prefetch, String> {
     s.parse()
 }
 pub fn parse_staging(s: &str) -> Result<bool, String> {
-    match s {
-        "on" => Ok(true),
-        "off" => Ok(false),
-        _ => Err(format!("unknown staging {s:?} (expected on or off)")),
-    }
+    on_off("staging", s)
 }
 
-pub fn parse_on_off(s: &str) -> Result<bool, String> {
+pub fn parse_footprint_ahead(s: &str) -> Result<bool, String> {
+    on_off("footprint-ahead setting", s)
+}
+
+fn on_off(what: &str, s: &str) -> Result<bool, String> {
     match s {
         "on" => Ok(true),
         "off" => Ok(false),
-        _ => Err(format!("unknown setting {s:?} (expected on or off)")),
+        _ => Err(format!("unknown {what} {s:?} (expected on or off)")),
     }
 }
 

@@ -193,6 +193,10 @@ fn bad_input_is_a_clear_error_never_a_panic() {
             &["run", "boiling", "--staging", "yes", "--out", out],
             "unknown staging",
         ),
+        (
+            &["run", "boiling", "--footprint-ahead", "maybe", "--out", out],
+            "unknown footprint-ahead setting",
+        ),
         // 1 KiB pages and a budget of one: boiling's kernels read one texture and write
         // another, so no invocation fits.
         (

@@ -76,7 +76,11 @@ impl LaunchStarter {
     pub fn new(start: impl FnOnce() + Send + 'static) -> Self {
         LaunchStarter(Some(Box::new(start)))
     }
+    /// Queues the launch now (dropping it would too, later).
     fn start(mut self) {
+        self.run();
+    }
+    fn run(&mut self) {
         if let Some(f) = self.0.take() {
             f();
         }
@@ -85,9 +89,7 @@ impl LaunchStarter {
 
 impl Drop for LaunchStarter {
     fn drop(&mut self) {
-        if let Some(f) = self.0.take() {
-            f();
-        }
+        self.run();
     }
 }
 

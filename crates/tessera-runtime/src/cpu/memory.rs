@@ -28,7 +28,7 @@ const WRITER: u32 = u32::MAX;
 
 /// Pages are little-endian words (`u32::from_le_bytes` wherever they are read), and the bulk
 /// copies move bytes as they are: the CPU backend builds only where the two agree.
-const LITTLE_ENDIAN: () = assert!(
+const _: () = assert!(
     cfg!(target_endian = "little"),
     "the CPU backend's bulk slot copies assume little-endian words"
 );
@@ -84,8 +84,6 @@ impl std::fmt::Display for SlotError {
 
 impl Memory {
     pub fn new(slot_words: usize, capacity: u32) -> Self {
-        #[allow(clippy::let_unit_value)]
-        let () = LITTLE_ENDIAN;
         Memory {
             words: (0..slot_words * capacity as usize)
                 .map(|_| AtomicU32::new(0))
@@ -158,7 +156,7 @@ impl Memory {
         // copy: every cross-thread access of a slot holds its lease, which we hold as its only
         // writer, and the device's own kernels do not run while its `&mut self` method does
         // (module doc). `AtomicU32` has the layout of `u32`, so the words may be written as
-        // bytes (little-endian words, `LITTLE_ENDIAN`).
+        // bytes (little-endian words: the assertion at the top of this file).
         unsafe {
             std::ptr::copy_nonoverlapping(
                 data.as_ptr(),
