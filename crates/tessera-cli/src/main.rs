@@ -180,9 +180,9 @@ pub struct NodeOpts {
     /// 32 pages, read copies of unmodified pages, only when they fit beside the batch) or off.
     #[arg(long, default_value = "off", value_parser = parse_prefetch)]
     prefetch: Prefetch,
-    /// Asynchronous staging (on or off): under oversubscription, while a band of the pass runs,
-    /// its device asks for the next band's pages, so the memory manager's work for them
-    /// overlaps the launch. Refused stages change nothing; the band then asks as usual.
+    /// Asynchronous staging (on or off): under oversubscription, the memory manager copies the
+    /// next band's pages into the device while the current band runs. Refused stages change
+    /// nothing; the band then asks as usual.
     #[arg(long, default_value = "off", value_parser = parse_staging, action = clap::ArgAction::Set)]
     staging: bool,
     /// Whether the relaunch procedure asks for the pages a kernel's footprint names before a

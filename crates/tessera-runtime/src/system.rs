@@ -54,10 +54,11 @@ pub struct SystemConfig {
     pub home_file: Option<PathBuf>,
     /// Run each pass's devices one at a time instead of together ([`Schedule::Isolated`]).
     pub isolated: bool,
-    /// Asynchronous staging: under oversubscription a driver asks for its next band's
-    /// footprint pages (`Message::Stage`) while the current band's launch runs, so the memory
-    /// manager's share of the work for them overlaps the launch (docs/ARCHITECTURE.md,
-    /// "Asynchronous staging"). Off by default.
+    /// Asynchronous staging: under oversubscription a driver stages its next band's
+    /// footprint pages (`Message::Stage`) around the current band's launch: room is made
+    /// before the launch is queued, and the memory manager copies the pages into the device
+    /// while it runs where the backend takes such writes (docs/ARCHITECTURE.md, "Asynchronous
+    /// staging"). Off by default.
     pub staging: bool,
     /// The relaunch procedure asks for the pages a kernel's footprint names before a band's
     /// first launch, on every device, instead of only on devices that evict: one request

@@ -97,6 +97,10 @@ impl Memory {
         self.leases.len() as u32
     }
 
+    pub fn slot_words(&self) -> usize {
+        self.slot_words
+    }
+
     pub fn slot_bytes(&self) -> usize {
         self.slot_words * 4
     }

@@ -17,7 +17,6 @@ const CHUNK: usize = 4096;
 pub(super) fn merge(
     table: &PageTable,
     memories: &[std::sync::Arc<super::Memory>],
-    slot_words: &[u64],
     temp: &[TempStore],
 ) -> (MergeOutcome, Vec<TempStore>) {
     let parts: Vec<(u64, Vec<TempStore>)> = temp
@@ -28,9 +27,9 @@ pub(super) fn merge(
                 let d = table.get(s.page).unwrap_or_default();
                 match d.slot_addr() {
                     Some(at) if d.is_writable() => {
-                        let base = at.slot as usize * slot_words[at.memory as usize] as usize;
-                        memories[at.memory as usize][base + s.word as usize]
-                            .store(s.value, Ordering::Relaxed);
+                        let memory = &memories[at.memory as usize];
+                        let base = at.slot as usize * memory.slot_words();
+                        memory[base + s.word as usize].store(s.value, Ordering::Relaxed);
                         written += 1;
                     }
                     _ => kept.push(*s),

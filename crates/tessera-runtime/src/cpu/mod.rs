@@ -40,7 +40,6 @@ use crate::kernel::TempStore;
 pub struct CpuDevice {
     id: DeviceId,
     memories: Vec<Arc<Memory>>,
-    slot_words: Vec<u64>,
     table: PageTable,
     temp: Vec<TempStore>,
     pool: Arc<rayon::ThreadPool>,
@@ -51,7 +50,6 @@ impl CpuDevice {
         CpuDevice {
             id,
             memories: Vec::new(),
-            slot_words: Vec::new(),
             table: PageTable::default(),
             temp: Vec::new(),
             pool,
@@ -334,7 +332,6 @@ impl Device for CpuDevice {
         }
         self.memories
             .push(Arc::new(Memory::new((slot_bytes / 4) as usize, capacity)));
-        self.slot_words.push(slot_bytes / 4);
         Ok(())
     }
 
@@ -472,7 +469,7 @@ impl Device for CpuDevice {
         let temp = std::mem::take(&mut self.temp);
         let (out, kept) = self
             .pool
-            .install(|| merge::merge(&self.table, &self.memories, &self.slot_words, &temp));
+            .install(|| merge::merge(&self.table, &self.memories, &temp));
         self.temp = kept;
         Ok(out)
     }
