@@ -7,7 +7,9 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use tessera_core::topology::{Endpoint, RemoteUse, Topology, Transfer};
 use tessera_core::{ObjectDesc, TexelFormat};
-use tessera_runtime::{DeviceTraffic, PassStats, Schedule, StageTimes, SystemConfig};
+use tessera_runtime::{
+    DeviceTraffic, HostCounters, PassStats, Schedule, StageTimes, SystemConfig,
+};
 use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::sim::PagedBoiling;
 
@@ -70,6 +72,9 @@ pub struct Run {
     pub simulated_frames: u32,
     /// Traffic counters when the modeled frames began.
     pub baseline: Vec<DeviceTraffic>,
+    /// Per device, the host's work in the modeled frames alone (`after_frame`'s reads of
+    /// the field left out).
+    pub host: Vec<HostCounters>,
     pub modeled: Modeled,
 }
 
@@ -126,7 +131,14 @@ pub fn run_boiling(
     // concurrent one) is thrown away.
     let mut concurrent = fresh();
     let isolated = o.node.model == ModelKind::Isolated;
+    let mut host = vec![HostCounters::default(); o.devices];
+    let count_host = |host: &mut Vec<HostCounters>, before: &[HostCounters]| {
+        for ((h, a), b) in host.iter_mut().zip(sim.sys.host_counters()).zip(before) {
+            h.add(&a.since(b));
+        }
+    };
     for n in 1..=o.frames {
+        let host_before = sim.sys.host_counters();
         let t = Instant::now();
         let stats = frame(
             &sim,
@@ -141,6 +153,7 @@ pub fn run_boiling(
         )?;
         wall += t.elapsed().as_secs_f64();
         if !isolated {
+            count_host(&mut host, &host_before);
             for (a, s) in per_device.iter_mut().zip(&stats) {
                 a.add(s);
             }
@@ -157,9 +170,11 @@ pub fn run_boiling(
         baseline = sim.sys.mm.traffic()?;
         let mut w = 0.0;
         for n in 1..=o.frames {
+            let host_before = sim.sys.host_counters();
             let t = Instant::now();
             let stats = frame(&sim, o, topo, &mut modeled, Schedule::Isolated)?;
             w += t.elapsed().as_secs_f64();
+            count_host(&mut host, &host_before);
             for (a, s) in per_device.iter_mut().zip(&stats) {
                 a.add(s);
             }
@@ -177,6 +192,7 @@ pub fn run_boiling(
         wall_isolated,
         simulated_frames: o.warmup + o.frames * if isolated { 2 } else { 1 },
         baseline,
+        host,
         modeled,
     })
 }

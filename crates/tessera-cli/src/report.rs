@@ -59,10 +59,42 @@ pub struct DeviceReport {
     /// Two-pass request passes launched, and skipped because every page was resident.
     pub request_passes: u64,
     pub request_passes_skipped: u64,
+    /// Bands launched with no request, the device holding every page they name.
+    pub bands_launched_held: u64,
+    /// The host's work for this device per frame, counted (`HostCounters`).
+    pub host: HostReport,
     /// Eviction over the measured frames (all zero while everything fits the budget).
     pub eviction: EvictionReport,
     /// Remote accesses (`AccessMode::Remote`) by location, the locations reached only.
     pub remote: Vec<RemoteReport>,
+}
+
+/// The host's work for one device, per modeled frame: what "no host work when nothing
+/// faults" is checked by (docs/ARCHITECTURE.md, "The held set").
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct HostReport {
+    /// Work handed to the device: queue submissions (wgpu), jobs on its worker (CPU).
+    pub submissions_per_frame: f64,
+    /// Times a driver or the memory manager blocked on the device's answer.
+    pub blocking_waits_per_frame: f64,
+    /// Inside the wgpu backend's jobs: waits for the GPU to drain (0 on the CPU backend).
+    pub device_waits_per_frame: f64,
+    pub bytes_read_back_per_frame: f64,
+    /// Messages the device's driver sent the memory manager.
+    pub manager_messages_per_frame: f64,
+}
+
+impl HostReport {
+    pub fn of(h: &tessera_runtime::HostCounters, frames: u32) -> Self {
+        let f = frames.max(1) as f64;
+        HostReport {
+            submissions_per_frame: h.submissions as f64 / f,
+            blocking_waits_per_frame: h.blocking_waits as f64 / f,
+            device_waits_per_frame: h.device_waits as f64 / f,
+            bytes_read_back_per_frame: h.bytes_read_back as f64 / f,
+            manager_messages_per_frame: h.manager_messages as f64 / f,
+        }
+    }
 }
 
 /// Remote accesses between one accessor and one location, over the measured frames.
@@ -321,6 +353,8 @@ impl Report {
                     relaunched_invocations: passes[d].relaunched,
                     request_passes: passes[d].request_passes,
                     request_passes_skipped: passes[d].request_passes_skipped,
+                    bands_launched_held: passes[d].held_bands,
+                    host: HostReport::of(&run.host[d], f),
                     eviction: EvictionReport {
                         evictions: t.evictions,
                         write_backs: t.eviction_write_backs,
@@ -539,6 +573,23 @@ impl Report {
                 d.device_to_device_via_host_per_frame.bytes / 1024.0,
                 d.memory.unique_bytes as f64 / 1024.0,
                 d.memory.shared_bytes as f64 / 1024.0
+            );
+        }
+        println!(
+            "{:>6} {:>10} {:>10} {:>10} {:>12} {:>10} {:>10}",
+            "host:", "submit/f", "waits/f", "gpu wait/f", "read-back B/f", "msgs/f", "held bands"
+        );
+        for d in &self.per_device {
+            let h = &d.host;
+            println!(
+                "{:>6} {:>10.1} {:>10.1} {:>10.1} {:>12.0} {:>10.1} {:>10}",
+                d.device,
+                h.submissions_per_frame,
+                h.blocking_waits_per_frame,
+                h.device_waits_per_frame,
+                h.bytes_read_back_per_frame,
+                h.manager_messages_per_frame,
+                d.bands_launched_held
             );
         }
         println!(

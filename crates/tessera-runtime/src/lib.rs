@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod cpu;
 pub mod driver;
 pub mod error;
+mod held;
 mod home;
 pub mod kernel;
 pub mod manager;
@@ -36,6 +37,6 @@ pub use manager::{
 };
 pub use partition::Partition;
 pub use remote::{RemoteBacking, RemoteBindings, RemoteObject};
-pub use stats::{DeviceMemoryUse, DeviceTraffic, LinkCounters};
+pub use stats::{BackendCounters, DeviceMemoryUse, DeviceTraffic, HostCounters, LinkCounters};
 pub use system::{Schedule, System, SystemConfig};
 pub use tessera_core::Policy;

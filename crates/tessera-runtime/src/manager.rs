@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tessera_core::protocol::Source;
@@ -20,6 +20,7 @@ use tessera_core::{
 
 use crate::backend::{copy_slot, PeerCopy, PeerMemory, SlotSink};
 use crate::error::{Result, RuntimeError};
+use crate::held::HeldPages;
 use crate::home::{read_home, write_home, HomeStore, SharedHome};
 use crate::remote::{RemoteBindings, RemoteObject, RemoteRegistry};
 use crate::stats::{DeviceMemoryUse, DeviceTraffic};
@@ -103,6 +104,11 @@ pub struct ManagerHandle {
     remote: RemoteRegistry,
     /// On a node of a cluster: the other homes, which get their parts of every batch.
     cluster: Option<Arc<crate::cluster::Link>>,
+    /// What each device's page table grants, published by the manager (`crate::held`).
+    held: Arc<HeldPages>,
+    /// Per device, the messages its driver sent the manager (requests, stages, releases,
+    /// `holds`, remote counts, evictions): the steady state sends none.
+    messages: Arc<Vec<AtomicU64>>,
 }
 
 fn call<R>(tx: &Sender<Cmd>, make: impl FnOnce(Sender<R>) -> Cmd) -> Pending<R> {
@@ -120,7 +126,32 @@ impl ManagerHandle {
             pressed: Arc::new(Vec::new()),
             remote: RemoteRegistry::default(),
             cluster: None,
+            held: Arc::new(HeldPages::new(0)),
+            messages: Arc::new(Vec::new()),
         }
+    }
+    /// Whether this handle reaches the homes of a cluster.
+    pub fn is_on_cluster(&self) -> bool {
+        self.cluster.is_some()
+    }
+    /// Counts one message sent on behalf of `device`.
+    fn sent(&self, device: DeviceId) {
+        if let Some(c) = self.messages.get(device.index()) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    /// Messages sent to the memory manager on behalf of `device` so far.
+    pub fn messages(&self, device: DeviceId) -> u64 {
+        self.messages
+            .get(device.index())
+            .map_or(0, |c| c.load(Ordering::Relaxed))
+    }
+    /// Whether `device`'s page table holds every one of `pages` with the access asked for,
+    /// as the memory manager last set it; read without a message (`crate::held`). Only a
+    /// hint: another device may take a page right after, and the caller must still handle a
+    /// miss. Always `false` on a cluster, whose other homes publish nothing here.
+    pub fn covers(&self, device: DeviceId, pages: &[PageRequest]) -> bool {
+        self.cluster.is_none() && self.held.covers(device, pages)
     }
     /// This handle routed over a cluster: batches, releases, `holds` and reads reach every
     /// home (crate::cluster).
@@ -191,6 +222,7 @@ impl ManagerHandle {
     /// call is queued behind it).
     pub fn count_remote(&self, device: DeviceId, counts: Vec<(Location, RemoteLink)>) {
         if !counts.is_empty() {
+            self.sent(device);
             let _ = self.tx.send(Cmd::Remote(device, counts));
         }
     }
@@ -232,6 +264,7 @@ impl ManagerHandle {
         pages: Vec<PageRequest>,
         keep: Vec<GlobalPage>,
     ) -> Pending<Result<()>> {
+        self.sent(device);
         let Some(link) = self.cluster.clone() else {
             return call(&self.tx, |r| Cmd::Request(device, pages, keep, r));
         };
@@ -285,6 +318,7 @@ impl ManagerHandle {
         pages: Vec<PageRequest>,
         start: Option<LaunchStarter>,
     ) -> Pending<Result<()>> {
+        self.sent(device);
         if self.cluster.is_some() {
             // A stage is answered by one manager at once; across homes it would be parts
             // acquired in node order, which may wait. Refused, so the band asks as before.
@@ -313,6 +347,7 @@ impl ManagerHandle {
     /// ask at any time, locked or not. Only a hint: another device may take a page right
     /// after, and the caller must still handle a miss.
     pub fn holds(&self, device: DeviceId, pages: Vec<GlobalPage>) -> Result<bool> {
+        self.sent(device);
         match &self.cluster {
             None => self.holds_here(device, pages),
             Some(link) => link.holds(&self.here(), device, pages),
@@ -323,6 +358,7 @@ impl ManagerHandle {
     }
     /// Releases the device's memory lock.
     pub fn release(&self, device: DeviceId) {
+        self.sent(device);
         match &self.cluster {
             None => {
                 let _ = self.tx.send(Cmd::Release(device));
@@ -338,6 +374,7 @@ impl ManagerHandle {
     /// locked. The game trace uses it to empty texture memory between frames and to keep a
     /// page on a device only while the device uses it (paper Figs 12–13).
     pub fn evict(&self, device: DeviceId, pages: Vec<GlobalPage>) -> Result<()> {
+        self.sent(device);
         call(&self.tx, |r| Cmd::Evict(device, pages, r)).wait()?
     }
     /// Starts (`true`) or stops keeping, per device, every page each of its request batches
@@ -537,6 +574,9 @@ struct Manager {
     /// source before the list is carried out (`read_ahead`), by (device, page): their slot.
     peer_ahead: HashMap<(DeviceId, GlobalPage), SlotAddr>,
     pressed: Arc<Vec<AtomicBool>>,
+    /// What each device's page table grants, for the drivers (`crate::held`); written by
+    /// every `Outbox` as it queues a descriptor.
+    held: Arc<HeldPages>,
     /// Objects not in migrate mode (absent: migrate).
     modes: HashMap<ObjectId, AccessMode>,
     /// Remote objects' pages, shared with the drivers.
@@ -610,6 +650,7 @@ pub fn spawn(
         copying_during_launch: None,
         peer_ahead: HashMap::new(),
         pressed: Arc::new((0..n).map(|_| AtomicBool::new(false)).collect()),
+        held: Arc::new(HeldPages::new(n)),
         modes: HashMap::new(),
         remote: RemoteRegistry::default(),
         broken: None,
@@ -617,6 +658,7 @@ pub fn spawn(
     let (tx, rx) = unbounded();
     let pressed = m.pressed.clone();
     let remote = m.remote.clone();
+    let held = m.held.clone();
     let join = Builder::new()
         .name("tessera-memory-manager".into())
         .spawn(move || m.run(rx))
@@ -627,6 +669,8 @@ pub fn spawn(
             pressed,
             remote,
             cluster: None,
+            held,
+            messages: Arc::new((0..n).map(|_| AtomicU64::new(0)).collect()),
         },
         join,
     ))
@@ -1416,7 +1460,7 @@ impl Manager {
                 _ => {}
             }
         }
-        let mut out = Outbox::new(n, self.home.clone());
+        let mut out = Outbox::new(n, self.home.clone(), self.held.clone());
         let mut jobs = Vec::new();
         for (d, ((list, back), peer)) in reads.into_iter().zip(backs).zip(peer).enumerate() {
             if list.is_empty() && back.is_empty() && peer.is_empty() {
@@ -1602,7 +1646,7 @@ impl Manager {
     }
 
     fn execute_in_order(&mut self, actions: Vec<Action>) -> Result<()> {
-        let mut out = Outbox::new(self.workers.len(), self.home.clone());
+        let mut out = Outbox::new(self.workers.len(), self.home.clone(), self.held.clone());
         let res = self.carry_out(&mut out, actions);
         // After an error too: no job of this list is still running when the manager goes on.
         let res = res.and(out.finish(&self.workers));
@@ -2101,6 +2145,7 @@ struct Outbox {
     ops: Vec<Vec<DeviceOp>>,
     acks: Vec<Pending<Result<Vec<Vec<u8>>>>>,
     home: SharedHome,
+    held: Arc<HeldPages>,
     /// Some queued or sent job copies from home: the manager must let them finish before it
     /// writes home itself.
     reads_home: bool,
@@ -2115,11 +2160,12 @@ struct Outbox {
 }
 
 impl Outbox {
-    fn new(devices: usize, home: SharedHome) -> Self {
+    fn new(devices: usize, home: SharedHome, held: Arc<HeldPages>) -> Self {
         Outbox {
             ops: (0..devices).map(|_| Vec::new()).collect(),
             acks: Vec::new(),
             home,
+            held,
             reads_home: false,
             spent: Vec::new(),
             peer_sources: HashSet::new(),
@@ -2129,6 +2175,12 @@ impl Outbox {
 
     fn push(&mut self, d: DeviceId, op: DeviceOp) {
         self.reads_home |= matches!(op, DeviceOp::WriteFromHome { .. });
+        // Published as queued, before the worker applies it: a right taken away shows at once
+        // (`crate::held`).
+        if let DeviceOp::Set(page, desc) = &op {
+            let (page, desc) = (*page, *desc);
+            self.held.set(d, page, desc);
+        }
         self.ops[d.index()].push(op);
     }
 

@@ -17,6 +17,62 @@ impl LinkCounters {
     }
 }
 
+/// The host's work for one device, counted rather than timed: what the steady state ("no
+/// host work when nothing faults", docs/ARCHITECTURE.md) is checked by. Read at any time
+/// without disturbing the device; subtract two readings for an interval.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct HostCounters {
+    /// Work handed to the device: queue submissions on a GPU backend; on the CPU backend,
+    /// jobs queued on its worker (the CPU device's queue).
+    pub submissions: u64,
+    /// Times a driver or the memory manager waited for the device's worker to answer a job
+    /// (a launch's outcome, a page move's acknowledgement): the host blocked on the device.
+    pub blocking_waits: u64,
+    /// Inside a GPU backend's jobs: waits for the GPU to drain its queue (a poll, a mapped
+    /// read-back). Zero on the CPU backend, whose jobs run on the worker itself.
+    pub device_waits: u64,
+    /// Bytes copied from device memory back to the host (GPU backends).
+    pub bytes_read_back: u64,
+    /// Messages the device's driver sent the memory manager (requests, stages, releases,
+    /// residency questions, remote counts, evictions).
+    pub manager_messages: u64,
+}
+
+impl HostCounters {
+    pub fn add(&mut self, o: &HostCounters) {
+        self.submissions += o.submissions;
+        self.blocking_waits += o.blocking_waits;
+        self.device_waits += o.device_waits;
+        self.bytes_read_back += o.bytes_read_back;
+        self.manager_messages += o.manager_messages;
+    }
+    /// The counts since `before`.
+    pub fn since(&self, before: &HostCounters) -> HostCounters {
+        HostCounters {
+            submissions: self.submissions.saturating_sub(before.submissions),
+            blocking_waits: self.blocking_waits.saturating_sub(before.blocking_waits),
+            device_waits: self.device_waits.saturating_sub(before.device_waits),
+            bytes_read_back: self.bytes_read_back.saturating_sub(before.bytes_read_back),
+            manager_messages: self.manager_messages.saturating_sub(before.manager_messages),
+        }
+    }
+}
+
+/// A backend's own host counters, kept by the device and read by anyone (atomics: reading
+/// them is no job on the device, so it changes no count).
+#[derive(Debug, Default)]
+pub struct BackendCounters {
+    pub submissions: std::sync::atomic::AtomicU64,
+    pub device_waits: std::sync::atomic::AtomicU64,
+    pub bytes_read_back: std::sync::atomic::AtomicU64,
+}
+
+impl BackendCounters {
+    pub fn add(c: &std::sync::atomic::AtomicU64, n: u64) {
+        c.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Traffic the memory manager caused for one device (as requester or as data source).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct DeviceTraffic {

@@ -114,6 +114,8 @@ pub struct System {
     schedule: Schedule,
     /// On a node of a cluster: the link to the others (crate::cluster).
     link: Option<Arc<Link>>,
+    /// This node's device workers, for their host counters.
+    workers: Vec<WorkerHandle>,
 }
 
 impl System {
@@ -161,12 +163,13 @@ impl System {
             },
         )?;
         joins.push(j);
-        let drivers = spawn_drivers(workers, &mm, cfg, &mut joins)?;
+        let drivers = spawn_drivers(workers.clone(), &mm, cfg, &mut joins)?;
         Ok(System {
             mm,
             drivers,
             backend,
             joins,
+            workers,
             schedule: if cfg.isolated {
                 Schedule::Isolated
             } else {
@@ -284,7 +287,7 @@ impl System {
         let mm = mm.on_cluster(link.clone());
         // Staging stays off: a stage is one manager's answer, and batches here span homes.
         let drivers = spawn_drivers(
-            workers,
+            workers.clone(),
             &mm,
             &SystemConfig {
                 staging: false,
@@ -305,7 +308,22 @@ impl System {
                 Schedule::Concurrent
             },
             link: Some(link),
+            workers,
         })
+    }
+
+    /// Per device of this node, the host's work for it so far (`HostCounters`): submissions,
+    /// blocking waits, bytes read back and the driver's messages to the memory manager. Read
+    /// without a job or a message, so reading changes no count.
+    pub fn host_counters(&self) -> Vec<crate::stats::HostCounters> {
+        self.workers
+            .iter()
+            .map(|w| {
+                let mut h = w.counters();
+                h.manager_messages = self.mm.messages(w.device);
+                h
+            })
+            .collect()
     }
 
     /// The cluster this node is part of, if any.
@@ -621,6 +639,7 @@ impl Drop for System {
             l.shut_down();
         }
         self.drivers.clear();
+        self.workers.clear();
         // The drivers hold the last handles to the memory manager and the workers; once they
         // finish, every queue closes and every thread returns.
         let (tx, _) = unbounded();

@@ -6,6 +6,9 @@
 //! a device runs one job at a time, a launch is atomic with respect to the memory manager's
 //! page moves on that device.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
 use tessera_core::DeviceId;
 
 use crate::backend::Device;
@@ -16,10 +19,15 @@ use crate::sync::{Builder, JoinHandle};
 type Job = Box<dyn FnOnce(&mut dyn Device) + Send>;
 
 /// A reply that will arrive on its own channel.
-pub struct Pending<R>(Receiver<R>, &'static str);
+pub struct Pending<R>(Receiver<R>, &'static str, Option<Arc<AtomicU64>>);
 
 impl<R> Pending<R> {
+    /// Blocks until the reply comes; a reply from a device worker counts as one of the
+    /// device's blocking waits ([`crate::stats::HostCounters`]).
     pub fn wait(self) -> Result<R> {
+        if let Some(c) = &self.2 {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
         self.0.recv().map_err(|_| RuntimeError::ThreadGone(self.1))
     }
     /// The reply if it has arrived already.
@@ -27,8 +35,16 @@ impl<R> Pending<R> {
         self.0.try_recv().ok()
     }
     pub(crate) fn new(rx: Receiver<R>, who: &'static str) -> Self {
-        Pending(rx, who)
+        Pending(rx, who, None)
     }
+}
+
+/// What the host asked of one device worker: jobs queued, and waits for their replies.
+#[derive(Debug, Default)]
+struct SeamCounters {
+    jobs: AtomicU64,
+    /// Shared with every reply the worker hands out.
+    waits: Arc<AtomicU64>,
 }
 
 /// The command side of a device worker; cheap to clone.
@@ -36,6 +52,8 @@ impl<R> Pending<R> {
 pub struct WorkerHandle {
     pub device: DeviceId,
     tx: Sender<Job>,
+    seam: Arc<SeamCounters>,
+    backend: Option<Arc<crate::stats::BackendCounters>>,
 }
 
 impl WorkerHandle {
@@ -45,6 +63,7 @@ impl WorkerHandle {
         f: impl FnOnce(&mut dyn Device) -> R + Send + 'static,
     ) -> Pending<R> {
         let (tx, rx) = bounded(1);
+        self.seam.jobs.fetch_add(1, Ordering::Relaxed);
         // A send fails only when the worker is gone; the Pending then reports ThreadGone.
         let _ = self.tx.send(Box::new(move |d: &mut dyn Device| {
             let r = f(d);
@@ -52,7 +71,24 @@ impl WorkerHandle {
             d.end_of_job();
             let _ = tx.send(r);
         }));
-        Pending::new(rx, "device worker")
+        Pending(rx, "device worker", Some(self.seam.waits.clone()))
+    }
+
+    /// The host's work for this device so far, but for the memory manager's messages (the
+    /// manager's handle counts those).
+    pub fn counters(&self) -> crate::stats::HostCounters {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let mut h = crate::stats::HostCounters {
+            submissions: load(&self.seam.jobs),
+            blocking_waits: load(&self.seam.waits),
+            ..Default::default()
+        };
+        if let Some(b) = &self.backend {
+            h.submissions = load(&b.submissions);
+            h.device_waits = load(&b.device_waits);
+            h.bytes_read_back = load(&b.bytes_read_back);
+        }
+        h
     }
 
     /// Queues a job and waits for it.
@@ -67,6 +103,7 @@ impl WorkerHandle {
 /// Starts a worker thread owning `device`.
 pub fn spawn(id: DeviceId, mut device: Box<dyn Device>) -> Result<(WorkerHandle, JoinHandle<()>)> {
     let (tx, rx) = unbounded::<Job>();
+    let backend = device.counters();
     let join = Builder::new()
         .name(format!("tessera-worker-{}", id.0))
         .spawn(move || {
@@ -75,5 +112,13 @@ pub fn spawn(id: DeviceId, mut device: Box<dyn Device>) -> Result<(WorkerHandle,
             }
         })
         .map_err(|e| RuntimeError::Config(format!("cannot start a thread: {e}")))?;
-    Ok((WorkerHandle { device: id, tx }, join))
+    Ok((
+        WorkerHandle {
+            device: id,
+            tx,
+            seam: Arc::new(SeamCounters::default()),
+            backend,
+        },
+        join,
+    ))
 }

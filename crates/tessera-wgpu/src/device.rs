@@ -11,6 +11,7 @@ use tessera_core::{
     Access, CoreError, DeviceId, GlobalPage, ObjectId, PageDescriptor, PageRequest, SlotAddr,
 };
 use tessera_runtime::{
+    BackendCounters,
     kind_name, Bound, Device, Domain, Footprint, GpuLaunchTime, Launch, LaunchOutcome,
     MergeOutcome, Mode, PeerCopy, PeerMemory, RemoteBacking, RemoteObject, Result, RuntimeError,
     SlotSink, WgslKernel, MAX_STORES,
@@ -87,6 +88,8 @@ pub struct WgpuDevice {
     health: Health,
     /// Whether launches take the tile path (see [`TilePath`]).
     tiles: bool,
+    /// Submissions, waits for the GPU and bytes read back (`HostCounters`).
+    counters: Arc<BackendCounters>,
 }
 
 /// Whether kernels with a footprint run through the prelude's tile path (windows in workgroup
@@ -280,6 +283,7 @@ impl WgpuDevice {
                 kernels: HashMap::new(),
             },
             health,
+            counters: Arc::default(),
         })
     }
 
@@ -340,9 +344,26 @@ impl WgpuDevice {
         self.health.check().map_err(|e| self.err(e))
     }
 
-    /// Copies `ranges` (buffer, offset, bytes) into one staging buffer and reads them back.
+    /// Copies `ranges` (buffer, offset, bytes) into one staging buffer and reads them back:
+    /// one submission and one wait.
     fn read_back(&self, ranges: &[(&wgpu::Buffer, u64, u64)]) -> Result<Vec<Vec<u8>>> {
+        let c = &self.counters;
+        BackendCounters::add(&c.submissions, 1);
+        BackendCounters::add(&c.device_waits, 1);
+        BackendCounters::add(&c.bytes_read_back, ranges.iter().map(|r| r.2).sum());
         gpu::read_back(&self.device, &self.queue, &self.health, ranges).map_err(|e| self.err(e))
+    }
+
+    /// Submits one command buffer, counted.
+    fn submit(&self, enc: wgpu::CommandEncoder) {
+        BackendCounters::add(&self.counters.submissions, 1);
+        self.queue.submit([enc.finish()]);
+    }
+
+    /// Waits until the GPU has run everything submitted, counted.
+    fn wait_idle(&self) -> Result<()> {
+        BackendCounters::add(&self.counters.device_waits, 1);
+        self.health.wait(&self.device).map_err(|e| self.err(e))
     }
 
     fn slot_range(&self, at: SlotAddr) -> Result<(u64, u64)> {
@@ -533,10 +554,10 @@ impl Device for WgpuDevice {
                 .device
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
             enc.copy_buffer_to_buffer(&self.stamps, 0, &stamps, 0, keep);
-            self.queue.submit([enc.finish()]);
+            self.submit(enc);
             // Like every call that submits work, return with none in flight (slot reuse,
             // docs/WGPU.md). A resize follows objects being created or freed: rare.
-            self.health.wait(&self.device).map_err(|e| self.err(e))?;
+            self.wait_idle()?;
         }
         self.stamps = stamps;
         self.table.resize(pages as usize, 0);
@@ -694,6 +715,10 @@ impl Device for WgpuDevice {
         self.temp_len = 0;
     }
 
+    fn counters(&self) -> Option<Arc<BackendCounters>> {
+        Some(self.counters.clone())
+    }
+
     fn peer_group(&self) -> Option<u64> {
         // `TESSERA_PEER_COPY=off` moves pages through the host as before peer copies, for
         // comparing the two in one run on one machine (docs/EVALUATION.md, "On a real GPU").
@@ -764,8 +789,8 @@ impl Device for WgpuDevice {
         // so far (the source's own uploads into its slot included) and before any taken later;
         // waiting keeps this backend's rule that no call leaves work in flight (slot reuse,
         // docs/WGPU.md), so the memory manager may reuse the source slot once this returns.
-        self.queue.submit([enc.finish()]);
-        self.health.wait(&self.device).map_err(|e| self.err(e))
+        self.submit(enc);
+        self.wait_idle()
     }
 }
 
@@ -1161,7 +1186,7 @@ impl WgpuDevice {
         if req > 0 {
             enc.copy_buffer_to_buffer(&s.requests.buf, REQUESTS_HEAD, &s.head, HEAD_LIST, req);
         }
-        self.queue.submit([enc.finish()]);
+        self.submit(enc);
         // Waits until the device has run this submission (and so every earlier one): a launch
         // or merge returns with nothing in flight, which is what lets `write_slot` reuse a
         // slot at once.
@@ -1185,6 +1210,8 @@ impl WgpuDevice {
     }
 
     fn map_read(&self, staging: &wgpu::Buffer) -> Result<Vec<u8>> {
+        BackendCounters::add(&self.counters.device_waits, 1);
+        BackendCounters::add(&self.counters.bytes_read_back, staging.size());
         self.health
             .map_read(&self.device, staging)
             .map_err(|e| self.err(e))

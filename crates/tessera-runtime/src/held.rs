@@ -1,0 +1,112 @@
+//! What each device's page table grants, published by the memory manager for the drivers to
+//! read without a message: the steady state's "no host work when nothing faults"
+//! (docs/ARCHITECTURE.md, "The held set").
+//!
+//! The memory manager writes a device's entry for a page at the moment it queues the
+//! descriptor change on the device's worker (`Outbox::push`), so the published set is never
+//! ahead of the device for rights taken away: a downgrade or invalidation shows here before
+//! the worker applies it. Rights are only ever added by the device's own request, while its
+//! driver waits for the reply. A driver that finds every page of a band here launches without
+//! asking the memory manager and without its memory lock; if another device takes a page
+//! between the look and the launch, the launch faults on it and the relaunch procedure asks as
+//! always. So the set chooses the cost of a pass, never its result: the device's page table,
+//! checked by every access, stays the authority (the model checker's "held operations" check
+//! that argument on the protocol, docs/PROTOCOL.md).
+
+use tessera_core::{Access, DeviceId, GlobalPage, PageDescriptor, PageRequest};
+
+use crate::sync::RwLock;
+
+const NONE: u8 = 0;
+const READ: u8 = 1;
+const WRITE: u8 = 2;
+
+/// Per device, per global page: not held, held readable, or held writable.
+pub struct HeldPages {
+    devices: Vec<RwLock<Vec<u8>>>,
+}
+
+impl HeldPages {
+    pub(crate) fn new(devices: usize) -> Self {
+        HeldPages {
+            devices: (0..devices).map(|_| RwLock::new(Vec::new())).collect(),
+        }
+    }
+
+    /// Records the descriptor the memory manager is about to give `device` for `page`.
+    pub(crate) fn set(&self, device: DeviceId, page: GlobalPage, desc: PageDescriptor) {
+        let Some(lock) = self.devices.get(device.index()) else {
+            return;
+        };
+        let level = match (desc.is_resident(), desc.is_writable()) {
+            (false, _) => NONE,
+            (true, false) => READ,
+            (true, true) => WRITE,
+        };
+        // A poisoned lock means a driver panicked while reading; the set is a hint, so a
+        // missing entry (read as "not held") is always safe.
+        let Ok(mut v) = lock.write() else {
+            return;
+        };
+        let i = page.index();
+        if i >= v.len() {
+            if level == NONE {
+                return;
+            }
+            v.resize(i + 1, NONE);
+        }
+        v[i] = level;
+    }
+
+    /// Whether `device` holds every one of `pages` with at least the access asked for.
+    pub fn covers(&self, device: DeviceId, pages: &[PageRequest]) -> bool {
+        let Some(lock) = self.devices.get(device.index()) else {
+            return false;
+        };
+        let Ok(v) = lock.read() else {
+            return false;
+        };
+        pages.iter().all(|r| {
+            let need = match r.access {
+                Access::Read => READ,
+                Access::Write => WRITE,
+            };
+            v.get(r.page.index()).is_some_and(|&l| l >= need)
+        })
+    }
+}
+
+#[cfg(all(test, not(feature = "shuttle")))]
+mod tests {
+    use super::*;
+    use tessera_core::SlotAddr;
+
+    fn req(page: u64, access: Access) -> PageRequest {
+        PageRequest {
+            page: GlobalPage(page),
+            access,
+        }
+    }
+
+    #[test]
+    fn rights_are_covered_only_as_far_as_granted() {
+        let h = HeldPages::new(2);
+        let d = DeviceId(0);
+        let at = SlotAddr { memory: 0, slot: 3 };
+        assert!(!h.covers(d, &[req(5, Access::Read)]));
+        h.set(d, GlobalPage(5), PageDescriptor::resident(at, false));
+        assert!(h.covers(d, &[req(5, Access::Read)]));
+        assert!(!h.covers(d, &[req(5, Access::Write)]));
+        h.set(d, GlobalPage(5), PageDescriptor::resident(at, true));
+        assert!(h.covers(d, &[req(5, Access::Write), req(5, Access::Read)]));
+        // Another device's set is its own.
+        assert!(!h.covers(DeviceId(1), &[req(5, Access::Read)]));
+        h.set(d, GlobalPage(5), PageDescriptor::NOT_RESIDENT);
+        assert!(!h.covers(d, &[req(5, Access::Read)]));
+        // A page past the end and an unknown device are not held.
+        assert!(!h.covers(d, &[req(999, Access::Read)]));
+        assert!(!h.covers(DeviceId(7), &[]));
+        // The empty set is covered by any known device.
+        assert!(h.covers(d, &[]));
+    }
+}
