@@ -1,0 +1,98 @@
+//! The steady state as a user sees it in `report.json`: once every page is resident, a frame
+//! of boiling on one device costs no message to the memory manager and no page request, on
+//! the CPU backend and on wgpu (lavapipe in CI). The host counters themselves are checked to
+//! count: a two-device run, whose boundary pages move every frame, must show messages.
+
+use std::process::Command;
+
+fn tessera(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+/// Runs `run boiling` at 512² (page 64, no GIF) and returns its report.
+fn boiling(backend: &str, devices: &str, procedure: &str) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let o = tessera(&[
+        "run",
+        "boiling",
+        "--backend",
+        backend,
+        "--devices",
+        devices,
+        "--size",
+        "512",
+        "--page",
+        "64",
+        "--frames",
+        "2",
+        "--gif-every",
+        "0",
+        "--procedure",
+        procedure,
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap()).unwrap()
+}
+
+fn num(v: &serde_json::Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// Boiling's frame is five passes (four simulation kernels and the display).
+const PASSES: f64 = 5.0;
+
+fn check_steady(backend: &str) {
+    for procedure in ["relaunch", "two-pass"] {
+        let r = boiling(backend, "1", procedure);
+        let d = &r["per_device"][0];
+        let h = &d["host"];
+        let ctx = format!("{backend} {procedure}: {d}");
+        assert_eq!(num(&d["page_requests_per_frame"]), 0.0, "{ctx}");
+        assert_eq!(num(&d["request_batches_per_frame"]), 0.0, "{ctx}");
+        assert_eq!(num(&h["manager_messages_per_frame"]), 0.0, "{ctx}");
+        // The counters count: every pass hands the device work and waits for its outcome.
+        assert!(num(&h["submissions_per_frame"]) >= PASSES, "{ctx}");
+        assert!(num(&h["blocking_waits_per_frame"]) >= PASSES, "{ctx}");
+        if procedure == "relaunch" {
+            // Every band of every pass launched from the held set.
+            assert!(d["bands_launched_held"].as_u64().unwrap() > 0, "{ctx}");
+        } else {
+            assert_eq!(d["request_passes"].as_u64(), Some(0), "{ctx}");
+        }
+        if backend == "wgpu" {
+            // Each launch reads its fault status back from the GPU.
+            assert!(num(&h["bytes_read_back_per_frame"]) > 0.0, "{ctx}");
+            assert!(num(&h["device_waits_per_frame"]) >= PASSES, "{ctx}");
+        }
+    }
+    // Two devices share boundary pages that move every frame: the counter sees the requests.
+    let r = boiling(backend, "2", "relaunch");
+    for d in r["per_device"].as_array().unwrap() {
+        assert!(num(&d["host"]["manager_messages_per_frame"]) > 0.0, "{d}");
+        assert!(num(&d["page_requests_per_frame"]) > 0.0, "{d}");
+    }
+}
+
+#[test]
+fn a_resident_frame_sends_nothing_to_the_memory_manager_on_the_cpu_backend() {
+    check_steady("cpu");
+}
+
+#[test]
+fn a_resident_frame_sends_nothing_to_the_memory_manager_on_wgpu() {
+    let listing = String::from_utf8_lossy(&tessera(&["devices"]).stdout).to_string();
+    if !listing.contains("--backend wgpu uses:") {
+        assert!(
+            std::env::var("TESSERA_REQUIRE_VULKAN").as_deref() != Ok("1"),
+            "TESSERA_REQUIRE_VULKAN=1 but no adapter: {listing}"
+        );
+        eprintln!("SKIPPED: no wgpu adapter ({listing})");
+        return;
+    }
+    check_steady("wgpu");
+}
