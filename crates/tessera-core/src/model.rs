@@ -177,6 +177,20 @@ pub enum RemoteVariant {
     CopiedOnRead,
 }
 
+/// How a device's operations outside its procedure (the steady state's launches from the
+/// held set, `ModelConfig::held_ops_per_device`) reach their pages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HeldVariant {
+    /// Each access checks the page table at the moment it runs, as every launch does: a
+    /// page not valid (or not writable, for a store) faults and the operation does nothing.
+    #[default]
+    Checked,
+    /// Broken on purpose: a store checks that the page is resident but not that it is
+    /// writable (a kernel specialized past the writable bit), so a device holding a read
+    /// copy writes it with no request: its copy and the others' now differ.
+    StoreIgnoresWritable,
+}
+
 /// The closed world to explore. Budgets bound every run, which keeps the state graph finite.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ModelConfig {
@@ -204,6 +218,11 @@ pub struct ModelConfig {
     /// request budget left, may stage any batch of pages outside its own (`Message::Stage`,
     /// one request's budget), and may evict any page outside its batch with eviction budget.
     pub staging: bool,
+    /// Operations each idle device may make with no request and no memory lock, on the pages
+    /// its page table holds (the steady state's launches, `tessera_runtime`'s held set): a
+    /// read of a valid page, a write of a writable one. Interleaved with every other step.
+    pub held_ops_per_device: u8,
+    pub held_variant: HeldVariant,
 }
 
 impl ModelConfig {
@@ -225,6 +244,19 @@ impl ModelConfig {
             remote_ops_per_device: 0,
             remote_variant: RemoteVariant::InPlace,
             staging: false,
+            held_ops_per_device: 0,
+            held_variant: HeldVariant::Checked,
+        }
+    }
+
+    /// The held world: the minimum world's two pages, two values and budgets on two devices,
+    /// each of which may also make two operations outside any procedure on the pages its page
+    /// table holds (the steady state launches with no message and no lock).
+    pub fn held() -> Self {
+        ModelConfig {
+            devices: 2,
+            held_ops_per_device: 2,
+            ..Self::minimum()
         }
     }
 
@@ -245,6 +277,8 @@ impl ModelConfig {
             remote_ops_per_device: 2,
             remote_variant: RemoteVariant::InPlace,
             staging: false,
+            held_ops_per_device: 0,
+            held_variant: HeldVariant::Checked,
         }
     }
 
@@ -282,7 +316,7 @@ impl ModelConfig {
                 "remote pages must be at most {MAX_MODEL_REMOTE_PAGES}, and all pages at most {MAX_MODEL_PAGES}"
             ));
         }
-        if self.remote_ops_per_device > 15 {
+        if self.remote_ops_per_device > 15 || self.held_ops_per_device > 15 {
             return Err("budgets must be at most 15".into());
         }
         if self.staging && self.variant == ProtocolVariant::NoMemoryLock {
@@ -541,6 +575,8 @@ struct Dev {
     remote_ops: u8,
     /// `RemoteVariant::CachedOnReader` only: the value cached per remote page, if any.
     cache: [Option<u8>; MAX_MODEL_REMOTE_PAGES],
+    /// Operations made outside a procedure on held pages so far.
+    held_ops: u8,
 }
 
 impl Dev {
@@ -638,6 +674,17 @@ enum Step {
         remote: u8,
         value: u8,
     },
+    /// An idle device reads a page outside any procedure, trusting its page table.
+    HeldRead {
+        device: u8,
+        page: u8,
+    },
+    /// An idle device writes a page outside any procedure.
+    HeldWrite {
+        device: u8,
+        page: u8,
+        value: u8,
+    },
 }
 
 /// What a message was, for traces: built on every step, formatted only for a trace.
@@ -717,6 +764,7 @@ impl State {
             slots: [Slot::default(); MAX_MODEL_PAGES],
             remote_ops: 0,
             cache: [None; MAX_MODEL_REMOTE_PAGES],
+            held_ops: 0,
         };
         State {
             proto: Rc::new(proto),
@@ -756,6 +804,28 @@ impl State {
                     // without it. Such an eviction costs no budget, so the budget bounds only
                     // the evictions nothing asked for; where both would be offered, the free
                     // one reaches everything the paid one does, with more budget left.
+                    // The steady state: a launch from the held set, no message, no lock. With
+                    // the page table checked, only valid pages (writable ones for a store)
+                    // run; a fault does nothing, so it is no step.
+                    if dev.held_ops < cfg.held_ops_per_device {
+                        for page in 0..cfg.pages as u8 {
+                            let slot = dev.slots[page as usize];
+                            let (read, write) = match cfg.held_variant {
+                                HeldVariant::Checked => (slot.valid(), slot.writable()),
+                                HeldVariant::StoreIgnoresWritable => (slot.valid(), slot.valid()),
+                            };
+                            if read {
+                                out.push(Step::HeldRead { device, page });
+                            }
+                            if write {
+                                out.extend((0..cfg.values).map(|value| Step::HeldWrite {
+                                    device,
+                                    page,
+                                    value,
+                                }));
+                            }
+                        }
+                    }
                     let room = requesting && self.live.count_ones() > capacity;
                     if room || dev.evicted < cfg.evictions_per_device {
                         out.extend(bits(held).map(|page| Step::Evict { device, page, room }));
@@ -972,6 +1042,42 @@ impl State {
                 }
                 self.remote[r] = value;
                 self.remote_latest[r] = value;
+            }
+            Step::HeldRead { device, page } => {
+                let (d, p) = (device as usize, page as usize);
+                self.devs[d].held_ops += 1;
+                let got = self.devs[d].slots[p].value();
+                if let Some(log) = log {
+                    log.push(format!(
+                        "device{device} reads page{page} = {got} outside a procedure (held)"
+                    ));
+                }
+                if got != self.latest[p] {
+                    return Err(fail(
+                        property::DATA_VALUE,
+                        format!(
+                            "device{device} read {got} from page{page} outside a procedure, whose latest value is {}",
+                            self.latest[p]
+                        ),
+                    ));
+                }
+            }
+            Step::HeldWrite {
+                device,
+                page,
+                value,
+            } => {
+                let (d, p) = (device as usize, page as usize);
+                if let Some(log) = log {
+                    log.push(format!(
+                        "device{device} writes page{page} := {value} outside a procedure (held)"
+                    ));
+                }
+                self.devs[d].held_ops += 1;
+                self.devs[d].slots[p].set_value(value);
+                if self.live & (1 << p) != 0 {
+                    self.latest[p] = value;
+                }
             }
             Step::Stage { device, batch } => {
                 let d = device as usize;
@@ -1457,7 +1563,8 @@ impl State {
             .map(|dev| {
                 let left = (cfg.requests_per_device - dev.issued) as u32
                     + (cfg.evictions_per_device - dev.evicted) as u32
-                    + (cfg.remote_ops_per_device - dev.remote_ops) as u32;
+                    + (cfg.remote_ops_per_device - dev.remote_ops) as u32
+                    + (cfg.held_ops_per_device - dev.held_ops) as u32;
                 let rank = match dev.phase {
                     Phase::Idle => 0,
                     Phase::Granted { batch, done } => 1 + (batch.pages() & !done).count_ones(),
@@ -1517,6 +1624,7 @@ struct Layout {
     len_bits: u32,
     remote_pages: u32,
     remote_ops_bits: u32,
+    held_ops_bits: u32,
 }
 
 /// Bits to hold every number in `0..=max`.
@@ -1540,6 +1648,7 @@ impl Layout {
             len_bits: bits_for(cfg.pages as u32 + cfg.remote_pages as u32),
             remote_pages: cfg.remote_pages as u32,
             remote_ops_bits: bits_for(cfg.remote_ops_per_device as u32),
+            held_ops_bits: bits_for(cfg.held_ops_per_device as u32),
         }
     }
 
@@ -1551,6 +1660,7 @@ impl Layout {
             + self.pages * (self.value_bits + 2)
             + self.remote_ops_bits
             + self.remote_pages * (self.value_bits + 1)
+            + self.held_ops_bits
     }
 
     fn max_bits(&self) -> u32 {
@@ -1688,6 +1798,7 @@ impl State {
         for c in &dev.cache[..l.remote_pages as usize] {
             w.push(c.map_or(0, |v| v as u64 + 1), l.value_bits + 1);
         }
+        w.push(dev.held_ops as u64, l.held_ops_bits);
         w
     }
 
@@ -1962,6 +2073,8 @@ mod tests {
             remote_ops_per_device: 0,
             remote_variant: RemoteVariant::InPlace,
             staging: false,
+            held_ops_per_device: 0,
+            held_variant: HeldVariant::Checked,
         }
     }
 

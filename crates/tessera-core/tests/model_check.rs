@@ -6,7 +6,9 @@
 
 use std::time::Instant;
 
-use tessera_core::model::{check, property, CheckReport, ModelConfig, RemoteVariant, Violation};
+use tessera_core::model::{
+    check, property, CheckReport, HeldVariant, ModelConfig, RemoteVariant, Violation,
+};
 use tessera_core::ProtocolVariant;
 
 fn run(cfg: ModelConfig) -> CheckReport {
@@ -383,6 +385,34 @@ fn staging_that_evicts_a_held_page_is_caught() {
     );
     assert!(
         v.trace[v.trace.len() - 2].contains("eviction of page"),
+        "{v}"
+    );
+}
+
+#[test]
+fn launches_from_the_held_set_keep_every_property() {
+    // Idle devices read and write the pages their page tables hold, with no request and no
+    // memory lock, interleaved with every request, eviction, free and create of the others.
+    let r = passes(ModelConfig::held(), 10_000);
+    println!("held world: {} states", r.states);
+}
+
+#[test]
+fn a_held_store_that_ignores_the_writable_bit_is_caught() {
+    // A device holding a read copy stores into it with no request, as a kernel specialized
+    // past the writable check would: the other copies and home no longer agree with it.
+    let cfg = ModelConfig {
+        held_variant: HeldVariant::StoreIgnoresWritable,
+        ..ModelConfig::held()
+    };
+    let r = run(cfg);
+    let Some(v) = r.violation else {
+        panic!("a store ignoring the writable bit passed the model checker: {r}");
+    };
+    assert_eq!(v.property, property::NO_LOST_WRITE, "{v}");
+    assert!(v.trace.len() <= 10, "trace longer than expected:\n{v}");
+    assert!(
+        v.trace.iter().any(|s| s.contains("outside a procedure")),
         "{v}"
     );
 }

@@ -53,7 +53,9 @@ impl HostCounters {
             blocking_waits: self.blocking_waits.saturating_sub(before.blocking_waits),
             device_waits: self.device_waits.saturating_sub(before.device_waits),
             bytes_read_back: self.bytes_read_back.saturating_sub(before.bytes_read_back),
-            manager_messages: self.manager_messages.saturating_sub(before.manager_messages),
+            manager_messages: self
+                .manager_messages
+                .saturating_sub(before.manager_messages),
         }
     }
 }

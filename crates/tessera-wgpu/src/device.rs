@@ -11,10 +11,9 @@ use tessera_core::{
     Access, CoreError, DeviceId, GlobalPage, ObjectId, PageDescriptor, PageRequest, SlotAddr,
 };
 use tessera_runtime::{
-    BackendCounters,
-    kind_name, Bound, Device, Domain, Footprint, GpuLaunchTime, Launch, LaunchOutcome,
-    MergeOutcome, Mode, PeerCopy, PeerMemory, RemoteBacking, RemoteObject, Result, RuntimeError,
-    SlotSink, WgslKernel, MAX_STORES,
+    kind_name, BackendCounters, Bound, Device, Domain, Footprint, GpuLaunchTime, Launch,
+    LaunchOutcome, MergeOutcome, Mode, PeerCopy, PeerMemory, RemoteBacking, RemoteObject, Result,
+    RuntimeError, SlotSink, WgslKernel, MAX_STORES,
 };
 
 use crate::abi::{self, BindInfo, CompactInfo, LaunchInfo, MergeInfo, RequestsHead, Status};
