@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# The GPU figures, in one command of under 5 minutes, for a session lent a GPU machine.
+#
+# Here (a machine without the GPU), once per build:
+#     bash scripts/gpu-check.sh --prepare
+# builds the release binary, strips it into .gpu/ (git-ignored through .git/info/exclude),
+# copies the CUDA probe from ../shared/gpu/ beside it and downloads the Vulkan loader's
+# packages into .gl/ (docs of the device tool: "bring the loaders").
+#
+# There (the device tool's `run`, carrying .gpu and .gl):
+#     bash scripts/gpu-check.sh
+# unpacks the loader, then runs each figure with its own time limit and prints one table.
+# Every figure is measured side by side in one process or one script; nothing is estimated.
+# Copy the table into docs/EVALUATION.md with the device name it prints.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--prepare" ]; then
+    set -e
+    grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo /.gpu/ >>.git/info/exclude
+    grep -qx '/.gl/' .git/info/exclude 2>/dev/null || echo /.gl/ >>.git/info/exclude
+    cargo build --release -p tessera-cli
+    mkdir -p .gpu .gl /tmp/amd64/partial
+    strip -o .gpu/tessera target/release/tessera
+    if [ -f ../shared/gpu/paged_limit.cu ]; then cp ../shared/gpu/paged_limit.cu .gpu/; fi
+    o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
+    # shellcheck disable=SC2086
+    apt-get $o update -qq
+    # shellcheck disable=SC2086
+    (cd .gl && apt-get $o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2)
+    du -sh .gpu .gl
+    echo "prepared: carry .gpu and .gl, run: bash scripts/gpu-check.sh"
+    exit 0
+fi
+
+T=.gpu/tessera
+if [ ! -x "$T" ]; then
+    echo "error: $T missing: run 'bash scripts/gpu-check.sh --prepare' first and carry .gpu" >&2
+    exit 2
+fi
+if ! ldconfig -p | grep -q libvulkan; then
+    for f in .gl/*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
+    ldconfig
+fi
+if [ -f /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
+    export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+fi
+export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
+OUTDIR="${OUT:-/tmp/gpu-check}"
+mkdir -p "$OUTDIR"
+LOG="$OUTDIR/gpu-check.log"
+: >"$LOG"
+
+# Runs a step under a time limit, its output kept in the log; prints nothing itself.
+step() {
+    local limit=$1 name=$2
+    shift 2
+    echo "=== $name: $*" >>"$LOG"
+    timeout "$limit" "$@" >"$OUTDIR/$name.txt" 2>&1
+    local rc=$?
+    cat "$OUTDIR/$name.txt" >>"$LOG"
+    echo "rc=$rc" >>"$LOG"
+    return $rc
+}
+# The value of `key=` on a step's output, or "-".
+val() { grep -o "$2=[0-9.e+-]*" "$OUTDIR/$1.txt" 2>/dev/null | tail -1 | cut -d= -f2 || true; }
+# A number from a report.json, or "-".
+json() {
+    python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" \
+        "$1" "$2" 2>/dev/null || echo -
+}
+
+START=$(date +%s)
+echo "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo unknown)"
+$T devices 2>&1 | head -5
+
+step 60 overhead-relaunch $T bench overhead --backend wgpu --size 4096 --frames 5 --rounds 3 --procedure relaunch
+step 60 overhead-two-pass $T bench overhead --backend wgpu --size 4096 --frames 5 --rounds 3 --procedure two-pass
+for n in 1 2; do
+    step 60 "boiling-$n" $T run boiling --backend wgpu --devices "$n" --size 4096 --page 64 \
+        --frames 10 --gif-every 0 --model concurrent --out "$OUTDIR/boiling-$n"
+done
+step 60 page-moves $T bench page-moves --backend wgpu --pages-kib 64 --rounds 3
+step 90 oversub $T bench oversubscription --backend wgpu --size 1024 --page 64 --frames 3 \
+    --rounds 2 --ratios 1.5,2,4 --policy lru
+for b in wgpu cpu; do
+    step 45 "raytrace-$b" $T run raytrace --backend "$b" --scene generated:3 --devices 2 \
+        --budget-mib 1 --frames 1 --out "$OUTDIR/raytrace-$b"
+    step 45 "quake-$b" $T run quake --backend "$b" --scene generated --devices 2 \
+        --width 640 --height 480 --frames 20 --out "$OUTDIR/quake-$b"
+done
+if command -v nvcc >/dev/null && [ -f .gpu/paged_limit.cu ]; then
+    nvcc -O3 -arch=sm_90 -o /tmp/pl .gpu/paged_limit.cu >>"$LOG" 2>&1 &&
+        step 60 probe /tmp/pl 4096 64
+fi
+
+b1="$OUTDIR/boiling-1/report.json"
+b2="$OUTDIR/boiling-2/report.json"
+echo
+echo "| figure | measured |"
+echo "| --- | --- |"
+echo "| bench overhead 4096², relaunch (paged/unpaged) | $(val overhead-relaunch overhead_ratio) |"
+echo "| bench overhead 4096², two-pass | $(val overhead-two-pass overhead_ratio) |"
+echo "| boiling 4096², fps 1 device / 2 devices | $(json "$b1" 'round(r["frames_per_second_measured"],2)') / $(json "$b2" 'round(r["frames_per_second_measured"],2)') |"
+echo "| boiling 4096² 1 device, per frame: manager messages, requests, submissions, waits, GPU waits, bytes read back | $(json "$b1" 'h=r["per_device"][0]["host"]; d=r["per_device"][0]; f"{h[\"manager_messages_per_frame\"]}, {d[\"page_requests_per_frame\"]}, {h[\"submissions_per_frame\"]}, {h[\"blocking_waits_per_frame\"]}, {h[\"device_waits_per_frame\"]}, {h[\"bytes_read_back_per_frame\"]:.0f}"') |"
+echo "| page moves 64 KiB: lines of the bench | $(grep -E 'GB/s|=' "$OUTDIR/page-moves.txt" 2>/dev/null | tr '\n' ';' | cut -c1-400) |"
+echo "| oversubscription 1.5/2/4×: last lines | $(tail -5 "$OUTDIR/oversub.txt" 2>/dev/null | tr '\n' ';' | cut -c1-400) |"
+for w in raytrace quake; do
+    echo "| $w wall s, wgpu / cpu | $(json "$OUTDIR/$w-wgpu/report.json" 'r.get("wall_seconds", "-")') / $(json "$OUTDIR/$w-cpu/report.json" 'r.get("wall_seconds", "-")') |"
+done
+echo "| probe | $(tail -6 "$OUTDIR/probe.txt" 2>/dev/null | tr '\n' ';' | cut -c1-400) |"
+echo
+echo "seconds: $(($(date +%s) - START)); every step's output: $LOG"
