@@ -332,7 +332,7 @@ pub struct BenchOpts {
 ///
 /// The CPU devices' kernels are compute-bound, so past a few threads per core more threads only
 /// add switching; tens of thousands make the thread pool's start-up alone take minutes with
-/// nothing printed (issue 19). Eight per core leaves room for experiments with
+/// nothing printed. Eight per core leaves room for experiments with
 /// oversubscription.
 const THREADS_PER_CORE: usize = 8;
 /// Accepted on any machine: a 1- or 2-core machine (CI's) can still run many threads, which is

@@ -1,4 +1,4 @@
-//! `tessera run raytrace` (issue 14: a scene larger than the device budget, rendered by rays
+//! `tessera run raytrace` (a scene larger than the device budget, rendered by rays
 //! that fault, save their state and resume) and the ray tracer's side of `tessera bench
 //! oversubscription --workload raytrace`.
 

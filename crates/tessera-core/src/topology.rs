@@ -339,7 +339,7 @@ pub struct Topology {
     network: Option<Network>,
 }
 
-/// The network between the nodes of a cluster (issue 17): the link kind that joins machines,
+/// The network between the nodes of a cluster: the link kind that joins machines,
 /// not devices. Each node's interface sends its messages one after another, each paying the
 /// latency once and its bytes at the bandwidth; the interfaces of different nodes send at
 /// once (a non-blocking switch), so a phase of messages takes its busiest node's time.

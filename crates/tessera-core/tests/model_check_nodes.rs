@@ -1,4 +1,4 @@
-//! The two-node model checker (issue 17): 2 nodes × 2 devices × 2 pages, one page homed on each
+//! The two-node model checker: 2 nodes × 2 devices × 2 pages, one page homed on each
 //! node, messages between nodes delivered in any order. The design passes; sending every part
 //! of a batch at once deadlocks, and a manager answering for a page it is not home to is
 //! caught. Run with `--nocapture` for the state counts (docs/PROTOCOL.md).

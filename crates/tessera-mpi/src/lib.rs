@@ -1,4 +1,4 @@
-//! tessera across nodes (issue 17; journal paper 000, 5.4.2–5.4.3).
+//! tessera across nodes (the journal paper, 5.4.2–5.4.3).
 //!
 //! One process per node. Each node is the home of part of the pages (`HomeMap::Blocked`) and
 //! runs the real coherence protocol (`tessera_core::Protocol`) for them; its devices' page

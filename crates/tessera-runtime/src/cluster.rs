@@ -1,4 +1,4 @@
-//! One runtime over several nodes (issue 17; journal paper 000, 5.4.2–5.4.3): one process per
+//! One runtime over several nodes (the journal paper, 5.4.2–5.4.3): one process per
 //! node, each the home of part of the pages, with one memory manager for its pages and the
 //! device workers and drivers of its own devices.
 //!

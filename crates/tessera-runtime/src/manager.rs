@@ -2475,7 +2475,7 @@ mod tests {
         for (d, other) in [(0, 1), (1, 0)] {
             let (t0, t1) = (&before[d], &after[d]);
             // Only its page of `b` comes from home; the other's page of `a` comes from the
-            // other device (owner → home → reader before issue 12: two pages from home).
+            // other device (owner → home → reader before reads came from the owner: two pages from home).
             assert_eq!(
                 t1.host_to_device.bytes - t0.host_to_device.bytes,
                 PAGE,

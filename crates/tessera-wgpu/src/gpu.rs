@@ -153,7 +153,7 @@ pub fn adapters() -> Vec<wgpu::AdapterInfo> {
 /// every thread that called it; a thread that exits afterwards (a test's thread, a device
 /// worker) jumps into the unmapped library and dies with SIGSEGV. Keeping one instance alive for
 /// the whole process keeps the driver loaded. It also creates the instance once, which NVIDIA's
-/// driver needs: instances created on several threads at once race inside it (wgpu issue 5930).
+/// driver needs: instances created on several threads at once race inside it (wgpu's issue #5930).
 fn instance() -> &'static wgpu::Instance {
     static INSTANCE: std::sync::OnceLock<wgpu::Instance> = std::sync::OnceLock::new();
     INSTANCE

@@ -1,4 +1,4 @@
-//! The out-of-core ray tracer (issue 14) on the CPU backend: every configuration renders the
+//! The out-of-core ray tracer on the CPU backend: every configuration renders the
 //! resident image bit for bit, rays resume from saved state, and the BVH walk finds the
 //! triangle a brute-force search over all triangles finds.
 

@@ -1,4 +1,4 @@
-//! The VR schemes (issue 16) against a single-device render: every scheme, on 4 GPMs, must
+//! OO-VR's schemes against a single-device render: every scheme, on 4 GPMs, must
 //! compose the same stereo frames, pixel for pixel, as the unpaged rasterizer draws each eye.
 use tessera_runtime::{Procedure, System, SystemConfig};
 use tessera_scene::Scene;

@@ -59,7 +59,7 @@ impl std::str::FromStr for Axis {
     }
 }
 
-/// How the devices reach the data they share (GPU-SM's versions, issue 15).
+/// How the devices reach the data they share (GPU-SM's versions).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Access {
     /// The "CUDA copies" baseline: private slab objects plus hand-written halo copies.

@@ -1,4 +1,4 @@
-//! Out-of-core ray tracing (issue 14, the patent's motivating use): a scene whose BVH,
+//! Out-of-core ray tracing (the patent's motivating use): a scene whose BVH,
 //! triangles and textures live in paged objects, rendered by rays that fault on pages they do
 //! not have and resume from their saved state.
 //!

@@ -1,4 +1,4 @@
-//! Distribution policies (issue 16's schemes) behind one trait, one file per scheme.
+//! Distribution policies (OO-VR's schemes) behind one trait, one file per scheme.
 //!
 //! A scheme turns a frame's visible draw objects into [`Piece`]s of work, each drawn by one
 //! GPM, and hands them to the renderer one at a time through [`Render`], which draws the piece
