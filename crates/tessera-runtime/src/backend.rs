@@ -166,16 +166,17 @@ pub trait Device: Send {
     /// the reply wakes can act on them.
     fn end_of_job(&mut self) {}
 
-    /// Devices that answer the same `Some(group)` copy pages between their memories on the
-    /// device itself, with no host round trip (the wgpu devices of one `tessera_wgpu::SharedGpu`:
-    /// one wgpu device and queue). The memory manager asks once, at start. `None` (the
-    /// default): pages reach this device from another only through the host.
     /// The backend's own host counters (submissions, waits for the device, bytes read
     /// back), asked once when the device's worker starts; `None` where the backend keeps
     /// none (the CPU backend: its worker's own counts say it all).
     fn counters(&self) -> Option<Arc<crate::stats::BackendCounters>> {
         None
     }
+
+    /// Devices that answer the same `Some(group)` copy pages between their memories on the
+    /// device itself, with no host round trip (the wgpu devices of one `tessera_wgpu::SharedGpu`:
+    /// one wgpu device and queue). The memory manager asks once, at start. `None` (the
+    /// default): pages reach this device from another only through the host.
     fn peer_group(&self) -> Option<u64> {
         None
     }

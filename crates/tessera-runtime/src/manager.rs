@@ -2177,8 +2177,7 @@ impl Outbox {
         self.reads_home |= matches!(op, DeviceOp::WriteFromHome { .. });
         // Published as queued, before the worker applies it: a right taken away shows at once
         // (`crate::held`).
-        if let DeviceOp::Set(page, desc) = &op {
-            let (page, desc) = (*page, *desc);
+        if let DeviceOp::Set(page, desc) = op {
             self.held.set(d, page, desc);
         }
         self.ops[d.index()].push(op);

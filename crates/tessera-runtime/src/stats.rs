@@ -1,5 +1,8 @@
 //! Counters every run keeps: requests, pages and bytes per link kind, memory per device.
 
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
+
 use serde::Serialize;
 use tessera_core::{Location, RemoteLink};
 
@@ -64,14 +67,20 @@ impl HostCounters {
 /// them is no job on the device, so it changes no count).
 #[derive(Debug, Default)]
 pub struct BackendCounters {
-    pub submissions: std::sync::atomic::AtomicU64,
-    pub device_waits: std::sync::atomic::AtomicU64,
-    pub bytes_read_back: std::sync::atomic::AtomicU64,
+    pub submissions: AtomicU64,
+    pub device_waits: AtomicU64,
+    pub bytes_read_back: AtomicU64,
 }
 
 impl BackendCounters {
-    pub fn add(c: &std::sync::atomic::AtomicU64, n: u64) {
-        c.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    pub fn submitted(&self) {
+        self.submissions.fetch_add(1, Relaxed);
+    }
+    pub fn waited(&self) {
+        self.device_waits.fetch_add(1, Relaxed);
+    }
+    pub fn read_back(&self, bytes: u64) {
+        self.bytes_read_back.fetch_add(bytes, Relaxed);
     }
 }
 

@@ -346,22 +346,21 @@ impl WgpuDevice {
     /// Copies `ranges` (buffer, offset, bytes) into one staging buffer and reads them back:
     /// one submission and one wait.
     fn read_back(&self, ranges: &[(&wgpu::Buffer, u64, u64)]) -> Result<Vec<Vec<u8>>> {
-        let c = &self.counters;
-        BackendCounters::add(&c.submissions, 1);
-        BackendCounters::add(&c.device_waits, 1);
-        BackendCounters::add(&c.bytes_read_back, ranges.iter().map(|r| r.2).sum());
+        self.counters.submitted();
+        self.counters.waited();
+        self.counters.read_back(ranges.iter().map(|r| r.2).sum());
         gpu::read_back(&self.device, &self.queue, &self.health, ranges).map_err(|e| self.err(e))
     }
 
     /// Submits one command buffer, counted.
     fn submit(&self, enc: wgpu::CommandEncoder) {
-        BackendCounters::add(&self.counters.submissions, 1);
+        self.counters.submitted();
         self.queue.submit([enc.finish()]);
     }
 
     /// Waits until the GPU has run everything submitted, counted.
     fn wait_idle(&self) -> Result<()> {
-        BackendCounters::add(&self.counters.device_waits, 1);
+        self.counters.waited();
         self.health.wait(&self.device).map_err(|e| self.err(e))
     }
 
@@ -1209,8 +1208,8 @@ impl WgpuDevice {
     }
 
     fn map_read(&self, staging: &wgpu::Buffer) -> Result<Vec<u8>> {
-        BackendCounters::add(&self.counters.device_waits, 1);
-        BackendCounters::add(&self.counters.bytes_read_back, staging.size());
+        self.counters.waited();
+        self.counters.read_back(staging.size());
         self.health
             .map_read(&self.device, staging)
             .map_err(|e| self.err(e))
