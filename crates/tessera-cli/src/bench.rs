@@ -62,6 +62,7 @@ pub fn overhead(o: &BenchOpts) -> Result<()> {
     let cfg = SystemConfig {
         devices: 1,
         cpu_threads: threads,
+        deferred: true,
         ..Default::default()
     };
     let procs = [Procedure::TwoPass, Procedure::Relaunch];

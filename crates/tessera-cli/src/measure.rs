@@ -103,6 +103,7 @@ pub fn run_boiling(
             staging: o.node.staging,
             footprint_ahead: o.node.footprint_ahead,
             home_file: o.node.home_file.clone(),
+            deferred: true,
             ..Default::default()
         },
     )?;
@@ -238,6 +239,17 @@ fn frame(
         for (t, s) in total.iter_mut().zip(&per) {
             t.add(s);
         }
+    }
+    // The frame ends when its deferred launches do (`SystemConfig::deferred`); on one device
+    // their time is the last pass's, where the model charges it.
+    let before = sim.sys.mm.traffic()?;
+    let settled = sim.sys.settle()?;
+    if settled.iter().any(|s| s.stages.total() > 0.0) {
+        let after = sim.sys.mm.traffic()?;
+        charge(topo, modeled, &settled, &before, &after, schedule)?;
+    }
+    for (t, s) in total.iter_mut().zip(&settled) {
+        t.add(s);
     }
     Ok(total)
 }

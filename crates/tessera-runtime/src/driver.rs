@@ -189,6 +189,30 @@ pub struct DeviceContext {
     stage_next: Vec<PageRequest>,
     /// Relaunch asks for a footprint kernel's pages first (`SystemConfig::footprint_ahead`).
     footprint_ahead: bool,
+    /// Launches of held bands are queued without waiting for their outcome (deferred
+    /// execution; on a node of one device only, see `set_deferred`).
+    deferred: bool,
+    /// Held bands queued and not yet settled, in launch order.
+    outstanding: Vec<Outstanding>,
+    /// Set by a deferred launch that faulted, inside its job: every deferred launch queued
+    /// behind it finds it set and does nothing, so results never depend on timing. Cleared
+    /// when the driver settles, before it runs anything again.
+    skip: Arc<std::sync::atomic::AtomicBool>,
+    /// When the oldest outstanding launch was queued: the wall time up to its settling is
+    /// compute time.
+    outstanding_since: Option<Instant>,
+    /// Stats and the first error of settles that ran outside a pass (before a job of the
+    /// host's, at the end of a frame), given back by the next `run_pass` or `take_settled`.
+    settled: PassStats,
+    settle_error: Option<RuntimeError>,
+}
+
+/// A deferred band: what to run again if it faulted or was skipped, and its reply (`None`:
+/// skipped behind a launch that faulted).
+struct Outstanding {
+    spec: PassSpec,
+    domain: Domain,
+    reply: Pending<Result<Option<LaunchOutcome>>>,
 }
 
 impl DeviceContext {
@@ -202,7 +226,132 @@ impl DeviceContext {
             staging: false,
             stage_next: Vec::new(),
             footprint_ahead: true,
+            deferred: false,
+            outstanding: Vec::new(),
+            skip: Arc::default(),
+            outstanding_since: None,
+            settled: PassStats::default(),
+            settle_error: None,
         }
+    }
+
+    /// Turns deferred execution of held bands on or off. Only sound where no other device
+    /// of the node can ask for this device's pages between two settles: with one device per
+    /// node, every page change queued on the worker comes from this driver (after a settle)
+    /// or from the host, which settles first (`System`'s host handle).
+    pub fn set_deferred(&mut self, on: bool) {
+        self.deferred = on;
+    }
+
+    /// Waits for every deferred launch (one blocking wait, for the last: the worker answers
+    /// in order) and finishes what faulted: the faulting band's unfinished invocations and
+    /// every band skipped behind it run again, in launch order, the ordinary way. Stats go to
+    /// `settled`, an error to `settle_error` (first one wins).
+    pub fn settle(&mut self) {
+        if self.outstanding.is_empty() {
+            return;
+        }
+        let mut stats = std::mem::take(&mut self.settled);
+        if let Err(e) = self.settle_into(&mut stats) {
+            self.settle_error.get_or_insert(e);
+        }
+        self.settled = stats;
+    }
+
+    /// Settles, then gives back what settles outside a pass have done since the last call,
+    /// or their first error.
+    pub fn settle_and_take(&mut self) -> Result<PassStats> {
+        self.settle();
+        self.take_settled()
+    }
+
+    fn take_settled(&mut self) -> Result<PassStats> {
+        let stats = std::mem::take(&mut self.settled);
+        match self.settle_error.take() {
+            Some(e) => Err(e),
+            None => Ok(stats),
+        }
+    }
+
+    fn settle_into(&mut self, stats: &mut PassStats) -> Result<()> {
+        let mut outstanding = std::mem::take(&mut self.outstanding);
+        // One blocking wait, for the last: the worker answers in order, so every earlier
+        // reply is there by then.
+        let last = outstanding.pop().map(|o| {
+            let reply = o.reply.wait().and_then(|r| r);
+            (o.spec, o.domain, reply)
+        });
+        let mut done: Vec<_> = outstanding
+            .into_iter()
+            .map(|o| {
+                let reply = match o.reply.try_take() {
+                    Some(r) => r,
+                    None => o.reply.wait().and_then(|r| r),
+                };
+                (o.spec, o.domain, reply)
+            })
+            .collect();
+        done.extend(last);
+        if let Some(t) = self.outstanding_since.take() {
+            stats.stages.compute += t.elapsed().as_secs_f64();
+        }
+        let mut first_err = None;
+        let mut redo: Vec<(PassSpec, Domain)> = Vec::new();
+        for (spec, domain, reply) in done {
+            match reply {
+                Ok(Some(out)) => {
+                    stats.launches += 1;
+                    stats.invocations += out.invocations;
+                    if let Some(g) = out.gpu {
+                        let gs = stats.gpu_stages.get_or_insert_with(Default::default);
+                        gs.compute += g.kernel_s;
+                        gs.uniquify += g.uniquify_s;
+                    }
+                    self.mm.count_remote(self.device, out.remote);
+                    if !out.incomplete.is_empty() {
+                        stats.relaunched += out.incomplete.len() as u64;
+                        redo.push((spec, Domain::List(Arc::new(out.incomplete))));
+                    }
+                }
+                // Skipped behind a launch that faulted: it did nothing.
+                Ok(None) => redo.push((spec, domain)),
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        self.skip.store(false, std::sync::atomic::Ordering::SeqCst);
+        if let Some(e) = first_err {
+            return Err(e);
+        }
+        for (spec, domain) in redo {
+            self.launch_until_done(&spec, domain, Vec::new(), Mode::Direct, stats)?;
+        }
+        Ok(())
+    }
+
+    /// Queues a held band's launch without waiting for it; the launch does nothing if a
+    /// deferred launch before it faulted (`skip`).
+    fn defer_launch(&mut self, spec: &PassSpec, domain: Domain) {
+        let launch = self.next_launch(spec, domain.clone(), Mode::Direct);
+        let skip = self.skip.clone();
+        let reply = self.worker.submit(move |d| {
+            use std::sync::atomic::Ordering::SeqCst;
+            if skip.load(SeqCst) {
+                return Ok(None);
+            }
+            let out = d.launch(&launch)?;
+            if !out.incomplete.is_empty() {
+                skip.store(true, SeqCst);
+            }
+            Ok(Some(out))
+        });
+        self.outstanding_since.get_or_insert_with(Instant::now);
+        self.outstanding.push(Outstanding {
+            spec: spec.clone(),
+            domain,
+            reply,
+        });
     }
 
     /// Turns asynchronous staging on or off; the memory manager must have been built with it
@@ -426,7 +575,11 @@ impl DeviceContext {
 
     /// Runs one pass on this device with the chosen procedure; returns with the lock released.
     pub fn run_pass(&mut self, spec: &PassSpec, procedure: Procedure) -> Result<PassStats> {
-        let mut stats = PassStats::default();
+        // What earlier settles outside a pass did belongs to the pass that reports next.
+        let mut stats = self.take_settled()?;
+        if procedure != Procedure::Relaunch {
+            self.settle_now(&mut stats)?;
+        }
         let res = match procedure {
             Procedure::Relaunch => self.relaunch(spec, &mut stats),
             Procedure::TwoPass => self.two_pass(spec, &mut stats),
@@ -577,10 +730,20 @@ impl DeviceContext {
             {
                 self.relaunch_by_footprint(spec, &fp, (x0, y0, x1, y1), stats)
             }
-            _ => self
-                .launch_until_done(spec, spec.domain.clone(), Vec::new(), Mode::Direct, stats)
-                .map(|_| ()),
+            _ => {
+                self.settle_now(stats)?;
+                self.launch_until_done(spec, spec.domain.clone(), Vec::new(), Mode::Direct, stats)
+                    .map(|_| ())
+            }
         }
+    }
+
+    /// Settles before this pass does anything but queue a held band.
+    fn settle_now(&mut self, stats: &mut PassStats) -> Result<()> {
+        if self.outstanding.is_empty() {
+            return Ok(());
+        }
+        self.settle_into(stats)
     }
 
     /// Relaunch asking first for what the kernel's footprint says a band of rows needs, so the
@@ -605,10 +768,12 @@ impl DeviceContext {
         while let Some((x0, y0, x1, y1)) = bands.pop_front() {
             let domain = Domain::Rect { x0, y0, x1, y1 };
             let Some(pages) = footprint_pages(&spec.bindings, fp, (x0, y0, x1, y1)) else {
+                self.settle_now(stats)?;
                 self.launch_until_done(spec, domain, Vec::new(), Mode::Direct, stats)?;
                 continue;
             };
             if pages.is_empty() {
+                self.settle_now(stats)?;
                 self.launch_until_done(spec, domain, Vec::new(), Mode::Direct, stats)?;
                 continue;
             }
@@ -618,9 +783,14 @@ impl DeviceContext {
                 // needs, so it launches with no message, no lock and no wait for the memory
                 // manager. A page taken meanwhile faults and is asked for as always.
                 stats.held_bands += 1;
-                self.launch_until_done(spec, domain, held, Mode::Direct, stats)?;
+                if self.deferred {
+                    self.defer_launch(spec, domain);
+                } else {
+                    self.launch_until_done(spec, domain, held, Mode::Direct, stats)?;
+                }
                 continue;
             }
+            self.settle_now(stats)?;
             match self.timed_acquire(pages, Vec::new(), stats) {
                 Ok(()) => {
                     if self.staging {

@@ -109,7 +109,13 @@ pub struct ManagerHandle {
     /// Per device, the messages its driver sent the manager (requests, stages, releases,
     /// `holds`, remote counts, evictions): the steady state sends none.
     messages: Arc<Vec<AtomicU64>>,
+    /// The host's handle only: settles the drivers' deferred launches before the host reads,
+    /// frees, evicts or places (`System`, `SystemConfig::deferred`).
+    settle: Option<SettleHook>,
 }
+
+/// Settles every driver of the node; see [`ManagerHandle::settling_first`].
+pub(crate) type SettleHook = Arc<dyn Fn() -> Result<()> + Send + Sync>;
 
 fn call<R>(tx: &Sender<Cmd>, make: impl FnOnce(Sender<R>) -> Cmd) -> Pending<R> {
     let (rtx, rrx) = bounded(1);
@@ -128,6 +134,20 @@ impl ManagerHandle {
             cluster: None,
             held: Arc::new(HeldPages::new(0)),
             messages: Arc::new(Vec::new()),
+            settle: None,
+        }
+    }
+    /// This handle, running `hook` before every call of the host's that reaches a device's
+    /// pages. Only for the host's handle: a driver waiting on its own settle would wait on
+    /// itself.
+    pub(crate) fn settling_first(mut self, hook: SettleHook) -> Self {
+        self.settle = Some(hook);
+        self
+    }
+    fn settle_first(&self) -> Result<()> {
+        match &self.settle {
+            Some(h) => h(),
+            None => Ok(()),
         }
     }
     /// Whether this handle reaches the homes of a cluster.
@@ -207,6 +227,7 @@ impl ManagerHandle {
     /// passes only. Refused for an object that is not remote, a list of the wrong length, or
     /// a device that does not exist.
     pub fn place(&self, id: ObjectId, locations: Vec<Location>) -> Result<()> {
+        self.settle_first()?;
         call(&self.tx, |r| Cmd::Place(id, locations, r)).wait()?
     }
     /// The object's access mode.
@@ -228,6 +249,7 @@ impl ManagerHandle {
     }
     /// Drops every copy of the object and frees its pages.
     pub fn free(&self, id: ObjectId) -> Result<()> {
+        self.settle_first()?;
         // Every node is done with the object before any home forgets it.
         if let Some(link) = &self.cluster {
             link.barrier()?;
@@ -236,6 +258,7 @@ impl ManagerHandle {
     }
     /// The object's latest data, row-major from the lower left. Call between passes.
     pub fn read(&self, id: ObjectId) -> Result<Vec<u8>> {
+        self.settle_first()?;
         match &self.cluster {
             None => call(&self.tx, |r| Cmd::Read(id, r)).wait()?,
             Some(link) => {
@@ -374,6 +397,7 @@ impl ManagerHandle {
     /// locked. The game trace uses it to empty texture memory between frames and to keep a
     /// page on a device only while the device uses it (paper Figs 12–13).
     pub fn evict(&self, device: DeviceId, pages: Vec<GlobalPage>) -> Result<()> {
+        self.settle_first()?;
         self.sent(device);
         call(&self.tx, |r| Cmd::Evict(device, pages, r)).wait()?
     }
@@ -671,6 +695,7 @@ pub fn spawn(
             cluster: None,
             held,
             messages: Arc::new((0..n).map(|_| AtomicU64::new(0)).collect()),
+            settle: None,
         },
         join,
     ))

@@ -67,6 +67,15 @@ pub struct SystemConfig {
     /// row per boundary twice). On by default; off is the paper's relaunch as it stands (3.6):
     /// launch, fault, request, relaunch. Kernels without a footprint relaunch as before.
     pub footprint_ahead: bool,
+    /// Deferred execution (on a node of one device): a band whose pages the device holds is
+    /// queued without waiting for its outcome, and the driver waits once, when it settles:
+    /// before anything else it must do, before a job of the host's on the device
+    /// ([`System::on_device`]), before the host reads, frees, evicts or places an object, and
+    /// at [`System::settle`], which a caller timing frames calls at the end of each. A
+    /// deferred launch that faults makes the ones queued behind it do nothing; settling runs
+    /// them again in order, so results never depend on it. Off by default: a caller that
+    /// times its passes must call [`System::settle`] before it stops the clock.
+    pub deferred: bool,
 }
 
 /// How [`System::run_pass`] runs the devices of one pass.
@@ -100,6 +109,7 @@ impl Default for SystemConfig {
             isolated: false,
             staging: false,
             footprint_ahead: true,
+            deferred: false,
         }
     }
 }
@@ -108,7 +118,7 @@ type DriverJob = Box<dyn FnOnce(&mut DeviceContext) + Send>;
 
 pub struct System {
     pub mm: ManagerHandle,
-    drivers: Vec<Sender<DriverJob>>,
+    drivers: Arc<Vec<Sender<DriverJob>>>,
     backend: String,
     joins: Vec<JoinHandle<()>>,
     schedule: Schedule,
@@ -163,7 +173,8 @@ impl System {
             },
         )?;
         joins.push(j);
-        let drivers = spawn_drivers(workers.clone(), &mm, cfg, &mut joins)?;
+        let drivers = Arc::new(spawn_drivers(workers.clone(), &mm, cfg, &mut joins)?);
+        let mm = mm.settling_first(settle_hook(&drivers));
         Ok(System {
             mm,
             drivers,
@@ -286,7 +297,7 @@ impl System {
         link.serve(workers.clone(), maps, mm.clone());
         let mm = mm.on_cluster(link.clone());
         // Staging stays off: a stage is one manager's answer, and batches here span homes.
-        let drivers = spawn_drivers(
+        let drivers = Arc::new(spawn_drivers(
             workers.clone(),
             &mm,
             &SystemConfig {
@@ -294,7 +305,7 @@ impl System {
                 ..cfg.clone()
             },
             &mut joins,
-        )?;
+        )?);
         // No node may reach another before that one serves its devices and pages.
         link.barrier()?;
         Ok(System {
@@ -421,6 +432,32 @@ impl System {
         d: usize,
         f: impl FnOnce(&mut DeviceContext) -> R + Send + 'static,
     ) -> Result<Pending<R>> {
+        // The caller's job sees the device as the passes before it left it.
+        self.on_driver(d, move |ctx| {
+            ctx.settle();
+            f(ctx)
+        })
+    }
+
+    /// Waits until every device has run what it was given (deferred launches settled, and
+    /// any that faulted finished), and returns per device what settling did: the work of
+    /// the last passes that the pass stats did not hold yet. A caller timing frames calls it
+    /// before stopping the clock ([`SystemConfig::deferred`]).
+    pub fn settle(&self) -> Result<Vec<PassStats>> {
+        let pending = (0..self.drivers.len())
+            .map(|d| self.on_driver(d, |ctx| ctx.settle_and_take()))
+            .collect::<Result<Vec<_>>>()?;
+        let results: Vec<Result<PassStats>> = pending.into_iter().map(|p| p.wait()?).collect();
+        results.into_iter().collect()
+    }
+
+    /// Runs `f` in device `d`'s driver after everything queued there, deferred launches
+    /// left as they are.
+    fn on_driver<R: Send + 'static>(
+        &self,
+        d: usize,
+        f: impl FnOnce(&mut DeviceContext) -> R + Send + 'static,
+    ) -> Result<Pending<R>> {
         let tx = self.drivers.get(d).ok_or(RuntimeError::Core(
             tessera_core::CoreError::UnknownDevice(DeviceId(d as u8)),
         ))?;
@@ -474,7 +511,7 @@ impl System {
                 domain,
                 ..spec.clone()
             };
-            self.on_device(d, move |ctx| ctx.run_pass(&spec, procedure))
+            self.on_driver(d, move |ctx| ctx.run_pass(&spec, procedure))
         };
         let res = match schedule {
             Schedule::Concurrent => {
@@ -606,6 +643,32 @@ fn cpu_pool(threads: usize) -> Result<Arc<rayon::ThreadPool>> {
 }
 
 /// One driver thread per device worker, each running the jobs `System::on_device` queues.
+/// What the host's handle to the memory manager runs before a read, free, eviction or
+/// placement: every driver settles its deferred launches, so the host sees every pass it
+/// ran. Holds the drivers weakly, so handles the host keeps do not keep them alive.
+fn settle_hook(drivers: &Arc<Vec<Sender<DriverJob>>>) -> crate::manager::SettleHook {
+    let weak = Arc::downgrade(drivers);
+    Arc::new(move || {
+        let Some(drivers) = weak.upgrade() else {
+            return Ok(());
+        };
+        let mut replies = Vec::new();
+        for tx in drivers.iter() {
+            let (rtx, rrx) = bounded(1);
+            tx.send(Box::new(move |ctx: &mut DeviceContext| {
+                ctx.settle();
+                let _ = rtx.send(());
+            }))
+            .map_err(|_| RuntimeError::ThreadGone("driver"))?;
+            replies.push(Pending::new(rrx, "driver"));
+        }
+        for r in replies {
+            r.wait()?;
+        }
+        Ok(())
+    })
+}
+
 fn spawn_drivers(
     workers: Vec<WorkerHandle>,
     mm: &ManagerHandle,
@@ -613,11 +676,15 @@ fn spawn_drivers(
     joins: &mut Vec<JoinHandle<()>>,
 ) -> Result<Vec<Sender<DriverJob>>> {
     let mut drivers = Vec::new();
+    let single = workers.len() == 1 && !mm.is_on_cluster();
     for w in workers {
         let (tx, rx) = unbounded::<DriverJob>();
         let mut ctx = DeviceContext::new(w, mm.clone());
         ctx.set_staging(cfg.staging);
         ctx.set_footprint_ahead(cfg.footprint_ahead);
+        // Only with one device: no other device's request can reach its pages between two
+        // settles (`DeviceContext::set_deferred`). Never across nodes.
+        ctx.set_deferred(cfg.deferred && single);
         let j = Builder::new()
             .name(format!("tessera-driver-{}", ctx.device.0))
             .spawn(move || {
@@ -638,7 +705,7 @@ impl Drop for System {
             // Every node is done with every other before any stops serving.
             l.shut_down();
         }
-        self.drivers.clear();
+        self.drivers = Arc::new(Vec::new());
         self.workers.clear();
         // The drivers hold the last handles to the memory manager and the workers; once they
         // finish, every queue closes and every thread returns.

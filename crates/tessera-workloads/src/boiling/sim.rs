@@ -105,6 +105,10 @@ impl PagedBoiling {
                 t.add(s);
             }
         }
+        // The frame is done when its deferred launches are (`SystemConfig::deferred`).
+        for (t, s) in total.iter_mut().zip(&self.sys.settle()?) {
+            t.add(s);
+        }
         Ok(total)
     }
 
