@@ -62,7 +62,7 @@ pub fn overhead(o: &BenchOpts) -> Result<()> {
     let cfg = SystemConfig {
         devices: 1,
         cpu_threads: threads,
-        deferred: true,
+        deferred: o.deferred,
         ..Default::default()
     };
     let procs = [Procedure::TwoPass, Procedure::Relaunch];

@@ -190,6 +190,11 @@ pub struct NodeOpts {
     /// does (off). Kernels without a footprint always relaunch on faults.
     #[arg(long, default_value = "on", value_parser = parse_footprint_ahead, action = clap::ArgAction::Set)]
     footprint_ahead: bool,
+    /// Deferred execution on one device (on or off): a band whose pages the device holds is
+    /// queued without waiting for its outcome, and the host waits once a frame. Several
+    /// devices always wait per pass.
+    #[arg(long, default_value = "on", value_parser = parse_deferred, action = clap::ArgAction::Set)]
+    deferred: bool,
     /// Interconnect for the modeled time: a preset (pcie1-x16, pcie3-x16, pcie4-x16,
     /// pcie5-x16, nvlink, gpusm-pcie2, gpusm-pcie3) or a TOML file (docs/EVALUATION.md).
     #[arg(long, default_value = "pcie3-x16")]
@@ -326,6 +331,9 @@ pub struct BenchOpts {
     /// more). The wgpu backend ignores it: both of its sides run on the GPU.
     #[arg(long, default_value_t = 0, value_parser = parse_threads)]
     threads: usize,
+    /// Deferred execution of held bands (on or off), as on `run`.
+    #[arg(long, default_value = "on", value_parser = parse_deferred, action = clap::ArgAction::Set)]
+    deferred: bool,
 }
 
 /// Threads per core that `--threads` accepts.
@@ -409,6 +417,10 @@ pub fn parse_staging(s: &str) -> Result<bool, String> {
 
 pub fn parse_footprint_ahead(s: &str) -> Result<bool, String> {
     on_off("footprint-ahead setting", s)
+}
+
+pub fn parse_deferred(s: &str) -> Result<bool, String> {
+    on_off("deferred setting", s)
 }
 
 fn on_off(what: &str, s: &str) -> Result<bool, String> {

@@ -103,7 +103,7 @@ pub fn run_boiling(
             staging: o.node.staging,
             footprint_ahead: o.node.footprint_ahead,
             home_file: o.node.home_file.clone(),
-            deferred: true,
+            deferred: o.node.deferred,
             ..Default::default()
         },
     )?;

@@ -247,6 +247,8 @@ pub struct Report {
     pub staging: bool,
     /// The relaunch procedure asks for footprint pages first (`--footprint-ahead`).
     pub footprint_ahead: bool,
+    /// Deferred execution of held bands (one device only).
+    pub deferred: bool,
     /// Summed over devices.
     pub eviction: EvictionReport,
 }
@@ -483,6 +485,7 @@ impl Report {
             prefetch: o.node.prefetch,
             staging: o.node.staging,
             footprint_ahead: o.node.footprint_ahead,
+            deferred: o.node.deferred,
         })
     }
 

@@ -14,8 +14,17 @@ fn tessera(args: &[&str]) -> std::process::Output {
 
 /// Runs `run boiling` at 512² (page 64, no GIF) and returns its report.
 fn boiling(backend: &str, devices: &str, procedure: &str) -> serde_json::Value {
+    boiling_with(backend, devices, procedure, &[])
+}
+
+fn boiling_with(
+    backend: &str,
+    devices: &str,
+    procedure: &str,
+    extra: &[&str],
+) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
-    let o = tessera(&[
+    let mut args = vec![
         "run",
         "boiling",
         "--backend",
@@ -34,7 +43,9 @@ fn boiling(backend: &str, devices: &str, procedure: &str) -> serde_json::Value {
         procedure,
         "--out",
         dir.path().to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let o = tessera(&args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap()).unwrap()
 }
@@ -89,6 +100,19 @@ fn check_steady(backend: &str) {
 #[test]
 fn a_resident_frame_sends_nothing_to_the_memory_manager_on_the_cpu_backend() {
     check_steady("cpu");
+}
+
+#[test]
+fn deferred_off_waits_per_launch_and_gives_the_same_field() {
+    let on = boiling("cpu", "1", "relaunch");
+    let off = boiling_with("cpu", "1", "relaunch", &["--deferred", "off"]);
+    assert_eq!(on["deferred"], true);
+    assert_eq!(off["deferred"], false);
+    assert_eq!(on["field_checksum"], off["field_checksum"]);
+    let waits =
+        |r: &serde_json::Value| num(&r["per_device"][0]["host"]["blocking_waits_per_frame"]);
+    assert!(waits(&on) <= 1.0, "{on}");
+    assert!(waits(&off) >= PASSES, "{off}");
 }
 
 #[test]
