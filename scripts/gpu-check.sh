@@ -12,6 +12,9 @@
 # unpacks the loader, then runs each figure with its own time limit and prints one table.
 # Every figure is measured side by side in one process or one script; nothing is estimated.
 # Copy the table into docs/EVALUATION.md with the device name it prints.
+#
+# GPU_CHECK_QUICK=1 shrinks every size, for trying the script out on lavapipe (its figures
+# mean nothing).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -70,24 +73,31 @@ json() {
         "$1" "$2" 2>/dev/null || echo -
 }
 
+# Sizes: the real-GPU figures, or tiny ones for a try-out.
+if [ "${GPU_CHECK_QUICK:-}" = 1 ]; then
+    BIG=256 MID=128 FRAMES=2 W=160 H=120 QF=2
+else
+    BIG=4096 MID=1024 FRAMES=10 W=640 H=480 QF=20
+fi
+
 START=$(date +%s)
 echo "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo unknown)"
 $T devices 2>&1 | head -5
 
-step 60 overhead-relaunch $T bench overhead --backend wgpu --size 4096 --frames 5 --rounds 3 --procedure relaunch
-step 60 overhead-two-pass $T bench overhead --backend wgpu --size 4096 --frames 5 --rounds 3 --procedure two-pass
+step 60 overhead-relaunch $T bench overhead --backend wgpu --size $BIG --frames 5 --rounds 3 --procedure relaunch
+step 60 overhead-two-pass $T bench overhead --backend wgpu --size $BIG --frames 5 --rounds 3 --procedure two-pass
 for n in 1 2; do
-    step 60 "boiling-$n" $T run boiling --backend wgpu --devices "$n" --size 4096 --page 64 \
-        --frames 10 --gif-every 0 --model concurrent --out "$OUTDIR/boiling-$n"
+    step 60 "boiling-$n" $T run boiling --backend wgpu --devices "$n" --size $BIG --page 64 \
+        --frames $FRAMES --warmup 2 --gif-every 0 --model concurrent --out "$OUTDIR/boiling-$n"
 done
 step 60 page-moves $T bench page-moves --backend wgpu --pages-kib 64 --rounds 3
-step 90 oversub $T bench oversubscription --backend wgpu --size 1024 --page 64 --frames 3 \
+step 90 oversub $T bench oversubscription --backend wgpu --size $MID --page 64 --frames 3 \
     --rounds 2 --ratios 1.5,2,4 --policy lru
 for b in wgpu cpu; do
     step 45 "raytrace-$b" $T run raytrace --backend "$b" --scene generated:3 --devices 2 \
         --budget-mib 1 --frames 1 --out "$OUTDIR/raytrace-$b"
     step 45 "quake-$b" $T run quake --backend "$b" --scene generated --devices 2 \
-        --width 640 --height 480 --frames 20 --out "$OUTDIR/quake-$b"
+        --width $W --height $H --frames $QF --out "$OUTDIR/quake-$b"
 done
 if command -v nvcc >/dev/null && [ -f .gpu/paged_limit.cu ]; then
     nvcc -O3 -arch=sm_90 -o /tmp/pl .gpu/paged_limit.cu >>"$LOG" 2>&1 &&
@@ -99,15 +109,25 @@ b2="$OUTDIR/boiling-2/report.json"
 echo
 echo "| figure | measured |"
 echo "| --- | --- |"
-echo "| bench overhead 4096², relaunch (paged/unpaged) | $(val overhead-relaunch overhead_ratio) |"
-echo "| bench overhead 4096², two-pass | $(val overhead-two-pass overhead_ratio) |"
-echo "| boiling 4096², fps 1 device / 2 devices | $(json "$b1" 'round(r["frames_per_second_measured"],2)') / $(json "$b2" 'round(r["frames_per_second_measured"],2)') |"
-echo "| boiling 4096² 1 device, per frame: manager messages, requests, submissions, waits, GPU waits, bytes read back | $(json "$b1" 'h=r["per_device"][0]["host"]; d=r["per_device"][0]; f"{h[\"manager_messages_per_frame\"]}, {d[\"page_requests_per_frame\"]}, {h[\"submissions_per_frame\"]}, {h[\"blocking_waits_per_frame\"]}, {h[\"device_waits_per_frame\"]}, {h[\"bytes_read_back_per_frame\"]:.0f}"') |"
-echo "| page moves 64 KiB: lines of the bench | $(grep -E 'GB/s|=' "$OUTDIR/page-moves.txt" 2>/dev/null | tr '\n' ';' | cut -c1-400) |"
+echo "| bench overhead ${BIG}², relaunch (paged/unpaged) | $(val overhead-relaunch overhead_ratio) |"
+echo "| bench overhead ${BIG}², two-pass | $(val overhead-two-pass overhead_ratio) |"
+echo "| boiling ${BIG}², fps 1 device / 2 devices | $(json "$b1" 'round(r["frames_per_second_measured"],2)') / $(json "$b2" 'round(r["frames_per_second_measured"],2)') |"
+host_row() {
+    python3 - "$1" <<'PY' 2>/dev/null || echo -
+import json, sys
+d = json.load(open(sys.argv[1]))["per_device"][0]
+h = d["host"]
+print(", ".join(str(x) for x in [h["manager_messages_per_frame"], d["page_requests_per_frame"],
+      h["submissions_per_frame"], h["blocking_waits_per_frame"], h["device_waits_per_frame"],
+      round(h["bytes_read_back_per_frame"])]))
+PY
+}
+echo "| boiling ${BIG}² 1 device, per frame: manager messages, requests, submissions, blocking waits, GPU waits, bytes read back | $(host_row "$b1") |"
+echo "| page moves 64 KiB (ratios) | $(grep -o '[a-z0-9_]*ratio=[0-9.]*\|h2d_vs_[a-z_]*=[0-9.]*\|d2d_vs_[a-z_0-9]*=[0-9.]*' "$OUTDIR/page-moves.txt" 2>/dev/null | tr '\n' ' ') |"
 echo "| oversubscription 1.5/2/4×: last lines | $(tail -5 "$OUTDIR/oversub.txt" 2>/dev/null | tr '\n' ';' | cut -c1-400) |"
-for w in raytrace quake; do
-    echo "| $w wall s, wgpu / cpu | $(json "$OUTDIR/$w-wgpu/report.json" 'r.get("wall_seconds", "-")') / $(json "$OUTDIR/$w-cpu/report.json" 'r.get("wall_seconds", "-")') |"
-done
+ms() { grep -o 'last frame [0-9.]* ms' "$OUTDIR/$1.txt" 2>/dev/null | grep -o '[0-9.]*' || echo -; }
+echo "| raytrace, last frame ms, wgpu / cpu | $(ms raytrace-wgpu) / $(ms raytrace-cpu) |"
+echo "| game trace wall s, wgpu / cpu | $(json "$OUTDIR/quake-wgpu/report.json" 'r["wall_seconds"]') / $(json "$OUTDIR/quake-cpu/report.json" 'r["wall_seconds"]') |"
 echo "| probe | $(tail -6 "$OUTDIR/probe.txt" 2>/dev/null | tr '\n' ';' | cut -c1-400) |"
 echo
 echo "seconds: $(($(date +%s) - START)); every step's output: $LOG"
