@@ -174,7 +174,12 @@ impl System {
         )?;
         joins.push(j);
         let drivers = Arc::new(spawn_drivers(workers.clone(), &mm, cfg, &mut joins)?);
-        let mm = mm.settling_first(settle_hook(&drivers));
+        // Only a node that defers needs the host's calls to settle first.
+        let mm = if cfg.deferred && drivers.len() == 1 {
+            mm.settling_first(settle_hook(&drivers))
+        } else {
+            mm
+        };
         Ok(System {
             mm,
             drivers,
@@ -461,14 +466,24 @@ impl System {
         let tx = self.drivers.get(d).ok_or(RuntimeError::Core(
             tessera_core::CoreError::UnknownDevice(DeviceId(d as u8)),
         ))?;
-        let (rtx, rrx) = bounded(1);
-        tx.send(Box::new(move |ctx: &mut DeviceContext| {
-            let _ = rtx.send(f(ctx));
-        }))
-        .map_err(|_| RuntimeError::ThreadGone("driver"))?;
-        Ok(Pending::new(rrx, "driver"))
+        send_to_driver(tx, f)
     }
+}
 
+/// Queues `f` on a driver; its result comes back on a fresh reply channel.
+fn send_to_driver<R: Send + 'static>(
+    tx: &Sender<DriverJob>,
+    f: impl FnOnce(&mut DeviceContext) -> R + Send + 'static,
+) -> Result<Pending<R>> {
+    let (rtx, rrx) = bounded(1);
+    tx.send(Box::new(move |ctx: &mut DeviceContext| {
+        let _ = rtx.send(f(ctx));
+    }))
+    .map_err(|_| RuntimeError::ThreadGone("driver"))?;
+    Ok(Pending::new(rrx, "driver"))
+}
+
+impl System {
     /// How [`System::run_pass`] runs a pass's devices (from [`SystemConfig::isolated`]).
     pub fn schedule(&self) -> Schedule {
         self.schedule
@@ -642,7 +657,6 @@ fn cpu_pool(threads: usize) -> Result<Arc<rayon::ThreadPool>> {
     ))
 }
 
-/// One driver thread per device worker, each running the jobs `System::on_device` queues.
 /// What the host's handle to the memory manager runs before a read, free, eviction or
 /// placement: every driver settles its deferred launches, so the host sees every pass it
 /// ran. Holds the drivers weakly, so handles the host keeps do not keep them alive.
@@ -652,16 +666,10 @@ fn settle_hook(drivers: &Arc<Vec<Sender<DriverJob>>>) -> crate::manager::SettleH
         let Some(drivers) = weak.upgrade() else {
             return Ok(());
         };
-        let mut replies = Vec::new();
-        for tx in drivers.iter() {
-            let (rtx, rrx) = bounded(1);
-            tx.send(Box::new(move |ctx: &mut DeviceContext| {
-                ctx.settle();
-                let _ = rtx.send(());
-            }))
-            .map_err(|_| RuntimeError::ThreadGone("driver"))?;
-            replies.push(Pending::new(rrx, "driver"));
-        }
+        let replies = drivers
+            .iter()
+            .map(|tx| send_to_driver(tx, |ctx| ctx.settle()))
+            .collect::<Result<Vec<_>>>()?;
         for r in replies {
             r.wait()?;
         }
@@ -669,6 +677,7 @@ fn settle_hook(drivers: &Arc<Vec<Sender<DriverJob>>>) -> crate::manager::SettleH
     })
 }
 
+/// One driver thread per device worker, each running the jobs `System::on_device` queues.
 fn spawn_drivers(
     workers: Vec<WorkerHandle>,
     mm: &ManagerHandle,
