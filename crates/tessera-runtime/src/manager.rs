@@ -18,7 +18,7 @@ use tessera_core::{
     Policy, Protocol, ProtocolVariant, RemoteLink, RequestBatch, RequestId, Resident, SlotAddr,
 };
 
-use crate::backend::{copy_slot, PeerCopy, PeerMemory, SlotSink};
+use crate::backend::{copy_slot, Device, PeerCopy, PeerMemory, SlotSink};
 use crate::error::{Result, RuntimeError};
 use crate::held::HeldPages;
 use crate::home::{read_home, write_home, HomeStore, SharedHome};
@@ -2157,6 +2157,52 @@ enum Fill {
     Peer(DeviceId, SlotAddr),
 }
 
+/// One slot write of a worker's batch: bytes the manager read, or a page of home.
+enum SlotWrite {
+    Bytes(SlotAddr, Vec<u8>),
+    Home {
+        at: SlotAddr,
+        obj: ObjectId,
+        local: u64,
+        bytes: u64,
+    },
+}
+
+/// Writes the batch collected so far as one `Device::write_slots`, home's pages read under one
+/// lock, and leaves in `writes` only the buffers the writes came from (for the pool).
+fn write_batch(dev: &mut dyn Device, home: &SharedHome, writes: &mut Vec<SlotWrite>) -> Result<()> {
+    if writes.is_empty() {
+        return Ok(());
+    }
+    let from_home = writes.iter().any(|w| matches!(w, SlotWrite::Home { .. }));
+    let guard = if from_home {
+        Some(read_home(home)?)
+    } else {
+        None
+    };
+    let mut batch = Vec::with_capacity(writes.len());
+    for w in writes.iter() {
+        match w {
+            SlotWrite::Bytes(at, data) => batch.push((*at, data.as_slice())),
+            &SlotWrite::Home {
+                at,
+                obj,
+                local,
+                bytes,
+            } => {
+                if let Some(h) = guard.as_ref() {
+                    batch.push((at, h.page(obj, local, bytes)?));
+                }
+            }
+        }
+    }
+    dev.write_slots(&batch)?;
+    drop(batch);
+    drop(guard);
+    writes.retain(|w| matches!(w, SlotWrite::Bytes(..)));
+    Ok(())
+}
+
 /// A modified page a worker writes straight home: the page, its slot on the source, and where
 /// it goes at home (object, local page, bytes).
 type HomeBound = (GlobalPage, SlotAddr, ObjectId, u64, u64);
@@ -2216,40 +2262,54 @@ impl Outbox {
         }
         let home = self.home.clone();
         self.acks.push(workers[d.index()].submit(move |dev| {
-            let mut spent = Vec::new();
-            let mut peer = Vec::new();
+            // Consecutive slot writes go as one batch (`Device::write_slots`), consecutive peer
+            // copies as another (`Device::copy_from_peers`). Each batch is sent before an op of
+            // the other kind, so a slot a peer copy fills and a write then reuses (or the other
+            // way round) is filled in list order. Descriptor updates go whenever they come: the
+            // next launch comes after the job anyway.
+            let mut peer: Vec<PeerCopy> = Vec::new();
+            let mut writes: Vec<SlotWrite> = Vec::new();
             for op in ops {
                 match op {
                     DeviceOp::PeerCopy(c) => {
+                        write_batch(dev, &home, &mut writes)?;
                         peer.push(c);
-                        continue;
                     }
-                    // Peer copies go after the descriptor updates that follow them (the next
-                    // launch comes after the job anyway) but before any slot write, which may
-                    // reuse a slot they fill.
-                    DeviceOp::Create(..) | DeviceOp::Set(..) => {}
-                    DeviceOp::Write(..) | DeviceOp::WriteFromHome { .. } => {
-                        dev.copy_from_peers(&std::mem::take(&mut peer))?;
-                    }
-                }
-                match op {
-                    DeviceOp::Create(id, bytes, cap) => dev.create_memory(id, bytes, cap)?,
                     DeviceOp::Write(at, data) => {
-                        dev.write_slot(at, &data)?;
-                        spent.push(data);
+                        dev.copy_from_peers(&std::mem::take(&mut peer))?;
+                        writes.push(SlotWrite::Bytes(at, data));
                     }
                     DeviceOp::WriteFromHome {
                         at,
                         obj,
                         local,
                         bytes,
-                    } => dev.write_slot(at, read_home(&home)?.page(obj, local, bytes)?)?,
+                    } => {
+                        dev.copy_from_peers(&std::mem::take(&mut peer))?;
+                        writes.push(SlotWrite::Home {
+                            at,
+                            obj,
+                            local,
+                            bytes,
+                        });
+                    }
+                    DeviceOp::Create(id, bytes, cap) => {
+                        // The memory must exist before a batch writes into it.
+                        write_batch(dev, &home, &mut writes)?;
+                        dev.create_memory(id, bytes, cap)?
+                    }
                     DeviceOp::Set(page, desc) => dev.set_page(page, desc)?,
-                    DeviceOp::PeerCopy(_) => {}
                 }
             }
             dev.copy_from_peers(&peer)?;
-            Ok(spent)
+            write_batch(dev, &home, &mut writes)?;
+            Ok(writes
+                .into_iter()
+                .filter_map(|w| match w {
+                    SlotWrite::Bytes(_, data) => Some(data),
+                    SlotWrite::Home { .. } => None,
+                })
+                .collect())
         }));
     }
 

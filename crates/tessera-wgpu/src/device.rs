@@ -2,6 +2,7 @@
 
 use std::any::Any;
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -72,6 +73,11 @@ pub struct WgpuDevice {
     /// Host mirror of the page table: the merge reads it, and a resize re-uploads it.
     table: Vec<u64>,
     table_buf: wgpu::Buffer,
+    /// Entries of `table` changed since the last submission, not yet in `table_buf`. A
+    /// `write_buffer` per descriptor cost a staging allocation each (a batch of 128 peer copies
+    /// queued 384 of them); they go up as a few runs just before the next submission, which is
+    /// the first thing that can read them.
+    table_dirty: RefCell<Vec<u32>>,
     /// Per global page, the 32-bit stamp (`abi::stamp_of`) of the last launch that translated
     /// it, written by the shaders, read back by `page_times`. Sized with the page table.
     stamps: wgpu::Buffer,
@@ -272,6 +278,7 @@ impl WgpuDevice {
             spare,
             table: Vec::new(),
             table_buf,
+            table_dirty: RefCell::default(),
             stamps,
             now: 0,
             pipes: Pipelines {
@@ -346,6 +353,7 @@ impl WgpuDevice {
     /// Copies `ranges` (buffer, offset, bytes) into one staging buffer and reads them back:
     /// one submission and one wait.
     fn read_back(&self, ranges: &[(&wgpu::Buffer, u64, u64)]) -> Result<Vec<Vec<u8>>> {
+        self.flush_table();
         self.counters.submitted();
         self.counters.waited();
         self.counters.read_back(ranges.iter().map(|r| r.2).sum());
@@ -354,8 +362,39 @@ impl WgpuDevice {
 
     /// Submits one command buffer, counted.
     fn submit(&self, enc: wgpu::CommandEncoder) {
+        self.flush_table();
         self.counters.submitted();
         self.queue.submit([enc.finish()]);
+    }
+
+    /// Queues the page-table entries changed since the last submission, as runs of the host
+    /// mirror: entries a few apart go in one write, so a batch's descriptors cost a handful of
+    /// writes, not one each. Queued writes run at the start of the next submission, before its
+    /// commands, which is why every submission calls this first.
+    fn flush_table(&self) {
+        let mut dirty = self.table_dirty.borrow_mut();
+        if dirty.is_empty() {
+            return;
+        }
+        dirty.sort_unstable();
+        dirty.dedup();
+        // Rewriting a few unchanged entries between two changed ones is cheaper than a second
+        // write: 32 entries are 256 bytes.
+        const GAP: u32 = 32;
+        let mut i = 0;
+        while i < dirty.len() {
+            let lo = dirty[i];
+            let mut hi = lo;
+            i += 1;
+            while i < dirty.len() && dirty[i] - hi <= GAP {
+                hi = dirty[i];
+                i += 1;
+            }
+            let run = &self.table[lo as usize..=hi as usize];
+            self.queue
+                .write_buffer(&self.table_buf, lo as u64 * 8, bytemuck::cast_slice(run));
+        }
+        dirty.clear();
     }
 
     /// Waits until the GPU has run everything submitted, counted.
@@ -560,6 +599,8 @@ impl Device for WgpuDevice {
         self.stamps = stamps;
         self.table.resize(pages as usize, 0);
         self.table_buf = Self::table_buffer(&self.device, pages);
+        // The whole mirror goes up below: nothing is left to flush into the new buffer.
+        self.table_dirty.borrow_mut().clear();
         if !self.table.is_empty() {
             self.queue
                 .write_buffer(&self.table_buf, 0, bytemuck::cast_slice(&self.table));
@@ -595,9 +636,8 @@ impl Device for WgpuDevice {
             tessera_core::CoreError::UnknownPage(page),
         ))?;
         *slot = desc.0;
-        // Queued: ordered before the next launch's dispatch on the same queue.
-        self.queue
-            .write_buffer(&self.table_buf, page.0 * 8, &desc.0.to_le_bytes());
+        // Goes up with the next submission (`flush_table`), before the next launch's dispatch.
+        self.table_dirty.borrow_mut().push(page.0 as u32);
         Ok(())
     }
 
@@ -748,6 +788,16 @@ impl Device for WgpuDevice {
         }))
     }
 
+    fn wait_queued(&mut self) -> Result<()> {
+        self.check()?;
+        // Queued writes (slot uploads, descriptors) run only with a submission: an empty one
+        // sends them, and the wait covers them too.
+        self.flush_table();
+        self.counters.submitted();
+        self.queue.submit([]);
+        self.wait_idle()
+    }
+
     fn copy_from_peers(&mut self, copies: &[PeerCopy]) -> Result<()> {
         if copies.is_empty() {
             return Ok(());
@@ -783,12 +833,15 @@ impl Device for WgpuDevice {
                 len,
             );
         }
-        // One submission for the batch. It runs after every write the shared queue has taken
-        // so far (the source's own uploads into its slot included) and before any taken later;
-        // waiting keeps this backend's rule that no call leaves work in flight (slot reuse,
-        // docs/WGPU.md), so the memory manager may reuse the source slot once this returns.
+        // One submission for the batch, not waited for. Peers share one queue, and wgpu runs a
+        // queue's work in order with the barriers it needs: the copies read the source slots
+        // after every write the queue took before (the source's own uploads included), and
+        // whatever the queue takes later (a slot write reusing a source slot, the next launch
+        // on either device, a read-back) runs after them. So the memory manager may reuse the
+        // source slot once this returns, as the trait asks, with no host wait (docs/WGPU.md,
+        // "Slot reuse").
         self.submit(enc);
-        self.wait_idle()
+        Ok(())
     }
 }
 

@@ -308,3 +308,57 @@ fn a_peer_copy_moves_exactly_its_slots_and_refuses_another_wgpu_device() {
         Err(RuntimeError::Backend { .. })
     ));
 }
+
+/// A batch of pages taken device → device on one wgpu device: the copies are queued on the
+/// shared queue and the manager reuses nothing before they run, so neither device waits for
+/// the GPU or reads a byte back, and the reader's next read sees the moved bytes.
+#[test]
+fn a_batch_of_peer_copies_costs_no_wait_for_the_gpu() {
+    let cfg = SystemConfig {
+        devices: 2,
+        cpu_threads: 1,
+        ..Default::default()
+    };
+    let Some(sys) = common::system(&cfg) else {
+        return;
+    };
+    let init: Vec<f32> = (0..W * H).map(|i| 3.0 * i as f32 - 7.0).collect();
+    let a = sys.create(desc(), Some(bytes(&init))).unwrap();
+    let pages: Vec<tessera_core::PageRequest> = (0..a.desc.page_count())
+        .map(|p| tessera_core::PageRequest {
+            page: tessera_core::GlobalPage(a.page_offset + p),
+            access: tessera_core::Access::Write,
+        })
+        .collect();
+    // Device 0 takes every page for writing (from home), then device 1 takes them from it.
+    sys.mm
+        .request(DeviceId(0), pages.clone())
+        .wait()
+        .unwrap()
+        .unwrap();
+    sys.mm.release(DeviceId(0));
+    let before = sys.host_counters();
+    sys.mm.request(DeviceId(1), pages).wait().unwrap().unwrap();
+    sys.mm.release(DeviceId(1));
+    let after = sys.host_counters();
+    let traffic = sys.mm.traffic().unwrap();
+    assert_eq!(
+        traffic[1].device_to_device_peer.pages,
+        a.desc.page_count(),
+        "every page moved as a peer copy"
+    );
+    for d in 0..2 {
+        let (b, n) = (&before[d], &after[d]);
+        assert_eq!(
+            n.device_waits, b.device_waits,
+            "device {d} waited for the GPU"
+        );
+        assert_eq!(n.bytes_read_back, b.bytes_read_back, "device {d} read back");
+    }
+    // The batch is one submission on the reader, its descriptors included; the source's
+    // revoked descriptors wait for its own next submission.
+    assert_eq!(after[1].submissions - before[1].submissions, 1);
+    assert_eq!(after[0].submissions, before[0].submissions);
+    // Device 1 owns the pages: the host's read writes them back from its memory.
+    assert_eq!(sys.read_f32(&a).unwrap(), init);
+}
