@@ -195,6 +195,11 @@ pub struct NodeOpts {
     /// devices always wait per pass.
     #[arg(long, default_value = "on", value_parser = parse_deferred, action = clap::ArgAction::Set)]
     deferred: bool,
+    /// What a read of a page another device modified does: owned (MOESI's owned state: the
+    /// owner keeps the page and serves readers from it; it goes home only when evicted) or
+    /// write-home (the journal paper's rule: home is updated on every such read).
+    #[arg(long, default_value = "owned", value_parser = parse_coherence)]
+    coherence: tessera_core::Coherence,
     /// Interconnect for the modeled time: a preset (pcie1-x16, pcie3-x16, pcie4-x16,
     /// pcie5-x16, nvlink, gpusm-pcie2, gpusm-pcie3) or a TOML file (docs/EVALUATION.md).
     #[arg(long, default_value = "pcie3-x16")]
@@ -417,6 +422,10 @@ pub fn parse_staging(s: &str) -> Result<bool, String> {
 
 pub fn parse_footprint_ahead(s: &str) -> Result<bool, String> {
     on_off("footprint-ahead setting", s)
+}
+
+pub fn parse_coherence(s: &str) -> Result<tessera_core::Coherence, String> {
+    s.parse()
 }
 
 pub fn parse_deferred(s: &str) -> Result<bool, String> {

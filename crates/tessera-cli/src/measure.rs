@@ -104,6 +104,7 @@ pub fn run_boiling(
             footprint_ahead: o.node.footprint_ahead,
             home_file: o.node.home_file.clone(),
             deferred: o.node.deferred,
+            coherence: o.node.coherence,
             ..Default::default()
         },
     )?;

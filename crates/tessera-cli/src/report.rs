@@ -63,10 +63,51 @@ pub struct DeviceReport {
     pub bands_launched_held: u64,
     /// The host's work for this device per frame, counted (`HostCounters`).
     pub host: HostReport,
+    /// Pages that left this device for the host per frame, by why they had to.
+    pub write_backs_per_frame: WriteBacks,
     /// Eviction over the measured frames (all zero while everything fits the budget).
     pub eviction: EvictionReport,
     /// Remote accesses (`AccessMode::Remote`) by location, the locations reached only.
     pub remote: Vec<RemoteReport>,
+}
+
+/// Pages a device's copy gave up to the host per frame, by cause. Under owned pages
+/// (`--coherence owned`) a page another device reads is served from its owner and does not go
+/// home, so `coherence` is 0; `free` and `node` are 0 under both rules, counted so that a
+/// change that made them nonzero shows.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct WriteBacks {
+    /// Written home because another device read the page (`--coherence write-home`).
+    pub coherence: f64,
+    /// Written home because the owner's last copy was evicted.
+    pub eviction: f64,
+    /// Read by the host from the owner's copy (an object read: the frame, the GIF, a checksum).
+    pub host_read: f64,
+    /// Freeing an object never writes its pages home: the data dies with it.
+    pub free: f64,
+    /// Across nodes an owned page is served from its owner like any other (the protocol runs
+    /// over every device of the cluster), so no node boundary writes a page home.
+    pub node: f64,
+}
+
+impl WriteBacks {
+    fn of(t: &tessera_runtime::DeviceTraffic, frames: u32) -> Self {
+        let f = frames.max(1) as f64;
+        WriteBacks {
+            coherence: t.coherence_write_backs as f64 / f,
+            eviction: t.eviction_write_backs as f64 / f,
+            host_read: t.host_reads as f64 / f,
+            free: 0.0,
+            node: 0.0,
+        }
+    }
+    fn add(&mut self, o: &WriteBacks) {
+        self.coherence += o.coherence;
+        self.eviction += o.eviction;
+        self.host_read += o.host_read;
+        self.free += o.free;
+        self.node += o.node;
+    }
 }
 
 /// The host's work for one device, per modeled frame: what "no host work when nothing
@@ -249,6 +290,10 @@ pub struct Report {
     pub footprint_ahead: bool,
     /// Deferred execution of held bands (one device only).
     pub deferred: bool,
+    /// What a read of a modified page does: `owned` or `write-home` (`--coherence`).
+    pub coherence: String,
+    /// Summed over devices.
+    pub write_backs_per_frame: WriteBacks,
     /// Summed over devices.
     pub eviction: EvictionReport,
 }
@@ -357,6 +402,7 @@ impl Report {
                     request_passes_skipped: passes[d].request_passes_skipped,
                     bands_launched_held: passes[d].held_bands,
                     host: HostReport::of(&run.host[d], f),
+                    write_backs_per_frame: WriteBacks::of(t, f),
                     eviction: EvictionReport {
                         evictions: t.evictions,
                         write_backs: t.eviction_write_backs,
@@ -383,7 +429,9 @@ impl Report {
             PerFrame::default(),
         );
         let mut gpu_stages: Option<StageTimes> = None;
+        let mut write_backs = WriteBacks::default();
         for d in &per_device {
+            write_backs.add(&d.write_backs_per_frame);
             stages.add(&d.stage_seconds);
             if let Some(g) = &d.gpu_stage_seconds {
                 gpu_stages.get_or_insert_with(Default::default).add(g);
@@ -486,6 +534,8 @@ impl Report {
             staging: o.node.staging,
             footprint_ahead: o.node.footprint_ahead,
             deferred: o.node.deferred,
+            coherence: o.node.coherence.to_string(),
+            write_backs_per_frame: write_backs,
         })
     }
 
@@ -595,6 +645,11 @@ impl Report {
                 d.bands_launched_held
             );
         }
+        let w = &self.write_backs_per_frame;
+        println!(
+            "pages to the host per frame ({} coherence): coherence {:.1}, eviction {:.1}, host read {:.1}, free {:.1}, node {:.1}",
+            self.coherence, w.coherence, w.eviction, w.host_read, w.free, w.node
+        );
         println!(
             "memory (all devices): unique {:.1} KiB, shared {:.1} KiB, total {:.1} KiB; texels to devices per frame {:.0}",
             self.memory.unique_bytes as f64 / 1024.0,

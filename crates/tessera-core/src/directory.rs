@@ -51,18 +51,21 @@ impl DeviceSet {
     }
 }
 
-/// One page's directory entry.
-///
-/// Invariant: when `owner` is `Some(d)`, `copies == {d}` and home is stale; when it is `None`,
-/// home holds the latest data and every member of `copies` holds the same.
+/// One page's directory entry: MOESI's states, per page. With no owner, home holds the latest
+/// data and every member of `copies` holds the same (shared, or exclusive and clean). With
+/// `owner == Some(d)`, `d` is in `copies`, home is stale and `d`'s copy is the latest:
+/// - `writable`: `d` holds it writable and `copies == {d}` (modified);
+/// - not `writable`: `d` holds it read-only and every other member of `copies` holds the same
+///   bytes (owned and shared, under [`Coherence::Owned`](crate::Coherence::Owned) only).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct DirEntry {
     pub copies: DeviceSet,
     pub owner: Option<DeviceId>,
+    pub writable: bool,
 }
 
 impl DirEntry {
-    /// Home is the latest copy exactly when no device holds the page modified.
+    /// Home is the latest copy exactly when no device owns the page.
     pub fn home_is_latest(&self) -> bool {
         self.owner.is_none()
     }

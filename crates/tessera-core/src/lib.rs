@@ -28,7 +28,8 @@ pub use geometry::{ObjectDesc, PageSize, TexelFormat};
 pub use page_table::{PageDescriptor, PageTable};
 pub use physical::{DeviceMemory, MemoryLimits, PhysicalMemory, SlotAddr};
 pub use protocol::{
-    Access, Action, Message, PageRequest, Protocol, ProtocolVariant, RequestBatch, RequestId,
+    Access, Action, Coherence, Message, PageRequest, Protocol, ProtocolVariant, RequestBatch,
+    RequestId,
 };
 
 use std::fmt;

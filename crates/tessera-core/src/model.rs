@@ -114,8 +114,8 @@ use std::rc::Rc;
 
 use crate::directory::{DeviceSet, Directory, HomeMap};
 use crate::protocol::{
-    Access, Action, Message, PageRequest, Protocol, ProtocolVariant, RequestBatch, RequestId,
-    Source,
+    Access, Action, Coherence, Message, PageRequest, Protocol, ProtocolVariant, RequestBatch,
+    RequestId, Source,
 };
 use crate::{CoreError, DeviceId, GlobalPage, NodeId};
 
@@ -132,7 +132,9 @@ pub mod property {
     pub const SINGLE_WRITER: &str = "single writer / multiple readers";
     /// Every read returns the latest value written to the page.
     pub const DATA_VALUE: &str = "data value";
-    /// The latest value is in the owner's copy (or at home without an owner); valid copies hold it.
+    /// The latest value is in the owner's copy (or at home without an owner); valid copies hold
+    /// it. This is also what a host read sees: the runtime reads a page from its owner, else
+    /// from home, never asking the protocol.
     pub const NO_LOST_WRITE: &str = "no lost write";
     /// Every terminal state is quiescent: each request was answered and released.
     pub const EVENTUAL_COMPLETION: &str = "every request eventually completes";
@@ -223,6 +225,9 @@ pub struct ModelConfig {
     /// read of a valid page, a write of a writable one. Interleaved with every other step.
     pub held_ops_per_device: u8,
     pub held_variant: HeldVariant,
+    /// What a read of a modified page does ([`Coherence`]): the runtime's default, owned
+    /// pages, in every world unless a world says otherwise.
+    pub coherence: Coherence,
 }
 
 impl ModelConfig {
@@ -246,6 +251,7 @@ impl ModelConfig {
             staging: false,
             held_ops_per_device: 0,
             held_variant: HeldVariant::Checked,
+            coherence: Coherence::Owned,
         }
     }
 
@@ -279,7 +285,12 @@ impl ModelConfig {
             staging: false,
             held_ops_per_device: 0,
             held_variant: HeldVariant::Checked,
+            coherence: Coherence::Owned,
         }
+    }
+
+    pub fn with_coherence(self, coherence: Coherence) -> Self {
+        ModelConfig { coherence, ..self }
     }
 
     pub fn with_variant(self, variant: ProtocolVariant) -> Self {
@@ -751,7 +762,8 @@ impl State {
             HomeMap::Single(NodeId(0)),
         );
         let proto = Protocol::new(directory, cfg.devices, cfg.variant)
-            .expect("validate() bounds the device count");
+            .expect("validate() bounds the device count")
+            .with_coherence(cfg.coherence);
         let proto = if cfg.staging {
             proto.with_staging()
         } else {
@@ -1446,16 +1458,34 @@ impl State {
                 }
             };
 
+            // Modified: the owner's is the only copy. Owned and shared: the owner is one of
+            // the copies, and under `WriteHome` an owner never shares.
+            let exclusive = e.writable || cfg.coherence == Coherence::WriteHome;
             if let Some(o) = e.owner {
-                if e.copies != DeviceSet::only(o) {
+                let ok = if exclusive {
+                    e.copies == DeviceSet::only(o)
+                } else {
+                    e.copies.contains(o)
+                };
+                if !ok {
                     return Err(fail(
                         property::SINGLE_WRITER,
                         format!(
-                            "directory: page{p} is owned by {o} but copies are {}",
+                            "directory: page{p} is owned by {o}{} but copies are {}",
+                            if e.writable {
+                                " (writable)"
+                            } else {
+                                " (shared)"
+                            },
                             set_to_string(e.copies)
                         ),
                     ));
                 }
+            } else if e.writable {
+                return Err(fail(
+                    property::SINGLE_WRITER,
+                    format!("directory: page{p} is writable with no owner"),
+                ));
             }
             if writable.len() > 1 || (writable.len() == 1 && valid.len() > 1) {
                 return Err(fail(
@@ -1506,7 +1536,7 @@ impl State {
             }
 
             let writer = writable.iter().next();
-            if e.copies != valid || e.owner != writer {
+            if e.copies != valid || e.owner.filter(|_| e.writable) != writer {
                 return Err(fail(
                     property::DIRECTORY_AGREEMENT,
                     format!(
@@ -1664,7 +1694,7 @@ impl Layout {
     }
 
     fn max_bits(&self) -> u32 {
-        let per_page = 1 + 2 * self.value_bits + self.devices + self.owner_bits;
+        let per_page = 2 + 2 * self.value_bits + self.devices + self.owner_bits;
         // At most one outstanding request per device, so at most `devices` deferred.
         let deferred = self.devices * (1 + self.device_bits + self.index_bits + 2 * self.pages) + 1;
         self.pages * per_page
@@ -1822,7 +1852,8 @@ impl State {
                 | (self.latest[p] as u64) << 8
                 | (e.owner.is_some() as u64) << 16
                 | (e.copies.len() as u64) << 17
-                | ((self.live >> p) as u64 & 1) << 25);
+                | ((self.live >> p) as u64 & 1) << 25
+                | (e.writable as u64) << 26);
             for (d, dev) in devs.iter().enumerate() {
                 let id = DeviceId(d as u8);
                 let (tag, access, done) = match dev.phase {
@@ -1877,6 +1908,7 @@ impl State {
             w.push(r.devices(e.copies), l.devices);
             let owner = e.owner.map_or(0, |o| r.dev_to[o.index()] as u64 + 1);
             w.push(owner, l.owner_bits);
+            w.push(e.writable as u64, 1);
         }
         w.push(r.devices(self.proto.locked()), l.devices);
         w.push(self.freed as u64, l.freed_bits);
@@ -2075,6 +2107,7 @@ mod tests {
             staging: false,
             held_ops_per_device: 0,
             held_variant: HeldVariant::Checked,
+            coherence: Coherence::Owned,
         }
     }
 

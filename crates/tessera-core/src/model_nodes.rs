@@ -53,8 +53,8 @@ use crate::directory::{DeviceSet, Directory, HomeMap};
 use crate::model::{property, CheckReport, Violation};
 use crate::nodes::split_by_home;
 use crate::protocol::{
-    Access, Action, Message, PageRequest, Protocol, ProtocolVariant, RequestBatch, RequestId,
-    Source,
+    Access, Action, Coherence, Message, PageRequest, Protocol, ProtocolVariant, RequestBatch,
+    RequestId, Source,
 };
 use crate::{DeviceId, GlobalPage};
 
@@ -85,10 +85,13 @@ pub struct NodesConfig {
     pub requests_per_device: u8,
     pub evictions_per_device: u8,
     pub variant: SplitVariant,
+    /// What a read of a modified page does: under owned pages, a page homed on one node may
+    /// be owned by a device of another and shared from there without going home.
+    pub coherence: Coherence,
 }
 
 impl NodesConfig {
-    /// Issue 17's world: 2 nodes × 2 devices × 2 pages (one homed on each node), two values,
+    /// The two-node world: 2 nodes × 2 devices × 2 pages (one homed on each node), two values,
     /// one request per device, no eviction (the suite's run; evictions are explored by the
     /// longer, ignored runs).
     pub fn two_nodes() -> Self {
@@ -100,7 +103,12 @@ impl NodesConfig {
             requests_per_device: 1,
             evictions_per_device: 0,
             variant: SplitVariant::Ordered,
+            coherence: Coherence::Owned,
         }
+    }
+
+    pub fn with_coherence(self, coherence: Coherence) -> Self {
+        NodesConfig { coherence, ..self }
     }
 
     pub fn with_variant(self, variant: SplitVariant) -> Self {
@@ -332,6 +340,7 @@ impl State {
                     cfg.devices(),
                     ProtocolVariant::Correct,
                 )
+                .map(|p| p.with_coherence(cfg.coherence))
                 .map_err(|e| e.to_string())
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -798,7 +807,12 @@ impl State {
                 table.insert(DeviceId(d as u8));
             }
             let table_owner = writers.first().map(|&d| DeviceId(d as u8));
-            if e.copies != table || e.owner != table_owner {
+            let shared_owner_ok = e.owner.is_none_or(|o| e.copies.contains(o))
+                && (!e.writable || e.owner.is_some_and(|o| e.copies == DeviceSet::only(o)));
+            if e.copies != table
+                || e.owner.filter(|_| e.writable) != table_owner
+                || !shared_owner_ok
+            {
                 return Err(fail(
                     property::DIRECTORY_AGREEMENT,
                     format!(
@@ -902,6 +916,7 @@ impl State {
             for e in proto.directory().entries() {
                 k.push(set(e.copies));
                 k.push(e.owner.map_or(0xff, |o| perm[o.index()]));
+                k.push(e.writable as u8);
             }
             k.push(set(proto.locked()));
             for b in proto.deferred() {

@@ -158,6 +158,43 @@ fn check_range(pages: &Range<u64>) -> Result<()> {
     Ok(())
 }
 
+/// What happens to a modified page when another device reads it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Coherence {
+    /// The journal paper's rule (3.2.3): the owner's copy goes home as well as to the reader,
+    /// so home is current whenever a page is shared. Kept for comparison and the paper's
+    /// figures.
+    WriteHome,
+    /// MOESI's owned state: the owner keeps the only copy home lacks, read-only, and serves
+    /// readers from it; the page goes home only when it must (the owner's last copy is
+    /// evicted). An owner evicted while readers remain hands ownership to one of them, with
+    /// no bytes moved: their copies hold the same bytes.
+    #[default]
+    Owned,
+}
+
+impl std::str::FromStr for Coherence {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "owned" => Ok(Coherence::Owned),
+            "write-home" => Ok(Coherence::WriteHome),
+            _ => Err(format!(
+                "unknown coherence `{s}` (owned: a modified page is shared without going home; write-home: the paper's rule, home updated on every read of a modified page)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Coherence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Coherence::Owned => "owned",
+            Coherence::WriteHome => "write-home",
+        })
+    }
+}
+
 /// The correct protocol, or a deliberately broken one. The broken ones exist so that the
 /// model checker, the runtime's tests and the litmus runner can show that they catch bugs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -185,6 +222,12 @@ pub enum ProtocolVariant {
     /// Staging grants a batch that needs a locked device instead of refusing it (it may not
     /// wait), so it takes or downgrades a page another device's running procedure holds.
     StageIgnoringLocks,
+    /// Owned pages: an owner evicted while readers remain drops its copy and ownership
+    /// without writing home or handing ownership on, so home, stale, is taken as the latest.
+    EvictOwnerWithoutHandover,
+    /// Owned pages: a device with no copy that writes a page another device owns takes the
+    /// page from home, which is stale, instead of from the owner.
+    WriteCopiesFromHome,
 }
 
 /// The protocol state: the directory plus the memory locks and the deferred requests.
@@ -202,6 +245,7 @@ pub struct Protocol {
     /// Per device, the pages its running procedure was granted (its last `Request`'s batch),
     /// while it is locked: the memory lock covers these pages. Empty while unlocked.
     held: Vec<Vec<GlobalPage>>,
+    coherence: Coherence,
 }
 
 impl Protocol {
@@ -217,7 +261,19 @@ impl Protocol {
             devices,
             staging: false,
             held: vec![Vec::new(); devices],
+            coherence: Coherence::WriteHome,
         })
+    }
+
+    /// Chooses what a read of a modified page does ([`Coherence`]); `WriteHome` unless set.
+    /// Model-checked both ways (`model::ModelConfig::coherence`).
+    pub fn with_coherence(mut self, c: Coherence) -> Self {
+        self.coherence = c;
+        self
+    }
+
+    pub fn coherence(&self) -> Coherence {
+        self.coherence
     }
 
     /// Turns asynchronous staging on ([`Message::Stage`]): the memory lock then covers the
@@ -315,13 +371,26 @@ impl Protocol {
                 for &page in &pages {
                     self.directory.entry(page)?;
                 }
+                let variant = self.variant;
                 for page in pages {
                     let e = self.directory.entry_mut(page)?;
                     if e.owner == Some(device) {
-                        if self.variant != ProtocolVariant::EvictWithoutWriteBack {
-                            out.push(Action::WriteBack { page, from: device });
+                        // Readers hold the owner's bytes (it is read-only while they do):
+                        // one of them takes ownership and home stays as it is.
+                        let heir = e.copies.without(device).iter().next();
+                        match heir {
+                            Some(r) if variant != ProtocolVariant::EvictOwnerWithoutHandover => {
+                                e.owner = Some(r);
+                            }
+                            Some(_) => e.owner = None,
+                            None => {
+                                if variant != ProtocolVariant::EvictWithoutWriteBack {
+                                    out.push(Action::WriteBack { page, from: device });
+                                }
+                                e.owner = None;
+                            }
                         }
-                        e.owner = None;
+                        e.writable = false;
                     }
                     if e.copies.contains(device) {
                         e.copies.remove(device);
@@ -510,6 +579,7 @@ impl Protocol {
     fn grant_pages(&mut self, batch: &RequestBatch, out: &mut Vec<Action>) -> Result<()> {
         let d = batch.device;
         let variant = self.variant;
+        let owned = self.coherence == Coherence::Owned;
         for r in &batch.pages {
             let page = r.page;
             let e = self.directory.entry_mut(page)?;
@@ -519,14 +589,24 @@ impl Protocol {
                         continue;
                     }
                     // A modified copy goes straight from its owner to the reader (one link,
-                    // device to device), and home too: after the read every copy is clean, so
-                    // home must hold the latest value for the next reader and for eviction.
-                    let from = match e.owner.take() {
+                    // device to device). Under `WriteHome` it goes home too, and every copy is
+                    // then clean; under `Owned` the owner keeps it, read-only, and home stays
+                    // stale until the owner's copy must leave.
+                    let from = match e.owner {
+                        Some(o) if owned => {
+                            if e.writable {
+                                out.push(Action::Downgrade { page, device: o });
+                                e.writable = false;
+                            }
+                            Source::Device(o)
+                        }
                         Some(o) => {
                             if variant != ProtocolVariant::SkipWriteBackOnDowngrade {
                                 out.push(Action::WriteBack { page, from: o });
                             }
                             out.push(Action::Downgrade { page, device: o });
+                            e.owner = None;
+                            e.writable = false;
                             Source::Device(o)
                         }
                         None => Source::Home,
@@ -540,11 +620,17 @@ impl Protocol {
                     e.copies.insert(d);
                 }
                 Access::Write => {
-                    if e.owner == Some(d) {
+                    if e.owner == Some(d) && e.writable {
                         continue;
                     }
                     let had_copy = e.copies.contains(d);
-                    if let Some(o) = e.owner {
+                    // A reader of an owned page holds the owner's bytes already: it takes
+                    // ownership with no copy. Anyone else takes them from the owner.
+                    let from_owner = e
+                        .owner
+                        .filter(|_| !had_copy)
+                        .filter(|_| variant != ProtocolVariant::WriteCopiesFromHome);
+                    if let Some(o) = from_owner {
                         out.push(Action::Copy {
                             page,
                             from: Source::Device(o),
@@ -575,6 +661,7 @@ impl Protocol {
                         }
                     });
                     e.owner = Some(d);
+                    e.writable = true;
                 }
             }
         }

@@ -9,7 +9,7 @@ use std::time::Instant;
 use tessera_core::model::{
     check, property, CheckReport, HeldVariant, ModelConfig, RemoteVariant, Violation,
 };
-use tessera_core::ProtocolVariant;
+use tessera_core::{Coherence, ProtocolVariant};
 
 fn run(cfg: ModelConfig) -> CheckReport {
     let start = Instant::now();
@@ -155,7 +155,9 @@ fn skipping_invalidation_leaves_two_copies_of_a_written_page() {
 
 #[test]
 fn downgrading_without_write_back_loses_the_write() {
-    let v = caught(
+    // Only the paper's rule writes home on a downgrade; owned pages never do.
+    let v = caught_in(
+        ModelConfig::minimum().with_coherence(Coherence::WriteHome),
         ProtocolVariant::SkipWriteBackOnDowngrade,
         property::NO_LOST_WRITE,
     );
@@ -413,6 +415,64 @@ fn a_held_store_that_ignores_the_writable_bit_is_caught() {
     assert!(v.trace.len() <= 10, "trace longer than expected:\n{v}");
     assert!(
         v.trace.iter().any(|s| s.contains("outside a procedure")),
+        "{v}"
+    );
+}
+
+#[test]
+fn the_papers_write_home_rule_passes_the_minimum_world_with_two_slots_per_device() {
+    // The runtime keeps it behind `--coherence write-home`, for comparison and the paper's
+    // figures: it stays checked.
+    let r = passes(
+        with_capacity(2).with_coherence(Coherence::WriteHome),
+        1_000_000,
+    );
+    println!("write-home, two slots: {} states", r.states);
+}
+
+#[test]
+fn owned_pages_pass_the_eviction_world() {
+    // One slot per device: every request evicts, so owners are evicted with readers present
+    // (handing ownership on) and without (writing home), in every order.
+    let r = passes(with_capacity(1), 100_000);
+    println!("owned, one slot: {} states", r.states);
+}
+
+#[test]
+fn an_owner_evicted_without_handing_ownership_on_loses_the_write() {
+    let v = caught(
+        ProtocolVariant::EvictOwnerWithoutHandover,
+        property::NO_LOST_WRITE,
+    );
+    // A reader copied the owner's page, then the owner left: home, stale, is taken as latest.
+    assert!(
+        v.trace.iter().any(|l| l.contains("eviction of page")),
+        "{v}"
+    );
+    assert!(
+        v.trace
+            .last()
+            .is_some_and(|l| l.contains("has no owner and home holds")),
+        "{v}"
+    );
+    // Under the paper's rule the owner never shares, so the variant changes nothing there.
+    let r = run(ModelConfig::minimum()
+        .with_coherence(Coherence::WriteHome)
+        .with_variant(ProtocolVariant::EvictOwnerWithoutHandover));
+    assert!(r.violation.is_none(), "{r}");
+}
+
+#[test]
+fn a_write_that_takes_an_owned_page_from_home_holds_a_stale_copy() {
+    // The writer's copy is valid and stale the moment it is granted, before it writes.
+    let v = caught(
+        ProtocolVariant::WriteCopiesFromHome,
+        property::NO_LOST_WRITE,
+    );
+    assert!(
+        v.trace
+            .iter()
+            .any(|l| l.contains("Copy") && l.contains("Home")),
         "{v}"
     );
 }

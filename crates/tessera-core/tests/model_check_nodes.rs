@@ -53,6 +53,19 @@ fn ordered_acquisition_passes_one_device_per_node_with_evictions_and_two_request
 }
 
 #[test]
+fn the_papers_write_home_rule_passes_one_device_per_node_with_evictions_and_two_requests() {
+    // Owned pages are the default in every world above; the paper's rule stays checked.
+    let cfg = NodesConfig {
+        devices_per_node: 1,
+        requests_per_device: 2,
+        evictions_per_device: 1,
+        ..NodesConfig::two_nodes()
+    }
+    .with_coherence(tessera_core::Coherence::WriteHome);
+    passes(cfg, 30_000);
+}
+
+#[test]
 #[ignore = "with an eviction per device: 1.5 million states, about 35 s"]
 fn ordered_acquisition_passes_the_two_node_world_with_evictions() {
     let cfg = NodesConfig {

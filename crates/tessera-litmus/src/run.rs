@@ -350,6 +350,8 @@ pub fn variant_name(v: ProtocolVariant) -> &'static str {
         ProtocolVariant::EvictWithoutWriteBack => "evict-without-write-back",
         ProtocolVariant::EvictIgnoringLocks => "evict-ignoring-locks",
         ProtocolVariant::StageIgnoringLocks => "stage-ignoring-locks",
+        ProtocolVariant::EvictOwnerWithoutHandover => "evict-owner-without-handover",
+        ProtocolVariant::WriteCopiesFromHome => "write-copies-from-home",
     }
 }
 

@@ -13,9 +13,10 @@ use std::sync::Arc;
 
 use tessera_core::protocol::Source;
 use tessera_core::{
-    AccessMode, Action, AddressSpace, DeviceId, DeviceMemory, DirEntry, Directory, GlobalPage,
-    HomeMap, Location, Message, ObjectDesc, ObjectEntry, ObjectId, PageDescriptor, PageRequest,
-    Policy, Protocol, ProtocolVariant, RemoteLink, RequestBatch, RequestId, Resident, SlotAddr,
+    AccessMode, Action, AddressSpace, Coherence, DeviceId, DeviceMemory, DirEntry, Directory,
+    GlobalPage, HomeMap, Location, Message, ObjectDesc, ObjectEntry, ObjectId, PageDescriptor,
+    PageRequest, Policy, Protocol, ProtocolVariant, RemoteLink, RequestBatch, RequestId, Resident,
+    SlotAddr,
 };
 
 use crate::backend::{copy_slot, Device, PeerCopy, PeerMemory, SlotSink};
@@ -424,6 +425,7 @@ impl ManagerHandle {
 #[derive(Clone, Debug)]
 pub struct ManagerConfig {
     pub variant: ProtocolVariant,
+    pub coherence: Coherence,
     /// Per device byte budget for physical memories.
     pub budget_bytes: u64,
     /// Bytes per physical memory (a new one is created when all are full).
@@ -618,7 +620,8 @@ pub fn spawn(
     let n = workers.len();
     // First, so a bad path fails before anything else is built.
     let home = HomeStore::open(cfg.home_file.as_deref())?;
-    let protocol = Protocol::new(Directory::new(0, cfg.homes), n, cfg.variant)?;
+    let protocol =
+        Protocol::new(Directory::new(0, cfg.homes), n, cfg.variant)?.with_coherence(cfg.coherence);
     let protocol = if cfg.staging {
         protocol.with_staging()
     } else {
@@ -1762,6 +1765,8 @@ impl Manager {
                     self.traffic[from.index()].device_to_host.add(bytes);
                     if self.evicting {
                         self.traffic[from.index()].eviction_write_backs += 1;
+                    } else {
+                        self.traffic[from.index()].coherence_write_backs += 1;
                     }
                     if self.written_home.contains(&(from, page)) {
                         // The source's worker wrote it home during `read_ahead`.
@@ -2077,6 +2082,7 @@ impl Manager {
         for (local, page) in e.pages().enumerate() {
             if let Some(o) = self.protocol.directory().entry(GlobalPage(page))?.owner {
                 by_owner[o.index()].push((local, self.slot(o, GlobalPage(page))?));
+                self.traffic[o.index()].host_reads += 1;
             }
         }
         let jobs: Vec<_> = by_owner
@@ -2380,8 +2386,8 @@ mod tests {
     use std::sync::Arc;
 
     use tessera_core::{
-        Access, CoreError, DeviceId, GlobalPage, ObjectDesc, ObjectEntry, ObjectId, PageRequest,
-        ProtocolVariant, TexelFormat,
+        Access, Coherence, CoreError, DeviceId, GlobalPage, ObjectDesc, ObjectEntry, ObjectId,
+        PageRequest, ProtocolVariant, TexelFormat,
     };
 
     use crate::{
@@ -2512,14 +2518,17 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_read_of_a_modified_page_comes_from_its_owner_and_goes_home_too() {
+    /// Each device writes its page, then reads the other's: the reader's copy comes from the
+    /// owner under both rules; under `coherence` it also goes home (write-home) or not (owned).
+    fn read_of_a_modified_page(coherence: Coherence) {
         let sys = System::cpu(&SystemConfig {
             devices: 2,
             cpu_threads: 1,
+            coherence,
             ..Default::default()
         })
         .unwrap();
+        let home_too = coherence == Coherence::WriteHome;
         // Two 8×8 pages side by side; with columns, device d writes and owns page d of `a`.
         let two_pages = ObjectDesc::texture(16, 8, TexelFormat::R32Float, 8).unwrap();
         let a = sys.create(two_pages, None).unwrap();
@@ -2568,10 +2577,15 @@ mod tests {
             assert_eq!(t1.device_to_device.bytes, PAGE, "{d}");
             let from = |s: usize| t1.device_to_device_from.get(s).map_or(0, |c| c.bytes);
             assert_eq!((from(other), from(d)), (PAGE, 0), "{d}");
-            // Its own page of `a` was written home for the other's read.
+            // Its own page of `a` was written home for the other's read, under write-home only.
             assert_eq!(
                 t1.device_to_host.bytes - t0.device_to_host.bytes,
-                PAGE,
+                if home_too { PAGE } else { 0 },
+                "{d}"
+            );
+            assert_eq!(
+                t1.coherence_write_backs - t0.coherence_write_backs,
+                home_too as u64,
                 "{d}"
             );
         }
@@ -2579,12 +2593,33 @@ mod tests {
             sys.mm.read(b.id).unwrap(),
             [texels(5.0), texels(5.0)].concat()
         );
-        // Home is current with both copies clean: the directory has no owner of `a`'s pages.
         let (_, directory) = sys.mm.memory().unwrap();
         let pages = a.page_offset as usize..a.page_offset as usize + 2;
-        assert!(directory[pages]
-            .iter()
-            .all(|e| e.owner.is_none() && e.copies.len() == 2));
+        for (d, e) in directory[pages].iter().enumerate() {
+            assert_eq!(e.copies.len(), 2);
+            if home_too {
+                // Home is current with both copies clean: no owner.
+                assert_eq!((e.owner, e.writable), (None, false));
+            } else {
+                // The writer still owns its page, read-only, and home is stale: the host's
+                // read below must come from the owner.
+                assert_eq!((e.owner, e.writable), (Some(DeviceId(d as u8)), false));
+            }
+        }
+        assert_eq!(
+            sys.mm.read(a.id).unwrap(),
+            [texels(5.0), texels(5.0)].concat()
+        );
+    }
+
+    #[test]
+    fn a_read_of_a_modified_page_comes_from_its_owner_and_goes_home_under_write_home() {
+        read_of_a_modified_page(Coherence::WriteHome);
+    }
+
+    #[test]
+    fn a_read_of_a_modified_page_comes_from_its_owner_which_keeps_it_under_owned_pages() {
+        read_of_a_modified_page(Coherence::Owned);
     }
 
     #[test]

@@ -120,6 +120,14 @@ pub struct DeviceTraffic {
     pub evictions: u64,
     /// Of those, modified pages written home first (also counted in `device_to_host`).
     pub eviction_write_backs: u64,
+    /// Pages this device wrote home because another device read them: the journal paper's
+    /// write-home rule (`Coherence::WriteHome`); never under owned pages, which serve the
+    /// reader from the owner and leave home stale. Also counted in `device_to_host`.
+    pub coherence_write_backs: u64,
+    /// Pages the host read from this device's copy because the device owned them (an object
+    /// read: a frame, a GIF, a checksum). Read into the host's result, not written home, and
+    /// not counted in `device_to_host`.
+    pub host_reads: u64,
     /// Pages requested again after this device evicted them.
     pub refaults: u64,
     /// Distinct pages seen thrashing: refaulted `THRASH_EVENTS` times, each within
@@ -194,6 +202,8 @@ impl DeviceTraffic {
             invalidations: d(self.invalidations, before.invalidations),
             evictions: d(self.evictions, before.evictions),
             eviction_write_backs: d(self.eviction_write_backs, before.eviction_write_backs),
+            coherence_write_backs: d(self.coherence_write_backs, before.coherence_write_backs),
+            host_reads: d(self.host_reads, before.host_reads),
             refaults: d(self.refaults, before.refaults),
             thrashing_pages: d(self.thrashing_pages, before.thrashing_pages),
             thrash_pins: d(self.thrash_pins, before.thrash_pins),

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use tessera_core::{
-    AccessMode, CoreError, DeviceId, Location, ObjectDesc, ObjectEntry, Policy, ProtocolVariant,
-    TexelFormat, MAX_DEVICES,
+    AccessMode, Coherence, CoreError, DeviceId, Location, ObjectDesc, ObjectEntry, Policy,
+    ProtocolVariant, TexelFormat, MAX_DEVICES,
 };
 
 use crate::backend::Device;
@@ -30,6 +30,9 @@ use crate::worker::{self, Pending, WorkerHandle};
 pub struct SystemConfig {
     pub devices: usize,
     pub variant: ProtocolVariant,
+    /// What a read of a page another device modified does: served from the owner, which keeps
+    /// it (owned pages, the default), or written home as well (the journal paper's rule).
+    pub coherence: Coherence,
     /// Per device budget for physical memories, in bytes.
     pub budget_bytes: u64,
     /// Bytes per physical memory; another is created when all are full (paper 3.2.2).
@@ -97,6 +100,7 @@ impl Default for SystemConfig {
         SystemConfig {
             devices: 1,
             variant: ProtocolVariant::Correct,
+            coherence: Coherence::Owned,
             budget_bytes: 4 << 30,
             memory_bytes: 64 << 20,
             cpu_threads: 0,
@@ -159,6 +163,7 @@ impl System {
             workers.clone(),
             &ManagerConfig {
                 variant: cfg.variant,
+                coherence: cfg.coherence,
                 budget_bytes: cfg.budget_bytes,
                 memory_bytes: cfg.memory_bytes,
                 memory_limits,
@@ -285,6 +290,7 @@ impl System {
             views,
             &ManagerConfig {
                 variant: cfg.variant,
+                coherence: cfg.coherence,
                 budget_bytes: cfg.budget_bytes / share,
                 memory_bytes: (cfg.memory_bytes / share).max(1 << 16),
                 memory_limits: vec![per_home; all],

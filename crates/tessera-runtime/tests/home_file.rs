@@ -42,6 +42,9 @@ fn config(home_file: Option<PathBuf>) -> SystemConfig {
         devices: 2,
         cpu_threads: 1,
         home_file,
+        // The paper's rule writes every page another device reads home: the file then takes
+        // writes as well as reads. Under owned pages these pages stay on their owners.
+        coherence: tessera_core::Coherence::WriteHome,
         ..Default::default()
     }
 }

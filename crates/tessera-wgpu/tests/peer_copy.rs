@@ -179,9 +179,20 @@ fn scenario(sys: &System) -> Outcome {
 
 #[test]
 fn pages_moved_on_the_device_hold_what_the_cpu_backend_moves() {
+    moves_match(tessera_core::Coherence::Owned);
+}
+
+#[test]
+fn pages_moved_on_the_device_hold_what_the_cpu_backend_moves_under_write_home() {
+    moves_match(tessera_core::Coherence::WriteHome);
+}
+
+fn moves_match(coherence: tessera_core::Coherence) {
+    let home_too = coherence == tessera_core::Coherence::WriteHome;
     let cfg = SystemConfig {
         devices: 2,
         cpu_threads: 1,
+        coherence,
         ..Default::default()
     };
     let Some(gpu) = common::system(&cfg) else {
@@ -207,8 +218,9 @@ fn pages_moved_on_the_device_hold_what_the_cpu_backend_moves() {
         assert_eq!(out.a, a_hand);
         assert_eq!(out.b, b_hand);
         assert_eq!(out.c, a_hand);
-        // Step 5 left both copies clean, with home current: no owner.
-        assert_eq!(out.a_copies, vec![(2, false); 4]);
+        // Step 5 left two copies: clean with home current under write-home, device 0 the
+        // owner and home stale under owned pages.
+        assert_eq!(out.a_copies, vec![(2, !home_too); 4]);
     }
 
     const PAGE: u64 = 8 * 8 * 4;
@@ -231,16 +243,24 @@ fn pages_moved_on_the_device_hold_what_the_cpu_backend_moves() {
     }
     for out in [&got, &want] {
         // Device 1 received a's four pages twice (steps 2 and 5), device 0 once (step 4).
-        // Only step 2's were peer copies: steps 4 and 5 write the pages home as well, so the
-        // reader is written from the host copy that write-back reads anyway.
         assert_eq!(out.traffic[1].device_to_device_from[0].pages, 8);
         assert_eq!(out.traffic[0].device_to_device_from[1].pages, 4);
-        assert_eq!(out.traffic[1].device_to_device_peer.pages, 4);
-        assert_eq!(out.traffic[1].device_to_device_peer.bytes, 4 * PAGE);
-        assert_eq!(out.traffic[0].device_to_device_peer.pages, 0);
-        // Steps 4 and 5 wrote the source's four modified pages home; step 2 wrote nothing.
-        assert_eq!(out.traffic[0].device_to_host.pages, 4);
-        assert_eq!(out.traffic[1].device_to_host.pages, 4);
+        if home_too {
+            // Only step 2's were peer copies: steps 4 and 5 write the pages home as well, so
+            // the reader is written from the host copy that write-back reads anyway.
+            assert_eq!(out.traffic[1].device_to_device_peer.pages, 4);
+            assert_eq!(out.traffic[1].device_to_device_peer.bytes, 4 * PAGE);
+            assert_eq!(out.traffic[0].device_to_device_peer.pages, 0);
+            // Steps 4 and 5 wrote the source's four modified pages home; step 2 nothing.
+            assert_eq!(out.traffic[0].device_to_host.pages, 4);
+            assert_eq!(out.traffic[1].device_to_host.pages, 4);
+        } else {
+            // Nothing goes home: every move is a peer copy from the owner.
+            assert_eq!(out.traffic[1].device_to_device_peer.pages, 8);
+            assert_eq!(out.traffic[0].device_to_device_peer.pages, 4);
+            assert_eq!(out.traffic[0].device_to_host.pages, 0);
+            assert_eq!(out.traffic[1].device_to_host.pages, 0);
+        }
     }
 }
 
