@@ -916,9 +916,6 @@ impl<'a> Parser<'a> {
         };
         self.expect(m, "]")?;
         let first = vars.declare_array(name, len, pos)?;
-        for i in 0..len {
-            vars.initialised[first + i] = true;
-        }
         if !self.eat(m, "=")? {
             return Ok(());
         }
@@ -935,6 +932,7 @@ impl<'a> Parser<'a> {
                 );
             }
             vars.init[first + i] = self.value(m, vars, true)?;
+            vars.initialised[first + i] = true;
             i += 1;
             if !self.eat(m, ",")? && !self.peek(m)?.is("}") {
                 let t = self.bump(m)?;
