@@ -945,9 +945,7 @@ impl<'a> Parser<'a> {
     /// `[i]` after an array's name (already taken) in the initial state or a condition: the
     /// variable of that element, or a positioned error when `i` is out of range.
     fn array_cell(&mut self, m: Mode, vars: &Vars, name: &str) -> Result<usize> {
-        let (first, len) = vars
-            .array(name)
-            .expect("called only for a declared array");
+        let (first, len) = vars.array(name).expect("called only for a declared array");
         self.expect(m, "[")?;
         let t = self.bump(m)?;
         let i = match t.tok {
@@ -958,9 +956,7 @@ impl<'a> Parser<'a> {
         if !(0..len as i64).contains(&i) {
             return err(
                 t.pos,
-                ErrorKind::OutOfBounds(format!(
-                    "element {i} of `{name}`, which has {len}"
-                )),
+                ErrorKind::OutOfBounds(format!("element {i} of `{name}`, which has {len}")),
             );
         }
         Ok(first + i as usize)
@@ -1435,7 +1431,10 @@ impl<'a> Parser<'a> {
         let Some((first, len)) = b.object(&name) else {
             if b.register(&name).is_some() {
                 let (at, what) = if address_of {
-                    (amp.pos, "address-of `&` of a register (registers have no address)")
+                    (
+                        amp.pos,
+                        "address-of `&` of a register (registers have no address)",
+                    )
                 } else {
                     (
                         t.pos,
@@ -1700,9 +1699,7 @@ impl<'a> Parser<'a> {
             Addr::Var(v) => Ok(v),
             Addr::Reg(_) | Addr::Elem { .. } => err(
                 t.pos,
-                ErrorKind::Unsupported(
-                    "an srcu_struct held in a register or an array".into(),
-                ),
+                ErrorKind::Unsupported("an srcu_struct held in a register or an array".into()),
             ),
         }
     }

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use tessera_litmus::ast::{Addr, Fence, Op, Rmw};
 use tessera_litmus::{
-    load, parse, run_test, sc_outcomes, ErrorKind, Outcome, RunConfig, RunError, ScError,
-    Schedule, Test,
+    load, parse, run_test, sc_outcomes, ErrorKind, Outcome, RunConfig, RunError, ScError, Schedule,
+    Test,
 };
 
 fn kernel(name: &str) -> Test {
@@ -161,8 +161,7 @@ fn a_register_read_before_any_assignment_is_zero() {
 
 #[test]
 fn a_shared_variable_that_is_no_parameter_is_not_taken_for_a_register() {
-    let (line, col, kind) =
-        parse_err("C T\n{ y=1; }\nP0(int *x) {\n  r0 = y;\n}\nexists (x=0)\n");
+    let (line, col, kind) = parse_err("C T\n{ y=1; }\nP0(int *x) {\n  r0 = y;\n}\nexists (x=0)\n");
     assert_eq!((line, col), (4, 8));
     assert!(matches!(kind, ErrorKind::Undefined(_)), "{kind:?}");
 }
@@ -177,7 +176,14 @@ fn srcu_down_and_up_share_one_count_per_domain() {
     assert_eq!(t.hidden, [false, false, false, false, true, false]);
     let rmw_on_count = |th: usize| {
         t.threads[th].ops.iter().any(|o| {
-            matches!(o, Op::Rmw { addr: Addr::Var(4), rmw: Rmw::Fetch { .. }, .. })
+            matches!(
+                o,
+                Op::Rmw {
+                    addr: Addr::Var(4),
+                    rmw: Rmw::Fetch { .. },
+                    ..
+                }
+            )
         })
     };
     assert!(rmw_on_count(0) && rmw_on_count(1));
@@ -261,13 +267,28 @@ fn the_array_fixture_publishes_an_element_before_its_index() {
 fn a_constant_index_out_of_range_is_refused_where_it_is_written() {
     for (src, at) in [
         // An element past the end.
-        ("C T\n{ int a[2]; }\nP0(int *a) {\n  r0 = a[2];\n}\nexists (a[0]=0)\n", (4, 8)),
+        (
+            "C T\n{ int a[2]; }\nP0(int *a) {\n  r0 = a[2];\n}\nexists (a[0]=0)\n",
+            (4, 8),
+        ),
         // A neighbouring scalar is not reachable from x: a scalar is an array of one.
-        ("C T\n{}\nP0(int *x, int *y) {\n  WRITE_ONCE(*(&x + 1), 1);\n}\nexists (x=0)\n", (4, 17)),
-        ("C T\n{}\nP0(int *x) {\n  r0 = *(x - 1);\n}\nexists (x=0)\n", (4, 10)),
+        (
+            "C T\n{}\nP0(int *x, int *y) {\n  WRITE_ONCE(*(&x + 1), 1);\n}\nexists (x=0)\n",
+            (4, 17),
+        ),
+        (
+            "C T\n{}\nP0(int *x) {\n  r0 = *(x - 1);\n}\nexists (x=0)\n",
+            (4, 10),
+        ),
         // In the initial state and the condition.
-        ("C T\n{ int a[2] = {1, 2, 3}; }\nP0(int *a) {\n}\nexists (a[0]=0)\n", (2, 21)),
-        ("C T\n{ int a[2]; }\nP0(int *a) {\n}\nexists (a[2]=0)\n", (5, 11)),
+        (
+            "C T\n{ int a[2] = {1, 2, 3}; }\nP0(int *a) {\n}\nexists (a[0]=0)\n",
+            (2, 21),
+        ),
+        (
+            "C T\n{ int a[2]; }\nP0(int *a) {\n}\nexists (a[2]=0)\n",
+            (5, 11),
+        ),
     ] {
         let (line, col, kind) = parse_err(src);
         assert_eq!((line, col), at, "{src}");
@@ -298,10 +319,9 @@ fn a_computed_index_out_of_range_is_a_positioned_error_when_it_runs() {
         r.err()
     );
     // A negative index, too.
-    let t = parse(
-        "C T\n{}\nP0(int *x) {\n  r0 = -1;\n  r1 = READ_ONCE(*(x + r0));\n}\nexists (x=0)\n",
-    )
-    .unwrap();
+    let t =
+        parse("C T\n{}\nP0(int *x) {\n  r0 = -1;\n  r1 = READ_ONCE(*(x + r0));\n}\nexists (x=0)\n")
+            .unwrap();
     assert!(matches!(
         sc_outcomes(&t),
         Err(ScError::OutOfBounds {

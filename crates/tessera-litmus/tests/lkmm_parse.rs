@@ -20,7 +20,9 @@ fn litmus_files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn lkmm_parse_survey() {
     let dir = std::env::var_os("TESSERA_LKMM")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/litmus/lkmm"));
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/litmus/lkmm")
+        });
     if !dir.is_dir() {
         eprintln!("no lkmm directory at {}", dir.display());
         return;
