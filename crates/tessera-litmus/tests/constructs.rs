@@ -365,3 +365,19 @@ fn the_new_fixtures_mangled_or_truncated_never_panic() {
         }
     }
 }
+
+#[test]
+fn every_location_spelling_of_an_element_names_it() {
+    // Vars a[0..3], f. Each access names a[2] (index 2 computed or constant) except the
+    // first two, which name a[1].
+    let t = parse(
+        "C T\n{ int a[3]; }\nP0(int a[], int *f) {\n  r0 = 2;\n  atomic_inc(&a[1]);\n\
+         r1 = smp_load_acquire(a + 1);\n  WRITE_ONCE(*(&a + r0), 7);\n  r2 = READ_ONCE(a[2]);\n\
+         r3 = atomic_fetch_add(1, &a[r0]);\n  r4 = *(a + r0 - 1 + 1);\n}\n\
+         filter (a[1]=1)\nexists (a[2]=8)\n",
+    )
+    .unwrap();
+    // r1=1 (a[1] after the inc), r2=7, r3=7 (before the add), r4=8.
+    let want = BTreeSet::from([outcome(&[&[2, 1, 7, 7, 8]], &[0, 1, 8, 0])]);
+    assert_eq!(sc_outcomes(&t).unwrap(), want);
+}
