@@ -155,6 +155,16 @@ pub enum Addr {
     Var(usize),
     /// The variable a register points at (`*r0`), known only when the operation runs.
     Reg(usize),
+    /// Element `regs[index]` of the object (an array, or a scalar as an array of one) whose
+    /// first variable is `first`: `a[r0]`, `*(x + r0)`. An index outside `0..len` names
+    /// nothing, even where a neighbouring variable lies: C gives a pointer no way out of its
+    /// object. `pos` is where the access was written, for the error.
+    Elem {
+        first: usize,
+        len: usize,
+        index: usize,
+        pos: Pos,
+    },
 }
 
 impl Addr {
@@ -163,6 +173,12 @@ impl Addr {
         match self {
             Addr::Var(v) => Some(*v),
             Addr::Reg(r) => var_of(regs[*r], nvars),
+            Addr::Elem {
+                first, len, index, ..
+            } => {
+                let i = usize::try_from(regs[*index]).ok()?;
+                (i < *len && first + i < nvars).then_some(first + i)
+            }
         }
     }
 }

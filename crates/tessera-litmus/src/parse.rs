@@ -56,6 +56,10 @@ pub enum ErrorKind {
     Duplicate(String),
     #[error("the file is not UTF-8 text")]
     NotUtf8,
+    /// An array element or pointer offset that is known, at parse time, to lie outside the
+    /// object it was computed from.
+    #[error("out of bounds: {0}")]
+    OutOfBounds(String),
 }
 
 type Result<T, E = ParseError> = std::result::Result<T, E>;
@@ -333,6 +337,9 @@ struct Vars {
     init: Vec<i32>,
     initialised: Vec<bool>,
     hidden: Vec<bool>,
+    /// Arrays declared in the initial state: name, first element's variable, length. The
+    /// elements are consecutive variables named `a[0]`, `a[1]`, ...
+    arrays: Vec<(String, usize, usize)>,
 }
 
 impl Vars {
@@ -355,6 +362,32 @@ impl Vars {
     fn find(&self, name: &str) -> Option<usize> {
         self.names.iter().position(|n| n == name)
     }
+    /// An array's first element and length.
+    fn array(&self, name: &str) -> Option<(usize, usize)> {
+        self.arrays
+            .iter()
+            .find(|(n, _, _)| n == name)
+            .map(|(_, f, l)| (*f, *l))
+    }
+    /// The object a name denotes: an array, or a scalar (an array of one, as in C).
+    fn object(&mut self, name: &str) -> (usize, usize) {
+        self.array(name).unwrap_or_else(|| (self.intern(name), 1))
+    }
+    /// Declares `name[len]` as `len` fresh consecutive variables.
+    fn declare_array(&mut self, name: &str, len: usize, pos: Pos) -> Result<usize> {
+        if self.find(name).is_some() || self.array(name).is_some() {
+            return err(
+                pos,
+                ErrorKind::Duplicate(format!("`{name}` is declared twice")),
+            );
+        }
+        let first = self.names.len();
+        for i in 0..len {
+            self.intern(&format!("{name}[{i}]"));
+        }
+        self.arrays.push((name.to_string(), first, len));
+        Ok(first)
+    }
     fn set_init(&mut self, name: &str, v: i32, pos: Pos) -> Result<()> {
         let i = self.intern(name);
         if self.initialised[i] {
@@ -375,8 +408,9 @@ type Domain = Option<usize>;
 /// A thread being parsed.
 struct ThreadBuilder {
     index: usize,
-    /// Parameter name → shared variable.
-    params: Vec<(String, usize)>,
+    /// Parameter name → the object it points at: first variable and length (1 for a
+    /// scalar).
+    params: Vec<(String, usize, usize)>,
     regs: Vec<Reg>,
     ops: Vec<Op>,
     /// Per RCU domain this thread reads under: the register holding its nesting depth and
@@ -384,11 +418,20 @@ struct ThreadBuilder {
     rcu: Vec<(Domain, usize, usize)>,
     /// Grace periods to expand once every thread's counters are known: op index, domain.
     syncs: Vec<(usize, Domain)>,
+    /// SRCU domains this thread enters or leaves with `srcu_down_read`/`srcu_up_read`, and
+    /// the shared word counting the readers inside them.
+    updown: Vec<(usize, usize)>,
 }
 
 impl ThreadBuilder {
     fn param(&self, name: &str) -> Option<usize> {
-        self.params.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+        self.object(name).map(|(v, _)| v)
+    }
+    fn object(&self, name: &str) -> Option<(usize, usize)> {
+        self.params
+            .iter()
+            .find(|(n, _, _)| n == name)
+            .map(|(_, v, l)| (*v, *l))
     }
     fn temp(&mut self) -> usize {
         self.regs.push(Reg {
@@ -479,6 +522,16 @@ impl ThreadBuilder {
         self.rcu.push((domain, r, w));
         (r, w)
     }
+    /// The word counting the readers inside `domain` by `srcu_down_read`. One word per
+    /// domain, shared by every thread, because the matching `srcu_up_read` may run on
+    /// another: a per-thread depth would stay up on one thread and go negative on the other.
+    fn updown_counter(&mut self, domain: usize, vars: &mut Vars) -> usize {
+        let w = vars.hidden(&format!("srcu down/up readers of {}", vars.names[domain]));
+        if !self.updown.contains(&(domain, w)) {
+            self.updown.push((domain, w));
+        }
+        w
+    }
     /// Emits a branch to be aimed later with [`ThreadBuilder::aim`].
     fn branch(&mut self, cond: Expr) -> usize {
         self.ops.push(Op::Branch {
@@ -494,6 +547,25 @@ impl ThreadBuilder {
         }
     }
 }
+
+/// The value of an expression that reads no register.
+fn constant(e: &Expr) -> Option<i32> {
+    fn reads_register(e: &Expr) -> bool {
+        match e {
+            Expr::Const(_) => false,
+            Expr::Reg(_) => true,
+            Expr::Neg(a) | Expr::Not(a) | Expr::BitNot(a) => reads_register(a),
+            Expr::Bin(_, a, b) => reads_register(a) || reads_register(b),
+        }
+    }
+    (!reads_register(e)).then(|| e.eval(&[]))
+}
+
+/// The level of `*`, `/` and `%` in `Parser::binary`: the terms of a pointer offset.
+const MULTIPLICATIVE: usize = 9;
+
+/// The longest array the initial state may declare.
+const MAX_ARRAY: usize = 64;
 
 /// Lexically every word that can start a type.
 const TYPE_WORDS: &[&str] = &[
@@ -770,6 +842,14 @@ impl<'a> Parser<'a> {
                     self.type_name(m)?;
                     while self.eat(m, "*")? {}
                     let (name, pos) = self.ident(m, "a variable name")?;
+                    if self.peek(m)?.is("[") {
+                        self.array_declaration(vars, &name, pos)?;
+                        let s = self.peek(m)?;
+                        if !s.is(";") && !s.is("}") {
+                            return expected(&s, "`;` or `}`");
+                        }
+                        continue;
+                    }
                     vars.intern(&name);
                     let v = if self.eat(m, "=")? {
                         self.value(m, vars, true)?
@@ -782,7 +862,14 @@ impl<'a> Parser<'a> {
                     let w = w.clone();
                     self.bump(m)?;
                     let s = self.peek(m)?;
-                    if s.is("=") {
+                    if s.is("[") && vars.array(&w).is_some() {
+                        // `a[1]=2;`: one element of an array declared earlier.
+                        let v = self.array_cell(m, vars, &w)?;
+                        self.expect(m, "=")?;
+                        let value = self.value(m, vars, true)?;
+                        let name = vars.names[v].clone();
+                        vars.set_init(&name, value, t.pos)?;
+                    } else if s.is("=") {
                         self.bump(m)?;
                         vars.intern(&w);
                         let v = self.value(m, vars, true)?;
@@ -805,6 +892,74 @@ impl<'a> Parser<'a> {
                 return expected(&s, "`;` or `}`");
             }
         }
+    }
+
+    /// `[N]` and an optional `= {v0, v1, ...}` after an array's name in the initial state;
+    /// elements without a value are 0, as in C.
+    fn array_declaration(&mut self, vars: &mut Vars, name: &str, pos: Pos) -> Result<()> {
+        let m = Mode::Top;
+        self.expect(m, "[")?;
+        let t = self.bump(m)?;
+        let len = match t.tok {
+            // Every element is a variable with its own page and directory entry: a bound
+            // keeps a typo from making millions.
+            Tok::Int(n) if (1..=MAX_ARRAY as i64).contains(&n) => n as usize,
+            Tok::Int(n) => {
+                return err(
+                    t.pos,
+                    ErrorKind::Unsupported(format!(
+                        "an array of {n} elements (from 1 to {MAX_ARRAY})"
+                    )),
+                )
+            }
+            _ => return expected(&t, "the array's length"),
+        };
+        self.expect(m, "]")?;
+        let first = vars.declare_array(name, len, pos)?;
+        if !self.eat(m, "=")? {
+            return Ok(());
+        }
+        self.expect(m, "{")?;
+        let mut i = 0;
+        while !self.eat(m, "}")? {
+            let t = self.peek(m)?;
+            if i == len {
+                return err(
+                    t.pos,
+                    ErrorKind::OutOfBounds(format!(
+                        "more initial values than the {len} elements of `{name}`"
+                    )),
+                );
+            }
+            vars.init[first + i] = self.value(m, vars, true)?;
+            vars.initialised[first + i] = true;
+            i += 1;
+            if !self.eat(m, ",")? && !self.peek(m)?.is("}") {
+                let t = self.bump(m)?;
+                return expected(&t, "`,` or `}`");
+            }
+        }
+        Ok(())
+    }
+
+    /// `[i]` after an array's name (already taken) in the initial state or a condition: the
+    /// variable of that element, or a positioned error when `i` is out of range.
+    fn array_cell(&mut self, m: Mode, vars: &Vars, name: &str) -> Result<usize> {
+        let (first, len) = vars.array(name).expect("called only for a declared array");
+        self.expect(m, "[")?;
+        let t = self.bump(m)?;
+        let i = match t.tok {
+            Tok::Int(i) => i,
+            _ => return expected(&t, "an element number"),
+        };
+        self.expect(m, "]")?;
+        if !(0..len as i64).contains(&i) {
+            return err(
+                t.pos,
+                ErrorKind::OutOfBounds(format!("element {i} of `{name}`, which has {len}")),
+            );
+        }
+        Ok(first + i as usize)
     }
 
     /// A type without its stars: qualifiers, then words such as `unsigned long`,
@@ -860,6 +1015,13 @@ impl<'a> Parser<'a> {
                 self.expect(m, ")")?;
                 Ok(v)
             }
+            Tok::Ident(s) if !neg && vars.array(s).is_some() => {
+                // `a` is a pointer to its first element; `a[i]` (after `&`) to element i.
+                if self.peek(m)?.is("[") {
+                    return Ok(addr_of(self.array_cell(m, vars, s)?));
+                }
+                Ok(addr_of(vars.array(s).map_or(0, |(f, _)| f)))
+            }
             Tok::Ident(s) if !neg => {
                 let v = match vars.find(s) {
                     Some(v) => v,
@@ -886,6 +1048,7 @@ impl<'a> Parser<'a> {
             ops: Vec::new(),
             rcu: Vec::new(),
             syncs: Vec::new(),
+            updown: Vec::new(),
         };
         self.expect(m, "(")?;
         if !self.eat(m, ")")? {
@@ -896,6 +1059,14 @@ impl<'a> Parser<'a> {
                     stars += 1;
                 }
                 let (name, pos) = self.ident(m, "a parameter name")?;
+                // `int a[]` is C's other spelling of `int *a`.
+                if self.eat(m, "[")? {
+                    if let Tok::Int(_) = self.peek(m)?.tok {
+                        self.bump(m)?;
+                    }
+                    self.expect(m, "]")?;
+                    stars += 1;
+                }
                 if stars == 0 {
                     return err(
                         pos,
@@ -911,8 +1082,8 @@ impl<'a> Parser<'a> {
                         ErrorKind::Duplicate(format!("parameter `{name}` appears twice")),
                     );
                 }
-                let v = vars.intern(&name);
-                b.params.push((name, v));
+                let (v, len) = vars.object(&name);
+                b.params.push((name, v, len));
                 if self.eat(m, ")")? {
                     break;
                 }
@@ -972,15 +1143,20 @@ impl<'a> Parser<'a> {
                 if name.ident().is_some() && assigns {
                     self.bump(m)?;
                     let addr = self.addr_name(b)?;
-                    self.assign_op(m)?;
-                    let value = self.expr(b, vars)?;
-                    b.ops.push(Op::Store {
-                        addr,
-                        value,
-                        kind: StoreKind::Plain,
-                    });
-                    self.expect(m, ";")?;
-                    return Ok(());
+                    return self.plain_store(b, vars, addr);
+                }
+                if name.is("(") {
+                    // `*(x + i) = e;`, or a load of it whose value is dropped.
+                    self.bump(m)?;
+                    self.bump(m)?;
+                    let addr = self.place(b, vars, true)?;
+                    self.expect(m, ")")?;
+                    if self.peek(m)?.is(";") {
+                        self.bump(m)?;
+                        b.load(addr, LoadKind::Plain);
+                        return Ok(());
+                    }
+                    return self.plain_store(b, vars, addr);
                 }
                 self.expr_statement(b, vars)
             }
@@ -1007,6 +1183,17 @@ impl<'a> Parser<'a> {
                 let mut look = self.cur.clone();
                 look.lex(m)?;
                 let s = look.lex(m)?;
+                if s.is("[") {
+                    // `x[i] = e;`, or a load of it whose value is dropped.
+                    self.bump(m)?;
+                    let addr = self.subscript(b, vars, &w, t.pos)?;
+                    if self.peek(m)?.is(";") {
+                        self.bump(m)?;
+                        b.load(addr, LoadKind::Plain);
+                        return Ok(());
+                    }
+                    return self.plain_store(b, vars, addr);
+                }
                 if let Tok::Punct(p) = s.tok {
                     if p == "=" {
                         self.bump(m)?;
@@ -1031,8 +1218,12 @@ impl<'a> Parser<'a> {
                     if let Some((op, fixed)) = compound {
                         self.bump(m)?;
                         self.bump(m)?;
-                        let Some(dst) = b.register(&w) else {
-                            return err(t.pos, self.not_a_register(b, &w));
+                        let dst = match b.register(&w) {
+                            Some(r) => r,
+                            None if b.param(&w).is_some() => {
+                                return err(t.pos, self.not_a_register(b, &w))
+                            }
+                            None => self.unassigned_register(b, vars, &w, t.pos)?,
                         };
                         let rhs = match fixed {
                             Some(c) => Expr::Const(c),
@@ -1142,6 +1333,28 @@ impl<'a> Parser<'a> {
         b.declare(name, pos)
     }
 
+    /// A name read before anything was assigned to it: herd7 reads such a register as 0, so
+    /// it is declared here with that value. A shared variable's name is the exception: it
+    /// reads as a typo (a missing parameter), not as a register, so it stays an error.
+    fn unassigned_register(
+        &self,
+        b: &mut ThreadBuilder,
+        vars: &Vars,
+        name: &str,
+        pos: Pos,
+    ) -> Result<usize> {
+        if vars.find(name).is_some_and(|v| !vars.hidden[v]) || vars.array(name).is_some() {
+            return err(
+                pos,
+                ErrorKind::Undefined(format!(
+                    "`{name}` is a shared variable but not a parameter of P{}",
+                    b.index
+                )),
+            );
+        }
+        b.declare(name, pos)
+    }
+
     fn not_a_register(&self, b: &ThreadBuilder, name: &str) -> ErrorKind {
         if b.param(name).is_some() {
             ErrorKind::Unsupported(format!(
@@ -1150,6 +1363,20 @@ impl<'a> Parser<'a> {
         } else {
             ErrorKind::Undefined(format!("`{name}` is not a register of P{}", b.index))
         }
+    }
+
+    /// `= e;` after a location: a plain store.
+    fn plain_store(&mut self, b: &mut ThreadBuilder, vars: &mut Vars, addr: Addr) -> Result<()> {
+        let m = Mode::Code;
+        self.assign_op(m)?;
+        let value = self.expr(b, vars)?;
+        b.ops.push(Op::Store {
+            addr,
+            value,
+            kind: StoreKind::Plain,
+        });
+        self.expect(m, ";")?;
+        Ok(())
     }
 
     /// `=`, with a helpful word for compound assignment.
@@ -1170,21 +1397,140 @@ impl<'a> Parser<'a> {
 
     /// The location argument of a memory operation: `*x` or `x` for a parameter (C would
     /// want `*x` for the `_ONCE` forms and `x` for the others; both name the same location),
-    /// `*r` or `r` for the variable a register points at.
-    fn addr_arg(&mut self, b: &ThreadBuilder) -> Result<Addr> {
+    /// `*r` or `r` for the variable a register points at; and computed addresses: `x[i]`,
+    /// `&x[i]`, `*(x + i)`, `*(&x + i)`, `x + i`.
+    fn addr_arg(&mut self, b: &mut ThreadBuilder, vars: &mut Vars) -> Result<Addr> {
         let m = Mode::Code;
-        self.eat(m, "*")?;
-        if self.peek(m)?.is("(") {
-            // `*(&x)`-like forms and casts are no pointer we can name.
-            let t = self.peek(m)?;
+        let deref = self.eat(m, "*")?;
+        if self.eat(m, "(")? {
+            let a = self.place(b, vars, true)?;
+            self.expect(m, ")")?;
+            return Ok(a);
+        }
+        // `*x + 1` would be the value at x plus one, no location: offsets only without `*`.
+        self.place(b, vars, !deref)
+    }
+
+    /// `[&] name [ '[' e ']' ] { (+|-) term }`: a parameter, a pointer register, or an element
+    /// of the object a parameter points at. Offsets are taken only when `offsets`.
+    fn place(&mut self, b: &mut ThreadBuilder, vars: &mut Vars, offsets: bool) -> Result<Addr> {
+        let m = Mode::Code;
+        let amp = self.peek(m)?;
+        let address_of = self.eat(m, "&")?;
+        let t = self.peek(m)?;
+        let name = t.ident().map(str::to_string);
+        let computed = {
+            let mut look = self.cur.clone();
+            look.lex(m)?;
+            let next = look.lex(m)?;
+            next.is("[") || (offsets && (next.is("+") || next.is("-")))
+        };
+        let Some(name) = name.filter(|_| computed || address_of) else {
+            return self.addr_name(b);
+        };
+        let Some((first, len)) = b.object(&name) else {
+            if b.register(&name).is_some() {
+                let (at, what) = if address_of {
+                    (
+                        amp.pos,
+                        "address-of `&` of a register (registers have no address)",
+                    )
+                } else {
+                    (
+                        t.pos,
+                        "arithmetic on a pointer held in a register (the object it points \
+                         into is known only at run time; index a parameter instead)",
+                    )
+                };
+                return err(at, ErrorKind::Unsupported(what.into()));
+            }
             return err(
                 t.pos,
-                ErrorKind::Unsupported(
-                    "a computed address (name a parameter or a pointer register)".into(),
-                ),
+                ErrorKind::Undefined(format!("`{name}` is not a parameter of P{}", b.index)),
             );
+        };
+        self.bump(m)?;
+        let mut index = Expr::Const(0);
+        if self.eat(m, "[")? {
+            index = self.expr(b, vars)?;
+            self.expect(m, "]")?;
         }
-        self.addr_name(b)
+        if offsets {
+            loop {
+                let op = if self.eat(m, "+")? {
+                    BinOp::Add
+                } else if self.eat(m, "-")? {
+                    BinOp::Sub
+                } else {
+                    break;
+                };
+                let term = self.binary(b, vars, MULTIPLICATIVE)?;
+                index = Expr::Bin(op, Box::new(index), Box::new(term));
+            }
+        }
+        self.element(b, first, len, index, t.pos)
+    }
+
+    /// `[e]` after `name` (already taken): an element of the object a parameter points at.
+    fn subscript(
+        &mut self,
+        b: &mut ThreadBuilder,
+        vars: &mut Vars,
+        name: &str,
+        pos: Pos,
+    ) -> Result<Addr> {
+        let m = Mode::Code;
+        let Some((first, len)) = b.object(name) else {
+            let why = if b.register(name).is_some() {
+                "indexing a pointer held in a register (the object it points into is known \
+                 only at run time; index a parameter instead)"
+                    .to_string()
+            } else {
+                format!("`{name}` is not a parameter of P{}", b.index)
+            };
+            return err(pos, ErrorKind::Unsupported(why));
+        };
+        self.expect(m, "[")?;
+        let index = self.expr(b, vars)?;
+        self.expect(m, "]")?;
+        self.element(b, first, len, index, pos)
+    }
+
+    /// Element `index` of the object at `first` of `len` variables: checked now when the
+    /// index is a constant, else when the access runs.
+    fn element(
+        &mut self,
+        b: &mut ThreadBuilder,
+        first: usize,
+        len: usize,
+        index: Expr,
+        pos: Pos,
+    ) -> Result<Addr> {
+        if let Some(i) = constant(&index) {
+            return match usize::try_from(i) {
+                Ok(i) if i < len => Ok(Addr::Var(first + i)),
+                _ => err(
+                    pos,
+                    ErrorKind::OutOfBounds(format!(
+                        "element {i} of an object of {len} (a scalar is an array of one)"
+                    )),
+                ),
+            };
+        }
+        let index = match index {
+            Expr::Reg(r) => r,
+            e => {
+                let r = b.temp();
+                b.ops.push(Op::Local { dst: r, value: e });
+                r
+            }
+        };
+        Ok(Addr::Elem {
+            first,
+            len,
+            index,
+            pos,
+        })
     }
 
     /// A parameter (a shared variable) or a register holding a pointer.
@@ -1236,7 +1582,7 @@ impl<'a> Parser<'a> {
         match n.as_str() {
             "WRITE_ONCE" | "smp_store_release" | "rcu_assign_pointer" | "atomic_set"
             | "smp_store_mb" | "RCU_INIT_POINTER" => {
-                let addr = self.addr_arg(b)?;
+                let addr = self.addr_arg(b, vars)?;
                 self.expect(m, ",")?;
                 let value = self.expr(b, vars)?;
                 let kind = match n.as_str() {
@@ -1252,7 +1598,7 @@ impl<'a> Parser<'a> {
                 }
             }
             "spin_lock" => {
-                let addr = self.addr_arg(b)?;
+                let addr = self.addr_arg(b, vars)?;
                 // Test-and-set: a cmpxchg from 0 to 1, retried while it finds the lock taken.
                 let at = b.ops.len();
                 let t = b.rmw(
@@ -1269,7 +1615,7 @@ impl<'a> Parser<'a> {
                 });
             }
             "spin_unlock" => {
-                let addr = self.addr_arg(b)?;
+                let addr = self.addr_arg(b, vars)?;
                 b.ops.push(Op::Store {
                     addr,
                     value: Expr::Const(0),
@@ -1278,7 +1624,7 @@ impl<'a> Parser<'a> {
             }
             "rcu_read_lock" | "rcu_read_unlock" | "srcu_read_unlock" => {
                 let domain = if n == "srcu_read_unlock" {
-                    let d = self.srcu_domain(b)?;
+                    let d = self.srcu_domain(b, vars)?;
                     self.expect(m, ",")?;
                     // The index srcu_read_lock returned: one counter per thread needs none.
                     self.expr(b, vars)?;
@@ -1289,16 +1635,33 @@ impl<'a> Parser<'a> {
                 let delta = if n == "rcu_read_lock" { 1 } else { -1 };
                 self.nest(b, vars, domain, delta);
             }
+            "srcu_up_read" => {
+                let d = self.srcu_domain(b, vars)?;
+                self.expect(m, ",")?;
+                // The index srcu_down_read returned: one count per domain needs none, but its
+                // loads, if any, still happen.
+                self.expr(b, vars)?;
+                let w = b.updown_counter(d, vars);
+                b.rmw(
+                    Addr::Var(w),
+                    Rmw::Fetch {
+                        op: BinOp::Sub,
+                        operand: Expr::Const(1),
+                        ret: RmwRet::New,
+                    },
+                );
+            }
             "synchronize_rcu" | "synchronize_srcu" => {
                 let domain = if n == "synchronize_srcu" {
-                    Some(self.srcu_domain(b)?)
+                    Some(self.srcu_domain(b, vars)?)
                 } else {
                     None
                 };
                 b.syncs.push((b.ops.len(), domain));
                 b.ops.push(Op::Fence(Fence::Other(name.to_string())));
             }
-            "smp_mb" | "mb" => b.ops.push(Op::Fence(Fence::Mb)),
+            // `smp_memb` is the spelling some of herd7's own C tests use for the full fence.
+            "smp_mb" | "smp_memb" | "mb" => b.ops.push(Op::Fence(Fence::Mb)),
             "smp_wmb" | "wmb" => b.ops.push(Op::Fence(Fence::Wmb)),
             "smp_rmb" | "rmb" => b.ops.push(Op::Fence(Fence::Rmb)),
             "barrier" => b.ops.push(Op::Fence(Fence::Barrier)),
@@ -1330,13 +1693,13 @@ impl<'a> Parser<'a> {
     }
 
     /// The `srcu_struct` argument, whose variable names the SRCU domain.
-    fn srcu_domain(&mut self, b: &ThreadBuilder) -> Result<usize> {
+    fn srcu_domain(&mut self, b: &mut ThreadBuilder, vars: &mut Vars) -> Result<usize> {
         let t = self.peek(Mode::Code)?;
-        match self.addr_arg(b)? {
+        match self.addr_arg(b, vars)? {
             Addr::Var(v) => Ok(v),
-            Addr::Reg(_) => err(
+            Addr::Reg(_) | Addr::Elem { .. } => err(
                 t.pos,
-                ErrorKind::Unsupported("an srcu_struct held in a register".into()),
+                ErrorKind::Unsupported("an srcu_struct held in a register or an array".into()),
             ),
         }
     }
@@ -1370,17 +1733,17 @@ impl<'a> Parser<'a> {
     ) -> Result<(Addr, Expr)> {
         let m = Mode::Code;
         match operand_first {
-            None => Ok((self.addr_arg(b)?, Expr::Const(1))),
+            None => Ok((self.addr_arg(b, vars)?, Expr::Const(1))),
             Some(true) => {
                 let mut i = self.expr(b, vars)?;
                 if name.ends_with("andnot") {
                     i = Expr::BitNot(Box::new(i));
                 }
                 self.expect(m, ",")?;
-                Ok((self.addr_arg(b)?, i))
+                Ok((self.addr_arg(b, vars)?, i))
             }
             Some(false) => {
-                let a = self.addr_arg(b)?;
+                let a = self.addr_arg(b, vars)?;
                 self.expect(m, ",")?;
                 Ok((a, self.expr(b, vars)?))
             }
@@ -1408,10 +1771,10 @@ impl<'a> Parser<'a> {
             | "atomic_read"
             | "srcu_dereference"
             | "lockless_dereference" => {
-                let addr = self.addr_arg(b)?;
+                let addr = self.addr_arg(b, vars)?;
                 if n == "srcu_dereference" {
                     self.expect(m, ",")?;
-                    self.srcu_domain(b)?;
+                    self.srcu_domain(b, vars)?;
                 }
                 let kind = match n.as_str() {
                     "READ_ONCE" => LoadKind::Once,
@@ -1422,13 +1785,13 @@ impl<'a> Parser<'a> {
                 b.load(addr, kind)
             }
             "xchg" | "atomic_xchg" => {
-                let addr = self.addr_arg(b)?;
+                let addr = self.addr_arg(b, vars)?;
                 self.expect(m, ",")?;
                 let v = self.expr(b, vars)?;
                 Expr::Reg(b.rmw(addr, Rmw::Xchg(v)))
             }
             "cmpxchg" | "atomic_cmpxchg" => {
-                let addr = self.addr_arg(b)?;
+                let addr = self.addr_arg(b, vars)?;
                 self.expect(m, ",")?;
                 let old = self.expr(b, vars)?;
                 self.expect(m, ",")?;
@@ -1436,7 +1799,7 @@ impl<'a> Parser<'a> {
                 Expr::Reg(b.rmw(addr, Rmw::Cmpxchg { old, new }))
             }
             "atomic_add_unless" | "atomic_inc_not_zero" => {
-                let addr = self.addr_arg(b)?;
+                let addr = self.addr_arg(b, vars)?;
                 let (add, unless) = if n == "atomic_add_unless" {
                     self.expect(m, ",")?;
                     let a = self.expr(b, vars)?;
@@ -1448,7 +1811,7 @@ impl<'a> Parser<'a> {
                 Expr::Reg(b.rmw(addr, Rmw::AddUnless { add, unless }))
             }
             "spin_trylock" => {
-                let addr = self.addr_arg(b)?;
+                let addr = self.addr_arg(b, vars)?;
                 let t = b.rmw(
                     addr,
                     Rmw::Cmpxchg {
@@ -1459,13 +1822,27 @@ impl<'a> Parser<'a> {
                 Expr::Bin(BinOp::Eq, Box::new(Expr::Reg(t)), Box::new(Expr::Const(0)))
             }
             "spin_is_locked" => {
-                let addr = self.addr_arg(b)?;
+                let addr = self.addr_arg(b, vars)?;
                 let v = b.load(addr, LoadKind::Once);
                 Expr::Bin(BinOp::Ne, Box::new(v), Box::new(Expr::Const(0)))
             }
             "srcu_read_lock" => {
-                let d = self.srcu_domain(b)?;
+                let d = self.srcu_domain(b, vars)?;
                 self.nest(b, vars, Some(d), 1);
+                Expr::Const(0)
+            }
+            "srcu_down_read" => {
+                // The index is 0, as herd7's srcu_down_read (a load of the initial 0) gives.
+                let d = self.srcu_domain(b, vars)?;
+                let w = b.updown_counter(d, vars);
+                b.rmw(
+                    Addr::Var(w),
+                    Rmw::Fetch {
+                        op: BinOp::Add,
+                        operand: Expr::Const(1),
+                        ret: RmwRet::New,
+                    },
+                );
                 Expr::Const(0)
             }
             _ => match atomic_op(&n) {
@@ -1509,10 +1886,34 @@ impl<'a> Parser<'a> {
     fn expr(&mut self, b: &mut ThreadBuilder, vars: &mut Vars) -> Result<Expr> {
         let e = self.binary(b, vars, 0)?;
         let t = self.peek(Mode::Code)?;
-        if let Tok::Punct(p @ ("?" | "->" | ".")) = t.tok {
+        if t.is("?") {
+            self.bump(Mode::Code)?;
+            return self.conditional(b, vars, e);
+        }
+        if let Tok::Punct(p @ ("->" | ".")) = t.tok {
             return err(t.pos, ErrorKind::Unsupported(format!("operator `{p}`")));
         }
         Ok(e)
+    }
+
+    /// `c ? a : b`, `c` already parsed and `?` taken. Lowered to branches rather than
+    /// hoisted like `&&`: only the chosen side's memory operations may happen, since the
+    /// other side's may be a read-modify-write or a dereference of a pointer that is not one.
+    /// The `:` side is parsed by `expr`, so `a ? b : c ? d : e` nests to the right, as in C.
+    fn conditional(&mut self, b: &mut ThreadBuilder, vars: &mut Vars, cond: Expr) -> Result<Expr> {
+        let dst = b.temp();
+        let skip_then = b.branch(Expr::Not(Box::new(cond)));
+        let then = self.expr(b, vars)?;
+        b.ops.push(Op::Local { dst, value: then });
+        let skip_else = b.branch(Expr::Const(1));
+        let else_at = b.ops.len();
+        b.aim(skip_then, else_at);
+        self.expect(Mode::Code, ":")?;
+        let other = self.expr(b, vars)?;
+        b.ops.push(Op::Local { dst, value: other });
+        let end = b.ops.len();
+        b.aim(skip_else, end);
+        Ok(Expr::Reg(dst))
     }
 
     fn binary(&mut self, b: &mut ThreadBuilder, vars: &mut Vars, level: usize) -> Result<Expr> {
@@ -1584,7 +1985,13 @@ impl<'a> Parser<'a> {
                 Ok(e)
             }
             Tok::Punct("*") => {
-                let addr = self.addr_name(b)?;
+                let addr = if self.eat(m, "(")? {
+                    let a = self.place(b, vars, true)?;
+                    self.expect(m, ")")?;
+                    a
+                } else {
+                    self.addr_name(b)?
+                };
                 Ok(b.load(addr, LoadKind::Plain))
             }
             Tok::Punct("&") => err(
@@ -1598,6 +2005,10 @@ impl<'a> Parser<'a> {
                     self.bump(m)?;
                     return self.value_call(b, vars, w, t.pos, false);
                 }
+                if self.peek(m)?.is("[") {
+                    let addr = self.subscript(b, vars, w, t.pos)?;
+                    return Ok(b.load(addr, LoadKind::Plain));
+                }
                 if let Some(r) = b.register(w) {
                     return Ok(Expr::Reg(r));
                 }
@@ -1605,13 +2016,7 @@ impl<'a> Parser<'a> {
                     // A parameter's value is the address of its variable.
                     return Ok(Expr::Const(addr_of(v)));
                 }
-                err(
-                    t.pos,
-                    ErrorKind::Undefined(format!(
-                        "`{w}` is not a register of P{} (it is read before any assignment)",
-                        b.index
-                    )),
-                )
+                Ok(Expr::Reg(self.unassigned_register(b, vars, w, t.pos)?))
             }
             _ => expected(&t, "an expression"),
         }
@@ -1643,6 +2048,9 @@ impl<'a> Parser<'a> {
                         ErrorKind::Undefined(format!("P{n} has no register `{reg}`")),
                     ),
                 }
+            }
+            Tok::Ident(name) if vars.array(name).is_some() => {
+                Ok(Loc::Var(self.array_cell(m, vars, name)?))
             }
             Tok::Ident(name) => var_loc(vars, name, t.pos),
             Tok::Punct("[") => {
@@ -1869,6 +2277,7 @@ const VALUE_CALLS: &[&str] = &[
     "spin_trylock",
     "spin_is_locked",
     "srcu_read_lock",
+    "srcu_down_read",
 ];
 
 const VOID_CALLS: &[&str] = &[
@@ -1883,9 +2292,11 @@ const VOID_CALLS: &[&str] = &[
     "rcu_read_lock",
     "rcu_read_unlock",
     "srcu_read_unlock",
+    "srcu_up_read",
     "synchronize_rcu",
     "synchronize_srcu",
     "smp_mb",
+    "smp_memb",
     "smp_wmb",
     "smp_rmb",
     "mb",
@@ -1928,10 +2339,21 @@ fn is_type_word(w: &str) -> bool {
 /// Seeing 0 once after the grace period began means every critical section that began
 /// before it has ended, which is all RCU promises.
 fn expand_syncs(builders: &mut [ThreadBuilder]) {
-    let counters: Vec<(usize, Domain, usize)> = builders
+    let mut counters: Vec<(usize, Domain, usize)> = builders
         .iter()
         .flat_map(|b| b.rcu.iter().map(move |(d, _, w)| (b.index, *d, *w)))
         .collect();
+    // Down/up readers belong to no thread (the up may run on another), so every grace
+    // period of the domain waits for them, the caller's own included: an unmatched
+    // `srcu_down_read` before `synchronize_srcu` deadlocks here as it would in the kernel.
+    for b in builders.iter() {
+        for (d, w) in &b.updown {
+            let c = (usize::MAX, Some(*d), *w);
+            if !counters.contains(&c) {
+                counters.push(c);
+            }
+        }
+    }
     for b in builders.iter_mut() {
         if b.syncs.is_empty() {
             continue;

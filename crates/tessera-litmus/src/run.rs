@@ -699,10 +699,16 @@ fn run_thread(
 }
 
 fn resolve(addr: &Addr, regs: &[i32], nvars: usize, t: usize) -> Result<usize, RuntimeError> {
-    addr.resolve(regs, nvars).ok_or_else(|| {
-        RuntimeError::Config(format!(
+    addr.resolve(regs, nvars).ok_or_else(|| match *addr {
+        Addr::Elem {
+            len, index, pos, ..
+        } => RuntimeError::Config(format!(
+            "P{t}, line {}, column {}: element {} is out of bounds of an object of {len}",
+            pos.line, pos.col, regs[index]
+        )),
+        _ => RuntimeError::Config(format!(
             "P{t} dereferences a value that points at no shared variable"
-        ))
+        )),
     })
 }
 

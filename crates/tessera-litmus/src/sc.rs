@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use crate::ast::{Op, Outcome, Test};
+use crate::ast::{Addr, Op, Outcome, Test};
 
 /// Why the oracle gave no answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -25,6 +25,15 @@ pub enum ScError {
     /// herd7 rejects such a test too; the runner would fail the run.
     #[error("P{thread} dereferences {value}, which points at no shared variable")]
     BadPointer { thread: usize, value: i32 },
+    /// An array index or pointer offset computed at run time fell outside its object.
+    #[error("P{thread}, line {line}, column {col}: element {index} is out of bounds of an object of {len}")]
+    OutOfBounds {
+        thread: usize,
+        line: u32,
+        col: u32,
+        index: i32,
+        len: usize,
+    },
 }
 
 /// Distinct states explored before giving up; the shipped tests need at most a few hundred.
@@ -101,15 +110,26 @@ fn step(test: &Test, s: &mut State, t: usize) -> Result<(), ScError> {
     let nvars = s.mem.len();
     let regs = &mut s.regs[t];
     let op = &test.threads[t].ops[s.pcs[t]];
-    let var = |addr: &crate::ast::Addr, regs: &[i32]| {
-        addr.resolve(regs, nvars)
-            .ok_or_else(|| ScError::BadPointer {
+    let var = |addr: &Addr, regs: &[i32]| {
+        addr.resolve(regs, nvars).ok_or_else(|| match *addr {
+            Addr::Elem {
+                len, index, pos, ..
+            } => ScError::OutOfBounds {
                 thread: t,
-                value: match addr {
-                    crate::ast::Addr::Reg(r) => regs[*r],
-                    crate::ast::Addr::Var(v) => *v as i32,
-                },
-            })
+                line: pos.line,
+                col: pos.col,
+                index: regs[index],
+                len,
+            },
+            Addr::Reg(r) => ScError::BadPointer {
+                thread: t,
+                value: regs[r],
+            },
+            Addr::Var(v) => ScError::BadPointer {
+                thread: t,
+                value: v as i32,
+            },
+        })
     };
     match op {
         Op::Load { addr, dst, .. } => {

@@ -375,10 +375,10 @@ fn unsupported_constructs_are_named_with_their_place() {
             "unsupported: architecture `X86`",
         ),
         (
-            "C T\n{}\nP0(int *x) { int r0; r0 = READ_ONCE(*x) ? 1 : 2; }\nexists (x=2)\n",
+            "C T\n{}\nP0(int *x) { int r0; r0 = READ_ONCE(*x)->next; }\nexists (x=2)\n",
             3,
-            41,
-            "unsupported: operator `?`",
+            40,
+            "unsupported: operator `->`",
         ),
         (
             "C T\n{}\nP0(int *x) { *x += 1; }\nexists (x=2)\n",
@@ -486,10 +486,10 @@ fn undefined_and_duplicate_names() {
             false,
         ),
         (
-            "C T\n{}\nP0(int *x) { WRITE_ONCE(*x, r5); }\nexists (x=0)\n",
+            "C T\n{ y=1; }\nP0(int *x) { WRITE_ONCE(*x, y); }\nexists (x=0)\n",
             3,
             29,
-            "`r5` is not a register of P0",
+            "`y` is a shared variable but not a parameter of P0",
             false,
         ),
         (
