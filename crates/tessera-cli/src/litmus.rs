@@ -35,6 +35,10 @@ pub struct LitmusOpts {
     /// runs do not do yet.
     #[arg(long, value_enum, default_value = "correct")]
     protocol: ProtocolArg,
+    /// What a read of a modified page does: owned (the owner keeps it and serves readers) or
+    /// write-home (the journal paper's rule). `skip-write-back` breaks write-home only.
+    #[arg(long, default_value = "owned", value_parser = crate::parse_coherence)]
+    coherence: tessera_core::Coherence,
     /// Under mpirun: run each test on the multi-node memory system with K devices per MPI
     /// process, the test's threads dealt to the devices of all processes round robin (so
     /// consecutive threads sit on different nodes) and its variables homed on different nodes
@@ -70,6 +74,8 @@ enum ProtocolArg {
     SkipWriteBack,
     EvictWithoutWriteBack,
     EvictIgnoringLocks,
+    EvictOwnerWithoutHandover,
+    WriteCopiesFromHome,
 }
 
 impl From<ProtocolArg> for ProtocolVariant {
@@ -81,6 +87,8 @@ impl From<ProtocolArg> for ProtocolVariant {
             ProtocolArg::SkipWriteBack => ProtocolVariant::SkipWriteBackOnDowngrade,
             ProtocolArg::EvictWithoutWriteBack => ProtocolVariant::EvictWithoutWriteBack,
             ProtocolArg::EvictIgnoringLocks => ProtocolVariant::EvictIgnoringLocks,
+            ProtocolArg::EvictOwnerWithoutHandover => ProtocolVariant::EvictOwnerWithoutHandover,
+            ProtocolArg::WriteCopiesFromHome => ProtocolVariant::WriteCopiesFromHome,
         }
     }
 }
@@ -100,6 +108,7 @@ pub fn litmus(opts: &LitmusOpts) -> anyhow::Result<()> {
             Placement::OwnPage
         },
         variant: opts.protocol.into(),
+        coherence: opts.coherence,
         seed: opts.seed,
     };
     let mut unreadable = Vec::new();

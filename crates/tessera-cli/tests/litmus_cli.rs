@@ -77,6 +77,8 @@ fn a_broken_protocol_makes_the_run_fail() {
         "10",
         "--protocol",
         "skip-write-back",
+        "--coherence",
+        "write-home",
         &shipped("SB"),
     ]);
     let (out, err) = text(&o);
@@ -108,7 +110,10 @@ fn the_eviction_variants_are_selectable_and_named_in_the_report() {
         let (out, err) = text(&o);
         // Litmus runs never evict, so these broken variants behave as the correct protocol.
         assert!(o.status.success(), "{name}: {out}\n{err}");
-        assert!(out.contains(&format!("; protocol {name}; ")), "{out}");
+        assert!(
+            out.contains(&format!("; protocol {name}; coherence owned; ")),
+            "{out}"
+        );
     }
 }
 

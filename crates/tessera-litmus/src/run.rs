@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use tessera_core::{CoreError, ObjectDesc, ObjectEntry, ObjectId, ProtocolVariant};
+use tessera_core::{Coherence, CoreError, ObjectDesc, ObjectEntry, ObjectId, ProtocolVariant};
 use tessera_runtime::{
     Bound, DeviceContext, Domain, Fault, Invocation, Kernel, PassSpec, Procedure, RuntimeError,
     System, SystemConfig,
@@ -85,6 +85,9 @@ pub struct RunConfig {
     /// The protocol the node runs. Only `Correct` is meant for use; the others are broken on
     /// purpose and show that the runner catches a broken protocol.
     pub variant: ProtocolVariant,
+    /// What a read of a modified page does: owned pages (the runtime's default) or the
+    /// paper's write-home rule.
+    pub coherence: Coherence,
     pub seed: u64,
 }
 
@@ -97,6 +100,7 @@ impl Default for RunConfig {
             schedule: Schedule::Pct,
             placement: Placement::OwnPage,
             variant: ProtocolVariant::Correct,
+            coherence: Coherence::Owned,
             seed: 1,
         }
     }
@@ -251,9 +255,10 @@ impl Report {
         };
         let _ = writeln!(
             s,
-            "Runs {} ({placement}; protocol {}; schedule {}; seed {})",
+            "Runs {} ({placement}; protocol {}; coherence {}; schedule {}; seed {})",
             self.runs() + self.failed_runs,
             variant_name(self.config.variant),
+            self.config.coherence,
             self.config.schedule.name(),
             self.config.seed
         );
@@ -407,6 +412,7 @@ impl Runner {
             self.sys = Some(System::cpu(&SystemConfig {
                 devices: self.test.threads.len(),
                 variant: self.config.variant,
+                coherence: self.config.coherence,
                 cpu_threads: 1,
                 ..Default::default()
             })?);
