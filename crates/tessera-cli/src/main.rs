@@ -424,6 +424,10 @@ pub fn parse_footprint_ahead(s: &str) -> Result<bool, String> {
     on_off("footprint-ahead setting", s)
 }
 
+pub fn parse_against_write_home(s: &str) -> Result<bool, String> {
+    on_off("comparison with write-home", s)
+}
+
 pub fn parse_coherence(s: &str) -> Result<tessera_core::Coherence, String> {
     s.parse()
 }

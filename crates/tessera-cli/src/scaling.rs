@@ -7,9 +7,14 @@
 //! modeled frame time into those three parts, which is what limits the speed-up, and lists
 //! each device's isolated work; the measured frame rate of the devices run together is printed
 //! beside it, labelled, for comparison only.
+//!
+//! Under owned pages (`--coherence owned`, the default) every count also runs under the
+//! journal paper's write-home rule in the same rounds, and a second table sets the two side
+//! by side: the busiest link's time per frame and the speed-up under each rule.
 
 use anyhow::{bail, Result};
 use clap::Args;
+use tessera_core::Coherence;
 use tessera_runtime::{Partition, Procedure};
 
 use crate::measure::{device_work, run_boiling, Run};
@@ -46,6 +51,11 @@ pub struct ScalingOpts {
     /// How each pass's domain is split across devices.
     #[arg(long, default_value = "rows", value_parser = parse_partition)]
     partition: Partition,
+    /// With `--coherence owned`: also run every count under the paper's write-home rule, in
+    /// the same rounds, and print both rules' busiest link and speed-up side by side (on or
+    /// off).
+    #[arg(long, default_value = "on", value_parser = crate::parse_against_write_home, action = clap::ArgAction::Set)]
+    against_write_home: bool,
     #[command(flatten)]
     node: NodeOpts,
 }
@@ -130,13 +140,28 @@ pub fn scaling(o: &ScalingOpts) -> Result<()> {
         })
         .collect();
     check_points(&points)?;
+    let compare = o.against_write_home && o.node.coherence == Coherence::Owned;
+    let home_points: Vec<RunOpts> = if compare {
+        points
+            .iter()
+            .map(|p| {
+                let mut q = p.clone();
+                q.node.coherence = Coherence::WriteHome;
+                q
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let total: u64 = points
         .iter()
         .map(|p| crate::measure::simulated_frames(p) as u64)
         .sum::<u64>()
-        * o.rounds as u64;
+        * o.rounds as u64
+        * if compare { 2 } else { 1 };
     let bar = progress(total, "scaling");
     let mut runs: Vec<Vec<Point>> = points.iter().map(|_| Vec::new()).collect();
+    let mut home_runs: Vec<Vec<Point>> = home_points.iter().map(|_| Vec::new()).collect();
     let mut backend = String::new();
     for r in 1..=o.rounds {
         for (p, runs) in points.iter().zip(&mut runs) {
@@ -149,19 +174,31 @@ pub fn scaling(o: &ScalingOpts) -> Result<()> {
             backend = run.sim.sys.backend().to_string();
             runs.push(point(&run, p)?);
         }
+        for (p, runs) in home_points.iter().zip(&mut home_runs) {
+            bar.set_message(format!("round {r}, {} device(s), write-home", p.devices));
+            let topo = topology_args::load(&p.node.topology, p.devices)?;
+            let run = run_boiling(p, &topo, |_, _| {
+                bar.inc(1);
+                Ok(())
+            })?;
+            runs.push(point(&run, p)?);
+        }
     }
     bar.finish_and_clear();
     let mut ranges = Vec::new();
-    let out: Vec<Point> = runs
-        .into_iter()
-        .map(|mut v| {
-            v.sort_by(|a, b| a.modeled.total_cmp(&b.modeled));
-            let lo = v.first().map_or(0.0, |p| p.modeled);
-            let hi = v.last().map_or(0.0, |p| p.modeled);
-            ranges.push((lo, hi));
-            v.swap_remove(v.len() / 2)
-        })
-        .collect();
+    let medians = |runs: Vec<Vec<Point>>, ranges: &mut Vec<(f64, f64)>| -> Vec<Point> {
+        runs.into_iter()
+            .map(|mut v| {
+                v.sort_by(|a, b| a.modeled.total_cmp(&b.modeled));
+                let lo = v.first().map_or(0.0, |p| p.modeled);
+                let hi = v.last().map_or(0.0, |p| p.modeled);
+                ranges.push((lo, hi));
+                v.swap_remove(v.len() / 2)
+            })
+            .collect()
+    };
+    let out: Vec<Point> = medians(runs, &mut ranges);
+    let home_out: Vec<Point> = medians(home_runs, &mut Vec::new());
     let model = match o.node.model {
         ModelKind::Isolated => "isolated-device model",
         ModelKind::Concurrent => {
@@ -169,10 +206,11 @@ pub fn scaling(o: &ScalingOpts) -> Result<()> {
         }
     };
     println!(
-        "boiling {s}x{s}, page {p}x{p}, {:?}, {:?}, [{backend}], topology {}, {model}, {} frame(s) after {} warm-up, median of {} run(s) per count",
+        "boiling {s}x{s}, page {p}x{p}, {:?}, {:?}, [{backend}], topology {}, coherence {}, {model}, {} frame(s) after {} warm-up, median of {} run(s) per count",
         o.partition,
         o.procedure,
         o.node.topology,
+        o.node.coherence,
         o.frames,
         o.warmup,
         o.rounds,
@@ -239,6 +277,45 @@ pub fn scaling(o: &ScalingOpts) -> Result<()> {
             ms_list(&p.concurrent_work),
             alone * 1e3
         );
+    }
+    if let Some(home_base) = home_out.first().map(|p| p.modeled) {
+        println!(
+            "owned pages against the paper's write-home rule, same rounds (busiest link and modeled ms per frame):"
+        );
+        println!(
+            "{:>7} {:>18} {:>13} {:>21} {:>16} {:>19} {:>14}",
+            "devices",
+            "link ms write-home",
+            "link ms owned",
+            "modeled ms write-home",
+            "modeled ms owned",
+            "speed-up write-home",
+            "speed-up owned"
+        );
+        for (h, p) in home_out.iter().zip(&out) {
+            println!(
+                "{:>7} {:>18.3} {:>13.3} {:>21.2} {:>16.2} {:>19.2} {:>14.2}",
+                p.devices,
+                h.link * 1e3,
+                p.link * 1e3,
+                h.modeled * 1e3,
+                p.modeled * 1e3,
+                home_base / h.modeled,
+                base.1 / p.modeled
+            );
+        }
+        for h in &home_out {
+            println!(
+                "speedup_write_home_{}={:.3} link_ms_write_home_{}={:.4}",
+                h.devices,
+                home_base / h.modeled,
+                h.devices,
+                h.link * 1e3
+            );
+        }
+    }
+    for p in &out {
+        println!("link_ms_{}={:.4}", p.devices, p.link * 1e3);
     }
     for p in &out {
         println!(

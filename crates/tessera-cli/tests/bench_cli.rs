@@ -39,6 +39,29 @@ fn bench_scaling_prints_speed_ups_and_isolated_work_per_device() {
     ] {
         assert!(out.contains(needle), "{needle:?} missing from {out}");
     }
+    // Owned pages are compared with the paper's write-home rule in the same run. The link
+    // times are modeled from the bytes each rule moves (not measured): at every count above
+    // one, writing boundary pages home adds to the busiest link.
+    assert!(
+        out.contains("owned pages against the paper's write-home rule"),
+        "{out}"
+    );
+    let value = |key: &str| -> f64 {
+        out.lines()
+            .find_map(|l| {
+                l.split_whitespace()
+                    .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+            })
+            .unwrap_or_else(|| panic!("{key} missing from {out}"))
+            .parse()
+            .unwrap()
+    };
+    for d in [2, 4] {
+        assert!(
+            value(&format!("link_ms_{d}")) < value(&format!("link_ms_write_home_{d}")),
+            "{d} devices: {out}"
+        );
+    }
     // The 4-device line lists four isolated works and four measured together.
     let line = out
         .lines()
