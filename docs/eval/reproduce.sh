@@ -11,8 +11,10 @@ E=docs/eval
 uptime
 # The paper's figures use its procedures as they stand: `--footprint-ahead off` (the relaunch
 # procedure launches, faults, requests and relaunches; the default asks for a footprint
-# kernel's pages first, docs/EVALUATION.md "Measured and modeled").
-P="--footprint-ahead off"
+# kernel's pages first, docs/EVALUATION.md "Measured and modeled"), and its write-home rule
+# (`--coherence write-home`: a modified page read by another device also goes home; the
+# default, owned pages, keeps it on its owner, docs/PROTOCOL.md "Owned pages").
+P="--footprint-ahead off --coherence write-home"
 # Figure 8 (memory) at 1024x1024, and the sweep whose wall time the issue asks for.
 time tessera sweep page-size --workload boiling --size 1024 --devices 2 --pages 1,2,...,512 --topology pcie3-x16 --out $E/page-size-1024 $P
 # Figures 9-11 and the stage shares at 512x512, as in the paper, on its 2007 bus.

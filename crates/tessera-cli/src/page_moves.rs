@@ -222,6 +222,11 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
         &SystemConfig {
             devices: 2,
             cpu_threads: o.threads,
+            // The third round times a write-back: under owned pages a read of a page another
+            // device modified is served from the owner with nothing written home, so it runs
+            // under the paper's rule, which writes the page home. The other two rounds move
+            // the same pages under either rule.
+            coherence: tessera_core::Coherence::WriteHome,
             ..Default::default()
         },
     )?;
