@@ -78,7 +78,7 @@ pub struct ConvolutionOpts {
     verify: bool,
     /// Output directory for report.json.
     #[arg(long, default_value = "out-convolution")]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
     #[command(flatten)]
     node: NodeOpts,
 }
@@ -135,7 +135,7 @@ pub struct ConvolutionSweepOpts {
     procedure: Option<Procedure>,
     /// Output directory: sweep.csv, reports.json, speedup.svg/png.
     #[arg(long, default_value = "sweep-convolution")]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
     #[command(flatten)]
     node: NodeOpts,
 }

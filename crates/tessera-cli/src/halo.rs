@@ -758,7 +758,7 @@ pub fn run_one(s: &Setup, out: &Path, verify: bool) -> Result<()> {
     r.print();
     let json = out.join("report.json");
     write_json(&json, &r)?;
-    println!("wrote {}", json.display());
+    println!("wrote {}", crate::output::shown(&json).display());
     if r.verified == Some(false) {
         bail!("the field differs from the plain reference");
     }
@@ -894,7 +894,7 @@ pub fn sweep(setups: Vec<Setup>, size_name: &str, out: &Path) -> Result<()> {
     println!("(speedup: modeled, against the same access and {size_name} at the first device count; vs expl.: modeled time over the explicit version's at the same point; wall ms: measured with the devices sharing this machine)");
     let path = out.join("sweep.csv");
     std::fs::write(&path, csv).with_context(|| format!("cannot write {}", path.display()))?;
-    println!("wrote {}", path.display());
+    println!("wrote {}", crate::output::shown(&path).display());
     write_json(&out.join("reports.json"), &reports)?;
     let mut series = Vec::new();
     let mut keys: Vec<(&str, u32)> = Vec::new();
@@ -943,6 +943,7 @@ pub fn sweep(setups: Vec<Setup>, size_name: &str, out: &Path) -> Result<()> {
             series,
         },
     )?;
+    let stem = crate::output::shown(&stem);
     println!("wrote {}.svg and {}.png", stem.display(), stem.display());
     Ok(())
 }

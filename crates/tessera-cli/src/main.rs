@@ -8,6 +8,7 @@ mod halo;
 mod litmus;
 mod measure;
 mod nodes;
+mod output;
 mod oversub;
 mod page_moves;
 mod plot;
@@ -39,6 +40,10 @@ use tessera_runtime::{Partition, Policy, Prefetch, Procedure, Thrashing};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Replace the results already in `--out`, once the new run has succeeded. Without it a
+    /// command refuses an `--out` that holds anything.
+    #[arg(long, global = true)]
+    force: bool,
 }
 
 #[derive(Subcommand)]
@@ -451,48 +456,75 @@ fn parse_partition(s: &str) -> Result<Partition, String> {
     s.parse()
 }
 
+/// Mesa's Vulkan drivers (lavapipe among them) print "error: XDG_RUNTIME_DIR is invalid or not
+/// set in the environment" on every start where it is unset, as in containers and CI jobs,
+/// though nothing is wrong and the run succeeds. Where it is unset or not a folder, this
+/// process gets a private one (mode 0700) under the temporary folder; nothing is written there.
+fn quiet_mesa() {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|d| std::path::Path::new(&d).is_dir()) {
+            return;
+        }
+        let user = std::env::var("USER").unwrap_or_else(|_| "user".into());
+        let dir = std::env::temp_dir().join(format!("tessera-runtime-{user}"));
+        if std::fs::create_dir_all(&dir).is_ok()
+            && std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).is_ok()
+        {
+            // Before any thread starts: nothing else reads the environment concurrently.
+            std::env::set_var("XDG_RUNTIME_DIR", &dir);
+        }
+    }
+}
+
 fn main() -> ExitCode {
+    quiet_mesa();
     let cli = Cli::parse();
+    let force = cli.force;
+    output::remove_partial_on_interrupt();
+    use output::staged;
     let res = match cli.command {
         Command::Run {
             which: RunKind::Boiling(opts),
         } => match opts.cluster.devices_per_node {
+            // Under mpirun every rank runs this; rank 0 writes the report (`nodes::boiling`).
             Some(k) => nodes::boiling(&opts, k),
-            None => run::boiling(&opts),
+            None => staged(opts, force, |o| &mut o.out, run::boiling),
         },
         Command::Run {
             which: RunKind::Quake(opts),
-        } => quake::run_quake(&opts),
+        } => staged(opts, force, |o| &mut o.out, quake::run_quake),
         Command::Run {
             which: RunKind::Vr(opts),
-        } => vr::run(&opts),
+        } => staged(opts, force, |o| &mut o.out, vr::run),
         Command::Sweep {
             which: sweep::SweepKind::Vr(opts),
-        } => vr::sweep(&opts),
+        } => staged(opts, force, |o| &mut o.out, vr::sweep),
         Command::Trace {
             which: TraceKind::Replay(opts),
         } => quake::trace_replay(&opts),
         Command::Run {
             which: RunKind::Stencil(opts),
-        } => stencil::run(&opts),
+        } => staged(opts, force, |o| &mut o.out, stencil::run),
         Command::Run {
             which: RunKind::Convolution(opts),
-        } => convolution::run(&opts),
+        } => staged(opts, force, |o| &mut o.out, convolution::run),
         Command::Run {
             which: RunKind::Raytrace(opts),
-        } => raytrace::run(&opts),
+        } => staged(opts, force, |o| &mut o.out, raytrace::run),
         Command::Sweep {
             which: sweep::SweepKind::Stencil(opts),
-        } => stencil::sweep(&opts),
+        } => staged(opts, force, |o| &mut o.out, stencil::sweep),
         Command::Sweep {
             which: sweep::SweepKind::Convolution(opts),
-        } => convolution::sweep(&opts),
+        } => staged(opts, force, |o| &mut o.out, convolution::sweep),
         Command::Bench {
             which: BenchKind::Overhead(opts),
         } => bench::overhead(&opts),
         Command::Bench {
             which: BenchKind::Oversubscription(opts),
-        } => oversub::oversubscription(&opts),
+        } => staged(opts, force, |o| &mut o.out, oversub::oversubscription),
         Command::Bench {
             which: BenchKind::Scaling(opts),
         } => scaling::scaling(&opts),
@@ -504,10 +536,10 @@ fn main() -> ExitCode {
         Command::Scene { which } => scene::scene(&which),
         Command::Sweep {
             which: sweep::SweepKind::PageSize(opts),
-        } => sweep::page_size(&opts),
+        } => staged(opts, force, |o| &mut o.common.out, sweep::page_size),
         Command::Sweep {
             which: sweep::SweepKind::Devices(opts),
-        } => sweep::devices(&opts),
+        } => staged(opts, force, |o| &mut o.common.out, sweep::devices),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

@@ -466,7 +466,11 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
             series,
         },
     )?;
-    println!("wrote {}, {}", csv_path.display(), display_stem(&stem));
+    println!(
+        "wrote {}, {}",
+        crate::output::shown(&csv_path).display(),
+        display_stem(&crate::output::shown(&stem))
+    );
     if !mismatched.is_empty() {
         bail!(
             "oversubscribed fields differ from the resident run's: {}",

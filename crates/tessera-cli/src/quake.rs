@@ -78,7 +78,7 @@ pub struct QuakeOpts {
     height: u32,
     /// Output directory.
     #[arg(long, default_value = "out-quake")]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
     /// Also write the trace (texture blocks per frame and device) to FILE.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
@@ -379,7 +379,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         };
         std::fs::write(path, trace.encode())
             .with_context(|| format!("cannot write {}", path.display()))?;
-        println!("trace: {}", path.display());
+        println!("trace: {}", crate::output::shown(&path).display());
     }
     println!(
         "quake: {} frames {}x{} on {n} device(s) ({}), split {}, page {}, {}{}",
@@ -404,7 +404,10 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
             report.texture_footprint[d].shared_pages
         );
     }
-    println!("wall time {wall:.2} s; report {}", json.display());
+    println!(
+        "wall time {wall:.2} s; report {}",
+        crate::output::shown(&json).display()
+    );
     Ok(())
 }
 
@@ -635,7 +638,10 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         write_requests_csv(&dir.join("requests.csv"), &got.requests)?;
         plot_requests(&dir.join("requests"), &got.requests, page, clear)?;
-        println!("requests: {}", dir.join("requests.csv").display());
+        println!(
+            "requests: {}",
+            crate::output::shown(&dir.join("requests.csv")).display()
+        );
     }
     if page == trace.page
         && devices == trace.devices as usize
@@ -757,6 +763,6 @@ fn sweep(o: &ReplayOpts, trace: &Trace, devices: usize) -> Result<()> {
             series: mem,
         },
     )?;
-    println!("sweep: {}", path.display());
+    println!("sweep: {}", crate::output::shown(&path).display());
     Ok(())
 }

@@ -82,7 +82,7 @@ pub struct RaytraceOpts {
     threads: usize,
     /// Output directory for image.png and report.json (created only after the render).
     #[arg(long, default_value = "out-raytrace")]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
 }
 
 #[derive(Serialize)]
@@ -327,7 +327,11 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
         moved as f64 / 1048576.0
     );
     println!("image {}", report.image_fnv1a64);
-    println!("wrote {}, {}", png.display(), json.display());
+    println!(
+        "wrote {}, {}",
+        crate::output::shown(&png).display(),
+        crate::output::shown(&json).display()
+    );
     Ok(())
 }
 
@@ -550,7 +554,7 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
     }
     let path = o.out.join("oversubscription-raytrace.csv");
     std::fs::write(&path, csv).with_context(|| format!("cannot write {}", path.display()))?;
-    println!("wrote {}", path.display());
+    println!("wrote {}", crate::output::shown(&path).display());
     if !mismatched.is_empty() {
         bail!(
             "oversubscribed images differ from the resident one: {}",

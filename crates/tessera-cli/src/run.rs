@@ -83,12 +83,16 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
     let json = write_report(&report, &o.out)?;
     let png = o.out.join("frame.png");
     write_png(&png, o.size, o.size, &run.sim.display_rgba()?)?;
-    println!("wrote {} and {}", json.display(), png.display());
+    println!(
+        "wrote {} and {}",
+        crate::output::shown(&json).display(),
+        crate::output::shown(&png).display()
+    );
     if let Some(gif) = gif {
         let (path, frames) = gif.finish()?;
         println!(
             "wrote {} ({frames} frame(s), one every {} frames)",
-            path.display(),
+            crate::output::shown(&path).display(),
             o.gif_every
         );
     }
@@ -118,12 +122,12 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
     )?;
     println!(
         "wrote {}.svg and {}.png",
-        stages.display(),
-        stages.display()
+        crate::output::shown(&stages).display(),
+        crate::output::shown(&stages).display()
     );
     if o.residency_png {
         for path in residency::write_all(&run, o, &o.out)? {
-            println!("wrote {}", path.display());
+            println!("wrote {}", crate::output::shown(&path).display());
         }
     }
     Ok(())

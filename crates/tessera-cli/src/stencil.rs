@@ -51,7 +51,7 @@ pub struct StencilOpts {
     verify: bool,
     /// Output directory for report.json.
     #[arg(long, default_value = "out-stencil")]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
     #[command(flatten)]
     node: NodeOpts,
 }
@@ -109,7 +109,7 @@ pub struct StencilSweepOpts {
     procedure: Option<Procedure>,
     /// Output directory: sweep.csv, reports.json, speedup.svg/png.
     #[arg(long, default_value = "sweep-stencil")]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
     #[command(flatten)]
     node: NodeOpts,
 }

@@ -62,13 +62,13 @@ pub struct SweepCommon {
     node: NodeOpts,
     /// Output directory: sweep.csv, per_device.csv, the plots, and a report.json per point.
     #[arg(long, default_value = "sweep")]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
 }
 
 #[derive(Args, Clone)]
 pub struct PageSweepOpts {
     #[command(flatten)]
-    common: SweepCommon,
+    pub(crate) common: SweepCommon,
     /// Number of devices.
     #[arg(long, default_value_t = 2)]
     devices: usize,
@@ -81,7 +81,7 @@ pub struct PageSweepOpts {
 #[derive(Args, Clone)]
 pub struct DeviceSweepOpts {
     #[command(flatten)]
-    common: SweepCommon,
+    pub(crate) common: SweepCommon,
     /// Device counts to run, from 1 to 64: a list such as 1,2,4,8 (`...` keeps doubling).
     #[arg(long, default_value = "1,2,4,8", value_parser = parse_devices)]
     devices: List,
@@ -597,7 +597,7 @@ pub fn page_size(o: &PageSweepOpts) -> Result<()> {
     for p in wrote {
         println!(
             "wrote {}{}",
-            p.display(),
+            crate::output::shown(&p).display(),
             if p.extension().is_some() {
                 ""
             } else {
@@ -703,7 +703,7 @@ pub fn devices(o: &DeviceSweepOpts) -> Result<()> {
     for p in wrote {
         println!(
             "wrote {}{}",
-            p.display(),
+            crate::output::shown(&p).display(),
             if p.extension().is_some() {
                 ""
             } else {

@@ -82,7 +82,7 @@ pub struct VrOpts {
     link_gbps: f64,
     /// Output directory.
     #[arg(long, default_value = "out-vr")]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
 }
 
 #[derive(Args, Clone)]
@@ -91,7 +91,7 @@ pub struct VrSweepOpts {
     scene: SceneOpts,
     /// Output directory.
     #[arg(long, default_value = "out-vr-sweep")]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
     /// Runs of every point, interleaved (round 1 runs every point, then round 2 ...); each
     /// point keeps its run of median modeled latency at 64 GB/s. On a shared machine one
     /// descheduled pass inflates a run; the median resists that.
@@ -572,7 +572,10 @@ pub fn sweep(o: &VrSweepOpts) -> Result<()> {
             series: s18,
         },
     )?;
-    println!("CSV and plots in {}", o.out.display());
+    println!(
+        "CSV and plots in {}",
+        crate::output::shown(&o.out).display()
+    );
     Ok(())
 }
 

@@ -166,7 +166,9 @@ fn run_quake_renders_a_map_from_a_pak_dir() {
         .sum();
     assert!(total > 0, "a first frame must request texture pages");
 
-    let (ok, _, err) = tessera(&[&base[..], &["oa_nowhere"]].concat());
+    // Into the same --out: `--force` lets the failing runs reach their own errors (they
+    // leave the results above as they are).
+    let (ok, _, err) = tessera(&[&base[..], &["oa_nowhere", "--force"]].concat());
     assert!(!ok);
     assert!(
         err.contains("oa_nowhere") && err.contains("generated-2"),
@@ -184,7 +186,12 @@ fn run_quake_renders_a_map_from_a_pak_dir() {
         "oa_dm1",
         "--out",
         o,
+        "--force",
     ]);
     assert!(!ok);
     assert!(err.contains("apt-get install"), "{err}");
+    assert!(
+        out.join("report.json").exists(),
+        "a failed run removed earlier results"
+    );
 }

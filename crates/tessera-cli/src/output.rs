@@ -1,0 +1,168 @@
+//! Results appear only when a run succeeds. A command that writes into `--out` writes into a
+//! hidden folder beside it instead (`.<name>.partial-<pid>`), which is renamed into place when
+//! the command has finished without error; a failure, a panic or Ctrl-C removes it, so `--out`
+//! never holds a 0-byte GIF or half of a sweep. An `--out` that already holds results is refused
+//! unless `--force` is given, and then replaced only at the end, by the new results.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use anyhow::{bail, Context, Result};
+
+/// The partial folders of this process and the `--out` each stands for: what Ctrl-C removes,
+/// and what [`shown`] maps back for messages.
+static PARTIAL: Mutex<Vec<(PathBuf, PathBuf)>> = Mutex::new(Vec::new());
+
+/// A command's output folder while it runs.
+pub struct Staged {
+    out: PathBuf,
+    partial: PathBuf,
+    committed: bool,
+}
+
+/// Removes every partial folder and exits with 130 on SIGINT (and SIGTERM): an interrupted
+/// run leaves nothing behind. Installed once, before any command starts.
+pub fn remove_partial_on_interrupt() {
+    // A second install fails; the first one's handler does the same.
+    let _ = ctrlc::set_handler(|| {
+        let partial = PARTIAL.lock().map(|p| p.clone()).unwrap_or_default();
+        for (p, _) in &partial {
+            let _ = std::fs::remove_dir_all(p);
+        }
+        let line = if partial.is_empty() {
+            "interrupted\n".to_string()
+        } else {
+            format!(
+                "interrupted: nothing written to {}\n",
+                partial
+                    .iter()
+                    .map(|(_, o)| o.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+        std::process::exit(130);
+    });
+}
+
+impl Staged {
+    /// Checks `out` and creates its partial folder. `out` may not exist, may be an empty
+    /// folder, or (with `force`) a folder of earlier results.
+    pub fn begin(out: &Path, force: bool) -> Result<Staged> {
+        if out.exists() {
+            if !out.is_dir() {
+                bail!("--out {} exists and is not a folder", out.display());
+            }
+            let earlier = std::fs::read_dir(out)
+                .with_context(|| format!("cannot read --out {}", out.display()))?
+                .next()
+                .is_some();
+            if earlier && !force {
+                bail!(
+                    "--out {} already holds results; choose another folder, or pass --force to replace them when this run succeeds",
+                    out.display()
+                );
+            }
+        }
+        let Some(name) = out.file_name() else {
+            bail!("--out {} names no folder", out.display());
+        };
+        let parent = match out.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        std::fs::create_dir_all(&parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+        let partial = parent.join(format!(
+            ".{}.partial-{}",
+            name.to_string_lossy(),
+            std::process::id()
+        ));
+        // Left by an earlier process of the same id that was killed outright.
+        if partial.exists() {
+            std::fs::remove_dir_all(&partial)
+                .with_context(|| format!("cannot remove {}", partial.display()))?;
+        }
+        std::fs::create_dir(&partial)
+            .with_context(|| format!("cannot create {}", partial.display()))?;
+        if let Ok(mut p) = PARTIAL.lock() {
+            p.push((partial.clone(), out.to_path_buf()));
+        }
+        Ok(Staged {
+            out: out.to_path_buf(),
+            partial,
+            committed: false,
+        })
+    }
+
+    /// Where the command writes.
+    pub fn path(&self) -> &Path {
+        &self.partial
+    }
+
+    /// Moves the results into `--out`, replacing what was there (allowed by `begin`).
+    pub fn commit(mut self) -> Result<()> {
+        if self.out.exists() {
+            std::fs::remove_dir_all(&self.out).with_context(|| {
+                format!(
+                    "cannot replace the earlier results in {}",
+                    self.out.display()
+                )
+            })?;
+        }
+        std::fs::rename(&self.partial, &self.out).with_context(|| {
+            format!(
+                "cannot move the results from {} to {}",
+                self.partial.display(),
+                self.out.display()
+            )
+        })?;
+        self.committed = true;
+        forget(&self.partial);
+        Ok(())
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_dir_all(&self.partial);
+            forget(&self.partial);
+        }
+    }
+}
+
+fn forget(partial: &Path) {
+    if let Ok(mut p) = PARTIAL.lock() {
+        p.retain(|(q, _)| q != partial);
+    }
+}
+
+/// `path` as the user will find it once the run succeeds: under `--out`, not under the
+/// partial folder it is written to. For messages ("wrote ...").
+pub fn shown(path: &Path) -> PathBuf {
+    let Ok(partial) = PARTIAL.lock() else {
+        return path.to_path_buf();
+    };
+    for (p, out) in partial.iter() {
+        if let Ok(rest) = path.strip_prefix(p) {
+            return out.join(rest);
+        }
+    }
+    path.to_path_buf()
+}
+
+/// Runs `run` with the options' `--out` (reached through `out`) pointing into a partial
+/// folder, and moves the results into place only if it succeeds.
+pub fn staged<O>(
+    mut opts: O,
+    force: bool,
+    out: fn(&mut O) -> &mut PathBuf,
+    run: impl FnOnce(&O) -> Result<()>,
+) -> Result<()> {
+    let s = Staged::begin(out(&mut opts), force)?;
+    *out(&mut opts) = s.path().to_path_buf();
+    run(&opts)?;
+    s.commit()
+}

@@ -1,0 +1,213 @@
+//! Nothing is written unless the run succeeds: a run that fails, in any of the ways a newcomer
+//! hit (a bad page size, a bad budget, an existing home file, an adapter that does not exist,
+//! a text file given as a pk3), leaves `--out` as it was, with no partial folder beside it;
+//! results already in `--out` are refused without `--force` and replaced with it; and an
+//! interrupted run (SIGINT) leaves nothing either.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+fn tessera(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+/// Everything in `dir`, names only, sorted: what a failed run must leave unchanged.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn a_failed_run_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let out_s = out.to_str().unwrap();
+    let home = dir.path().join("home.bin");
+    std::fs::write(&home, b"already here").unwrap();
+    let pk3 = dir.path().join("notes.pk3");
+    std::fs::write(&pk3, b"just text, not a zip").unwrap();
+    let before = listing(dir.path());
+    let boiling = |extra: &[&str]| {
+        let mut a = vec![
+            "run", "boiling", "--size", "128", "--frames", "2", "--out", out_s,
+        ];
+        a.extend_from_slice(extra);
+        a.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (boiling(&["--page", "30"]), "not a power of two"),
+        (
+            boiling(&["--page", "32", "--budget-mib", "0.001"]),
+            "too small",
+        ),
+        (
+            boiling(&["--page", "32", "--home-file", home.to_str().unwrap()]),
+            "already exists",
+        ),
+        (
+            [
+                "run",
+                "quake",
+                "--pak-dir",
+                dir.path().to_str().unwrap(),
+                "--map",
+                "notes",
+                "--out",
+                out_s,
+            ]
+            .map(String::from)
+            .to_vec(),
+            "not a readable pk3",
+        ),
+    ];
+    for (args, message) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = tessera(&args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).to_lowercase().contains(message),
+            "{args:?}: {message:?} not in {}",
+            stderr(&o)
+        );
+        assert!(!stderr(&o).contains("panicked"), "{args:?}: {}", stderr(&o));
+        assert_eq!(
+            listing(dir.path()),
+            before,
+            "{args:?} left something behind"
+        );
+    }
+    // An adapter that does not exist fails after clap has accepted everything.
+    let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args([
+            "run",
+            "boiling",
+            "--backend",
+            "wgpu",
+            "--size",
+            "64",
+            "--page",
+            "32",
+        ])
+        .args(["--frames", "1", "--out", out_s])
+        .env("TESSERA_ADAPTER", "nosuchgpu")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(
+        listing(dir.path()),
+        before,
+        "a missing adapter left something behind"
+    );
+}
+
+#[test]
+fn earlier_results_are_refused_without_force_and_replaced_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let run = |frames: &str, force: bool| {
+        let mut a = vec![
+            "run",
+            "boiling",
+            "--size",
+            "64",
+            "--page",
+            "32",
+            "--frames",
+            frames,
+            "--gif-every",
+            "0",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        if force {
+            a.push("--force");
+        }
+        tessera(&a)
+    };
+    let first = run("1", false);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let report = std::fs::read(out.join("report.json")).unwrap();
+    let again = run("2", false);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(stderr(&again).contains("--force"), "{}", stderr(&again));
+    assert_eq!(std::fs::read(out.join("report.json")).unwrap(), report);
+    // A failing forced run keeps the earlier results too.
+    let failing = tessera(&[
+        "run",
+        "boiling",
+        "--size",
+        "64",
+        "--page",
+        "30",
+        "--out",
+        out.to_str().unwrap(),
+        "--force",
+    ]);
+    assert_eq!(failing.status.code(), Some(1));
+    assert_eq!(std::fs::read(out.join("report.json")).unwrap(), report);
+    let forced = run("2", true);
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(r["frames"], 2, "{r}");
+    // Messages name the results where they end up, not the partial folder.
+    let said = String::from_utf8_lossy(&forced.stdout);
+    assert!(
+        said.contains(&format!("wrote {}", out.join("report.json").display())),
+        "{said}"
+    );
+    assert!(!said.contains("partial"), "{said}");
+    assert_eq!(listing(dir.path()), vec!["out".to_string()]);
+}
+
+#[cfg(unix)]
+#[test]
+fn an_interrupted_run_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args([
+            "run", "boiling", "--size", "256", "--page", "32", "--frames", "100000",
+        ])
+        .args(["--gif-every", "1", "--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the run is writing (its partial folder holds the GIF it streams).
+    let start = std::time::Instant::now();
+    loop {
+        let writing = listing(dir.path()).iter().any(|n| {
+            n.contains("partial")
+                && std::fs::read_dir(dir.path().join(n)).is_ok_and(|mut d| d.next().is_some())
+        });
+        if writing {
+            break;
+        }
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "the run never started writing"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
+    assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
+}
