@@ -379,7 +379,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         };
         std::fs::write(path, trace.encode())
             .with_context(|| format!("cannot write {}", path.display()))?;
-        println!("trace: {}", crate::output::shown(&path).display());
+        println!("trace: {}", crate::output::shown(path).display());
     }
     println!(
         "quake: {} frames {}x{} on {n} device(s) ({}), split {}, page {}, {}{}",
