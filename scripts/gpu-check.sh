@@ -88,16 +88,16 @@ step 60 overhead-relaunch $T bench overhead --backend wgpu --size $BIG --frames 
 step 60 overhead-two-pass $T bench overhead --backend wgpu --size $BIG --frames 5 --rounds 3 --procedure two-pass
 for n in 1 2; do
     step 60 "boiling-$n" $T run boiling --backend wgpu --devices "$n" --size $BIG --page 64 \
-        --frames $FRAMES --warmup 2 --gif-every 0 --model concurrent --out "$OUTDIR/boiling-$n"
+        --frames $FRAMES --warmup 2 --gif-every 0 --model concurrent --force --out "$OUTDIR/boiling-$n"
 done
 step 60 page-moves $T bench page-moves --backend wgpu --pages-kib 64 --rounds 3
 step 90 oversub $T bench oversubscription --backend wgpu --size $MID --page 64 --frames 3 \
     --rounds 2 --ratios 1.5,2,4 --policy lru
 for b in wgpu cpu; do
     step 45 "raytrace-$b" $T run raytrace --backend "$b" --scene generated:3 --devices 2 \
-        --budget-mib 1 --frames 1 --out "$OUTDIR/raytrace-$b"
+        --budget-mib 1 --frames 1 --force --out "$OUTDIR/raytrace-$b"
     step 45 "quake-$b" $T run quake --backend "$b" --scene generated --devices 2 \
-        --width $W --height $H --frames $QF --out "$OUTDIR/quake-$b"
+        --width $W --height $H --frames $QF --force --out "$OUTDIR/quake-$b"
 done
 if command -v nvcc >/dev/null && [ -f .gpu/paged_limit.cu ]; then
     nvcc -O3 -arch=sm_90 -o /tmp/pl .gpu/paged_limit.cu >>"$LOG" 2>&1 &&
