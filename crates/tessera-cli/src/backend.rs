@@ -27,6 +27,7 @@ pub fn system(kind: BackendKind, cfg: &SystemConfig) -> Result<(System, Option<S
             // One wgpu device for the node, so that remote objects' buffers bind on every
             // tessera device (docs/ARCHITECTURE.md, "Remote pages on wgpu").
             let gpu = SharedGpu::open(&adapter_choice())?;
+            warn_cpu_adapter(&gpu);
             let mut devices: Vec<Box<dyn Device>> = Vec::with_capacity(cfg.devices);
             for i in 0..cfg.devices {
                 devices.push(Box::new(WgpuDevice::on(DeviceId::new(i)?, &gpu)?));
@@ -34,6 +35,21 @@ pub fn system(kind: BackendKind, cfg: &SystemConfig) -> Result<(System, Option<S
             let name = Some(gpu.adapter_info().name.clone());
             Ok((System::with_devices(devices, cfg)?, name))
         }
+    }
+}
+
+/// On a CPU adapter (lavapipe) a kernel's shader compiles on its first launch and can take
+/// minutes (the ray tracer's took 85 s on 2 cores) with nothing else to show: say so first,
+/// once per process, on stderr so that stdout stays the run's own.
+fn warn_cpu_adapter(gpu: &SharedGpu) {
+    static SAID: std::sync::Once = std::sync::Once::new();
+    if gpu.is_cpu() {
+        SAID.call_once(|| {
+            eprintln!(
+                "compiling kernels for {} (a CPU adapter) on their first launch: this can take minutes",
+                gpu.adapter_info().name
+            )
+        });
     }
 }
 

@@ -258,3 +258,50 @@ fn page_moves_on_wgpu_compare_with_plain_write_buffer() {
         "{out}"
     );
 }
+
+/// Mesa prints "error: XDG_RUNTIME_DIR is invalid or not set" where it is unset, as in a CI
+/// job, though nothing is wrong; the CLI gives itself a private folder instead. On a CPU
+/// adapter a run says, before its first launch, that kernels compile slowly there.
+#[test]
+fn devices_and_runs_print_no_mesa_noise_and_say_when_kernels_compile_slowly() {
+    if !adapter_or_skip() {
+        return;
+    }
+    let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .arg("devices")
+        .env_remove("XDG_RUNTIME_DIR")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("error"), "{err}");
+    let cpu = String::from_utf8_lossy(&o.stdout).contains(", Cpu, ");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args([
+            "run",
+            "boiling",
+            "--backend",
+            "wgpu",
+            "--size",
+            "32",
+            "--page",
+            "16",
+        ])
+        .args([
+            "--frames",
+            "1",
+            "--gif-every",
+            "0",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env_remove("XDG_RUNTIME_DIR")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(!err.contains("XDG_RUNTIME_DIR"), "{err}");
+    assert_eq!(err.contains("compiling kernels for"), cpu, "{err}");
+}

@@ -216,6 +216,12 @@ impl SharedGpu {
     }
 
     /// The adapter it runs on.
+    /// Whether the adapter is a CPU (lavapipe): shaders compile slowly there, and the tile
+    /// path is off by default.
+    pub fn is_cpu(&self) -> bool {
+        self.adapter_info().device_type == wgpu::DeviceType::Cpu
+    }
+
     pub fn adapter_info(&self) -> &wgpu::AdapterInfo {
         &self.0.info
     }
