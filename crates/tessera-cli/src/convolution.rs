@@ -71,7 +71,7 @@ pub struct ConvolutionOpts {
     page: u32,
     /// How passes get their pages; default two-pass for migrate, relaunch for explicit and
     /// remote (docs/EVALUATION.md says why).
-    #[arg(long, value_parser = parse_procedure)]
+    #[arg(long, value_parser = parse_procedure())]
     procedure: Option<Procedure>,
     /// Also run the plain single-device reference and compare bit for bit.
     #[arg(long)]
@@ -131,7 +131,7 @@ pub struct ConvolutionSweepOpts {
     #[arg(long, default_value_t = 32)]
     page: u32,
     /// How passes get their pages; default two-pass for migrate, relaunch otherwise.
-    #[arg(long, value_parser = parse_procedure)]
+    #[arg(long, value_parser = parse_procedure())]
     procedure: Option<Procedure>,
     /// Output directory: sweep.csv, reports.json, speedup.svg/png.
     #[arg(long, default_value = "sweep-convolution")]

@@ -37,7 +37,7 @@ pub struct LitmusOpts {
     protocol: ProtocolArg,
     /// What a read of a modified page does: owned (the owner keeps it and serves readers) or
     /// write-home (the journal paper's rule). `skip-write-back` breaks write-home only.
-    #[arg(long, default_value = "owned", value_parser = crate::parse_coherence)]
+    #[arg(long, default_value = "owned", value_parser = crate::parse_coherence())]
     coherence: tessera_core::Coherence,
     /// Under mpirun: run each test on the multi-node memory system with K devices per MPI
     /// process, the test's threads dealt to the devices of all processes round robin (so

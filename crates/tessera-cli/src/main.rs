@@ -175,38 +175,39 @@ pub struct NodeOpts {
     budget_mib: f64,
     /// Which pages a device gives up when its budget is full: lru (the patent's time stamps),
     /// clock (second chance), fifo or random.
-    #[arg(long, default_value = "lru", value_parser = parse_policy)]
+    #[arg(long, default_value = "lru", value_parser = parse_policy())]
     policy: Policy,
     /// What to do about pages evicted and faulted again in quick succession: pin them for a
     /// while (up to half the budget), or only count them.
-    #[arg(long, default_value = "pin", value_parser = parse_thrashing)]
+    #[arg(long, default_value = "pin", value_parser = parse_thrashing())]
     thrashing: Thrashing,
     /// Fetch more pages than a batch asks for: tree (CUDA UVM's bitmap tree over regions of
     /// 32 pages, read copies of unmodified pages, only when they fit beside the batch) or off.
-    #[arg(long, default_value = "off", value_parser = parse_prefetch)]
+    #[arg(long, default_value = "off", value_parser = parse_prefetch())]
     prefetch: Prefetch,
     /// Asynchronous staging (on or off): under oversubscription, the memory manager copies the
     /// next band's pages into the device while the current band runs. Refused stages change
     /// nothing; the band then asks as usual.
-    #[arg(long, default_value = "off", value_parser = parse_staging, action = clap::ArgAction::Set)]
+    #[arg(long, default_value = "off", value_parser = parse_staging(), action = clap::ArgAction::Set)]
     staging: bool,
     /// Whether the relaunch procedure asks for the pages a kernel's footprint names before a
     /// band's first launch (on), or launches, faults and relaunches as the paper's relaunch
     /// does (off). Kernels without a footprint always relaunch on faults.
-    #[arg(long, default_value = "on", value_parser = parse_footprint_ahead, action = clap::ArgAction::Set)]
+    #[arg(long, default_value = "on", value_parser = parse_footprint_ahead(), action = clap::ArgAction::Set)]
     footprint_ahead: bool,
     /// Deferred execution on one device (on or off): a band whose pages the device holds is
     /// queued without waiting for its outcome, and the host waits once a frame. Several
     /// devices always wait per pass.
-    #[arg(long, default_value = "on", value_parser = parse_deferred, action = clap::ArgAction::Set)]
+    #[arg(long, default_value = "on", value_parser = parse_deferred(), action = clap::ArgAction::Set)]
     deferred: bool,
     /// What a read of a page another device modified does: owned (MOESI's owned state: the
     /// owner keeps the page and serves readers from it; it goes home only when evicted) or
     /// write-home (the journal paper's rule: home is updated on every such read).
-    #[arg(long, default_value = "owned", value_parser = parse_coherence)]
+    #[arg(long, default_value = "owned", value_parser = parse_coherence())]
     coherence: tessera_core::Coherence,
     /// Interconnect for the modeled time: a preset (pcie1-x16, pcie3-x16, pcie4-x16,
-    /// pcie5-x16, nvlink, gpusm-pcie2, gpusm-pcie3) or a TOML file (docs/EVALUATION.md).
+    /// pcie5-x16, nvlink, gpusm-pcie2, gpusm-pcie3, mcm-4, mcm-8) or a TOML file
+    /// (docs/EVALUATION.md).
     #[arg(long, default_value = "pcie3-x16")]
     topology: String,
     /// Keep the objects' home copies in a memory-mapped file at PATH instead of host memory,
@@ -248,10 +249,10 @@ pub struct RunOpts {
     #[arg(long, default_value_t = 20)]
     frames: u32,
     /// How passes get their pages.
-    #[arg(long, default_value = "relaunch", value_parser = parse_procedure)]
+    #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
     procedure: Procedure,
     /// How each pass's domain is split across devices.
-    #[arg(long, default_value = "rows", value_parser = parse_partition)]
+    #[arg(long, default_value = "rows", value_parser = parse_partition())]
     partition: Partition,
     /// Output directory for report.json, frame.png and frames.gif.
     #[arg(long, default_value = "out")]
@@ -332,7 +333,7 @@ pub struct BenchOpts {
     #[arg(long, default_value_t = 5)]
     rounds: u32,
     /// The procedure whose ratio is the last line.
-    #[arg(long, default_value = "relaunch", value_parser = parse_procedure)]
+    #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
     procedure: Procedure,
     /// Device backend.
     #[arg(long, value_enum, default_value = "cpu")]
@@ -342,7 +343,7 @@ pub struct BenchOpts {
     #[arg(long, default_value_t = 0, value_parser = parse_threads)]
     threads: usize,
     /// Deferred execution of held bands (on or off), as on `run`.
-    #[arg(long, default_value = "on", value_parser = parse_deferred, action = clap::ArgAction::Set)]
+    #[arg(long, default_value = "on", value_parser = parse_deferred(), action = clap::ArgAction::Set)]
     deferred: bool,
 }
 
@@ -412,48 +413,51 @@ pub fn budget_bytes(mib: f64) -> u64 {
     (mib * (1u64 << 20) as f64) as u64
 }
 
-fn parse_policy(s: &str) -> Result<Policy, String> {
-    s.parse()
-}
-pub fn parse_thrashing(s: &str) -> Result<Thrashing, String> {
-    s.parse()
-}
-pub fn parse_prefetch(s: &str) -> Result<Prefetch, String> {
-    s.parse()
-}
-pub fn parse_staging(s: &str) -> Result<bool, String> {
-    on_off("staging", s)
+/// A value among `names`, listed in `--help` and in the error for anything else, then read
+/// with the type's own `FromStr`.
+fn one_of<T>(names: &'static [&'static str]) -> impl clap::builder::TypedValueParser<Value = T>
+where
+    T: std::str::FromStr<Err = String> + Clone + Send + Sync + 'static,
+{
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(names).try_map(|s: String| s.parse::<T>())
 }
 
-pub fn parse_footprint_ahead(s: &str) -> Result<bool, String> {
-    on_off("footprint-ahead setting", s)
+/// `on` or `off`.
+fn on_off() -> impl clap::builder::TypedValueParser<Value = bool> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(["on", "off"]).map(|s: String| s == "on")
 }
 
-pub fn parse_against_write_home(s: &str) -> Result<bool, String> {
-    on_off("comparison with write-home", s)
+pub fn parse_policy() -> impl clap::builder::TypedValueParser<Value = Policy> {
+    one_of(&["lru", "clock", "fifo", "random"])
 }
-
-pub fn parse_coherence(s: &str) -> Result<tessera_core::Coherence, String> {
-    s.parse()
+pub fn parse_thrashing() -> impl clap::builder::TypedValueParser<Value = Thrashing> {
+    one_of(&["pin", "off"])
 }
-
-pub fn parse_deferred(s: &str) -> Result<bool, String> {
-    on_off("deferred setting", s)
+pub fn parse_prefetch() -> impl clap::builder::TypedValueParser<Value = Prefetch> {
+    one_of(&["off", "tree"])
 }
-
-fn on_off(what: &str, s: &str) -> Result<bool, String> {
-    match s {
-        "on" => Ok(true),
-        "off" => Ok(false),
-        _ => Err(format!("unknown {what} {s:?} (expected on or off)")),
-    }
+pub fn parse_staging() -> impl clap::builder::TypedValueParser<Value = bool> {
+    on_off()
 }
-
-pub fn parse_procedure(s: &str) -> Result<Procedure, String> {
-    s.parse()
+pub fn parse_footprint_ahead() -> impl clap::builder::TypedValueParser<Value = bool> {
+    on_off()
 }
-fn parse_partition(s: &str) -> Result<Partition, String> {
-    s.parse()
+pub fn parse_against_write_home() -> impl clap::builder::TypedValueParser<Value = bool> {
+    on_off()
+}
+pub fn parse_coherence() -> impl clap::builder::TypedValueParser<Value = tessera_core::Coherence> {
+    one_of(&["owned", "write-home"])
+}
+pub fn parse_deferred() -> impl clap::builder::TypedValueParser<Value = bool> {
+    on_off()
+}
+pub fn parse_procedure() -> impl clap::builder::TypedValueParser<Value = Procedure> {
+    one_of(&["relaunch", "two-pass"])
+}
+pub fn parse_partition() -> impl clap::builder::TypedValueParser<Value = Partition> {
+    one_of(&["rows", "cols", "tiles"])
 }
 
 /// Mesa's Vulkan drivers (lavapipe among them) print "error: XDG_RUNTIME_DIR is invalid or not

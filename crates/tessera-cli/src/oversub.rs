@@ -32,7 +32,9 @@ use tessera_workloads::boiling::sim::PagedBoiling;
 
 use crate::plot::{line_chart, LineChart, Series};
 use crate::run::{check_size, progress};
-use crate::{backend, parse_prefetch, parse_procedure, parse_thrashing, BackendKind, Workload};
+use crate::{
+    backend, parse_policy, parse_prefetch, parse_procedure, parse_thrashing, BackendKind, Workload,
+};
 
 /// One oversubscribed configuration: ratio, policy, prefetch, staging.
 type Setting = (f64, Policy, Prefetch, bool);
@@ -46,7 +48,7 @@ pub struct OversubOpts {
     #[arg(long, default_value = "1,1.25,1.5,2,4", value_delimiter = ',', value_parser = parse_ratio)]
     pub(crate) ratios: Vec<f64>,
     /// Eviction policies to compare, comma-separated.
-    #[arg(long, default_value = "lru,clock,fifo,random", value_delimiter = ',', value_parser = parse_policy)]
+    #[arg(long, default_value = "lru,clock,fifo,random", value_delimiter = ',', value_parser = parse_policy())]
     pub(crate) policy: Vec<Policy>,
     /// Boiling: field side in texels.
     #[arg(long, default_value_t = 256)]
@@ -60,21 +62,21 @@ pub struct OversubOpts {
     /// Measurements of each configuration, interleaved; the median is reported.
     #[arg(long, default_value_t = 3)]
     pub(crate) rounds: u32,
-    #[arg(long, default_value = "relaunch", value_parser = parse_procedure)]
+    #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
     pub(crate) procedure: Procedure,
     /// Devices; each gets the ratio of its share (1/devices) of the working set.
     #[arg(long, default_value_t = 1)]
     pub(crate) devices: usize,
     /// Thrashing response for every oversubscribed configuration.
-    #[arg(long, default_value = "pin", value_parser = parse_thrashing)]
+    #[arg(long, default_value = "pin", value_parser = parse_thrashing())]
     pub(crate) thrashing: Thrashing,
     /// Prefetch settings to compare, comma-separated (off, tree): each ratio and policy runs
     /// with each, side by side.
-    #[arg(long, default_value = "off", value_delimiter = ',', value_parser = parse_prefetch)]
+    #[arg(long, default_value = "off", value_delimiter = ',', value_parser = parse_prefetch())]
     pub(crate) prefetch: Vec<Prefetch>,
     /// Asynchronous staging settings to compare, comma-separated (off, on): each ratio,
     /// policy and prefetch setting runs with each, side by side.
-    #[arg(long, default_value = "off", value_delimiter = ',', value_parser = crate::parse_staging)]
+    #[arg(long, default_value = "off", value_delimiter = ',', value_parser = crate::parse_staging())]
     pub(crate) staging: Vec<bool>,
     #[arg(long, value_enum, default_value = "cpu")]
     pub(crate) backend: BackendKind,
@@ -118,10 +120,6 @@ fn parse_ratio(s: &str) -> Result<f64, String> {
         ));
     }
     Ok(v)
-}
-
-fn parse_policy(s: &str) -> Result<Policy, String> {
-    s.parse()
 }
 
 fn parse_scene(s: &str) -> Result<tessera_workloads::raytrace::SceneSpec, String> {

@@ -86,7 +86,7 @@ pub struct QuakeOpts {
     #[arg(long)]
     clear_each_frame: bool,
     /// How each frame's pass gets its pages.
-    #[arg(long, default_value = "relaunch", value_parser = parse_procedure)]
+    #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
     procedure: Procedure,
     /// Device backend.
     #[arg(long, value_enum, default_value = "cpu")]
@@ -522,7 +522,7 @@ pub struct ReplayOpts {
     #[arg(long, value_enum)]
     initial_placement: Option<Placement>,
     /// How each frame's touch pass gets its pages.
-    #[arg(long, default_value = "relaunch", value_parser = parse_procedure)]
+    #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
     procedure: Procedure,
     /// CPU threads for the software devices (0: one per core).
     #[arg(long, default_value_t = 0, value_parser = parse_threads)]

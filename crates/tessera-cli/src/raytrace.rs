@@ -18,15 +18,12 @@ use tessera_workloads::raytrace::{check_budget, SceneSpec};
 use crate::oversub::OversubOpts;
 use crate::report::write_png;
 use crate::run::progress;
-use crate::{backend, budget_bytes, parse_procedure, parse_threads, BackendKind};
+use crate::{
+    backend, budget_bytes, parse_partition, parse_policy, parse_procedure, parse_threads,
+    BackendKind,
+};
 
 fn parse_scene(s: &str) -> Result<SceneSpec, String> {
-    s.parse()
-}
-fn parse_partition(s: &str) -> Result<Partition, String> {
-    s.parse()
-}
-fn parse_policy(s: &str) -> Result<Policy, String> {
     s.parse()
 }
 
@@ -58,18 +55,18 @@ pub struct RaytraceOpts {
     #[arg(long, default_value_t = 1)]
     devices: usize,
     /// How the image is split across devices: rows or cols.
-    #[arg(long, default_value = "rows", value_parser = parse_partition)]
+    #[arg(long, default_value = "rows", value_parser = parse_partition())]
     partition: Partition,
     /// Per-device memory budget in MiB (fractions allowed): a page cache, see `run boiling`.
     #[arg(long, default_value = "4096", value_parser = crate::parse_budget)]
     budget_mib: f64,
     /// Which pages a device gives up when its budget is full: lru, clock, fifo or random.
-    #[arg(long, default_value = "lru", value_parser = parse_policy)]
+    #[arg(long, default_value = "lru", value_parser = parse_policy())]
     policy: Policy,
     /// How passes get their pages: relaunch (rays save their state and resume) or two-pass
     /// (a request pass first; a ray missing in the compute pass restarts, as it saves no state
     /// there).
-    #[arg(long, default_value = "relaunch", value_parser = parse_procedure)]
+    #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
     procedure: Procedure,
     /// Frames to render (the same view; each from fresh ray state, with the pages the last
     /// frame left on the devices).

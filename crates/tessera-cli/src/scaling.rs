@@ -46,15 +46,15 @@ pub struct ScalingOpts {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     rounds: u32,
     /// How passes get their pages.
-    #[arg(long, default_value = "relaunch", value_parser = parse_procedure)]
+    #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
     procedure: Procedure,
     /// How each pass's domain is split across devices.
-    #[arg(long, default_value = "rows", value_parser = parse_partition)]
+    #[arg(long, default_value = "rows", value_parser = parse_partition())]
     partition: Partition,
     /// With `--coherence owned`: also run every count under the paper's write-home rule, in
     /// the same rounds, and print both rules' busiest link and speed-up side by side (on or
     /// off).
-    #[arg(long, default_value = "on", value_parser = crate::parse_against_write_home, action = clap::ArgAction::Set)]
+    #[arg(long, default_value = "on", value_parser = crate::parse_against_write_home(), action = clap::ArgAction::Set)]
     against_write_home: bool,
     #[command(flatten)]
     node: NodeOpts,

@@ -53,10 +53,10 @@ pub struct SweepCommon {
     #[arg(long, default_value_t = 1)]
     warmup: u32,
     /// How passes get their pages.
-    #[arg(long, default_value = "relaunch", value_parser = parse_procedure)]
+    #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
     procedure: Procedure,
     /// How each pass's domain is split across devices.
-    #[arg(long, default_value = "rows", value_parser = parse_partition)]
+    #[arg(long, default_value = "rows", value_parser = parse_partition())]
     partition: Partition,
     #[command(flatten)]
     node: NodeOpts,

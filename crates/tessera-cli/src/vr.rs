@@ -60,7 +60,7 @@ pub struct SceneOpts {
     /// the compute pass, so a piece's device work does not grow with fault-and-relaunch
     /// rounds (every frame misses every page it samples, since GPMs keep no texture page
     /// across frames).
-    #[arg(long, default_value = "two-pass", value_parser = parse_procedure)]
+    #[arg(long, default_value = "two-pass", value_parser = parse_procedure())]
     procedure: Procedure,
     /// CPU threads per software device (0: one per core).
     #[arg(long, default_value_t = 0, value_parser = parse_threads)]

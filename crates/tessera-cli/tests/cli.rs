@@ -141,11 +141,11 @@ fn bad_input_is_a_clear_error_never_a_panic() {
         ),
         (
             &["run", "boiling", "--procedure", "three-pass", "--out", out],
-            "unknown procedure",
+            "invalid value 'three-pass' for '--procedure",
         ),
         (
             &["run", "boiling", "--partition", "diagonal", "--out", out],
-            "unknown partition",
+            "invalid value 'diagonal' for '--partition",
         ),
         (
             &["run", "boiling", "--frames", "0", "--out", out],
@@ -179,23 +179,23 @@ fn bad_input_is_a_clear_error_never_a_panic() {
         ),
         (
             &["run", "boiling", "--policy", "mru", "--out", out],
-            "unknown eviction policy",
+            "invalid value 'mru' for '--policy",
         ),
         (
             &["run", "boiling", "--thrashing", "panic", "--out", out],
-            "unknown thrashing response",
+            "invalid value 'panic' for '--thrashing",
         ),
         (
             &["run", "boiling", "--prefetch", "all", "--out", out],
-            "unknown prefetch",
+            "invalid value 'all' for '--prefetch",
         ),
         (
             &["run", "boiling", "--staging", "yes", "--out", out],
-            "unknown staging",
+            "invalid value 'yes' for '--staging",
         ),
         (
             &["run", "boiling", "--footprint-ahead", "maybe", "--out", out],
-            "unknown footprint-ahead setting",
+            "invalid value 'maybe' for '--footprint-ahead",
         ),
         // 1 KiB pages and a budget of one: boiling's kernels read one texture and write
         // another, so no invocation fits.
@@ -219,15 +219,15 @@ fn bad_input_is_a_clear_error_never_a_panic() {
         (&["bench", "oversubscription", "--ratios", "0.5"], "below 1"),
         (
             &["bench", "oversubscription", "--policy", "lru,belady"],
-            "unknown eviction policy",
+            "invalid value 'belady' for '--policy",
         ),
         (
             &["bench", "oversubscription", "--prefetch", "off,uvm"],
-            "unknown prefetch",
+            "invalid value 'uvm' for '--prefetch",
         ),
         (
             &["bench", "oversubscription", "--staging", "off,async"],
-            "unknown staging",
+            "invalid value 'async' for '--staging",
         ),
     ];
     for (args, needle) in cases {
@@ -672,4 +672,28 @@ fn devices_per_node_without_mpi_says_how_to_build_it() {
         !dir.path().join("report.json").exists(),
         "a refused run wrote a report"
     );
+}
+
+/// Help lists the values an option takes, and every topology preset the core knows.
+#[test]
+fn help_lists_possible_values_and_every_topology_preset() {
+    let o = tessera(&["run", "boiling", "--help"]);
+    let help = String::from_utf8_lossy(&o.stdout);
+    for values in [
+        "[possible values: relaunch, two-pass]",
+        "[possible values: rows, cols, tiles]",
+        "[possible values: lru, clock, fifo, random]",
+        "[possible values: owned, write-home]",
+    ] {
+        assert!(help.contains(values), "{values} missing from {help}");
+    }
+    let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    for preset in tessera_core::topology::PRESETS {
+        assert!(flat.contains(preset), "{preset} missing from {help}");
+    }
+    // A value outside the list is a usage error (exit 2) that names the list.
+    let o = tessera(&["run", "boiling", "--partition", "diagonal"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("rows, cols, tiles"), "{err}");
 }
