@@ -82,6 +82,7 @@ pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling
         thrashing: o.node.thrashing,
         prefetch: o.node.prefetch,
         footprint_ahead: o.node.footprint_ahead,
+        coherence: o.node.coherence,
         ..Default::default()
     };
     let sys = match o.node.backend {

@@ -21,7 +21,9 @@ use tessera_core::nodes::split_by_home;
 use tessera_core::protocol::{
     Access, Action, Message, PageRequest, RequestBatch, RequestId, Source,
 };
-use tessera_core::{DeviceId, Directory, GlobalPage, HomeMap, Protocol, ProtocolVariant};
+use tessera_core::{
+    Coherence, DeviceId, Directory, GlobalPage, HomeMap, Protocol, ProtocolVariant,
+};
 
 use crate::litmus::{LitmusReport, ThreadRun};
 use crate::transport::Transport;
@@ -47,6 +49,10 @@ pub struct NodeConfig {
     /// Run this litmus test instead of the rounds workload (then `pages`, `words`, `rounds`
     /// and `block_pages` are derived from it).
     pub litmus: Option<Arc<LitmusJob>>,
+    /// What a read of a modified page does: owned pages (the runtime's default), or the
+    /// paper's write-home rule. Either way each round ends with every copy evicted, so the
+    /// last owner of each page writes it home before the field is checked.
+    pub coherence: Coherence,
 }
 
 /// A litmus test and how many times to run it.
@@ -71,6 +77,7 @@ impl Default for NodeConfig {
             lost_after: Duration::from_secs(10),
             stop_after_round: None,
             litmus: None,
+            coherence: Coherence::Owned,
         }
     }
 }
@@ -233,7 +240,8 @@ pub fn run_node<T: Transport>(t: &T, cfg: &NodeConfig) -> Result<NodeReport, Nod
         devices,
         ProtocolVariant::Correct,
     )
-    .map_err(|e| NodeError::Config(e.to_string()))?;
+    .map_err(|e| NodeError::Config(e.to_string()))?
+    .with_coherence(cfg.coherence);
     let home_data = (0..cfg.pages)
         .filter(|&p| homes.home(GlobalPage(p)).0 as usize == rank)
         .map(|p| (p, initial_page(cfg, p)))

@@ -31,15 +31,28 @@ fn config(devices_per_node: usize) -> NodeConfig {
         lost_after: Duration::from_secs(20),
         stop_after_round: None,
         litmus: None,
+        coherence: tessera_core::Coherence::Owned,
     }
 }
 
 #[test]
 fn every_node_count_gives_the_reference_result() {
     // The same four devices as 1 × 4, 2 × 2 and 4 × 1: the same pages, the same checksum.
+    // Under owned pages (the default) and the paper's write-home rule alike.
     let mut checksums = Vec::new();
-    for (nodes, k) in [(1, 4), (2, 2), (4, 1), (3, 2)] {
-        let reports = cluster(nodes, &config(k));
+    let rules = [
+        tessera_core::Coherence::Owned,
+        tessera_core::Coherence::WriteHome,
+    ];
+    for (coherence, (nodes, k)) in rules
+        .into_iter()
+        .flat_map(|c| [(1, 4), (2, 2), (4, 1), (3, 2)].map(|p| (c, p)))
+    {
+        let cfg = NodeConfig {
+            coherence,
+            ..config(k)
+        };
+        let reports = cluster(nodes, &cfg);
         let r0 = reports[0].as_ref().expect("rank 0 finished");
         for r in &reports {
             assert!(r.is_ok(), "{nodes} × {k}: {r:?}");
