@@ -74,6 +74,7 @@ fn main() -> ExitCode {
         lost_after: Duration::from_secs_f64(args.lost_after),
         stop_after_round: (args.kill_rank == Some(rank)).then_some(args.kill_after_round),
         litmus: None,
+        ..NodeConfig::default()
     };
     if !args.litmus.is_empty() {
         return litmus(&mpi, &mut cfg, &args);
