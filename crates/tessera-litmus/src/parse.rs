@@ -532,6 +532,18 @@ impl ThreadBuilder {
         }
         w
     }
+    /// One reader in (`BinOp::Add`) or out (`BinOp::Sub`) of `domain`'s down/up count.
+    fn step_updown(&mut self, domain: usize, vars: &mut Vars, op: BinOp) {
+        let w = self.updown_counter(domain, vars);
+        self.rmw(
+            Addr::Var(w),
+            Rmw::Fetch {
+                op,
+                operand: Expr::Const(1),
+                ret: RmwRet::New,
+            },
+        );
+    }
     /// Emits a branch to be aimed later with [`ThreadBuilder::aim`].
     fn branch(&mut self, cond: Expr) -> usize {
         self.ops.push(Op::Branch {
@@ -1641,15 +1653,7 @@ impl<'a> Parser<'a> {
                 // The index srcu_down_read returned: one count per domain needs none, but its
                 // loads, if any, still happen.
                 self.expr(b, vars)?;
-                let w = b.updown_counter(d, vars);
-                b.rmw(
-                    Addr::Var(w),
-                    Rmw::Fetch {
-                        op: BinOp::Sub,
-                        operand: Expr::Const(1),
-                        ret: RmwRet::New,
-                    },
-                );
+                b.step_updown(d, vars, BinOp::Sub);
             }
             "synchronize_rcu" | "synchronize_srcu" => {
                 let domain = if n == "synchronize_srcu" {
@@ -1834,15 +1838,7 @@ impl<'a> Parser<'a> {
             "srcu_down_read" => {
                 // The index is 0, as herd7's srcu_down_read (a load of the initial 0) gives.
                 let d = self.srcu_domain(b, vars)?;
-                let w = b.updown_counter(d, vars);
-                b.rmw(
-                    Addr::Var(w),
-                    Rmw::Fetch {
-                        op: BinOp::Add,
-                        operand: Expr::Const(1),
-                        ret: RmwRet::New,
-                    },
-                );
+                b.step_updown(d, vars, BinOp::Add);
                 Expr::Const(0)
             }
             _ => match atomic_op(&n) {
