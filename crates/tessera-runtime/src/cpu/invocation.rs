@@ -647,30 +647,53 @@ impl Invocation<'_> {
         let (memories, temp, bits) = (self.memories, &mut self.temp, self.bits);
         let slot_words = b.slot_words as usize;
         each_page(self.table, &b, r, |p| {
+            // The slot is looked up once per page, and a row whose texels were all stored
+            // (every row, for kernels that write their own texel) is copied without looking
+            // at the mask texel by texel: this loop is most of the tile path's cost.
+            let slot = match (mode, p.desc.slot_addr()) {
+                (Mode::Direct, Some(at)) => {
+                    let base = at.slot as usize * slot_words;
+                    Some(&memories[at.memory as usize][base..base + slot_words])
+                }
+                _ => None,
+            };
+            let n = p.part.w() as usize;
             let mut any = false;
             for y in p.part.y0..p.part.y1 {
-                let row = (y - r.y0) as usize * w;
-                let word0 = ((y & mask) << b.shift) as usize;
-                for x in p.part.x0..p.part.x1 {
-                    let i = row + (x - r.x0) as usize;
-                    if written[i] == 0 {
-                        continue;
+                let i0 = (y - r.y0) as usize * w + (p.part.x0 - r.x0) as usize;
+                let word0 = (((y & mask) << b.shift) | (p.part.x0 & mask)) as usize;
+                let (values, marks) = (&data[i0..i0 + n], &written[i0..i0 + n]);
+                match slot {
+                    Some(memory) => {
+                        let row = &memory[word0..word0 + n];
+                        if marks.iter().all(|&m| m != 0) {
+                            for (d, &v) in row.iter().zip(values) {
+                                d.store(v, Ordering::Relaxed);
+                            }
+                        } else {
+                            for ((d, &v), &m) in row.iter().zip(values).zip(marks) {
+                                if m != 0 {
+                                    d.store(v, Ordering::Relaxed);
+                                }
+                            }
+                        }
                     }
-                    let word = word0 | (x & mask) as usize;
-                    if mode == Mode::Temp {
-                        temp.push(TempStore {
-                            page: p.page,
-                            word: word as u32,
-                            value: data[i],
-                        });
-                    } else if let Some(at) = p.desc.slot_addr() {
-                        memories[at.memory as usize][at.slot as usize * slot_words + word]
-                            .store(data[i], Ordering::Relaxed);
+                    None if mode == Mode::Temp => {
+                        for (k, (&v, &m)) in values.iter().zip(marks).enumerate() {
+                            if m != 0 {
+                                temp.push(TempStore {
+                                    page: p.page,
+                                    word: (word0 + k) as u32,
+                                    value: v,
+                                });
+                                any = true;
+                            }
+                        }
                     }
-                    any = true;
+                    None => {}
                 }
             }
-            if any && mode == Mode::Temp && !p.desc.is_writable() {
+            if any && !p.desc.is_writable() {
                 bits.record(p.page, Access::Write);
             }
             true

@@ -75,9 +75,12 @@ impl CpuDevice {
     }
 }
 
-/// Invocations per rayon task for a rectangle: a tile of this many columns and rows.
+/// Invocations per rayon task for a rectangle: a tile of this many columns and rows. Square
+/// tiles of the default page's side copy the fewest halo texels per texel on the tile path
+/// (a 64×16 tile copied 16% more than it computed, a 64×64 one 6%), and a 1024² pass still
+/// splits into 256 tasks.
 const TILE_W: u32 = 64;
-const TILE_H: u32 = 16;
+const TILE_H: u32 = 64;
 const LIST_PER_TASK: usize = 1024;
 
 struct TaskResult {
