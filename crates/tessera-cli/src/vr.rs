@@ -23,7 +23,7 @@ use tessera_workloads::vr::{by_name, LinkModel, StereoOptions, StereoRenderer, N
 use crate::plot::{line_chart, LineChart, Series};
 use crate::report::write_png;
 use crate::run::progress;
-use crate::{parse_procedure, parse_threads, topology_args};
+use crate::{parse_procedure, parse_threads, topology_args, BackendKind};
 
 /// The most GPMs: the `mcm-8` preset's.
 const MAX_GPMS: usize = 8;
@@ -65,6 +65,9 @@ pub struct SceneOpts {
     /// CPU threads per software device (0: one per core).
     #[arg(long, default_value_t = 0, value_parser = parse_threads)]
     threads: usize,
+    /// Device backend: each GPM is a tessera device of it.
+    #[arg(long, value_enum, default_value = "cpu")]
+    backend: BackendKind,
 }
 
 #[derive(Args, Clone)]
@@ -74,8 +77,8 @@ pub struct VrOpts {
     /// The distribution scheme: baseline, afr, sfr-v, sfr-h, object, oo-app or oo-vr.
     #[arg(long, default_value = "oo-vr")]
     scheme: String,
-    /// GPU modules, 1 to 8 (the mcm-4 preset up to 4, mcm-8 above).
-    #[arg(long, default_value_t = 4)]
+    /// Devices, here GPU modules: 1 to 8 (the mcm-4 preset up to 4, mcm-8 above).
+    #[arg(long = "devices", visible_alias = "gpms", default_value_t = 4)]
     gpms: usize,
     /// Bandwidth of each inter-GPM link, one direction, GB/s (OO-VR: 64).
     #[arg(long, default_value_t = 64.0)]
@@ -153,7 +156,7 @@ struct VrRun {
 
 fn check_gpms(gpms: usize) -> Result<()> {
     if gpms == 0 || gpms > MAX_GPMS {
-        bail!("--gpms must be between 1 and {MAX_GPMS} (got {gpms})");
+        bail!("--devices must be between 1 and {MAX_GPMS} (got {gpms})");
     }
     Ok(())
 }
@@ -168,11 +171,14 @@ fn execute(
 ) -> Result<VrRun> {
     check_gpms(gpms)?;
     let mut scheme = by_name(scheme)?;
-    let sys = tessera_runtime::System::cpu(&SystemConfig {
-        devices: gpms,
-        cpu_threads: o.threads,
-        ..Default::default()
-    })?;
+    let (sys, _) = crate::backend::system(
+        o.backend,
+        &SystemConfig {
+            devices: gpms,
+            cpu_threads: o.threads,
+            ..Default::default()
+        },
+    )?;
     let backend = sys.backend().to_string();
     let mut r = StereoRenderer::new(
         sys,
@@ -260,7 +266,7 @@ struct VrReport<'a> {
     scene: &'a str,
     backend: &'a str,
     scheme: &'a str,
-    gpms: usize,
+    devices: usize,
     width: u32,
     height: u32,
     page_size: u32,
@@ -292,7 +298,7 @@ pub fn run(o: &VrOpts) -> Result<()> {
         scene: &name,
         backend: &run.backend,
         scheme: &o.scheme,
-        gpms: o.gpms,
+        devices: o.gpms,
         width: o.scene.width,
         height: o.scene.height,
         page_size: o.scene.page,
@@ -334,8 +340,8 @@ pub fn run(o: &VrOpts) -> Result<()> {
     println!(
         "wall time {:.2} s; report {}, image {}",
         run.wall,
-        json.display(),
-        png.display()
+        crate::output::shown(&json).display(),
+        crate::output::shown(&png).display()
     );
     Ok(())
 }

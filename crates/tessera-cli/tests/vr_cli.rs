@@ -31,7 +31,7 @@ fn run_vr_writes_a_report_and_a_stereo_png() {
         "24",
         "--page",
         "8",
-        "--gpms",
+        "--devices",
         "2",
         "--scheme",
         "oo-vr",
@@ -48,7 +48,7 @@ fn run_vr_writes_a_report_and_a_stereo_png() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["scheme"], "oo-vr");
-    assert_eq!(report["gpms"], 2);
+    assert_eq!(report["devices"], 2);
     assert_eq!(report["measured"].as_array().unwrap().len(), 2);
     assert_eq!(report["modeled"].as_array().unwrap().len(), 2);
     let png = image::open(out.join("stereo.png")).unwrap();
@@ -78,11 +78,11 @@ fn bad_input_is_a_clear_error() {
         ),
         (
             vec!["--generated", "1", "--gpms", "0"],
-            "--gpms must be between 1 and 8",
+            "--devices must be between 1 and 8",
         ),
         (
-            vec!["--generated", "1", "--gpms", "9"],
-            "--gpms must be between 1 and 8",
+            vec!["--generated", "1", "--devices", "9"],
+            "--devices must be between 1 and 8",
         ),
         (vec!["--generated", "1", "--link-gbps", "0"], "--link-gbps"),
         (vec!["--generated", "1", "--frames", "0"], "--frames"),

@@ -305,3 +305,68 @@ fn devices_and_runs_print_no_mesa_noise_and_say_when_kernels_compile_slowly() {
     assert!(!err.contains("XDG_RUNTIME_DIR"), "{err}");
     assert_eq!(err.contains("compiling kernels for"), cpu, "{err}");
 }
+
+/// `run vr --backend wgpu` draws the stereo frame the CPU backend draws, within the raster's
+/// cross-backend tolerance (tessera-wgpu's `quake_wgpu.rs`: a driver may fuse the depth and
+/// texture-coordinate sums into FMAs, so at most 0.5% of pixels may differ).
+#[test]
+fn vr_on_wgpu_draws_the_cpu_frame() {
+    if !adapter_or_skip() {
+        return;
+    }
+    let mut images = Vec::new();
+    for backend in ["cpu", "wgpu"] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let o = tessera(&[
+            "run",
+            "vr",
+            "--generated",
+            "2",
+            "--frames",
+            "2",
+            "--warmup",
+            "0",
+            "--width",
+            "48",
+            "--height",
+            "32",
+            "--page",
+            "8",
+            "--devices",
+            "2",
+            "--backend",
+            backend,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let r = report(&out);
+        assert!(
+            r["backend"].as_str().unwrap().starts_with(backend),
+            "{}",
+            r["backend"]
+        );
+        assert_eq!(r["devices"], 2);
+        let png = image::open(out.join("stereo.png")).unwrap().to_rgba8();
+        images.push(png.into_raw());
+    }
+    let px = images[0].len() / 4;
+    let differ = images[0]
+        .chunks_exact(4)
+        .zip(images[1].chunks_exact(4))
+        .filter(|(a, b)| a != b)
+        .count();
+    let lit = images[0]
+        .chunks_exact(4)
+        .filter(|p| p[..3] != images[0][..3])
+        .count();
+    assert!(
+        lit > px / 10,
+        "the frame shows the scene: {lit} of {px} pixels differ from the first"
+    );
+    assert!(
+        differ as f64 <= 0.005 * px as f64,
+        "{differ} of {px} pixels differ between the backends"
+    );
+}
