@@ -1,4 +1,5 @@
-//! Several nodes, each the home of part of the address space (journal paper 000, 5.4.2–5.4.3).
+//! Several nodes, each the home of part of the address space (*Distributed Texture Memory in a
+//! Multi-GPU Environment*, 5.4.2–5.4.3).
 //!
 //! Every node runs its own [`crate::Protocol`] and answers only for the pages [`HomeMap`] gives
 //! it. A device's request batch is split by home ([`split_by_home`]) and the parts are
