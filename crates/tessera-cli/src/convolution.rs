@@ -67,7 +67,7 @@ pub struct ConvolutionOpts {
     #[arg(long, default_value_t = 1)]
     warmup: u32,
     /// Texture page side P: a power of two.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = crate::parse_page)]
     page: u32,
     /// How passes get their pages; default two-pass for migrate, relaunch for explicit and
     /// remote (docs/EVALUATION.md says why).
@@ -128,7 +128,7 @@ pub struct ConvolutionSweepOpts {
     steps: u32,
     #[arg(long, default_value_t = 1)]
     warmup: u32,
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = crate::parse_page)]
     page: u32,
     /// How passes get their pages; default two-pass for migrate, relaunch otherwise.
     #[arg(long, value_parser = parse_procedure())]

@@ -35,7 +35,10 @@ use tessera_runtime::{Partition, Policy, Prefetch, Procedure, Thrashing};
 #[command(
     name = "tessera",
     version,
-    about = "One shared, demand-paged texture memory across devices"
+    about = "One shared, demand-paged texture memory across devices",
+    after_help = "Exit status: 0 when the command succeeded; 1 when the run failed; 2 for a usage \
+                  error (an unknown option, a bad option value); 130 when interrupted. A command \
+                  that did not succeed writes nothing into --out."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -212,13 +215,15 @@ pub struct NodeOpts {
     topology: String,
     /// Keep the objects' home copies in a memory-mapped file at PATH instead of host memory,
     /// so they may exceed RAM. PATH must not exist: tessera creates it fresh, never overwrites
-    /// an existing file (the run is refused), and removes it when the run ends.
+    /// an existing file (the run is refused), and removes it when the run ends. The isolated
+    /// model's second node keeps its own in `PATH.isolated`, under the same rules.
     #[arg(long, value_name = "PATH")]
     home_file: Option<PathBuf>,
-    /// How the modeled time is made. `isolated`: after the measured frames (devices together,
-    /// for the measured wall time) as many frames again run one device at a time, each with
-    /// the whole machine; the model takes the slowest device's work alone, the links and the
-    /// memory manager's time, and the counters and stage times come from those frames.
+    /// How the modeled time is made. `isolated`: a second node runs the measured frames beside
+    /// the first (whose devices run together, for the measured wall time and the field) with
+    /// its devices one at a time, each with the whole machine; the model takes the slowest
+    /// device's work alone, the links and the memory manager's time, and the counters and
+    /// stage times come from its frames. Neither model changes the field.
     /// `concurrent`: the older model, from the work measured while all devices shared the
     /// machine, which makes more devices look slower on a machine with few cores.
     #[arg(long, value_enum, default_value = "isolated")]
@@ -237,16 +242,16 @@ pub enum ModelKind {
 #[derive(Args, Clone)]
 pub struct RunOpts {
     /// Number of devices.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = parse_device_count)]
     devices: usize,
     /// Field side in texels (the field is size × size).
-    #[arg(long, default_value_t = 512)]
+    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=MAX_SIZE as i64))]
     size: u32,
     /// Page side P in texels: a power of two from 1 to 512.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = crate::parse_page)]
     page: u32,
     /// Frames to simulate.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     frames: u32,
     /// How passes get their pages.
     #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
@@ -324,7 +329,7 @@ pub struct BenchOpts {
     #[arg(long, default_value_t = 1024)]
     size: u32,
     /// Page side P in texels.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = crate::parse_page)]
     page: u32,
     /// Frames per measurement.
     #[arg(long, default_value_t = 5)]
@@ -365,6 +370,27 @@ fn cores() -> usize {
 /// The most threads `--threads` accepts on this machine.
 pub fn max_threads() -> usize {
     cores().saturating_mul(THREADS_PER_CORE).max(THREADS_FLOOR)
+}
+
+/// `--page`: a page side tessera can page by, checked where the option is read so that a bad
+/// one is a usage error (exit 2) like any other bad option value.
+pub fn parse_page(s: &str) -> Result<u32, String> {
+    let p: u32 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a page side in texels"))?;
+    tessera_core::PageSize::new(p)
+        .map(|p| p.get())
+        .map_err(|e| e.to_string())
+}
+
+/// A device count of one node: 1 to `MAX_DEVICES`, read as `--page` is.
+pub fn parse_device_count(s: &str) -> Result<usize, String> {
+    let max = tessera_core::MAX_DEVICES;
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
+        _ => Err(format!("{s:?} is not a device count between 1 and {max}")),
+    }
 }
 
 pub fn parse_threads(s: &str) -> Result<usize, String> {

@@ -51,7 +51,15 @@ impl Modeled {
 
 /// What a run leaves behind for its report.
 pub struct Run {
+    /// The simulation the user sees: `frames` frames with the devices running together. Its
+    /// field gives the checksum, frame.png and the GIF.
     pub sim: PagedBoiling,
+    /// In the isolated model, a second node running the same frames from the same start with
+    /// the devices one at a time: the model, the counters and the stage times come from it.
+    /// Results do not depend on the schedule, so its field equals `sim`'s frame by frame;
+    /// running it beside `sim` rather than after it keeps `--frames N` at N frames of the
+    /// field. `None` in the concurrent model, where `sim` serves both.
+    pub isolated: Option<PagedBoiling>,
     /// The wgpu adapter the devices ran on; none on the CPU backend.
     pub adapter_name: Option<String>,
     pub textures: Vec<TextureInfo>,
@@ -65,10 +73,10 @@ pub struct Run {
     /// Measured wall time of the modeled frames when they ran one device at a time (isolated
     /// model only): the sum of the devices' turns, not a multi-device time.
     pub wall_isolated: Option<f64>,
-    /// Frames simulated in all: warm-up, the concurrent frames and, in the isolated model,
-    /// as many again one device at a time.
+    /// Frames of the field: warm-up and measured (the isolated model's node runs as many
+    /// beside them).
     pub simulated_frames: u32,
-    /// Traffic counters when the modeled frames began.
+    /// Traffic counters of [`Run::modeled_sim`] when the modeled frames began.
     pub baseline: Vec<DeviceTraffic>,
     /// Per device, the host's work in the modeled frames alone (`after_frame`'s reads of
     /// the field left out).
@@ -76,12 +84,19 @@ pub struct Run {
     pub modeled: Modeled,
 }
 
+impl Run {
+    /// The node whose frames were modeled: where traffic, directory and counters are read.
+    pub fn modeled_sim(&self) -> &PagedBoiling {
+        self.isolated.as_ref().unwrap_or(&self.sim)
+    }
+}
+
 /// Builds a node and the simulation for `o`, runs `o.warmup` frames and then `o.frames`
 /// measured ones with the devices together, calling `after_frame` with the simulation and the
 /// number of frames run so far (warm-up included) after every frame. In the isolated model
-/// (`--model isolated`) `o.frames` more follow with the devices one at a time; those are the
-/// frames the model, the counters and the stage times come from, and the first ones give only
-/// the measured wall time.
+/// (`--model isolated`) a second node runs the same frames beside them with the devices one
+/// at a time; those are the frames the model, the counters and the stage times come from,
+/// and the first node's give only the measured wall time.
 ///
 /// `after_frame`'s time is left out of the measured wall time: it is the caller's progress bar
 /// and animation sampling, not the memory's work.
@@ -91,26 +106,43 @@ pub fn run_boiling(
     mut after_frame: impl FnMut(&PagedBoiling, u32) -> Result<()>,
 ) -> Result<Run> {
     topo.check_devices(o.devices)?;
-    let (sys, adapter_name) = crate::backend::system(
-        o.node.backend,
-        &SystemConfig {
-            devices: o.devices,
-            cpu_threads: o.node.threads,
-            budget_bytes: crate::budget_bytes(o.node.budget_mib),
-            policy: o.node.policy,
-            thrashing: o.node.thrashing,
-            prefetch: o.node.prefetch,
-            staging: o.node.staging,
-            footprint_ahead: o.node.footprint_ahead,
-            home_file: o.node.home_file.clone(),
-            deferred: o.node.deferred,
-            coherence: o.node.coherence,
-            ..Default::default()
-        },
-    )?;
     // Validate the partition before creating textures so the error names the real problem.
     o.partition.regions(o.size, o.size, o.devices as u32)?;
-    let sim = PagedBoiling::new(sys, o.size, o.size, o.page, BoilingParams::default())?;
+    let isolated = o.node.model == ModelKind::Isolated;
+    let build = |home_file: Option<std::path::PathBuf>| -> Result<(PagedBoiling, Option<String>)> {
+        let (sys, adapter_name) = crate::backend::system(
+            o.node.backend,
+            &SystemConfig {
+                devices: o.devices,
+                cpu_threads: o.node.threads,
+                budget_bytes: crate::budget_bytes(o.node.budget_mib),
+                policy: o.node.policy,
+                thrashing: o.node.thrashing,
+                prefetch: o.node.prefetch,
+                staging: o.node.staging,
+                footprint_ahead: o.node.footprint_ahead,
+                home_file,
+                deferred: o.node.deferred,
+                coherence: o.node.coherence,
+                ..Default::default()
+            },
+        )?;
+        let sim = PagedBoiling::new(sys, o.size, o.size, o.page, BoilingParams::default())?;
+        Ok((sim, adapter_name))
+    };
+    let (sim, adapter_name) = build(o.node.home_file.clone())?;
+    // The isolated node's home copies go beside the user's home file, never into it.
+    let copy = if isolated {
+        let home = o.node.home_file.as_ref().map(|p| {
+            let mut name = p.as_os_str().to_owned();
+            name.push(".isolated");
+            std::path::PathBuf::from(name)
+        });
+        Some(build(home)?.0)
+    } else {
+        None
+    };
+    let modeled_sim = copy.as_ref().unwrap_or(&sim);
     let textures = textures(&sim, o.page)?;
     let fresh = || Modeled {
         link_seconds: vec![0.0; topo.links().len()],
@@ -121,18 +153,21 @@ pub fn run_boiling(
     let together = Schedule::Concurrent;
     for n in 1..=o.warmup {
         frame(&sim, o, topo, &mut fresh(), together)?;
+        if let Some(c) = &copy {
+            frame(c, o, topo, &mut fresh(), Schedule::Isolated)?;
+        }
         after_frame(&sim, n)?;
     }
     let mut modeled = fresh();
-    let mut baseline = sim.sys.mm.traffic()?;
+    let baseline = modeled_sim.sys.mm.traffic()?;
     let mut per_device = vec![PassStats::default(); o.devices];
     let mut wall = 0.0;
-    // In the isolated model these frames give the measured wall time only; their model (the
-    // concurrent one) is thrown away.
+    let mut wall_isolated = copy.as_ref().map(|_| 0.0);
+    // In the isolated model the concurrent frames give the measured wall time and the
+    // devices' work together only; their model (the concurrent one) is thrown away.
     let mut concurrent = fresh();
-    let isolated = o.node.model == ModelKind::Isolated;
     let mut host = vec![HostCounters::default(); o.devices];
-    let count_host = |host: &mut Vec<HostCounters>, before: &[HostCounters]| {
+    let count_host = |host: &mut Vec<HostCounters>, sim: &PagedBoiling, before: &[HostCounters]| {
         for ((h, a), b) in host.iter_mut().zip(sim.sys.host_counters()).zip(before) {
             h.add(&a.since(b));
         }
@@ -152,8 +187,17 @@ pub fn run_boiling(
             together,
         )?;
         wall += t.elapsed().as_secs_f64();
-        if !isolated {
-            count_host(&mut host, &host_before);
+        if let (Some(c), Some(w)) = (&copy, wall_isolated.as_mut()) {
+            let host_before = c.sys.host_counters();
+            let t = Instant::now();
+            let stats = frame(c, o, topo, &mut modeled, Schedule::Isolated)?;
+            *w += t.elapsed().as_secs_f64();
+            count_host(&mut host, c, &host_before);
+            for (a, s) in per_device.iter_mut().zip(&stats) {
+                a.add(s);
+            }
+        } else {
+            count_host(&mut host, &sim, &host_before);
             for (a, s) in per_device.iter_mut().zip(&stats) {
                 a.add(s);
             }
@@ -165,46 +209,26 @@ pub fn run_boiling(
     } else {
         modeled.work_per_device.clone()
     };
-    let mut wall_isolated = None;
-    if isolated {
-        baseline = sim.sys.mm.traffic()?;
-        let mut w = 0.0;
-        for n in 1..=o.frames {
-            let host_before = sim.sys.host_counters();
-            let t = Instant::now();
-            let stats = frame(&sim, o, topo, &mut modeled, Schedule::Isolated)?;
-            w += t.elapsed().as_secs_f64();
-            count_host(&mut host, &host_before);
-            for (a, s) in per_device.iter_mut().zip(&stats) {
-                a.add(s);
-            }
-            after_frame(&sim, o.warmup + o.frames + n)?;
-        }
-        wall_isolated = Some(w);
-    }
     Ok(Run {
         sim,
+        isolated: copy,
         adapter_name,
         textures,
         per_device,
         wall,
         concurrent_work_per_device,
         wall_isolated,
-        simulated_frames: o.warmup + o.frames * if isolated { 2 } else { 1 },
+        simulated_frames: simulated_frames(o),
         baseline,
         host,
         modeled,
     })
 }
 
-/// Frames `run_boiling` simulates for `o`: what its `after_frame` counts up to.
+/// Frames of the field `run_boiling` simulates for `o`: what its `after_frame` counts up to.
+/// The model never changes it.
 pub fn simulated_frames(o: &RunOpts) -> u32 {
-    o.warmup
-        + o.frames
-            * match o.node.model {
-                ModelKind::Isolated => 2,
-                ModelKind::Concurrent => 1,
-            }
+    o.warmup + o.frames
 }
 
 /// One frame, pass by pass: the same passes in the same order as `PagedBoiling::frame`, with

@@ -54,10 +54,10 @@ pub struct OversubOpts {
     #[arg(long, default_value_t = 256)]
     pub(crate) size: u32,
     /// Page side P in texels.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = crate::parse_page)]
     pub(crate) page: u32,
     /// Frames per measurement.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) frames: u32,
     /// Measurements of each configuration, interleaved; the median is reported.
     #[arg(long, default_value_t = 3)]
@@ -65,7 +65,7 @@ pub struct OversubOpts {
     #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
     pub(crate) procedure: Procedure,
     /// Devices; each gets the ratio of its share (1/devices) of the working set.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::parse_device_count)]
     pub(crate) devices: usize,
     /// Thrashing response for every oversubscribed configuration.
     #[arg(long, default_value = "pin", value_parser = parse_thrashing())]

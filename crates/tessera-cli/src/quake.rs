@@ -68,7 +68,7 @@ pub struct QuakeOpts {
     #[arg(long, default_value = "left-right", value_parser = parse_split)]
     split: Split,
     /// Page side P in texels (atlas, framebuffer): a power of two from 1 to 512.
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = crate::parse_page)]
     page: u32,
     /// Screen width in pixels (at most 2048).
     #[arg(long, default_value_t = 640)]

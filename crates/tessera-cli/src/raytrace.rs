@@ -44,7 +44,7 @@ pub struct RaytraceOpts {
     #[arg(long, default_value_t = 240)]
     height: u32,
     /// Page side of the textures (atlas, image); buffer pages hold as many bytes (P² × 4).
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = crate::parse_page)]
     page: u32,
     /// Ambient-occlusion rays per pixel.
     #[arg(long, default_value_t = 4)]

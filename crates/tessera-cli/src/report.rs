@@ -238,8 +238,8 @@ pub struct Report {
     pub frames: u32,
     /// Frames run before the measured ones; nothing in this report counts them.
     pub warmup_frames: u32,
-    /// Frames simulated in all: the warm-up, `frames` with the devices together and, in the
-    /// isolated model, `frames` more one device at a time. The field checksum is after all.
+    /// Frames of the field: the warm-up and `frames`, in either model (the isolated model's
+    /// second node runs the same frames beside them). The field checksum is after all.
     pub simulated_frames: u32,
     pub time_kind: &'static str,
     /// Measured wall time of `frames` frames with the devices running together.
@@ -355,7 +355,7 @@ impl Report {
         topo: &Topology,
         field_checksum: String,
     ) -> Result<Self> {
-        let sys = &run.sim.sys;
+        let sys = &run.modeled_sim().sys;
         let (wall, passes) = (run.wall, &run.per_device);
         let traffic: Vec<_> = sys
             .mm

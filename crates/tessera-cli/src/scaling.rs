@@ -28,7 +28,7 @@ pub struct ScalingOpts {
     #[arg(long, default_value_t = 1024)]
     size: u32,
     /// Page side P in texels.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = crate::parse_page)]
     page: u32,
     /// Device counts, from 1 to 64: a list such as 1,2,4,8 (`...` keeps doubling). The first
     /// is the base of the speed-up.
@@ -77,7 +77,7 @@ struct Point {
 fn point(run: &Run, o: &RunOpts) -> Result<Point> {
     let f = o.frames as f64;
     let m = &run.modeled;
-    let traffic = run.sim.sys.mm.traffic()?;
+    let traffic = run.modeled_sim().sys.mm.traffic()?;
     let (mut requests, mut bytes) = (0u64, 0u64);
     for (a, b) in traffic.iter().zip(&run.baseline) {
         let t = a.since(b);

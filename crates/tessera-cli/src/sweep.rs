@@ -86,7 +86,7 @@ pub struct DeviceSweepOpts {
     #[arg(long, default_value = "1,2,4,8", value_parser = parse_devices)]
     devices: List,
     /// Page side P in texels.
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = crate::parse_page)]
     page: u32,
 }
 

@@ -40,7 +40,7 @@ pub struct SceneOpts {
     #[arg(long, value_name = "DIR", default_value = tessera_scene::DEFAULT_PAK_DIR)]
     pak_dir: PathBuf,
     /// Stereo frames measured along the camera path.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     frames: u32,
     /// Frames rendered first and counted nowhere: on the first, every texture page is
     /// touched for the first time (and so homed where it is used), and OO-VR's predictor is
@@ -54,7 +54,7 @@ pub struct SceneOpts {
     #[arg(long, default_value_t = 240)]
     height: u32,
     /// Page side P in texels (atlas and framebuffers).
-    #[arg(long, default_value_t = 32)]
+    #[arg(long, default_value_t = 32, value_parser = crate::parse_page)]
     page: u32,
     /// How each pass gets its pages. Two-pass by default: a request pass, the pages, then
     /// the compute pass, so a piece's device work does not grow with fault-and-relaunch

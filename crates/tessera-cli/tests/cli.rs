@@ -53,11 +53,11 @@ fn run_boiling_writes_report_and_png_matching_the_reference() {
     }
     assert_eq!(report["devices"], 3);
     assert_eq!(report["procedure"], "two-pass");
-    // The isolated model (the default) runs the 4 measured frames a second time, one device
-    // at a time; the field is after every frame simulated.
-    assert_eq!(report["simulated_frames"], 8);
+    // The isolated model (the default) times the devices alone on a second node: the field
+    // is after the 4 frames asked for, no more.
+    assert_eq!(report["simulated_frames"], 4);
     let mut r = ReferenceBoiling::new(48, 48, BoilingParams::default());
-    r.run(8);
+    r.run(4);
     assert_eq!(
         report["field_checksum"],
         checksum_hex(field_checksum(&r.field))
@@ -696,4 +696,96 @@ fn help_lists_possible_values_and_every_topology_preset() {
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("rows, cols, tiles"), "{err}");
+}
+
+/// `--frames N` is N frames of the field whichever model times them: the isolated model's
+/// devices-alone timing runs on a second node and leaves the field, frame.png and the
+/// checksum those of N frames, the reference's.
+#[test]
+fn frames_n_is_n_frames_in_either_model() {
+    let mut seen = Vec::new();
+    for model in ["isolated", "concurrent"] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let o = tessera(&[
+            "run",
+            "boiling",
+            "--devices",
+            "2",
+            "--size",
+            "64",
+            "--page",
+            "16",
+            "--frames",
+            "7",
+            "--gif-every",
+            "0",
+            "--model",
+            model,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+        assert_eq!(report["simulated_frames"], 7, "{model}");
+        assert_eq!(report["modeled"]["model"], model);
+        seen.push((
+            report["field_checksum"].clone(),
+            std::fs::read(out.join("frame.png")).unwrap(),
+        ));
+    }
+    let mut r = ReferenceBoiling::new(64, 64, BoilingParams::default());
+    r.run(7);
+    assert_eq!(seen[0].0, checksum_hex(field_checksum(&r.field)));
+    assert_eq!(
+        seen[0], seen[1],
+        "the model changed the field or the picture"
+    );
+}
+
+/// A page side that does not divide the field is supported: the edge pages are partial (the
+/// paper's address formulas round the page counts up), and the field is the reference's.
+#[test]
+fn a_page_that_does_not_divide_the_field_gives_partial_edge_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = tessera(&[
+        "run",
+        "boiling",
+        "--devices",
+        "2",
+        "--size",
+        "100",
+        "--page",
+        "32",
+        "--frames",
+        "3",
+        "--gif-every",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let mut r = ReferenceBoiling::new(100, 100, BoilingParams::default());
+    r.run(3);
+    assert_eq!(
+        report["field_checksum"],
+        checksum_hex(field_checksum(&r.field))
+    );
+}
+
+#[test]
+fn help_names_the_exit_status_of_each_class() {
+    let o = tessera(&["--help"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    for says in [
+        "1 when the run failed",
+        "2 for a usage",
+        "130 when interrupted",
+    ] {
+        assert!(text.contains(says), "{says:?} not in {text}");
+    }
 }

@@ -45,15 +45,26 @@ fn a_failed_run_writes_nothing() {
         a.extend_from_slice(extra);
         a.into_iter().map(String::from).collect::<Vec<_>>()
     };
-    let cases: Vec<(Vec<String>, &str)> = vec![
-        (boiling(&["--page", "30"]), "not a power of two"),
+    // Exit 2: a bad option value, refused as clap refuses any (a usage error); exit 1: a run
+    // that failed. Either way nothing is written.
+    let cases: Vec<(Vec<String>, &str, i32)> = vec![
+        (boiling(&["--page", "30"]), "not a power of two", 2),
+        (boiling(&["--page", "1024"]), "larger than 512", 2),
+        (boiling(&["--frames", "0"]), "--frames", 2),
+        (
+            boiling(&["--devices", "0"]),
+            "device count between 1 and 64",
+            2,
+        ),
         (
             boiling(&["--page", "32", "--budget-mib", "0.001"]),
             "too small",
+            1,
         ),
         (
             boiling(&["--page", "32", "--home-file", home.to_str().unwrap()]),
             "already exists",
+            1,
         ),
         (
             [
@@ -69,12 +80,13 @@ fn a_failed_run_writes_nothing() {
             .map(String::from)
             .to_vec(),
             "not a readable pk3",
+            1,
         ),
     ];
-    for (args, message) in cases {
+    for (args, message, code) in cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let o = tessera(&args);
-        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {}", stderr(&o));
         assert!(
             stderr(&o).to_lowercase().contains(message),
             "{args:?}: {message:?} not in {}",

@@ -310,7 +310,7 @@ fn modeled_time_charges_each_page_move_to_its_link() {
     let r = json(&iso.path().join("report.json"));
     let m = &r["modeled"];
     assert_eq!(m["model"], "isolated");
-    assert_eq!(r["simulated_frames"], 5);
+    assert_eq!(r["simulated_frames"], 3);
     let f = |k: &str| m[k].as_f64().unwrap();
     let per = |k: &str| -> f64 {
         m[k].as_array()

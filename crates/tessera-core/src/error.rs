@@ -9,7 +9,7 @@ pub enum CoreError {
     ZeroSized { width: u64, height: u64 },
     #[error("object of {texels} texels is larger than the limit of {limit} texels")]
     Oversized { texels: u64, limit: u64 },
-    #[error("page size {0} is not a power of two between 1 and 512")]
+    #[error("page size {0} {why}", why = page_size_problem(*.0))]
     BadPageSize(u32),
     #[error("buffer page size {0} bytes is not a power of two between 4 and 1048576")]
     BadBufferPageSize(u64),
@@ -85,3 +85,12 @@ pub enum CoreError {
 }
 
 pub type Result<T, E = CoreError> = std::result::Result<T, E>;
+
+/// What is wrong with a page side that `PageSize::new` refuses.
+fn page_size_problem(p: u32) -> &'static str {
+    if p > crate::PageSize::MAX {
+        "is larger than 512, the largest page side"
+    } else {
+        "is not a power of two from 1 to 512 (1, 2, 4, … 512)"
+    }
+}
