@@ -622,6 +622,17 @@ impl System {
             .collect())
     }
 
+    /// The latest bytes of any object: what the last writer stored, wherever it lives.
+    pub fn read(&self, object: &ObjectEntry) -> Result<Vec<u8>> {
+        self.mm.read(object.id)
+    }
+
+    /// Each device's page traffic so far: requests, batches, and pages moved from home, from
+    /// other devices and back home.
+    pub fn traffic(&self) -> Result<Vec<crate::stats::DeviceTraffic>> {
+        self.mm.traffic()
+    }
+
     /// Runs `kernel` once at every (x, y) of `width × height`, the domain split into bands of
     /// rows, one per device, with `objects` bound (every object it touches), and waits for all
     /// devices. Misses fault and relaunch (the patent's procedure), so a kernel whose loads

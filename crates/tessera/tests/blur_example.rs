@@ -1,4 +1,4 @@
-//! The README's first stop for a library user, examples/blur, run on both backends so that it
+//! The library's first stop for a user, examples/blur, run on both backends so that it
 //! cannot rot: `run` fails unless every texel matches the example's own plain loop.
 
 #[allow(dead_code)] // `main` is the example's, not the test's.
@@ -33,7 +33,7 @@ fn blur_on_cpu_matches_the_plain_loop() {
 
 #[test]
 fn blur_on_wgpu_matches_the_plain_loop() {
-    if tessera_wgpu::adapters().is_empty() {
+    if tessera::wgpu::adapters().is_empty() {
         assert!(
             std::env::var("TESSERA_REQUIRE_VULKAN").as_deref() != Ok("1"),
             "TESSERA_REQUIRE_VULKAN=1 but wgpu finds no adapter"

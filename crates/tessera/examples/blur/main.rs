@@ -9,8 +9,9 @@
 //! ```
 
 use anyhow::{bail, Context};
-use tessera_core::ObjectId;
-use tessera_runtime::{DeviceTraffic, Fault, Invocation, Kernel, System, SystemConfig, WgslKernel};
+use tessera::{
+    DeviceTraffic, Fault, Invocation, Kernel, ObjectId, System, SystemConfig, WgslKernel,
+};
 
 /// One texel of the blur: the mean of the 3×3 texels of `src` around (x, y), clamped to the
 /// edge, into `dst`. A load of a page this device does not hold yet is `Err(Fault::Miss)`;
@@ -82,7 +83,7 @@ pub fn run(o: &Options) -> anyhow::Result<Vec<DeviceTraffic>> {
         ..Default::default()
     };
     let sys = if o.wgpu {
-        tessera_wgpu::system(&cfg, &tessera_wgpu::AdapterChoice::Default)?
+        tessera::wgpu::system(&cfg, &tessera::wgpu::AdapterChoice::Default)?
     } else {
         System::cpu(&cfg)?
     };
@@ -125,7 +126,7 @@ pub fn run(o: &Options) -> anyhow::Result<Vec<DeviceTraffic>> {
         sys.backend(),
         want.len()
     );
-    let traffic = sys.mm.traffic()?;
+    let traffic = sys.traffic()?;
     for (d, t) in traffic.iter().enumerate() {
         println!(
             "device {d}: {} page requests in {} batches; pages in from host {}, from other devices {}; written back {}",
