@@ -1,0 +1,482 @@
+//! The memory manager: one thread per node that owns the directory (through the protocol),
+//! the home copies in host memory and the slot allocators of every device.
+//!
+//! It runs the sans-IO protocol and carries out its actions by sending jobs to device workers,
+//! waiting only on them (paper 3.7–3.8). A request the protocol defers under the memory lock
+//! just keeps its reply channel here; nothing blocks. Replies travel on per-request channels,
+//! separate from the command queue.
+//!
+//! Its parts: `handle` (what the other threads hold, the commands they send), `request` (a
+//! device's batch through the protocol, now or staged ahead), `evict` (room under the budget,
+//! victims, thrashing), `prefetch` (pages added to a batch), `execute` (the protocol's actions
+//! as device jobs, in order), `outbox` (those jobs per worker, slot writes batched) and
+//! `objects` (create, place, free, host reads).
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use tessera_core::protocol::Source;
+use tessera_core::{
+    AccessMode, Action, AddressSpace, Coherence, DeviceId, DeviceMemory, DirEntry, Directory,
+    GlobalPage, HomeMap, Location, Message, ObjectDesc, ObjectEntry, ObjectId, PageDescriptor,
+    PageRequest, Policy, Protocol, ProtocolVariant, RemoteLink, RequestBatch, RequestId, Resident,
+    SlotAddr,
+};
+
+use crate::backend::{copy_slot, Device, PeerCopy, PeerMemory, SlotSink};
+use crate::error::{Result, RuntimeError};
+use crate::held::HeldPages;
+use crate::home::{read_home, write_home, HomeStore, SharedHome};
+use crate::remote::{RemoteBindings, RemoteObject, RemoteRegistry};
+use crate::stats::{DeviceMemoryUse, DeviceTraffic};
+use crate::sync::channel::{bounded, unbounded, Receiver, Sender};
+use crate::sync::{AtomicBool, Builder, JoinHandle, RwLock};
+use crate::worker::{Pending, WorkerHandle};
+
+mod evict;
+mod execute;
+mod handle;
+mod objects;
+mod outbox;
+mod prefetch;
+mod request;
+
+pub(crate) use handle::{Cmd, SettleHook};
+pub use handle::{LaunchStarter, ManagerHandle};
+pub use objects::host_len;
+use objects::*;
+use outbox::*;
+
+/// Settings of one memory manager.
+#[derive(Clone, Debug)]
+pub struct ManagerConfig {
+    pub variant: ProtocolVariant,
+    pub coherence: Coherence,
+    /// Per device byte budget for physical memories.
+    pub budget_bytes: u64,
+    /// Bytes per physical memory (a new one is created when all are full).
+    pub memory_bytes: u64,
+    /// Each device's backend limits on memories (`Device::memory_limits`), in device order;
+    /// a device not listed has none.
+    pub memory_limits: Vec<tessera_core::MemoryLimits>,
+    pub policy: Policy,
+    /// Seeds the `random` policy (each device's generator from `seed + device`).
+    pub seed: u64,
+    pub thrashing: Thrashing,
+    /// Keep the request trace for [`ManagerHandle::trace`].
+    pub record_trace: bool,
+    /// Pages fetched with a batch beyond the ones it asked for.
+    pub prefetch: Prefetch,
+    /// Keep the home copies in a memory-mapped file created fresh at this path (an existing
+    /// path is refused) and removed when the manager stops; in host memory when None.
+    pub home_file: Option<PathBuf>,
+    /// Which node is home to each page: `HomeMap::Single` on one node; on a cluster this
+    /// manager is asked only about its own pages (crate::cluster).
+    pub homes: HomeMap,
+    /// Build the protocol `with_staging()`, so drivers may stage their next band's pages
+    /// while the current one runs ([`ManagerHandle::stage`]).
+    pub staging: bool,
+}
+
+/// What the memory manager does about thrashing pages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Thrashing {
+    /// Count them only.
+    Off,
+    /// Spare them from eviction for `PIN_BATCHES` of the device's batches, up to half of its
+    /// capacity (UVM pins thrashing pages too; it also throttles, which we do not).
+    #[default]
+    Pin,
+}
+
+impl std::str::FromStr for Thrashing {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "off" => Ok(Thrashing::Off),
+            "pin" => Ok(Thrashing::Pin),
+            _ => Err(format!(
+                "unknown thrashing response {s:?} (expected off or pin)"
+            )),
+        }
+    }
+}
+
+/// Whether a request batch brings more pages than it asked for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Prefetch {
+    /// Only the pages asked for.
+    #[default]
+    Off,
+    /// CUDA UVM's bitmap tree (`tessera_core::prefetch`): within each region of
+    /// `PREFETCH_REGION` pages of an object, the largest aligned power-of-two run that is more
+    /// than 51% resident or asked for comes whole, as read copies of pages no device has
+    /// modified, evicting by policy like the batch itself; when batch and prefetch do not fit
+    /// together, the batch goes alone.
+    Tree,
+}
+
+impl std::str::FromStr for Prefetch {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "off" => Ok(Prefetch::Off),
+            "tree" => Ok(Prefetch::Tree),
+            _ => Err(format!("unknown prefetch {s:?} (expected off or tree)")),
+        }
+    }
+}
+
+impl std::fmt::Display for Prefetch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Prefetch::Off => "off",
+            Prefetch::Tree => "tree",
+        })
+    }
+}
+
+/// Pages per prefetch region (UVM: a 2 MiB region of 64 KiB pages, 32 leaves).
+pub const PREFETCH_REGION: u64 = 32;
+
+/// A refault counts toward thrashing when it comes within this many of the device's batches
+/// of the eviction (UVM counts 3 events within 500 µs; batches are our clock, so the rule does
+/// not depend on how fast the machine is).
+pub const THRASH_WINDOW: u64 = 16;
+/// Refaults within the window that make a page thrashing.
+pub const THRASH_EVENTS: u32 = 3;
+/// How long, in the device's batches, a thrashing page is spared.
+pub const PIN_BATCHES: u64 = 64;
+
+/// Per device eviction state: what is resident, and the thrashing record.
+struct Evictor {
+    resident: Resident,
+    /// Page → the device's batch count when it was evicted.
+    evicted: HashMap<GlobalPage, u64>,
+    /// Page → refaults within the window so far.
+    events: HashMap<GlobalPage, u32>,
+    /// Page → the batch count until which it is spared.
+    pins: HashMap<GlobalPage, u64>,
+    /// Prefetched pages no launch has been seen touching yet → their time stamp when they
+    /// were fetched. A later stamp is a prefetch hit.
+    prefetched: HashMap<GlobalPage, u64>,
+}
+
+impl Evictor {
+    fn forget(&mut self, page: GlobalPage) {
+        self.evicted.remove(&page);
+        self.events.remove(&page);
+        self.pins.remove(&page);
+        self.prefetched.remove(&page);
+    }
+}
+
+struct Manager {
+    protocol: Protocol,
+    space: AddressSpace,
+    /// Home copies, per object, page after page (each page a whole slot's worth of bytes),
+    /// in host memory or a memory-mapped file. Shared with the device workers, which copy
+    /// pages between home and their slots themselves (`DeviceOp::WriteFromHome`,
+    /// `read_ahead`'s write-backs).
+    home: SharedHome,
+    memories: Vec<DeviceMemory>,
+    /// Per device, the slot holding each resident global page, indexed by global page.
+    slots: Vec<Vec<Option<SlotAddr>>>,
+    workers: Vec<WorkerHandle>,
+    waiting: HashMap<RequestId, Sender<Result<()>>>,
+    next_request: u64,
+    traffic: Vec<DeviceTraffic>,
+    evictors: Vec<Evictor>,
+    /// Objects whose pages are never evicted.
+    pinned: HashSet<ObjectId>,
+    thrashing: Thrashing,
+    prefetch: Prefetch,
+    trace: Option<Vec<Vec<Vec<GlobalPage>>>>,
+    /// Per device, the pages its batches asked for, while logging is on.
+    request_log: Option<Vec<Vec<GlobalPage>>>,
+    /// Set while an eviction's actions are carried out, so its invalidations are counted as
+    /// evictions.
+    evicting: bool,
+    /// Pages an action list moves out of a device, read before the list is carried out, by
+    /// (device, page).
+    read_ahead: HashMap<(DeviceId, GlobalPage), Vec<u8>>,
+    /// Modified pages the source device's worker has already written home itself (read ahead
+    /// too), by (device, page): their `WriteBack` moves no more bytes, and a `Copy` from that
+    /// device takes the page from home.
+    written_home: HashSet<(DeviceId, GlobalPage)>,
+    /// Page buffers reused across batches for device → device copies, so a batch does not
+    /// page-fault fresh memory for every page it moves (a quarter of a move's time,
+    /// `tessera bench page-moves`). Bounded by `POOL_BYTES`.
+    pool: Vec<Vec<u8>>,
+    /// Per device, its peer group (`Device::peer_group`), asked once at start: a page moves
+    /// between two devices of one group as one copy on the device (`DeviceOp::PeerCopy`).
+    peer_groups: Vec<Option<u64>>,
+    /// Handles to the physical memories peer copies read from, by (device, memory), fetched
+    /// from the source's worker the first time a copy reads that memory. Memories are never
+    /// destroyed, so a handle stays good.
+    peer_memories: HashMap<(DeviceId, u16), PeerMemory>,
+    /// Per device and physical memory, the device's `slot_sink` (asked once).
+    sinks: HashMap<(DeviceId, u16), Option<Arc<dyn SlotSink>>>,
+    /// While a stage's actions run around its device's launch (`stage_around`): that device,
+    /// whose copies from home this thread makes itself, into slots no launch can reach.
+    copying_during_launch: Option<DeviceId>,
+    /// Pages an action list copies out of a device on the device, made read-only on the
+    /// source before the list is carried out (`read_ahead`), by (device, page): their slot.
+    peer_ahead: HashMap<(DeviceId, GlobalPage), SlotAddr>,
+    pressed: Arc<Vec<AtomicBool>>,
+    /// What each device's page table grants, for the drivers (`crate::held`); written by
+    /// every `Outbox` as it queues a descriptor.
+    held: Arc<HeldPages>,
+    /// Objects not in migrate mode (absent: migrate).
+    modes: HashMap<ObjectId, AccessMode>,
+    /// Remote objects' pages, shared with the drivers.
+    remote: RemoteRegistry,
+    /// Set when carrying out actions failed half way: the directory no longer matches the
+    /// devices, so every later command gets this error rather than wrong data.
+    broken: Option<RuntimeError>,
+}
+
+/// Starts the memory manager of a node driving these device workers.
+pub fn spawn(
+    workers: Vec<WorkerHandle>,
+    cfg: &ManagerConfig,
+) -> Result<(ManagerHandle, JoinHandle<()>)> {
+    let n = workers.len();
+    // First, so a bad path fails before anything else is built.
+    let home = HomeStore::open(cfg.home_file.as_deref())?;
+    let protocol =
+        Protocol::new(Directory::new(0, cfg.homes), n, cfg.variant)?.with_coherence(cfg.coherence);
+    let protocol = if cfg.staging {
+        protocol.with_staging()
+    } else {
+        protocol
+    };
+    // Asked before the manager thread starts: no batch can need it earlier.
+    let peer_groups = workers
+        .iter()
+        .map(|w| w.call(|d| Ok(d.peer_group())))
+        .collect::<Result<Vec<_>>>()?;
+    let mut m = Manager {
+        protocol,
+        space: AddressSpace::new(),
+        home: Arc::new(RwLock::new(home)),
+        memories: workers
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                DeviceMemory::with_limits(
+                    w.device,
+                    cfg.budget_bytes,
+                    cfg.memory_bytes,
+                    cfg.memory_limits.get(i).copied().unwrap_or_default(),
+                )
+            })
+            .collect(),
+        slots: vec![Vec::new(); n],
+        workers,
+        waiting: HashMap::new(),
+        next_request: 0,
+        traffic: vec![DeviceTraffic::default(); n],
+        evictors: (0..n)
+            .map(|d| Evictor {
+                resident: Resident::new(cfg.policy, cfg.seed.wrapping_add(d as u64)),
+                evicted: HashMap::new(),
+                events: HashMap::new(),
+                pins: HashMap::new(),
+                prefetched: HashMap::new(),
+            })
+            .collect(),
+        pinned: HashSet::new(),
+        thrashing: cfg.thrashing,
+        prefetch: cfg.prefetch,
+        trace: cfg.record_trace.then(|| vec![Vec::new(); n]),
+        request_log: None,
+        evicting: false,
+        read_ahead: HashMap::new(),
+        written_home: HashSet::new(),
+        pool: Vec::new(),
+        peer_groups,
+        peer_memories: HashMap::new(),
+        sinks: HashMap::new(),
+        copying_during_launch: None,
+        peer_ahead: HashMap::new(),
+        pressed: Arc::new((0..n).map(|_| AtomicBool::new(false)).collect()),
+        held: Arc::new(HeldPages::new(n)),
+        modes: HashMap::new(),
+        remote: RemoteRegistry::default(),
+        broken: None,
+    };
+    let (tx, rx) = unbounded();
+    let pressed = m.pressed.clone();
+    let remote = m.remote.clone();
+    let held = m.held.clone();
+    let join = Builder::new()
+        .name("tessera-memory-manager".into())
+        .spawn(move || m.run(rx))
+        .map_err(|e| RuntimeError::Config(format!("cannot start a thread: {e}")))?;
+    Ok((
+        ManagerHandle {
+            tx,
+            pressed,
+            remote,
+            cluster: None,
+            held,
+            messages: Arc::new((0..n).map(|_| AtomicU64::new(0)).collect()),
+            settle: None,
+        },
+        join,
+    ))
+}
+
+impl Manager {
+    fn run(&mut self, rx: Receiver<Cmd>) {
+        while let Ok(cmd) = rx.recv() {
+            match cmd {
+                Cmd::Create(desc, data, mode, r) => {
+                    let _ = r.send(self.guarded(|m| m.create(desc, data, mode)));
+                }
+                Cmd::Place(id, locations, r) => {
+                    let _ = r.send(self.place(id, locations));
+                }
+                Cmd::Access(id, r) => {
+                    let res = self
+                        .space
+                        .get(id)
+                        .map(|_| self.modes.get(&id).copied().unwrap_or_default());
+                    let _ = r.send(res.map_err(Into::into));
+                }
+                Cmd::Remote(device, counts) => {
+                    if let Some(t) = self.traffic.get_mut(device.index()) {
+                        for (loc, link) in counts {
+                            t.add_remote(loc, &link);
+                        }
+                    }
+                }
+                Cmd::Free(id, r) => {
+                    let _ = r.send(self.guarded(|m| m.free(id)));
+                }
+                Cmd::Read(id, r) => {
+                    let _ = r.send(self.guarded(|m| m.read(id)));
+                }
+                Cmd::ReadPacked(id, r) => {
+                    let _ = r.send(self.guarded(|m| {
+                        let e = *m.space.get(id)?;
+                        Ok((e, m.read_packed(id)?))
+                    }));
+                }
+                Cmd::Request(device, pages, keep, r) => self.request(device, pages, keep, r),
+                Cmd::Stage(device, pages, start, r) => self.stage(device, pages, start, r),
+                Cmd::Evictable(id, evictable, r) => {
+                    let res = self.space.get(id).map(|_| {
+                        if evictable {
+                            self.pinned.remove(&id);
+                        } else {
+                            self.pinned.insert(id);
+                        }
+                    });
+                    let _ = r.send(res.map_err(Into::into));
+                }
+                Cmd::Trace(r) => {
+                    let _ = r.send(self.trace.clone().unwrap_or_default());
+                }
+                Cmd::Release(d) => {
+                    let res = self.guarded(|m| {
+                        let actions = m.protocol.handle(Message::Release(d))?;
+                        m.execute(actions)
+                    });
+                    if let Err(e) = res {
+                        self.fail_all(e);
+                    }
+                }
+                Cmd::Traffic(r) => {
+                    let res = self.guarded(|m| {
+                        m.count_prefetch_hits()?;
+                        Ok(m.traffic.clone())
+                    });
+                    match res {
+                        Ok(t) => {
+                            let _ = r.send(t);
+                        }
+                        Err(e) => {
+                            // Counters are still worth having; the error reaches the next
+                            // command that moves data.
+                            let _ = r.send(self.traffic.clone());
+                            self.fail_all(e);
+                        }
+                    }
+                }
+                Cmd::Memory(r) => {
+                    let _ = r.send(self.memory_use());
+                }
+                Cmd::LogRequests(on) => {
+                    let n = self.workers.len();
+                    match (on, &self.request_log) {
+                        (true, None) => self.request_log = Some(vec![Vec::new(); n]),
+                        (false, _) => self.request_log = None,
+                        (true, Some(_)) => {}
+                    }
+                }
+                Cmd::Evict(device, pages, r) => {
+                    let res = self.guarded(|m| {
+                        if device.index() >= m.workers.len() {
+                            return Err(RuntimeError::Core(
+                                tessera_core::CoreError::UnknownDevice(device),
+                            ));
+                        }
+                        // Only pages the device holds: the protocol checks each page exists,
+                        // and the eviction's own bookkeeping wants held pages.
+                        let held: Vec<GlobalPage> = pages
+                            .into_iter()
+                            .filter(|&p| {
+                                m.protocol
+                                    .directory()
+                                    .entry(p)
+                                    .is_ok_and(|e| e.copies.contains(device))
+                            })
+                            .collect();
+                        m.evict(device, held)
+                    });
+                    let _ = r.send(res);
+                }
+                Cmd::Fail(e) => self.fail_all(e),
+                Cmd::TakeRequests(r) => {
+                    let n = self.workers.len();
+                    let taken = match &mut self.request_log {
+                        Some(log) => std::mem::replace(log, vec![Vec::new(); n]),
+                        None => vec![Vec::new(); n],
+                    };
+                    let _ = r.send(taken);
+                }
+                Cmd::Holds(device, pages, r) => {
+                    let directory = self.protocol.directory();
+                    let all = pages
+                        .iter()
+                        .all(|&p| directory.entry(p).is_ok_and(|e| e.copies.contains(device)));
+                    let _ = r.send(all);
+                }
+            }
+        }
+    }
+
+    fn guarded<T>(&mut self, f: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        if let Some(e) = &self.broken {
+            return Err(e.clone());
+        }
+        f(self)
+    }
+
+    fn fail_all(&mut self, e: RuntimeError) {
+        self.broken.get_or_insert(e.clone());
+        for (_, r) in self.waiting.drain() {
+            let _ = r.send(Err(e.clone()));
+        }
+    }
+}
+
+// With `shuttle` the runtime's threads exist only inside a shuttle run (tests/shuttle.rs).
+#[cfg(all(test, not(feature = "shuttle")))]
+mod tests;

@@ -1,0 +1,262 @@
+//! Objects: creation, placement, freeing, host reads, and the packing of a texture's rows into
+//! pages.
+
+use super::*;
+
+impl Manager {
+    /// A store to a replicate-read object, or any request for a remote page (which a device
+    /// never makes: its accesses go in place), is refused.
+    pub(super) fn check_modes(&self, device: DeviceId, pages: &[PageRequest]) -> Result<()> {
+        for p in pages {
+            let Some((e, _)) = self.space.object_of(p.page) else {
+                continue;
+            };
+            match self.modes.get(&e.id) {
+                Some(AccessMode::ReplicateRead) if p.access == tessera_core::Access::Write => {
+                    return Err(RuntimeError::ReadOnlyObject {
+                        object: e.id,
+                        device,
+                        page: p.page,
+                    })
+                }
+                Some(AccessMode::Remote) => {
+                    return Err(RuntimeError::RemoteRequested {
+                        object: e.id,
+                        device,
+                        page: p.page,
+                    })
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn place(&mut self, id: ObjectId, locations: Vec<Location>) -> Result<()> {
+        let e = *self.space.get(id)?;
+        let Some(r) = self.remote.get(id) else {
+            return Err(RuntimeError::Config(format!(
+                "object {id} is {}, not remote: only a remote object's pages are placed",
+                self.modes.get(&id).copied().unwrap_or_default()
+            )));
+        };
+        if locations.len() as u64 != e.desc.page_count() {
+            return Err(RuntimeError::Config(format!(
+                "object {id} has {} pages; {} locations given",
+                e.desc.page_count(),
+                locations.len()
+            )));
+        }
+        for l in &locations {
+            if let Location::Device(d) = *l {
+                if d as usize >= self.workers.len() {
+                    return Err(tessera_core::CoreError::UnknownDevice(DeviceId(d)).into());
+                }
+            }
+        }
+        for (local, l) in locations.into_iter().enumerate() {
+            r.place(local as u64, l);
+        }
+        Ok(())
+    }
+
+    pub(super) fn create(
+        &mut self,
+        desc: ObjectDesc,
+        data: Option<Vec<u8>>,
+        mode: AccessMode,
+    ) -> Result<ObjectEntry> {
+        let want = host_len(&desc);
+        if let Some(d) = &data {
+            if d.len() as u64 != want {
+                return Err(RuntimeError::DataSize {
+                    object: ObjectId(u32::MAX),
+                    got: d.len(),
+                    want: want as usize,
+                });
+            }
+        }
+        let e = self.space.create(desc)?;
+        let created = self.protocol.handle(Message::Create { pages: e.pages() });
+        if let Err(err) = created {
+            // The space and the directory disagree only if the bookkeeping is wrong; undo so
+            // that at least this object does not half exist.
+            self.space.free(e.id)?;
+            return Err(err.into());
+        }
+        if mode == AccessMode::Remote {
+            // Its pages live in the shared pool, not the home store: one location, no copy.
+            let mut pages = vec![0u8; (desc.page_count() * desc.page_bytes()) as usize];
+            if let Some(d) = data {
+                pack(&desc, &d, &mut pages);
+            }
+            self.remote
+                .insert(Arc::new(RemoteObject::new(&e, &pages, Location::Host)));
+            self.modes.insert(e.id, mode);
+            self.resize_tables()?;
+            return Ok(e);
+        }
+        if mode != AccessMode::Migrate {
+            self.modes.insert(e.id, mode);
+        }
+        let created = write_home(&self.home).and_then(|mut h| {
+            let home = h.create(e.id, desc.page_count() * desc.page_bytes())?;
+            if let Some(d) = data {
+                pack(&desc, &d, home);
+            }
+            Ok(())
+        });
+        if let Err(err) = created {
+            // No room for its home copy (a full disk under a home file): the object must
+            // not half exist. No device holds a page of it yet, so freeing moves nothing.
+            let actions = self.protocol.handle(Message::Free { pages: e.pages() })?;
+            self.execute(actions)?;
+            self.space.free(e.id)?;
+            return Err(err);
+        }
+        // Freeing dropped every device's copy of reused pages, so no device maps one of them.
+        self.resize_tables()?;
+        Ok(e)
+    }
+
+    /// Refused, changing nothing, while a device is inside a pass holding one of the object's
+    /// pages or a deferred request names one (`CoreError::FreeWhileLocked`,
+    /// `CoreError::FreeWhileDeferred`): free between passes. Otherwise every device's copy is
+    /// dropped, without writing modified ones home, since the data goes with the object.
+    pub(super) fn free(&mut self, id: ObjectId) -> Result<()> {
+        let e = *self.space.get(id)?;
+        let actions = self.protocol.handle(Message::Free { pages: e.pages() })?;
+        if let Err(err) = self.execute(actions) {
+            // The directory has forgotten copies some device may still map.
+            self.fail_all(err.clone());
+            return Err(err);
+        }
+        self.space.free(id)?;
+        if self.modes.remove(&id) == Some(AccessMode::Remote) {
+            self.remote.remove(id);
+        } else {
+            write_home(&self.home)?.remove(id)?;
+        }
+        self.pinned.remove(&id);
+        for p in e.pages() {
+            for ev in &mut self.evictors {
+                ev.forget(GlobalPage(p));
+            }
+        }
+        self.resize_tables()
+    }
+
+    pub(super) fn read(&mut self, id: ObjectId) -> Result<Vec<u8>> {
+        let e = *self.space.get(id)?;
+        if let Some(r) = self.remote.get(id) {
+            let mut out = vec![0u8; host_len(&e.desc) as usize];
+            unpack(&e.desc, &r.bytes()?, &mut out);
+            return Ok(out);
+        }
+        let pages = self.read_packed(id)?;
+        let mut out = vec![0u8; host_len(&e.desc) as usize];
+        unpack(&e.desc, &pages, &mut out);
+        Ok(out)
+    }
+
+    /// The object's latest pages, packed: home copies, with modified pages from their owners.
+    pub(super) fn read_packed(&mut self, id: ObjectId) -> Result<Vec<u8>> {
+        let e = *self.space.get(id)?;
+        if self.remote.get(id).is_some() {
+            return Err(RuntimeError::Config(format!(
+                "object {id} is remote: its pages are not kept as pages"
+            )));
+        }
+        let bytes = e.desc.page_bytes() as usize;
+        let mut pages = read_home(&self.home)?.object(id)?.to_vec();
+        // Modified pages come from their owners: one job per device, not one per page.
+        let mut by_owner: Vec<Vec<(usize, SlotAddr)>> = vec![Vec::new(); self.workers.len()];
+        for (local, page) in e.pages().enumerate() {
+            if let Some(o) = self.protocol.directory().entry(GlobalPage(page))?.owner {
+                by_owner[o.index()].push((local, self.slot(o, GlobalPage(page))?));
+                self.traffic[o.index()].host_reads += 1;
+            }
+        }
+        let jobs: Vec<_> = by_owner
+            .into_iter()
+            .enumerate()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(d, v)| {
+                self.workers[d].submit(move |dev| {
+                    v.into_iter()
+                        .map(|(local, at)| Ok((local, dev.read_slot(at)?)))
+                        .collect::<Result<Vec<_>>>()
+                })
+            })
+            .collect();
+        for j in jobs {
+            for (local, data) in j.wait()?? {
+                pages[local * bytes..(local + 1) * bytes].copy_from_slice(&data);
+            }
+        }
+        Ok(pages)
+    }
+
+    pub(super) fn memory_use(&self) -> (Vec<DeviceMemoryUse>, Vec<DirEntry>) {
+        let mut out: Vec<DeviceMemoryUse> = self
+            .memories
+            .iter()
+            .map(|m| DeviceMemoryUse {
+                reserved_bytes: m.reserved_bytes(),
+                ..Default::default()
+            })
+            .collect();
+        let entries = self.protocol.directory().entries();
+        for obj in self.space.live_objects() {
+            let bytes = obj.desc.page_bytes();
+            for p in obj.pages() {
+                let copies = entries[p as usize].copies;
+                for d in copies.iter() {
+                    let u = &mut out[d.index()];
+                    if copies.len() == 1 {
+                        u.unique_pages += 1;
+                        u.unique_bytes += bytes;
+                    } else {
+                        u.shared_pages += 1;
+                        u.shared_bytes += bytes;
+                    }
+                }
+            }
+        }
+        (out, entries.to_vec())
+    }
+}
+
+/// Bytes of an object's host layout: texels row-major from the lower left, tightly packed.
+pub fn host_len(desc: &ObjectDesc) -> u64 {
+    let (w, h) = desc.extent();
+    w * h * desc.texel_bytes()
+}
+
+/// Copies host layout into page layout (each page a whole slot, rows from its lower left).
+pub(super) fn pack(desc: &ObjectDesc, host: &[u8], pages: &mut [u8]) {
+    for_each_page_row(desc, |host_off, page_off, len| {
+        pages[page_off..page_off + len].copy_from_slice(&host[host_off..host_off + len]);
+    });
+}
+
+pub(super) fn unpack(desc: &ObjectDesc, pages: &[u8], host: &mut [u8]) {
+    for_each_page_row(desc, |host_off, page_off, len| {
+        host[host_off..host_off + len].copy_from_slice(&pages[page_off..page_off + len]);
+    });
+}
+
+/// Calls `f(host_offset, page_offset, bytes)` for every row segment of every page.
+pub(super) fn for_each_page_row(desc: &ObjectDesc, mut f: impl FnMut(usize, usize, usize)) {
+    let (w, _) = desc.extent();
+    let tb = desc.texel_bytes();
+    let side = desc.page_side();
+    for local in 0..desc.page_count() {
+        let (x0, y0, pw, ph) = desc.page_rect(local);
+        for r in 0..ph {
+            let host = ((y0 + r) * w + x0) * tb;
+            let page = local * desc.page_bytes() + r * side * tb;
+            f(host as usize, page as usize, (pw * tb) as usize);
+        }
+    }
+}

@@ -1,0 +1,219 @@
+//! The outbox: device jobs gathered per worker while actions are carried out, sent in order,
+//! consecutive slot writes as one batch.
+
+use super::*;
+
+/// Work for one device worker, collected while a batch of actions is carried out.
+pub(super) enum DeviceOp {
+    Create(u16, u64, u32),
+    /// Writes these bytes into the slot; the buffer comes back to the manager's pool.
+    Write(SlotAddr, Vec<u8>),
+    /// Copies the page's home copy into the slot, on the worker: one copy, where copying it
+    /// into a vector to hand over cost a second copy and a fresh allocation. In-process only:
+    /// a transport to a worker elsewhere would send the bytes (`Write`) instead.
+    WriteFromHome {
+        at: SlotAddr,
+        obj: ObjectId,
+        local: u64,
+        bytes: u64,
+    },
+    Set(GlobalPage, PageDescriptor),
+    /// Copies a slot of a peer's memory into the slot on the device (`Device::copy_from_peers`);
+    /// a job's consecutive peer copies go in one submission.
+    PeerCopy(PeerCopy),
+}
+
+/// Where the bytes of a page copied onto a device come from.
+pub(super) enum Fill {
+    Home,
+    Bytes(Vec<u8>),
+    /// The source device's slot, copied on the device they share.
+    Peer(DeviceId, SlotAddr),
+}
+
+/// One slot write of a worker's batch: bytes the manager read, or a page of home.
+pub(super) enum SlotWrite {
+    Bytes(SlotAddr, Vec<u8>),
+    Home {
+        at: SlotAddr,
+        obj: ObjectId,
+        local: u64,
+        bytes: u64,
+    },
+}
+
+/// Writes the batch collected so far as one `Device::write_slots`, home's pages read under one
+/// lock, and leaves in `writes` only the buffers the writes came from (for the pool).
+pub(super) fn write_batch(
+    dev: &mut dyn Device,
+    home: &SharedHome,
+    writes: &mut Vec<SlotWrite>,
+) -> Result<()> {
+    if writes.is_empty() {
+        return Ok(());
+    }
+    let from_home = writes.iter().any(|w| matches!(w, SlotWrite::Home { .. }));
+    let guard = if from_home {
+        Some(read_home(home)?)
+    } else {
+        None
+    };
+    let mut batch = Vec::with_capacity(writes.len());
+    for w in writes.iter() {
+        match w {
+            SlotWrite::Bytes(at, data) => batch.push((*at, data.as_slice())),
+            &SlotWrite::Home {
+                at,
+                obj,
+                local,
+                bytes,
+            } => {
+                if let Some(h) = guard.as_ref() {
+                    batch.push((at, h.page(obj, local, bytes)?));
+                }
+            }
+        }
+    }
+    dev.write_slots(&batch)?;
+    drop(batch);
+    drop(guard);
+    writes.retain(|w| matches!(w, SlotWrite::Bytes(..)));
+    Ok(())
+}
+
+/// A modified page a worker writes straight home: the page, its slot on the source, and where
+/// it goes at home (object, local page, bytes).
+pub(super) type HomeBound = (GlobalPage, SlotAddr, ObjectId, u64, u64);
+
+/// Page buffers the manager keeps for reuse at most (device → device copies); a batch that
+/// moves more allocates the rest.
+pub(super) const POOL_BYTES: usize = 64 << 20;
+
+/// Per-device queues of collected work and the acknowledgements still to come.
+pub(super) struct Outbox {
+    pub(super) ops: Vec<Vec<DeviceOp>>,
+    pub(super) acks: Vec<Pending<Result<Vec<Vec<u8>>>>>,
+    pub(super) home: SharedHome,
+    pub(super) held: Arc<HeldPages>,
+    /// Some queued or sent job copies from home: the manager must let them finish before it
+    /// writes home itself.
+    pub(super) reads_home: bool,
+    /// Buffers the workers have written from, for the pool.
+    pub(super) spent: Vec<Vec<u8>>,
+    /// Source slots of the peer copies queued or sent and not yet acknowledged: none may be
+    /// written before `finish` (a slot freed by an invalidation and reused in the same list).
+    pub(super) peer_sources: HashSet<(DeviceId, SlotAddr)>,
+    /// Slots freed by this list's invalidations, which are queued or sent and not yet
+    /// acknowledged: a launch may still map them.
+    pub(super) freed: HashSet<(DeviceId, SlotAddr)>,
+}
+
+impl Outbox {
+    pub(super) fn new(devices: usize, home: SharedHome, held: Arc<HeldPages>) -> Self {
+        Outbox {
+            ops: (0..devices).map(|_| Vec::new()).collect(),
+            acks: Vec::new(),
+            home,
+            held,
+            reads_home: false,
+            spent: Vec::new(),
+            peer_sources: HashSet::new(),
+            freed: HashSet::new(),
+        }
+    }
+
+    pub(super) fn push(&mut self, d: DeviceId, op: DeviceOp) {
+        self.reads_home |= matches!(op, DeviceOp::WriteFromHome { .. });
+        // Published as queued, before the worker applies it: a right taken away shows at once
+        // (`crate::held`).
+        if let DeviceOp::Set(page, desc) = op {
+            self.held.set(d, page, desc);
+        }
+        self.ops[d.index()].push(op);
+    }
+
+    /// Sends device `d`'s collected work as one job.
+    pub(super) fn flush(&mut self, workers: &[WorkerHandle], d: DeviceId) {
+        let ops = std::mem::take(&mut self.ops[d.index()]);
+        if ops.is_empty() {
+            return;
+        }
+        let home = self.home.clone();
+        self.acks.push(workers[d.index()].submit(move |dev| {
+            // Consecutive slot writes go as one batch (`Device::write_slots`), consecutive peer
+            // copies as another (`Device::copy_from_peers`). Each batch is sent before an op of
+            // the other kind, so a slot a peer copy fills and a write then reuses (or the other
+            // way round) is filled in list order. Descriptor updates go whenever they come: the
+            // next launch comes after the job anyway.
+            let mut peer: Vec<PeerCopy> = Vec::new();
+            let mut writes: Vec<SlotWrite> = Vec::new();
+            for op in ops {
+                match op {
+                    DeviceOp::PeerCopy(c) => {
+                        write_batch(dev, &home, &mut writes)?;
+                        peer.push(c);
+                    }
+                    DeviceOp::Write(at, data) => {
+                        dev.copy_from_peers(&std::mem::take(&mut peer))?;
+                        writes.push(SlotWrite::Bytes(at, data));
+                    }
+                    DeviceOp::WriteFromHome {
+                        at,
+                        obj,
+                        local,
+                        bytes,
+                    } => {
+                        dev.copy_from_peers(&std::mem::take(&mut peer))?;
+                        writes.push(SlotWrite::Home {
+                            at,
+                            obj,
+                            local,
+                            bytes,
+                        });
+                    }
+                    DeviceOp::Create(id, bytes, cap) => {
+                        // The memory must exist before a batch writes into it.
+                        write_batch(dev, &home, &mut writes)?;
+                        dev.create_memory(id, bytes, cap)?
+                    }
+                    DeviceOp::Set(page, desc) => dev.set_page(page, desc)?,
+                }
+            }
+            dev.copy_from_peers(&peer)?;
+            write_batch(dev, &home, &mut writes)?;
+            Ok(writes
+                .into_iter()
+                .filter_map(|w| match w {
+                    SlotWrite::Bytes(_, data) => Some(data),
+                    SlotWrite::Home { .. } => None,
+                })
+                .collect())
+        }));
+    }
+
+    /// Sends everything and waits for every acknowledgement; the first error wins.
+    pub(super) fn finish(&mut self, workers: &[WorkerHandle]) -> Result<()> {
+        for d in 0..self.ops.len() {
+            self.flush(workers, DeviceId(d as u8));
+        }
+        let mut res = Ok(());
+        for p in self.acks.drain(..) {
+            match p.wait().and_then(|r| r) {
+                Ok(mut spent) => self.spent.append(&mut spent),
+                Err(e) => {
+                    if res.is_ok() {
+                        res = Err(e);
+                    }
+                }
+            }
+        }
+        self.reads_home = false;
+        self.peer_sources.clear();
+        self.freed.clear();
+        res
+    }
+
+    pub(super) fn take_spent(&mut self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut self.spent)
+    }
+}

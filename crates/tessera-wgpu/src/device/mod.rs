@@ -1,0 +1,486 @@
+//! `WgpuDevice`: one tessera device on one wgpu device.
+
+use std::any::Any;
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use tessera_core::{
+    Access, CoreError, DeviceId, GlobalPage, ObjectId, PageDescriptor, PageRequest, SlotAddr,
+};
+use tessera_runtime::{
+    kind_name, BackendCounters, Bound, Device, Domain, Footprint, GpuLaunchTime, Launch,
+    LaunchOutcome, MergeOutcome, Mode, PeerCopy, PeerMemory, RemoteBacking, RemoteObject, Result,
+    RuntimeError, SlotSink, WgslKernel, MAX_STORES,
+};
+
+use crate::abi::{self, BindInfo, CompactInfo, LaunchInfo, MergeInfo, RequestsHead, Status};
+use crate::error::WgpuError;
+use crate::gpu::{self, AdapterChoice, Health, SharedGpu};
+use crate::scratch::{self, Grow, Timestamps, TIMESTAMPS};
+use crate::unpaged::fill_params;
+
+mod backend;
+mod errors;
+mod launch;
+mod remote;
+
+use launch::*;
+
+/// Physical memories one kernel can bind (the prelude's `switch` has this many arms).
+pub const MAX_MEMORIES: usize = 4;
+
+/// Slots read back in one batch only while they average at most this many bytes
+/// (`Device::read_slots`): larger pages read one at a time were faster on an H100.
+const BATCHED_READ_MAX_PAGE: u64 = 64 << 10;
+/// The prelude's mark, in y, on an incomplete invocation that saved its state (`suspend()`).
+const SUSPENDED_BIT: u32 = 0x8000_0000;
+
+/// Storage buffers the prelude binds (page table, 4 memories, list, bits, status, incomplete,
+/// temporary, leftover, time stamps, 4 remote buffers).
+pub(crate) const STORAGE_BINDINGS: u32 = 12 + abi::REMOTE_SLOTS;
+/// Invocations per list-launch dispatch row and per workgroup side of a rectangle.
+const GROUP: u32 = 8;
+const MAX_GROUPS: u32 = 65_535;
+
+struct Memory {
+    buffer: wgpu::Buffer,
+    slot_words: u64,
+    capacity: u32,
+}
+
+struct Pipelines {
+    kernel_layout: wgpu::BindGroupLayout,
+    kernel_pipeline_layout: wgpu::PipelineLayout,
+    compact_layout: wgpu::BindGroupLayout,
+    compact: wgpu::ComputePipeline,
+    /// By kernel name and entry point (`main`, or `main_tiles` for the tile path).
+    kernels: HashMap<(&'static str, &'static str), wgpu::ComputePipeline>,
+}
+
+/// A tessera device on a wgpu device.
+pub struct WgpuDevice {
+    id: DeviceId,
+    /// The wgpu device this one runs on, maybe shared with the node's other tessera devices.
+    gpu: SharedGpu,
+    /// The current launch's remote buffers, by `BindInfo::remote` order.
+    remote: Vec<wgpu::Buffer>,
+    /// Per binding of the current launch, its `BindInfo::remote` (0: not remote).
+    remote_slots: Vec<u32>,
+    info: wgpu::AdapterInfo,
+    limits: wgpu::Limits,
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    memories: Vec<Memory>,
+    /// Bound in place of memories that do not exist (yet).
+    spare: wgpu::Buffer,
+    /// Host mirror of the page table: the merge reads it, and a resize re-uploads it.
+    table: Vec<u64>,
+    table_buf: wgpu::Buffer,
+    /// Entries of `table` changed since the last submission, not yet in `table_buf`. A
+    /// `write_buffer` per descriptor cost a staging allocation each (a batch of 128 peer copies
+    /// queued 384 of them); they go up as a few runs just before the next submission, which is
+    /// the first thing that can read them.
+    table_dirty: RefCell<Vec<u32>>,
+    /// Per global page, the 32-bit stamp (`abi::stamp_of`) of the last launch that translated
+    /// it, written by the shaders, read back by `page_times`. Sized with the page table.
+    stamps: wgpu::Buffer,
+    /// The latest `Launch::time` this device ran: what `page_times` widens the stamps against.
+    now: u64,
+    pipes: Pipelines,
+    scratch: Scratch,
+    /// Stores in the temporary (`scratch.temp`): this pass's `Mode::Temp` launches append,
+    /// the merge consumes. The temporary stays on the device.
+    temp_len: u64,
+    /// Where the adapter has timestamp queries.
+    timestamps: Option<Timestamps>,
+    health: Health,
+    /// Whether launches take the tile path (see [`TilePath`]).
+    tiles: bool,
+    /// Submissions, waits for the GPU and bytes read back (`HostCounters`).
+    counters: Arc<BackendCounters>,
+}
+
+/// Whether kernels with a footprint run through the prelude's tile path (windows in workgroup
+/// memory, one barrier per workgroup) or per texel. Both give the same results and requests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TilePath {
+    /// On, except on a CPU adapter (lavapipe), where the barrier and workgroup memory made
+    /// boiling's paged frame about 3x slower than per texel (docs/EVALUATION.md).
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
+impl TilePath {
+    /// From `TESSERA_WGPU_TILES` (`on`, `off`, anything else `auto`).
+    pub fn from_env() -> Self {
+        match std::env::var("TESSERA_WGPU_TILES").as_deref() {
+            Ok("on") => TilePath::On,
+            Ok("off") => TilePath::Off,
+            _ => TilePath::Auto,
+        }
+    }
+
+    fn enabled(self, info: &wgpu::AdapterInfo) -> bool {
+        match self {
+            TilePath::On => true,
+            TilePath::Off => false,
+            TilePath::Auto => info.device_type != wgpu::DeviceType::Cpu,
+        }
+    }
+}
+
+fn storage(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage { read_only },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+fn uniform(binding: u32) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Uniform,
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+/// Dispatch size covering `n` items of `per_group` in rows of at most MAX_GROUPS groups:
+/// (groups x, groups y, items per row).
+fn spread(n: u64, per_group: u32) -> (u32, u32, u32) {
+    let groups = n.div_ceil(per_group as u64).max(1);
+    let gx = groups.min(MAX_GROUPS as u64) as u32;
+    let gy = groups.div_ceil(gx as u64) as u32;
+    (gx, gy, gx * per_group)
+}
+
+impl WgpuDevice {
+    /// Opens a device on the chosen adapter. Every call gets its own wgpu device (and queue),
+    /// so several calls on one adapter emulate several GPUs; such devices cannot share remote
+    /// objects (a buffer binds only on its own wgpu device): a node that uses remote mode
+    /// opens its devices with [`WgpuDevice::on`] on one [`SharedGpu`].
+    pub fn new(id: DeviceId, choice: &AdapterChoice) -> Result<Self, WgpuError> {
+        Self::on(id, &SharedGpu::open(choice)?)
+    }
+
+    /// A tessera device on `gpu`, which other tessera devices may share: each keeps its own
+    /// physical memories, page table and scratch buffers, and all can bind one remote buffer.
+    pub fn on(id: DeviceId, shared: &SharedGpu) -> Result<Self, WgpuError> {
+        let gpu::Opened {
+            info,
+            limits,
+            device,
+            queue,
+            health,
+            ..
+        } = &*shared.0;
+        let (info, limits, device, queue, health) = (
+            info.clone(),
+            limits.clone(),
+            device.clone(),
+            queue.clone(),
+            health.clone(),
+        );
+
+        let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let kernel_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("tessera kernel"),
+            entries: &[
+                storage(0, true),
+                storage(1, false),
+                storage(2, false),
+                storage(3, false),
+                storage(4, false),
+                uniform(5),
+                storage(6, true),
+                storage(7, false),
+                storage(8, false),
+                storage(9, false),
+                storage(10, false),
+                storage(11, false),
+                // The merge's own parameters (MergeInfo); kernels do not declare it.
+                uniform(12),
+                storage(13, false),
+                storage(14, false),
+                storage(15, false),
+                storage(16, false),
+                storage(17, false),
+            ],
+        });
+        let kernel_pipeline_layout =
+            device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                label: Some("tessera kernel"),
+                bind_group_layouts: &[Some(&kernel_layout)],
+                immediate_size: 0,
+            });
+        let compact_layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("tessera compact"),
+            entries: &[uniform(0), storage(1, false), storage(2, false)],
+        });
+        let compact_pl = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("tessera compact"),
+            bind_group_layouts: &[Some(&compact_layout)],
+            immediate_size: 0,
+        });
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("compact"),
+            source: wgpu::ShaderSource::Wgsl(Cow::Owned(abi::shader(&[crate::COMPACT]))),
+        });
+        let compact = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+            label: Some("compact"),
+            layout: Some(&compact_pl),
+            module: &module,
+            entry_point: Some("compact"),
+            compilation_options: Default::default(),
+            cache: None,
+        });
+        if let Some(e) = pollster::block_on(scope.pop()) {
+            return Err(WgpuError::Shader {
+                kernel: "compact".into(),
+                message: e.to_string(),
+            });
+        }
+        let spare = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("spare memory"),
+            size: 16,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: false,
+        });
+        let table_buf = Self::table_buffer(&device, 1);
+        let stamps = Self::stamp_buffer(&device, 1);
+        let timestamps = device
+            .features()
+            .contains(wgpu::Features::TIMESTAMP_QUERY)
+            .then(|| Timestamps::new(&device, &queue));
+        Ok(WgpuDevice {
+            gpu: shared.clone(),
+            remote: Vec::new(),
+            remote_slots: Vec::new(),
+            scratch: Scratch::new(&device),
+            temp_len: 0,
+            timestamps,
+            tiles: TilePath::from_env().enabled(&info),
+            id,
+            info,
+            limits,
+            device,
+            queue,
+            memories: Vec::new(),
+            spare,
+            table: Vec::new(),
+            table_buf,
+            table_dirty: RefCell::default(),
+            stamps,
+            now: 0,
+            pipes: Pipelines {
+                kernel_layout,
+                kernel_pipeline_layout,
+                compact_layout,
+                compact,
+                kernels: HashMap::new(),
+            },
+            health,
+            counters: Arc::default(),
+        })
+    }
+
+    /// Destroys the wgpu device, as a driver reset or unplugged GPU would: every later call
+    /// fails with [`WgpuError::DeviceLost`]. Lets tests reach the device-lost path. On a
+    /// [`SharedGpu`] every tessera device on it is lost with it.
+    pub fn destroy(&mut self) {
+        self.device.destroy();
+    }
+
+    /// Chooses the tile path for later launches (the default is [`TilePath::from_env`]).
+    pub fn set_tile_path(&mut self, t: TilePath) {
+        self.tiles = t.enabled(&self.info);
+    }
+
+    /// Whether launches with a footprint take the tile path.
+    pub fn tile_path(&self) -> bool {
+        self.tiles
+    }
+
+    /// Whether launches are timed on the device (timestamp queries).
+    pub fn has_timestamps(&self) -> bool {
+        self.timestamps.is_some()
+    }
+
+    /// The adapter this device runs on.
+    pub fn adapter_info(&self) -> &wgpu::AdapterInfo {
+        &self.info
+    }
+
+    fn table_buffer(device: &wgpu::Device, pages: u64) -> wgpu::Buffer {
+        device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("page table"),
+            size: pages.max(1) * 8,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
+    }
+
+    /// Zero at creation (wgpu clears new buffers): a new page was never touched.
+    fn stamp_buffer(device: &wgpu::Device, pages: u64) -> wgpu::Buffer {
+        device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("page time stamps"),
+            size: pages.max(1) * 4,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
+    }
+
+    fn err(&self, e: WgpuError) -> RuntimeError {
+        e.on(self.id)
+    }
+
+    /// Fails with the device-lost reason or an error wgpu reported out of scope.
+    fn check(&self) -> Result<()> {
+        self.health.check().map_err(|e| self.err(e))
+    }
+
+    /// Copies `ranges` (buffer, offset, bytes) into one staging buffer and reads them back:
+    /// one submission and one wait.
+    fn read_back(&self, ranges: &[(&wgpu::Buffer, u64, u64)]) -> Result<Vec<Vec<u8>>> {
+        self.flush_table();
+        self.counters.submitted();
+        self.counters.waited();
+        self.counters.read_back(ranges.iter().map(|r| r.2).sum());
+        gpu::read_back(&self.device, &self.queue, &self.health, ranges).map_err(|e| self.err(e))
+    }
+
+    /// Submits one command buffer, counted.
+    fn submit(&self, enc: wgpu::CommandEncoder) {
+        self.flush_table();
+        self.counters.submitted();
+        self.queue.submit([enc.finish()]);
+    }
+
+    /// Queues the page-table entries changed since the last submission, as runs of the host
+    /// mirror: entries a few apart go in one write, so a batch's descriptors cost a handful of
+    /// writes, not one each. Queued writes run at the start of the next submission, before its
+    /// commands, which is why every submission calls this first.
+    fn flush_table(&self) {
+        let mut dirty = self.table_dirty.borrow_mut();
+        if dirty.is_empty() {
+            return;
+        }
+        dirty.sort_unstable();
+        dirty.dedup();
+        // Rewriting a few unchanged entries between two changed ones is cheaper than a second
+        // write: 32 entries are 256 bytes.
+        const GAP: u32 = 32;
+        let mut i = 0;
+        while i < dirty.len() {
+            let lo = dirty[i];
+            let mut hi = lo;
+            i += 1;
+            while i < dirty.len() && dirty[i] - hi <= GAP {
+                hi = dirty[i];
+                i += 1;
+            }
+            let run = &self.table[lo as usize..=hi as usize];
+            self.queue
+                .write_buffer(&self.table_buf, lo as u64 * 8, bytemuck::cast_slice(run));
+        }
+        dirty.clear();
+    }
+
+    /// Waits until the GPU has run everything submitted, counted.
+    fn wait_idle(&self) -> Result<()> {
+        self.counters.waited();
+        self.health.wait(&self.device).map_err(|e| self.err(e))
+    }
+
+    fn slot_range(&self, at: SlotAddr) -> Result<(u64, u64)> {
+        let m = self.memories.get(at.memory as usize).ok_or_else(|| {
+            self.err(WgpuError::Invalid(format!(
+                "no physical memory {}",
+                at.memory
+            )))
+        })?;
+        if at.slot >= m.capacity {
+            return Err(self.err(WgpuError::Invalid(format!(
+                "slot {} outside physical memory {}",
+                at.slot, at.memory
+            ))));
+        }
+        Ok((at.slot as u64 * m.slot_words * 4, m.slot_words * 4))
+    }
+
+    /// The compute pipeline of a kernel, built once per kernel name.
+    fn pipeline(
+        &mut self,
+        name: &'static str,
+        source: &str,
+        entry: &'static str,
+    ) -> Result<wgpu::ComputePipeline> {
+        if let Some(p) = self.pipes.kernels.get(&(name, entry)) {
+            return Ok(p.clone());
+        }
+        let code = abi::shader(&[crate::PRELUDE, source]);
+        let p = gpu::compile(
+            &self.device,
+            &self.pipes.kernel_pipeline_layout,
+            name,
+            code,
+            entry,
+        )
+        .map_err(|e| self.err(e))?;
+        self.pipes.kernels.insert((name, entry), p.clone());
+        Ok(p)
+    }
+}
+
+/// Writes the footprint's reads as (binding, halo) words for the prelude's tile path; returns
+/// how many (0: the launch takes the per-texel path only). Only textures of one word per texel
+/// get a window.
+fn fp_reads(
+    fp: &Footprint,
+    bindings: &[Bound],
+    remote: &[Option<Arc<RemoteObject>>],
+    out: &mut [abi::Vec4U32],
+) -> u32 {
+    if fp.reads.len() > out.len() {
+        return 0;
+    }
+    for (k, &(id, halo)) in fp.reads.iter().enumerate() {
+        let Some(bi) = bindings.iter().position(|b| b.id == id) else {
+            return 0;
+        };
+        let b = &bindings[bi];
+        if halo > FP_MAX_HALO || b.format().is_none() || b.words_per_texel() != 1 {
+            return 0;
+        }
+        // A remote object's texels are read in place, never through a window (as on the CPU).
+        if remote.get(bi).is_some_and(Option::is_some) {
+            return 0;
+        }
+        out[k].0 = [bi as u32, halo, 0, 0];
+    }
+    fp.reads.len() as u32
+}
+
+fn words(bytes: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    bytes
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
