@@ -25,7 +25,7 @@ pub fn system(kind: BackendKind, cfg: &SystemConfig) -> Result<(System, Option<S
                 bail!("device count must be at least 1");
             }
             // One wgpu device for the node, so that remote objects' buffers bind on every
-            // tessera device (docs/ARCHITECTURE.md, "Remote pages on wgpu").
+            // tessera device (docs/WGPU.md, "Remote pages on wgpu").
             let gpu = SharedGpu::open(&adapter_choice())?;
             warn_cpu_adapter(&gpu);
             let mut devices: Vec<Box<dyn Device>> = Vec::with_capacity(cfg.devices);

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
-use tessera_core::topology::{Endpoint, RemoteUse, Topology};
+use tessera_model::{Endpoint, RemoteUse, Topology};
 use tessera_core::AccessMode;
 use tessera_runtime::{PassStats, Procedure, Schedule, StageTimes, SystemConfig};
 use tessera_workloads::decomp::runner::Decomposed;

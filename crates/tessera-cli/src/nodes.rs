@@ -1,6 +1,6 @@
 //! `mpirun -np N tessera run boiling --devices-per-node K`: one simulation over the CPU devices
 //! of N processes, each a node home to a share of the pages (tessera_runtime::cluster;
-//! README.md, "Multi-node").
+//! docs/MPI.md).
 //!
 //! Every rank runs the same frames; rank 0 prints the summary and writes report.json and
 //! frame.png. The report is measured only: the topology model of a single node's run charges
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
-use tessera_core::topology::Network;
+use tessera_model::Network;
 use tessera_core::DeviceId;
 use tessera_runtime::cluster::{ClusterConfig, Link, NodeCounters};
 use tessera_runtime::{Device, System, SystemConfig};

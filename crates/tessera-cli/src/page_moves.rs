@@ -10,7 +10,7 @@
 //!   home copy into a slot);
 //! - device → device: device 0 takes every page exclusively (no copy: it holds them), then
 //!   device 1 asks to write every page: each is copied from device 0's slot into one of
-//!   device 1's (and device 0's copy is invalidated) as a peer copy (docs/ARCHITECTURE.md,
+//!   device 1's (and device 0's copy is invalidated) as a peer copy (docs/PROTOCOL.md,
 //!   "Peer copies"): on the CPU backend one copy between the two devices' memories, made by
 //!   device 1's worker; where both devices share one wgpu device (`--backend wgpu`) one
 //!   `copy_buffer_to_buffer` on the device per page, the batch in one submission, timed up to
@@ -20,7 +20,7 @@
 //! - device → home, written back: device 0 asks to read every page again. Device 1 owns them,
 //!   so each is written back home and then copied to device 0 from home (also where the two
 //!   share a wgpu device: a page read back home anyway is not copied on the device as well,
-//!   docs/ARCHITECTURE.md, "Peer copies"). The line prints the whole (two copies a page,
+//!   docs/PROTOCOL.md, "Peer copies"). The line prints the whole (two copies a page,
 //!   against two memcpys) and, derived by subtracting the home → device round, the write-back
 //!   alone.
 //!

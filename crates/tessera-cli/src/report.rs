@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
-use tessera_core::topology::Topology;
+use tessera_model::Topology;
 use tessera_runtime::{DeviceMemoryUse, LinkCounters, StageTimes};
 
 use crate::measure::Run;
@@ -45,7 +45,7 @@ pub struct DeviceReport {
     /// Every device → device move (the name predates peer copies: on a shared wgpu device
     /// some of these are copies on the device, `device_to_device_peer_per_frame`).
     pub device_to_device_via_host_per_frame: PerFrame,
-    /// Of those, the ones copied on the device without the host (docs/ARCHITECTURE.md, "Peer
+    /// Of those, the ones copied on the device without the host (docs/PROTOCOL.md, "Peer
     /// copies").
     pub device_to_device_peer_per_frame: PerFrame,
     /// At the end of the run.
@@ -111,7 +111,7 @@ impl WriteBacks {
 }
 
 /// The host's work for one device, per modeled frame: what "no host work when nothing
-/// faults" is checked by (docs/ARCHITECTURE.md, "The held set").
+/// faults" is checked by (docs/PROTOCOL.md, "The held set").
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct HostReport {
     /// Work handed to the device: queue submissions (wgpu), jobs on its worker (CPU).

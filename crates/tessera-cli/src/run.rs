@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
-use tessera_core::topology::Topology;
+use tessera_model::Topology;
 use tessera_workloads::boiling::reference::{checksum_hex, field_checksum};
 use tessera_workloads::boiling::sim::PagedBoiling;
 

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use tessera_core::topology::{Topology, TopologyError, PRESETS};
+use tessera_model::{Topology, TopologyError, PRESETS};
 
 /// The topology for a run of `devices` devices.
 pub fn load(spec: &str, devices: usize) -> Result<Topology> {

@@ -1,7 +1,7 @@
 //! `tessera run vr` (OO-VR's stereo rendering over the GPMs of an `mcm-*` topology with one
 //! scheme) and `tessera sweep vr` (its Figures 15–18 from the same runs).
 //!
-//! Every figure is modeled (docs/ARCHITECTURE.md, "vr"): per GPM, the device seconds of its
+//! Every figure is modeled (docs/EVALUATION.md, "OO-VR"): per GPM, the device seconds of its
 //! passes measured alone, plus (or, with OO-VR's pre-allocation, overlapped with) the link time
 //! of the texture pages it fetched from other GPMs, plus the composition's link and ROP time.
 
@@ -12,7 +12,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
-use tessera_core::topology::Endpoint;
+use tessera_model::Endpoint;
 use tessera_runtime::{Procedure, SystemConfig};
 use tessera_scene::Scene;
 use tessera_workloads::quake::map::camera_path;
@@ -273,7 +273,7 @@ struct VrReport<'a> {
     frames: usize,
     warmup: u32,
     link: LinkModel,
-    /// Means over the frames (modeled; see docs/ARCHITECTURE.md).
+    /// Means over the frames (modeled; see docs/EVALUATION.md, "OO-VR").
     summary: Summary,
     /// Per frame: what was measured and counted.
     measured: &'a [FrameMeasure],

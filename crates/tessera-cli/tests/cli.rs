@@ -687,7 +687,7 @@ fn help_lists_possible_values_and_every_topology_preset() {
         assert!(help.contains(values), "{values} missing from {help}");
     }
     let flat = help.split_whitespace().collect::<Vec<_>>().join(" ");
-    for preset in tessera_core::topology::PRESETS {
+    for preset in tessera_model::PRESETS {
         assert!(flat.contains(preset), "{preset} missing from {help}");
     }
     // A value outside the list is a usage error (exit 2) that names the list.

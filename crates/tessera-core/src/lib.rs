@@ -17,7 +17,6 @@ pub mod page_table;
 pub mod physical;
 pub mod prefetch;
 pub mod protocol;
-pub mod topology;
 
 pub use access::{AccessMode, Location, RemoteLink, UnknownAccessMode};
 pub use address::{AddressSpace, ObjectEntry};

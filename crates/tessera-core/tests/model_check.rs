@@ -352,7 +352,7 @@ fn a_remote_page_copied_into_its_readers_page_table_is_caught() {
 
 // Asynchronous staging (`Protocol::with_staging`): a device inside its procedure stages the
 // next batch, and may evict pages outside its own batch to make room. Not used by the runtime
-// yet (docs/ARCHITECTURE.md, "Asynchronous staging").
+// yet (docs/PROTOCOL.md, "Asynchronous staging").
 
 fn staging(cfg: ModelConfig) -> ModelConfig {
     ModelConfig {

@@ -13,7 +13,7 @@
 //!   schedules, and reports
 //!   what it saw in litmus7's layout, with any outcome the oracle forbids.
 //!
-//! See docs/ARCHITECTURE.md, "Memory model we promise".
+//! See docs/PROTOCOL.md, "Memory model we promise".
 
 pub mod ast;
 pub mod parse;

@@ -10,7 +10,7 @@
 //! What this crate is and is not: [`node::run_node`] is the multi-node memory system with a
 //! synthetic workload (rounds of race-free read/write batches over word pages, checked
 //! against a sequential reference), not yet tessera's runtime: the runtime's memory manager,
-//! workers and kernels still run one node (README.md, "Multi-node", says what is missing).
+//! workers and kernels still run one node (docs/MPI.md, "What is missing").
 
 pub mod litmus;
 pub mod node;

@@ -4,7 +4,7 @@
 //! limit (4 KiB pages in Open MPI's shared memory) waits until the receiver posts a matching
 //! receive, and two nodes each sending a page to the other then wait forever, neither
 //! probing. A buffered send copies the message and returns, so a node's event loop never
-//! blocks on another node (docs/ARCHITECTURE.md, "Several nodes").
+//! blocks on another node (docs/PROTOCOL.md, "Several nodes").
 
 use std::time::{Duration, Instant};
 

@@ -5,7 +5,7 @@
 //! Everything runs in one event loop per node that never blocks on another node: a home
 //! carries out one message's actions at a time, in order, and while it waits for a remote
 //! worker's acknowledgement it keeps serving its own worker's commands and its drivers, so
-//! the wait-for graph of docs/ARCHITECTURE.md ("Several nodes") holds across nodes: homes wait
+//! the wait-for graph of docs/PROTOCOL.md ("Several nodes") holds across nodes: homes wait
 //! on workers, which wait on nobody; drivers wait on homes; a deferred part waits on a release
 //! by a device that holds locks only at lower homes (the parts are acquired in node order).
 //!

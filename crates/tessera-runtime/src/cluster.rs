@@ -19,7 +19,7 @@
 //! - **Passes.** Each node runs its own devices' regions of a pass, then waits at a barrier for
 //!   every node: the pass barrier of paper 3.1 across nodes.
 //!
-//! Wait-for graph (docs/ARCHITECTURE.md, "Several nodes"): drivers wait on managers (their own
+//! Wait-for graph (docs/PROTOCOL.md, "The runtime over nodes"): drivers wait on managers (their own
 //! node's or, through the router, another's); managers wait on views; a view waits on its
 //! device's worker (through the router when remote); workers wait on nobody. The router thread
 //! of each node never waits on any of them: it hands incoming work to the worker's queue or to

@@ -529,7 +529,7 @@ impl DeviceContext {
     ) -> Result<LaunchOutcome> {
         let t = Instant::now();
         // With a stage, the memory manager queues the launch once the stage's evictions are
-        // done, and copies the stage's pages while it runs (docs/ARCHITECTURE.md,
+        // done, and copies the stage's pages while it runs (docs/PROTOCOL.md,
         // "Asynchronous staging").
         let (pending, staged) = self.launch_staging(spec, domain, mode)?;
         let out = pending.wait()??;

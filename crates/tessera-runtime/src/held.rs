@@ -1,6 +1,6 @@
 //! What each device's page table grants, published by the memory manager for the drivers to
 //! read without a message: the steady state's "no host work when nothing faults"
-//! (docs/ARCHITECTURE.md, "The held set").
+//! (docs/PROTOCOL.md, "The held set").
 //!
 //! The memory manager writes a device's entry for a page at the moment it queues the
 //! descriptor change on the device's worker (`Outbox::push`), so the published set is never

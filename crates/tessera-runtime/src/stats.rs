@@ -21,7 +21,7 @@ impl LinkCounters {
 }
 
 /// The host's work for one device, counted rather than timed: what the steady state ("no
-/// host work when nothing faults", docs/ARCHITECTURE.md) is checked by. Read at any time
+/// host work when nothing faults", docs/PROTOCOL.md) is checked by. Read at any time
 /// without disturbing the device; subtract two readings for an interval.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct HostCounters {
@@ -253,8 +253,8 @@ impl DeviceTraffic {
 
     /// This device's remote traffic as the topology prices it
     /// (`Topology::remote_pass_time`), `accessor` being this device's index.
-    pub fn remote_uses(&self, accessor: usize) -> Vec<tessera_core::topology::RemoteUse> {
-        use tessera_core::topology::{Endpoint, RemoteUse};
+    pub fn remote_uses(&self, accessor: usize) -> Vec<tessera_model::RemoteUse> {
+        use tessera_model::{Endpoint, RemoteUse};
         self.remote_links()
             .into_iter()
             .map(|(l, link)| RemoteUse {

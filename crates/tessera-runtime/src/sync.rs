@@ -6,7 +6,7 @@
 //! a point where shuttle may switch threads, and a schedule that fails can be replayed. Only
 //! what crosses between the runtime's own threads goes through here (the home store's lock
 //! too, which the memory manager shares with the device workers); the CPU backend's
-//! per-device memory words stay std atomics (see docs/ARCHITECTURE.md, "Under shuttle").
+//! per-device memory words stay std atomics (see docs/PROTOCOL.md, "Under shuttle").
 
 #[cfg(not(feature = "shuttle"))]
 pub(crate) use std::sync::atomic::AtomicBool;

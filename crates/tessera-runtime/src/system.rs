@@ -60,7 +60,7 @@ pub struct SystemConfig {
     /// Asynchronous staging: under oversubscription a driver stages its next band's
     /// footprint pages (`Message::Stage`) around the current band's launch: room is made
     /// before the launch is queued, and the memory manager copies the pages into the device
-    /// while it runs where the backend takes such writes (docs/ARCHITECTURE.md, "Asynchronous
+    /// while it runs where the backend takes such writes (docs/PROTOCOL.md, "Asynchronous
     /// staging"). Off by default.
     pub staging: bool,
     /// The relaunch procedure asks for the pages a kernel's footprint names before a band's

@@ -197,7 +197,7 @@ fn remote_traffic_matches_a_hand_count() {
     // Priced on GPU-SM's machine with no device work: each device alone would take
     // 1024 / 12e9 + 512 / (12e9 × 0.91) s = 1.322e-7 s, but both use host memory's link,
     // which carries 2 × 1536 = 3072 bytes at 18e9 B/s: 1.707e-7 s.
-    let topo = tessera_core::topology::Topology::preset("gpusm-pcie3", 2).unwrap();
+    let topo = tessera_model::Topology::preset("gpusm-pcie3", 2).unwrap();
     let uses: Vec<_> = t
         .iter()
         .enumerate()

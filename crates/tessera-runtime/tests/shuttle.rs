@@ -16,7 +16,7 @@
 //!   computation, and no schedule may deadlock.
 //!
 //! `cargo test -p tessera-runtime --features shuttle --test shuttle` runs the short versions;
-//! add `-- --ignored` for the long ones. docs/ARCHITECTURE.md, "Under shuttle", has figures.
+//! add `-- --ignored` for the long ones. docs/PROTOCOL.md, "Under shuttle", has figures.
 #![cfg(feature = "shuttle")]
 
 use std::collections::BTreeSet;

@@ -197,10 +197,10 @@ pub(crate) struct Opened {
 static TOKENS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// One wgpu device (and queue) that several tessera devices share: what lets them all bind one
-/// buffer, the remote pool (docs/ARCHITECTURE.md, "Remote pages on wgpu"). Each tessera device
+/// buffer, the remote pool (docs/WGPU.md, "Remote pages on wgpu"). Each tessera device
 /// on it still has its own physical memories, page table and scratch buffers; a page moves
 /// between two of them as one `copy_buffer_to_buffer` from one's memory into the other's, on
-/// the device (docs/ARCHITECTURE.md, "Peer copies"). Cheap to clone.
+/// the device (docs/PROTOCOL.md, "Peer copies"). Cheap to clone.
 #[derive(Clone)]
 pub struct SharedGpu(pub(crate) std::sync::Arc<Opened>);
 
@@ -242,7 +242,7 @@ impl SharedGpu {
     /// naga does not emit and WGSL cannot ask for. lavapipe does not fuse; NVIDIA's driver does
     /// (seen on an H100). Where it fuses, kernels cannot equal the CPU twins bit for bit; they
     /// still equal each other on any device count and split, since every device runs the same
-    /// compiled code (docs/ARCHITECTURE.md, "Exactness").
+    /// compiled code (docs/WGPU.md, "Exactness").
     pub fn fuses_multiply_add(&self) -> Result<bool, WgpuError> {
         const PROBE: &str = "@group(0) @binding(0) var<storage, read_write> v: array<f32, 4>;\n\
             @compute @workgroup_size(1) fn main() { v[3] = v[0] * v[1] + v[2]; }";

@@ -1,5 +1,5 @@
 //! Device → device page moves between tessera devices that share one wgpu device: one
-//! `copy_buffer_to_buffer` on the device, no host round trip (docs/ARCHITECTURE.md, "Peer
+//! `copy_buffer_to_buffer` on the device, no host round trip (docs/PROTOCOL.md, "Peer
 //! copies"). The same moves through the runtime must leave exactly the bytes the CPU backend's
 //! run leaves, and the traffic counters must show the copies were made on the device.
 //!

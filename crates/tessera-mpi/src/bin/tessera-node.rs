@@ -1,5 +1,5 @@
 //! `mpirun -np N tessera-node [options]`: one node of the multi-node memory system per MPI
-//! rank (README.md, "Multi-node"). Rank 0 prints the run's report as one JSON line.
+//! rank (docs/MPI.md). Rank 0 prints the run's report as one JSON line.
 
 use std::process::ExitCode;
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! kinds of access come from other threads: another CPU device reading a slot for a peer copy
 //! (one copy from device to device instead of two through a host buffer, `tessera bench
 //! page-moves`), and the memory manager writing a staged page into a free slot while the
-//! device computes ([`SlotSink`], docs/ARCHITECTURE.md "Asynchronous staging"). Those go word
+//! device computes ([`SlotSink`], docs/PROTOCOL.md "Asynchronous staging"). Those go word
 //! by word through the atomics, so they can never race with a kernel in the sense of undefined
 //! behaviour, whatever the memory manager does.
 //!

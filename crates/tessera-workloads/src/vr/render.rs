@@ -1,5 +1,5 @@
 //! The stereo renderer: the quake raster kernel drawing a scheme's pieces of work on the GPMs
-//! of a tessera node, and the modeled frame latency (docs/ARCHITECTURE.md, "vr").
+//! of a tessera node, and the modeled frame latency (docs/EVALUATION.md, "OO-VR").
 //!
 //! Objects: the texture atlas (created once, read only), per GPM one eye-sized framebuffer and
 //! access map, and per pass two setup buffers. A frame:

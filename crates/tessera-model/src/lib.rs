@@ -1,5 +1,6 @@
-//! Topologies: the devices, the host and the links between them, and the modeled time of the
-//! page moves a pass makes.
+//! tessera-model: topologies (the devices, the host and the links between them) and the
+//! modeled time of the page moves a pass makes. Kept out of tessera-core, whose memory model
+//! has no notion of time, no file format and no I/O.
 //!
 //! A link is one direction of a connection, with a bandwidth (bytes per second) and a
 //! latency charged once per page move (a page move is one copy command; small pages pay it
@@ -152,13 +153,13 @@ pub enum TopologyError {
         expected: &'static str,
         value: f64,
     },
-    #[error("{at}: switch {value} of device {device} is out of range (switch ids are 0..{max})", max = crate::MAX_DEVICES)]
+    #[error("{at}: switch {value} of device {device} is out of range (switch ids are 0..{max})", max = tessera_core::MAX_DEVICES)]
     BadSwitch {
         at: Location,
         device: u64,
         value: u64,
     },
-    #[error("device count must be between 1 and {max} (got {0})", max = crate::MAX_DEVICES)]
+    #[error("device count must be between 1 and {max} (got {0})", max = tessera_core::MAX_DEVICES)]
     DeviceCount(usize),
     #[error("unknown network {name:?} (expected one of: {})", NETWORKS.join(", "))]
     UnknownNetwork { name: String },
@@ -252,7 +253,7 @@ impl RemoteModel {
 pub struct RemoteUse {
     pub accessor: usize,
     pub location: Endpoint,
-    pub link: crate::access::RemoteLink,
+    pub link: tessera_core::access::RemoteLink,
 }
 
 /// The modeled time of one pass with remote accesses.
@@ -441,7 +442,7 @@ impl Topology {
     ///   modern presets (an assumption). A run may use fewer devices than the preset has, not
     ///   more.
     pub fn preset(name: &str, devices: usize) -> Result<Self> {
-        if devices == 0 || devices > crate::MAX_DEVICES {
+        if devices == 0 || devices > tessera_core::MAX_DEVICES {
             return Err(TopologyError::DeviceCount(devices));
         }
         if let Some(gpms) = match name {
@@ -728,7 +729,7 @@ impl Topology {
                 origin: origin.to_string(),
             });
         }
-        if count > crate::MAX_DEVICES {
+        if count > tessera_core::MAX_DEVICES {
             return Err(TopologyError::DeviceCount(count));
         }
         if let Some(missing) = (0..count).find(|i| !ids.contains_key(&(*i as u64))) {
@@ -822,7 +823,7 @@ impl Topology {
         for d in &file.device {
             if let Some(sw) = &d.switch {
                 let value = *sw.get_ref();
-                if value >= crate::MAX_DEVICES as u64 {
+                if value >= tessera_core::MAX_DEVICES as u64 {
                     return Err(TopologyError::BadSwitch {
                         at: at(sw.span()),
                         device: *d.id.get_ref(),
@@ -1130,8 +1131,8 @@ mod tests {
         }
     }
 
-    fn remote(read: u64, write: u64, batch: u64) -> crate::access::RemoteLink {
-        crate::access::RemoteLink {
+    fn remote(read: u64, write: u64, batch: u64) -> tessera_core::access::RemoteLink {
+        tessera_core::access::RemoteLink {
             read_bytes: read,
             write_bytes: write,
             batch_bytes: batch,
@@ -1572,7 +1573,7 @@ aggregate_gb_per_s = 10
         let use_ = |location, read: u64, write: u64| RemoteUse {
             accessor: 0,
             location,
-            link: crate::access::RemoteLink {
+            link: tessera_core::access::RemoteLink {
                 read_bytes: read,
                 write_bytes: write,
                 batch_bytes: 0,
