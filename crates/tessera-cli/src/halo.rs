@@ -12,8 +12,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
-use tessera_model::{Endpoint, RemoteUse, Topology};
 use tessera_core::AccessMode;
+use tessera_model::{Endpoint, RemoteUse, Topology};
 use tessera_runtime::{PassStats, Procedure, Schedule, StageTimes, SystemConfig};
 use tessera_workloads::decomp::runner::Decomposed;
 use tessera_workloads::decomp::{run_phase, square_reads, star_reads, Access, Axis, Grid};
@@ -415,6 +415,7 @@ pub struct DeviceReport {
 /// measured wall time on this machine with the software devices sharing its cores.
 #[derive(Serialize, Clone)]
 pub struct HaloReport {
+    pub schema_version: u32,
     pub workload: &'static str,
     pub settings: String,
     pub size: u32,
@@ -427,10 +428,21 @@ pub struct HaloReport {
     pub access: &'static str,
     /// How passes got their pages (`--procedure`, or the access's default).
     pub procedure: Procedure,
+    #[serde(rename = "page_size")]
     pub page: u32,
+    /// Steps measured: a step is the schema's frame.
+    #[serde(rename = "frames")]
     pub steps: u32,
+    #[serde(rename = "warmup_frames")]
     pub warmup: u32,
+    /// `cpu` or `wgpu`.
+    #[serde(rename = "backend")]
+    pub backend_kind: &'static str,
+    /// The devices as the backend describes them.
+    #[serde(rename = "adapter")]
     pub backend: String,
+    /// The wgpu adapter's name; none on the CPU backend.
+    #[serde(rename = "adapter_name")]
     pub adapter: Option<String>,
     pub topology: String,
     pub model: ModelKind,
@@ -451,8 +463,12 @@ pub struct HaloReport {
     pub remote: Vec<RemoteReport>,
     pub links: Vec<LinkReport>,
     pub per_device: Vec<DeviceReport>,
-    /// FNV-1a of the field's f32 bits, in hex.
+    /// FNV-1a of the field's f32 bits, in hex (`checksum_kind`: "field").
     pub checksum: String,
+    pub checksum_kind: &'static str,
+    pub time_kind: &'static str,
+    /// Summed over devices and the measured steps, seconds.
+    pub stages: StageTimes,
     /// Whether `--verify` passed (bit for bit, or within tolerance where the GPU fuses
     /// multiply-adds: `verification`); none if not run.
     pub verified: Option<bool>,
@@ -568,7 +584,12 @@ pub fn report(s: &Setup, topo: &Topology, m: &Measured, verify: bool) -> Result<
     }
     let (remote, total) = s.reads(&grid);
     let md = &m.modeled;
+    let mut stages = StageTimes::default();
+    for p in &m.per_device {
+        stages.add(&p.stages);
+    }
     Ok(HaloReport {
+        schema_version: crate::report::SCHEMA_VERSION,
         workload: s.name(),
         settings: s.describe(),
         size: s.size,
@@ -584,6 +605,7 @@ pub fn report(s: &Setup, topo: &Topology, m: &Measured, verify: bool) -> Result<
         page: s.page,
         steps: s.steps,
         warmup: s.warmup,
+        backend_kind: s.node.backend.name(),
         backend: m.run.sys.backend().to_string(),
         adapter: m.adapter_name.clone(),
         topology: topo.name().to_string(),
@@ -643,6 +665,9 @@ pub fn report(s: &Setup, topo: &Topology, m: &Measured, verify: bool) -> Result<
             })
             .collect(),
         checksum: checksum(&field),
+        checksum_kind: "field",
+        time_kind: "measured",
+        stages,
         verified,
         verification,
     })

@@ -5,8 +5,8 @@
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use tessera_model::{Endpoint, RemoteUse, Topology, Transfer};
 use tessera_core::{ObjectDesc, TexelFormat};
+use tessera_model::{Endpoint, RemoteUse, Topology, Transfer};
 use tessera_runtime::{DeviceTraffic, HostCounters, PassStats, Schedule, StageTimes, SystemConfig};
 use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::sim::PagedBoiling;

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
-use tessera_model::Network;
 use tessera_core::DeviceId;
+use tessera_model::Network;
 use tessera_runtime::cluster::{ClusterConfig, Link, NodeCounters};
 use tessera_runtime::{Device, System, SystemConfig};
 use tessera_wgpu::{SharedGpu, WgpuDevice};

@@ -132,19 +132,44 @@ struct TextureFigures {
     requests: u64,
 }
 
+/// One device's figures over the run.
+#[derive(Serialize)]
+struct QuakeDevice {
+    device: usize,
+    /// Texture page requests, all frames.
+    texture_requests: u64,
+    /// Every page move of the run (all objects).
+    traffic: DeviceTraffic,
+    /// Summed over frames, seconds.
+    stages: tessera_runtime::StageTimes,
+}
+
+/// The schema's core (docs/report.schema.json), then the game trace's own section.
 #[derive(Serialize)]
 struct QuakeReport {
+    schema_version: u32,
     workload: &'static str,
+    /// `cpu` or `wgpu`.
+    backend: &'static str,
+    /// The devices as the backend describes them (the wgpu adapter's name on wgpu).
+    adapter: String,
+    devices: usize,
+    page_size: u32,
+    frames: u32,
+    warmup_frames: u32,
+    procedure: Procedure,
+    split: &'static str,
+    /// FNV-1a of the last frame's framebuffer (`checksum_kind`: "image").
+    checksum: String,
+    checksum_kind: &'static str,
+    time_kind: &'static str,
+    /// Summed over devices and frames, seconds.
+    stages: tessera_runtime::StageTimes,
+    per_device: Vec<QuakeDevice>,
     /// `generated`, or `map:NAME`.
     scene: String,
-    backend: String,
     width: u32,
     height: u32,
-    frames: u32,
-    devices: usize,
-    split: &'static str,
-    page_size: u32,
-    procedure: Procedure,
     clear_each_frame: bool,
     drop_unused: bool,
     initial_placement: Placement,
@@ -166,8 +191,6 @@ struct QuakeReport {
     triangles_per_frame: Vec<u32>,
     /// Per device, atlas pages it holds at the end: only it, and it and another device.
     texture_footprint: Vec<Footprint>,
-    /// Per device, every page move of the run (all objects).
-    traffic: Vec<DeviceTraffic>,
     /// Per texture: its pages in the atlas and the requests for them.
     per_texture: Vec<TextureFigures>,
 }
@@ -255,6 +278,8 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     let mut other = Vec::new();
     let mut triangles = Vec::new();
     let mut by_texture = vec![0u64; sizes.len()];
+    let mut stages = vec![tessera_runtime::StageTimes::default(); o.devices];
+    let mut checksum = String::new();
     let mut trace_frames = Vec::new();
     for (f, cam) in cams.iter().enumerate() {
         let s = r.frame(&cam.view_proj(aspect))?;
@@ -271,7 +296,11 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         let last = f + 1 == cams.len();
         if last || (o.png_every > 0 && (f as u32).is_multiple_of(o.png_every)) {
             let path = o.out.join(format!("frame-{f:04}.png"));
-            write_png(&path, o.width, o.height, &r.framebuffer()?)?;
+            let image = r.framebuffer()?;
+            write_png(&path, o.width, o.height, &image)?;
+            if last {
+                checksum = crate::report::fnv1a_hex(&image);
+            }
         }
         if o.residency_png {
             let path = residency_dir.join(format!("frame-{f:04}.png"));
@@ -281,6 +310,9 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         requests.push(s.requests);
         other.push(s.other_requests);
         triangles.push(s.triangles);
+        for (a, p) in stages.iter_mut().zip(&s.passes) {
+            a.add(&p.stages);
+        }
         for (t, r) in by_texture.iter_mut().zip(&s.by_texture) {
             *t += r;
         }
@@ -310,17 +342,45 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     let texture_pages = (0..r.atlas.page_count())
         .filter(|&p| r.atlas.texture_of_page(p).is_some())
         .count() as u64;
+    let mut all_stages = tessera_runtime::StageTimes::default();
+    for st in &stages {
+        all_stages.add(st);
+    }
     let report = QuakeReport {
+        schema_version: crate::report::SCHEMA_VERSION,
         workload: "quake",
+        backend: o.backend.name(),
+        adapter: backend_name,
+        devices: n,
+        page_size: o.page,
+        frames: o.frames,
+        warmup_frames: 0,
+        procedure: o.procedure,
+        split: o.split.name(),
+        checksum,
+        checksum_kind: "image",
+        time_kind: "measured",
+        stages: all_stages,
+        per_device: r
+            .sys
+            .mm
+            .traffic()?
+            .into_iter()
+            .zip(&total)
+            .zip(&stages)
+            .enumerate()
+            .map(
+                |(device, ((traffic, &texture_requests), &stages))| QuakeDevice {
+                    device,
+                    texture_requests,
+                    traffic,
+                    stages,
+                },
+            )
+            .collect(),
         scene: scene_name,
-        backend: backend_name,
         width: o.width,
         height: o.height,
-        frames: o.frames,
-        devices: n,
-        split: o.split.name(),
-        page_size: o.page,
-        procedure: o.procedure,
         clear_each_frame: o.clear_each_frame,
         drop_unused: o.drop_unused,
         initial_placement: o.initial_placement,
@@ -336,7 +396,6 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         other_requests: other,
         triangles_per_frame: triangles,
         texture_footprint,
-        traffic: r.sys.mm.traffic()?,
         per_texture: r
             .mesh()
             .textures

@@ -102,6 +102,7 @@ struct ObjectReport {
 
 #[derive(Serialize)]
 struct TrafficReport {
+    device: usize,
     host_to_device_bytes: u64,
     device_to_device_bytes: u64,
     device_to_host_bytes: u64,
@@ -110,8 +111,26 @@ struct TrafficReport {
     refaults: u64,
 }
 
+/// The schema's core (docs/report.schema.json), then the ray tracer's own section.
 #[derive(Serialize)]
 struct Report {
+    schema_version: u32,
+    workload: &'static str,
+    backend: &'static str,
+    adapter: String,
+    devices: usize,
+    page_size: u32,
+    frames: usize,
+    warmup_frames: u32,
+    procedure: tessera_runtime::Procedure,
+    split: tessera_runtime::Partition,
+    checksum: String,
+    checksum_kind: &'static str,
+    time_kind: &'static str,
+    /// Summed over devices and frames, seconds.
+    stages: tessera_runtime::StageTimes,
+    /// Per device, over all frames.
+    per_device: Vec<TrafficReport>,
     scene: String,
     instances: u32,
     triangles: u32,
@@ -120,30 +139,12 @@ struct Report {
     objects_bytes: u64,
     width: u32,
     height: u32,
-    page: u32,
     ao_samples: u32,
-    devices: usize,
-    partition: String,
     budget_bytes_per_device: u64,
     policy: String,
-    procedure: String,
-    backend: String,
-    frames: Vec<FrameReport>,
-    /// Per device, over all frames.
-    traffic: Vec<TrafficReport>,
+    per_frame: Vec<FrameReport>,
     /// At the end of the run.
     residency: Vec<ObjectReport>,
-    image_fnv1a64: String,
-}
-
-/// FNV-1a over the image, so reports of two runs say whether their images are equal.
-fn fnv1a(bytes: &[u8]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    format!("{h:016x}")
 }
 
 fn check_opts(width: u32, height: u32, devices: usize) -> Result<()> {
@@ -225,11 +226,13 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
     let objects_bytes = r.total_bytes();
     let bar = progress(o.frames as u64, "raytrace");
     let mut frames = Vec::new();
+    let mut stages = tessera_runtime::StageTimes::default();
     for _ in 0..o.frames {
         let t = Instant::now();
         let stats = r.frame()?;
         let wall = t.elapsed().as_secs_f64();
         let s = sum_stats(&stats);
+        stages.add(&s.stages);
         frames.push(FrameReport {
             wall_ms: wall * 1e3,
             launches: s.launches,
@@ -247,7 +250,9 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
         .mm
         .traffic()?
         .iter()
-        .map(|t: &DeviceTraffic| TrafficReport {
+        .enumerate()
+        .map(|(device, t): (usize, &DeviceTraffic)| TrafficReport {
+            device,
             host_to_device_bytes: t.host_to_device.bytes,
             device_to_device_bytes: t.device_to_device.bytes,
             device_to_host_bytes: t.device_to_host.bytes,
@@ -267,6 +272,21 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
         })
         .collect();
     let report = Report {
+        schema_version: crate::report::SCHEMA_VERSION,
+        workload: "raytrace",
+        backend: o.backend.name(),
+        adapter: backend_name.clone(),
+        devices: o.devices,
+        page_size: o.page,
+        frames: frames.len(),
+        warmup_frames: 0,
+        procedure: o.procedure,
+        split: o.partition,
+        checksum: crate::report::fnv1a_hex(&image),
+        checksum_kind: "image",
+        time_kind: "measured",
+        stages,
+        per_device: traffic,
         scene: name.clone(),
         instances: o.instances,
         triangles,
@@ -275,18 +295,11 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
         objects_bytes,
         width: o.width,
         height: o.height,
-        page: o.page,
         ao_samples: o.ao_samples,
-        devices: o.devices,
-        partition: format!("{:?}", o.partition),
         budget_bytes_per_device: budget,
         policy: o.policy.name().to_string(),
-        procedure: format!("{:?}", o.procedure),
-        backend: backend_name.clone(),
-        frames,
-        traffic,
+        per_frame: frames,
         residency,
-        image_fnv1a64: fnv1a(&image),
     };
     // Only now, with the render done, is anything written.
     std::fs::create_dir_all(&o.out)
@@ -296,9 +309,9 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
     let json = o.out.join("report.json");
     std::fs::write(&json, serde_json::to_string_pretty(&report)?)
         .with_context(|| format!("cannot write {}", json.display()))?;
-    let last = report.frames.last().expect("at least one frame");
+    let last = report.per_frame.last().expect("at least one frame");
     let moved: u64 = report
-        .traffic
+        .per_device
         .iter()
         .map(|t| t.host_to_device_bytes + t.device_to_device_bytes + t.device_to_host_bytes)
         .sum();
@@ -323,7 +336,7 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
         last.wave_splits,
         moved as f64 / 1048576.0
     );
-    println!("image {}", report.image_fnv1a64);
+    println!("image {}", report.checksum);
     println!(
         "wrote {}, {}",
         crate::output::shown(&png).display(),
@@ -558,7 +571,10 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
             mismatched.join("; ")
         );
     }
-    println!("every image equals the resident one: {}", fnv1a(&want));
+    println!(
+        "every image equals the resident one: {}",
+        crate::report::fnv1a_hex(&want)
+    );
     Ok(())
 }
 

@@ -221,8 +221,23 @@ pub struct EvictionReport {
     pub copied_during_launch: u64,
 }
 
+/// The version of the report schema (docs/report.schema.json): the core every workload's
+/// report.json shares, before its own section.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// An FNV-1a hash of bytes, in hex: the checksum of an image in reports.
+pub fn fnv1a_hex(bytes: &[u8]) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
 #[derive(Serialize)]
 pub struct Report {
+    pub schema_version: u32,
     pub workload: &'static str,
     pub backend: &'static str,
     /// The devices as the backend describes them, e.g. `cpu (2 threads)`.
@@ -234,6 +249,7 @@ pub struct Report {
     pub size: u32,
     pub page_size: u32,
     pub procedure: tessera_runtime::Procedure,
+    #[serde(rename = "split")]
     pub partition: tessera_runtime::Partition,
     pub frames: u32,
     /// Frames run before the measured ones; nothing in this report counts them.
@@ -269,6 +285,7 @@ pub struct Report {
     /// Memory over all devices at the end of the run: the paper's Figure 8.
     pub memory: MemorySummary,
     /// Summed over devices, seconds.
+    #[serde(rename = "stages")]
     pub stage_seconds: StageTimes,
     /// Share of the summed stage time, percent, as in the paper's Table 3.
     pub stage_percent: StageTimes,
@@ -278,7 +295,10 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_stage_seconds: Option<StageTimes>,
     pub per_device: Vec<DeviceReport>,
+    /// The field's checksum after the last frame (`checksum_kind`: "field").
+    #[serde(rename = "checksum")]
     pub field_checksum: String,
+    pub checksum_kind: &'static str,
     /// Per device budget, bytes: the page cache's size.
     pub budget_bytes: u64,
     pub policy: tessera_runtime::Policy,
@@ -470,6 +490,7 @@ impl Report {
                 .collect(),
         };
         Ok(Report {
+            schema_version: SCHEMA_VERSION,
             workload: "boiling",
             backend: o.node.backend.name(),
             adapter: sys.backend().to_string(),
@@ -527,6 +548,7 @@ impl Report {
             }),
             per_device,
             field_checksum,
+            checksum_kind: "field",
             budget_bytes: crate::budget_bytes(o.node.budget_mib),
             policy: o.node.policy,
             thrashing: o.node.thrashing,

@@ -34,7 +34,8 @@ pub struct ScalingOpts {
     /// is the base of the speed-up.
     #[arg(long, default_value = "1,2,4,8", value_parser = parse_devices)]
     devices: List,
-    /// Measured frames per device count (run twice: together, then one device at a time).
+    /// Measured frames per device count (on two nodes side by side: devices together, and one
+    /// at a time for the model).
     #[arg(long, default_value_t = 3)]
     frames: u32,
     /// Frames run first at every count and counted nowhere (pages move in on the first).

@@ -260,18 +260,44 @@ fn summarise(frames: &[FrameMeasure], link: &LinkModel, gpms: usize) -> Summary 
     }
 }
 
+/// One GPM's measured figures, summed over the run's frames.
+#[derive(Serialize)]
+struct VrDevice {
+    device: usize,
+    /// Measured device seconds of its passes.
+    busy_seconds: f64,
+    /// Texture pages it fetched from its own memory, and from the other GPMs.
+    local_texture_pages: u64,
+    remote_texture_pages: u64,
+}
+
+/// The schema's core (docs/report.schema.json), then OO-VR's own section.
 #[derive(Serialize)]
 struct VrReport<'a> {
+    schema_version: u32,
     workload: &'static str,
-    scene: &'a str,
-    backend: &'a str,
-    scheme: &'a str,
+    /// `cpu` or `wgpu`.
+    backend: &'static str,
+    /// The devices as the backend describes them.
+    adapter: &'a str,
     devices: usize,
-    width: u32,
-    height: u32,
     page_size: u32,
     frames: usize,
-    warmup: u32,
+    warmup_frames: u32,
+    procedure: Procedure,
+    /// How the frame is split across GPMs: the scheme.
+    split: &'a str,
+    /// FNV-1a of the last stereo frame (`checksum_kind`: "image").
+    checksum: String,
+    checksum_kind: &'static str,
+    time_kind: &'static str,
+    /// Not timed stage by stage: a GPM's passes are timed whole (`per_device`).
+    stages: Option<tessera_runtime::StageTimes>,
+    per_device: Vec<VrDevice>,
+    scene: &'a str,
+    scheme: &'a str,
+    width: u32,
+    height: u32,
     link: LinkModel,
     /// Means over the frames (modeled; see docs/EVALUATION.md, "OO-VR").
     summary: Summary,
@@ -293,17 +319,43 @@ pub fn run(o: &VrOpts) -> Result<()> {
     let run = execute(&o.scene, &scene, &cams, &o.scheme, o.gpms, || bar.inc(1))?;
     bar.finish_and_clear();
     let summary = summarise(&run.frames, &link, o.gpms);
+    let per_device = (0..o.gpms)
+        .map(|d| VrDevice {
+            device: d,
+            busy_seconds: run.frames.iter().map(|m| m.busy[d]).sum(),
+            local_texture_pages: run.frames.iter().map(|m| m.local_pages[d]).sum(),
+            remote_texture_pages: run
+                .frames
+                .iter()
+                .map(|m| {
+                    (0..o.gpms)
+                        .filter(|&from| from != d)
+                        .map(|from| m.texture_pages[from][d])
+                        .sum::<u64>()
+                })
+                .sum(),
+        })
+        .collect();
     let report = VrReport {
+        schema_version: crate::report::SCHEMA_VERSION,
         workload: "vr",
-        scene: &name,
-        backend: &run.backend,
-        scheme: &o.scheme,
+        backend: o.scene.backend.name(),
+        adapter: &run.backend,
         devices: o.gpms,
-        width: o.scene.width,
-        height: o.scene.height,
         page_size: o.scene.page,
         frames: run.frames.len(),
-        warmup: o.scene.warmup,
+        warmup_frames: o.scene.warmup,
+        procedure: o.scene.procedure,
+        split: &o.scheme,
+        checksum: crate::report::fnv1a_hex(&run.last_image),
+        checksum_kind: "image",
+        time_kind: "measured",
+        stages: None,
+        per_device,
+        scene: &name,
+        scheme: &o.scheme,
+        width: o.scene.width,
+        height: o.scene.height,
         link,
         summary: summary.clone(),
         measured: &run.frames,

@@ -166,7 +166,7 @@ fn earlier_results_are_refused_without_force_and_replaced_with_it() {
         out.to_str().unwrap(),
         "--force",
     ]);
-    assert_eq!(failing.status.code(), Some(1));
+    assert_eq!(failing.status.code(), Some(2));
     assert_eq!(std::fs::read(out.join("report.json")).unwrap(), report);
     let forced = run("2", true);
     assert!(forced.status.success(), "{}", stderr(&forced));

@@ -56,7 +56,7 @@ fn avoidable(r: &serde_json::Value) -> f64 {
 #[test]
 fn resident_boundary_pages_stay_on_their_owners() {
     let one = boiling("cpu", 1, "owned");
-    let checksum = one["field_checksum"].as_str().unwrap().to_string();
+    let checksum = one["checksum"].as_str().unwrap().to_string();
     for devices in [2, 4, 8] {
         let owned = boiling("cpu", devices, "owned");
         let home = boiling("cpu", devices, "write-home");
@@ -82,7 +82,7 @@ fn resident_boundary_pages_stay_on_their_owners() {
         let w = num(&home["write_backs_per_frame"]["coherence"]);
         assert!(w * 64.0 * 64.0 * 4.0 >= 384.0 * 1024.0, "{devices}: {home}");
         for r in [&owned, &home] {
-            assert_eq!(r["field_checksum"].as_str(), Some(checksum.as_str()), "{r}");
+            assert_eq!(r["checksum"].as_str(), Some(checksum.as_str()), "{r}");
         }
     }
 }
@@ -100,7 +100,7 @@ fn on_wgpu_boundary_pages_move_with_no_read_back() {
     }
     let owned = boiling("wgpu", 2, "owned");
     let home = boiling("wgpu", 2, "write-home");
-    assert_eq!(owned["field_checksum"], home["field_checksum"]);
+    assert_eq!(owned["checksum"], home["checksum"]);
     assert_eq!(avoidable(&owned), 0.0, "{owned}");
     // Each device's boundary pages (24 of 16 KiB at 512² over two devices) are read back to
     // be written home under the paper's rule; under owned pages they are copied on the

@@ -93,14 +93,14 @@ fn a_map_renders_as_the_generated_scene_at_any_budget() {
     assert_eq!(map["scene"], "generated-2");
     assert_eq!(small["devices"], 2);
     assert_eq!(small["budget_bytes_per_device"], 8192);
-    let evictions: u64 = small["traffic"]
+    let evictions: u64 = small["per_device"]
         .as_array()
         .unwrap()
         .iter()
         .map(|t| t["evictions"].as_u64().unwrap())
         .sum();
     assert!(evictions > 0);
-    assert!(small["frames"][0]["suspended"].as_u64().unwrap() > 0);
+    assert!(small["per_frame"][0]["suspended"].as_u64().unwrap() > 0);
     let objects: Vec<&str> = small["residency"]
         .as_array()
         .unwrap()
@@ -118,8 +118,8 @@ fn a_map_renders_as_the_generated_scene_at_any_budget() {
             "ray state"
         ]
     );
-    assert_eq!(generated["image_fnv1a64"], map["image_fnv1a64"]);
-    assert_eq!(map["image_fnv1a64"], small["image_fnv1a64"]);
+    assert_eq!(generated["checksum"], map["checksum"]);
+    assert_eq!(map["checksum"], small["checksum"]);
 }
 
 /// Each bad input fails with its message and leaves no output directory.

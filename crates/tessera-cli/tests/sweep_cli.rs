@@ -106,7 +106,7 @@ fn same_counters(row: &[(String, String)], report: &Value, what: &str) {
     }
     assert_eq!(
         get(row, "field_checksum"),
-        report["field_checksum"].as_str().unwrap(),
+        report["checksum"].as_str().unwrap(),
         "{what}"
     );
 }

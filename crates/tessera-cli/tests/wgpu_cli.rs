@@ -82,7 +82,7 @@ fn wgpu_runs_agree_across_devices_and_procedures() {
                 .filter_map(|k| gpu[*k].as_f64())
                 .sum();
             assert!(compute > 0.0 && total > compute, "{gpu}");
-            let wall: f64 = r["stage_seconds"]
+            let wall: f64 = r["stages"]
                 .as_object()
                 .unwrap()
                 .values()
@@ -92,7 +92,7 @@ fn wgpu_runs_agree_across_devices_and_procedures() {
         } else {
             assert!(gpu.is_null(), "{gpu}");
         }
-        sums.push(r["field_checksum"].clone());
+        sums.push(r["checksum"].clone());
     }
     assert_eq!(sums[0], sums[1]);
 }

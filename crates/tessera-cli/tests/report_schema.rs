@@ -1,0 +1,173 @@
+//! Every workload's report.json, as `tessera run` writes it, against the schema users read
+//! (docs/report.schema.json): one core of keys with one vocabulary, then the workload's own.
+
+use std::path::Path;
+use std::process::Command;
+
+fn tessera(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn schema() -> serde_json::Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/report.schema.json");
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// Runs `tessera run WORKLOAD ARGS --out DIR` and returns its report.json.
+fn report(workload: &str, args: &[&str]) -> serde_json::Value {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut all = vec!["run", workload];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--out", out.to_str().unwrap()]);
+    let o = tessera(&all);
+    assert!(
+        o.status.success(),
+        "{all:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn every_workloads_report_validates_against_the_schema() {
+    let validator = jsonschema::validator_for(&schema()).expect("the schema is a valid schema");
+    let runs: [(&str, &[&str]); 6] = [
+        (
+            "boiling",
+            &[
+                "--size",
+                "32",
+                "--page",
+                "8",
+                "--frames",
+                "2",
+                "--gif-every",
+                "0",
+            ],
+        ),
+        (
+            "quake",
+            &[
+                "--frames", "2", "--width", "64", "--height", "48", "--page", "16",
+            ],
+        ),
+        (
+            "vr",
+            &[
+                "--generated",
+                "1",
+                "--frames",
+                "1",
+                "--warmup",
+                "0",
+                "--width",
+                "32",
+                "--height",
+                "24",
+                "--page",
+                "8",
+                "--devices",
+                "2",
+            ],
+        ),
+        (
+            "raytrace",
+            &[
+                "--scene",
+                "generated:1",
+                "--width",
+                "32",
+                "--height",
+                "24",
+                "--frames",
+                "1",
+                "--ao-samples",
+                "1",
+            ],
+        ),
+        (
+            "stencil",
+            &[
+                "--size",
+                "16",
+                "--halo",
+                "1",
+                "--devices",
+                "2",
+                "--steps",
+                "1",
+                "--page",
+                "8",
+            ],
+        ),
+        (
+            "convolution",
+            &[
+                "--size",
+                "64",
+                "--filter",
+                "3",
+                "--devices",
+                "2",
+                "--steps",
+                "1",
+                "--page",
+                "16",
+            ],
+        ),
+    ];
+    for (workload, args) in runs {
+        let r = report(workload, args);
+        let errors: Vec<String> = validator
+            .iter_errors(&r)
+            .map(|e| format!("{}: {e}", e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{workload}: {errors:#?}");
+        assert_eq!(r["workload"], workload);
+        // What the schema cannot say: one entry per device, in order.
+        let devices = r["devices"].as_u64().unwrap();
+        let per_device = r["per_device"].as_array().unwrap();
+        assert_eq!(per_device.len() as u64, devices, "{workload}");
+        for (i, d) in per_device.iter().enumerate() {
+            assert_eq!(d["device"], i, "{workload}");
+        }
+    }
+}
+
+#[test]
+fn the_schema_refuses_a_report_that_breaks_the_core() {
+    let validator = jsonschema::validator_for(&schema()).unwrap();
+    let good = report(
+        "boiling",
+        &[
+            "--size",
+            "32",
+            "--page",
+            "8",
+            "--frames",
+            "1",
+            "--gif-every",
+            "0",
+        ],
+    );
+    assert!(validator.is_valid(&good));
+    // The spellings the core replaced are refused, as are missing core keys.
+    let broken: [(&str, serde_json::Value); 4] = [
+        ("procedure", "Relaunch".into()),
+        ("backend", "cpu (2 threads)".into()),
+        ("checksum", serde_json::Value::Null),
+        ("stages", serde_json::json!({ "compute_seconds": 1.0 })),
+    ];
+    for (key, value) in broken {
+        let mut r = good.clone();
+        r[key] = value;
+        assert!(!validator.is_valid(&r), "{key} = {}", r[key]);
+    }
+    let mut r = good.clone();
+    r.as_object_mut().unwrap().remove("split");
+    assert!(!validator.is_valid(&r));
+}
