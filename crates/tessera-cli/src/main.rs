@@ -508,6 +508,10 @@ fn quiet_mesa() {
     }
 }
 
+fn replay_out(o: &mut quake::ReplayOpts) -> &mut PathBuf {
+    o.out.get_or_insert_with(|| PathBuf::from("out-replay"))
+}
+
 fn main() -> ExitCode {
     quiet_mesa();
     let cli = Cli::parse();
@@ -533,7 +537,15 @@ fn main() -> ExitCode {
         } => staged(opts, force, |o| &mut o.out, vr::sweep),
         Command::Trace {
             which: TraceKind::Replay(opts),
-        } => quake::trace_replay(&opts),
+        } => {
+            // A sweep (`--pages`) always writes a folder, out-replay unless told; a single
+            // replay only when `--out` names one. Either way it appears only on success.
+            if opts.out.is_some() || !opts.pages.is_empty() {
+                staged(opts, force, replay_out, quake::trace_replay)
+            } else {
+                quake::trace_replay(&opts)
+            }
+        }
         Command::Run {
             which: RunKind::Stencil(opts),
         } => staged(opts, force, |o| &mut o.out, stencil::run),

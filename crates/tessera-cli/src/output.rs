@@ -166,3 +166,21 @@ pub fn staged<O>(
     run(&opts)?;
     s.commit()
 }
+
+/// Writes `bytes` to `path` whole or not at all: into a hidden file beside it, renamed over
+/// `path` once written, so a failure or Ctrl-C never leaves a truncated file (for outputs
+/// named as files, such as `trace replay --csv`).
+pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
+    let name = path
+        .file_name()
+        .with_context(|| format!("{} is not a file name", path.display()))?;
+    let mut hidden = std::ffi::OsString::from(".");
+    hidden.push(name);
+    hidden.push(format!(".partial-{}", std::process::id()));
+    let tmp = path.with_file_name(hidden);
+    std::fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        anyhow::anyhow!("cannot write {}: {e}", path.display())
+    })
+}

@@ -486,7 +486,7 @@ fn write_requests_csv(path: &Path, requests: &[Vec<u64>]) -> Result<()> {
             s.push_str(&format!("{f},{d},{r}\n"));
         }
     }
-    std::fs::write(path, s).with_context(|| format!("cannot write {}", path.display()))
+    crate::output::write_whole(path, s.as_bytes())
 }
 
 fn plot_requests(stem: &Path, requests: &[Vec<u64>], page: u32, clear: bool) -> Result<()> {
@@ -593,11 +593,11 @@ pub struct ReplayOpts {
     /// write `--out`/sweep.csv and plots of requests per frame and texture memory per device
     /// against the page size.
     #[arg(long, value_delimiter = ',', conflicts_with = "page")]
-    pages: Vec<u32>,
+    pub(crate) pages: Vec<u32>,
     /// Output directory: a sweep's sweep.csv and plots (default out-replay); without
     /// `--pages`, requests.csv and the plot of requests per frame and device.
     #[arg(long)]
-    out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
 }
 
 fn read_trace(path: &Path) -> Result<Trace> {

@@ -121,6 +121,41 @@ fn run_quake_writes_its_files_and_replay_matches_them() {
     for f in ["requests.svg", "requests.png", "memory.svg", "memory.png"] {
         assert!(sweep.join(f).exists(), "{f} missing");
     }
+    // Replay's folders obey the rule of every command: results already there are refused
+    // without --force, and a replay that fails leaves no folder and no partial one.
+    let again = tessera(&[
+        "trace",
+        "replay",
+        trace.to_str().unwrap(),
+        "--pages",
+        "4,16",
+        "--out",
+        sweep.to_str().unwrap(),
+    ]);
+    assert_eq!(again.status.code(), Some(1));
+    assert_eq!(
+        std::fs::read_to_string(sweep.join("sweep.csv")).unwrap(),
+        lines
+    );
+    let before: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    let failed = dir.path().join("failed");
+    let o = tessera(&[
+        "trace",
+        "replay",
+        trace.to_str().unwrap(),
+        "--devices",
+        "3",
+        "--out",
+        failed.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!failed.exists());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), before.len());
 }
 
 #[test]
