@@ -1,5 +1,5 @@
 //! `tessera scene info`: loads a Quake 3 / OpenArena map (tessera-scene) and prints what a
-//! renderer would get from it.
+//! renderer would get from it. `tessera scene list`: the maps a pak set holds.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -12,6 +12,15 @@ pub enum SceneKind {
     /// Load a map and print its vertices, triangles, textures, missing textures, lightmaps,
     /// spawn points, bounds, the default camera path and the time the load took.
     Info(InfoOpts),
+    /// List the maps of the pak set, each with the pk3 it comes from, for `--map`.
+    List(ListOpts),
+}
+
+#[derive(Args)]
+pub struct ListOpts {
+    /// Directory whose `*.pk3` files form the pak set, as for `scene info`.
+    #[arg(long, default_value = DEFAULT_PAK_DIR)]
+    pak_dir: PathBuf,
 }
 
 #[derive(Args)]
@@ -29,7 +38,28 @@ pub struct InfoOpts {
 pub fn scene(which: &SceneKind) -> anyhow::Result<()> {
     match which {
         SceneKind::Info(opts) => info(opts),
+        SceneKind::List(opts) => list(opts),
     }
+}
+
+fn list(opts: &ListOpts) -> anyhow::Result<()> {
+    let pak = Pak::open_dir(&opts.pak_dir)?;
+    let maps = pak.maps();
+    for m in &maps {
+        // The pk3's file name: they all lie in the one folder, named below.
+        let source = pak
+            .source_of(&format!("maps/{m}.bsp"))
+            .and_then(|p| std::path::Path::new(p).file_name())
+            .map_or("?".into(), |n| n.to_string_lossy());
+        println!("{m}\t{source}");
+    }
+    println!(
+        "{} map(s) in {} pk3 file(s) of {}",
+        maps.len(),
+        pak.archives(),
+        opts.pak_dir.display()
+    );
+    Ok(())
 }
 
 /// How many missing texture names are printed.

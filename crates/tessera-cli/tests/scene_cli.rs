@@ -195,3 +195,29 @@ fn run_quake_renders_a_map_from_a_pak_dir() {
         "a failed run removed earlier results"
     );
 }
+
+#[test]
+fn scene_list_names_every_map_and_its_pk3() {
+    let dir = tempfile::tempdir().unwrap();
+    write_pk3(dir.path(), "pak0.pk3", 1, &[]);
+    // A second map in a second pk3, under another name.
+    let mut other = Scene::generated(2);
+    other.name = "second".into();
+    let files = vec![("maps/second.bsp".to_string(), bsp::write(&other))];
+    std::fs::write(dir.path().join("pak1.pk3"), pk3::write(&files).unwrap()).unwrap();
+    let first = Scene::generated(1).name;
+    let (ok, out, err) = tessera(&["scene", "list", "--pak-dir", dir.path().to_str().unwrap()]);
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines.contains(&format!("{first}\tpak0.pk3").as_str()),
+        "{out}"
+    );
+    assert!(lines.contains(&"second\tpak1.pk3"), "{out}");
+    assert!(out.contains("2 map(s) in 2 pk3 file(s)"), "{out}");
+    // A folder with no pk3 is an error that says so.
+    let empty = tempfile::tempdir().unwrap();
+    let (ok, _, err) = tessera(&["scene", "list", "--pak-dir", empty.path().to_str().unwrap()]);
+    assert!(!ok);
+    assert!(err.contains("pk3"), "{err}");
+}
