@@ -75,9 +75,9 @@ json() {
 
 # Sizes: the real-GPU figures, or tiny ones for a try-out.
 if [ "${GPU_CHECK_QUICK:-}" = 1 ]; then
-    BIG=256 MID=128 FRAMES=2 W=160 H=120 QF=2
+    BIG=256 MID=128 FRAMES=2
 else
-    BIG=4096 MID=1024 FRAMES=10 W=640 H=480 QF=20
+    BIG=4096 MID=1024 FRAMES=10
 fi
 
 START=$(date +%s)
@@ -93,12 +93,13 @@ done
 step 60 page-moves $T bench page-moves --backend wgpu --pages-kib 64 --rounds 3
 step 90 oversub $T bench oversubscription --backend wgpu --size $MID --page 64 --frames 3 \
     --rounds 2 --ratios 1.5,2,4 --policy lru
-for b in wgpu cpu; do
-    step 45 "raytrace-$b" $T run raytrace --backend "$b" --scene generated:3 --devices 2 \
-        --budget-mib 1 --frames 1 --force --out "$OUTDIR/raytrace-$b"
-    step 45 "quake-$b" $T run quake --backend "$b" --scene generated --devices 2 \
-        --width $W --height $H --frames $QF --force --out "$OUTDIR/quake-$b"
-done
+# Every workload on the GPU and on the CPU backend of the same machine, side by side (the ray
+# tracer under a 1 MiB budget, the game trace, boiling, the stencil, vr).
+if [ -n "${GPU_CHECK_QUICK:-}" ]; then
+    step 120 bench-gpu $T bench gpu --quick --frames 2
+else
+    step 150 bench-gpu $T bench gpu --frames 2
+fi
 if command -v nvcc >/dev/null && [ -f .gpu/paged_limit.cu ]; then
     nvcc -O3 -arch=sm_90 -o /tmp/pl .gpu/paged_limit.cu >>"$LOG" 2>&1 &&
         step 60 probe /tmp/pl 4096 64
@@ -125,9 +126,7 @@ PY
 echo "| boiling ${BIG}² 1 device, per frame: manager messages, requests, submissions, blocking waits, GPU waits, bytes read back | $(host_row "$b1") |"
 echo "| page moves 64 KiB (ratios) | $(grep -o '[a-z0-9_]*ratio=[0-9.]*\|h2d_vs_[a-z_]*=[0-9.]*\|d2d_vs_[a-z_0-9]*=[0-9.]*' "$OUTDIR/page-moves.txt" 2>/dev/null | tr '\n' ' ') |"
 echo "| oversubscription 1.5/2/4×: last lines | $(tail -5 "$OUTDIR/oversub.txt" 2>/dev/null | tr '\n' ';' | cut -c1-400) |"
-ms() { grep -o 'last frame [0-9.]* ms' "$OUTDIR/$1.txt" 2>/dev/null | grep -o '[0-9.]*' || echo -; }
-echo "| raytrace, last frame ms, wgpu / cpu | $(ms raytrace-wgpu) / $(ms raytrace-cpu) |"
-echo "| game trace wall s, wgpu / cpu | $(json "$OUTDIR/quake-wgpu/report.json" 'r["wall_seconds"]') / $(json "$OUTDIR/quake-cpu/report.json" 'r["wall_seconds"]') |"
+echo "| bench gpu: CPU ms/frame ÷ GPU ms/frame per workload | $(grep -o 'gpu_vs_cpu_[a-z]*=[0-9.]*' "$OUTDIR/bench-gpu.txt" 2>/dev/null | tr '\n' ' ') |"
 echo "| probe | $(tail -6 "$OUTDIR/probe.txt" 2>/dev/null | tr '\n' ';' | cut -c1-400) |"
 echo
 echo "seconds: $(($(date +%s) - START)); every step's output: $LOG"

@@ -3,6 +3,7 @@
 mod animation;
 mod backend;
 mod bench;
+mod bench_gpu;
 mod convolution;
 mod halo;
 mod litmus;
@@ -134,6 +135,9 @@ enum BenchKind {
     /// Page moves through the runtime (home to device, device to device, write-back) per page
     /// size, beside a plain memcpy of the same bytes.
     PageMoves(page_moves::PageMovesOpts),
+    /// Every workload (boiling, the game trace, the ray tracer under a budget, the stencil,
+    /// vr) on the GPU and on the CPU backend of the same machine, side by side, and the ratio.
+    Gpu(bench_gpu::GpuBenchOpts),
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -573,6 +577,9 @@ fn main() -> ExitCode {
         Command::Bench {
             which: BenchKind::PageMoves(opts),
         } => page_moves::page_moves(&opts),
+        Command::Bench {
+            which: BenchKind::Gpu(opts),
+        } => bench_gpu::gpu(&opts),
         Command::Litmus(opts) => litmus::litmus(&opts),
         Command::Devices => backend::devices(),
         Command::Scene { which } => scene::scene(&which),

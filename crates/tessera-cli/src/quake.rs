@@ -181,6 +181,8 @@ struct QuakeReport {
     texture_pages: u64,
     /// Measured wall time of the whole loop (set-up, passes, read-backs, files).
     wall_seconds: f64,
+    /// Per frame, measured wall time of its passes alone (no pictures, no trace).
+    frame_seconds: Vec<f64>,
     /// Per frame, per device: texture page requests.
     requests: Vec<Vec<u64>>,
     /// Per frame, per device: requests for the frame's buffers and the framebuffer.
@@ -280,9 +282,12 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     let mut by_texture = vec![0u64; sizes.len()];
     let mut stages = vec![tessera_runtime::StageTimes::default(); o.devices];
     let mut checksum = String::new();
+    let mut frame_seconds = Vec::new();
     let mut trace_frames = Vec::new();
     for (f, cam) in cams.iter().enumerate() {
+        let t = Instant::now();
         let s = r.frame(&cam.view_proj(aspect))?;
+        frame_seconds.push(t.elapsed().as_secs_f64());
         if o.trace.is_some() {
             let blocks = r.accessed_blocks()?;
             trace_frames.push(
@@ -390,6 +395,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         atlas_pages: r.atlas.page_count(),
         texture_pages,
         wall_seconds: wall,
+        frame_seconds,
         mean_requests_per_frame: total.iter().map(|&t| t as f64 / o.frames as f64).collect(),
         total_requests: total.clone(),
         requests: requests.clone(),

@@ -149,6 +149,8 @@ fn link_model(gpms: usize, gbps: f64) -> Result<LinkModel> {
 /// One run's frames.
 struct VrRun {
     frames: Vec<FrameMeasure>,
+    /// Per measured frame, its wall time.
+    frame_seconds: Vec<f64>,
     last_image: Vec<u8>,
     wall: f64,
     backend: String,
@@ -192,8 +194,11 @@ fn execute(
     )?;
     let start = Instant::now();
     let mut frames = Vec::new();
+    let mut frame_seconds = Vec::new();
     for (f, cam) in cams.iter().enumerate() {
+        let t = Instant::now();
         let m = r.frame(cam, scheme.as_mut())?;
+        let seconds = t.elapsed().as_secs_f64();
         if m.uncomposed != 0 || m.overdrawn != 0 {
             bail!(
                 "scheme {} left {} pixels uncomposed and composed {} twice",
@@ -204,11 +209,13 @@ fn execute(
         }
         if f >= o.warmup as usize {
             frames.push(m);
+            frame_seconds.push(seconds);
         }
         tick();
     }
     Ok(VrRun {
         frames,
+        frame_seconds,
         last_image: r.stereo_image(),
         wall: start.elapsed().as_secs_f64(),
         backend,
@@ -306,6 +313,8 @@ struct VrReport<'a> {
     /// Per frame: the modeled figures.
     modeled: Vec<FrameReport>,
     wall_seconds: f64,
+    /// Per measured frame, its wall time.
+    frame_seconds: &'a [f64],
 }
 
 pub fn run(o: &VrOpts) -> Result<()> {
@@ -361,6 +370,7 @@ pub fn run(o: &VrOpts) -> Result<()> {
         measured: &run.frames,
         modeled: run.frames.iter().map(|m| m.cost(&link)).collect(),
         wall_seconds: run.wall,
+        frame_seconds: &run.frame_seconds,
     };
     let json = o.out.join("report.json");
     std::fs::write(&json, serde_json::to_string_pretty(&report)?)

@@ -370,3 +370,39 @@ fn vr_on_wgpu_draws_the_cpu_frame() {
         "{differ} of {px} pixels differ between the backends"
     );
 }
+
+/// `bench gpu` runs the workloads on both backends of this machine and prints a ratio for
+/// each: measured times, so the test checks that each is a positive number, not its size.
+#[test]
+fn bench_gpu_prints_a_ratio_per_workload() {
+    if !adapter_or_skip() {
+        return;
+    }
+    let o = tessera(&[
+        "bench",
+        "gpu",
+        "--quick",
+        "--frames",
+        "1",
+        "--workloads",
+        "boiling,stencil",
+    ]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for w in ["boiling", "stencil"] {
+        let ratio: f64 = out
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("gpu_vs_cpu_{w}=")))
+            .unwrap_or_else(|| panic!("no ratio for {w}: {out}"))
+            .parse()
+            .unwrap();
+        assert!(ratio.is_finite() && ratio > 0.0, "{w}: {ratio}");
+    }
+    assert!(
+        !out.contains("gpu_vs_cpu_vr"),
+        "only the workloads asked for: {out}"
+    );
+    let bad = tessera(&["bench", "gpu", "--workloads", "boiling,doom"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("no workload \"doom\""));
+}

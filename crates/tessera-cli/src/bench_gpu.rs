@@ -1,0 +1,252 @@
+//! `tessera bench gpu`: every workload on the wgpu backend and on the CPU backend of the same
+//! machine, side by side, and the ratio. Each run is this binary's own `run` command, as a user
+//! would type it, in a folder of its own; the time per frame is read from its report.json and
+//! leaves out what a first frame adds (the GPU compiles its kernels on their first launch): the
+//! workloads with a warm-up run one, the others report each frame and the first is dropped.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde_json::Value;
+
+use crate::run::progress;
+
+/// The workloads, in the order they run.
+const WORKLOADS: [&str; 5] = ["boiling", "quake", "raytrace", "stencil", "vr"];
+
+#[derive(Args, Clone)]
+pub struct GpuBenchOpts {
+    /// Workloads to run, comma-separated: boiling, quake, raytrace (under a budget), stencil,
+    /// vr.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "boiling,quake,raytrace,stencil,vr"
+    )]
+    workloads: Vec<String>,
+    /// Measured frames of each run (stencil: steps).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    frames: u32,
+    /// Devices of each run.
+    #[arg(long, default_value_t = 2, value_parser = crate::parse_device_count)]
+    devices: usize,
+    /// Small sizes (a few seconds a run, even on lavapipe): for trying the command out.
+    #[arg(long)]
+    quick: bool,
+}
+
+/// `tessera run WORKLOAD` arguments for `o`, without the backend and `--out`.
+fn args(workload: &str, o: &GpuBenchOpts) -> Vec<String> {
+    let f = o.frames.to_string();
+    let d = o.devices.to_string();
+    let q = o.quick;
+    let v: Vec<&str> = match workload {
+        "boiling" => vec![
+            "--size",
+            if q { "128" } else { "2048" },
+            "--page",
+            "64",
+            "--frames",
+            &f,
+            "--warmup",
+            "1",
+            "--gif-every",
+            "0",
+            "--devices",
+            &d,
+        ],
+        // One more frame than measured: the first is dropped.
+        "quake" => vec![
+            "--scene",
+            "generated",
+            "--width",
+            if q { "160" } else { "640" },
+            "--height",
+            if q { "120" } else { "480" },
+            "--page",
+            "32",
+            "--devices",
+            &d,
+        ],
+        // Under a budget: 1 MiB a device, the out-of-core case.
+        "raytrace" => vec![
+            "--scene",
+            if q { "generated:1" } else { "generated:3" },
+            "--width",
+            if q { "64" } else { "320" },
+            "--height",
+            if q { "48" } else { "240" },
+            "--budget-mib",
+            "1",
+            "--devices",
+            &d,
+        ],
+        "stencil" => vec![
+            "--size",
+            if q { "32" } else { "128" },
+            "--halo",
+            "2",
+            "--devices",
+            &d,
+            "--steps",
+            &f,
+            "--warmup",
+            "1",
+        ],
+        "vr" => vec![
+            "--generated",
+            if q { "1" } else { "4" },
+            "--width",
+            if q { "64" } else { "320" },
+            "--height",
+            if q { "48" } else { "240" },
+            "--frames",
+            &f,
+            "--warmup",
+            "1",
+            "--devices",
+            &d,
+        ],
+        _ => vec![],
+    };
+    let mut v: Vec<String> = v.into_iter().map(String::from).collect();
+    if matches!(workload, "quake" | "raytrace") {
+        v.push("--frames".into());
+        v.push((o.frames + 1).to_string());
+    }
+    v
+}
+
+/// The median of `v` (not empty).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// Seconds per measured frame, from a workload's report.
+fn seconds_per_frame(workload: &str, r: &Value) -> Result<f64> {
+    let num = |v: &Value| {
+        v.as_f64()
+            .context("report.json lacks a time this bench reads")
+    };
+    let list = |key: &str, scale: f64| -> Result<f64> {
+        let all: Vec<f64> = r[key]
+            .as_array()
+            .with_context(|| format!("report.json lacks {key}"))?
+            .iter()
+            .map(|v| num(if key == "per_frame" { &v["wall_ms"] } else { v }).map(|s| s * scale))
+            .collect::<Result<_>>()?;
+        // The first frame compiles the kernels on a GPU: drop it where there are others.
+        let kept = if all.len() > 1 {
+            all[1..].to_vec()
+        } else {
+            all
+        };
+        Ok(median(kept))
+    };
+    Ok(match workload {
+        "boiling" => num(&r["wall_seconds"])? / num(&r["frames"])?,
+        "quake" => list("frame_seconds", 1.0)?,
+        "raytrace" => list("per_frame", 1e-3)?,
+        "stencil" => num(&r["wall_ms_per_step_measured"])? * 1e-3,
+        "vr" => median(
+            r["frame_seconds"]
+                .as_array()
+                .context("report.json lacks frame_seconds")?
+                .iter()
+                .map(num)
+                .collect::<Result<_>>()?,
+        ),
+        _ => bail!("no workload {workload}"),
+    })
+}
+
+/// Runs `tessera run WORKLOAD ARGS --backend BACKEND --out DIR`; its report.
+fn run(exe: &Path, workload: &str, args: &[String], backend: &str, dir: &Path) -> Result<Value> {
+    let out = dir.join(format!("{workload}-{backend}"));
+    let o = Command::new(exe)
+        .arg("run")
+        .arg(workload)
+        .args(args)
+        .args(["--backend", backend, "--out"])
+        .arg(&out)
+        .output()
+        .with_context(|| format!("cannot run {}", exe.display()))?;
+    if !o.status.success() {
+        bail!(
+            "run {workload} --backend {backend} failed: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        );
+    }
+    let path = out.join("report.json");
+    let text = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(serde_json::from_slice(&text)?)
+}
+
+/// A scratch folder for the runs, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn gpu(o: &GpuBenchOpts) -> Result<()> {
+    for w in &o.workloads {
+        if !WORKLOADS.contains(&w.as_str()) {
+            bail!(
+                "--workloads: no workload {w:?} (the workloads: {})",
+                WORKLOADS.join(", ")
+            );
+        }
+    }
+    if tessera_wgpu::adapters().is_empty() {
+        bail!("no GPU adapter found: `bench gpu` needs one (see `tessera devices`)");
+    }
+    let exe = std::env::current_exe().context("cannot find this binary")?;
+    let scratch =
+        Scratch(std::env::temp_dir().join(format!("tessera-bench-gpu-{}", std::process::id())));
+    std::fs::create_dir_all(&scratch.0)
+        .with_context(|| format!("cannot create {}", scratch.0.display()))?;
+    let bar = progress(2 * o.workloads.len() as u64, "gpu");
+    let mut rows = Vec::new();
+    let (mut adapter, mut cpu_adapter) = (String::new(), String::new());
+    for w in &o.workloads {
+        let a = args(w, o);
+        let cpu = run(&exe, w, &a, "cpu", &scratch.0)?;
+        bar.inc(1);
+        let gpu = run(&exe, w, &a, "wgpu", &scratch.0)?;
+        bar.inc(1);
+        if gpu["checksum"] != cpu["checksum"] && gpu["checksum_kind"] == "field" {
+            // Fields agree bit for bit where the adapter does not fuse multiply-adds, and
+            // within a tolerance where it does (docs/WGPU.md, "Exactness"): a note, not a stop.
+            bar.println(format!(
+                "{w}: the field differs between the backends ({} on the CPU, {} on the GPU)",
+                cpu["checksum"], gpu["checksum"]
+            ));
+        }
+        adapter = gpu["adapter"].as_str().unwrap_or_default().to_string();
+        cpu_adapter = cpu["adapter"].as_str().unwrap_or_default().to_string();
+        rows.push((
+            w.clone(),
+            seconds_per_frame(w, &cpu)?,
+            seconds_per_frame(w, &gpu)?,
+        ));
+    }
+    bar.finish_and_clear();
+    println!(
+        "each workload on {} device(s), the CPU backend ({}) against wgpu on {adapter}; measured ms per frame, first frame or warm-up left out",
+        o.devices, cpu_adapter,
+    );
+    println!("workload        cpu ms/frame   gpu ms/frame   cpu/gpu");
+    for (w, c, g) in &rows {
+        println!("{w:<14} {:>13.2} {:>14.2} {:>9.2}", c * 1e3, g * 1e3, c / g);
+    }
+    for (w, c, g) in &rows {
+        println!("gpu_vs_cpu_{w}={:.3}", c / g);
+    }
+    Ok(())
+}
