@@ -77,7 +77,7 @@ pub struct ConvolutionOpts {
     #[arg(long)]
     verify: bool,
     /// Output directory for report.json.
-    #[arg(long, default_value = "out-convolution")]
+    #[arg(long, default_value = "out/convolution")]
     pub(crate) out: PathBuf,
     #[command(flatten)]
     node: NodeOpts,
@@ -134,7 +134,7 @@ pub struct ConvolutionSweepOpts {
     #[arg(long, value_parser = parse_procedure())]
     procedure: Option<Procedure>,
     /// Output directory: sweep.csv, reports.json, speedup.svg/png.
-    #[arg(long, default_value = "sweep-convolution")]
+    #[arg(long, default_value = "out/sweep-convolution")]
     pub(crate) out: PathBuf,
     #[command(flatten)]
     node: NodeOpts,

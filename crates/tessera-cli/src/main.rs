@@ -264,7 +264,7 @@ pub struct RunOpts {
     #[arg(long, default_value = "rows", value_parser = parse_partition())]
     partition: Partition,
     /// Output directory for report.json, frame.png and frames.gif.
-    #[arg(long, default_value = "out")]
+    #[arg(long, default_value = "out/boiling")]
     out: PathBuf,
     #[command(flatten)]
     node: NodeOpts,
@@ -513,7 +513,7 @@ fn quiet_mesa() {
 }
 
 fn replay_out(o: &mut quake::ReplayOpts) -> &mut PathBuf {
-    o.out.get_or_insert_with(|| PathBuf::from("out-replay"))
+    o.out.get_or_insert_with(|| PathBuf::from("out/replay"))
 }
 
 fn main() -> ExitCode {
@@ -542,7 +542,7 @@ fn main() -> ExitCode {
         Command::Trace {
             which: TraceKind::Replay(opts),
         } => {
-            // A sweep (`--pages`) always writes a folder, out-replay unless told; a single
+            // A sweep (`--pages`) always writes a folder, out/replay unless told; a single
             // replay only when `--out` names one. Either way it appears only on success.
             if opts.out.is_some() || !opts.pages.is_empty() {
                 staged(opts, force, replay_out, quake::trace_replay)

@@ -84,7 +84,7 @@ pub struct OversubOpts {
     #[arg(long, default_value_t = 0, value_parser = crate::parse_threads)]
     pub(crate) threads: usize,
     /// Output directory: oversubscription.csv and oversubscription.{svg,png}.
-    #[arg(long, default_value = "out-oversubscription")]
+    #[arg(long, default_value = "out/oversubscription")]
     pub(crate) out: PathBuf,
     /// Raytrace: `openarena:MAP` or `generated[:N]`.
     #[arg(long, default_value = "generated:3", value_parser = parse_scene)]

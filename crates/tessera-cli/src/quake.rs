@@ -77,7 +77,7 @@ pub struct QuakeOpts {
     #[arg(long, default_value_t = 480)]
     height: u32,
     /// Output directory.
-    #[arg(long, default_value = "out-quake")]
+    #[arg(long, default_value = "out/quake")]
     pub(crate) out: PathBuf,
     /// Also write the trace (texture blocks per frame and device) to FILE.
     #[arg(long, value_name = "FILE")]
@@ -600,7 +600,7 @@ pub struct ReplayOpts {
     /// against the page size.
     #[arg(long, value_delimiter = ',', conflicts_with = "page")]
     pub(crate) pages: Vec<u32>,
-    /// Output directory: a sweep's sweep.csv and plots (default out-replay); without
+    /// Output directory: a sweep's sweep.csv and plots (default out/replay); without
     /// `--pages`, requests.csv and the plot of requests per frame and device.
     #[arg(long)]
     pub(crate) out: Option<PathBuf>,
@@ -749,7 +749,7 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
 }
 
 fn sweep(o: &ReplayOpts, trace: &Trace, devices: usize) -> Result<()> {
-    let out = o.out.clone().unwrap_or_else(|| PathBuf::from("out-replay"));
+    let out = o.out.clone().unwrap_or_else(|| PathBuf::from("out/replay"));
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
     let mib = |pages: u64, bytes: u64| (pages * bytes) as f64 / (1u64 << 20) as f64;
     let mut csv =

@@ -78,7 +78,7 @@ pub struct RaytraceOpts {
     #[arg(long, default_value_t = 0, value_parser = parse_threads)]
     threads: usize,
     /// Output directory for image.png and report.json (created only after the render).
-    #[arg(long, default_value = "out-raytrace")]
+    #[arg(long, default_value = "out/raytrace")]
     pub(crate) out: PathBuf,
 }
 

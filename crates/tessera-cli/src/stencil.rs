@@ -50,7 +50,7 @@ pub struct StencilOpts {
     #[arg(long)]
     verify: bool,
     /// Output directory for report.json.
-    #[arg(long, default_value = "out-stencil")]
+    #[arg(long, default_value = "out/stencil")]
     pub(crate) out: PathBuf,
     #[command(flatten)]
     node: NodeOpts,
@@ -108,7 +108,7 @@ pub struct StencilSweepOpts {
     #[arg(long, value_parser = parse_procedure())]
     procedure: Option<Procedure>,
     /// Output directory: sweep.csv, reports.json, speedup.svg/png.
-    #[arg(long, default_value = "sweep-stencil")]
+    #[arg(long, default_value = "out/sweep-stencil")]
     pub(crate) out: PathBuf,
     #[command(flatten)]
     node: NodeOpts,

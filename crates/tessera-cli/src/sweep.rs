@@ -61,7 +61,7 @@ pub struct SweepCommon {
     #[command(flatten)]
     node: NodeOpts,
     /// Output directory: sweep.csv, per_device.csv, the plots, and a report.json per point.
-    #[arg(long, default_value = "sweep")]
+    #[arg(long, default_value = "out/sweep")]
     pub(crate) out: PathBuf,
 }
 

@@ -84,7 +84,7 @@ pub struct VrOpts {
     #[arg(long, default_value_t = 64.0)]
     link_gbps: f64,
     /// Output directory.
-    #[arg(long, default_value = "out-vr")]
+    #[arg(long, default_value = "out/vr")]
     pub(crate) out: PathBuf,
 }
 
@@ -93,7 +93,7 @@ pub struct VrSweepOpts {
     #[command(flatten)]
     scene: SceneOpts,
     /// Output directory.
-    #[arg(long, default_value = "out-vr-sweep")]
+    #[arg(long, default_value = "out/vr-sweep")]
     pub(crate) out: PathBuf,
     /// Runs of every point, interleaved (round 1 runs every point, then round 2 ...); each
     /// point keeps its run of median modeled latency at 64 GB/s. On a shared machine one

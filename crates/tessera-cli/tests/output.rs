@@ -223,3 +223,28 @@ fn an_interrupted_run_leaves_nothing() {
     assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
     assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
 }
+
+/// Left to its default, `--out` is `out/<command>`: runs gather under `out/`.
+#[test]
+fn the_default_out_is_out_slash_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args([
+            "run",
+            "boiling",
+            "--size",
+            "32",
+            "--page",
+            "8",
+            "--frames",
+            "1",
+            "--gif-every",
+            "0",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(dir.path().join("out/boiling/report.json").exists());
+    assert_eq!(listing(&dir.path().join("out")), ["boiling"]);
+}
