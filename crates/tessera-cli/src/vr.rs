@@ -78,7 +78,7 @@ pub struct VrOpts {
     #[arg(long, default_value = "oo-vr")]
     scheme: String,
     /// Devices, here GPU modules: 1 to 8 (the mcm-4 preset up to 4, mcm-8 above).
-    #[arg(long = "devices", visible_alias = "gpms", default_value_t = 4)]
+    #[arg(long = "devices", visible_alias = "gpms", value_name = "N", default_value_t = 4, value_parser = parse_gpms)]
     gpms: usize,
     /// Bandwidth of each inter-GPM link, one direction, GB/s (OO-VR: 64).
     #[arg(long, default_value_t = 64.0)]
@@ -154,6 +154,14 @@ struct VrRun {
     last_image: Vec<u8>,
     wall: f64,
     backend: String,
+}
+
+/// `--devices` of vr, read as clap reads every option (a bad one is a usage error).
+fn parse_gpms(s: &str) -> std::result::Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_GPMS).contains(&n) => Ok(n),
+        _ => Err(format!("must be between 1 and {MAX_GPMS} (got {s})")),
+    }
 }
 
 fn check_gpms(gpms: usize) -> Result<()> {

@@ -78,11 +78,11 @@ fn bad_input_is_a_clear_error() {
         ),
         (
             vec!["--generated", "1", "--gpms", "0"],
-            "--devices must be between 1 and 8",
+            "must be between 1 and 8 (got 0)",
         ),
         (
             vec!["--generated", "1", "--devices", "9"],
-            "--devices must be between 1 and 8",
+            "must be between 1 and 8 (got 9)",
         ),
         (vec!["--generated", "1", "--link-gbps", "0"], "--link-gbps"),
         (vec!["--generated", "1", "--frames", "0"], "--frames"),
