@@ -33,7 +33,8 @@ pub struct SceneOpts {
     /// Render this Quake 3 / OpenArena map (`oa_dm1`) along its camera path.
     #[arg(long, value_name = "NAME", conflicts_with = "generated")]
     map: Option<String>,
-    /// Render the generated test scene with N × N boxes instead of a map.
+    /// Render the generated test scene with N × N boxes instead of a map (0: the bare room,
+    /// as `generated:0` elsewhere).
     #[arg(long, value_name = "N")]
     generated: Option<u32>,
     /// Where the map's pk3 files are.

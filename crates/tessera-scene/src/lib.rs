@@ -119,6 +119,12 @@ pub enum SceneError {
     )]
     PakDirMissing { dir: PathBuf },
     #[error(
+        "pak directory {} is a file, not a directory: give the directory that holds the pk3 \
+         files (a single pk3 is not read on its own)",
+        dir.display()
+    )]
+    PakDirIsAFile { dir: PathBuf },
+    #[error(
         "no .pk3 file in {}; install OpenArena's data with `apt-get install {DEBIAN_PACKAGES}`, \
          or give a directory that holds pk3 files",
         dir.display()

@@ -50,6 +50,11 @@ impl Pak {
     /// Opens every `*.pk3` in `dir` (not recursive), in alphabetical order, later ones
     /// overriding earlier ones.
     pub fn open_dir(dir: &Path) -> Result<Pak, SceneError> {
+        if dir.is_file() {
+            return Err(SceneError::PakDirIsAFile {
+                dir: dir.to_path_buf(),
+            });
+        }
         if !dir.is_dir() {
             return Err(SceneError::PakDirMissing {
                 dir: dir.to_path_buf(),

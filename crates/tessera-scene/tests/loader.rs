@@ -142,6 +142,16 @@ fn missing_directory_empty_directory_missing_map_and_corrupt_pk3_are_typed_error
             .contains("apt-get install openarena-data openarena-081-maps"),
         "{err}"
     );
+    // A file where the directory should be is said to be one, not to be missing.
+    let other = tempfile::tempdir().unwrap();
+    let file = other.path().join("pak0.pk3");
+    std::fs::write(&file, b"not a folder").unwrap();
+    let err = Scene::load_map(&file, "x").unwrap_err();
+    assert!(matches!(err, SceneError::PakDirIsAFile { .. }), "{err}");
+    assert!(
+        err.to_string().contains("is a file, not a directory"),
+        "{err}"
+    );
 
     let err = Scene::load_map(dir.path(), "x").unwrap_err();
     assert!(matches!(err, SceneError::NoPaks { .. }), "{err}");
