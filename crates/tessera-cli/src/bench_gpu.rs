@@ -131,34 +131,21 @@ fn seconds_per_frame(workload: &str, r: &Value) -> Result<f64> {
         v.as_f64()
             .context("report.json lacks a time this bench reads")
     };
-    let list = |key: &str, scale: f64| -> Result<f64> {
-        let all: Vec<f64> = r[key]
-            .as_array()
-            .with_context(|| format!("report.json lacks {key}"))?
+    let each = |list: &Value, pick: fn(&Value) -> &Value| -> Result<Vec<f64>> {
+        list.as_array()
+            .context("report.json lacks the per-frame times")?
             .iter()
-            .map(|v| num(if key == "per_frame" { &v["wall_ms"] } else { v }).map(|s| s * scale))
-            .collect::<Result<_>>()?;
-        // The first frame compiles the kernels on a GPU: drop it where there are others.
-        let kept = if all.len() > 1 {
-            all[1..].to_vec()
-        } else {
-            all
-        };
-        Ok(median(kept))
+            .map(|v| num(pick(v)))
+            .collect()
     };
+    // Runs without a warm-up: the first frame compiles the kernels on a GPU, so it is left out.
+    let after_first = |t: Vec<f64>| median(if t.len() > 1 { t[1..].to_vec() } else { t });
     Ok(match workload {
         "boiling" => num(&r["wall_seconds"])? / num(&r["frames"])?,
-        "quake" => list("frame_seconds", 1.0)?,
-        "raytrace" => list("per_frame", 1e-3)?,
+        "quake" => after_first(each(&r["frame_seconds"], |v| v)?),
+        "raytrace" => after_first(each(&r["per_frame"], |v| &v["wall_ms"])?) * 1e-3,
         "stencil" => num(&r["wall_ms_per_step_measured"])? * 1e-3,
-        "vr" => median(
-            r["frame_seconds"]
-                .as_array()
-                .context("report.json lacks frame_seconds")?
-                .iter()
-                .map(num)
-                .collect::<Result<_>>()?,
-        ),
+        "vr" => median(each(&r["frame_seconds"], |v| v)?),
         _ => bail!("no workload {workload}"),
     })
 }

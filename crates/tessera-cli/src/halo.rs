@@ -539,14 +539,8 @@ fn verify_field(s: &Setup, want: &[f32], got: &[f32], steps: u32) -> Result<Veri
 }
 
 fn checksum(v: &[f32]) -> String {
-    let mut h: u64 = 0xcbf29ce484222325;
-    for f in v {
-        for b in f.to_bits().to_le_bytes() {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x100000001b3);
-        }
-    }
-    format!("{h:016x}")
+    use tessera_workloads::boiling::reference::{checksum_hex, field_checksum};
+    checksum_hex(field_checksum(v))
 }
 
 pub fn report(s: &Setup, topo: &Topology, m: &Measured, verify: bool) -> Result<HaloReport> {

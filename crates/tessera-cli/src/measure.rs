@@ -73,9 +73,6 @@ pub struct Run {
     /// Measured wall time of the modeled frames when they ran one device at a time (isolated
     /// model only): the sum of the devices' turns, not a multi-device time.
     pub wall_isolated: Option<f64>,
-    /// Frames of the field: warm-up and measured (the isolated model's node runs as many
-    /// beside them).
-    pub simulated_frames: u32,
     /// Traffic counters of [`Run::modeled_sim`] when the modeled frames began.
     pub baseline: Vec<DeviceTraffic>,
     /// Per device, the host's work in the modeled frames alone (`after_frame`'s reads of
@@ -167,15 +164,11 @@ pub fn run_boiling(
     // devices' work together only; their model (the concurrent one) is thrown away.
     let mut concurrent = fresh();
     let mut host = vec![HostCounters::default(); o.devices];
-    let count_host = |host: &mut Vec<HostCounters>, sim: &PagedBoiling, before: &[HostCounters]| {
-        for ((h, a), b) in host.iter_mut().zip(sim.sys.host_counters()).zip(before) {
-            h.add(&a.since(b));
-        }
-    };
     for n in 1..=o.frames {
-        let host_before = sim.sys.host_counters();
+        // The counters and stats are the modeled node's: the copy's in the isolated model.
+        let host_before = modeled_sim.sys.host_counters();
         let t = Instant::now();
-        let stats = frame(
+        let mut stats = frame(
             &sim,
             o,
             topo,
@@ -188,19 +181,19 @@ pub fn run_boiling(
         )?;
         wall += t.elapsed().as_secs_f64();
         if let (Some(c), Some(w)) = (&copy, wall_isolated.as_mut()) {
-            let host_before = c.sys.host_counters();
             let t = Instant::now();
-            let stats = frame(c, o, topo, &mut modeled, Schedule::Isolated)?;
+            stats = frame(c, o, topo, &mut modeled, Schedule::Isolated)?;
             *w += t.elapsed().as_secs_f64();
-            count_host(&mut host, c, &host_before);
-            for (a, s) in per_device.iter_mut().zip(&stats) {
-                a.add(s);
-            }
-        } else {
-            count_host(&mut host, &sim, &host_before);
-            for (a, s) in per_device.iter_mut().zip(&stats) {
-                a.add(s);
-            }
+        }
+        for ((h, a), b) in host
+            .iter_mut()
+            .zip(modeled_sim.sys.host_counters())
+            .zip(&host_before)
+        {
+            h.add(&a.since(b));
+        }
+        for (a, s) in per_device.iter_mut().zip(&stats) {
+            a.add(s);
         }
         after_frame(&sim, o.warmup + n)?;
     }
@@ -218,7 +211,6 @@ pub fn run_boiling(
         wall,
         concurrent_work_per_device,
         wall_isolated,
-        simulated_frames: simulated_frames(o),
         baseline,
         host,
         modeled,

@@ -225,14 +225,11 @@ pub struct EvictionReport {
 /// report.json shares, before its own section.
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// An FNV-1a hash of bytes, in hex: the checksum of an image in reports.
+/// An FNV-1a hash of bytes, in hex: the checksum of an image in reports (the same hash as
+/// a field's, `tessera_workloads::boiling::reference::field_checksum`).
 pub fn fnv1a_hex(bytes: &[u8]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016x}")
+    use tessera_workloads::boiling::reference::{checksum_hex, fnv1a};
+    checksum_hex(fnv1a(bytes.iter().copied()))
 }
 
 #[derive(Serialize)]
@@ -502,7 +499,7 @@ impl Report {
             partition: o.partition,
             frames: f,
             warmup_frames: o.warmup,
-            simulated_frames: run.simulated_frames,
+            simulated_frames: crate::measure::simulated_frames(o),
             time_kind: "measured",
             wall_seconds: wall,
             frames_per_second_measured: f as f64 / wall,

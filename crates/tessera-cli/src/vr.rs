@@ -327,7 +327,6 @@ struct VrReport<'a> {
 }
 
 pub fn run(o: &VrOpts) -> Result<()> {
-    check_gpms(o.gpms)?;
     by_name(&o.scheme)?;
     let link = link_model(o.gpms, o.link_gbps)?;
     let (scene, cams, name) = load_scene(&o.scene)?;
