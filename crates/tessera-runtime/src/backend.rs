@@ -69,6 +69,19 @@ pub struct LaunchOutcome {
     pub remote: Vec<(Location, RemoteLink)>,
 }
 
+/// What [`Device::queue_launch`] did with a launch.
+#[derive(Clone, Debug)]
+pub enum Queued {
+    /// The backend ran it at once; here is its outcome.
+    Ran(LaunchOutcome),
+    /// It is on the device's queue; [`Device::settle_queued`] gives its outcome.
+    OnDevice,
+}
+
+/// The outcome of a launch left on the device's queue: `Ok(None)` when it skipped itself
+/// behind an earlier queued launch that faulted or failed (it did nothing at all).
+pub type QueuedOutcome = Result<Option<LaunchOutcome>>;
+
 /// Device time of one launch, measured on the device (timestamp queries), not by the host.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct GpuLaunchTime {
@@ -166,6 +179,26 @@ pub trait Device: Send {
     /// with the error of the first failing invocation in launch order: row-major over a
     /// rectangle, list order over a list. Each invocation stops at its own first error.
     fn launch(&mut self, launch: &Launch) -> Result<LaunchOutcome>;
+    /// Whether [`Device::queue_launch`] leaves launches on the device for
+    /// [`Device::settle_queued`]; asked once, when the device's worker starts.
+    fn queues_launches(&self) -> bool {
+        false
+    }
+    /// Queues a `Mode::Direct` launch behind those queued since the last
+    /// [`Device::settle_queued`] and returns without waiting for it, where the backend can
+    /// (deferred execution: Legion/Realm's operations that return before they run). A queued
+    /// launch checks first, on the device, whether one queued before it faulted or failed, and
+    /// if so does nothing, not even stamping pages: the caller runs it again after servicing
+    /// the faults, so results never depend on timing. The default runs the launch at once.
+    fn queue_launch(&mut self, launch: &Launch) -> Result<Queued> {
+        self.launch(launch).map(Queued::Ran)
+    }
+    /// Waits for every launch [`Device::queue_launch`] left on the device (one wait for all of
+    /// them) and gives their outcomes in queue order. Launches queued after it start a fresh
+    /// queue: nothing in it has faulted.
+    fn settle_queued(&mut self) -> Result<Vec<QueuedOutcome>> {
+        Ok(Vec::new())
+    }
     /// Merges the temporary of this pass's `Mode::Temp` launches into the pages through its
     /// write mask (paper 3.5, third pass). Stores to pages not held writable stay in the
     /// temporary; their pages are reported so the driver can request them and merge again.

@@ -21,7 +21,7 @@ use std::time::Instant;
 use serde::Serialize;
 use tessera_core::{Access, DeviceId, GlobalPage, PageRequest};
 
-use crate::backend::{Domain, Launch, LaunchOutcome, MergeOutcome};
+use crate::backend::{Domain, Launch, LaunchOutcome, MergeOutcome, Queued};
 use crate::error::{Result, RuntimeError};
 use crate::kernel::{Bound, Kernel, Mode};
 use crate::manager::{LaunchStarter, ManagerHandle};
@@ -207,12 +207,20 @@ pub struct DeviceContext {
     settle_error: Option<RuntimeError>,
 }
 
-/// A deferred band: what to run again if it faulted or was skipped, and its reply (`None`:
-/// skipped behind a launch that faulted).
+/// A deferred band: what to run again if it faulted or was skipped, and its reply.
 struct Outstanding {
     spec: PassSpec,
     domain: Domain,
-    reply: Pending<Result<Option<LaunchOutcome>>>,
+    reply: Pending<Result<Deferred>>,
+}
+
+/// What became of a deferred band's launch on the worker.
+enum Deferred {
+    Ran(LaunchOutcome),
+    /// Skipped behind a launch that faulted: it did nothing.
+    Skipped,
+    /// Left on the device's queue; the settle's `Device::settle_queued` has its outcome.
+    OnDevice,
 }
 
 impl DeviceContext {
@@ -275,13 +283,17 @@ impl DeviceContext {
 
     fn settle_into(&mut self, stats: &mut PassStats) -> Result<()> {
         let mut outstanding = std::mem::take(&mut self.outstanding);
-        // One blocking wait, for the last: the worker answers in order, so every earlier
-        // reply is there by then.
-        let last = outstanding.pop().map(|o| {
-            let reply = o.reply.wait().and_then(|r| r);
-            (o.spec, o.domain, reply)
-        });
-        let mut done: Vec<_> = outstanding
+        // One blocking wait: for the device's queue where it keeps one, else for the last
+        // band. The worker answers in order, so every earlier reply is there by then.
+        let mut on_device = None;
+        let mut last = None;
+        if self.worker.queues_launches() {
+            let queued = self.worker.submit(|d| d.settle_queued()).wait();
+            on_device = Some(queued.and_then(|r| r).map(Vec::into_iter));
+        } else if let Some(o) = outstanding.pop() {
+            last = Some((o.spec, o.domain, o.reply.wait().and_then(|r| r)));
+        }
+        let mut replies: Vec<_> = outstanding
             .into_iter()
             .map(|o| {
                 let reply = match o.reply.try_take() {
@@ -291,7 +303,27 @@ impl DeviceContext {
                 (o.spec, o.domain, reply)
             })
             .collect();
-        done.extend(last);
+        replies.extend(last);
+        let mut done = Vec::with_capacity(replies.len());
+        for (spec, domain, reply) in replies {
+            let reply = match reply {
+                Ok(Deferred::Ran(out)) => Ok(Some(out)),
+                Ok(Deferred::Skipped) => Ok(None),
+                Ok(Deferred::OnDevice) => match on_device.as_mut() {
+                    Some(Ok(outcomes)) => outcomes.next().unwrap_or_else(|| {
+                        Err(RuntimeError::Config(
+                            "the device settled fewer launches than it queued".into(),
+                        ))
+                    }),
+                    Some(Err(e)) => Err(e.clone()),
+                    None => Err(RuntimeError::Config(
+                        "a launch left on a device that keeps no queue".into(),
+                    )),
+                },
+                Err(e) => Err(e),
+            };
+            done.push((spec, domain, reply));
+        }
         if let Some(t) = self.outstanding_since.take() {
             stats.stages.compute += t.elapsed().as_secs_f64();
         }
@@ -338,13 +370,18 @@ impl DeviceContext {
         let reply = self.worker.submit(move |d| {
             use std::sync::atomic::Ordering::SeqCst;
             if skip.load(SeqCst) {
-                return Ok(None);
+                return Ok(Deferred::Skipped);
             }
-            let out = d.launch(&launch)?;
-            if !out.incomplete.is_empty() {
-                skip.store(true, SeqCst);
+            match d.queue_launch(&launch)? {
+                Queued::Ran(out) => {
+                    if !out.incomplete.is_empty() {
+                        skip.store(true, SeqCst);
+                    }
+                    Ok(Deferred::Ran(out))
+                }
+                // The device skips what is queued behind a fault itself.
+                Queued::OnDevice => Ok(Deferred::OnDevice),
             }
-            Ok(Some(out))
         });
         self.outstanding_since.get_or_insert_with(Instant::now);
         self.outstanding.push(Outstanding {

@@ -54,6 +54,8 @@ pub struct WorkerHandle {
     tx: Sender<Job>,
     seam: Arc<SeamCounters>,
     backend: Option<Arc<crate::stats::BackendCounters>>,
+    /// The device leaves queued launches on itself (`Device::queues_launches`).
+    queues_launches: bool,
 }
 
 impl WorkerHandle {
@@ -91,6 +93,12 @@ impl WorkerHandle {
         h
     }
 
+    /// Whether the device leaves launches queued with `Device::queue_launch` on itself, to be
+    /// settled with `Device::settle_queued`.
+    pub fn queues_launches(&self) -> bool {
+        self.queues_launches
+    }
+
     /// Queues a job and waits for it.
     pub fn call<R: Send + 'static>(
         &self,
@@ -104,6 +112,7 @@ impl WorkerHandle {
 pub fn spawn(id: DeviceId, mut device: Box<dyn Device>) -> Result<(WorkerHandle, JoinHandle<()>)> {
     let (tx, rx) = unbounded::<Job>();
     let backend = device.counters();
+    let queues_launches = device.queues_launches();
     let join = Builder::new()
         .name(format!("tessera-worker-{}", id.0))
         .spawn(move || {
@@ -118,6 +127,7 @@ pub fn spawn(id: DeviceId, mut device: Box<dyn Device>) -> Result<(WorkerHandle,
             tx,
             seam: Arc::new(SeamCounters::default()),
             backend,
+            queues_launches,
         },
         join,
     ))

@@ -205,7 +205,10 @@ abi_struct! {
         /// The launch's time (`Launch::time`) as a 32-bit stamp ([`stamp_of`]): written into
         /// the time stamp of every page the launch translates.
         time: u32,
-        _pad0: u32,
+        /// Place of a queued launch in its device's queue (1, 2, ...; 0: not queued). The
+        /// launch does nothing if `Status::gate` is below it: a launch queued before it
+        /// faulted or failed, so it runs again after the faults are serviced.
+        seq: u32,
         _pad1: u32,
     }
 }
@@ -229,7 +232,10 @@ abi_struct! {
         incomplete: Atomic,
         /// Launch (Temp): the most stores an invocation needed. Merge: stores left over.
         temp: Atomic,
-        _pad: u32,
+        /// The lowest `LaunchInfo::seq` of a queued launch that faulted or failed since the
+        /// queue was settled (NONE: none). The per-launch reset leaves it alone
+        /// ([`STATUS_RESET_BYTES`]); settling the queue opens it again.
+        gate: Atomic,
     }
 }
 
@@ -405,11 +411,17 @@ pub fn time_of(stamp: u32, now: u64) -> u64 {
     now.saturating_sub(behind)
 }
 
+/// Bytes of [`Status`] a launch resets before it runs: all but the last word, the gate, which
+/// lives as long as the device's queue of launches.
+pub const STATUS_RESET_BYTES: u64 = std::mem::size_of::<Status>() as u64 - 4;
+const _: () = assert!(std::mem::offset_of!(Status, gate) as u64 == STATUS_RESET_BYTES);
+
 impl Status {
     /// Before a launch: nothing failed.
     pub fn initial() -> Self {
         Status {
             first: Atomic(NONE),
+            gate: Atomic(NONE),
             ..Default::default()
         }
     }

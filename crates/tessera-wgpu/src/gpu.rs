@@ -56,15 +56,17 @@ impl Health {
         self.check()
     }
 
-    /// Maps a staging buffer the queue has been told to fill, and copies it out.
+    /// Maps the first `bytes` of a staging buffer the queue has been told to fill, and copies
+    /// them out.
     pub fn map_read(
         &self,
         device: &wgpu::Device,
         staging: &wgpu::Buffer,
+        bytes: u64,
     ) -> Result<Vec<u8>, WgpuError> {
         let done = Arc::new(Mutex::new(None));
         let d = done.clone();
-        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+        staging.map_async(wgpu::MapMode::Read, ..bytes, move |r| {
             if let Ok(mut g) = d.lock() {
                 *g = Some(r);
             }
@@ -86,7 +88,7 @@ impl Health {
             None => return Err(WgpuError::Wgpu("read-back never completed".into())),
         }
         let out = staging
-            .get_mapped_range(..)
+            .get_mapped_range(..bytes)
             .map(|v| v.to_vec())
             .map_err(|e| WgpuError::Wgpu(format!("read-back: {e}")));
         staging.unmap();
@@ -416,7 +418,7 @@ pub(crate) fn read_back(
         at += len;
     }
     queue.submit([enc.finish()]);
-    let bytes = health.map_read(device, &staging)?;
+    let bytes = health.map_read(device, &staging, staging.size())?;
     let mut out = Vec::with_capacity(ranges.len());
     let mut at = 0usize;
     for r in ranges {

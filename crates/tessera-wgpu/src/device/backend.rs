@@ -58,12 +58,11 @@ impl Device for WgpuDevice {
             ))));
         }
         // Slot reuse (docs/WGPU.md, "Slot reuse"): the memory manager gives a slot to another
-        // page between launches. No launch still runs on the old mapping, because every call
-        // that submits work waits for it before returning (`finish`, `read_back`); and this
-        // queued write runs at the start of the next submission, after every earlier one and
-        // before that submission's own commands, so a read of the old data (`read_slot`, which
-        // has waited) precedes it and the next launch sees the new data with the new
-        // descriptor, written by `set_page` the same way.
+        // page between launches. This queued write runs at the start of the next submission,
+        // after every earlier one (queued launches among them) and before that submission's
+        // own commands, so a read of the old data (`read_slot`, which has waited) precedes it
+        // and the next launch sees the new data with the new descriptor, written by
+        // `set_page` the same way.
         self.queue
             .write_buffer(&self.memories[at.memory as usize].buffer, off, data);
         Ok(())
@@ -167,30 +166,11 @@ impl Device for WgpuDevice {
     }
 
     fn launch(&mut self, l: &Launch) -> Result<LaunchOutcome> {
-        self.check()?;
-        tessera_runtime::check_launch(&*l.kernel, &l.bindings)?;
-        let name = l.kernel.name();
-        let wgsl = l.kernel.wgsl().ok_or_else(|| {
-            self.err(WgpuError::NoWgsl {
-                kernel: name.into(),
-            })
-        })?;
-        if l.pages > self.table.len() as u64 {
-            return Err(self.err(WgpuError::Invalid(format!(
-                "launch over {} pages; the page table has {}",
-                l.pages,
-                self.table.len()
-            ))));
-        }
-        if l.domain.is_empty() {
-            // Compiled all the same, so that a kernel that does not compile fails alike.
-            self.pipeline(name, wgsl.source, "main")?;
+        // Its lists would overwrite those a queued launch that faulted left for its settle.
+        self.flush_queued()?;
+        let Some((wgsl, mut work)) = self.prepare(l)? else {
             return Ok(LaunchOutcome::default());
-        }
-        // Before it runs: a launch that fails has stamped pages all the same.
-        self.now = self.now.max(l.time);
-        self.bind_remote(l)?;
-        let mut work = self.work(l, &l.domain, &wgsl)?;
+        };
         // A Temp launch stores once per invocation in the common case; one that stores more
         // is run again with the room per invocation it turned out to need (it wrote no page).
         let mut per_invocation = if l.mode == Mode::Temp { 1 } else { 0 };
@@ -203,8 +183,24 @@ impl Device for WgpuDevice {
         }
     }
 
+    fn queues_launches(&self) -> bool {
+        true
+    }
+
+    fn queue_launch(&mut self, l: &Launch) -> Result<Queued> {
+        if l.mode != Mode::Direct {
+            return self.launch(l).map(Queued::Ran);
+        }
+        self.enqueue(l)
+    }
+
+    fn settle_queued(&mut self) -> Result<Vec<QueuedOutcome>> {
+        self.settle()
+    }
+
     fn merge(&mut self) -> Result<MergeOutcome> {
         self.check()?;
+        self.flush_queued()?;
         let count = self.temp_len;
         if count == 0 {
             return Ok(MergeOutcome::default());

@@ -45,6 +45,9 @@ pub(super) struct Head {
     pub(super) requests: u64,
     pub(super) gpu: Option<[f64; 2]>,
     pub(super) bytes: Vec<u8>,
+    /// Whether `bytes` holds the first SPECULATIVE entries of the lists (a queued launch's
+    /// does not: its lists are read from their buffers, and only if it faulted).
+    pub(super) lists: bool,
 }
 
 /// Buffers kept from launch to launch (see scratch.rs).
@@ -118,6 +121,24 @@ impl WgpuDevice {
     /// Runs a prepared launch with room for `per_invocation` stores of each invocation in the
     /// temporary. `Ok(Err(k))`: an invocation stored `k` words, so the launch must run again.
     pub(super) fn launch_once(&mut self, w: &mut Work, per_invocation: u64) -> Result<Ran> {
+        let (enc, compact_group, compact_dispatch) = self.encode_launch(w, per_invocation)?;
+        let head = self.finish(
+            enc,
+            &compact_group,
+            compact_dispatch,
+            w.invocations,
+            w.pages,
+        )?;
+        self.ran(w.label, w.invocations, w.pages, per_invocation, &head)
+    }
+
+    /// Records a prepared launch, its compaction not yet: the encoder, with the compaction's
+    /// bind group and dispatch for [`Self::finish`] or [`Self::finish_queued`].
+    pub(super) fn encode_launch(
+        &mut self,
+        w: &mut Work,
+        per_invocation: u64,
+    ) -> Result<(wgpu::CommandEncoder, wgpu::BindGroup, (u32, u32))> {
         let n = w.invocations;
         let max_temp = n * per_invocation;
         self.ensure_lists(w.list.len() as u64 * 4, n, w.bit_words, w.pages)?;
@@ -165,7 +186,19 @@ impl WgpuDevice {
             pass.set_bind_group(0, &group, &[]);
             pass.dispatch_workgroups(w.dispatch.0, w.dispatch.1, 1);
         }
-        let head = self.finish(enc, &compact_group, compact_dispatch, n, w.pages)?;
+        Ok((enc, compact_group, compact_dispatch))
+    }
+
+    /// What a launch of `n` invocations over `pages` pages did, from its read-back.
+    pub(super) fn ran(
+        &mut self,
+        label: &str,
+        n: u64,
+        pages: u64,
+        per_invocation: u64,
+        head: &Head,
+    ) -> Result<Ran> {
+        let max_temp = n * per_invocation;
         let st = head.status;
         if st.failed.0 != 0 {
             return Ok(Ran::Failed(st));
@@ -174,20 +207,22 @@ impl WgpuDevice {
         if need > per_invocation {
             return Ok(Ran::Grow(need));
         }
-        if ninc > n || head.requests > w.pages {
+        if ninc > n || head.requests > pages {
             return Err(self.err(WgpuError::Wgpu(format!(
-                "kernel {}: inconsistent counts (incomplete {ninc}, requests {})",
-                w.label, head.requests
+                "kernel {label}: inconsistent counts (incomplete {ninc}, requests {})",
+                head.requests
             ))));
         }
-        let incomplete: Vec<u32> = if ninc <= SPECULATIVE {
+        let incomplete: Vec<u32> = if ninc == 0 {
+            Vec::new()
+        } else if head.lists && ninc <= SPECULATIVE {
             words(&head.bytes[HEAD_INC as usize..(HEAD_INC + ninc * 8) as usize]).collect()
         } else {
             let b = self.read_back(&[(&self.scratch.incomplete.buf, 0, ninc * 8)])?;
             words(&b[0]).collect()
         };
         let t = Instant::now();
-        let mut requests = self.request_list(&head, w.pages)?;
+        let mut requests = self.request_list(head, pages)?;
         // The CPU backend's order: by page.
         requests.sort_unstable_by_key(|r| r.page);
         self.temp_len += max_temp;
@@ -216,7 +251,9 @@ impl WgpuDevice {
     /// The request list a submission's compaction wrote (from the read-back where it fitted).
     pub(super) fn request_list(&self, head: &Head, pages: u64) -> Result<Vec<PageRequest>> {
         let nreq = head.requests.min(pages);
-        let w: Vec<u32> = if nreq <= SPECULATIVE {
+        let w: Vec<u32> = if nreq == 0 {
+            Vec::new()
+        } else if head.lists && nreq <= SPECULATIVE {
             words(&head.bytes[HEAD_LIST as usize..(HEAD_LIST + nreq * 8) as usize]).collect()
         } else {
             let b = self.read_back(&[(&self.scratch.requests.buf, REQUESTS_HEAD, nreq * 8)])?;
@@ -299,11 +336,12 @@ impl WgpuDevice {
         };
         self.queue
             .write_buffer(&self.scratch.compact, 0, bytemuck::bytes_of(&info));
-        // Queued writes land before the submission's commands.
+        // Queued writes land before the submission's commands. The gate stays: it spans the
+        // launches queued since the last settle.
         self.queue.write_buffer(
             &self.scratch.status,
             0,
-            bytemuck::bytes_of(&Status::initial()),
+            &bytemuck::bytes_of(&Status::initial())[..abi::STATUS_RESET_BYTES as usize],
         );
         let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: Some("compact"),
@@ -341,22 +379,7 @@ impl WgpuDevice {
         pages: u64,
     ) -> Result<Head> {
         let s = &self.scratch;
-        {
-            // A pass of its own: its dispatch sees every bit the previous pass recorded.
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("compact"),
-                timestamp_writes: self.timestamps.as_ref().map(|t| t.writes(1)),
-            });
-            pass.set_pipeline(&self.pipes.compact);
-            pass.set_bind_group(0, compact_group, &[]);
-            pass.dispatch_workgroups(dispatch.0, dispatch.1, 1);
-        }
-        enc.copy_buffer_to_buffer(&s.status, 0, &s.head, 0, STATUS_BYTES);
-        enc.copy_buffer_to_buffer(&s.requests.buf, 0, &s.head, HEAD_REQ, REQUESTS_HEAD);
-        if let Some(t) = &self.timestamps {
-            enc.resolve_query_set(&t.set, 0..TIMESTAMPS, &t.resolve, 0);
-            enc.copy_buffer_to_buffer(&t.resolve, 0, &s.head, HEAD_TS, TIMESTAMPS as u64 * 8);
-        }
+        self.compact_and_copy(&mut enc, compact_group, dispatch, &s.head, 0);
         let inc = invocations.min(SPECULATIVE) * 8;
         if inc > 0 {
             enc.copy_buffer_to_buffer(&s.incomplete.buf, 0, &s.head, HEAD_INC, inc);
@@ -369,7 +392,42 @@ impl WgpuDevice {
         // Waits until the device has run this submission (and so every earlier one): a launch
         // or merge returns with nothing in flight, which is what lets `write_slot` reuse a
         // slot at once.
-        let bytes = self.map_read(&s.head)?;
+        let bytes = self.map_read(&s.head, HEAD_BYTES)?;
+        Ok(self.head(bytes, true))
+    }
+
+    /// Records the compaction after the caller's pass, then copies the status, the request
+    /// list's head and the timestamps to `dst` at `at` (the layout of [`Head`] up to its
+    /// lists).
+    pub(super) fn compact_and_copy(
+        &self,
+        enc: &mut wgpu::CommandEncoder,
+        compact_group: &wgpu::BindGroup,
+        dispatch: (u32, u32),
+        dst: &wgpu::Buffer,
+        at: u64,
+    ) {
+        let s = &self.scratch;
+        {
+            // A pass of its own: its dispatch sees every bit the previous pass recorded.
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("compact"),
+                timestamp_writes: self.timestamps.as_ref().map(|t| t.writes(1)),
+            });
+            pass.set_pipeline(&self.pipes.compact);
+            pass.set_bind_group(0, compact_group, &[]);
+            pass.dispatch_workgroups(dispatch.0, dispatch.1, 1);
+        }
+        enc.copy_buffer_to_buffer(&s.status, 0, dst, at, STATUS_BYTES);
+        enc.copy_buffer_to_buffer(&s.requests.buf, 0, dst, at + HEAD_REQ, REQUESTS_HEAD);
+        if let Some(t) = &self.timestamps {
+            enc.resolve_query_set(&t.set, 0..TIMESTAMPS, &t.resolve, 0);
+            enc.copy_buffer_to_buffer(&t.resolve, 0, dst, at + HEAD_TS, TIMESTAMPS as u64 * 8);
+        }
+    }
+
+    /// A read-back in [`Head`]'s layout, with the lists' first entries or without.
+    pub(super) fn head(&self, bytes: Vec<u8>, lists: bool) -> Head {
         let status: Status = bytemuck::pod_read_unaligned(&bytes[..STATUS_BYTES as usize]);
         let head: RequestsHead =
             bytemuck::pod_read_unaligned(&bytes[HEAD_REQ as usize..HEAD_TS as usize]);
@@ -380,24 +438,56 @@ impl WgpuDevice {
                 .collect();
             t.seconds(&ticks)
         });
-        Ok(Head {
+        Head {
             status,
             requests: head.count.0 as u64,
             gpu,
             bytes,
-        })
+            lists,
+        }
     }
 
-    pub(super) fn map_read(&self, staging: &wgpu::Buffer) -> Result<Vec<u8>> {
+    /// Maps the first `bytes` of a staging buffer and copies them out: one wait, counted.
+    pub(super) fn map_read(&self, staging: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>> {
         self.counters.waited();
-        self.counters.read_back(staging.size());
+        self.counters.read_back(bytes);
         self.health
-            .map_read(&self.device, staging)
+            .map_read(&self.device, staging, bytes)
             .map_err(|e| self.err(e))
     }
 }
 
 impl WgpuDevice {
+    /// Checks a launch as every backend does and prepares it over its domain; `None` for an
+    /// empty domain, which runs nothing (its kernel is compiled all the same, so that a kernel
+    /// that does not compile fails alike).
+    pub(super) fn prepare(&mut self, l: &Launch) -> Result<Option<(WgslKernel, Work)>> {
+        self.check()?;
+        tessera_runtime::check_launch(&*l.kernel, &l.bindings)?;
+        let name = l.kernel.name();
+        let wgsl = l.kernel.wgsl().ok_or_else(|| {
+            self.err(WgpuError::NoWgsl {
+                kernel: name.into(),
+            })
+        })?;
+        if l.pages > self.table.len() as u64 {
+            return Err(self.err(WgpuError::Invalid(format!(
+                "launch over {} pages; the page table has {}",
+                l.pages,
+                self.table.len()
+            ))));
+        }
+        if l.domain.is_empty() {
+            self.pipeline(name, wgsl.source, "main")?;
+            return Ok(None);
+        }
+        // Before it runs: a launch that fails has stamped pages all the same.
+        self.now = self.now.max(l.time);
+        self.bind_remote(l)?;
+        let work = self.work(l, &l.domain, &wgsl)?;
+        Ok(Some((wgsl, work)))
+    }
+
     /// Prepares a launch of `l` over `domain` (the launch's own, or one invocation of it).
     pub(super) fn work(&mut self, l: &Launch, domain: &Domain, wgsl: &WgslKernel) -> Result<Work> {
         let name = l.kernel.name();

@@ -13,8 +13,8 @@ use tessera_core::{
 };
 use tessera_runtime::{
     kind_name, BackendCounters, Bound, Device, Domain, Footprint, GpuLaunchTime, Launch,
-    LaunchOutcome, MergeOutcome, Mode, PeerCopy, PeerMemory, RemoteBacking, RemoteObject, Result,
-    RuntimeError, SlotSink, WgslKernel, MAX_STORES,
+    LaunchOutcome, MergeOutcome, Mode, PeerCopy, PeerMemory, Queued, QueuedOutcome, RemoteBacking,
+    RemoteObject, Result, RuntimeError, SlotSink, WgslKernel, MAX_STORES,
 };
 
 use crate::abi::{self, BindInfo, CompactInfo, LaunchInfo, MergeInfo, RequestsHead, Status};
@@ -26,9 +26,11 @@ use crate::unpaged::fill_params;
 mod backend;
 mod errors;
 mod launch;
+mod queue;
 mod remote;
 
 use launch::*;
+use queue::Queue;
 
 /// Physical memories one kernel can bind (the prelude's `switch` has this many arms).
 pub const MAX_MEMORIES: usize = 4;
@@ -92,6 +94,8 @@ pub struct WgpuDevice {
     now: u64,
     pipes: Pipelines,
     scratch: Scratch,
+    /// Launches queued on the GPU and not yet settled (`Device::queue_launch`).
+    queued: Queue,
     /// Stores in the temporary (`scratch.temp`): this pass's `Mode::Temp` launches append,
     /// the merge consumes. The temporary stays on the device.
     temp_len: u64,
@@ -268,11 +272,16 @@ impl WgpuDevice {
             .features()
             .contains(wgpu::Features::TIMESTAMP_QUERY)
             .then(|| Timestamps::new(&device, &queue));
+        let scratch = Scratch::new(&device);
+        // The gate starts open; launches reset the rest of the status themselves.
+        queue.write_buffer(&scratch.status, 0, bytemuck::bytes_of(&Status::initial()));
+        let queued = Queue::new(&device);
         Ok(WgpuDevice {
             gpu: shared.clone(),
+            queued,
             remote: Vec::new(),
             remote_slots: Vec::new(),
-            scratch: Scratch::new(&device),
+            scratch,
             temp_len: 0,
             timestamps,
             tiles: TilePath::from_env().enabled(&info),

@@ -430,9 +430,28 @@ fn store_u32(id: u32, index: u32, v: u32) {
 // workgroup memory's zeroing nor a barrier.
 @compute @workgroup_size(8, 8, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if !admitted() {
+        return;
+    }
     g_nwin = 0u;
     g_stamped = NONE;
     invocation(gid);
+}
+
+// Whether this launch runs: false for a queued launch behind one that faulted or failed since
+// the queue was last settled (`status.gate`). Such a launch leaves no trace, not even page
+// stamps, and runs again once the faults are serviced, so results never depend on timing.
+// Within a launch the answer is the same for every invocation: only a launch queued earlier
+// (a lower seq) can close the gate below this one's seq.
+fn admitted() -> bool {
+    return launch.seq == 0u || atomicLoad(&status.gate) >= launch.seq;
+}
+
+// An invocation of a queued launch faulted or failed: the launches queued after it skip.
+fn close_gate() {
+    if launch.seq != 0u {
+        atomicMin(&status.gate, launch.seq);
+    }
 }
 
 // The tile path's entry point: the windows first, then each invocation as in `main`.
@@ -444,9 +463,15 @@ fn main_tiles(
 ) {
     g_nwin = 0u;
     g_stamped = NONE;
+    let run = admitted();
+    if run {
+        fill_windows(vec2<u32>(launch.x0 + wid.x * 8u, launch.y0 + wid.y * 8u), lid);
+    }
     // Uniform: every invocation of the group reaches the barrier.
-    fill_windows(vec2<u32>(launch.x0 + wid.x * 8u, launch.y0 + wid.y * 8u), lid);
     workgroupBarrier();
+    if !run {
+        return;
+    }
     check_windows();
     invocation(gid);
 }
@@ -479,6 +504,7 @@ fn invocation(gid: vec3<u32>) {
     g_rec = NONE;
     kernel_main(x, y);
     if g_faulted {
+        close_gate();
         let k = atomicAdd(&status.incomplete, 1u);
         if k < arrayLength(&incomplete) {
             incomplete[k] = vec2<u32>(x, y);
@@ -519,6 +545,7 @@ fn invocation(gid: vec3<u32>) {
         mem_store(s.x, s.y, s.z);
     }
     if g_suspended {
+        close_gate();
         let k = atomicAdd(&status.incomplete, 1u);
         if k < arrayLength(&incomplete) {
             incomplete[k] = vec2<u32>(x, y | SUSPENDED_BIT);

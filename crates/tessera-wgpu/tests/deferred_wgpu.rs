@@ -1,0 +1,231 @@
+//! Deferred execution on a wgpu device: held bands are queued on the GPU without a wait, a
+//! frame costs one wait for the GPU (reading every queued launch's status back at once), and
+//! a queued launch that faults closes the gate in device memory, so the launches queued behind
+//! it do nothing until the driver settles and runs them again in order. The field must be the
+//! CPU backend's, bit for bit (the arithmetic is exact), per-texel and on the tile path.
+//!
+//! Without an adapter these tests print that they skipped and pass, unless
+//! `TESSERA_REQUIRE_VULKAN=1`.
+
+mod common;
+
+use std::sync::Arc;
+
+use tessera_core::{DeviceId, GlobalPage, ObjectDesc, ObjectEntry, ObjectId, TexelFormat};
+use tessera_runtime::{
+    Bound, Device, Domain, Fault, Footprint, HostCounters, Invocation, Kernel, Partition, PassSpec,
+    PassStats, Procedure, System, SystemConfig, WgslKernel,
+};
+use tessera_wgpu::{AdapterChoice, SharedGpu, TilePath, WgpuDevice};
+
+const W: u32 = 32;
+const H: u32 = 16;
+
+/// `b += a + e`, whose footprint leaves `e` out: a miss on `e` is a fault the footprint did
+/// not foresee.
+struct Sum {
+    a: ObjectId,
+    e: ObjectId,
+    b: ObjectId,
+}
+
+impl Kernel for Sum {
+    fn name(&self) -> &'static str {
+        "deferred_sum"
+    }
+    fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
+        let v = inv.load_f32(self.b, x, y)?
+            + (inv.load_f32(self.a, x, y)? + inv.load_f32(self.e, x, y)?);
+        inv.store_f32(self.b, x, y, v)
+    }
+    fn footprint(&self) -> Option<Footprint> {
+        Some(Footprint {
+            reads: vec![(self.a, 0), (self.b, 0)],
+            write: self.b,
+        })
+    }
+    fn wgsl(&self) -> Option<WgslKernel> {
+        Some(WgslKernel {
+            source: "fn kernel_main(x: u32, y: u32) {
+                let b = load_f32(param(2), x, y);
+                let s = load_f32(param(0), x, y) + load_f32(param(1), x, y);
+                store_f32(param(2), x, y, b + s);
+            }",
+            params: vec![self.a.0, self.e.0, self.b.0],
+        })
+    }
+}
+
+/// `c += b`: run on stale or partial `b`, run twice or not at all, and `c` shows it.
+struct Accumulate {
+    b: ObjectId,
+    c: ObjectId,
+}
+
+impl Kernel for Accumulate {
+    fn name(&self) -> &'static str {
+        "deferred_accumulate"
+    }
+    fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
+        let v = inv.load_f32(self.c, x, y)? + inv.load_f32(self.b, x, y)?;
+        inv.store_f32(self.c, x, y, v)
+    }
+    fn footprint(&self) -> Option<Footprint> {
+        Some(Footprint {
+            reads: vec![(self.b, 0), (self.c, 0)],
+            write: self.c,
+        })
+    }
+    fn wgsl(&self) -> Option<WgslKernel> {
+        Some(WgslKernel {
+            source: "fn kernel_main(x: u32, y: u32) {
+                let c = load_f32(param(1), x, y);
+                store_f32(param(1), x, y, c + load_f32(param(0), x, y));
+            }",
+            params: vec![self.b.0, self.c.0],
+        })
+    }
+}
+
+fn floats(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+fn pass(kernel: impl Kernel + 'static, objects: &[&ObjectEntry]) -> PassSpec {
+    PassSpec {
+        kernel: Arc::new(kernel),
+        bindings: Arc::new(objects.iter().map(|e| Bound::new(e)).collect()),
+        domain: Domain::Rect {
+            x0: 0,
+            y0: 0,
+            x1: W,
+            y1: H,
+        },
+        display: false,
+    }
+}
+
+fn cfg() -> SystemConfig {
+    SystemConfig {
+        devices: 1,
+        cpu_threads: 1,
+        deferred: true,
+        ..Default::default()
+    }
+}
+
+/// One wgpu device on the default adapter with the tile path as asked, or `None` as
+/// `common::opened` says.
+fn wgpu_system(tiles: TilePath) -> Option<System> {
+    let gpu = common::opened(SharedGpu::open(&AdapterChoice::Default), "a wgpu device")?;
+    let mut d = common::opened(WgpuDevice::on(DeviceId(0), &gpu), "a wgpu device")?;
+    d.set_tile_path(tiles);
+    eprintln!(
+        "wgpu adapter: {} (tile path {})",
+        d.describe(),
+        d.tile_path()
+    );
+    Some(System::with_devices(vec![Box::new(d) as Box<dyn Device>], &cfg()).unwrap())
+}
+
+/// What each frame of a run cost the host, and the run's `c`.
+struct Run {
+    frames: Vec<(PassStats, HostCounters)>,
+    c: Vec<f32>,
+}
+
+/// Four frames of `b += a + e; c += b`; before the fourth the host takes `e` away, so the
+/// deferred sum faults and the accumulate queued behind it must wait for its redo.
+fn run(sys: System) -> Run {
+    let desc = ObjectDesc::texture(W, H, TexelFormat::R32Float, 8).unwrap();
+    let n = (W * H) as usize;
+    let a_vals: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let e_vals: Vec<f32> = (0..n).map(|i| 1000.0 + (i % 7) as f32).collect();
+    let bytes = |v: &[f32]| v.iter().flat_map(|f| f.to_le_bytes()).collect::<Vec<u8>>();
+    let a = sys.create(desc, Some(bytes(&a_vals))).unwrap();
+    let e = sys.create(desc, Some(bytes(&e_vals))).unwrap();
+    let b = sys.create(desc, None).unwrap();
+    let c = sys.create(desc, None).unwrap();
+    let passes = [
+        pass(
+            Sum {
+                a: a.id,
+                e: e.id,
+                b: b.id,
+            },
+            &[&a, &e, &b],
+        ),
+        pass(Accumulate { b: b.id, c: c.id }, &[&b, &c]),
+    ];
+    let mut frames = Vec::new();
+    for frame in 0..4 {
+        if frame == 3 {
+            let e_pages: Vec<GlobalPage> = (0..desc.page_count())
+                .map(|p| GlobalPage(e.page_offset + p))
+                .collect();
+            sys.mm.evict(DeviceId(0), e_pages).unwrap();
+        }
+        let before = sys.host_counters()[0];
+        let mut total = PassStats::default();
+        for p in &passes {
+            let s = sys
+                .run_pass(p, W, H, Partition::Rows, Procedure::Relaunch)
+                .unwrap();
+            total.add(&s[0]);
+        }
+        total.add(&sys.settle().unwrap()[0]);
+        frames.push((total, sys.host_counters()[0].since(&before)));
+    }
+    let c = floats(&sys.mm.read(c.id).unwrap());
+    Run { frames, c }
+}
+
+fn check(tiles: TilePath) {
+    let Some(sys) = wgpu_system(tiles) else {
+        return;
+    };
+    let gpu = run(sys);
+    let cpu = run(System::cpu(&cfg()).unwrap());
+    // Four frames, each pass once and in order: an accumulate run on the previous frame's `b`
+    // or skipped after the sum's redo leaves `c` short.
+    let wrong = gpu.c.iter().zip(&cpu.c).filter(|(g, c)| g != c).count();
+    assert_eq!(
+        wrong,
+        0,
+        "{wrong} texels differ; first: {:?} (GPU) against {:?} (CPU)",
+        &gpu.c[..4],
+        &cpu.c[..4]
+    );
+    assert_eq!(gpu.c.len(), cpu.c.len());
+    // Frames 2 and 3: both bands held and queued on the GPU; one submission per launch, and
+    // one wait for the GPU, when the frame settles, for the host and inside the worker.
+    for (stats, h) in &gpu.frames[1..3] {
+        assert_eq!(stats.held_bands, 2, "{stats:?}");
+        assert_eq!(stats.launches, 2, "{stats:?}");
+        assert_eq!(stats.relaunched, 0, "{stats:?}");
+        assert_eq!(h.manager_messages, 0, "{h:?}");
+        assert_eq!(h.blocking_waits, 1, "{h:?}");
+        assert_eq!(h.device_waits, 1, "{h:?}");
+        assert_eq!(h.submissions, 2, "{h:?}");
+        // The two launches' statuses, not their fault lists.
+        assert!(h.bytes_read_back > 0 && h.bytes_read_back <= 256, "{h:?}");
+    }
+    // Frame 4: the queued sum faulted; the accumulate behind it skipped on the GPU and ran
+    // after the sum was redone.
+    let (stats, _) = &gpu.frames[3];
+    assert_eq!(stats.held_bands, 2, "{stats:?}");
+    assert!(stats.relaunched > 0, "{stats:?}");
+}
+
+#[test]
+fn a_queued_launch_that_faults_gates_the_ones_behind_it_per_texel() {
+    check(TilePath::Off);
+}
+
+#[test]
+fn a_queued_launch_that_faults_gates_the_ones_behind_it_on_the_tile_path() {
+    check(TilePath::On);
+}
