@@ -69,18 +69,26 @@ pub struct LaunchOutcome {
     pub remote: Vec<(Location, RemoteLink)>,
 }
 
-/// What [`Device::queue_launch`] did with a launch.
+/// What [`Device::queue_launch`] or [`Device::queue_merge`] did with its work.
 #[derive(Clone, Debug)]
-pub enum Queued {
+pub enum Queued<T> {
     /// The backend ran it at once; here is its outcome.
-    Ran(LaunchOutcome),
+    Ran(T),
     /// It is on the device's queue; [`Device::settle_queued`] gives its outcome.
     OnDevice,
 }
 
-/// The outcome of a launch left on the device's queue: `Ok(None)` when it skipped itself
-/// behind an earlier queued launch that faulted or failed (it did nothing at all).
-pub type QueuedOutcome = Result<Option<LaunchOutcome>>;
+/// The outcome of work left on the device's queue.
+#[derive(Clone, Debug)]
+pub enum Settled {
+    Launch(LaunchOutcome),
+    Merge(MergeOutcome),
+}
+
+/// The outcome of work left on the device's queue: `Ok(None)` when it did nothing usable: it
+/// skipped itself behind earlier queued work that faulted or failed, or it was a `Mode::Temp`
+/// launch that needed more room in the temporary than it was given (it wrote no page).
+pub type QueuedOutcome = Result<Option<Settled>>;
 
 /// Device time of one launch, measured on the device (timestamp queries), not by the host.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -184,18 +192,25 @@ pub trait Device: Send {
     fn queues_launches(&self) -> bool {
         false
     }
-    /// Queues a `Mode::Direct` launch behind those queued since the last
+    /// Queues a `Mode::Direct` or `Mode::Temp` launch behind the work queued since the last
     /// [`Device::settle_queued`] and returns without waiting for it, where the backend can
-    /// (deferred execution: Legion/Realm's operations that return before they run). A queued
-    /// launch checks first, on the device, whether one queued before it faulted or failed, and
-    /// if so does nothing, not even stamping pages: the caller runs it again after servicing
-    /// the faults, so results never depend on timing. The default runs the launch at once.
-    fn queue_launch(&mut self, launch: &Launch) -> Result<Queued> {
+    /// (deferred execution: Legion/Realm's operations that return before they run). Queued
+    /// work checks first, on the device, whether work queued before it faulted, failed, asked
+    /// for a page (a `Mode::Temp` store to a page not held writable) or ran out of room in the
+    /// temporary, and if so does nothing, not even stamping pages: the caller runs it again
+    /// after servicing that, so results never depend on timing. The default runs the launch
+    /// at once.
+    fn queue_launch(&mut self, launch: &Launch) -> Result<Queued<LaunchOutcome>> {
         self.launch(launch).map(Queued::Ran)
     }
-    /// Waits for every launch [`Device::queue_launch`] left on the device (one wait for all of
-    /// them) and gives their outcomes in queue order. Launches queued after it start a fresh
-    /// queue: nothing in it has faulted.
+    /// Queues a merge of the temporary behind the queued work, as [`Device::queue_launch`]
+    /// queues a launch. The default merges at once.
+    fn queue_merge(&mut self) -> Result<Queued<MergeOutcome>> {
+        self.merge().map(Queued::Ran)
+    }
+    /// Waits for every launch and merge left on the device by [`Device::queue_launch`] and
+    /// [`Device::queue_merge`] (one wait for all of them) and gives their outcomes in queue
+    /// order. Work queued after it starts a fresh queue: nothing in it has faulted.
     fn settle_queued(&mut self) -> Result<Vec<QueuedOutcome>> {
         Ok(Vec::new())
     }

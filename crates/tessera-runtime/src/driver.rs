@@ -21,7 +21,7 @@ use std::time::Instant;
 use serde::Serialize;
 use tessera_core::{Access, DeviceId, GlobalPage, PageRequest};
 
-use crate::backend::{Domain, Launch, LaunchOutcome, MergeOutcome, Queued};
+use crate::backend::{Domain, Launch, LaunchOutcome, MergeOutcome, Queued, QueuedOutcome, Settled};
 use crate::error::{Result, RuntimeError};
 use crate::kernel::{Bound, Kernel, Mode};
 use crate::manager::{LaunchStarter, ManagerHandle};
@@ -207,20 +207,33 @@ pub struct DeviceContext {
     settle_error: Option<RuntimeError>,
 }
 
-/// A deferred band: what to run again if it faulted or was skipped, and its reply.
+/// Deferred work: what to run again if it faulted or was skipped, and its replies: a
+/// relaunch band's launch, or a two-pass part's compute pass and then its merge.
 struct Outstanding {
     spec: PassSpec,
     domain: Domain,
-    reply: Pending<Result<Deferred>>,
+    replies: Vec<Pending<Result<Deferred>>>,
 }
 
-/// What became of a deferred band's launch on the worker.
+/// What became of deferred work on the worker.
 enum Deferred {
-    Ran(LaunchOutcome),
-    /// Skipped behind a launch that faulted: it did nothing.
+    Ran(Settled),
+    /// Skipped behind work that faulted: it did nothing.
     Skipped,
     /// Left on the device's queue; the settle's `Device::settle_queued` has its outcome.
     OnDevice,
+}
+
+/// Deferred work that must run again, the ordinary way, once the queue is settled.
+enum Redo {
+    /// A band's unfinished invocations, or a skipped band.
+    Band(PassSpec, Domain),
+    /// A two-pass part that faulted or was skipped: its temporary is dropped and it runs
+    /// whole again (a compute pass writes no page, so running it again changes nothing).
+    Part(PassSpec, Domain),
+    /// A two-pass part whose merge found pages it could not write: they are asked for and
+    /// the rest of the temporary is merged, as the ordinary merge does.
+    Merge(PassSpec, Vec<GlobalPage>),
 }
 
 impl DeviceContext {
@@ -284,69 +297,58 @@ impl DeviceContext {
     fn settle_into(&mut self, stats: &mut PassStats) -> Result<()> {
         let mut outstanding = std::mem::take(&mut self.outstanding);
         // One blocking wait: for the device's queue where it keeps one, else for the last
-        // band. The worker answers in order, so every earlier reply is there by then.
+        // reply. The worker answers in order, so every earlier reply is there by then.
         let mut on_device = None;
-        let mut last = None;
+        let mut tail = None;
         if self.worker.queues_launches() {
             let queued = self.worker.submit(|d| d.settle_queued()).wait();
             on_device = Some(queued.and_then(|r| r).map(Vec::into_iter));
-        } else if let Some(o) = outstanding.pop() {
-            last = Some((o.spec, o.domain, o.reply.wait().and_then(|r| r)));
+        } else if let Some(p) = outstanding.last_mut().and_then(|o| o.replies.pop()) {
+            tail = Some(p.wait().and_then(|r| r));
         }
-        let mut replies: Vec<_> = outstanding
-            .into_iter()
-            .map(|o| {
-                let reply = match o.reply.try_take() {
+        let n = outstanding.len();
+        let mut done = Vec::with_capacity(n);
+        for (i, o) in outstanding.into_iter().enumerate() {
+            let mut replies: Vec<Result<Deferred>> = o
+                .replies
+                .into_iter()
+                .map(|p| match p.try_take() {
                     Some(r) => r,
-                    None => o.reply.wait().and_then(|r| r),
-                };
-                (o.spec, o.domain, reply)
-            })
-            .collect();
-        replies.extend(last);
-        let mut done = Vec::with_capacity(replies.len());
-        for (spec, domain, reply) in replies {
-            let reply = match reply {
-                Ok(Deferred::Ran(out)) => Ok(Some(out)),
-                Ok(Deferred::Skipped) => Ok(None),
-                Ok(Deferred::OnDevice) => match on_device.as_mut() {
-                    Some(Ok(outcomes)) => outcomes.next().unwrap_or_else(|| {
-                        Err(RuntimeError::Config(
-                            "the device settled fewer launches than it queued".into(),
-                        ))
-                    }),
-                    Some(Err(e)) => Err(e.clone()),
-                    None => Err(RuntimeError::Config(
-                        "a launch left on a device that keeps no queue".into(),
-                    )),
-                },
-                Err(e) => Err(e),
-            };
-            done.push((spec, domain, reply));
+                    None => p.wait().and_then(|r| r),
+                })
+                .collect();
+            if i + 1 == n {
+                replies.extend(tail.take());
+            }
+            let outcomes: Vec<QueuedOutcome> = replies
+                .into_iter()
+                .map(|reply| match reply? {
+                    Deferred::Ran(out) => Ok(Some(out)),
+                    Deferred::Skipped => Ok(None),
+                    Deferred::OnDevice => match on_device.as_mut() {
+                        Some(Ok(outcomes)) => outcomes.next().unwrap_or_else(|| {
+                            Err(RuntimeError::Config(
+                                "the device settled less work than it queued".into(),
+                            ))
+                        }),
+                        Some(Err(e)) => Err(e.clone()),
+                        None => Err(RuntimeError::Config(
+                            "work left on a device that keeps no queue".into(),
+                        )),
+                    },
+                })
+                .collect();
+            done.push((o.spec, o.domain, outcomes));
         }
         if let Some(t) = self.outstanding_since.take() {
             stats.stages.compute += t.elapsed().as_secs_f64();
         }
         let mut first_err = None;
-        let mut redo: Vec<(PassSpec, Domain)> = Vec::new();
-        for (spec, domain, reply) in done {
-            match reply {
-                Ok(Some(out)) => {
-                    stats.launches += 1;
-                    stats.invocations += out.invocations;
-                    if let Some(g) = out.gpu {
-                        let gs = stats.gpu_stages.get_or_insert_with(Default::default);
-                        gs.compute += g.kernel_s;
-                        gs.uniquify += g.uniquify_s;
-                    }
-                    self.mm.count_remote(self.device, out.remote);
-                    if !out.incomplete.is_empty() {
-                        stats.relaunched += out.incomplete.len() as u64;
-                        redo.push((spec, Domain::List(Arc::new(out.incomplete))));
-                    }
-                }
-                // Skipped behind a launch that faulted: it did nothing.
-                Ok(None) => redo.push((spec, domain)),
+        let mut redo = Vec::new();
+        for (spec, domain, outcomes) in done {
+            match self.account(spec, domain, outcomes, stats) {
+                Ok(Some(r)) => redo.push(r),
+                Ok(None) => {}
                 Err(e) => {
                     first_err.get_or_insert(e);
                 }
@@ -356,14 +358,95 @@ impl DeviceContext {
         if let Some(e) = first_err {
             return Err(e);
         }
-        for (spec, domain) in redo {
-            self.launch_until_done(&spec, domain, Vec::new(), Mode::Direct, stats)?;
+        for r in redo {
+            match r {
+                Redo::Band(spec, domain) => {
+                    self.launch_until_done(&spec, domain, Vec::new(), Mode::Direct, stats)?;
+                }
+                Redo::Part(spec, domain) => {
+                    self.worker.call(|d| {
+                        d.discard_temp();
+                        Ok(())
+                    })?;
+                    self.two_pass_over(&spec, domain, false, stats)?;
+                }
+                Redo::Merge(spec, missing) => {
+                    let missing = missing
+                        .into_iter()
+                        .map(|page| PageRequest {
+                            page,
+                            access: Access::Write,
+                        })
+                        .collect();
+                    self.timed_acquire(missing, Vec::new(), stats)?;
+                    let merged = self.merge_temp(&spec, stats);
+                    self.release();
+                    merged?;
+                }
+            }
         }
         Ok(())
     }
 
-    /// Queues a held band's launch without waiting for it; the launch does nothing if a
-    /// deferred launch before it faulted (`skip`).
+    /// Adds settled deferred work to the stats; what must run again, if anything.
+    fn account(
+        &mut self,
+        spec: PassSpec,
+        domain: Domain,
+        outcomes: Vec<QueuedOutcome>,
+        stats: &mut PassStats,
+    ) -> Result<Option<Redo>> {
+        let mut outcomes = outcomes.into_iter();
+        let two_pass = outcomes.len() == 2;
+        let launch = match outcomes.next().transpose()? {
+            Some(Some(Settled::Launch(out))) => out,
+            // Skipped behind work that faulted (or, a compute pass, out of room): nothing done.
+            Some(None) if two_pass => return Ok(Some(Redo::Part(spec, domain))),
+            Some(None) => return Ok(Some(Redo::Band(spec, domain))),
+            _ => {
+                return Err(RuntimeError::Config(
+                    "deferred work settled as something it was not".into(),
+                ))
+            }
+        };
+        let merge = outcomes.next().transpose()?;
+        stats.launches += 1;
+        stats.invocations += launch.invocations;
+        if let Some(g) = launch.gpu {
+            let gs = stats.gpu_stages.get_or_insert_with(Default::default);
+            gs.compute += g.kernel_s;
+            gs.uniquify += g.uniquify_s;
+        }
+        self.mm.count_remote(self.device, launch.remote);
+        if !two_pass {
+            if launch.incomplete.is_empty() {
+                return Ok(None);
+            }
+            stats.relaunched += launch.incomplete.len() as u64;
+            let rest = Domain::List(Arc::new(launch.incomplete));
+            return Ok(Some(Redo::Band(spec, rest)));
+        }
+        match merge {
+            Some(Some(Settled::Merge(m))) => {
+                if let Some(g) = m.gpu_s {
+                    stats
+                        .gpu_stages
+                        .get_or_insert_with(Default::default)
+                        .page_writes += g;
+                }
+                if m.missing.is_empty() {
+                    Ok(None)
+                } else {
+                    Ok(Some(Redo::Merge(spec, m.missing)))
+                }
+            }
+            // The compute pass faulted or asked for pages, so its merge was skipped.
+            _ => Ok(Some(Redo::Part(spec, domain))),
+        }
+    }
+
+    /// Queues a held band's launch without waiting for it; the launch does nothing if
+    /// deferred work before it faulted (`skip`).
     fn defer_launch(&mut self, spec: &PassSpec, domain: Domain) {
         let launch = self.next_launch(spec, domain.clone(), Mode::Direct);
         let skip = self.skip.clone();
@@ -377,17 +460,66 @@ impl DeviceContext {
                     if !out.incomplete.is_empty() {
                         skip.store(true, SeqCst);
                     }
-                    Ok(Deferred::Ran(out))
+                    Ok(Deferred::Ran(Settled::Launch(out)))
                 }
                 // The device skips what is queued behind a fault itself.
                 Queued::OnDevice => Ok(Deferred::OnDevice),
             }
         });
+        self.push_outstanding(spec, domain, vec![reply]);
+    }
+
+    /// Queues a held two-pass part, its compute pass into the temporary and its merge,
+    /// without waiting for either. A compute pass that faults or asks for a page it cannot
+    /// write stops everything behind it, its own merge included (`skip`); the part then runs
+    /// again whole at the settle.
+    fn defer_part(&mut self, spec: &PassSpec, domain: Domain) {
+        use std::sync::atomic::Ordering::SeqCst;
+        let launch = self.next_launch(spec, domain.clone(), Mode::Temp);
+        let skip = self.skip.clone();
+        let compute = self.worker.submit(move |d| {
+            if skip.load(SeqCst) {
+                return Ok(Deferred::Skipped);
+            }
+            match d.queue_launch(&launch)? {
+                Queued::Ran(out) => {
+                    if !out.incomplete.is_empty() || !out.requests.is_empty() {
+                        skip.store(true, SeqCst);
+                    }
+                    Ok(Deferred::Ran(Settled::Launch(out)))
+                }
+                Queued::OnDevice => Ok(Deferred::OnDevice),
+            }
+        });
+        let skip = self.skip.clone();
+        let merge = self.worker.submit(move |d| {
+            if skip.load(SeqCst) {
+                return Ok(Deferred::Skipped);
+            }
+            match d.queue_merge()? {
+                Queued::Ran(m) => {
+                    if !m.missing.is_empty() {
+                        skip.store(true, SeqCst);
+                    }
+                    Ok(Deferred::Ran(Settled::Merge(m)))
+                }
+                Queued::OnDevice => Ok(Deferred::OnDevice),
+            }
+        });
+        self.push_outstanding(spec, domain, vec![compute, merge]);
+    }
+
+    fn push_outstanding(
+        &mut self,
+        spec: &PassSpec,
+        domain: Domain,
+        replies: Vec<Pending<Result<Deferred>>>,
+    ) {
         self.outstanding_since.get_or_insert_with(Instant::now);
         self.outstanding.push(Outstanding {
             spec: spec.clone(),
             domain,
-            reply,
+            replies,
         });
     }
 
@@ -614,12 +746,9 @@ impl DeviceContext {
     pub fn run_pass(&mut self, spec: &PassSpec, procedure: Procedure) -> Result<PassStats> {
         // What earlier settles outside a pass did belongs to the pass that reports next.
         let mut stats = self.take_settled()?;
-        if procedure != Procedure::Relaunch {
-            self.settle_now(&mut stats)?;
-        }
         let res = match procedure {
             Procedure::Relaunch => self.relaunch(spec, &mut stats),
-            Procedure::TwoPass => self.two_pass(spec, &mut stats),
+            Procedure::TwoPass => self.two_pass_over(spec, spec.domain.clone(), true, &mut stats),
         };
         // A stage no launch sent (the last band's, or one whose launches ran unlocked) is
         // not for the next pass.
@@ -862,8 +991,15 @@ impl DeviceContext {
 
     /// Two-pass over the whole domain, or, when its pages do not fit the budget, over parts of
     /// it one after another (each part its own request, compute and merge passes).
-    fn two_pass(&mut self, spec: &PassSpec, stats: &mut PassStats) -> Result<()> {
-        let mut parts = VecDeque::from([spec.domain.clone()]);
+    /// Held parts are deferred where `defer` allows it and deferred execution is on.
+    fn two_pass_over(
+        &mut self,
+        spec: &PassSpec,
+        domain: Domain,
+        defer: bool,
+        stats: &mut PassStats,
+    ) -> Result<()> {
+        let mut parts = VecDeque::from([domain]);
         while let Some(domain) = parts.pop_front() {
             if self.staging {
                 // The next part's pages, staged while this part's compute pass runs (when its
@@ -875,7 +1011,7 @@ impl DeviceContext {
                     _ => Vec::new(),
                 };
             }
-            match self.two_pass_part(spec, domain.clone(), stats) {
+            match self.two_pass_part(spec, domain.clone(), defer, stats) {
                 // The merge's grant is held until the part is done; the next part requests.
                 Ok(()) => self.release(),
                 Err(RuntimeError::OverBudget {
@@ -910,12 +1046,30 @@ impl DeviceContext {
         &mut self,
         spec: &PassSpec,
         domain: Domain,
+        defer: bool,
         stats: &mut PassStats,
     ) -> Result<()> {
         // Pass 1 (paper 3.4): record what the invocations read and fetch it in one batch;
         // pointless when the footprint shows every page resident, since it would ask for
         // nothing (a single device's steady state).
-        let reads = match self.resident_footprint(spec, &domain)? {
+        let resident = self.resident_footprint(spec, &domain)?;
+        // A held part is queued whole, compute pass and merge, unless it binds a remote
+        // object: a compute pass stores to those in place, so it could not run again whole.
+        if resident.is_some()
+            && defer
+            && self.deferred
+            && self
+                .mm
+                .remote_bindings(&spec.bindings)
+                .iter()
+                .all(Option::is_none)
+        {
+            stats.request_passes_skipped += 1;
+            self.defer_part(spec, domain);
+            return Ok(());
+        }
+        self.settle_now(stats)?;
+        let reads = match resident {
             Some(pages) => {
                 stats.request_passes_skipped += 1;
                 pages

@@ -22,7 +22,7 @@ pub mod worker;
 
 pub use backend::{
     Device, Domain, GpuLaunchTime, Launch, LaunchOutcome, MergeOutcome, PeerCopy, PeerMemory,
-    Queued, QueuedOutcome, SlotSink,
+    Queued, QueuedOutcome, Settled, SlotSink,
 };
 pub use cpu::{run_span_with, Invocation, Plain, PlainInput, PlainOutput, RequestBits};
 pub use driver::{DeviceContext, PassSpec, PassStats, Procedure, StageTimes};

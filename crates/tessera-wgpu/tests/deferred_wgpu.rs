@@ -1,8 +1,10 @@
-//! Deferred execution on a wgpu device: held bands are queued on the GPU without a wait, a
-//! frame costs one wait for the GPU (reading every queued launch's status back at once), and
-//! a queued launch that faults closes the gate in device memory, so the launches queued behind
-//! it do nothing until the driver settles and runs them again in order. The field must be the
-//! CPU backend's, bit for bit (the arithmetic is exact), per-texel and on the tile path.
+//! Deferred execution on a wgpu device: held bands (relaunch) and held parts (two-pass: the
+//! compute pass into the temporary and its merge) are queued on the GPU without a wait, a
+//! frame costs one wait for the GPU (reading every queued status back at once), and queued
+//! work that faults closes the gate in device memory, so everything queued behind it does
+//! nothing until the driver settles and runs it again in order. The field must be the exact
+//! one and the CPU backend's, bit for bit (the arithmetic is exact), per texel and on the tile
+//! path.
 //!
 //! Without an adapter these tests print that they skipped and pass, unless
 //! `TESSERA_REQUIRE_VULKAN=1`.
@@ -137,9 +139,9 @@ struct Run {
     c: Vec<f32>,
 }
 
-/// Four frames of `b += a + e; c += b`; before the fourth the host takes `e` away, so the
-/// deferred sum faults and the accumulate queued behind it must wait for its redo.
-fn run(sys: System) -> Run {
+/// Four frames of `b += a + e; c += b`; before the fourth the host takes half of `e` away, so
+/// the deferred sum faults and the accumulate queued behind it must wait for its redo.
+fn run(sys: System, procedure: Procedure) -> Run {
     let desc = ObjectDesc::texture(W, H, TexelFormat::R32Float, 8).unwrap();
     let n = (W * H) as usize;
     let a_vals: Vec<f32> = (0..n).map(|i| i as f32).collect();
@@ -163,7 +165,10 @@ fn run(sys: System) -> Run {
     let mut frames = Vec::new();
     for frame in 0..4 {
         if frame == 3 {
-            let e_pages: Vec<GlobalPage> = (0..desc.page_count())
+            // Half of `e`: the sum completes some invocations and faults on the others, so
+            // a merge of its partial temporary, or an accumulate run on its partial `b`,
+            // would show.
+            let e_pages: Vec<GlobalPage> = (0..desc.page_count() / 2)
                 .map(|p| GlobalPage(e.page_offset + p))
                 .collect();
             sys.mm.evict(DeviceId(0), e_pages).unwrap();
@@ -171,61 +176,83 @@ fn run(sys: System) -> Run {
         let before = sys.host_counters()[0];
         let mut total = PassStats::default();
         for p in &passes {
-            let s = sys
-                .run_pass(p, W, H, Partition::Rows, Procedure::Relaunch)
-                .unwrap();
+            let s = sys.run_pass(p, W, H, Partition::Rows, procedure).unwrap();
             total.add(&s[0]);
         }
         total.add(&sys.settle().unwrap()[0]);
         frames.push((total, sys.host_counters()[0].since(&before)));
     }
     let c = floats(&sys.mm.read(c.id).unwrap());
-    Run { frames, c }
-}
-
-fn check(tiles: TilePath) {
-    let Some(sys) = wgpu_system(tiles) else {
-        return;
-    };
-    let gpu = run(sys);
-    let cpu = run(System::cpu(&cfg()).unwrap());
-    // Four frames, each pass once and in order: an accumulate run on the previous frame's `b`
-    // or skipped after the sum's redo leaves `c` short.
-    let wrong = gpu.c.iter().zip(&cpu.c).filter(|(g, c)| g != c).count();
+    // Four frames of `b += a + e; c += b`, each pass once and in order: `c` is 1 + 2 + 3 + 4
+    // times `a + e`, exactly (small integers). An accumulate run on the previous frame's `b`,
+    // or skipped after the sum's redo, leaves it short.
+    let want: Vec<f32> = a_vals
+        .iter()
+        .zip(&e_vals)
+        .map(|(x, y)| 10.0 * (x + y))
+        .collect();
+    let wrong = c.iter().zip(&want).filter(|(g, w)| g != w).count();
     assert_eq!(
         wrong,
         0,
-        "{wrong} texels differ; first: {:?} (GPU) against {:?} (CPU)",
-        &gpu.c[..4],
-        &cpu.c[..4]
+        "{procedure:?}: {wrong} texels wrong; first: {:?}, want {:?}",
+        &c[..4],
+        &want[..4]
     );
-    assert_eq!(gpu.c.len(), cpu.c.len());
-    // Frames 2 and 3: both bands held and queued on the GPU; one submission per launch, and
-    // one wait for the GPU, when the frame settles, for the host and inside the worker.
+    Run { frames, c }
+}
+
+fn check(tiles: TilePath, procedure: Procedure) {
+    let Some(sys) = wgpu_system(tiles) else {
+        return;
+    };
+    let gpu = run(sys, procedure);
+    let cpu = run(System::cpu(&cfg()).unwrap(), procedure);
+    assert_eq!(gpu.c, cpu.c);
+    // Per pass, a relaunch band is one launch; a two-pass part its compute pass and its merge.
+    let per_pass = match procedure {
+        Procedure::Relaunch => 1,
+        Procedure::TwoPass => 2,
+    };
+    // Frames 2 and 3: both passes held and queued on the GPU; one submission per launch or
+    // merge, and one wait for the GPU, when the frame settles, for the host and inside the
+    // worker.
     for (stats, h) in &gpu.frames[1..3] {
-        assert_eq!(stats.held_bands, 2, "{stats:?}");
         assert_eq!(stats.launches, 2, "{stats:?}");
         assert_eq!(stats.relaunched, 0, "{stats:?}");
+        match procedure {
+            Procedure::Relaunch => assert_eq!(stats.held_bands, 2, "{stats:?}"),
+            Procedure::TwoPass => assert_eq!(stats.request_passes_skipped, 2, "{stats:?}"),
+        }
         assert_eq!(h.manager_messages, 0, "{h:?}");
         assert_eq!(h.blocking_waits, 1, "{h:?}");
         assert_eq!(h.device_waits, 1, "{h:?}");
-        assert_eq!(h.submissions, 2, "{h:?}");
-        // The two launches' statuses, not their fault lists.
-        assert!(h.bytes_read_back > 0 && h.bytes_read_back <= 256, "{h:?}");
+        assert_eq!(h.submissions, 2 * per_pass, "{h:?}");
+        // The statuses (80 bytes each), not the fault lists.
+        assert_eq!(h.bytes_read_back, 80 * 2 * per_pass, "{h:?}");
     }
-    // Frame 4: the queued sum faulted; the accumulate behind it skipped on the GPU and ran
-    // after the sum was redone.
-    let (stats, _) = &gpu.frames[3];
-    assert_eq!(stats.held_bands, 2, "{stats:?}");
-    assert!(stats.relaunched > 0, "{stats:?}");
+    // Frame 4: the queued sum faulted; everything behind it skipped on the GPU and ran again
+    // after the sum was serviced, so the frame asked the memory manager for `e`.
+    let (_, h) = &gpu.frames[3];
+    assert!(h.manager_messages > 0, "{h:?}");
 }
 
 #[test]
 fn a_queued_launch_that_faults_gates_the_ones_behind_it_per_texel() {
-    check(TilePath::Off);
+    check(TilePath::Off, Procedure::Relaunch);
 }
 
 #[test]
 fn a_queued_launch_that_faults_gates_the_ones_behind_it_on_the_tile_path() {
-    check(TilePath::On);
+    check(TilePath::On, Procedure::Relaunch);
+}
+
+#[test]
+fn a_queued_two_pass_part_that_faults_gates_its_merge_and_the_parts_behind_it() {
+    check(TilePath::Off, Procedure::TwoPass);
+}
+
+#[test]
+fn a_queued_two_pass_part_on_the_tile_path() {
+    check(TilePath::On, Procedure::TwoPass);
 }

@@ -187,8 +187,8 @@ impl Device for WgpuDevice {
         true
     }
 
-    fn queue_launch(&mut self, l: &Launch) -> Result<Queued> {
-        if l.mode != Mode::Direct {
+    fn queue_launch(&mut self, l: &Launch) -> Result<Queued<LaunchOutcome>> {
+        if l.mode == Mode::Request {
             return self.launch(l).map(Queued::Ran);
         }
         self.enqueue(l)
@@ -201,73 +201,22 @@ impl Device for WgpuDevice {
     fn merge(&mut self) -> Result<MergeOutcome> {
         self.check()?;
         self.flush_queued()?;
-        let count = self.temp_len;
-        if count == 0 {
+        let Some((enc, compact_group, compact_dispatch)) = self.encode_merge(0)? else {
             return Ok(MergeOutcome::default());
-        }
-        let pipeline = self.pipeline("tessera merge", crate::MERGE, "merge")?;
+        };
+        let count = self.temp_len;
         let pages = self.table.len() as u64;
-        let bit_words = pages.div_ceil(32).max(1);
-        let max = gpu::max_storage_bytes(&self.limits);
-        self.scratch
-            .leftover
-            .ensure(&self.device, count * 16, max)
-            .map_err(|e| self.err(e))?;
-        self.ensure_lists(0, 0, bit_words, pages)?;
-        let (gx, gy, row) = spread(count, 64);
-        // `record` reads the bit fields' size from the launch uniform.
-        let info = LaunchInfo {
-            bit_words: bit_words as u32,
-            ..Default::default()
-        };
-        let mut merge = MergeInfo {
-            count: count as u32,
-            row,
-            memories: self.memories.len() as u32,
-            ..Default::default()
-        };
-        for (i, m) in self.memories.iter().enumerate() {
-            merge.slot_words.0[i] = m.slot_words as u32;
-            merge.capacity.0[i] = m.capacity;
-        }
-        self.queue
-            .write_buffer(&self.scratch.launch, 0, bytemuck::bytes_of(&info));
-        self.queue
-            .write_buffer(&self.scratch.merge, 0, bytemuck::bytes_of(&merge));
-        let group = self.kernel_group("tessera merge");
-        let (mut enc, compact_group, compact_dispatch) = self.begin(bit_words);
-        {
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("merge"),
-                timestamp_writes: self.timestamps.as_ref().map(|t| t.writes(0)),
-            });
-            pass.set_pipeline(&pipeline);
-            pass.set_bind_group(0, &group, &[]);
-            pass.dispatch_workgroups(gx, gy, 1);
-        }
         let head = self.finish(enc, &compact_group, compact_dispatch, 0, pages)?;
-        if head.status.failed.0 != 0 {
-            return Err(self.err(WgpuError::Invalid(format!(
-                "merge: page {} maps outside its physical memory",
-                head.status.error_object.0
-            ))));
-        }
-        let (written, left) = (head.status.incomplete.0 as u64, head.status.temp.0 as u64);
-        if written + left > count || head.requests > pages {
-            return Err(self.err(WgpuError::Wgpu(format!(
-                "merge: inconsistent counts (written {written}, left {left} of {count}, pages {})",
-                head.requests
-            ))));
-        }
-        let missing = self.request_list(&head, pages)?;
+        let (out, left) = self.merged(&head, count, pages)?;
         // The stores left over are the temporary of the next merge.
         std::mem::swap(&mut self.scratch.temp, &mut self.scratch.leftover);
         self.temp_len = left;
-        Ok(MergeOutcome {
-            written,
-            missing: missing.into_iter().map(|r| r.page).collect(),
-            gpu_s: head.gpu.map(|[a, b]| a + b),
-        })
+        Ok(out)
+    }
+
+    fn queue_merge(&mut self) -> Result<Queued<MergeOutcome>> {
+        self.check()?;
+        self.enqueue_merge()
     }
 
     fn discard_temp(&mut self) {

@@ -18,6 +18,10 @@ pub(super) const HEAD_INC: u64 = HEAD_TS + TIMESTAMPS as u64 * 8;
 pub(super) const HEAD_LIST: u64 = HEAD_INC + SPECULATIVE * 8;
 pub(super) const HEAD_BYTES: u64 = HEAD_LIST + SPECULATIVE * 8;
 
+/// A recorded launch or merge waiting for its compaction: the encoder, and the compaction's
+/// bind group and dispatch for [`WgpuDevice::finish`] or [`WgpuDevice::compact_and_copy`].
+pub(super) type Encoded = (wgpu::CommandEncoder, wgpu::BindGroup, (u32, u32));
+
 /// A kernel launch being prepared.
 pub(super) struct Work {
     pub(super) label: &'static str,
@@ -129,16 +133,16 @@ impl WgpuDevice {
             w.invocations,
             w.pages,
         )?;
-        self.ran(w.label, w.invocations, w.pages, per_invocation, &head)
+        let ran = self.ran(w.label, w.invocations, w.pages, per_invocation, &head)?;
+        if let Ran::Done(_) = ran {
+            self.temp_len += w.invocations * per_invocation;
+        }
+        Ok(ran)
     }
 
     /// Records a prepared launch, its compaction not yet: the encoder, with the compaction's
     /// bind group and dispatch for [`Self::finish`] or [`Self::finish_queued`].
-    pub(super) fn encode_launch(
-        &mut self,
-        w: &mut Work,
-        per_invocation: u64,
-    ) -> Result<(wgpu::CommandEncoder, wgpu::BindGroup, (u32, u32))> {
+    pub(super) fn encode_launch(&mut self, w: &mut Work, per_invocation: u64) -> Result<Encoded> {
         let n = w.invocations;
         let max_temp = n * per_invocation;
         self.ensure_lists(w.list.len() as u64 * 4, n, w.bit_words, w.pages)?;
@@ -198,7 +202,6 @@ impl WgpuDevice {
         per_invocation: u64,
         head: &Head,
     ) -> Result<Ran> {
-        let max_temp = n * per_invocation;
         let st = head.status;
         if st.failed.0 != 0 {
             return Ok(Ran::Failed(st));
@@ -225,7 +228,6 @@ impl WgpuDevice {
         let mut requests = self.request_list(head, pages)?;
         // The CPU backend's order: by page.
         requests.sort_unstable_by_key(|r| r.page);
-        self.temp_len += max_temp;
         // The prelude marks the invocations that saved their state (`suspend()`) in y.
         let suspended = incomplete
             .chunks_exact(2)
@@ -458,6 +460,87 @@ impl WgpuDevice {
 }
 
 impl WgpuDevice {
+    /// Records a merge of the temporary (paper 3.5, third pass) as a queued launch at place
+    /// `seq` (0: not queued), its compaction not yet; `None` when the temporary is empty.
+    pub(super) fn encode_merge(&mut self, seq: u32) -> Result<Option<Encoded>> {
+        let count = self.temp_len;
+        if count == 0 {
+            return Ok(None);
+        }
+        let pipeline = self.pipeline("tessera merge", crate::MERGE, "merge")?;
+        let pages = self.table.len() as u64;
+        let bit_words = pages.div_ceil(32).max(1);
+        let max = gpu::max_storage_bytes(&self.limits);
+        self.scratch
+            .leftover
+            .ensure(&self.device, count * 16, max)
+            .map_err(|e| self.err(e))?;
+        self.ensure_lists(0, 0, bit_words, pages)?;
+        let (gx, gy, row) = spread(count, 64);
+        // `record` reads the bit fields' size from the launch uniform.
+        let info = LaunchInfo {
+            bit_words: bit_words as u32,
+            seq,
+            ..Default::default()
+        };
+        let mut merge = MergeInfo {
+            count: count as u32,
+            row,
+            memories: self.memories.len() as u32,
+            ..Default::default()
+        };
+        for (i, m) in self.memories.iter().enumerate() {
+            merge.slot_words.0[i] = m.slot_words as u32;
+            merge.capacity.0[i] = m.capacity;
+        }
+        self.queue
+            .write_buffer(&self.scratch.launch, 0, bytemuck::bytes_of(&info));
+        self.queue
+            .write_buffer(&self.scratch.merge, 0, bytemuck::bytes_of(&merge));
+        let group = self.kernel_group("tessera merge");
+        let (mut enc, compact_group, compact_dispatch) = self.begin(bit_words);
+        {
+            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("merge"),
+                timestamp_writes: self.timestamps.as_ref().map(|t| t.writes(0)),
+            });
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &group, &[]);
+            pass.dispatch_workgroups(gx, gy, 1);
+        }
+        Ok(Some((enc, compact_group, compact_dispatch)))
+    }
+
+    /// What a merge of `count` stores over `pages` pages did, from its read-back, and how many
+    /// stores it left over.
+    pub(super) fn merged(
+        &self,
+        head: &Head,
+        count: u64,
+        pages: u64,
+    ) -> Result<(MergeOutcome, u64)> {
+        if head.status.failed.0 != 0 {
+            return Err(self.err(WgpuError::Invalid(format!(
+                "merge: page {} maps outside its physical memory",
+                head.status.error_object.0
+            ))));
+        }
+        let (written, left) = (head.status.incomplete.0 as u64, head.status.temp.0 as u64);
+        if written + left > count || head.requests > pages {
+            return Err(self.err(WgpuError::Wgpu(format!(
+                "merge: inconsistent counts (written {written}, left {left} of {count}, pages {})",
+                head.requests
+            ))));
+        }
+        let missing = self.request_list(head, pages)?;
+        let out = MergeOutcome {
+            written,
+            missing: missing.into_iter().map(|r| r.page).collect(),
+            gpu_s: head.gpu.map(|[a, b]| a + b),
+        };
+        Ok((out, left))
+    }
+
     /// Checks a launch as every backend does and prepares it over its domain; `None` for an
     /// empty domain, which runs nothing (its kernel is compiled all the same, so that a kernel
     /// that does not compile fails alike).

@@ -14,7 +14,7 @@ use tessera_core::{
 use tessera_runtime::{
     kind_name, BackendCounters, Bound, Device, Domain, Footprint, GpuLaunchTime, Launch,
     LaunchOutcome, MergeOutcome, Mode, PeerCopy, PeerMemory, Queued, QueuedOutcome, RemoteBacking,
-    RemoteObject, Result, RuntimeError, SlotSink, WgslKernel, MAX_STORES,
+    RemoteObject, Result, RuntimeError, Settled, SlotSink, WgslKernel, MAX_STORES,
 };
 
 use crate::abi::{self, BindInfo, CompactInfo, LaunchInfo, MergeInfo, RequestsHead, Status};

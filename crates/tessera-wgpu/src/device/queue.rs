@@ -1,37 +1,52 @@
-//! Launches queued on the GPU without a wait (`Device::queue_launch`): each is submitted
-//! behind the one before, copies its status into its own place of one staging buffer, and the
-//! host reads them all back with one wait when the runtime settles the queue.
+//! Launches and merges queued on the GPU without a wait (`Device::queue_launch`,
+//! `Device::queue_merge`): each is submitted behind the one before, copies its status into its
+//! own place of one staging buffer, and the host reads them all back with one wait when the
+//! runtime settles the queue.
 //!
-//! A launch that faults or fails closes the gate in the status buffer (`Status::gate`) at its
-//! own place in the queue; every launch queued after it finds the gate closed below its place
-//! and does nothing (the prelude's `admitted`). Its fault lists stay in their buffers, which
-//! no later launch of the queue writes, and are read back only then.
+//! Queued work that faults, fails, asks for a page or runs out of room in the temporary closes
+//! the gate in the status buffer (`Status::gate`) at its own place in the queue; everything
+//! queued after it finds the gate closed below its place and does nothing (the prelude's
+//! `admitted`). Its fault lists stay in their buffers, which nothing later in the queue
+//! writes, and are read back only then.
 
 use super::*;
 
-/// Launches one queue holds before it is read back early to make room.
+/// Launches and merges one queue holds before it is read back early to make room.
 const QUEUE_MAX: usize = 256;
 /// Bytes of a queued launch's read-back: a [`Head`] without its lists.
 const QUEUED_HEAD: u64 = HEAD_INC;
 
 struct Entry {
-    launch: Launch,
-    wgsl: WgslKernel,
     seq: u32,
-    invocations: u64,
     pages: u64,
+    kind: Kind,
+}
+
+enum Kind {
+    Launch {
+        launch: Launch,
+        wgsl: WgslKernel,
+        invocations: u64,
+        /// Room in the temporary per invocation (`Mode::Temp`; 0 otherwise).
+        room: u64,
+    },
+    /// A merge of this many stores of the temporary.
+    Merge { count: u64 },
 }
 
 pub(super) struct Queue {
-    /// Per queued launch, its status, request count and timestamps.
+    /// Per queued launch or merge, its status, request count and timestamps.
     heads: wgpu::Buffer,
     /// Submitted, not read back, in queue order (entry i copies to `heads` at i).
     pending: Vec<Entry>,
     /// Read back early (the staging buffer was full, or a list had to grow), not yet given to
     /// the runtime.
     resolved: Vec<QueuedOutcome>,
-    /// The next launch's place (`LaunchInfo::seq`); 1 when the queue is empty.
+    /// The next entry's place (`LaunchInfo::seq`); 1 when the queue is empty.
     next_seq: u32,
+    /// Per kernel, the room in the temporary its queued `Mode::Temp` launches get: the most
+    /// stores an invocation of it has needed, so that only its first launch runs short.
+    room: HashMap<&'static str, u64>,
 }
 
 impl Queue {
@@ -46,44 +61,74 @@ impl Queue {
             pending: Vec::new(),
             resolved: Vec::new(),
             next_seq: 1,
+            room: HashMap::new(),
         }
     }
 }
 
 impl WgpuDevice {
-    /// Submits a `Mode::Direct` launch behind the queued ones without waiting for it.
-    pub(super) fn enqueue(&mut self, l: &Launch) -> Result<Queued> {
-        // Growing a list replaces its buffer, and with it the lists a queued launch that
-        // faulted left there; a full staging buffer has no room: read the queue back first.
-        if self.queued.pending.len() == QUEUE_MAX || !self.lists_fit(l) {
-            self.flush_queued()?;
-        }
+    /// Submits a `Mode::Direct` or `Mode::Temp` launch behind the queued work without
+    /// waiting for it.
+    pub(super) fn enqueue(&mut self, l: &Launch) -> Result<Queued<LaunchOutcome>> {
+        self.make_room(l.domain.len(), l.pages)?;
         let Some((wgsl, mut work)) = self.prepare(l)? else {
             return Ok(Queued::Ran(LaunchOutcome::default()));
         };
+        let room = match l.mode {
+            Mode::Temp => self.queued.room.get(work.label).copied().unwrap_or(1),
+            _ => 0,
+        };
         let seq = self.queued.next_seq;
         work.info.seq = seq;
-        let (mut enc, group, dispatch) = self.encode_launch(&mut work, 0)?;
+        let (mut enc, group, dispatch) = self.encode_launch(&mut work, room)?;
         let at = self.queued.pending.len() as u64 * QUEUED_HEAD;
         self.compact_and_copy(&mut enc, &group, dispatch, &self.queued.heads, at);
         self.submit(enc);
         self.queued.next_seq += 1;
+        self.temp_len += work.invocations * room;
         self.queued.pending.push(Entry {
-            launch: l.clone(),
-            wgsl,
             seq,
-            invocations: work.invocations,
             pages: work.pages,
+            kind: Kind::Launch {
+                launch: l.clone(),
+                wgsl,
+                invocations: work.invocations,
+                room,
+            },
         });
         Ok(Queued::OnDevice)
     }
 
-    /// Reads every queued launch back (one wait) and gives their outcomes in queue order;
-    /// the next launch queued starts a queue of its own, with the gate open.
+    /// Submits a merge of the temporary behind the queued work without waiting for it.
+    pub(super) fn enqueue_merge(&mut self) -> Result<Queued<MergeOutcome>> {
+        let pages = self.table.len() as u64;
+        self.make_room(0, pages)?;
+        let count = self.temp_len;
+        let seq = self.queued.next_seq;
+        let Some((mut enc, group, dispatch)) = self.encode_merge(seq)? else {
+            return Ok(Queued::Ran(MergeOutcome::default()));
+        };
+        let at = self.queued.pending.len() as u64 * QUEUED_HEAD;
+        self.compact_and_copy(&mut enc, &group, dispatch, &self.queued.heads, at);
+        self.submit(enc);
+        self.queued.next_seq += 1;
+        // A merge that runs leaves nothing over: its compute pass asked for no page, or the
+        // gate would have stopped it (`outcome` checks).
+        self.temp_len = 0;
+        self.queued.pending.push(Entry {
+            seq,
+            pages,
+            kind: Kind::Merge { count },
+        });
+        Ok(Queued::OnDevice)
+    }
+
+    /// Reads every queued launch and merge back (one wait) and gives their outcomes in queue
+    /// order; the next work queued starts a queue of its own, with the gate open.
     pub(super) fn settle(&mut self) -> Result<Vec<QueuedOutcome>> {
         self.flush_queued()?;
         if self.queued.next_seq != 1 {
-            // Lands before the next submission's commands, after every queued launch.
+            // Lands before the next submission's commands, after all the queued work.
             self.queue.write_buffer(
                 &self.scratch.status,
                 abi::STATUS_RESET_BYTES,
@@ -94,8 +139,8 @@ impl WgpuDevice {
         Ok(std::mem::take(&mut self.queued.resolved))
     }
 
-    /// Reads the submitted queued launches back into `resolved`, keeping the gate as it is:
-    /// launches queued later in the same queue still skip behind a fault.
+    /// Reads the submitted queued work back into `resolved`, keeping the gate as it is: work
+    /// queued later in the same queue still skips behind a fault.
     pub(super) fn flush_queued(&mut self) -> Result<()> {
         if self.queued.pending.is_empty() {
             return Ok(());
@@ -110,31 +155,61 @@ impl WgpuDevice {
             let outcome = if head.status.gate.0 < e.seq {
                 Ok(None)
             } else {
-                let name = e.launch.kernel.name();
-                match self.ran(name, e.invocations, e.pages, 0, &head) {
-                    Ok(Ran::Done(out)) => Ok(Some(out)),
-                    Ok(Ran::Failed(st)) => {
-                        // The first failing invocation may run again alone, with this
-                        // launch's remote objects.
-                        match self.bind_remote(&e.launch) {
-                            Ok(()) => Err(self.first_error(&e.launch, &e.wgsl, st)),
-                            Err(err) => Err(err),
-                        }
-                    }
-                    Ok(Ran::Grow(_)) => Err(self.err(WgpuError::Wgpu(format!(
-                        "kernel {name}: a queued launch asked for room in the temporary"
-                    )))),
-                    Err(err) => Err(err),
-                }
+                self.outcome(e, &head)
             };
             self.queued.resolved.push(outcome);
         }
         Ok(())
     }
 
-    /// Whether a launch's fault lists fit the buffers as they are.
-    fn lists_fit(&self, l: &Launch) -> bool {
+    /// What one queued launch or merge that ran did.
+    fn outcome(&mut self, e: Entry, head: &Head) -> QueuedOutcome {
+        let (launch, wgsl, invocations, room) = match e.kind {
+            Kind::Merge { count } => {
+                let (out, left) = self.merged(head, count, e.pages)?;
+                if left > 0 || !out.missing.is_empty() {
+                    return Err(self.err(WgpuError::Wgpu(format!(
+                        "a queued merge left {left} stores over: the page table changed under \
+                         queued work"
+                    ))));
+                }
+                return Ok(Some(Settled::Merge(out)));
+            }
+            Kind::Launch {
+                launch,
+                wgsl,
+                invocations,
+                room,
+            } => (launch, wgsl, invocations, room),
+        };
+        let name = launch.kernel.name();
+        match self.ran(name, invocations, e.pages, room, head)? {
+            Ran::Done(out) => Ok(Some(Settled::Launch(out))),
+            Ran::Failed(st) => {
+                // The first failing invocation may run again alone, with this launch's remote
+                // objects.
+                self.bind_remote(&launch)?;
+                Err(self.first_error(&launch, &wgsl, st))
+            }
+            // It wrote no page, and the gate stopped its merge: it runs again with the room it
+            // turned out to need, and later launches of the kernel get that room.
+            Ran::Grow(need) => {
+                self.queued.room.insert(name, need);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Reads the queue back first where the next launch or merge would overwrite what a
+    /// queued launch that faulted left for its settle: growing a list replaces its buffer. A
+    /// full staging buffer has no room either.
+    fn make_room(&mut self, invocations: u64, pages: u64) -> Result<()> {
         let s = &self.scratch;
-        s.incomplete.bytes >= l.domain.len() * 8 && s.requests.bytes >= REQUESTS_HEAD + l.pages * 8
+        let fits =
+            s.incomplete.bytes >= invocations * 8 && s.requests.bytes >= REQUESTS_HEAD + pages * 8;
+        if self.queued.pending.len() == QUEUE_MAX || !fits {
+            self.flush_queued()?;
+        }
+        Ok(())
     }
 }

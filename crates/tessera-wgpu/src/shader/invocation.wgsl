@@ -147,6 +147,9 @@ fn record(page: u32, write: bool) {
         return;
     }
     g_rec = key;
+    // A queued launch that asks for a page stops the work behind it: in Mode::Temp its merge
+    // must not run before the page is writable (in Mode::Direct the miss faults as well).
+    close_gate();
     var w = page / 32u;
     if write {
         w += launch.bit_words;
@@ -517,6 +520,7 @@ fn invocation(gid: vec3<u32>) {
             // No room: the host grows the temporary to the most any invocation needed and
             // runs the launch again, which a Temp launch allows (it writes no page).
             atomicMax(&status.temp, g_nst);
+            close_gate();
             return;
         }
         let at = launch.temp_base + idx * launch.temp_k;

@@ -53,8 +53,9 @@ fn merge(
 ) {
     let i = gid.y * merge_info.row + gid.x;
     g_idx = i;
-    // No early return: the barrier below must be reached by the whole workgroup.
-    if gid.x < merge_info.row && i < merge_info.count && merge_one(i) {
+    // No early return: the barrier below must be reached by the whole workgroup. A queued
+    // merge behind work that faulted or asked for a page merges nothing.
+    if admitted() && gid.x < merge_info.row && i < merge_info.count && merge_one(i) {
         atomicAdd(&wg_written, 1u);
     }
     workgroupBarrier();
