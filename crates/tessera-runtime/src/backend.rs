@@ -148,12 +148,11 @@ pub trait Device: Send {
     fn create_memory(&mut self, memory: u16, slot_bytes: u64, capacity: u32) -> Result<()>;
     fn write_slot(&mut self, at: SlotAddr, data: &[u8]) -> Result<()>;
     /// Writes several slots, in order, as one batch where the backend has something better
-    /// than one write per slot; the default writes them one at a time. The wgpu backend keeps
-    /// the default: one fresh staging buffer per batch, filled and scattered by one
-    /// submission, moved home → device pages at a fifth of the rate of a `write_buffer` per
-    /// page on lavapipe (`bench page-moves --backend wgpu`, 64 KiB pages), its time in page
-    /// faults on the fresh 32 MiB mapping. A staging ring reused across batches is what a GPU
-    /// would need; not built.
+    /// than one write per slot; the default writes them one at a time. The wgpu backend
+    /// copies a batch out of a staging ring (wgpu's `StagingBelt`, chunks mapped again batch
+    /// after batch) in one submission; a fresh staging buffer per batch had moved pages at a
+    /// fifth of the rate of a `write_buffer` per page on lavapipe, its time in page faults on
+    /// the new mapping (`bench page-moves --backend wgpu`, 64 KiB pages).
     fn write_slots(&mut self, writes: &[(SlotAddr, &[u8])]) -> Result<()> {
         for &(at, data) in writes {
             self.write_slot(at, data)?;

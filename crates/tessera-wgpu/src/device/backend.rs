@@ -68,6 +68,46 @@ impl Device for WgpuDevice {
         Ok(())
     }
 
+    fn write_slots(&mut self, writes: &[(SlotAddr, &[u8])]) -> Result<()> {
+        if writes.len() < 2 {
+            for &(at, data) in writes {
+                self.write_slot(at, data)?;
+            }
+            return Ok(());
+        }
+        self.check()?;
+        // One submission of copies out of a staging ring whose chunks are mapped again, not
+        // allocated, batch after batch: a fresh 32 MiB staging buffer per batch spent its time
+        // in page faults on the new mapping (docs/EVALUATION.md, `bench page-moves`). Same
+        // order as `write_slot` (slot reuse): the copies run after every earlier submission
+        // and before any later one.
+        let mut enc = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("slot writes"),
+            });
+        for &(at, data) in writes {
+            let (off, len) = self.slot_range(at)?;
+            let size = match wgpu::BufferSize::new(len) {
+                Some(size) if data.len() as u64 == len => size,
+                _ => {
+                    return Err(self.err(WgpuError::Invalid(format!(
+                        "slot write of {} bytes into a {len}-byte slot",
+                        data.len()
+                    ))))
+                }
+            };
+            let buffer = &self.memories[at.memory as usize].buffer;
+            self.belt
+                .write_buffer(&mut enc, buffer, off, size)
+                .copy_from_slice(data);
+        }
+        self.belt.finish();
+        self.submit(enc);
+        self.belt.recall();
+        Ok(())
+    }
+
     fn read_slot(&mut self, at: SlotAddr) -> Result<Vec<u8>> {
         self.check()?;
         let (off, len) = self.slot_range(at)?;

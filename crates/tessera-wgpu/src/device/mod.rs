@@ -38,6 +38,9 @@ pub const MAX_MEMORIES: usize = 4;
 /// Slots read back in one batch only while they average at most this many bytes
 /// (`Device::read_slots`): larger pages read one at a time were faster on an H100.
 const BATCHED_READ_MAX_PAGE: u64 = 64 << 10;
+/// Bytes of one chunk of the staging ring slot writes go through: a batch of 64 KiB pages
+/// fills a few.
+const BELT_CHUNK: u64 = 4 << 20;
 /// The prelude's mark, in y, on an incomplete invocation that saved its state (`suspend()`).
 const SUSPENDED_BIT: u32 = 0x8000_0000;
 
@@ -96,6 +99,8 @@ pub struct WgpuDevice {
     scratch: Scratch,
     /// Launches queued on the GPU and not yet settled (`Device::queue_launch`).
     queued: Queue,
+    /// The staging ring batches of slot writes go through (`Device::write_slots`).
+    belt: wgpu::util::StagingBelt,
     /// Stores in the temporary (`scratch.temp`): this pass's `Mode::Temp` launches append,
     /// the merge consumes. The temporary stays on the device.
     temp_len: u64,
@@ -279,6 +284,7 @@ impl WgpuDevice {
         Ok(WgpuDevice {
             gpu: shared.clone(),
             queued,
+            belt: wgpu::util::StagingBelt::new(device.clone(), BELT_CHUNK),
             remote: Vec::new(),
             remote_slots: Vec::new(),
             scratch,
