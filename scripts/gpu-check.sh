@@ -86,6 +86,9 @@ $T devices 2>&1 | head -5
 
 step 60 overhead-relaunch $T bench overhead --backend wgpu --size $BIG --frames 5 --rounds 3 --procedure relaunch
 step 60 overhead-two-pass $T bench overhead --backend wgpu --size $BIG --frames 5 --rounds 3 --procedure two-pass
+# The same relaunch run with wgpu's shader bounds checks off (docs/WGPU.md, "Bounds checks").
+step 60 overhead-unchecked env TESSERA_WGPU_BOUNDS_CHECKS=off $T bench overhead --backend wgpu \
+    --size $BIG --frames 5 --rounds 3 --procedure relaunch
 for n in 1 2; do
     step 60 "boiling-$n" $T run boiling --backend wgpu --devices "$n" --size $BIG --page 64 \
         --frames $FRAMES --warmup 2 --gif-every 0 --model concurrent --force --out "$OUTDIR/boiling-$n"
@@ -112,6 +115,9 @@ echo "| figure | measured |"
 echo "| --- | --- |"
 echo "| bench overhead ${BIG}², relaunch (paged/unpaged) | $(val overhead-relaunch overhead_ratio) |"
 echo "| bench overhead ${BIG}², two-pass | $(val overhead-two-pass overhead_ratio) |"
+ms() { grep -o "^$2 *[0-9.]* ms" "$OUTDIR/$1.txt" 2>/dev/null | grep -o '[0-9.]* ms' | head -1 || true; }
+echo "| ${BIG}² unpaged / paged relaunch, bounds checks on | $(ms overhead-relaunch unpaged) / $(ms overhead-relaunch 'paged relaunch') |"
+echo "| ${BIG}² unpaged / paged relaunch, bounds checks off | $(ms overhead-unchecked unpaged) / $(ms overhead-unchecked 'paged relaunch') |"
 echo "| boiling ${BIG}², fps 1 device / 2 devices | $(json "$b1" 'round(r["frames_per_second_measured"],2)') / $(json "$b2" 'round(r["frames_per_second_measured"],2)') |"
 host_row() {
     python3 - "$1" <<'PY' 2>/dev/null || echo -

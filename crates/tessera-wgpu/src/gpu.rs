@@ -99,6 +99,12 @@ impl Health {
 /// Polls before a read-back is declared lost (each after waiting for the queue to drain).
 const MAP_TRIES: u32 = 1000;
 
+/// Whether shader modules keep wgpu's bounds checks: yes, unless `TESSERA_WGPU_BOUNDS_CHECKS=off`
+/// (docs/WGPU.md, "Bounds checks").
+pub fn bounds_checks() -> bool {
+    std::env::var("TESSERA_WGPU_BOUNDS_CHECKS").map_or(true, |v| v != "off")
+}
+
 /// Compiles `code` and builds the compute pipeline of its `entry` point; a WGSL or validation
 /// error is [`WgpuError::Shader`] naming the kernel.
 pub(crate) fn compile(
@@ -109,10 +115,25 @@ pub(crate) fn compile(
     entry: &str,
 ) -> Result<wgpu::ComputePipeline, WgpuError> {
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
-    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+    let desc = wgpu::ShaderModuleDescriptor {
         label: Some(name),
         source: wgpu::ShaderSource::Wgsl(Cow::Owned(code)),
-    });
+    };
+    let module = if bounds_checks() {
+        device.create_shader_module(desc)
+    } else {
+        let mut checks = wgpu::ShaderRuntimeChecks::checked();
+        checks.bounds_checks = false;
+        // SAFETY: wgpu asks that the shader never index a buffer out of its binding. The
+        // prelude checks every object access against the object's extent (`in_range`) and
+        // reaches memory only through page-table descriptors the host wrote, within their
+        // memory; a kernel's own WGSL (its private arrays) is not checked by tessera. So this
+        // is opt-in, for measuring what wgpu's checks cost (`TESSERA_WGPU_BOUNDS_CHECKS=off`),
+        // and the person who sets it vouches for the kernels. An out-of-range access then
+        // touches whatever else this process's GPU address space holds, or faults the device;
+        // no Rust value on the host is reached through it.
+        unsafe { device.create_shader_module_trusted(desc, checks) }
+    };
     let p = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
         label: Some(name),
         layout: Some(layout),
