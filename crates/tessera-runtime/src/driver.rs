@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Serialize;
-use tessera_core::{Access, DeviceId, GlobalPage, PageRequest};
+use tessera_core::{Access, DeviceId, GlobalPage, ObjectEntry, PageRequest};
 
 use crate::backend::{Domain, Launch, LaunchOutcome, MergeOutcome, Queued, QueuedOutcome, Settled};
 use crate::error::{Result, RuntimeError};
@@ -168,6 +168,29 @@ pub struct PassSpec {
     pub domain: Domain,
     /// A display pass: all its time is the display stage.
     pub display: bool,
+}
+
+impl PassSpec {
+    /// A pass of `kernel` over every texel of the `width` × `height` rectangle at the origin,
+    /// binding `objects` in order: the common case of a kernel over a whole object.
+    pub fn over(
+        kernel: impl Kernel + 'static,
+        objects: &[&ObjectEntry],
+        width: u32,
+        height: u32,
+    ) -> Self {
+        PassSpec {
+            kernel: Arc::new(kernel),
+            bindings: Arc::new(objects.iter().map(|e| Bound::new(e)).collect()),
+            domain: Domain::Rect {
+                x0: 0,
+                y0: 0,
+                x1: width,
+                y1: height,
+            },
+            display: false,
+        }
+    }
 }
 
 /// Relaunch rounds of one wave before a pass is declared stuck. Each round completes every

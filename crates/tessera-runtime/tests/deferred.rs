@@ -6,84 +6,16 @@
 // With `shuttle` the runtime's threads run only inside a shuttle run (tests/shuttle.rs).
 #![cfg(not(feature = "shuttle"))]
 
-use std::sync::Arc;
-
-use tessera_core::{DeviceId, GlobalPage, ObjectDesc, ObjectEntry, ObjectId, TexelFormat};
-use tessera_runtime::{
-    Bound, Domain, Fault, Footprint, Invocation, Kernel, Partition, PassSpec, PassStats, Procedure,
-    System, SystemConfig,
-};
+use tessera_core::{DeviceId, GlobalPage, ObjectDesc, TexelFormat};
+use tessera_runtime::{Partition, PassSpec, PassStats, Procedure, System, SystemConfig};
 
 const W: u32 = 32;
 const H: u32 = 16;
 
-/// `b += a + e`, whose footprint leaves `e` out: a miss on `e` is a fault the footprint did
-/// not foresee.
-struct Sum {
-    a: ObjectId,
-    e: ObjectId,
-    b: ObjectId,
-}
+#[path = "shared/deferred_kernels.rs"]
+mod kernels;
 
-impl Kernel for Sum {
-    fn name(&self) -> &'static str {
-        "sum"
-    }
-    fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
-        let v = inv.load_f32(self.b, x, y)?
-            + (inv.load_f32(self.a, x, y)? + inv.load_f32(self.e, x, y)?);
-        inv.store_f32(self.b, x, y, v)
-    }
-    fn footprint(&self) -> Option<Footprint> {
-        Some(Footprint {
-            reads: vec![(self.a, 0), (self.b, 0)],
-            write: self.b,
-        })
-    }
-}
-
-/// `c += b`: run on stale or partial `b`, run twice or not at all, and `c` shows it.
-struct Accumulate {
-    b: ObjectId,
-    c: ObjectId,
-}
-
-impl Kernel for Accumulate {
-    fn name(&self) -> &'static str {
-        "accumulate"
-    }
-    fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
-        let v = inv.load_f32(self.c, x, y)? + inv.load_f32(self.b, x, y)?;
-        inv.store_f32(self.c, x, y, v)
-    }
-    fn footprint(&self) -> Option<Footprint> {
-        Some(Footprint {
-            reads: vec![(self.b, 0), (self.c, 0)],
-            write: self.c,
-        })
-    }
-}
-
-fn floats(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
-}
-
-fn pass(kernel: impl Kernel + 'static, objects: &[&ObjectEntry]) -> PassSpec {
-    PassSpec {
-        kernel: Arc::new(kernel),
-        bindings: Arc::new(objects.iter().map(|e| Bound::new(e)).collect()),
-        domain: Domain::Rect {
-            x0: 0,
-            y0: 0,
-            x1: W,
-            y1: H,
-        },
-        display: false,
-    }
-}
+use kernels::{floats, Accumulate, Sum};
 
 #[test]
 fn a_deferred_frame_waits_once_and_a_fault_redoes_what_was_skipped_in_order() {
@@ -104,15 +36,17 @@ fn a_deferred_frame_waits_once_and_a_fault_redoes_what_was_skipped_in_order() {
     let b = sys.create(desc, None).unwrap();
     let c = sys.create(desc, None).unwrap();
     let passes = [
-        pass(
+        PassSpec::over(
             Sum {
                 a: a.id,
                 e: e.id,
                 b: b.id,
             },
             &[&a, &e, &b],
+            W,
+            H,
         ),
-        pass(Accumulate { b: b.id, c: c.id }, &[&b, &c]),
+        PassSpec::over(Accumulate { b: b.id, c: c.id }, &[&b, &c], W, H),
     ];
     // Per frame: the stats, the blocking waits and the messages to the memory manager.
     let frame = || -> (PassStats, u64, u64) {
@@ -178,13 +112,15 @@ fn a_host_read_waits_for_a_deferred_pass_that_faulted() {
     let a = sys.create(desc, Some(ones)).unwrap();
     let e = sys.create(desc, Some(twos)).unwrap();
     let b = sys.create(desc, None).unwrap();
-    let sum = pass(
+    let sum = PassSpec::over(
         Sum {
             a: a.id,
             e: e.id,
             b: b.id,
         },
         &[&a, &e, &b],
+        W,
+        H,
     );
     let e_pages: Vec<GlobalPage> = (0..desc.page_count())
         .map(|p| GlobalPage(e.page_offset + p))

@@ -3,11 +3,9 @@
 // With `shuttle` the runtime's threads run only inside a shuttle run (tests/shuttle.rs).
 #![cfg(not(feature = "shuttle"))]
 
-use std::sync::Arc;
-
 use tessera_core::{ObjectDesc, ObjectEntry, ObjectId, TexelFormat};
 use tessera_runtime::{
-    Bound, Domain, Fault, Invocation, Kernel, PassSpec, Procedure, Result, System, SystemConfig,
+    Fault, Invocation, Kernel, PassSpec, Procedure, Result, System, SystemConfig,
 };
 
 mod common;
@@ -88,23 +86,14 @@ fn run(devices: u32, page: u32, rounds: u32, seed: u32) -> (Vec<u32>, Vec<u32>) 
         // Every device streams the whole domain and writes the texels it owns this round.
         let pending: Vec<_> = (0..devices)
             .map(|d| {
-                let spec = PassSpec {
-                    kernel: Arc::new(Stress {
-                        src: a.id,
-                        dst: b.id,
-                        round: r,
-                        device: d,
-                        devices,
-                    }),
-                    bindings: Arc::new(vec![Bound::new(&a), Bound::new(&b)]),
-                    domain: Domain::Rect {
-                        x0: 0,
-                        y0: 0,
-                        x1: W,
-                        y1: H,
-                    },
-                    display: false,
+                let stress = Stress {
+                    src: a.id,
+                    dst: b.id,
+                    round: r,
+                    device: d,
+                    devices,
                 };
+                let spec = PassSpec::over(stress, &[&a, &b], W, H);
                 let procedure = if mix(seed ^ r ^ (d << 20)).is_multiple_of(2) {
                     Procedure::TwoPass
                 } else {

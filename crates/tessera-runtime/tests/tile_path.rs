@@ -4,12 +4,10 @@
 // With `shuttle` the runtime's threads run only inside a shuttle run (tests/shuttle.rs).
 #![cfg(not(feature = "shuttle"))]
 
-use std::sync::Arc;
-
 use tessera_core::{ObjectDesc, ObjectId, TexelFormat};
 use tessera_runtime::{
-    Bound, Domain, Fault, Footprint, Invocation, Kernel, Partition, PassSpec, Plain, Procedure,
-    System, SystemConfig, TexelAccess,
+    Fault, Footprint, Invocation, Kernel, Partition, PassSpec, Plain, Procedure, System,
+    SystemConfig, TexelAccess,
 };
 
 const W: u32 = 96;
@@ -90,20 +88,11 @@ fn a_tile_commits_only_the_texels_its_invocations_stored() {
         let desc = ObjectDesc::texture(W, H, TexelFormat::R32Float, 16).unwrap();
         let a = sys.create(desc, Some(bytes(&from))).unwrap();
         let b = sys.create(desc, Some(bytes(&old))).unwrap();
-        let spec = PassSpec {
-            kernel: Arc::new(Checker {
-                from: a.id,
-                to: b.id,
-            }),
-            bindings: Arc::new(vec![Bound::new(&a), Bound::new(&b)]),
-            domain: Domain::Rect {
-                x0: 0,
-                y0: 0,
-                x1: W,
-                y1: H,
-            },
-            display: false,
+        let checker = Checker {
+            from: a.id,
+            to: b.id,
         };
+        let spec = PassSpec::over(checker, &[&a, &b], W, H);
         // Twice: the first run pages in (and may take the per-texel path), the second runs
         // on resident pages, where the tile path serves.
         for round in 0..2 {

@@ -11,104 +11,19 @@
 
 mod common;
 
-use std::sync::Arc;
-
-use tessera_core::{DeviceId, GlobalPage, ObjectDesc, ObjectEntry, ObjectId, TexelFormat};
+use tessera_core::{DeviceId, GlobalPage, ObjectDesc, TexelFormat};
 use tessera_runtime::{
-    Bound, Device, Domain, Fault, Footprint, HostCounters, Invocation, Kernel, Partition, PassSpec,
-    PassStats, Procedure, System, SystemConfig, WgslKernel,
+    Device, HostCounters, Partition, PassSpec, PassStats, Procedure, System, SystemConfig,
 };
 use tessera_wgpu::{AdapterChoice, SharedGpu, TilePath, WgpuDevice};
 
 const W: u32 = 32;
 const H: u32 = 16;
 
-/// `b += a + e`, whose footprint leaves `e` out: a miss on `e` is a fault the footprint did
-/// not foresee.
-struct Sum {
-    a: ObjectId,
-    e: ObjectId,
-    b: ObjectId,
-}
+#[path = "../../tessera-runtime/tests/shared/deferred_kernels.rs"]
+mod kernels;
 
-impl Kernel for Sum {
-    fn name(&self) -> &'static str {
-        "deferred_sum"
-    }
-    fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
-        let v = inv.load_f32(self.b, x, y)?
-            + (inv.load_f32(self.a, x, y)? + inv.load_f32(self.e, x, y)?);
-        inv.store_f32(self.b, x, y, v)
-    }
-    fn footprint(&self) -> Option<Footprint> {
-        Some(Footprint {
-            reads: vec![(self.a, 0), (self.b, 0)],
-            write: self.b,
-        })
-    }
-    fn wgsl(&self) -> Option<WgslKernel> {
-        Some(WgslKernel {
-            source: "fn kernel_main(x: u32, y: u32) {
-                let b = load_f32(param(2), x, y);
-                let s = load_f32(param(0), x, y) + load_f32(param(1), x, y);
-                store_f32(param(2), x, y, b + s);
-            }",
-            params: vec![self.a.0, self.e.0, self.b.0],
-        })
-    }
-}
-
-/// `c += b`: run on stale or partial `b`, run twice or not at all, and `c` shows it.
-struct Accumulate {
-    b: ObjectId,
-    c: ObjectId,
-}
-
-impl Kernel for Accumulate {
-    fn name(&self) -> &'static str {
-        "deferred_accumulate"
-    }
-    fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
-        let v = inv.load_f32(self.c, x, y)? + inv.load_f32(self.b, x, y)?;
-        inv.store_f32(self.c, x, y, v)
-    }
-    fn footprint(&self) -> Option<Footprint> {
-        Some(Footprint {
-            reads: vec![(self.b, 0), (self.c, 0)],
-            write: self.c,
-        })
-    }
-    fn wgsl(&self) -> Option<WgslKernel> {
-        Some(WgslKernel {
-            source: "fn kernel_main(x: u32, y: u32) {
-                let c = load_f32(param(1), x, y);
-                store_f32(param(1), x, y, c + load_f32(param(0), x, y));
-            }",
-            params: vec![self.b.0, self.c.0],
-        })
-    }
-}
-
-fn floats(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
-}
-
-fn pass(kernel: impl Kernel + 'static, objects: &[&ObjectEntry]) -> PassSpec {
-    PassSpec {
-        kernel: Arc::new(kernel),
-        bindings: Arc::new(objects.iter().map(|e| Bound::new(e)).collect()),
-        domain: Domain::Rect {
-            x0: 0,
-            y0: 0,
-            x1: W,
-            y1: H,
-        },
-        display: false,
-    }
-}
+use kernels::{floats, Accumulate, Sum};
 
 fn cfg() -> SystemConfig {
     SystemConfig {
@@ -152,15 +67,17 @@ fn run(sys: System, procedure: Procedure) -> Run {
     let b = sys.create(desc, None).unwrap();
     let c = sys.create(desc, None).unwrap();
     let passes = [
-        pass(
+        PassSpec::over(
             Sum {
                 a: a.id,
                 e: e.id,
                 b: b.id,
             },
             &[&a, &e, &b],
+            W,
+            H,
         ),
-        pass(Accumulate { b: b.id, c: c.id }, &[&b, &c]),
+        PassSpec::over(Accumulate { b: b.id, c: c.id }, &[&b, &c], W, H),
     ];
     let mut frames = Vec::new();
     for frame in 0..4 {

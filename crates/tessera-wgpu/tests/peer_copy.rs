@@ -8,12 +8,10 @@
 
 mod common;
 
-use std::sync::Arc;
-
 use tessera_core::{DeviceId, ObjectDesc, ObjectEntry, ObjectId, SlotAddr, TexelFormat};
 use tessera_runtime::{
-    Bound, Device, DeviceTraffic, Domain, Fault, Invocation, Kernel, PassSpec, PeerCopy, Procedure,
-    RuntimeError, System, SystemConfig, WgslKernel,
+    Device, DeviceTraffic, Fault, Invocation, Kernel, PassSpec, PeerCopy, Procedure, RuntimeError,
+    System, SystemConfig, WgslKernel,
 };
 use tessera_wgpu::{AdapterChoice, SharedGpu, WgpuDevice};
 
@@ -107,17 +105,7 @@ fn bytes(v: &[f32]) -> Vec<u8> {
 
 /// Runs `kernel` over the whole object on device `d` alone.
 fn on(sys: &System, d: usize, kernel: impl Kernel + 'static, objects: &[&ObjectEntry]) {
-    let spec = PassSpec {
-        kernel: Arc::new(kernel),
-        bindings: Arc::new(objects.iter().map(|e| Bound::new(e)).collect()),
-        domain: Domain::Rect {
-            x0: 0,
-            y0: 0,
-            x1: W,
-            y1: H,
-        },
-        display: false,
-    };
+    let spec = PassSpec::over(kernel, objects, W, H);
     sys.on_device(d, move |ctx| ctx.run_pass(&spec, Procedure::Relaunch))
         .unwrap()
         .wait()

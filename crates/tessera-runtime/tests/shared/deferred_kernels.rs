@@ -1,0 +1,79 @@
+//! The kernels of the deferred-execution tests, with their WGSL twins: included by the CPU
+//! backend's test (`tests/deferred.rs`) and by the wgpu backend's (`deferred_wgpu.rs` in
+//! tessera-wgpu), so that both run the very same passes.
+
+use tessera_core::ObjectId;
+use tessera_runtime::{Fault, Footprint, Invocation, Kernel, WgslKernel};
+
+/// `b += a + e`, whose footprint leaves `e` out: a miss on `e` is a fault the footprint did
+/// not foresee.
+pub struct Sum {
+    pub a: ObjectId,
+    pub e: ObjectId,
+    pub b: ObjectId,
+}
+
+impl Kernel for Sum {
+    fn name(&self) -> &'static str {
+        "deferred_sum"
+    }
+    fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
+        let v = inv.load_f32(self.b, x, y)?
+            + (inv.load_f32(self.a, x, y)? + inv.load_f32(self.e, x, y)?);
+        inv.store_f32(self.b, x, y, v)
+    }
+    fn footprint(&self) -> Option<Footprint> {
+        Some(Footprint {
+            reads: vec![(self.a, 0), (self.b, 0)],
+            write: self.b,
+        })
+    }
+    fn wgsl(&self) -> Option<WgslKernel> {
+        Some(WgslKernel {
+            source: "fn kernel_main(x: u32, y: u32) {
+                let b = load_f32(param(2), x, y);
+                let s = load_f32(param(0), x, y) + load_f32(param(1), x, y);
+                store_f32(param(2), x, y, b + s);
+            }",
+            params: vec![self.a.0, self.e.0, self.b.0],
+        })
+    }
+}
+
+/// `c += b`: run on stale or partial `b`, run twice or not at all, and `c` shows it.
+pub struct Accumulate {
+    pub b: ObjectId,
+    pub c: ObjectId,
+}
+
+impl Kernel for Accumulate {
+    fn name(&self) -> &'static str {
+        "deferred_accumulate"
+    }
+    fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
+        let v = inv.load_f32(self.c, x, y)? + inv.load_f32(self.b, x, y)?;
+        inv.store_f32(self.c, x, y, v)
+    }
+    fn footprint(&self) -> Option<Footprint> {
+        Some(Footprint {
+            reads: vec![(self.b, 0), (self.c, 0)],
+            write: self.c,
+        })
+    }
+    fn wgsl(&self) -> Option<WgslKernel> {
+        Some(WgslKernel {
+            source: "fn kernel_main(x: u32, y: u32) {
+                let c = load_f32(param(1), x, y);
+                store_f32(param(1), x, y, c + load_f32(param(0), x, y));
+            }",
+            params: vec![self.b.0, self.c.0],
+        })
+    }
+}
+
+pub fn floats(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
