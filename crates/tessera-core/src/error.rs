@@ -13,6 +13,20 @@ pub enum CoreError {
     BadPageSize(u32),
     #[error("buffer page size {0} bytes is not a power of two between 4 and 1048576")]
     BadBufferPageSize(u64),
+    #[error("mip level {level} does not exist: the chain has {levels} levels (0 to {})", levels.saturating_sub(1))]
+    LevelOutOfRange { level: u32, levels: u32 },
+    #[error("a border of {border} texels is too wide for pages of {page}: at most a quarter of the page side ({})", page / 4)]
+    BorderTooWide { border: u32, page: u32 },
+    #[error("texel ({s}, {t}) is outside mip level {level} of {width}x{height}")]
+    TexelOutOfLevel {
+        level: u32,
+        s: u64,
+        t: u64,
+        width: u64,
+        height: u64,
+    },
+    #[error("a buffer object has no mip chain: only textures have levels and bordered pages")]
+    MipsOnBuffer,
     #[error("texel ({x}, {y}) is outside object {object} of {width}x{height}")]
     OutOfRange {
         object: ObjectId,

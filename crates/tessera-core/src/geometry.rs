@@ -112,6 +112,20 @@ impl ObjectDesc {
         Ok(ObjectDesc::Buffer { len, page_bytes })
     }
 
+    /// The layout of this texture with `levels` mip levels (`None`: the full chain) and pages
+    /// bordered by `border` texels (`crate::mip`); a buffer has none.
+    pub fn mip_layout(&self, levels: Option<u32>, border: u32) -> Result<crate::MipLayout> {
+        match *self {
+            ObjectDesc::Texture {
+                width,
+                height,
+                page,
+                ..
+            } => crate::MipLayout::new(width, height, page.get(), levels, border),
+            ObjectDesc::Buffer { .. } => Err(CoreError::MipsOnBuffer),
+        }
+    }
+
     pub fn kind(&self) -> &'static str {
         match self {
             ObjectDesc::Texture { .. } => "texture",

@@ -10,6 +10,7 @@ pub mod directory;
 pub mod error;
 pub mod eviction;
 pub mod geometry;
+pub mod mip;
 pub mod model;
 pub mod model_nodes;
 pub mod nodes;
@@ -24,6 +25,7 @@ pub use directory::{DeviceSet, DirEntry, Directory, HomeMap};
 pub use error::{CoreError, Result};
 pub use eviction::{Policy, Resident};
 pub use geometry::{ObjectDesc, PageSize, TexelFormat};
+pub use mip::{Addressing, MipLayout};
 pub use page_table::{PageDescriptor, PageTable};
 pub use physical::{DeviceMemory, MemoryLimits, PhysicalMemory, SlotAddr};
 pub use protocol::{
