@@ -7,10 +7,11 @@
 //! messages and page data travel as postcard-encoded messages over a [`Transport`]: MPI
 //! point-to-point sends under the `mpi` feature, channels between threads otherwise.
 //!
-//! What this crate is and is not: [`node::run_node`] is the multi-node memory system with a
-//! synthetic workload (rounds of race-free read/write batches over word pages, checked
-//! against a sequential reference), not yet tessera's runtime: the runtime's memory manager,
-//! workers and kernels still run one node (docs/MPI.md, "What is missing").
+//! What this crate holds: [`node::run_node`] is the multi-node memory system with a synthetic
+//! workload (rounds of race-free read/write batches over word pages, checked against a
+//! sequential reference) and the litmus runner across processes; [`ForRuntime`] carries the
+//! runtime's own cluster (`tessera run boiling --devices-per-node K` under mpirun, one node
+//! of the runtime per process; docs/MPI.md).
 
 pub mod litmus;
 pub mod node;

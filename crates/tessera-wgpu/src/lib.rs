@@ -4,10 +4,11 @@
 //! The tessera devices of a node share one wgpu `Device` and queue ([`SharedGpu`], as
 //! [`system`] opens them), each with its own physical memories, page table and scratch
 //! buffers. Several tessera devices on one physical adapter therefore emulate a multi-GPU
-//! machine: their memories are separate allocations, and every page moves between them through
-//! the host, as it would between real GPUs; sharing the wgpu device lets all of them bind a
-//! remote object's one buffer (`AccessMode::Remote`). [`WgpuDevice::new`] opens a wgpu device
-//! of its own. [`AdapterChoice`] picks the adapter.
+//! machine: their memories are separate allocations, and a page moves between them as one
+//! copy on the GPU, a batch's copies in one submission (a peer copy, as between real GPUs
+//! with peer access); sharing the wgpu device is also what lets all of them bind a remote
+//! object's one buffer (`AccessMode::Remote`). [`WgpuDevice::new`] opens a wgpu device of its
+//! own, whose pages move through the host. [`AdapterChoice`] picks the adapter.
 //!
 //! On the device:
 //! - each physical memory is one storage buffer of `u32` words; at most [`MAX_MEMORIES`] are
@@ -27,8 +28,13 @@
 //! - where the adapter has timestamp queries, every launch and merge is timed on the device,
 //!   and the runtime's stage breakdown gets the device time beside the wall time;
 //! - each launch stamps the pages it translates with its time (a `u32` per page beside the
-//!   page table, widened by the host in `page_times`); every call that submits work waits for
-//!   it, so the memory manager can give a slot to another page between calls (docs/WGPU.md).
+//!   page table, widened by the host in `page_times`);
+//! - a held band or two-pass part is queued without a wait (`Device::queue_launch`): a gate
+//!   word in device memory makes the work behind one that faulted skip itself, and a frame
+//!   reads every queued status back at once; every other call that submits work waits for it,
+//!   and slot writes are queued behind everything submitted before, so the memory manager can
+//!   give a slot to another page between calls (docs/WGPU.md, "Queued launches", "Slot
+//!   reuse").
 //!
 //! [`UnpagedGpu`] runs the same kernel bodies with no paging, after `unpaged.wgsl`, on plain
 //! row-major arrays: the unpaged original that `tessera bench overhead --backend wgpu` compares
