@@ -472,23 +472,7 @@ impl DeviceContext {
     /// deferred work before it faulted (`skip`).
     fn defer_launch(&mut self, spec: &PassSpec, domain: Domain) {
         let launch = self.next_launch(spec, domain.clone(), Mode::Direct);
-        let skip = self.skip.clone();
-        let reply = self.worker.submit(move |d| {
-            use std::sync::atomic::Ordering::SeqCst;
-            if skip.load(SeqCst) {
-                return Ok(Deferred::Skipped);
-            }
-            match d.queue_launch(&launch)? {
-                Queued::Ran(out) => {
-                    if !out.incomplete.is_empty() {
-                        skip.store(true, SeqCst);
-                    }
-                    Ok(Deferred::Ran(Settled::Launch(out)))
-                }
-                // The device skips what is queued behind a fault itself.
-                Queued::OnDevice => Ok(Deferred::OnDevice),
-            }
-        });
+        let reply = self.queue_job(launch);
         self.push_outstanding(spec, domain, vec![reply]);
     }
 
@@ -499,21 +483,7 @@ impl DeviceContext {
     fn defer_part(&mut self, spec: &PassSpec, domain: Domain) {
         use std::sync::atomic::Ordering::SeqCst;
         let launch = self.next_launch(spec, domain.clone(), Mode::Temp);
-        let skip = self.skip.clone();
-        let compute = self.worker.submit(move |d| {
-            if skip.load(SeqCst) {
-                return Ok(Deferred::Skipped);
-            }
-            match d.queue_launch(&launch)? {
-                Queued::Ran(out) => {
-                    if !out.incomplete.is_empty() || !out.requests.is_empty() {
-                        skip.store(true, SeqCst);
-                    }
-                    Ok(Deferred::Ran(Settled::Launch(out)))
-                }
-                Queued::OnDevice => Ok(Deferred::OnDevice),
-            }
-        });
+        let compute = self.queue_job(launch);
         let skip = self.skip.clone();
         let merge = self.worker.submit(move |d| {
             if skip.load(SeqCst) {
@@ -530,6 +500,29 @@ impl DeviceContext {
             }
         });
         self.push_outstanding(spec, domain, vec![compute, merge]);
+    }
+
+    /// The worker's job for a deferred launch: nothing if deferred work before it stopped
+    /// (`skip`); else the launch, queued on the device where it keeps a queue (which then
+    /// skips behind a fault itself), or run at once, stopping what follows if it faulted or
+    /// asked for a page.
+    fn queue_job(&self, launch: Launch) -> Pending<Result<Deferred>> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let skip = self.skip.clone();
+        self.worker.submit(move |d| {
+            if skip.load(SeqCst) {
+                return Ok(Deferred::Skipped);
+            }
+            match d.queue_launch(&launch)? {
+                Queued::Ran(out) => {
+                    if !out.incomplete.is_empty() || !out.requests.is_empty() {
+                        skip.store(true, SeqCst);
+                    }
+                    Ok(Deferred::Ran(Settled::Launch(out)))
+                }
+                Queued::OnDevice => Ok(Deferred::OnDevice),
+            }
+        })
     }
 
     fn push_outstanding(

@@ -9,50 +9,20 @@
 use tessera_core::{DeviceId, GlobalPage, ObjectDesc, TexelFormat};
 use tessera_runtime::{Partition, PassSpec, PassStats, Procedure, System, SystemConfig};
 
-const W: u32 = 32;
-const H: u32 = 16;
-
 #[path = "shared/deferred_kernels.rs"]
 mod kernels;
 
-use kernels::{floats, Accumulate, Sum};
+use kernels::{floats, Scene, Sum, H, W};
 
 #[test]
 fn a_deferred_frame_waits_once_and_a_fault_redoes_what_was_skipped_in_order() {
-    let sys = System::cpu(&SystemConfig {
-        devices: 1,
-        cpu_threads: 1,
-        deferred: true,
-        ..Default::default()
-    })
-    .unwrap();
-    let desc = ObjectDesc::texture(W, H, TexelFormat::R32Float, 8).unwrap();
-    let n = (W * H) as usize;
-    let a_vals: Vec<f32> = (0..n).map(|i| i as f32).collect();
-    let e_vals: Vec<f32> = (0..n).map(|i| 1000.0 + (i % 7) as f32).collect();
-    let bytes = |v: &[f32]| v.iter().flat_map(|f| f.to_le_bytes()).collect::<Vec<u8>>();
-    let a = sys.create(desc, Some(bytes(&a_vals))).unwrap();
-    let e = sys.create(desc, Some(bytes(&e_vals))).unwrap();
-    let b = sys.create(desc, None).unwrap();
-    let c = sys.create(desc, None).unwrap();
-    let passes = [
-        PassSpec::over(
-            Sum {
-                a: a.id,
-                e: e.id,
-                b: b.id,
-            },
-            &[&a, &e, &b],
-            W,
-            H,
-        ),
-        PassSpec::over(Accumulate { b: b.id, c: c.id }, &[&b, &c], W, H),
-    ];
+    let sys = cpu_system();
+    let scene = Scene::new(&sys);
     // Per frame: the stats, the blocking waits and the messages to the memory manager.
     let frame = || -> (PassStats, u64, u64) {
         let before = sys.host_counters()[0];
         let mut total = PassStats::default();
-        for p in &passes {
+        for p in &scene.passes {
             let s = sys
                 .run_pass(p, W, H, Partition::Rows, Procedure::Relaunch)
                 .unwrap();
@@ -75,36 +45,39 @@ fn a_deferred_frame_waits_once_and_a_fault_redoes_what_was_skipped_in_order() {
     assert_eq!(messages, 0, "{steady:?}");
     // The host takes `e` away; the sum's footprint does not name it, so frame 3's deferred
     // sum faults, and the accumulate queued behind it must do nothing until it is redone.
-    let e_pages: Vec<GlobalPage> = (0..desc.page_count())
-        .map(|p| GlobalPage(e.page_offset + p))
-        .collect();
+    let e_pages = scene.e_pages(scene.e.desc.page_count());
     sys.mm.evict(DeviceId(0), e_pages).unwrap();
     let (faulted, _, _) = frame();
     assert_eq!(faulted.held_bands, 2, "{faulted:?}");
     assert!(faulted.relaunched > 0, "{faulted:?}");
     // Three frames of `b += a + e; c += b`, each pass once, in order: an accumulate run on
     // frame 2's `b`, or not run again after the sum is redone, leaves `c` short.
-    let want: Vec<f32> = a_vals
+    let want: Vec<f32> = scene
+        .a_vals
         .iter()
-        .zip(&e_vals)
+        .zip(&scene.e_vals)
         .map(|(x, y)| {
             let s = x + y;
             let (b1, b2, b3) = (0.0 + s, (0.0 + s) + s, ((0.0 + s) + s) + s);
             ((0.0 + b1) + b2) + b3
         })
         .collect();
-    assert_eq!(floats(&sys.mm.read(c.id).unwrap()), want);
+    assert_eq!(floats(&sys.mm.read(scene.c.id).unwrap()), want);
 }
 
-#[test]
-fn a_host_read_waits_for_a_deferred_pass_that_faulted() {
-    let sys = System::cpu(&SystemConfig {
+fn cpu_system() -> System {
+    System::cpu(&SystemConfig {
         devices: 1,
         cpu_threads: 1,
         deferred: true,
         ..Default::default()
     })
-    .unwrap();
+    .unwrap()
+}
+
+#[test]
+fn a_host_read_waits_for_a_deferred_pass_that_faulted() {
+    let sys = cpu_system();
     let desc = ObjectDesc::texture(W, H, TexelFormat::R32Float, 8).unwrap();
     let n = (W * H) as usize;
     let ones: Vec<u8> = (0..n).flat_map(|_| 1.0f32.to_le_bytes()).collect();

@@ -11,19 +11,16 @@
 
 mod common;
 
-use tessera_core::{DeviceId, GlobalPage, ObjectDesc, TexelFormat};
+use tessera_core::DeviceId;
 use tessera_runtime::{
-    Device, HostCounters, Partition, PassSpec, PassStats, Procedure, System, SystemConfig,
+    Device, HostCounters, Partition, PassStats, Procedure, System, SystemConfig,
 };
 use tessera_wgpu::{AdapterChoice, SharedGpu, TilePath, WgpuDevice};
-
-const W: u32 = 32;
-const H: u32 = 16;
 
 #[path = "../../tessera-runtime/tests/shared/deferred_kernels.rs"]
 mod kernels;
 
-use kernels::{floats, Accumulate, Sum};
+use kernels::{floats, Scene, H, W};
 
 fn cfg() -> SystemConfig {
     SystemConfig {
@@ -57,55 +54,33 @@ struct Run {
 /// Four frames of `b += a + e; c += b`; before the fourth the host takes half of `e` away, so
 /// the deferred sum faults and the accumulate queued behind it must wait for its redo.
 fn run(sys: System, procedure: Procedure) -> Run {
-    let desc = ObjectDesc::texture(W, H, TexelFormat::R32Float, 8).unwrap();
-    let n = (W * H) as usize;
-    let a_vals: Vec<f32> = (0..n).map(|i| i as f32).collect();
-    let e_vals: Vec<f32> = (0..n).map(|i| 1000.0 + (i % 7) as f32).collect();
-    let bytes = |v: &[f32]| v.iter().flat_map(|f| f.to_le_bytes()).collect::<Vec<u8>>();
-    let a = sys.create(desc, Some(bytes(&a_vals))).unwrap();
-    let e = sys.create(desc, Some(bytes(&e_vals))).unwrap();
-    let b = sys.create(desc, None).unwrap();
-    let c = sys.create(desc, None).unwrap();
-    let passes = [
-        PassSpec::over(
-            Sum {
-                a: a.id,
-                e: e.id,
-                b: b.id,
-            },
-            &[&a, &e, &b],
-            W,
-            H,
-        ),
-        PassSpec::over(Accumulate { b: b.id, c: c.id }, &[&b, &c], W, H),
-    ];
+    let scene = Scene::new(&sys);
     let mut frames = Vec::new();
     for frame in 0..4 {
         if frame == 3 {
             // Half of `e`: the sum completes some invocations and faults on the others, so
             // a merge of its partial temporary, or an accumulate run on its partial `b`,
             // would show.
-            let e_pages: Vec<GlobalPage> = (0..desc.page_count() / 2)
-                .map(|p| GlobalPage(e.page_offset + p))
-                .collect();
+            let e_pages = scene.e_pages(scene.e.desc.page_count() / 2);
             sys.mm.evict(DeviceId(0), e_pages).unwrap();
         }
         let before = sys.host_counters()[0];
         let mut total = PassStats::default();
-        for p in &passes {
+        for p in &scene.passes {
             let s = sys.run_pass(p, W, H, Partition::Rows, procedure).unwrap();
             total.add(&s[0]);
         }
         total.add(&sys.settle().unwrap()[0]);
         frames.push((total, sys.host_counters()[0].since(&before)));
     }
-    let c = floats(&sys.mm.read(c.id).unwrap());
+    let c = floats(&sys.mm.read(scene.c.id).unwrap());
     // Four frames of `b += a + e; c += b`, each pass once and in order: `c` is 1 + 2 + 3 + 4
     // times `a + e`, exactly (small integers). An accumulate run on the previous frame's `b`,
     // or skipped after the sum's redo, leaves it short.
-    let want: Vec<f32> = a_vals
+    let want: Vec<f32> = scene
+        .a_vals
         .iter()
-        .zip(&e_vals)
+        .zip(&scene.e_vals)
         .map(|(x, y)| 10.0 * (x + y))
         .collect();
     let wrong = c.iter().zip(&want).filter(|(g, w)| g != w).count();

@@ -2,8 +2,55 @@
 //! backend's test (`tests/deferred.rs`) and by the wgpu backend's (`deferred_wgpu.rs` in
 //! tessera-wgpu), so that both run the very same passes.
 
-use tessera_core::ObjectId;
-use tessera_runtime::{Fault, Footprint, Invocation, Kernel, WgslKernel};
+use tessera_core::{GlobalPage, ObjectDesc, ObjectEntry, ObjectId, TexelFormat};
+use tessera_runtime::{Fault, Footprint, Invocation, Kernel, PassSpec, System, WgslKernel};
+
+pub const W: u32 = 32;
+pub const H: u32 = 16;
+
+/// The objects of `b += a + e; c += b` on a system, and its two passes.
+pub struct Scene {
+    pub a_vals: Vec<f32>,
+    pub e_vals: Vec<f32>,
+    pub e: ObjectEntry,
+    pub c: ObjectEntry,
+    pub passes: [PassSpec; 2],
+}
+
+impl Scene {
+    pub fn new(sys: &System) -> Self {
+        let desc = ObjectDesc::texture(W, H, TexelFormat::R32Float, 8).unwrap();
+        let n = (W * H) as usize;
+        let a_vals: Vec<f32> = (0..n).map(|i| i as f32).collect();
+        let e_vals: Vec<f32> = (0..n).map(|i| 1000.0 + (i % 7) as f32).collect();
+        let bytes = |v: &[f32]| v.iter().flat_map(|f| f.to_le_bytes()).collect::<Vec<u8>>();
+        let a = sys.create(desc, Some(bytes(&a_vals))).unwrap();
+        let e = sys.create(desc, Some(bytes(&e_vals))).unwrap();
+        let b = sys.create(desc, None).unwrap();
+        let c = sys.create(desc, None).unwrap();
+        let sum = Sum {
+            a: a.id,
+            e: e.id,
+            b: b.id,
+        };
+        let passes = [
+            PassSpec::over(sum, &[&a, &e, &b], W, H),
+            PassSpec::over(Accumulate { b: b.id, c: c.id }, &[&b, &c], W, H),
+        ];
+        Scene {
+            a_vals,
+            e_vals,
+            e,
+            c,
+            passes,
+        }
+    }
+
+    /// The first `n` pages of `e`, for the host to take away.
+    pub fn e_pages(&self, n: u64) -> Vec<GlobalPage> {
+        (0..n).map(|p| GlobalPage(self.e.page_offset + p)).collect()
+    }
+}
 
 /// `b += a + e`, whose footprint leaves `e` out: a miss on `e` is a fault the footprint did
 /// not foresee.
