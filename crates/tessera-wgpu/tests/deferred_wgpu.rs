@@ -148,3 +148,116 @@ fn a_queued_two_pass_part_that_faults_gates_its_merge_and_the_parts_behind_it() 
 fn a_queued_two_pass_part_on_the_tile_path() {
     check(TilePath::On, Procedure::TwoPass);
 }
+
+/// More passes than the GPU's queue holds between two settles (256): the queue is read back
+/// early to make room, once, and the result is still every pass run in turn.
+#[test]
+fn a_queue_longer_than_its_staging_buffer_is_read_back_early() {
+    let Some(sys) = wgpu_system(TilePath::Off) else {
+        return;
+    };
+    let scene = Scene::new(&sys);
+    let frame = |settle: bool| {
+        for p in &scene.passes {
+            sys.run_pass(p, W, H, Partition::Rows, Procedure::Relaunch)
+                .unwrap();
+        }
+        if settle {
+            sys.settle().unwrap();
+        }
+    };
+    // Frame 1 pages everything in; after it every launch is held and queued.
+    frame(true);
+    let before = sys.host_counters()[0];
+    let frames = 140;
+    for _ in 0..frames {
+        frame(false);
+    }
+    sys.settle().unwrap();
+    let h = sys.host_counters()[0].since(&before);
+    // 280 queued launches: one early read-back at 256, one at the settle.
+    assert_eq!(h.submissions, 2 * frames, "{h:?}");
+    assert_eq!(h.device_waits, 2, "{h:?}");
+    assert_eq!(h.blocking_waits, 1, "{h:?}");
+    // c = (1 + 2 + ... + 141) (a + e), exactly: integers below 2^24.
+    let k = (frames + 1) as f32;
+    let c = floats(&sys.mm.read(scene.c.id).unwrap());
+    let want: Vec<f32> = scene
+        .a_vals
+        .iter()
+        .zip(&scene.e_vals)
+        .map(|(x, y)| k * (k + 1.0) / 2.0 * (x + y))
+        .collect();
+    assert!(c == want, "first: {:?}, want {:?}", &c[..4], &want[..4]);
+}
+
+/// `b = b + a`, stored twice (`b + a`, then `b + a + 1`): two stores an invocation, where a
+/// queued compute pass gets room for one until its kernel has shown it needs more.
+struct Twice {
+    a: tessera_core::ObjectId,
+    b: tessera_core::ObjectId,
+}
+
+impl tessera_runtime::Kernel for Twice {
+    fn name(&self) -> &'static str {
+        "deferred_twice"
+    }
+    fn invoke(
+        &self,
+        inv: &mut tessera_runtime::Invocation<'_>,
+        x: u32,
+        y: u32,
+    ) -> Result<(), tessera_runtime::Fault> {
+        let v = inv.load_f32(self.b, x, y)? + inv.load_f32(self.a, x, y)?;
+        inv.store_f32(self.b, x, y, v)?;
+        inv.store_f32(self.b, x, y, v + 1.0)
+    }
+    fn footprint(&self) -> Option<tessera_runtime::Footprint> {
+        Some(tessera_runtime::Footprint {
+            reads: vec![(self.a, 0), (self.b, 0)],
+            write: self.b,
+        })
+    }
+    fn wgsl(&self) -> Option<tessera_runtime::WgslKernel> {
+        Some(tessera_runtime::WgslKernel {
+            source: "fn kernel_main(x: u32, y: u32) {
+                let v = load_f32(param(1), x, y) + load_f32(param(0), x, y);
+                store_f32(param(1), x, y, v);
+                store_f32(param(1), x, y, v + 1.0);
+            }",
+            params: vec![self.a.0, self.b.0],
+        })
+    }
+}
+
+/// A queued compute pass whose invocations store more than the room it was given stops its
+/// merge, runs again the ordinary way, and the kernel's later parts are queued with the room
+/// it needed: one wait for the GPU a frame again, and the field of every pass run in turn.
+#[test]
+fn a_queued_compute_pass_short_of_room_runs_again_and_the_next_ones_get_it() {
+    let Some(sys) = wgpu_system(TilePath::Off) else {
+        return;
+    };
+    let desc =
+        tessera_core::ObjectDesc::texture(W, H, tessera_core::TexelFormat::R32Float, 8).unwrap();
+    let a_vals: Vec<f32> = (0..W * H).map(|i| (i % 13) as f32).collect();
+    let bytes: Vec<u8> = a_vals.iter().flat_map(|f| f.to_le_bytes()).collect();
+    let a = sys.create(desc, Some(bytes)).unwrap();
+    let b = sys.create(desc, None).unwrap();
+    let pass = tessera_runtime::PassSpec::over(Twice { a: a.id, b: b.id }, &[&a, &b], W, H);
+    let mut waits = Vec::new();
+    for _ in 0..4 {
+        let before = sys.host_counters()[0];
+        sys.run_pass(&pass, W, H, Partition::Rows, Procedure::TwoPass)
+            .unwrap();
+        sys.settle().unwrap();
+        waits.push(sys.host_counters()[0].since(&before).device_waits);
+    }
+    // Frame 1 pages in; frame 2 is queued with room for one store, falls short and runs
+    // again; frames 3 and 4 are queued with room for two: one wait each.
+    assert!(waits[1] > 1, "{waits:?}");
+    assert_eq!(&waits[2..], &[1, 1], "{waits:?}");
+    let got = floats(&sys.mm.read(b.id).unwrap());
+    let want: Vec<f32> = a_vals.iter().map(|x| 4.0 * (x + 1.0)).collect();
+    assert!(got == want, "first: {:?}, want {:?}", &got[..4], &want[..4]);
+}
