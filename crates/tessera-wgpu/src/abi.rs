@@ -209,7 +209,10 @@ abi_struct! {
         /// launch does nothing if `Status::gate` is below it: a launch queued before it
         /// faulted or failed, so it runs again after the faults are serviced.
         seq: u32,
-        _pad1: u32,
+        /// The tile path in Mode::Direct: binding + 1 of the footprint's written object (0:
+        /// none, or remote). Where a workgroup's tile lies in one page of it, that page is
+        /// stamped once for the group, not by each invocation's store.
+        fp_write: u32,
     }
 }
 
@@ -499,8 +502,18 @@ mod tests {
     fn shaders_compile_after_the_header() {
         let kernel = "fn kernel_main(x: u32, y: u32) { store_f32(param(0u), x, y, 1.0); }";
         for (what, code) in [
-            ("prelude", shader(&[crate::PRELUDE, kernel])),
-            ("merge", shader(&[crate::PRELUDE, crate::MERGE])),
+            (
+                "prelude",
+                shader(&[crate::PRELUDE, crate::STAMP_EACH, kernel]),
+            ),
+            (
+                "prelude, tile path",
+                shader(&[crate::PRELUDE, crate::STAMP_GROUP, kernel]),
+            ),
+            (
+                "merge",
+                shader(&[crate::PRELUDE, crate::STAMP_EACH, crate::MERGE]),
+            ),
             ("compact", shader(&[crate::COMPACT])),
             ("unpaged", shader(&[crate::UNPAGED_PRELUDE, kernel])),
         ] {

@@ -59,6 +59,10 @@ pub use unpaged::{UnpagedGpu, UNPAGED_MAX_OBJECTS};
 // Every shader is compiled after `abi::header()`, which declares what host and shaders share.
 /// The prelude every kernel body is compiled after.
 pub const PRELUDE: &str = include_str!("shader/invocation.wgsl");
+/// How the prelude stamps pages: every invocation its own (`stamp_each.wgsl`), or once per
+/// workgroup for the tile's written page on the tile path (`stamp_group.wgsl`).
+pub(crate) const STAMP_EACH: &str = include_str!("shader/stamp_each.wgsl");
+pub(crate) const STAMP_GROUP: &str = include_str!("shader/stamp_group.wgsl");
 /// The request compaction kernel.
 pub const COMPACT: &str = include_str!("shader/compact.wgsl");
 /// The merge, compiled after the prelude, whose bindings it shares.

@@ -576,8 +576,19 @@ impl WgpuDevice {
         let name = l.kernel.name();
         // The tile path: rectangles of a kernel with a footprint, on a device that takes it.
         let mut fp = [abi::Vec4U32::default(); abi::FP_MAX as usize];
+        let mut fp_write = 0;
         let fp_n = match (self.tiles, l.kernel.footprint(), domain) {
-            (true, Some(f), Domain::Rect { .. }) => fp_reads(&f, &l.bindings, &l.remote, &mut fp),
+            (true, Some(f), Domain::Rect { .. }) => {
+                let n = fp_reads(&f, &l.bindings, &l.remote, &mut fp);
+                let written = l.bindings.iter().position(|b| b.id == f.write);
+                if let Some(bi) = written.filter(|_| n > 0 && l.mode == Mode::Direct) {
+                    let remote = l.remote.get(bi).is_some_and(Option::is_some);
+                    if l.bindings[bi].format().is_some() && !remote {
+                        fp_write = bi as u32 + 1;
+                    }
+                }
+                n
+            }
             _ => 0,
         };
         let entry = if fp_n > 0 { "main_tiles" } else { "main" };
@@ -596,6 +607,7 @@ impl WgpuDevice {
             bit_words: bit_words as u32,
             fp,
             fp_n,
+            fp_write,
             time: abi::stamp_of(l.time),
             ..Default::default()
         };

@@ -451,7 +451,12 @@ impl WgpuDevice {
         if let Some(p) = self.pipes.kernels.get(&(name, entry)) {
             return Ok(p.clone());
         }
-        let code = abi::shader(&[crate::PRELUDE, source]);
+        let stamps = if entry == "main_tiles" {
+            crate::STAMP_GROUP
+        } else {
+            crate::STAMP_EACH
+        };
+        let code = abi::shader(&[crate::PRELUDE, stamps, source]);
         let p = gpu::compile(
             &self.device,
             &self.pipes.kernel_pipeline_layout,

@@ -65,6 +65,8 @@ var<private> g_nst: u32;
 var<private> g_rec: u32;
 // The last page this invocation stamped.
 var<private> g_stamped: u32;
+// The tile path: the page of the written object under this workgroup's tile (NONE elsewhere).
+var<private> g_tile_write: u32;
 // Direct: (memory, word, value). Temp: (page, word in page, value).
 var<private> g_st: array<vec3<u32>, MAX_STORES>;
 
@@ -172,6 +174,9 @@ fn stamp(page: u32) {
         return;
     }
     g_stamped = page;
+    if !first_in_group(page) {
+        return;
+    }
     if atomicLoad(&page_stamps[page]) != launch.time {
         atomicStore(&page_stamps[page], launch.time);
     }
@@ -438,6 +443,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     g_nwin = 0u;
     g_stamped = NONE;
+    g_tile_write = NONE;
     invocation(gid);
 }
 
@@ -466,6 +472,7 @@ fn main_tiles(
 ) {
     g_nwin = 0u;
     g_stamped = NONE;
+    g_tile_write = NONE;
     let run = admitted();
     if run {
         fill_windows(vec2<u32>(launch.x0 + wid.x * 8u, launch.y0 + wid.y * 8u), lid);
@@ -476,7 +483,22 @@ fn main_tiles(
         return;
     }
     check_windows();
+    g_tile_write = tile_write_page(vec2<u32>(launch.x0 + wid.x * 8u, launch.y0 + wid.y * 8u));
     invocation(gid);
+}
+
+// The page of the written object under the tile's first texel (NONE: no written object on the
+// tile path, or outside it): stamped by the first invocation of the group that translates it
+// (`first_in_group`, the tile variant), not by every invocation.
+fn tile_write_page(tile: vec2<u32>) -> u32 {
+    if launch.fp_write == 0u {
+        return NONE;
+    }
+    let bi = launch.fp_write - 1u;
+    if tile.x >= launch.binds[bi].width || tile.y >= launch.binds[bi].height {
+        return NONE;
+    }
+    return locate(bi, tile.x, tile.y).x;
 }
 
 fn invocation(gid: vec3<u32>) {
