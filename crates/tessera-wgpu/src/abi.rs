@@ -504,15 +504,25 @@ mod tests {
         for (what, code) in [
             (
                 "prelude",
-                shader(&[crate::PRELUDE, crate::STAMP_EACH, kernel]),
+                shader(&[crate::ANY_MEMORY, crate::PRELUDE, crate::STAMP_EACH, kernel]),
             ),
             (
-                "prelude, tile path",
-                shader(&[crate::PRELUDE, crate::STAMP_GROUP, kernel]),
+                "prelude, tile path, one memory",
+                shader(&[
+                    crate::ONE_MEMORY,
+                    crate::PRELUDE,
+                    crate::STAMP_GROUP,
+                    kernel,
+                ]),
             ),
             (
                 "merge",
-                shader(&[crate::PRELUDE, crate::STAMP_EACH, crate::MERGE]),
+                shader(&[
+                    crate::ANY_MEMORY,
+                    crate::PRELUDE,
+                    crate::STAMP_EACH,
+                    crate::MERGE,
+                ]),
             ),
             ("compact", shader(&[crate::COMPACT])),
             ("unpaged", shader(&[crate::UNPAGED_PRELUDE, kernel])),

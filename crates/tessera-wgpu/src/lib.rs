@@ -63,6 +63,11 @@ pub const PRELUDE: &str = include_str!("shader/invocation.wgsl");
 /// workgroup for the tile's written page on the tile path (`stamp_group.wgsl`).
 pub(crate) const STAMP_EACH: &str = include_str!("shader/stamp_each.wgsl");
 pub(crate) const STAMP_GROUP: &str = include_str!("shader/stamp_group.wgsl");
+/// Compiled before the prelude: whether every descriptor names memory 0 (a device of one
+/// physical memory, a launch that binds no remote object), so that the prelude's memory
+/// accesses skip their switch over eight buffers.
+pub(crate) const ONE_MEMORY: &str = "const ONE_MEMORY: bool = true;\n";
+pub(crate) const ANY_MEMORY: &str = "const ONE_MEMORY: bool = false;\n";
 /// The request compaction kernel.
 pub const COMPACT: &str = include_str!("shader/compact.wgsl");
 /// The merge, compiled after the prelude, whose bindings it shares.

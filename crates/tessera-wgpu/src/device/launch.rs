@@ -467,7 +467,8 @@ impl WgpuDevice {
         if count == 0 {
             return Ok(None);
         }
-        let pipeline = self.pipeline("tessera merge", crate::MERGE, "merge")?;
+        let one_memory = self.memories.len() <= 1;
+        let pipeline = self.pipeline("tessera merge", crate::MERGE, "merge", one_memory)?;
         let pages = self.table.len() as u64;
         let bit_words = pages.div_ceil(32).max(1);
         let max = gpu::max_storage_bytes(&self.limits);
@@ -561,7 +562,8 @@ impl WgpuDevice {
             ))));
         }
         if l.domain.is_empty() {
-            self.pipeline(name, wgsl.source, "main")?;
+            let one_memory = self.memories.len() <= 1 && l.remote.iter().all(Option::is_none);
+            self.pipeline(name, wgsl.source, "main", one_memory)?;
             return Ok(None);
         }
         // Before it runs: a launch that fails has stamped pages all the same.
@@ -592,7 +594,9 @@ impl WgpuDevice {
             _ => 0,
         };
         let entry = if fp_n > 0 { "main_tiles" } else { "main" };
-        let pipeline = self.pipeline(name, wgsl.source, entry)?;
+        // `bind_remote` has run for this launch.
+        let one_memory = self.memories.len() <= 1 && self.remote.is_empty();
+        let pipeline = self.pipeline(name, wgsl.source, entry, one_memory)?;
         let n = domain.len();
         if n > u32::MAX as u64 {
             return Err(self.err(WgpuError::OutOfMemory(format!(

@@ -62,8 +62,9 @@ struct Pipelines {
     kernel_pipeline_layout: wgpu::PipelineLayout,
     compact_layout: wgpu::BindGroupLayout,
     compact: wgpu::ComputePipeline,
-    /// By kernel name and entry point (`main`, or `main_tiles` for the tile path).
-    kernels: HashMap<(&'static str, &'static str), wgpu::ComputePipeline>,
+    /// By kernel name, entry point (`main`, or `main_tiles` for the tile path) and whether it
+    /// is built for one memory (`WgpuDevice::pipeline`).
+    kernels: HashMap<(&'static str, &'static str, bool), wgpu::ComputePipeline>,
 }
 
 /// A tessera device on a wgpu device.
@@ -441,14 +442,18 @@ impl WgpuDevice {
         Ok((at.slot as u64 * m.slot_words * 4, m.slot_words * 4))
     }
 
-    /// The compute pipeline of a kernel, built once per kernel name.
+    /// The compute pipeline of a kernel, built once per kernel name, entry point and
+    /// specialization: with `one_memory` (a device of one physical memory, a launch that
+    /// binds no remote object) every descriptor names memory 0, and the prelude reads and
+    /// writes it directly instead of through its switch over eight buffers.
     fn pipeline(
         &mut self,
         name: &'static str,
         source: &str,
         entry: &'static str,
+        one_memory: bool,
     ) -> Result<wgpu::ComputePipeline> {
-        if let Some(p) = self.pipes.kernels.get(&(name, entry)) {
+        if let Some(p) = self.pipes.kernels.get(&(name, entry, one_memory)) {
             return Ok(p.clone());
         }
         let stamps = if entry == "main_tiles" {
@@ -456,7 +461,12 @@ impl WgpuDevice {
         } else {
             crate::STAMP_EACH
         };
-        let code = abi::shader(&[crate::PRELUDE, stamps, source]);
+        let memories = if one_memory {
+            crate::ONE_MEMORY
+        } else {
+            crate::ANY_MEMORY
+        };
+        let code = abi::shader(&[memories, crate::PRELUDE, stamps, source]);
         let p = gpu::compile(
             &self.device,
             &self.pipes.kernel_pipeline_layout,
@@ -465,7 +475,9 @@ impl WgpuDevice {
             entry,
         )
         .map_err(|e| self.err(e))?;
-        self.pipes.kernels.insert((name, entry), p.clone());
+        self.pipes
+            .kernels
+            .insert((name, entry, one_memory), p.clone());
         Ok(p)
     }
 }

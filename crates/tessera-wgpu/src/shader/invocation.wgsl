@@ -74,7 +74,11 @@ fn param(i: u32) -> u32 {
     return launch.params[i / 4u][i % 4u];
 }
 
+// ONE_MEMORY (a constant the host compiles in per pipeline): every descriptor names memory 0.
 fn mem_load(m: u32, i: u32) -> u32 {
+    if ONE_MEMORY {
+        return mem0[i];
+    }
     switch m {
         case 0u: { return mem0[i]; }
         case 1u: { return mem1[i]; }
@@ -88,6 +92,10 @@ fn mem_load(m: u32, i: u32) -> u32 {
 }
 
 fn mem_store(m: u32, i: u32, v: u32) {
+    if ONE_MEMORY {
+        mem0[i] = v;
+        return;
+    }
     switch m {
         case 0u: { mem0[i] = v; }
         case 1u: { mem1[i] = v; }
