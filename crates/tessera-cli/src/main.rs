@@ -243,6 +243,15 @@ pub enum ModelKind {
     Concurrent,
 }
 
+impl From<ModelKind> for tessera_runtime::modeled::Model {
+    fn from(m: ModelKind) -> Self {
+        match m {
+            ModelKind::Isolated => Self::Isolated,
+            ModelKind::Concurrent => Self::Concurrent,
+        }
+    }
+}
+
 #[derive(Args, Clone)]
 pub struct RunOpts {
     /// Number of devices.

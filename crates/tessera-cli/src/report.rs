@@ -221,9 +221,7 @@ pub struct EvictionReport {
     pub copied_during_launch: u64,
 }
 
-/// The version of the report schema (docs/report.schema.json): the core every workload's
-/// report.json shares, before its own section.
-pub const SCHEMA_VERSION: u32 = 1;
+pub use tessera_workloads::SCHEMA_VERSION;
 
 /// An FNV-1a hash of bytes, in hex: the checksum of an image in reports (the same hash as
 /// a field's, `tessera_workloads::boiling::reference::field_checksum`).

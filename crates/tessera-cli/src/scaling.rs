@@ -17,10 +17,11 @@ use clap::Args;
 use tessera_core::Coherence;
 use tessera_runtime::{Partition, Procedure};
 
-use crate::measure::{device_work, run_boiling, Run};
+use crate::measure::{run_boiling, Run};
 use crate::run::{check_size, progress};
 use crate::sweep::{check_points, parse_devices, List};
 use crate::{parse_partition, parse_procedure, topology_args, ModelKind, NodeOpts, RunOpts};
+use tessera_runtime::modeled::device_work;
 
 #[derive(Args, Clone)]
 pub struct ScalingOpts {
