@@ -11,6 +11,7 @@ pub mod diffusion;
 pub mod display;
 pub mod latent_heat;
 pub mod math;
+pub mod modeled;
 pub mod reference;
 pub mod sim;
 pub mod unpaged;
