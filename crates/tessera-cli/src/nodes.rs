@@ -12,11 +12,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
-use tessera_core::DeviceId;
 use tessera_model::Network;
 use tessera_runtime::cluster::{ClusterConfig, Link, NodeCounters};
-use tessera_runtime::{Device, System, SystemConfig};
-use tessera_wgpu::{SharedGpu, WgpuDevice};
+use tessera_runtime::{System, SystemConfig};
 use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::reference::{checksum_hex, field_checksum};
 use tessera_workloads::boiling::sim::PagedBoiling;
@@ -88,16 +86,7 @@ pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling
     let sys = match o.node.backend {
         BackendKind::Cpu => System::cpu_on_cluster(&cfg, link.clone())?,
         BackendKind::Wgpu => {
-            // Each node opens its own GPU (`TESSERA_ADAPTER` picks it), as `run` does.
-            let gpu = SharedGpu::open(&crate::backend::adapter_choice())?;
-            let first = link.rank() * k;
-            let devices = (0..k)
-                .map(|i| {
-                    Ok(Box::new(WgpuDevice::on(DeviceId::new(first + i)?, &gpu)?)
-                        as Box<dyn Device>)
-                })
-                .collect::<Result<Vec<_>>>()?;
-            System::on_cluster(devices, &cfg, link.clone())?
+            tessera_wgpu::system_on_cluster(&cfg, &crate::backend::adapter_choice(), link.clone())?
         }
     };
     let sim = PagedBoiling::new(sys, o.size, o.size, o.page, BoilingParams::default())?;
