@@ -29,18 +29,8 @@ pub fn run_boiling(
         let (sys, adapter_name) = crate::backend::system(
             o.node.backend,
             &SystemConfig {
-                devices: o.devices,
-                cpu_threads: o.node.threads,
-                budget_bytes: crate::budget_bytes(o.node.budget_mib),
-                policy: o.node.policy,
-                thrashing: o.node.thrashing,
-                prefetch: o.node.prefetch,
-                staging: o.node.staging,
-                footprint_ahead: o.node.footprint_ahead,
                 home_file,
-                deferred: o.node.deferred,
-                coherence: o.node.coherence,
-                ..Default::default()
+                ..o.node.config(o.devices)
             },
         )?;
         let sim = PagedBoiling::new(sys, o.size, o.size, o.page, BoilingParams::default())?;
@@ -58,22 +48,20 @@ pub fn run_boiling(
     } else {
         None
     };
-    modeled::run(
-        sim,
-        copy,
-        adapter_name,
-        &Settings {
-            devices: o.devices,
-            page: o.page,
-            partition: o.partition,
-            procedure: o.procedure,
-            warmup: o.warmup,
-            frames: o.frames,
-            model: o.node.model.into(),
-        },
-        topo,
-        after_frame,
-    )
+    modeled::run(sim, copy, adapter_name, &settings(o), topo, after_frame)
+}
+
+/// The settings of `o` that the runner takes beside its nodes.
+pub fn settings(o: &RunOpts) -> Settings {
+    Settings {
+        devices: o.devices,
+        page: o.page,
+        partition: o.partition,
+        procedure: o.procedure,
+        warmup: o.warmup,
+        frames: o.frames,
+        model: o.node.model.into(),
+    }
 }
 
 /// Frames of the field `run_boiling` simulates for `o`: what its `after_frame` counts up to.

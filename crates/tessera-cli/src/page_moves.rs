@@ -50,7 +50,7 @@ pub struct PageMovesOpts {
     /// Page sizes in KiB, powers of two from 1 to 1024 (the runtime's largest page is 1 MiB):
     /// a list such as 4,64,1024, where `...` keeps doubling (4,8,...,1024).
     #[arg(long, default_value = "4,16,64,256,1024", value_parser = parse_page_kib)]
-    pages_kib: crate::sweep::List,
+    pages_kib: crate::lists::List,
     /// MiB moved per page size and direction in each round.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024))]
     mib: u32,
@@ -67,8 +67,8 @@ pub struct PageMovesOpts {
     threads: usize,
 }
 
-pub fn parse_page_kib(s: &str) -> Result<crate::sweep::List, String> {
-    crate::sweep::parse_list_of(s, "page size (KiB)", |k| {
+pub fn parse_page_kib(s: &str) -> Result<crate::lists::List, String> {
+    crate::lists::parse_list_of(s, "page size (KiB)", |k| {
         if !k.is_power_of_two() {
             Err(format!(
                 "page size {k} KiB is not a power of two (1, 2, 4, ..., {MAX_PAGE_KIB} KiB)"

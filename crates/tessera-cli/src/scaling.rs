@@ -15,13 +15,14 @@
 use anyhow::{bail, Result};
 use clap::Args;
 use tessera_core::Coherence;
+use tessera_runtime::modeled::device_work;
 use tessera_runtime::{Partition, Procedure};
 
+use crate::lists::{parse_devices, List};
 use crate::measure::{run_boiling, Run};
 use crate::run::{check_size, progress};
-use crate::sweep::{check_points, parse_devices, List};
+use crate::sweep::check_points;
 use crate::{parse_partition, parse_procedure, topology_args, ModelKind, NodeOpts, RunOpts};
-use tessera_runtime::modeled::device_work;
 
 #[derive(Args, Clone)]
 pub struct ScalingOpts {

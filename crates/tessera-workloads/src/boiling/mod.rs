@@ -13,6 +13,7 @@ pub mod latent_heat;
 pub mod math;
 pub mod modeled;
 pub mod reference;
+pub mod report;
 pub mod sim;
 pub mod unpaged;
 
