@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use tessera_core::{CoreError, ObjectDesc, TexelFormat};
 use tessera_model::Topology;
-use tessera_runtime::modeled::{charge, Model, Modeled, ModeledError};
+use tessera_runtime::modeled::{charge, device_work, Model, Modeled, ModeledError};
 use tessera_runtime::{
     DeviceTraffic, HostCounters, Partition, PassStats, Procedure, RuntimeError, Schedule,
 };
@@ -91,6 +91,60 @@ impl Run {
     /// The node whose frames were modeled: where traffic, directory and counters are read.
     pub fn modeled_sim(&self) -> &PagedBoiling {
         self.isolated.as_ref().unwrap_or(&self.sim)
+    }
+}
+
+/// A run's figures, per frame: what `tessera bench scaling` sets side by side per device
+/// count.
+#[derive(Clone, Debug)]
+pub struct Figures {
+    pub devices: usize,
+    pub modeled: f64,
+    pub work: f64,
+    pub link: f64,
+    pub manager: f64,
+    pub per_device_work: Vec<f64>,
+    pub concurrent_work: Vec<f64>,
+    pub measured_fps: f64,
+    pub requests: f64,
+    pub moved_mib: f64,
+}
+
+impl Run {
+    /// This run's figures per frame over its `frames` measured frames.
+    pub fn figures(&self, frames: u32) -> Result<Figures, RuntimeError> {
+        let run = self;
+        let f = frames as f64;
+        let m = &run.modeled;
+        let traffic = run.modeled_sim().sys.mm.traffic()?;
+        let (mut requests, mut bytes) = (0u64, 0u64);
+        for (a, b) in traffic.iter().zip(&run.baseline) {
+            let t = a.since(b);
+            requests += t.page_requests;
+            bytes += t.host_to_device.bytes + t.device_to_host.bytes + t.device_to_device.bytes;
+        }
+        // The isolated frames' own work, from the stage times, must be what the model used.
+        debug_assert!(run
+            .per_device
+            .iter()
+            .zip(&m.work_per_device)
+            .all(|(s, w)| (device_work(&s.stages) - w).abs() <= 1e-6 * w.max(1.0)));
+        Ok(Figures {
+            devices: run.per_device.len(),
+            modeled: m.seconds() / f,
+            work: m.device_seconds / f,
+            link: m.transfer_seconds / f,
+            manager: m.manager_seconds / f,
+            per_device_work: m.work_per_device.iter().map(|w| w / f).collect(),
+            concurrent_work: run
+                .concurrent_work_per_device
+                .iter()
+                .map(|w| w / f)
+                .collect(),
+            measured_fps: f / run.wall,
+            requests: requests as f64 / f,
+            moved_mib: bytes as f64 / f / (1u64 << 20) as f64,
+        })
     }
 }
 
