@@ -7,6 +7,7 @@
 //! kernel bodies on plain arrays for the overhead benchmark.
 pub mod border;
 pub mod buoyancy;
+pub mod cluster;
 pub mod diffusion;
 pub mod display;
 pub mod latent_heat;
