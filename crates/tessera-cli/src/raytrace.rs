@@ -2,14 +2,16 @@
 //! fault, save their state and resume.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
-use tessera_runtime::{DeviceTraffic, Partition, PassStats, Policy, Procedure, SystemConfig};
+use tessera_runtime::{Partition, Policy, Procedure, SystemConfig};
 use tessera_workloads::raytrace::rays::View;
 use tessera_workloads::raytrace::render::{RayRenderer, RenderOptions};
+use tessera_workloads::raytrace::run::{
+    record, residency, traffic, FrameReport, ObjectReport, TrafficReport,
+};
 use tessera_workloads::raytrace::scene::PagedScene;
 use tessera_workloads::raytrace::{check_budget, SceneSpec};
 
@@ -77,35 +79,6 @@ pub struct RaytraceOpts {
     /// Output directory for image.png and report.json (created only after the render).
     #[arg(long, default_value = "out/raytrace")]
     pub(crate) out: PathBuf,
-}
-
-#[derive(Serialize)]
-struct FrameReport {
-    wall_ms: f64,
-    launches: u64,
-    relaunched: u64,
-    suspended: u64,
-    wave_splits: u64,
-    batches: u64,
-}
-
-#[derive(Serialize)]
-struct ObjectReport {
-    name: &'static str,
-    pages: u64,
-    page_bytes: u64,
-    resident_pages_per_device: Vec<u64>,
-}
-
-#[derive(Serialize)]
-struct TrafficReport {
-    device: usize,
-    host_to_device_bytes: u64,
-    device_to_device_bytes: u64,
-    device_to_host_bytes: u64,
-    page_requests: u64,
-    evictions: u64,
-    refaults: u64,
 }
 
 /// The schema's core (docs/report.schema.json), then the ray tracer's own section.
@@ -176,14 +149,6 @@ pub(crate) fn load(
     Ok((scene, view, name))
 }
 
-fn sum_stats(stats: &[PassStats]) -> PassStats {
-    let mut all = PassStats::default();
-    for s in stats {
-        all.add(s);
-    }
-    all
-}
-
 pub fn run(o: &RaytraceOpts) -> Result<()> {
     check_opts(o.width, o.height, o.devices)?;
     if o.frames == 0 {
@@ -222,52 +187,11 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
     )?;
     let objects_bytes = r.total_bytes();
     let bar = progress(o.frames as u64, "raytrace");
-    let mut frames = Vec::new();
-    let mut stages = tessera_runtime::StageTimes::default();
-    for _ in 0..o.frames {
-        let t = Instant::now();
-        let stats = r.frame()?;
-        let wall = t.elapsed().as_secs_f64();
-        let s = sum_stats(&stats);
-        stages.add(&s.stages);
-        frames.push(FrameReport {
-            wall_ms: wall * 1e3,
-            launches: s.launches,
-            relaunched: s.relaunched,
-            suspended: s.suspended,
-            wave_splits: s.wave_splits,
-            batches: s.batches,
-        });
-        bar.inc(1);
-    }
+    let (frames, stages) = record(&mut r, o.frames, || bar.inc(1))?;
     bar.finish_and_clear();
     let image = r.image()?;
-    let traffic: Vec<TrafficReport> = r
-        .sys
-        .mm
-        .traffic()?
-        .iter()
-        .enumerate()
-        .map(|(device, t): (usize, &DeviceTraffic)| TrafficReport {
-            device,
-            host_to_device_bytes: t.host_to_device.bytes,
-            device_to_device_bytes: t.device_to_device.bytes,
-            device_to_host_bytes: t.device_to_host.bytes,
-            page_requests: t.page_requests,
-            evictions: t.evictions,
-            refaults: t.refaults,
-        })
-        .collect();
-    let residency = r
-        .residency()?
-        .into_iter()
-        .map(|o| ObjectReport {
-            name: o.name,
-            pages: o.pages,
-            page_bytes: o.page_bytes,
-            resident_pages_per_device: o.per_device,
-        })
-        .collect();
+    let traffic = traffic(&r)?;
+    let residency = residency(&r)?;
     let report = Report {
         schema_version: crate::report::SCHEMA_VERSION,
         workload: "raytrace",
