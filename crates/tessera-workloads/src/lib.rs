@@ -5,6 +5,7 @@ pub mod convolution;
 pub mod decomp;
 pub mod halo;
 pub mod oversub;
+pub mod page_moves;
 pub mod quake;
 pub mod raytrace;
 pub mod stencil;
