@@ -2,7 +2,7 @@
 
 use anyhow::{bail, Result};
 use tessera_core::DeviceId;
-use tessera_runtime::{Device, System, SystemConfig};
+use tessera_runtime::{System, SystemConfig};
 use tessera_wgpu::{AdapterChoice, SharedGpu, WgpuDevice};
 
 use crate::BackendKind;
@@ -28,10 +28,7 @@ pub fn system(kind: BackendKind, cfg: &SystemConfig) -> Result<(System, Option<S
             // tessera device (docs/WGPU.md, "Remote pages on wgpu").
             let gpu = SharedGpu::open(&adapter_choice())?;
             warn_cpu_adapter(&gpu);
-            let mut devices: Vec<Box<dyn Device>> = Vec::with_capacity(cfg.devices);
-            for i in 0..cfg.devices {
-                devices.push(Box::new(WgpuDevice::on(DeviceId::new(i)?, &gpu)?));
-            }
+            let devices = tessera_wgpu::devices_on(&gpu, 0..cfg.devices)?;
             let name = Some(gpu.adapter_info().name.clone());
             Ok((System::with_devices(devices, cfg)?, name))
         }

@@ -11,7 +11,7 @@ use tessera_runtime::Procedure;
 use tessera_workloads::decomp::{Access, Axis};
 
 use crate::halo::{parse_access, parse_accesses, parse_split, Accesses, Kind, Setup};
-use crate::sweep::{parse_devices, parse_list_of, List};
+use crate::lists::{parse_devices, parse_list_of, List};
 use crate::{parse_procedure, NodeOpts};
 
 /// Where the filter matrix lives (GPU-SM 6.2). The explicit version always keeps a private

@@ -6,6 +6,7 @@ mod bench;
 mod bench_gpu;
 mod convolution;
 mod halo;
+mod lists;
 mod litmus;
 mod measure;
 mod nodes;
@@ -241,6 +242,36 @@ pub enum ModelKind {
     Isolated,
     /// Each device's work timed while all of them ran together.
     Concurrent,
+}
+
+impl NodeOpts {
+    /// The configuration of a node of `devices` devices with these options: every option a
+    /// boiling run honours.
+    pub fn config(&self, devices: usize) -> tessera_runtime::SystemConfig {
+        tessera_runtime::SystemConfig {
+            devices,
+            cpu_threads: self.threads,
+            budget_bytes: budget_bytes(self.budget_mib),
+            policy: self.policy,
+            thrashing: self.thrashing,
+            prefetch: self.prefetch,
+            staging: self.staging,
+            footprint_ahead: self.footprint_ahead,
+            home_file: self.home_file.clone(),
+            deferred: self.deferred,
+            coherence: self.coherence,
+            ..Default::default()
+        }
+    }
+}
+
+impl From<ModelKind> for tessera_runtime::modeled::Model {
+    fn from(m: ModelKind) -> Self {
+        match m {
+            ModelKind::Isolated => Self::Isolated,
+            ModelKind::Concurrent => Self::Concurrent,
+        }
+    }
 }
 
 #[derive(Args, Clone)]

@@ -8,58 +8,21 @@
 //! (bytes every node sent to the others, gathered by rank 0).
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use serde::Serialize;
-use tessera_core::DeviceId;
 use tessera_model::Network;
-use tessera_runtime::cluster::{ClusterConfig, Link, NodeCounters};
-use tessera_runtime::{Device, System, SystemConfig};
-use tessera_wgpu::{SharedGpu, WgpuDevice};
+use tessera_runtime::cluster::{ClusterConfig, Link};
+use tessera_runtime::{System, SystemConfig};
+use tessera_workloads::boiling::cluster::{self, Settings};
 use tessera_workloads::boiling::math::BoilingParams;
-use tessera_workloads::boiling::reference::{checksum_hex, field_checksum};
 use tessera_workloads::boiling::sim::PagedBoiling;
+
+pub use tessera_workloads::boiling::cluster::NodesReport;
 
 use crate::report::write_png;
 use crate::run::check_size;
 use crate::{BackendKind, RunOpts};
-
-/// What rank 0 writes to report.json.
-#[derive(Clone, Debug, Serialize)]
-pub struct NodesReport {
-    pub workload: &'static str,
-    pub nodes: usize,
-    pub devices_per_node: usize,
-    pub devices: usize,
-    /// Rank 0's devices, as the backend describes them.
-    pub backend: String,
-    pub size: u32,
-    pub page: u32,
-    pub procedure: String,
-    pub partition: String,
-    pub frames: u32,
-    pub warmup: u32,
-    pub home_block_pages: u64,
-    /// Always "measured": no topology model runs across nodes.
-    pub time_kind: &'static str,
-    pub ms_per_frame_measured: f64,
-    /// All nodes together, over the measured frames.
-    pub inter_node_bytes_per_frame: f64,
-    pub inter_node_page_bytes_per_frame: f64,
-    pub inter_node_messages_per_frame: f64,
-    /// The network the time below is modeled on, its bandwidth and per-message latency.
-    pub network: String,
-    pub network_bandwidth_gb_per_s: f64,
-    pub network_latency_us: f64,
-    /// Modeled: each node's interface sends its frame's messages one after another
-    /// (latency each, bytes at the bandwidth), the nodes at once; the busiest node's time.
-    /// The frame is taken as one phase, so this is a lower bound of the sum over its passes.
-    pub network_seconds_per_frame_modeled: f64,
-    /// Bytes each node sent to the others per measured frame.
-    pub bytes_sent_per_frame_by_node: Vec<f64>,
-    pub field_checksum: String,
-}
 
 /// Runs `o` as rank `link.rank()` of the cluster behind `link`; every rank returns the same
 /// report (rank 0's clock).
@@ -88,120 +51,69 @@ pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling
     let sys = match o.node.backend {
         BackendKind::Cpu => System::cpu_on_cluster(&cfg, link.clone())?,
         BackendKind::Wgpu => {
-            // Each node opens its own GPU (`TESSERA_ADAPTER` picks it), as `run` does.
-            let gpu = SharedGpu::open(&crate::backend::adapter_choice())?;
-            let first = link.rank() * k;
-            let devices = (0..k)
-                .map(|i| {
-                    Ok(Box::new(WgpuDevice::on(DeviceId::new(first + i)?, &gpu)?)
-                        as Box<dyn Device>)
-                })
-                .collect::<Result<Vec<_>>>()?;
-            System::on_cluster(devices, &cfg, link.clone())?
+            tessera_wgpu::system_on_cluster(&cfg, &crate::backend::adapter_choice(), link.clone())?
         }
     };
     let sim = PagedBoiling::new(sys, o.size, o.size, o.page, BoilingParams::default())?;
     let bar =
         (link.rank() == 0).then(|| crate::run::progress((o.warmup + o.frames) as u64, "boiling"));
-    for _ in 0..o.warmup {
-        sim.frame(o.partition, o.procedure)?;
-        if let Some(b) = &bar {
-            b.inc(1);
-        }
-    }
-    let before = link.gather_counters()?;
-    let t = Instant::now();
-    for n in 1..=o.frames {
-        // Each pass ends at a barrier of every node, so this is the cluster's time.
-        sim.frame(o.partition, o.procedure)?;
-        if o.cluster.abort_rank == Some(link.rank()) && n == o.cluster.abort_after_frames {
-            let line = format!("rank {} aborts after frame {n}, as asked\n", link.rank());
+    let settings = Settings {
+        size: o.size,
+        page: o.page,
+        partition: o.partition,
+        procedure: o.procedure,
+        warmup: o.warmup,
+        frames: o.frames,
+        home_block_pages: o.cluster.home_block_pages,
+    };
+    let rank = link.rank();
+    let out = cluster::run(sim, &link, &settings, &network, |n, warmup| -> Result<()> {
+        if !warmup && o.cluster.abort_rank == Some(rank) && n == o.cluster.abort_after_frames {
+            let line = format!("rank {rank} aborts after frame {n}, as asked\n");
             let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
             std::process::abort();
         }
         if let Some(b) = &bar {
             b.inc(1);
         }
-    }
-    let wall = t.elapsed().as_secs_f64();
-    let after = link.gather_counters()?;
+        Ok(())
+    })?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    let per_frame = |v: u64| v as f64 / o.frames as f64;
-    let mut total = NodeCounters::default();
-    let mut by_node = Vec::new();
-    let mut sent = Vec::new();
-    for (a, b) in after.iter().zip(&before) {
-        let d = NodeCounters {
-            bytes: a.bytes - b.bytes,
-            page_bytes: a.page_bytes - b.page_bytes,
-            messages: a.messages - b.messages,
-        };
-        by_node.push(per_frame(d.bytes));
-        sent.push((d.messages, d.bytes));
-        total.add(&d);
-    }
-    let field = sim.field()?;
-    let report = NodesReport {
-        workload: "boiling",
-        nodes,
-        devices_per_node: k,
-        devices: nodes * k,
-        backend: sim.sys.backend().to_string(),
-        size: o.size,
-        page: o.page,
-        procedure: format!("{:?}", o.procedure),
-        partition: format!("{:?}", o.partition),
-        frames: o.frames,
-        warmup: o.warmup,
-        home_block_pages: o.cluster.home_block_pages,
-        time_kind: "measured",
-        ms_per_frame_measured: wall * 1e3 / o.frames as f64,
-        inter_node_bytes_per_frame: per_frame(total.bytes),
-        inter_node_page_bytes_per_frame: per_frame(total.page_bytes),
-        inter_node_messages_per_frame: per_frame(total.messages),
-        network: network.name.clone(),
-        network_bandwidth_gb_per_s: network.bandwidth / 1e9,
-        network_latency_us: network.latency * 1e6,
-        network_seconds_per_frame_modeled: network.phase_seconds(&sent) / o.frames as f64,
-        bytes_sent_per_frame_by_node: by_node,
-        field_checksum: checksum_hex(field_checksum(&field)),
-    };
-    Ok((report, sim))
+    Ok(out)
 }
 
-impl NodesReport {
-    pub fn print(&self) {
-        println!(
-            "Boiling {s}x{s}, page {p}, {n} node(s) x {k} device(s) [{be}] = {d} devices, {proc}, homes in blocks of {b} pages, {f} frame(s) after {w} warm-up (measured)",
-            s = self.size,
-            p = self.page,
-            n = self.nodes,
-            k = self.devices_per_node,
-            d = self.devices,
-            be = self.backend,
-            proc = self.procedure,
-            b = self.home_block_pages,
-            f = self.frames,
-            w = self.warmup
-        );
-        println!("ms_per_frame_measured={:.3}", self.ms_per_frame_measured);
-        println!(
-            "inter_node_bytes_per_frame={:.0} (page data {:.0}, {:.1} messages)",
-            self.inter_node_bytes_per_frame,
-            self.inter_node_page_bytes_per_frame,
-            self.inter_node_messages_per_frame
-        );
-        println!(
-            "network_seconds_per_frame_modeled={:.6} (on {}: {:.2} GB/s, {:.1} us a message; each node's messages one after another, the nodes at once)",
-            self.network_seconds_per_frame_modeled,
-            self.network,
-            self.network_bandwidth_gb_per_s,
-            self.network_latency_us
-        );
-        println!("field_checksum={}", self.field_checksum);
-    }
+/// Prints rank 0's summary.
+fn print(r: &NodesReport) {
+    println!(
+        "Boiling {s}x{s}, page {p}, {n} node(s) x {k} device(s) [{be}] = {d} devices, {proc}, homes in blocks of {b} pages, {f} frame(s) after {w} warm-up (measured)",
+        s = r.size,
+        p = r.page,
+        n = r.nodes,
+        k = r.devices_per_node,
+        d = r.devices,
+        be = r.backend,
+        proc = r.procedure,
+        b = r.home_block_pages,
+        f = r.frames,
+        w = r.warmup
+    );
+    println!("ms_per_frame_measured={:.3}", r.ms_per_frame_measured);
+    println!(
+        "inter_node_bytes_per_frame={:.0} (page data {:.0}, {:.1} messages)",
+        r.inter_node_bytes_per_frame,
+        r.inter_node_page_bytes_per_frame,
+        r.inter_node_messages_per_frame
+    );
+    println!(
+        "network_seconds_per_frame_modeled={:.6} (on {}: {:.2} GB/s, {:.1} us a message; each node's messages one after another, the nodes at once)",
+        r.network_seconds_per_frame_modeled,
+        r.network,
+        r.network_bandwidth_gb_per_s,
+        r.network_latency_us
+    );
+    println!("field_checksum={}", r.field_checksum);
 }
 
 /// The network to model the traffic on: `--network`, else the topology file's, else ib-hdr.
@@ -236,7 +148,7 @@ pub fn boiling(o: &RunOpts, k: usize) -> Result<()> {
         if rank == 0 {
             std::fs::create_dir_all(&o.out)
                 .with_context(|| format!("cannot create output directory {}", o.out.display()))?;
-            report.print();
+            print(&report);
             let json = o.out.join("report.json");
             std::fs::write(&json, serde_json::to_string_pretty(&report)?)
                 .with_context(|| format!("cannot write {}", json.display()))?;

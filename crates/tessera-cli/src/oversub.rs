@@ -3,25 +3,15 @@
 //! one run; plus Belady's OPT over the recorded trace as a bound.
 //!
 //! The ratio is the working set divided by the budget: 2 means half of what the device touches
-//! fits. Every configuration is built up front and warmed up by one frame; then, round after
-//! round, each runs `--frames` frames in turn (the resident run too), so machine noise hits all
-//! of them alike, and the median of the rounds is compared. The fields must all end equal to
-//! the resident run's, or the bench fails.
-//!
-//! OPT: each device's trace is the sequence of page sets its granted batches needed resident
-//! at once (the batch and the pages its wave kept). Loads and OPT's loads are counted over the
-//! whole run, warm-up frame included, since both start from an empty memory. Belady's rule over that trace gives the fewest
-//! loads any policy could make for the same sequence of waves. Turning loads into time is a
-//! model: the policy's time above resident, scaled by OPT's loads over the policy's. It is
-//! printed as modeled.
+//! fits. The trials run side by side in [`tessera_workloads::oversub`]'s harness, which also
+//! says how OPT is counted; OPT's time is printed as modeled. The fields (the ray tracer's
+//! images) must all end equal to the resident run's, or the bench fails.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use tessera_core::eviction::belady_loads;
 use tessera_core::{ObjectDesc, TexelFormat};
 use tessera_runtime::{
     Partition, Policy, Prefetch, Procedure, StageTimes, SystemConfig, Thrashing,
@@ -29,6 +19,9 @@ use tessera_runtime::{
 use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::reference::field_checksum;
 use tessera_workloads::boiling::sim::PagedBoiling;
+use tessera_workloads::oversub::{median, run_rounds, Loads, Trial};
+use tessera_workloads::raytrace::check_budget;
+use tessera_workloads::raytrace::render::{RayRenderer, RenderOptions};
 
 use crate::plot::{line_chart, LineChart, Series};
 use crate::run::{check_size, progress};
@@ -136,16 +129,6 @@ fn working_set(o: &OversubOpts) -> Result<u64> {
     Ok(BOILING_TEXTURES * desc.page_count() * desc.page_bytes() / o.devices as u64)
 }
 
-struct Config {
-    /// None: the resident run.
-    setting: Option<Setting>,
-    sim: PagedBoiling,
-    times: Vec<f64>,
-    wave_splits: u64,
-    /// Stage times of the measured frames, summed over devices.
-    stages: StageTimes,
-}
-
 fn on_off(b: bool) -> &'static str {
     if b {
         "on"
@@ -157,11 +140,6 @@ fn on_off(b: bool) -> &'static str {
 /// Percent of the stage time spent waiting for request batches (read and write).
 fn request_pct(s: &StageTimes) -> f64 {
     100.0 * (s.read_requests + s.write_requests) / s.total().max(f64::MIN_POSITIVE)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }
 
 pub fn oversubscription(o: &OversubOpts) -> Result<()> {
@@ -180,7 +158,7 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
             // The ray kernel declares no footprint, so there is no next band to stage.
             bail!("--staging on applies to boiling only (the ray kernel has no footprint)");
         }
-        return crate::raytrace::oversubscription(o);
+        return raytrace(o);
     }
     let ws = working_set(o)?;
     let params = BoilingParams::default();
@@ -219,59 +197,32 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
         }
         let (sys, _) = backend::system(o.backend, &cfg)?;
         let sim = PagedBoiling::new(sys, o.size, o.size, o.page, params)?;
-        configs.push(Config {
-            setting,
-            sim,
-            times: Vec::new(),
-            wave_splits: 0,
-            stages: StageTimes::default(),
-        });
+        configs.push(Trial::new(setting, sim));
     }
     let bar = progress(
         (configs.len() as u64) * (o.rounds as u64 + 1),
         "oversubscription",
     );
-    // Warm-up: the first frame pages everything in (and, oversubscribed, starts evicting).
-    for c in &mut configs {
-        c.sim
-            .frame(Partition::Rows, o.procedure)
-            .with_context(|| describe(c.setting))?;
-        bar.inc(1);
-    }
-    let baseline: Vec<_> = configs
-        .iter()
-        .map(|c| c.sim.sys.mm.traffic())
-        .collect::<Result<_, _>>()?;
-    let n = configs.len();
-    for round in 0..o.rounds as usize {
-        // Each round starts one configuration later, so no configuration always runs first
-        // (the first of a round ran measurably slower, round after round).
-        for i in 0..n {
-            let c = &mut configs[(round + i) % n];
-            let t = Instant::now();
-            for _ in 0..o.frames {
-                let stats = c
-                    .sim
-                    .frame(Partition::Rows, o.procedure)
-                    .with_context(|| describe(c.setting))?;
-                c.wave_splits += stats.iter().map(|s| s.wave_splits).sum::<u64>();
-                for s in &stats {
-                    c.stages.add(&s.stages);
-                }
-            }
-            c.times.push(t.elapsed().as_secs_f64() / o.frames as f64);
-            bar.inc(1);
-        }
-    }
+    let baseline = run_rounds(
+        &mut configs,
+        o.rounds,
+        o.frames,
+        |sim, setting| {
+            sim.frame(Partition::Rows, o.procedure)
+                .with_context(|| describe(setting.copied()))
+        },
+        |sim| &sim.sys,
+        || bar.inc(1),
+    )?;
     bar.finish_and_clear();
     let measured_frames = (o.frames * o.rounds) as f64;
     let resident = median(configs[0].times.clone());
-    let want = field_checksum(&configs[0].sim.field()?);
+    let want = field_checksum(&configs[0].subject.field()?);
     println!(
         "{:?} {s}x{s}, {} device(s) [{}], page {p}x{p}, {:?}, working set {} KiB per device, thrashing {:?}, median of {} rounds x {} frames (measured)",
         o.workload,
         o.devices,
-        configs[0].sim.sys.backend(),
+        configs[0].subject.sys.backend(),
         o.procedure,
         ws / 1024,
         o.thrashing,
@@ -283,7 +234,7 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
     println!(
         "resident  {:>9.3} ms/frame, {:.1}% of stage time waiting for requests",
         resident * 1e3,
-        request_pct(&configs[0].stages)
+        request_pct(&configs[0].stats.stages)
     );
     println!(
         "{:>6} {:>7} {:>8} {:>7} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8} {:>6} {:>8} {:>8}",
@@ -336,7 +287,7 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
             continue;
         };
         let t = median(c.times.clone());
-        let got = field_checksum(&c.sim.field()?);
+        let got = field_checksum(&c.subject.field()?);
         if got != want {
             mismatched.push(format!(
                 "{ratio}x {policy} prefetch {prefetch} staging {}: {got} (resident {want})",
@@ -344,7 +295,7 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
             ));
         }
         let traffic: Vec<_> = c
-            .sim
+            .subject
             .sys
             .mm
             .traffic()?
@@ -359,22 +310,13 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
         // from an empty memory, so OPT's count is a lower bound on the policy's. (Over the
         // measured frames alone OPT would start cold while the policy starts warm.)
         let all_frames = measured_frames + 1.0;
-        let loads_all: u64 = c
-            .sim
-            .sys
-            .mm
-            .traffic()?
-            .iter()
-            .map(|t| t.host_to_device.pages + t.device_to_device.pages)
-            .sum();
         let budget = (ws as f64 / ratio) as u64;
         let page_bytes =
             ObjectDesc::texture(o.size, o.size, TexelFormat::R32Float, o.page)?.page_bytes();
         let capacity = (budget / page_bytes) as usize;
-        let trace = c.sim.sys.mm.trace()?;
-        let opt_all: u64 = trace.iter().map(|t| belady_loads(t, capacity)).sum();
-        // Time above resident, scaled by the loads OPT would make instead (a model).
-        let t_opt = resident + (t - resident).max(0.0) * (opt_all as f64 / loads_all.max(1) as f64);
+        let loads = Loads::of(&c.subject.sys, capacity)?;
+        let (loads_all, opt_all) = (loads.loads, loads.opt);
+        let t_opt = loads.opt_time(resident, t);
         let per_all = |n: u64| n as f64 / all_frames;
         let per = |n: u64| n as f64 / measured_frames;
         let prefetched = sum(&|t| t.prefetched);
@@ -401,7 +343,7 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
             resident / t_opt,
             t_opt / t,
             hit_pct,
-            request_pct(&c.stages),
+            request_pct(&c.stats.stages),
             per(sum(&|t| t.staged_batches)),
             per(sum(&|t| t.host_to_device_during_launch.pages)),
         );
@@ -415,14 +357,14 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
             per(sum(&|t| t.eviction_write_backs)),
             per(sum(&|t| t.refaults)),
             sum(&|t| t.thrashing_pages),
-            per(c.wave_splits),
+            per(c.stats.wave_splits),
             per_all(loads_all),
             per_all(opt_all),
             resident / t_opt,
             t_opt / t,
             per(prefetched),
             per(sum(&|t| t.prefetch_hits)),
-            request_pct(&c.stages),
+            request_pct(&c.stats.stages),
             per(sum(&|t| t.staged_batches)),
             per(sum(&|t| t.stage_refusals)),
             per(sum(&|t| t.host_to_device_during_launch.pages)),
@@ -490,5 +432,205 @@ fn describe(setting: Option<Setting>) -> String {
             "ratio {r} with policy {p}, prefetch {f}, staging {}",
             on_off(st)
         ),
+    }
+}
+
+/// `tessera bench oversubscription --workload raytrace`: as for boiling, with the working set
+/// measured: the most pages any device holds after a resident frame.
+fn raytrace(o: &OversubOpts) -> Result<()> {
+    crate::raytrace::check_opts(o.width, o.height, o.devices)?;
+    if o.frames == 0 || o.rounds == 0 {
+        bail!("--frames and --rounds must be at least 1");
+    }
+    if o.policy.is_empty() || o.ratios.is_empty() {
+        bail!("give at least one --policy and --ratios value");
+    }
+    let (scene, view, name) =
+        crate::raytrace::load(&o.scene, &o.pak_dir, o.instances, o.page, o.width, o.height)?;
+    let opts = RenderOptions {
+        width: o.width,
+        height: o.height,
+        page: o.page,
+        ao_samples: o.ao_samples,
+        ao_radius: o.ao_radius,
+        partition: Partition::Rows,
+        procedure: o.procedure,
+    };
+    let page_bytes = o.page as u64 * o.page as u64 * 4;
+    let base_cfg = SystemConfig {
+        devices: o.devices,
+        cpu_threads: o.threads,
+        record_trace: true,
+        thrashing: o.thrashing,
+        ..Default::default()
+    };
+    // The working set: pages each device holds after a resident frame.
+    let ws_pages = {
+        let (sys, _) = backend::system(o.backend, &base_cfg)?;
+        let mut r = RayRenderer::new(sys, scene.clone(), view, opts)?;
+        r.frame()?;
+        let res = r.residency()?;
+        (0..o.devices)
+            .map(|d| res.iter().map(|x| x.per_device[d]).sum::<u64>())
+            .max()
+            .unwrap_or(0)
+    };
+    std::fs::create_dir_all(&o.out)
+        .with_context(|| format!("cannot create {}", o.out.display()))?;
+    let budget_of = |ratio: f64| {
+        ((ws_pages as f64 / ratio) as u64).max(tessera_workloads::raytrace::MIN_BUDGET_PAGES)
+            * page_bytes
+    };
+    let mut settings: Vec<Option<(f64, Policy)>> = vec![None];
+    for &ratio in &o.ratios {
+        for &p in &o.policy {
+            settings.push(Some((ratio, p)));
+        }
+    }
+    let mut configs = Vec::new();
+    for setting in settings {
+        let mut cfg = base_cfg.clone();
+        if let Some((ratio, policy)) = setting {
+            let budget = budget_of(ratio);
+            check_budget(budget, o.page)?;
+            cfg.budget_bytes = budget;
+            cfg.memory_bytes = budget;
+            cfg.policy = policy;
+        } else {
+            cfg.memory_bytes = (ws_pages * page_bytes).max(page_bytes);
+        }
+        let (sys, _) = backend::system(o.backend, &cfg)?;
+        let r = RayRenderer::new(sys, scene.clone(), view, opts)?;
+        configs.push(Trial::new(setting, r));
+    }
+    let bar = progress(
+        configs.len() as u64 * (o.rounds as u64 + 1),
+        "oversubscription raytrace",
+    );
+    let baseline = run_rounds(
+        &mut configs,
+        o.rounds,
+        o.frames,
+        |r, setting| {
+            r.frame()
+                .with_context(|| describe_raytrace(setting.copied()))
+        },
+        |r| &r.sys,
+        || bar.inc(1),
+    )?;
+    bar.finish_and_clear();
+    let measured = (o.frames * o.rounds) as f64;
+    let all_frames = measured + 1.0;
+    let resident = median(configs[0].times.clone());
+    let want = configs[0].subject.image()?;
+    println!(
+        "raytrace {name} x{} ({} triangles), {}x{}, {} AO rays, {} device(s) [{}], page {p}x{p} ({page_bytes} B), {:?}, working set {ws_pages} pages per device, thrashing {:?}, median of {} rounds x {} frames (measured)",
+        o.instances,
+        configs[0].subject.scene.triangle_count,
+        o.width,
+        o.height,
+        o.ao_samples,
+        o.devices,
+        configs[0].subject.sys.backend(),
+        o.procedure,
+        o.thrashing,
+        o.rounds,
+        o.frames,
+        p = o.page,
+    );
+    println!("resident  {:>9.1} ms/frame", resident * 1e3);
+    println!(
+        "{:>6} {:>7} {:>10} {:>8} {:>11} {:>11} {:>9} {:>10} {:>9} {:>9} {:>9}",
+        "ratio",
+        "policy",
+        "ms/frame",
+        "vs res.",
+        "relaunch/f",
+        "suspend/f",
+        "evict/f",
+        "MiB in/f",
+        "loads/f",
+        "OPT ld/f",
+        "OPT res."
+    );
+    let mut csv = String::from("ratio,policy,budget_bytes,ms_per_frame,throughput_vs_resident,relaunched_per_frame,suspended_per_frame,evictions_per_frame,bytes_moved_per_frame,loads_per_frame,opt_loads_per_frame,opt_throughput_vs_resident_modeled,image_equal\n");
+    let mut mismatched = Vec::new();
+    for (c, base) in configs.iter().zip(&baseline).skip(1) {
+        let Some((ratio, policy)) = c.setting else {
+            continue;
+        };
+        let t = median(c.times.clone());
+        let equal = c.subject.image()? == want;
+        if !equal {
+            mismatched.push(describe_raytrace(c.setting));
+        }
+        let now = c.subject.sys.mm.traffic()?;
+        let since: u64 = now
+            .iter()
+            .zip(base)
+            .map(|(a, b)| {
+                a.host_to_device.since(b.host_to_device).bytes
+                    + a.device_to_device.since(b.device_to_device).bytes
+                    + a.device_to_host.since(b.device_to_host).bytes
+            })
+            .sum();
+        let evictions: u64 = now
+            .iter()
+            .zip(base)
+            .map(|(a, b)| a.evictions - b.evictions)
+            .sum();
+        let budget = budget_of(ratio);
+        let loads = Loads::of(&c.subject.sys, (budget / page_bytes) as usize)?;
+        let (loads_all, opt_all) = (loads.loads, loads.opt);
+        let t_opt = loads.opt_time(resident, t);
+        println!(
+            "{:>6} {:>7} {:>10.1} {:>8.3} {:>11.0} {:>11.0} {:>9.0} {:>10.2} {:>9.0} {:>9.0} {:>9.3}",
+            ratio,
+            policy.name(),
+            t * 1e3,
+            resident / t,
+            c.stats.relaunched as f64 / measured,
+            c.stats.suspended as f64 / measured,
+            evictions as f64 / measured,
+            since as f64 / measured / 1048576.0,
+            loads_all as f64 / all_frames,
+            opt_all as f64 / all_frames,
+            resident / t_opt,
+        );
+        csv.push_str(&format!(
+            "{ratio},{},{},{:.3},{:.4},{:.1},{:.1},{:.1},{:.0},{:.1},{:.1},{:.4},{equal}\n",
+            policy.name(),
+            budget,
+            t * 1e3,
+            resident / t,
+            c.stats.relaunched as f64 / measured,
+            c.stats.suspended as f64 / measured,
+            evictions as f64 / measured,
+            since as f64 / measured,
+            loads_all as f64 / all_frames,
+            opt_all as f64 / all_frames,
+            resident / t_opt,
+        ));
+    }
+    let path = o.out.join("oversubscription-raytrace.csv");
+    std::fs::write(&path, csv).with_context(|| format!("cannot write {}", path.display()))?;
+    println!("wrote {}", crate::output::shown(&path).display());
+    if !mismatched.is_empty() {
+        bail!(
+            "oversubscribed images differ from the resident one: {}",
+            mismatched.join("; ")
+        );
+    }
+    println!(
+        "every image equals the resident one: {}",
+        crate::report::fnv1a_hex(&want)
+    );
+    Ok(())
+}
+
+fn describe_raytrace(setting: Option<(f64, Policy)>) -> String {
+    match setting {
+        None => "the resident run".into(),
+        Some((r, p)) => format!("ratio {r} with policy {p}"),
     }
 }

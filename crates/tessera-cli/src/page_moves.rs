@@ -31,14 +31,13 @@
 //! compared. A warm-up round (which also creates the devices' physical memories) is not
 //! counted.
 
-use std::time::Instant;
-
 use anyhow::{bail, Result};
 use clap::Args;
-use tessera_core::{Access, DeviceId, GlobalPage, ObjectDesc, PageRequest, SlotAddr};
 use tessera_runtime::cpu::CpuDevice;
-use tessera_runtime::{Device, System, SystemConfig};
+use tessera_runtime::SystemConfig;
 use tessera_wgpu::{PlainCopies, PlainTimes};
+use tessera_workloads::oversub::median;
+use tessera_workloads::page_moves::{round, slot_device, Round};
 
 use crate::{backend, parse_threads, BackendKind};
 
@@ -50,7 +49,7 @@ pub struct PageMovesOpts {
     /// Page sizes in KiB, powers of two from 1 to 1024 (the runtime's largest page is 1 MiB):
     /// a list such as 4,64,1024, where `...` keeps doubling (4,8,...,1024).
     #[arg(long, default_value = "4,16,64,256,1024", value_parser = parse_page_kib)]
-    pages_kib: crate::sweep::List,
+    pages_kib: crate::lists::List,
     /// MiB moved per page size and direction in each round.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024))]
     mib: u32,
@@ -67,8 +66,8 @@ pub struct PageMovesOpts {
     threads: usize,
 }
 
-pub fn parse_page_kib(s: &str) -> Result<crate::sweep::List, String> {
-    crate::sweep::parse_list_of(s, "page size (KiB)", |k| {
+pub fn parse_page_kib(s: &str) -> Result<crate::lists::List, String> {
+    crate::lists::parse_list_of(s, "page size (KiB)", |k| {
         if !k.is_power_of_two() {
             Err(format!(
                 "page size {k} KiB is not a power of two (1, 2, 4, ..., {MAX_PAGE_KIB} KiB)"
@@ -83,137 +82,21 @@ pub fn parse_page_kib(s: &str) -> Result<crate::sweep::List, String> {
     })
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
-/// Seconds of one round per move, for one page size.
-#[derive(Default, Clone, Copy)]
-struct Round {
-    memcpy: f64,
-    to_device: f64,
-    device_to_device: f64,
-    write_back_and_read: f64,
-    /// The CPU backend's slot writes and reads of the same pages alone, on this thread, with
-    /// no manager, channel or protocol: where a move's time goes.
-    slot_write: f64,
-    slot_read: f64,
-    /// Each page copied into a vector of its own, as the manager once handed a page to a worker.
-    to_new_vec: f64,
-    /// wgpu only: the same pages moved by plain wgpu calls.
-    plain: Option<PlainTimes>,
-    /// Pages of the device → device round moved as peer copies, and all it moved.
-    on_gpu: u64,
-    moved: u64,
-}
-
-fn requests(first: u64, pages: u64, access: Access) -> Vec<PageRequest> {
-    (first..first + pages)
-        .map(|p| PageRequest {
-            page: GlobalPage(p),
-            access,
-        })
-        .collect()
-}
-
-/// One batch from `device`, timed from sending it to its reply (every page copied and every
-/// acknowledgement in), then the lock released.
-fn timed_batch(sys: &System, device: u8, batch: Vec<PageRequest>) -> Result<f64> {
-    let d = DeviceId(device);
-    let t = Instant::now();
-    sys.mm.request(d, batch).wait()??;
-    let secs = t.elapsed().as_secs_f64();
-    sys.mm.release(d);
-    Ok(secs)
-}
-
-/// Times `dev`'s slot writes and reads of `src`, page by page, into memory 0.
-fn slot_copies(dev: &mut CpuDevice, page_bytes: u64, src: &[u8], r: &mut Round) -> Result<()> {
-    let pb = page_bytes as usize;
-    let t = Instant::now();
-    for (i, s) in src.chunks_exact(pb).enumerate() {
-        dev.write_slot(
-            SlotAddr {
-                memory: 0,
-                slot: i as u32,
-            },
-            s,
-        )?;
-    }
-    r.slot_write = t.elapsed().as_secs_f64();
-    let t = Instant::now();
-    for i in 0..src.len() / pb {
-        std::hint::black_box(dev.read_slot(SlotAddr {
-            memory: 0,
-            slot: i as u32,
-        })?);
-    }
-    r.slot_read = t.elapsed().as_secs_f64();
-    Ok(())
-}
-
-fn round(
-    sys: &System,
+/// One round: the plain wgpu moves first where there are any, then the runtime's.
+fn round_with(
+    sys: &tessera_runtime::System,
     page_bytes: u64,
     total: u64,
     src: &[u8],
     dst: &mut [u8],
     slots: Option<&mut CpuDevice>,
     plain: Option<&PlainCopies>,
-) -> Result<Round> {
-    let mut r = Round::default();
-    if let Some(p) = plain {
-        r.plain = Some(p.round(src, page_bytes)?);
-    }
-    let t = Instant::now();
-    for s in src.chunks_exact(page_bytes as usize) {
-        std::hint::black_box(s.to_vec());
-    }
-    r.to_new_vec = t.elapsed().as_secs_f64();
-    if let Some(dev) = slots {
-        slot_copies(dev, page_bytes, src, &mut r)?;
-    }
-    let pb = page_bytes as usize;
-    let t = Instant::now();
-    for (d, s) in dst.chunks_exact_mut(pb).zip(src.chunks_exact(pb)) {
-        d.copy_from_slice(s);
-    }
-    std::hint::black_box(&mut *dst);
-    r.memcpy = t.elapsed().as_secs_f64();
-
-    let obj = sys.create(ObjectDesc::buffer(total, page_bytes)?, Some(src.to_vec()))?;
-    let (first, pages) = (obj.page_offset, obj.desc.page_count());
-    r.to_device = timed_batch(sys, 0, requests(first, pages, Access::Read))?;
-    // Timed as queued, like the plain write_buffer it is compared with; the uploads then run
-    // before the next move's clock starts, which would otherwise pay for them.
-    sys.on_device(0, |ctx| ctx.worker.call(|d| d.wait_queued()))?
-        .wait()??;
-    // Device 0 already holds every page: this grants write access without moving bytes.
-    timed_batch(sys, 0, requests(first, pages, Access::Write))?;
-    let before = sys.mm.traffic()?;
-    let t = Instant::now();
-    sys.mm
-        .request(DeviceId(1), requests(first, pages, Access::Write))
-        .wait()??;
-    // Peer copies on a GPU return once queued: the move is done when the copies are, as the
-    // plain copy_buffer_to_buffer beside it is timed up to its wait.
-    sys.on_device(1, |ctx| ctx.worker.call(|d| d.wait_queued()))?
-        .wait()??;
-    r.device_to_device = t.elapsed().as_secs_f64();
-    sys.mm.release(DeviceId(1));
-    let moved = sys.mm.traffic()?[1].since(&before[1]);
-    (r.on_gpu, r.moved) = (
-        moved.device_to_device_peer.pages,
-        moved.device_to_device.pages,
-    );
-    r.write_back_and_read = timed_batch(sys, 0, requests(first, pages, Access::Read))?;
-    // The moves must have kept the bytes: a wrong copy would make the figures meaningless.
-    if sys.mm.read(obj.id)? != src {
-        bail!("the object read back differs from what was written ({page_bytes}-byte pages)");
-    }
-    sys.mm.free(obj.id)?;
-    Ok(r)
+) -> Result<(Round, Option<PlainTimes>)> {
+    let plain = match plain {
+        Some(p) => Some(p.round(src, page_bytes)?),
+        None => None,
+    };
+    Ok((round(sys, page_bytes, total, src, dst, slots)?, plain))
 }
 
 pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
@@ -280,22 +163,16 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
         }
         // A CPU device of its own for the slot-copy breakdown, one memory of the pages.
         let mut slots = match o.backend {
-            BackendKind::Cpu => {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(1)
-                    .build()
-                    .map_err(|e| anyhow::anyhow!("cannot start a thread: {e}"))?;
-                let mut d = CpuDevice::new(DeviceId(0), std::sync::Arc::new(pool));
-                d.create_memory(0, page_bytes, (total / page_bytes) as u32)?;
-                Some(d)
-            }
+            BackendKind::Cpu => Some(slot_device(page_bytes, total)?),
             BackendKind::Wgpu => None,
         };
         let pl = plain.as_ref();
-        round(&sys, page_bytes, total, &src, &mut dst, slots.as_mut(), pl)?;
-        let rounds: Vec<Round> = (0..o.rounds)
-            .map(|_| round(&sys, page_bytes, total, &src, &mut dst, slots.as_mut(), pl))
-            .collect::<Result<_>>()?;
+        round_with(&sys, page_bytes, total, &src, &mut dst, slots.as_mut(), pl)?;
+        let (rounds, plains): (Vec<Round>, Vec<Option<PlainTimes>>) = (0..o.rounds)
+            .map(|_| round_with(&sys, page_bytes, total, &src, &mut dst, slots.as_mut(), pl))
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .unzip();
         let m = |f: fn(&Round) -> f64| median(rounds.iter().map(f).collect());
         let memcpy = m(|r| r.memcpy);
         let gbs = |secs: f64, bytes: u64| bytes as f64 / secs / 1e9;
@@ -327,12 +204,7 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
             "n/a".to_string()
         };
         let plain_m = |f: fn(&PlainTimes) -> f64| {
-            median(
-                rounds
-                    .iter()
-                    .filter_map(|r| r.plain.as_ref().map(f))
-                    .collect(),
-            )
+            median(plains.iter().filter_map(|p| p.as_ref().map(f)).collect())
         };
         let cols = match o.backend {
             BackendKind::Cpu => [

@@ -8,10 +8,11 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
-use tessera_runtime::{DeviceTraffic, Procedure, SystemConfig};
+use tessera_runtime::{Procedure, SystemConfig};
 use tessera_workloads::quake::render::{RenderOptions, Renderer};
 use tessera_workloads::quake::replay::{replay_all, ReplayOptions, Replayed};
-use tessera_workloads::quake::trace::{DeviceFrame, Trace, BLOCK};
+use tessera_workloads::quake::run::{record, Figures, Footprint, QuakeDevice, TextureFigures};
+use tessera_workloads::quake::trace::{Trace, BLOCK};
 use tessera_workloads::quake::{map, scene, Camera, Mesh, Split, MAX_SCREEN_SIDE};
 
 use crate::backend;
@@ -111,37 +112,6 @@ pub struct QuakeOpts {
     /// Seed of the random initial placement.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-}
-
-#[derive(Serialize)]
-struct Footprint {
-    unique_pages: u64,
-    shared_pages: u64,
-    unique_bytes: u64,
-    shared_bytes: u64,
-}
-
-#[derive(Serialize)]
-struct TextureFigures {
-    name: String,
-    width: u32,
-    height: u32,
-    /// Atlas pages the texture's rectangle covers (an 8x8 texture takes a whole page).
-    pages: u64,
-    /// Page requests for it over the run, all devices.
-    requests: u64,
-}
-
-/// One device's figures over the run.
-#[derive(Serialize)]
-struct QuakeDevice {
-    device: usize,
-    /// Texture page requests, all frames.
-    texture_requests: u64,
-    /// Every page move of the run (all objects).
-    traffic: DeviceTraffic,
-    /// Summed over frames, seconds.
-    stages: tessera_runtime::StageTimes,
 }
 
 /// The schema's core (docs/report.schema.json), then the game trace's own section.
@@ -276,81 +246,37 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     let aspect = o.width as f64 / o.height as f64;
     let bar = progress(o.frames as u64, "quake");
     let start = Instant::now();
-    let mut requests = Vec::new();
-    let mut other = Vec::new();
-    let mut triangles = Vec::new();
-    let mut by_texture = vec![0u64; sizes.len()];
-    let mut stages = vec![tessera_runtime::StageTimes::default(); o.devices];
     let mut checksum = String::new();
-    let mut frame_seconds = Vec::new();
-    let mut trace_frames = Vec::new();
-    for (f, cam) in cams.iter().enumerate() {
-        let t = Instant::now();
-        let s = r.frame(&cam.view_proj(aspect))?;
-        frame_seconds.push(t.elapsed().as_secs_f64());
-        if o.trace.is_some() {
-            let blocks = r.accessed_blocks()?;
-            trace_frames.push(
-                s.requests
-                    .iter()
-                    .zip(blocks)
-                    .map(|(&requests, blocks)| DeviceFrame { requests, blocks })
-                    .collect::<Vec<_>>(),
-            );
-        }
-        let last = f + 1 == cams.len();
-        if last || (o.png_every > 0 && (f as u32).is_multiple_of(o.png_every)) {
-            let path = o.out.join(format!("frame-{f:04}.png"));
-            let image = r.framebuffer()?;
-            write_png(&path, o.width, o.height, &image)?;
-            if last {
-                checksum = crate::report::fnv1a_hex(&image);
+    let rec = record(
+        &mut r,
+        &cams,
+        aspect,
+        o.trace.is_some(),
+        |f, r, s| -> Result<()> {
+            let last = f + 1 == cams.len();
+            if last || (o.png_every > 0 && (f as u32).is_multiple_of(o.png_every)) {
+                let path = o.out.join(format!("frame-{f:04}.png"));
+                let image = r.framebuffer()?;
+                write_png(&path, o.width, o.height, &image)?;
+                if last {
+                    checksum = crate::report::fnv1a_hex(&image);
+                }
             }
-        }
-        if o.residency_png {
-            let path = residency_dir.join(format!("frame-{f:04}.png"));
-            write_residency(&r, &path)?;
-        }
-        bar.set_message(format!("requests {:?}", s.requests));
-        requests.push(s.requests);
-        other.push(s.other_requests);
-        triangles.push(s.triangles);
-        for (a, p) in stages.iter_mut().zip(&s.passes) {
-            a.add(&p.stages);
-        }
-        for (t, r) in by_texture.iter_mut().zip(&s.by_texture) {
-            *t += r;
-        }
-        bar.inc(1);
-    }
+            if o.residency_png {
+                let path = residency_dir.join(format!("frame-{f:04}.png"));
+                write_residency(r, &path)?;
+            }
+            bar.set_message(format!("requests {:?}", s.requests));
+            bar.inc(1);
+            Ok(())
+        },
+    )?;
     bar.finish();
     let wall = start.elapsed().as_secs_f64();
     let n = o.devices;
-    let total: Vec<u64> = (0..n)
-        .map(|d| requests.iter().map(|f| f[d]).sum())
-        .collect();
-    let residency = r.atlas_residency()?;
-    let page_bytes = o.page as u64 * o.page as u64 * 4;
-    let texture_footprint = (0..n)
-        .map(|d| {
-            let mine = residency.iter().filter(|&&m| m >> d & 1 == 1);
-            let shared = mine.clone().filter(|m| m.count_ones() > 1).count() as u64;
-            let unique = mine.count() as u64 - shared;
-            Footprint {
-                unique_pages: unique,
-                shared_pages: shared,
-                unique_bytes: unique * page_bytes,
-                shared_bytes: shared * page_bytes,
-            }
-        })
-        .collect();
-    let texture_pages = (0..r.atlas.page_count())
-        .filter(|&p| r.atlas.texture_of_page(p).is_some())
-        .count() as u64;
-    let mut all_stages = tessera_runtime::StageTimes::default();
-    for st in &stages {
-        all_stages.add(st);
-    }
+    let figures = Figures::of(&r, &rec, o.page)?;
+    let total = figures.total_requests;
+    let requests = rec.requests;
     let report = QuakeReport {
         schema_version: crate::report::SCHEMA_VERSION,
         workload: "quake",
@@ -365,24 +291,8 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         checksum,
         checksum_kind: "image",
         time_kind: "measured",
-        stages: all_stages,
-        per_device: r
-            .sys
-            .mm
-            .traffic()?
-            .into_iter()
-            .zip(&total)
-            .zip(&stages)
-            .enumerate()
-            .map(
-                |(device, ((traffic, &texture_requests), &stages))| QuakeDevice {
-                    device,
-                    texture_requests,
-                    traffic,
-                    stages,
-                },
-            )
-            .collect(),
+        stages: figures.stages,
+        per_device: figures.per_device,
         scene: scene_name,
         width: o.width,
         height: o.height,
@@ -393,30 +303,16 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         atlas_width: r.atlas.width,
         atlas_height: r.atlas.height,
         atlas_pages: r.atlas.page_count(),
-        texture_pages,
+        texture_pages: figures.texture_pages,
         wall_seconds: wall,
-        frame_seconds,
+        frame_seconds: rec.frame_seconds,
         mean_requests_per_frame: total.iter().map(|&t| t as f64 / o.frames as f64).collect(),
         total_requests: total.clone(),
         requests: requests.clone(),
-        other_requests: other,
-        triangles_per_frame: triangles,
-        texture_footprint,
-        per_texture: r
-            .mesh()
-            .textures
-            .iter()
-            .enumerate()
-            .map(|(t, tex)| TextureFigures {
-                name: tex.name.clone(),
-                width: tex.width,
-                height: tex.height,
-                pages: (0..r.atlas.page_count())
-                    .filter(|&p| r.atlas.texture_of_page(p) == Some(t as u32))
-                    .count() as u64,
-                requests: by_texture[t],
-            })
-            .collect(),
+        other_requests: rec.other_requests,
+        triangles_per_frame: rec.triangles,
+        texture_footprint: figures.texture_footprint,
+        per_texture: figures.per_texture,
     };
     let json = o.out.join("report.json");
     std::fs::write(&json, serde_json::to_string_pretty(&report)?)
@@ -440,7 +336,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
             drop_unused: o.drop_unused,
             random_placement: (o.initial_placement == Placement::Random).then_some(o.seed),
             textures: sizes,
-            frames: trace_frames,
+            frames: rec.trace_frames,
         };
         std::fs::write(path, trace.encode())
             .with_context(|| format!("cannot write {}", path.display()))?;

@@ -1,21 +1,20 @@
-//! `tessera run raytrace` (a scene larger than the device budget, rendered by rays
-//! that fault, save their state and resume) and the ray tracer's side of `tessera bench
-//! oversubscription --workload raytrace`.
+//! `tessera run raytrace`: a scene larger than the device budget, rendered by rays that
+//! fault, save their state and resume.
 
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
-use tessera_core::eviction::belady_loads;
-use tessera_runtime::{DeviceTraffic, Partition, PassStats, Policy, Procedure, SystemConfig};
+use tessera_runtime::{Partition, Policy, Procedure, SystemConfig};
 use tessera_workloads::raytrace::rays::View;
 use tessera_workloads::raytrace::render::{RayRenderer, RenderOptions};
+use tessera_workloads::raytrace::run::{
+    record, residency, traffic, FrameReport, ObjectReport, TrafficReport,
+};
 use tessera_workloads::raytrace::scene::PagedScene;
 use tessera_workloads::raytrace::{check_budget, SceneSpec};
 
-use crate::oversub::OversubOpts;
 use crate::report::write_png;
 use crate::run::progress;
 use crate::{
@@ -82,35 +81,6 @@ pub struct RaytraceOpts {
     pub(crate) out: PathBuf,
 }
 
-#[derive(Serialize)]
-struct FrameReport {
-    wall_ms: f64,
-    launches: u64,
-    relaunched: u64,
-    suspended: u64,
-    wave_splits: u64,
-    batches: u64,
-}
-
-#[derive(Serialize)]
-struct ObjectReport {
-    name: &'static str,
-    pages: u64,
-    page_bytes: u64,
-    resident_pages_per_device: Vec<u64>,
-}
-
-#[derive(Serialize)]
-struct TrafficReport {
-    device: usize,
-    host_to_device_bytes: u64,
-    device_to_device_bytes: u64,
-    device_to_host_bytes: u64,
-    page_requests: u64,
-    evictions: u64,
-    refaults: u64,
-}
-
 /// The schema's core (docs/report.schema.json), then the ray tracer's own section.
 #[derive(Serialize)]
 struct Report {
@@ -147,7 +117,7 @@ struct Report {
     residency: Vec<ObjectReport>,
 }
 
-fn check_opts(width: u32, height: u32, devices: usize) -> Result<()> {
+pub(crate) fn check_opts(width: u32, height: u32, devices: usize) -> Result<()> {
     if devices == 0 || devices > 64 {
         bail!("--devices must be between 1 and 64 (got {devices})");
     }
@@ -158,7 +128,7 @@ fn check_opts(width: u32, height: u32, devices: usize) -> Result<()> {
 }
 
 /// The scene, its view for a `width` × `height` image, and its name.
-fn load(
+pub(crate) fn load(
     spec: &SceneSpec,
     pak_dir: &Path,
     instances: u32,
@@ -177,14 +147,6 @@ fn load(
         width as f64 / height as f64,
     );
     Ok((scene, view, name))
-}
-
-fn sum_stats(stats: &[PassStats]) -> PassStats {
-    let mut all = PassStats::default();
-    for s in stats {
-        all.add(s);
-    }
-    all
 }
 
 pub fn run(o: &RaytraceOpts) -> Result<()> {
@@ -225,52 +187,11 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
     )?;
     let objects_bytes = r.total_bytes();
     let bar = progress(o.frames as u64, "raytrace");
-    let mut frames = Vec::new();
-    let mut stages = tessera_runtime::StageTimes::default();
-    for _ in 0..o.frames {
-        let t = Instant::now();
-        let stats = r.frame()?;
-        let wall = t.elapsed().as_secs_f64();
-        let s = sum_stats(&stats);
-        stages.add(&s.stages);
-        frames.push(FrameReport {
-            wall_ms: wall * 1e3,
-            launches: s.launches,
-            relaunched: s.relaunched,
-            suspended: s.suspended,
-            wave_splits: s.wave_splits,
-            batches: s.batches,
-        });
-        bar.inc(1);
-    }
+    let (frames, stages) = record(&mut r, o.frames, || bar.inc(1))?;
     bar.finish_and_clear();
     let image = r.image()?;
-    let traffic: Vec<TrafficReport> = r
-        .sys
-        .mm
-        .traffic()?
-        .iter()
-        .enumerate()
-        .map(|(device, t): (usize, &DeviceTraffic)| TrafficReport {
-            device,
-            host_to_device_bytes: t.host_to_device.bytes,
-            device_to_device_bytes: t.device_to_device.bytes,
-            device_to_host_bytes: t.device_to_host.bytes,
-            page_requests: t.page_requests,
-            evictions: t.evictions,
-            refaults: t.refaults,
-        })
-        .collect();
-    let residency = r
-        .residency()?
-        .into_iter()
-        .map(|o| ObjectReport {
-            name: o.name,
-            pages: o.pages,
-            page_bytes: o.page_bytes,
-            resident_pages_per_device: o.per_device,
-        })
-        .collect();
+    let traffic = traffic(&r)?;
+    let residency = residency(&r)?;
     let report = Report {
         schema_version: crate::report::SCHEMA_VERSION,
         workload: "raytrace",
@@ -343,244 +264,4 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
         crate::output::shown(&json).display()
     );
     Ok(())
-}
-
-struct Config {
-    /// None: the resident run.
-    setting: Option<(f64, Policy)>,
-    r: RayRenderer,
-    times: Vec<f64>,
-    relaunched: u64,
-    suspended: u64,
-    budget: u64,
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
-/// `tessera bench oversubscription --workload raytrace`: as for boiling (oversub.rs), with
-/// the working set measured: the most pages any device holds after a resident frame.
-pub fn oversubscription(o: &OversubOpts) -> Result<()> {
-    check_opts(o.width, o.height, o.devices)?;
-    if o.frames == 0 || o.rounds == 0 {
-        bail!("--frames and --rounds must be at least 1");
-    }
-    if o.policy.is_empty() || o.ratios.is_empty() {
-        bail!("give at least one --policy and --ratios value");
-    }
-    let (scene, view, name) = load(&o.scene, &o.pak_dir, o.instances, o.page, o.width, o.height)?;
-    let opts = RenderOptions {
-        width: o.width,
-        height: o.height,
-        page: o.page,
-        ao_samples: o.ao_samples,
-        ao_radius: o.ao_radius,
-        partition: Partition::Rows,
-        procedure: o.procedure,
-    };
-    let page_bytes = o.page as u64 * o.page as u64 * 4;
-    let base_cfg = SystemConfig {
-        devices: o.devices,
-        cpu_threads: o.threads,
-        record_trace: true,
-        thrashing: o.thrashing,
-        ..Default::default()
-    };
-    // The working set: pages each device holds after a resident frame.
-    let ws_pages = {
-        let (sys, _) = backend::system(o.backend, &base_cfg)?;
-        let mut r = RayRenderer::new(sys, scene.clone(), view, opts)?;
-        r.frame()?;
-        let res = r.residency()?;
-        (0..o.devices)
-            .map(|d| res.iter().map(|x| x.per_device[d]).sum::<u64>())
-            .max()
-            .unwrap_or(0)
-    };
-    std::fs::create_dir_all(&o.out)
-        .with_context(|| format!("cannot create {}", o.out.display()))?;
-    let mut settings: Vec<Option<(f64, Policy)>> = vec![None];
-    for &ratio in &o.ratios {
-        for &p in &o.policy {
-            settings.push(Some((ratio, p)));
-        }
-    }
-    let mut configs = Vec::new();
-    for setting in settings {
-        let mut cfg = base_cfg.clone();
-        let mut budget = cfg.budget_bytes;
-        if let Some((ratio, policy)) = setting {
-            budget = ((ws_pages as f64 / ratio) as u64)
-                .max(tessera_workloads::raytrace::MIN_BUDGET_PAGES)
-                * page_bytes;
-            check_budget(budget, o.page)?;
-            cfg.budget_bytes = budget;
-            cfg.memory_bytes = budget;
-            cfg.policy = policy;
-        } else {
-            cfg.memory_bytes = (ws_pages * page_bytes).max(page_bytes);
-        }
-        let (sys, _) = backend::system(o.backend, &cfg)?;
-        let r = RayRenderer::new(sys, scene.clone(), view, opts)?;
-        configs.push(Config {
-            setting,
-            r,
-            times: Vec::new(),
-            relaunched: 0,
-            suspended: 0,
-            budget,
-        });
-    }
-    let bar = progress(
-        configs.len() as u64 * (o.rounds as u64 + 1),
-        "oversubscription raytrace",
-    );
-    for c in &mut configs {
-        c.r.frame().with_context(|| describe(c.setting))?;
-        bar.inc(1);
-    }
-    let baseline: Vec<_> = configs
-        .iter()
-        .map(|c| c.r.sys.mm.traffic())
-        .collect::<Result<_, _>>()?;
-    let n = configs.len();
-    for round in 0..o.rounds as usize {
-        for i in 0..n {
-            let c = &mut configs[(round + i) % n];
-            let t = Instant::now();
-            for _ in 0..o.frames {
-                let s = sum_stats(&c.r.frame().with_context(|| describe(c.setting))?);
-                c.relaunched += s.relaunched;
-                c.suspended += s.suspended;
-            }
-            c.times.push(t.elapsed().as_secs_f64() / o.frames as f64);
-            bar.inc(1);
-        }
-    }
-    bar.finish_and_clear();
-    let measured = (o.frames * o.rounds) as f64;
-    let all_frames = measured + 1.0;
-    let resident = median(configs[0].times.clone());
-    let want = configs[0].r.image()?;
-    println!(
-        "raytrace {name} x{} ({} triangles), {}x{}, {} AO rays, {} device(s) [{}], page {p}x{p} ({page_bytes} B), {:?}, working set {ws_pages} pages per device, thrashing {:?}, median of {} rounds x {} frames (measured)",
-        o.instances,
-        configs[0].r.scene.triangle_count,
-        o.width,
-        o.height,
-        o.ao_samples,
-        o.devices,
-        configs[0].r.sys.backend(),
-        o.procedure,
-        o.thrashing,
-        o.rounds,
-        o.frames,
-        p = o.page,
-    );
-    println!("resident  {:>9.1} ms/frame", resident * 1e3);
-    println!(
-        "{:>6} {:>7} {:>10} {:>8} {:>11} {:>11} {:>9} {:>10} {:>9} {:>9} {:>9}",
-        "ratio",
-        "policy",
-        "ms/frame",
-        "vs res.",
-        "relaunch/f",
-        "suspend/f",
-        "evict/f",
-        "MiB in/f",
-        "loads/f",
-        "OPT ld/f",
-        "OPT res."
-    );
-    let mut csv = String::from("ratio,policy,budget_bytes,ms_per_frame,throughput_vs_resident,relaunched_per_frame,suspended_per_frame,evictions_per_frame,bytes_moved_per_frame,loads_per_frame,opt_loads_per_frame,opt_throughput_vs_resident_modeled,image_equal\n");
-    let mut mismatched = Vec::new();
-    for (c, base) in configs.iter().zip(&baseline).skip(1) {
-        let Some((ratio, policy)) = c.setting else {
-            continue;
-        };
-        let t = median(c.times.clone());
-        let equal = c.r.image()? == want;
-        if !equal {
-            mismatched.push(describe(c.setting));
-        }
-        let now = c.r.sys.mm.traffic()?;
-        let since: u64 = now
-            .iter()
-            .zip(base)
-            .map(|(a, b)| {
-                a.host_to_device.since(b.host_to_device).bytes
-                    + a.device_to_device.since(b.device_to_device).bytes
-                    + a.device_to_host.since(b.device_to_host).bytes
-            })
-            .sum();
-        let evictions: u64 = now
-            .iter()
-            .zip(base)
-            .map(|(a, b)| a.evictions - b.evictions)
-            .sum();
-        let loads_all: u64 = now
-            .iter()
-            .map(|t| t.host_to_device.pages + t.device_to_device.pages)
-            .sum();
-        let capacity = (c.budget / page_bytes) as usize;
-        let opt_all: u64 =
-            c.r.sys
-                .mm
-                .trace()?
-                .iter()
-                .map(|t| belady_loads(t, capacity))
-                .sum();
-        let t_opt = resident + (t - resident).max(0.0) * (opt_all as f64 / loads_all.max(1) as f64);
-        println!(
-            "{:>6} {:>7} {:>10.1} {:>8.3} {:>11.0} {:>11.0} {:>9.0} {:>10.2} {:>9.0} {:>9.0} {:>9.3}",
-            ratio,
-            policy.name(),
-            t * 1e3,
-            resident / t,
-            c.relaunched as f64 / measured,
-            c.suspended as f64 / measured,
-            evictions as f64 / measured,
-            since as f64 / measured / 1048576.0,
-            loads_all as f64 / all_frames,
-            opt_all as f64 / all_frames,
-            resident / t_opt,
-        );
-        csv.push_str(&format!(
-            "{ratio},{},{},{:.3},{:.4},{:.1},{:.1},{:.1},{:.0},{:.1},{:.1},{:.4},{equal}\n",
-            policy.name(),
-            c.budget,
-            t * 1e3,
-            resident / t,
-            c.relaunched as f64 / measured,
-            c.suspended as f64 / measured,
-            evictions as f64 / measured,
-            since as f64 / measured,
-            loads_all as f64 / all_frames,
-            opt_all as f64 / all_frames,
-            resident / t_opt,
-        ));
-    }
-    let path = o.out.join("oversubscription-raytrace.csv");
-    std::fs::write(&path, csv).with_context(|| format!("cannot write {}", path.display()))?;
-    println!("wrote {}", crate::output::shown(&path).display());
-    if !mismatched.is_empty() {
-        bail!(
-            "oversubscribed images differ from the resident one: {}",
-            mismatched.join("; ")
-        );
-    }
-    println!(
-        "every image equals the resident one: {}",
-        crate::report::fnv1a_hex(&want)
-    );
-    Ok(())
-}
-
-fn describe(setting: Option<(f64, Policy)>) -> String {
-    match setting {
-        None => "the resident run".into(),
-        Some((r, p)) => format!("ratio {r} with policy {p}"),
-    }
 }

@@ -5,158 +5,26 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use serde::Serialize;
 use tessera_model::Topology;
-use tessera_runtime::{DeviceMemoryUse, LinkCounters, StageTimes};
+use tessera_runtime::StageTimes;
+
+pub use tessera_workloads::boiling::report::*;
+pub use tessera_workloads::SCHEMA_VERSION;
 
 use crate::measure::Run;
 use crate::RunOpts;
 
-#[derive(Serialize, Default, Clone, Copy)]
-pub struct PerFrame {
-    pub pages: f64,
-    pub bytes: f64,
-}
-
-impl PerFrame {
-    fn of(c: LinkCounters, frames: u32) -> Self {
-        PerFrame {
-            pages: c.pages as f64 / frames as f64,
-            bytes: c.bytes as f64 / frames as f64,
-        }
-    }
-    fn add(&mut self, o: PerFrame) {
-        self.pages += o.pages;
-        self.bytes += o.bytes;
-    }
-}
-
-#[derive(Serialize)]
-pub struct DeviceReport {
-    pub device: usize,
-    pub page_requests_per_frame: f64,
-    pub read_requests_per_frame: f64,
-    pub write_requests_per_frame: f64,
-    pub request_batches_per_frame: f64,
-    /// Batches that waited on a memory lock, over the whole run.
-    pub deferred_batches: u64,
-    pub host_to_device_per_frame: PerFrame,
-    pub device_to_host_per_frame: PerFrame,
-    /// Every device → device move (the name predates peer copies: on a shared wgpu device
-    /// some of these are copies on the device, `device_to_device_peer_per_frame`).
-    pub device_to_device_via_host_per_frame: PerFrame,
-    /// Of those, the ones copied on the device without the host (docs/PROTOCOL.md, "Peer
-    /// copies").
-    pub device_to_device_peer_per_frame: PerFrame,
-    /// At the end of the run.
-    pub memory: DeviceMemoryUse,
-    pub stage_seconds: StageTimes,
-    /// Device time per stage from timestamp queries; absent where the backend has none.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gpu_stage_seconds: Option<StageTimes>,
-    pub launches: u64,
-    pub relaunched_invocations: u64,
-    /// Two-pass request passes launched, and skipped because every page was resident.
-    pub request_passes: u64,
-    pub request_passes_skipped: u64,
-    /// Bands launched with no request, the device holding every page they name.
-    pub bands_launched_held: u64,
-    /// The host's work for this device per frame, counted (`HostCounters`).
-    pub host: HostReport,
-    /// Pages that left this device for the host per frame, by why they had to.
-    pub write_backs_per_frame: WriteBacks,
-    /// Eviction over the measured frames (all zero while everything fits the budget).
-    pub eviction: EvictionReport,
-    /// Remote accesses (`AccessMode::Remote`) by location, the locations reached only.
-    pub remote: Vec<RemoteReport>,
-}
-
-/// Pages a device's copy gave up to the host per frame, by cause. Under owned pages
-/// (`--coherence owned`) a page another device reads is served from its owner and does not go
-/// home, so `coherence` is 0; `free` and `node` are 0 under both rules, counted so that a
-/// change that made them nonzero shows.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
-pub struct WriteBacks {
-    /// Written home because another device read the page (`--coherence write-home`).
-    pub coherence: f64,
-    /// Written home because the owner's last copy was evicted.
-    pub eviction: f64,
-    /// Read by the host from the owner's copy (an object read: the frame, the GIF, a checksum).
-    pub host_read: f64,
-    /// Freeing an object never writes its pages home: the data dies with it.
-    pub free: f64,
-    /// Across nodes an owned page is served from its owner like any other (the protocol runs
-    /// over every device of the cluster), so no node boundary writes a page home.
-    pub node: f64,
-}
-
-impl WriteBacks {
-    fn of(t: &tessera_runtime::DeviceTraffic, frames: u32) -> Self {
-        let f = frames.max(1) as f64;
-        WriteBacks {
-            coherence: t.coherence_write_backs as f64 / f,
-            eviction: t.eviction_write_backs as f64 / f,
-            host_read: t.host_reads as f64 / f,
-            free: 0.0,
-            node: 0.0,
-        }
-    }
-    fn add(&mut self, o: &WriteBacks) {
-        self.coherence += o.coherence;
-        self.eviction += o.eviction;
-        self.host_read += o.host_read;
-        self.free += o.free;
-        self.node += o.node;
-    }
-}
-
-/// The host's work for one device, per modeled frame: what "no host work when nothing
-/// faults" is checked by (docs/PROTOCOL.md, "The held set").
-#[derive(Clone, Copy, Debug, Default, Serialize)]
-pub struct HostReport {
-    /// Work handed to the device: queue submissions (wgpu), jobs on its worker (CPU).
-    pub submissions_per_frame: f64,
-    /// Times a driver or the memory manager blocked on the device's answer.
-    pub blocking_waits_per_frame: f64,
-    /// Inside the wgpu backend's jobs: waits for the GPU to drain (0 on the CPU backend).
-    pub device_waits_per_frame: f64,
-    pub bytes_read_back_per_frame: f64,
-    /// Messages the device's driver sent the memory manager.
-    pub manager_messages_per_frame: f64,
-}
-
-impl HostReport {
-    pub fn of(h: &tessera_runtime::HostCounters, frames: u32) -> Self {
-        let f = frames.max(1) as f64;
-        HostReport {
-            submissions_per_frame: h.submissions as f64 / f,
-            blocking_waits_per_frame: h.blocking_waits as f64 / f,
-            device_waits_per_frame: h.device_waits as f64 / f,
-            bytes_read_back_per_frame: h.bytes_read_back as f64 / f,
-            manager_messages_per_frame: h.manager_messages as f64 / f,
-        }
-    }
-}
-
-/// Remote accesses between one accessor and one location, over the measured frames.
-#[derive(Clone, Serialize)]
-pub struct RemoteReport {
-    /// Where the pages live: `host` or `device<N>`.
-    pub location: String,
-    #[serde(flatten)]
-    pub link: tessera_core::RemoteLink,
-}
-
-impl RemoteReport {
-    pub fn of(t: &tessera_runtime::DeviceTraffic) -> Vec<RemoteReport> {
-        t.remote_links()
-            .into_iter()
-            .map(|(l, link)| RemoteReport {
-                location: l.to_string(),
-                link,
-            })
-            .collect()
-    }
+/// The report of `run`, made with the options `o` it ran with.
+pub fn collect(run: &Run, o: &RunOpts, topo: &Topology, field_checksum: String) -> Result<Report> {
+    Ok(Report::collect(
+        run,
+        &crate::measure::settings(o),
+        o.size,
+        o.node.backend.name(),
+        &o.node.config(o.devices),
+        topo,
+        field_checksum,
+    )?)
 }
 
 /// Prints remote traffic per (accessor, location) pair, bytes and batch/spread, when there is
@@ -190,41 +58,6 @@ pub fn print_remote(per_device: &[Vec<RemoteReport>]) {
     }
 }
 
-/// What the budget's page cache did on one device, over the measured frames.
-#[derive(Serialize, Clone, Copy, Default)]
-pub struct EvictionReport {
-    pub evictions: u64,
-    /// Modified pages written home before they were evicted.
-    pub write_backs: u64,
-    /// Pages requested again after the device evicted them.
-    pub refaults: u64,
-    /// Pages refaulted 3 times within 16 batches of their eviction.
-    pub thrashing_pages: u64,
-    /// Times a thrashing page was pinned in response (`--thrashing pin`); a page may be
-    /// pinned again after its pin ran out.
-    pub thrash_pins: u64,
-    /// Waves split because their pages did not fit the budget at once.
-    pub wave_splits: u64,
-    /// Pages fetched beyond those asked for (`--prefetch tree`).
-    pub prefetched: u64,
-    /// Of those, pages a launch was seen using while they were resident.
-    pub prefetch_hits: u64,
-    /// Staged batches granted (`--staging on`): a next band's pages fetched while the
-    /// current band ran.
-    pub staged_batches: u64,
-    /// Pages in those batches.
-    pub staged_pages: u64,
-    /// Staged batches refused, changing nothing.
-    pub stage_refusals: u64,
-    /// Of the staged pages, those copied from home into the device while it ran a launch
-    /// (the CPU backend; on wgpu they are copied after it).
-    pub copied_during_launch: u64,
-}
-
-/// The version of the report schema (docs/report.schema.json): the core every workload's
-/// report.json shares, before its own section.
-pub const SCHEMA_VERSION: u32 = 1;
-
 /// An FNV-1a hash of bytes, in hex: the checksum of an image in reports (the same hash as
 /// a field's, `tessera_workloads::boiling::reference::field_checksum`).
 pub fn fnv1a_hex(bytes: &[u8]) -> String {
@@ -232,493 +65,152 @@ pub fn fnv1a_hex(bytes: &[u8]) -> String {
     checksum_hex(fnv1a(bytes.iter().copied()))
 }
 
-#[derive(Serialize)]
-pub struct Report {
-    pub schema_version: u32,
-    pub workload: &'static str,
-    pub backend: &'static str,
-    /// The devices as the backend describes them, e.g. `cpu (2 threads)`.
-    pub adapter: String,
-    /// The wgpu adapter's name; absent on the CPU backend.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub adapter_name: Option<String>,
-    pub devices: usize,
-    pub size: u32,
-    pub page_size: u32,
-    pub procedure: tessera_runtime::Procedure,
-    #[serde(rename = "split")]
-    pub partition: tessera_runtime::Partition,
-    pub frames: u32,
-    /// Frames run before the measured ones; nothing in this report counts them.
-    pub warmup_frames: u32,
-    /// Frames of the field: the warm-up and `frames`, in either model (the isolated model's
-    /// second node runs the same frames beside them). The field checksum is after all.
-    pub simulated_frames: u32,
-    pub time_kind: &'static str,
-    /// Measured wall time of `frames` frames with the devices running together.
-    pub wall_seconds: f64,
-    pub frames_per_second_measured: f64,
-    /// Measured wall time of the frames run one device at a time (isolated model only): the
-    /// devices' turns one after another, not a multi-device time.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub wall_seconds_devices_one_at_a_time: Option<f64>,
-    /// The topology the modeled time is for.
-    pub topology: String,
-    /// Same as `modeled.frames_per_second`, beside the measured one.
-    pub frames_per_second_modeled: f64,
-    pub modeled: ModeledReport,
-    pub page_requests_per_frame: f64,
-    pub host_to_device_per_frame: PerFrame,
-    pub device_to_host_per_frame: PerFrame,
-    /// Every device → device move (see the per-device field of the same name).
-    pub device_to_device_via_host_per_frame: PerFrame,
-    /// Of those, the ones copied on the device without the host.
-    pub device_to_device_peer_per_frame: PerFrame,
-    /// Texels in the pages moved to devices (from home or another device): the paper's
-    /// Figure 10.
-    pub texels_to_devices_per_frame: f64,
-    /// Texels in the pages written back to home.
-    pub texels_to_host_per_frame: f64,
-    /// Memory over all devices at the end of the run: the paper's Figure 8.
-    pub memory: MemorySummary,
-    /// Summed over devices, seconds.
-    #[serde(rename = "stages")]
-    pub stage_seconds: StageTimes,
-    /// Share of the summed stage time, percent, as in the paper's Table 3.
-    pub stage_percent: StageTimes,
-    /// Summed over devices, seconds of device time per stage measured by timestamp queries
-    /// (kernels, request compaction, merge); part of `stage_seconds`. Absent on the CPU
-    /// backend and on adapters without timestamp queries.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gpu_stage_seconds: Option<StageTimes>,
-    pub per_device: Vec<DeviceReport>,
-    /// The field's checksum after the last frame (`checksum_kind`: "field").
-    #[serde(rename = "checksum")]
-    pub field_checksum: String,
-    pub checksum_kind: &'static str,
-    /// Per device budget, bytes: the page cache's size.
-    pub budget_bytes: u64,
-    pub policy: tessera_runtime::Policy,
-    pub thrashing: tessera_runtime::Thrashing,
-    pub prefetch: tessera_runtime::Prefetch,
-    /// Asynchronous staging (`--staging`).
-    pub staging: bool,
-    /// The relaunch procedure asks for footprint pages first (`--footprint-ahead`).
-    pub footprint_ahead: bool,
-    /// Deferred execution of held bands (one device only).
-    pub deferred: bool,
-    /// What a read of a modified page does: `owned` or `write-home` (`--coherence`).
-    pub coherence: String,
-    /// Summed over devices.
-    pub write_backs_per_frame: WriteBacks,
-    /// Summed over devices.
-    pub eviction: EvictionReport,
-}
-
-/// Memory over all devices, each page counted once.
-#[derive(Serialize, Clone, Copy, Default)]
-pub struct MemorySummary {
-    /// Pages held by exactly one device.
-    pub unique_bytes: u64,
-    /// Pages held by two or more devices, counted once.
-    pub shared_bytes: u64,
-    /// Pages held by any device, counted once: unique + shared.
-    pub total_bytes: u64,
-}
-
-/// Time modeled on a topology (docs/EVALUATION.md): per pass, the slowest device's measured
-/// work, then the page moves charged to the links, the busiest link deciding, then (isolated
-/// model) the memory manager's time summed over the devices it served.
-#[derive(Serialize)]
-pub struct ModeledReport {
-    pub time_kind: &'static str,
-    /// `isolated` (each device's work timed alone) or `concurrent` (timed while all devices
-    /// shared the machine).
-    pub model: crate::ModelKind,
-    pub topology: String,
-    pub seconds: f64,
-    pub frames_per_second: f64,
-    /// Of `seconds`: the slowest device's work in each pass, measured on this machine.
-    pub device_seconds_measured: f64,
-    /// Of `seconds`: the busiest link's time in each pass, modeled.
-    pub transfer_seconds_modeled: f64,
-    /// Of `seconds`: the memory manager's time serving the devices' batches, measured with
-    /// each device alone and summed over devices (zero in the concurrent model).
-    pub manager_seconds_measured: f64,
-    /// Per device, its own work summed over the modeled frames (measured; alone in the
-    /// isolated model).
-    pub work_seconds_per_device: Vec<f64>,
-    /// Per device, the manager's time serving it over the modeled frames (measured).
-    pub manager_seconds_per_device: Vec<f64>,
-    /// Per device, its work in the `frames` frames run with all devices together (measured):
-    /// beside `work_seconds_per_device`, how much sharing the machine slowed each device.
-    pub concurrent_work_seconds_per_device: Vec<f64>,
-    pub links: Vec<LinkReport>,
-}
-
-#[derive(Serialize)]
-pub struct LinkReport {
-    pub link: String,
-    pub gb_per_s: f64,
-    pub latency_us: f64,
-    /// Modeled busy time over the measured frames.
-    pub busy_seconds: f64,
-}
-
-impl Report {
-    pub fn collect(
-        run: &Run,
-        o: &RunOpts,
-        topo: &Topology,
-        field_checksum: String,
-    ) -> Result<Self> {
-        let sys = &run.modeled_sim().sys;
-        let (wall, passes) = (run.wall, &run.per_device);
-        let traffic: Vec<_> = sys
-            .mm
-            .traffic()?
+/// Prints `r` as `tessera run boiling` shows it.
+pub fn print(r: &Report) {
+    println!(
+        "boiling {s}x{s}, {} device(s) [{}], page {p}x{p}, {:?}, {:?}, {} frames",
+        r.devices,
+        r.adapter,
+        r.procedure,
+        r.partition,
+        r.frames,
+        s = r.size,
+        p = r.page_size
+    );
+    println!(
+        "frames per second (measured, devices together): {:.2}   wall {:.3} s",
+        r.frames_per_second_measured, r.wall_seconds
+    );
+    let e = &r.eviction;
+    if e.evictions + e.wave_splits > 0 {
+        println!(
+            "budget {} KiB/device ({}): {} evictions ({} written back), {} refaults, {} thrashing pages ({} pins), {} wave splits",
+            r.budget_bytes / 1024,
+            r.policy,
+            e.evictions,
+            e.write_backs,
+            e.refaults,
+            e.thrashing_pages,
+            e.thrash_pins,
+            e.wave_splits
+        );
+    }
+    if e.staged_batches + e.stage_refusals > 0 {
+        println!(
+            "staging: {} batches ({} pages) staged while a band ran, {} refused; {} pages copied during launches",
+            e.staged_batches, e.staged_pages, e.stage_refusals, e.copied_during_launch
+        );
+    }
+    if e.prefetched > 0 {
+        println!(
+            "prefetch ({}): {} pages fetched beyond requests, {} used while resident ({:.0}%)",
+            r.prefetch,
+            e.prefetched,
+            e.prefetch_hits,
+            100.0 * e.prefetch_hits as f64 / e.prefetched as f64
+        );
+    }
+    println!(
+        "frames per second (modeled on {}, {} model): {:.2}   device work {:.3} s (measured) + transfers {:.3} s (modeled) + memory manager {:.3} s (measured)",
+        r.topology,
+        serde_json::to_value(r.modeled.model)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default(),
+        r.frames_per_second_modeled,
+        r.modeled.device_seconds_measured,
+        r.modeled.transfer_seconds_modeled,
+        r.modeled.manager_seconds_measured
+    );
+    if r.wall_seconds_devices_one_at_a_time.is_some() {
+        println!("counters and stage times below: the frames run one device at a time");
+    }
+    println!(
+        "{:>6} {:>10} {:>12} {:>12} {:>12} {:>12} {:>12}",
+        "device", "req/frame", "h→d KiB/f", "d→h KiB/f", "d→d KiB/f", "unique KiB", "shared KiB"
+    );
+    for d in &r.per_device {
+        println!(
+            "{:>6} {:>10.1} {:>12.1} {:>12.1} {:>12.1} {:>12.1} {:>12.1}",
+            d.device,
+            d.page_requests_per_frame,
+            d.host_to_device_per_frame.bytes / 1024.0,
+            d.device_to_host_per_frame.bytes / 1024.0,
+            d.device_to_device_via_host_per_frame.bytes / 1024.0,
+            d.memory.unique_bytes as f64 / 1024.0,
+            d.memory.shared_bytes as f64 / 1024.0
+        );
+    }
+    println!(
+        "{:>6} {:>10} {:>10} {:>10} {:>12} {:>10} {:>10}",
+        "host:", "submit/f", "waits/f", "gpu wait/f", "read-back B/f", "msgs/f", "held bands"
+    );
+    for d in &r.per_device {
+        let h = &d.host;
+        println!(
+            "{:>6} {:>10.1} {:>10.1} {:>10.1} {:>12.0} {:>10.1} {:>10}",
+            d.device,
+            h.submissions_per_frame,
+            h.blocking_waits_per_frame,
+            h.device_waits_per_frame,
+            h.bytes_read_back_per_frame,
+            h.manager_messages_per_frame,
+            d.bands_launched_held
+        );
+    }
+    let w = &r.write_backs_per_frame;
+    println!(
+        "pages to the host per frame ({} coherence): coherence {:.1}, eviction {:.1}, host read {:.1}, free {:.1}, node {:.1}",
+        r.coherence, w.coherence, w.eviction, w.host_read, w.free, w.node
+    );
+    println!(
+        "memory (all devices): unique {:.1} KiB, shared {:.1} KiB, total {:.1} KiB; texels to devices per frame {:.0}",
+        r.memory.unique_bytes as f64 / 1024.0,
+        r.memory.shared_bytes as f64 / 1024.0,
+        r.memory.total_bytes as f64 / 1024.0,
+        r.texels_to_devices_per_frame
+    );
+    print_remote(
+        &r.per_device
             .iter()
-            .zip(&run.baseline)
-            .map(|(a, b)| a.since(b))
-            .collect();
-        let (memory, directory) = sys.mm.memory()?;
-        let mut summary = MemorySummary::default();
-        for t in &run.textures {
-            let bytes = t.desc.page_bytes();
-            for p in t.pages.clone() {
-                match directory.get(p as usize).map_or(0, |e| e.copies.len()) {
-                    0 => {}
-                    1 => summary.unique_bytes += bytes,
-                    _ => summary.shared_bytes += bytes,
-                }
-            }
-        }
-        summary.total_bytes = summary.unique_bytes + summary.shared_bytes;
-        let f = o.frames;
-        let per_frame = |n: u64| n as f64 / f as f64;
-        let per_device: Vec<DeviceReport> = (0..sys.devices())
-            .map(|d| {
-                let t = &traffic[d];
-                DeviceReport {
-                    device: d,
-                    page_requests_per_frame: per_frame(t.page_requests),
-                    read_requests_per_frame: per_frame(t.read_requests),
-                    write_requests_per_frame: per_frame(t.write_requests),
-                    request_batches_per_frame: per_frame(t.batches),
-                    deferred_batches: t.deferred,
-                    host_to_device_per_frame: PerFrame::of(t.host_to_device, f),
-                    device_to_host_per_frame: PerFrame::of(t.device_to_host, f),
-                    device_to_device_via_host_per_frame: PerFrame::of(t.device_to_device, f),
-                    device_to_device_peer_per_frame: PerFrame::of(t.device_to_device_peer, f),
-                    memory: memory[d],
-                    stage_seconds: passes[d].stages,
-                    gpu_stage_seconds: passes[d].gpu_stages,
-                    launches: passes[d].launches,
-                    relaunched_invocations: passes[d].relaunched,
-                    request_passes: passes[d].request_passes,
-                    request_passes_skipped: passes[d].request_passes_skipped,
-                    bands_launched_held: passes[d].held_bands,
-                    host: HostReport::of(&run.host[d], f),
-                    write_backs_per_frame: WriteBacks::of(t, f),
-                    eviction: EvictionReport {
-                        evictions: t.evictions,
-                        write_backs: t.eviction_write_backs,
-                        refaults: t.refaults,
-                        thrashing_pages: t.thrashing_pages,
-                        thrash_pins: t.thrash_pins,
-                        wave_splits: passes[d].wave_splits,
-                        prefetched: t.prefetched,
-                        prefetch_hits: t.prefetch_hits,
-                        staged_batches: t.staged_batches,
-                        staged_pages: t.staged_pages,
-                        stage_refusals: t.stage_refusals,
-                        copied_during_launch: t.host_to_device_during_launch.pages,
-                    },
-                    remote: RemoteReport::of(t),
-                }
-            })
-            .collect();
-        let mut stages = StageTimes::default();
-        let (mut h2d, mut d2h, mut d2d, mut d2d_gpu) = (
-            PerFrame::default(),
-            PerFrame::default(),
-            PerFrame::default(),
-            PerFrame::default(),
+            .map(|d| d.remote.clone())
+            .collect::<Vec<_>>(),
+    );
+    if r.procedure == tessera_runtime::Procedure::TwoPass {
+        let (run, skipped) = r.per_device.iter().fold((0, 0), |(r, k), d| {
+            (r + d.request_passes, k + d.request_passes_skipped)
+        });
+        println!(
+            "request passes (all devices, measured frames): {run} launched, {skipped} skipped (every page resident)"
         );
-        let mut gpu_stages: Option<StageTimes> = None;
-        let mut write_backs = WriteBacks::default();
-        for d in &per_device {
-            write_backs.add(&d.write_backs_per_frame);
-            stages.add(&d.stage_seconds);
-            if let Some(g) = &d.gpu_stage_seconds {
-                gpu_stages.get_or_insert_with(Default::default).add(g);
-            }
-            h2d.add(d.host_to_device_per_frame);
-            d2h.add(d.device_to_host_per_frame);
-            d2d.add(d.device_to_device_via_host_per_frame);
-            d2d_gpu.add(d.device_to_device_peer_per_frame);
-        }
-        let total = stages.total().max(f64::MIN_POSITIVE);
-        let pct = |s: f64| 100.0 * s / total;
-        let texels_per_page = (o.page as f64) * (o.page as f64);
-        let m = &run.modeled;
-        let modeled = ModeledReport {
-            time_kind: "modeled",
-            model: o.node.model,
-            topology: topo.name().to_string(),
-            seconds: m.seconds(),
-            frames_per_second: f as f64 / m.seconds().max(f64::MIN_POSITIVE),
-            device_seconds_measured: m.device_seconds,
-            transfer_seconds_modeled: m.transfer_seconds,
-            manager_seconds_measured: m.manager_seconds,
-            work_seconds_per_device: m.work_per_device.clone(),
-            manager_seconds_per_device: m.manager_per_device.clone(),
-            concurrent_work_seconds_per_device: run.concurrent_work_per_device.clone(),
-            links: topo
-                .links()
-                .iter()
-                .zip(&m.link_seconds)
-                .map(|(l, s)| LinkReport {
-                    link: l.to_string(),
-                    gb_per_s: l.bandwidth / 1e9,
-                    latency_us: l.latency * 1e6,
-                    busy_seconds: *s,
-                })
-                .collect(),
-        };
-        Ok(Report {
-            schema_version: SCHEMA_VERSION,
-            workload: "boiling",
-            backend: o.node.backend.name(),
-            adapter: sys.backend().to_string(),
-            adapter_name: run.adapter_name.clone(),
-            devices: sys.devices(),
-            size: o.size,
-            page_size: o.page,
-            procedure: o.procedure,
-            partition: o.partition,
-            frames: f,
-            warmup_frames: o.warmup,
-            simulated_frames: crate::measure::simulated_frames(o),
-            time_kind: "measured",
-            wall_seconds: wall,
-            frames_per_second_measured: f as f64 / wall,
-            wall_seconds_devices_one_at_a_time: run.wall_isolated,
-            topology: topo.name().to_string(),
-            frames_per_second_modeled: modeled.frames_per_second,
-            modeled,
-            page_requests_per_frame: per_device.iter().map(|d| d.page_requests_per_frame).sum(),
-            host_to_device_per_frame: h2d,
-            device_to_host_per_frame: d2h,
-            device_to_device_via_host_per_frame: d2d,
-            device_to_device_peer_per_frame: d2d_gpu,
-            texels_to_devices_per_frame: (h2d.pages + d2d.pages) * texels_per_page,
-            texels_to_host_per_frame: d2h.pages * texels_per_page,
-            memory: summary,
-            stage_percent: StageTimes {
-                request_pass: pct(stages.request_pass),
-                uniquify: pct(stages.uniquify),
-                read_requests: pct(stages.read_requests),
-                compute: pct(stages.compute),
-                write_requests: pct(stages.write_requests),
-                page_writes: pct(stages.page_writes),
-                display: pct(stages.display),
-            },
-            stage_seconds: stages,
-            gpu_stage_seconds: gpu_stages,
-            eviction: per_device.iter().fold(EvictionReport::default(), |a, d| {
-                let e = d.eviction;
-                EvictionReport {
-                    evictions: a.evictions + e.evictions,
-                    write_backs: a.write_backs + e.write_backs,
-                    refaults: a.refaults + e.refaults,
-                    thrashing_pages: a.thrashing_pages + e.thrashing_pages,
-                    thrash_pins: a.thrash_pins + e.thrash_pins,
-                    wave_splits: a.wave_splits + e.wave_splits,
-                    prefetched: a.prefetched + e.prefetched,
-                    prefetch_hits: a.prefetch_hits + e.prefetch_hits,
-                    staged_batches: a.staged_batches + e.staged_batches,
-                    staged_pages: a.staged_pages + e.staged_pages,
-                    stage_refusals: a.stage_refusals + e.stage_refusals,
-                    copied_during_launch: a.copied_during_launch + e.copied_during_launch,
-                }
-            }),
-            per_device,
-            field_checksum,
-            checksum_kind: "field",
-            budget_bytes: crate::budget_bytes(o.node.budget_mib),
-            policy: o.node.policy,
-            thrashing: o.node.thrashing,
-            prefetch: o.node.prefetch,
-            staging: o.node.staging,
-            footprint_ahead: o.node.footprint_ahead,
-            deferred: o.node.deferred,
-            coherence: o.node.coherence.to_string(),
-            write_backs_per_frame: write_backs,
-        })
     }
-
-    /// What ran the measured frames, for plot legends: `cpu`, or `wgpu: <adapter name>`.
-    pub fn ran_on(&self) -> String {
-        match &self.adapter_name {
-            Some(name) => format!("{}: {name}", self.backend),
-            None => self.backend.to_string(),
+    let s = &r.stage_seconds;
+    let p = &r.stage_percent;
+    let g = r.gpu_stage_seconds;
+    if g.is_some() {
+        println!("stage (Table 3)               seconds   share   on device (timestamps)");
+    } else {
+        println!("stage (Table 3)               seconds   share");
+    }
+    let names = [
+        "page read request pass",
+        "request uniquify",
+        "non-exclusive request handling",
+        "compute (write request pass)",
+        "exclusive request handling",
+        "page writes (merge)",
+        "display",
+    ];
+    let (secs, pcs) = (in_order(s), in_order(p));
+    let devs = g.as_ref().map(in_order);
+    for (i, name) in names.iter().enumerate() {
+        let (sec, pc) = (secs[i], pcs[i]);
+        match devs {
+            Some(d) => println!("{name:<30} {sec:>8.3} {pc:>6.1}%  {:>9.4}", d[i]),
+            None => println!("{name:<30} {sec:>8.3} {pc:>6.1}%"),
         }
     }
-
-    pub fn print(&self) {
-        println!(
-            "boiling {s}x{s}, {} device(s) [{}], page {p}x{p}, {:?}, {:?}, {} frames",
-            self.devices,
-            self.adapter,
-            self.procedure,
-            self.partition,
-            self.frames,
-            s = self.size,
-            p = self.page_size
-        );
-        println!(
-            "frames per second (measured, devices together): {:.2}   wall {:.3} s",
-            self.frames_per_second_measured, self.wall_seconds
-        );
-        let e = &self.eviction;
-        if e.evictions + e.wave_splits > 0 {
-            println!(
-                "budget {} KiB/device ({}): {} evictions ({} written back), {} refaults, {} thrashing pages ({} pins), {} wave splits",
-                self.budget_bytes / 1024,
-                self.policy,
-                e.evictions,
-                e.write_backs,
-                e.refaults,
-                e.thrashing_pages,
-                e.thrash_pins,
-                e.wave_splits
-            );
-        }
-        if e.staged_batches + e.stage_refusals > 0 {
-            println!(
-                "staging: {} batches ({} pages) staged while a band ran, {} refused; {} pages copied during launches",
-                e.staged_batches, e.staged_pages, e.stage_refusals, e.copied_during_launch
-            );
-        }
-        if e.prefetched > 0 {
-            println!(
-                "prefetch ({}): {} pages fetched beyond requests, {} used while resident ({:.0}%)",
-                self.prefetch,
-                e.prefetched,
-                e.prefetch_hits,
-                100.0 * e.prefetch_hits as f64 / e.prefetched as f64
-            );
-        }
-        println!(
-            "frames per second (modeled on {}, {} model): {:.2}   device work {:.3} s (measured) + transfers {:.3} s (modeled) + memory manager {:.3} s (measured)",
-            self.topology,
-            serde_json::to_value(self.modeled.model)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
-            self.frames_per_second_modeled,
-            self.modeled.device_seconds_measured,
-            self.modeled.transfer_seconds_modeled,
-            self.modeled.manager_seconds_measured
-        );
-        if self.wall_seconds_devices_one_at_a_time.is_some() {
-            println!("counters and stage times below: the frames run one device at a time");
-        }
-        println!(
-            "{:>6} {:>10} {:>12} {:>12} {:>12} {:>12} {:>12}",
-            "device",
-            "req/frame",
-            "h→d KiB/f",
-            "d→h KiB/f",
-            "d→d KiB/f",
-            "unique KiB",
-            "shared KiB"
-        );
-        for d in &self.per_device {
-            println!(
-                "{:>6} {:>10.1} {:>12.1} {:>12.1} {:>12.1} {:>12.1} {:>12.1}",
-                d.device,
-                d.page_requests_per_frame,
-                d.host_to_device_per_frame.bytes / 1024.0,
-                d.device_to_host_per_frame.bytes / 1024.0,
-                d.device_to_device_via_host_per_frame.bytes / 1024.0,
-                d.memory.unique_bytes as f64 / 1024.0,
-                d.memory.shared_bytes as f64 / 1024.0
-            );
-        }
-        println!(
-            "{:>6} {:>10} {:>10} {:>10} {:>12} {:>10} {:>10}",
-            "host:", "submit/f", "waits/f", "gpu wait/f", "read-back B/f", "msgs/f", "held bands"
-        );
-        for d in &self.per_device {
-            let h = &d.host;
-            println!(
-                "{:>6} {:>10.1} {:>10.1} {:>10.1} {:>12.0} {:>10.1} {:>10}",
-                d.device,
-                h.submissions_per_frame,
-                h.blocking_waits_per_frame,
-                h.device_waits_per_frame,
-                h.bytes_read_back_per_frame,
-                h.manager_messages_per_frame,
-                d.bands_launched_held
-            );
-        }
-        let w = &self.write_backs_per_frame;
-        println!(
-            "pages to the host per frame ({} coherence): coherence {:.1}, eviction {:.1}, host read {:.1}, free {:.1}, node {:.1}",
-            self.coherence, w.coherence, w.eviction, w.host_read, w.free, w.node
-        );
-        println!(
-            "memory (all devices): unique {:.1} KiB, shared {:.1} KiB, total {:.1} KiB; texels to devices per frame {:.0}",
-            self.memory.unique_bytes as f64 / 1024.0,
-            self.memory.shared_bytes as f64 / 1024.0,
-            self.memory.total_bytes as f64 / 1024.0,
-            self.texels_to_devices_per_frame
-        );
-        print_remote(
-            &self
-                .per_device
-                .iter()
-                .map(|d| d.remote.clone())
-                .collect::<Vec<_>>(),
-        );
-        if self.procedure == tessera_runtime::Procedure::TwoPass {
-            let (run, skipped) = self.per_device.iter().fold((0, 0), |(r, k), d| {
-                (r + d.request_passes, k + d.request_passes_skipped)
-            });
-            println!(
-                "request passes (all devices, measured frames): {run} launched, {skipped} skipped (every page resident)"
-            );
-        }
-        let s = &self.stage_seconds;
-        let p = &self.stage_percent;
-        let g = self.gpu_stage_seconds;
-        if g.is_some() {
-            println!("stage (Table 3)               seconds   share   on device (timestamps)");
-        } else {
-            println!("stage (Table 3)               seconds   share");
-        }
-        let names = [
-            "page read request pass",
-            "request uniquify",
-            "non-exclusive request handling",
-            "compute (write request pass)",
-            "exclusive request handling",
-            "page writes (merge)",
-            "display",
-        ];
-        let (secs, pcs) = (in_order(s), in_order(p));
-        let devs = g.as_ref().map(in_order);
-        for (i, name) in names.iter().enumerate() {
-            let (sec, pc) = (secs[i], pcs[i]);
-            match devs {
-                Some(d) => println!("{name:<30} {sec:>8.3} {pc:>6.1}%  {:>9.4}", d[i]),
-                None => println!("{name:<30} {sec:>8.3} {pc:>6.1}%"),
-            }
-        }
-        println!("field_checksum={}", self.field_checksum);
-    }
+    println!("field_checksum={}", r.field_checksum);
 }
 
 /// The stages in Table 3's order.

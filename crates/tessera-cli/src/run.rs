@@ -46,7 +46,7 @@ pub fn execute(
     let run = run_boiling(o, topo, after_frame)?;
     let field = run.sim.field()?;
     let checksum = checksum_hex(field_checksum(&field));
-    let report = Report::collect(&run, o, topo, checksum)?;
+    let report = crate::report::collect(&run, o, topo, checksum)?;
     Ok((run, report))
 }
 
@@ -79,7 +79,7 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
         Ok(())
     })?;
     bar.finish_and_clear();
-    report.print();
+    crate::report::print(&report);
     let json = write_report(&report, &o.out)?;
     let png = o.out.join("frame.png");
     write_png(&png, o.size, o.size, &run.sim.display_rgba()?)?;

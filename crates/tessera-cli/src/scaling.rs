@@ -16,10 +16,12 @@ use anyhow::{bail, Result};
 use clap::Args;
 use tessera_core::Coherence;
 use tessera_runtime::{Partition, Procedure};
+use tessera_workloads::boiling::modeled::Figures;
 
-use crate::measure::{device_work, run_boiling, Run};
+use crate::lists::{parse_devices, List};
+use crate::measure::run_boiling;
 use crate::run::{check_size, progress};
-use crate::sweep::{check_points, parse_devices, List};
+use crate::sweep::check_points;
 use crate::{parse_partition, parse_procedure, topology_args, ModelKind, NodeOpts, RunOpts};
 
 #[derive(Args, Clone)]
@@ -59,54 +61,6 @@ pub struct ScalingOpts {
     against_write_home: bool,
     #[command(flatten)]
     node: NodeOpts,
-}
-
-/// One device count's figures, per frame.
-struct Point {
-    devices: usize,
-    modeled: f64,
-    work: f64,
-    link: f64,
-    manager: f64,
-    per_device_work: Vec<f64>,
-    concurrent_work: Vec<f64>,
-    measured_fps: f64,
-    requests: f64,
-    moved_mib: f64,
-}
-
-fn point(run: &Run, o: &RunOpts) -> Result<Point> {
-    let f = o.frames as f64;
-    let m = &run.modeled;
-    let traffic = run.modeled_sim().sys.mm.traffic()?;
-    let (mut requests, mut bytes) = (0u64, 0u64);
-    for (a, b) in traffic.iter().zip(&run.baseline) {
-        let t = a.since(b);
-        requests += t.page_requests;
-        bytes += t.host_to_device.bytes + t.device_to_host.bytes + t.device_to_device.bytes;
-    }
-    // The isolated frames' own work, from the stage times, must be what the model used.
-    debug_assert!(run
-        .per_device
-        .iter()
-        .zip(&m.work_per_device)
-        .all(|(s, w)| (device_work(&s.stages) - w).abs() <= 1e-6 * w.max(1.0)));
-    Ok(Point {
-        devices: o.devices,
-        modeled: m.seconds() / f,
-        work: m.device_seconds / f,
-        link: m.transfer_seconds / f,
-        manager: m.manager_seconds / f,
-        per_device_work: m.work_per_device.iter().map(|w| w / f).collect(),
-        concurrent_work: run
-            .concurrent_work_per_device
-            .iter()
-            .map(|w| w / f)
-            .collect(),
-        measured_fps: f / run.wall,
-        requests: requests as f64 / f,
-        moved_mib: bytes as f64 / f / (1u64 << 20) as f64,
-    })
 }
 
 fn ms_list(v: &[f64]) -> String {
@@ -161,8 +115,8 @@ pub fn scaling(o: &ScalingOpts) -> Result<()> {
         * o.rounds as u64
         * if compare { 2 } else { 1 };
     let bar = progress(total, "scaling");
-    let mut runs: Vec<Vec<Point>> = points.iter().map(|_| Vec::new()).collect();
-    let mut home_runs: Vec<Vec<Point>> = home_points.iter().map(|_| Vec::new()).collect();
+    let mut runs: Vec<Vec<Figures>> = points.iter().map(|_| Vec::new()).collect();
+    let mut home_runs: Vec<Vec<Figures>> = home_points.iter().map(|_| Vec::new()).collect();
     let mut backend = String::new();
     for r in 1..=o.rounds {
         for (p, runs) in points.iter().zip(&mut runs) {
@@ -173,7 +127,7 @@ pub fn scaling(o: &ScalingOpts) -> Result<()> {
                 Ok(())
             })?;
             backend = run.sim.sys.backend().to_string();
-            runs.push(point(&run, p)?);
+            runs.push(run.figures(p.frames)?);
         }
         for (p, runs) in home_points.iter().zip(&mut home_runs) {
             bar.set_message(format!("round {r}, {} device(s), write-home", p.devices));
@@ -182,12 +136,12 @@ pub fn scaling(o: &ScalingOpts) -> Result<()> {
                 bar.inc(1);
                 Ok(())
             })?;
-            runs.push(point(&run, p)?);
+            runs.push(run.figures(p.frames)?);
         }
     }
     bar.finish_and_clear();
     let mut ranges = Vec::new();
-    let medians = |runs: Vec<Vec<Point>>, ranges: &mut Vec<(f64, f64)>| -> Vec<Point> {
+    let medians = |runs: Vec<Vec<Figures>>, ranges: &mut Vec<(f64, f64)>| -> Vec<Figures> {
         runs.into_iter()
             .map(|mut v| {
                 v.sort_by(|a, b| a.modeled.total_cmp(&b.modeled));
@@ -198,8 +152,8 @@ pub fn scaling(o: &ScalingOpts) -> Result<()> {
             })
             .collect()
     };
-    let out: Vec<Point> = medians(runs, &mut ranges);
-    let home_out: Vec<Point> = medians(home_runs, &mut Vec::new());
+    let out: Vec<Figures> = medians(runs, &mut ranges);
+    let home_out: Vec<Figures> = medians(home_runs, &mut Vec::new());
     let model = match o.node.model {
         ModelKind::Isolated => "isolated-device model",
         ModelKind::Concurrent => {

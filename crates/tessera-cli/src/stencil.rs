@@ -9,7 +9,7 @@ use tessera_runtime::Procedure;
 use tessera_workloads::decomp::{Access, Axis};
 
 use crate::halo::{parse_access, parse_accesses, parse_split, Accesses, Kind, Setup};
-use crate::sweep::{parse_devices, parse_list_of, List};
+use crate::lists::{parse_devices, parse_list_of, List};
 use crate::{parse_procedure, NodeOpts};
 
 #[derive(Args, Clone)]

@@ -7,7 +7,6 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -18,7 +17,8 @@ use tessera_scene::Scene;
 use tessera_workloads::quake::map::camera_path;
 use tessera_workloads::quake::Camera;
 use tessera_workloads::vr::render::{FrameMeasure, FrameReport};
-use tessera_workloads::vr::{by_name, LinkModel, StereoOptions, StereoRenderer, NAMES};
+use tessera_workloads::vr::run::{summarise, Run as VrRun, Summary};
+use tessera_workloads::vr::{by_name, LinkModel, StereoOptions, NAMES};
 
 use crate::plot::{line_chart, LineChart, Series};
 use crate::report::write_png;
@@ -147,16 +147,6 @@ fn link_model(gpms: usize, gbps: f64) -> Result<LinkModel> {
     })
 }
 
-/// One run's frames.
-struct VrRun {
-    frames: Vec<FrameMeasure>,
-    /// Per measured frame, its wall time.
-    frame_seconds: Vec<f64>,
-    last_image: Vec<u8>,
-    wall: f64,
-    backend: String,
-}
-
 /// `--devices` of vr, read as clap reads every option (a bad one is a usage error).
 fn parse_gpms(s: &str) -> std::result::Result<usize, String> {
     match s.trim().parse::<usize>() {
@@ -178,7 +168,7 @@ fn execute(
     cams: &[Camera],
     scheme: &str,
     gpms: usize,
-    mut tick: impl FnMut(),
+    tick: impl FnMut(),
 ) -> Result<VrRun> {
     check_gpms(gpms)?;
     let mut scheme = by_name(scheme)?;
@@ -190,90 +180,20 @@ fn execute(
             ..Default::default()
         },
     )?;
-    let backend = sys.backend().to_string();
-    let mut r = StereoRenderer::new(
+    Ok(tessera_workloads::vr::run::run(
         sys,
         scene,
+        cams,
+        scheme.as_mut(),
         StereoOptions {
             width: o.width,
             height: o.height,
             page: o.page,
             procedure: o.procedure,
         },
-    )?;
-    let start = Instant::now();
-    let mut frames = Vec::new();
-    let mut frame_seconds = Vec::new();
-    for (f, cam) in cams.iter().enumerate() {
-        let t = Instant::now();
-        let m = r.frame(cam, scheme.as_mut())?;
-        let seconds = t.elapsed().as_secs_f64();
-        if m.uncomposed != 0 || m.overdrawn != 0 {
-            bail!(
-                "scheme {} left {} pixels uncomposed and composed {} twice",
-                m.scheme,
-                m.uncomposed,
-                m.overdrawn
-            );
-        }
-        if f >= o.warmup as usize {
-            frames.push(m);
-            frame_seconds.push(seconds);
-        }
-        tick();
-    }
-    Ok(VrRun {
-        frames,
-        frame_seconds,
-        last_image: r.stereo_image(),
-        wall: start.elapsed().as_secs_f64(),
-        backend,
-    })
-}
-
-/// Means over a run's frames under one link model.
-#[derive(Clone, Debug, Serialize)]
-struct Summary {
-    latency_ms: f64,
-    /// AFR keeps `gpms` frames in flight: the interval between frames is its latency / gpms.
-    /// Other schemes: the latency.
-    frame_interval_ms: f64,
-    texture_mib: f64,
-    composition_mib: f64,
-    load_balance: f64,
-    /// Mean relative error of OO-VR's predictions (None: nothing predicted).
-    prediction_error: Option<f64>,
-    batches: f64,
-    passes: f64,
-    tail_splits: usize,
-}
-
-fn summarise(frames: &[FrameMeasure], link: &LinkModel, gpms: usize) -> Summary {
-    let reports: Vec<FrameReport> = frames.iter().map(|m| m.cost(link)).collect();
-    let n = frames.len().max(1) as f64;
-    let mean = |f: &dyn Fn(&FrameReport) -> f64| reports.iter().map(f).sum::<f64>() / n;
-    let latency = mean(&|r| r.latency);
-    let errors: Vec<f64> = frames
-        .iter()
-        .flat_map(|m| m.prediction_errors.iter().copied())
-        .collect();
-    let afr = frames.first().is_some_and(|m| m.scheme == "afr");
-    Summary {
-        latency_ms: latency * 1e3,
-        frame_interval_ms: if afr {
-            latency * 1e3 / gpms as f64
-        } else {
-            latency * 1e3
-        },
-        texture_mib: mean(&|r| r.texture_bytes as f64) / (1u64 << 20) as f64,
-        composition_mib: mean(&|r| r.composition_bytes as f64) / (1u64 << 20) as f64,
-        load_balance: mean(&|r| r.load_balance),
-        prediction_error: (!errors.is_empty())
-            .then(|| errors.iter().sum::<f64>() / errors.len() as f64),
-        batches: frames.iter().map(|m| m.batches as f64).sum::<f64>() / n,
-        passes: frames.iter().map(|m| m.passes as f64).sum::<f64>() / n,
-        tail_splits: frames.iter().filter(|m| m.tail_split).count(),
-    }
+        o.warmup,
+        tick,
+    )?)
 }
 
 /// One GPM's measured figures, summed over the run's frames.

@@ -13,6 +13,7 @@ mod held;
 mod home;
 pub mod kernel;
 pub mod manager;
+pub mod modeled;
 pub mod partition;
 pub mod remote;
 pub mod stats;

@@ -52,7 +52,7 @@ mod unpaged;
 pub use device::{TilePath, WgpuDevice, MAX_MEMORIES};
 pub use error::WgpuError;
 pub use gpu::{adapters, AdapterChoice, SharedGpu};
-pub use node::system;
+pub use node::{devices_on, system, system_on_cluster, NodeError};
 pub use plain_copy::{PlainCopies, PlainTimes};
 pub use unpaged::{UnpagedGpu, UNPAGED_MAX_OBJECTS};
 

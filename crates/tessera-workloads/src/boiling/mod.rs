@@ -7,11 +7,14 @@
 //! kernel bodies on plain arrays for the overhead benchmark.
 pub mod border;
 pub mod buoyancy;
+pub mod cluster;
 pub mod diffusion;
 pub mod display;
 pub mod latent_heat;
 pub mod math;
+pub mod modeled;
 pub mod reference;
+pub mod report;
 pub mod sim;
 pub mod unpaged;
 

@@ -19,6 +19,7 @@ pub mod raster;
 pub mod reference;
 pub mod render;
 pub mod replay;
+pub mod run;
 pub mod scene;
 pub mod setup;
 pub mod trace;

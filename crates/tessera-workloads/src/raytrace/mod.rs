@@ -16,6 +16,7 @@
 //!   devices, residency per object.
 pub mod rays;
 pub mod render;
+pub mod run;
 pub mod scene;
 
 use tessera_core::CoreError;

@@ -6,10 +6,12 @@
 //! - [`predict`]: the batch cost predictor and earliest-available dispatch (§5.2, Eqs. 2–3);
 //! - [`scheme`]: the distribution policies, one file each, behind one trait;
 //! - [`render`]: the stereo renderer (the quake raster kernel per piece of work, each GPM's
-//!   passes run alone and timed) and the modeled frame latency.
+//!   passes run alone and timed) and the modeled frame latency;
+//! - [`run`]: a run's frames along a camera path, and their means.
 pub mod objects;
 pub mod predict;
 pub mod render;
+pub mod run;
 pub mod scheme;
 pub mod tsl;
 
@@ -38,4 +40,11 @@ pub enum VrError {
     Core(#[from] tessera_core::CoreError),
     #[error("{0}")]
     Config(String),
+    /// A scheme's pieces of work did not compose every visible pixel exactly once.
+    #[error("scheme {scheme} left {uncomposed} pixels uncomposed and composed {overdrawn} twice")]
+    Uncovered {
+        scheme: String,
+        uncomposed: u64,
+        overdrawn: u64,
+    },
 }

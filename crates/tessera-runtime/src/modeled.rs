@@ -1,0 +1,295 @@
+//! Modeled time: a pass's measured device work, the page moves the memory manager counted
+//! around it and the topology's links, charged together into one modeled time. Every
+//! workload's runner charges its passes (or phases) here, so every workload is modeled alike
+//! (docs/EVALUATION.md, "Timing devices alone").
+
+use tessera_model::{Endpoint, RemoteUse, Topology, TopologyError, Transfer};
+
+use crate::driver::{PassStats, StageTimes};
+use crate::stats::DeviceTraffic;
+use crate::system::Schedule;
+
+/// How a run's modeled time is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Model {
+    /// Each device's work timed alone, the devices run one at a time by a second pass over
+    /// the same frames or steps (docs/EVALUATION.md, "The isolated-device model").
+    Isolated,
+    /// Each device's work timed while all of them ran together.
+    Concurrent,
+}
+
+/// Why traffic counters could not be charged to a topology.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModeledError {
+    /// The memory manager counted a device-to-device move whose source is the device itself.
+    #[error("device{device} counted a page move from itself")]
+    SelfMove { device: usize },
+    /// The pages a device received from other devices do not add up to those counted per
+    /// source, so they cannot be routed.
+    #[error("device{device} received {received} pages from other devices but {counted} were counted by source")]
+    Uncounted {
+        device: usize,
+        received: u64,
+        counted: u64,
+    },
+    #[error(transparent)]
+    Topology(#[from] TopologyError),
+}
+
+/// Modeled time summed over the modeled frames' passes.
+#[derive(Clone, Debug, Default)]
+pub struct Modeled {
+    /// Σ over passes of the slowest device's work (measured; alone, in the isolated model).
+    pub device_seconds: f64,
+    /// Σ over passes of the busiest link's time (modeled).
+    pub transfer_seconds: f64,
+    /// Σ over passes of the memory manager's time serving the devices' batches, summed over
+    /// devices (measured; zero in the concurrent model, which leaves it out).
+    pub manager_seconds: f64,
+    /// Each link's busy time over the modeled frames, indexed like `Topology::links`.
+    pub link_seconds: Vec<f64>,
+    /// Per device, Σ over passes of its own work (measured).
+    pub work_per_device: Vec<f64>,
+    /// Per device, Σ over passes of the manager's time serving it (measured).
+    pub manager_per_device: Vec<f64>,
+    /// Σ over passes of what remote accesses (`AccessMode::Remote`) add to the slowest
+    /// device's work (modeled by `Topology::remote_pass_time`; included in
+    /// `device_seconds`).
+    pub remote_seconds: f64,
+}
+
+impl Modeled {
+    pub fn seconds(&self) -> f64 {
+        self.device_seconds + self.transfer_seconds + self.manager_seconds
+    }
+}
+
+/// Charges one pass (or one phase of passes between two barriers) to `modeled`: `per` is
+/// each device's stats in it and `before`/`after` the traffic counters around it. With
+/// `Schedule::Isolated` (the devices ran one at a time) by the isolated-device model, with
+/// `Schedule::Concurrent` by the older one.
+pub fn charge(
+    topo: &Topology,
+    modeled: &mut Modeled,
+    per: &[PassStats],
+    before: &[DeviceTraffic],
+    after: &[DeviceTraffic],
+    schedule: Schedule,
+) -> Result<(), ModeledError> {
+    let busy: Vec<f64> = per.iter().map(|s| device_work(&s.stages)).collect();
+    let serving: Vec<f64> = per.iter().map(|s| manager_time(&s.stages)).collect();
+    let moves = transfers(before, after)?;
+    let mut pass = match schedule {
+        Schedule::Isolated => {
+            topo.overlapped_pass_time(&busy, &serving, &moves, &during_launches(before, after))?
+        }
+        Schedule::Concurrent => topo.pass_time(&busy, &moves)?,
+    };
+    let uses = remote_uses(before, after);
+    if !uses.is_empty() {
+        // The devices' work with their remote accesses (GPU-SM §4: spread accesses overlap
+        // the work, batches add to it; shared segments' aggregate limits) replaces the
+        // slowest device's bare work.
+        let remote = topo.remote_pass_time(&busy, &uses)?;
+        modeled.remote_seconds += (remote.total - pass.device_seconds).max(0.0);
+        pass.device_seconds = pass.device_seconds.max(remote.total);
+    }
+    if modeled.link_seconds.len() == pass.link_seconds.len() {
+        for (a, s) in modeled.link_seconds.iter_mut().zip(&pass.link_seconds) {
+            *a += s;
+        }
+    }
+    for (a, s) in modeled.work_per_device.iter_mut().zip(&busy) {
+        *a += s;
+    }
+    for (a, s) in modeled.manager_per_device.iter_mut().zip(&serving) {
+        *a += s;
+    }
+    modeled.device_seconds += pass.device_seconds;
+    modeled.transfer_seconds += pass.transfer_seconds;
+    modeled.manager_seconds += pass.manager_seconds;
+    Ok(())
+}
+
+/// The remote accesses between two traffic snapshots, per accessor and location, as the
+/// topology prices them.
+pub fn remote_uses(before: &[DeviceTraffic], after: &[DeviceTraffic]) -> Vec<RemoteUse> {
+    after
+        .iter()
+        .enumerate()
+        .flat_map(|(d, a)| {
+            a.since(&before.get(d).cloned().unwrap_or_default())
+                .remote_uses(d)
+        })
+        .collect()
+}
+
+/// A device's own work in a pass: every stage but the waits for request batches, whose
+/// measured time on the CPU backend is the memory manager copying bytes in host memory; the
+/// topology model replaces it.
+pub fn device_work(s: &StageTimes) -> f64 {
+    s.request_pass + s.uniquify + s.compute + s.page_writes + s.display
+}
+
+/// The memory manager's time serving a device's batches in a pass: the device's waits for
+/// them. Measured with the device alone (isolated model), nothing else queues at the manager,
+/// so the wait is the manager's protocol and bookkeeping plus, on the CPU backend, the
+/// host-memory copies of the pages, which the link model charges again: the model errs slow
+/// by that copy time (docs/EVALUATION.md).
+pub fn manager_time(s: &StageTimes) -> f64 {
+    s.read_requests + s.write_requests
+}
+
+/// Of the page moves between two traffic snapshots, those the memory manager made while the
+/// device computed (staged pages copied during its launch): home to each device.
+pub fn during_launches(before: &[DeviceTraffic], after: &[DeviceTraffic]) -> Vec<Transfer> {
+    after
+        .iter()
+        .enumerate()
+        .map(|(d, a)| {
+            let moved = a.host_to_device_during_launch.since(
+                before
+                    .get(d)
+                    .cloned()
+                    .unwrap_or_default()
+                    .host_to_device_during_launch,
+            );
+            Transfer {
+                from: Endpoint::Host,
+                to: Endpoint::Device(d),
+                pages: moved.pages,
+                bytes: moved.bytes,
+            }
+        })
+        .collect()
+}
+
+/// The page moves between two traffic snapshots, as transfers a topology can route: home to
+/// each device, each device home, and each (source, destination) pair of devices as the
+/// memory manager counted them.
+pub fn transfers(
+    before: &[DeviceTraffic],
+    after: &[DeviceTraffic],
+) -> Result<Vec<Transfer>, ModeledError> {
+    let mut out = Vec::new();
+    for (d, a) in after.iter().enumerate() {
+        let b = before.get(d).cloned().unwrap_or_default();
+        let moved = a.since(&b);
+        let dev = Endpoint::Device(d);
+        out.push(Transfer {
+            from: Endpoint::Host,
+            to: dev,
+            pages: moved.host_to_device.pages,
+            bytes: moved.host_to_device.bytes,
+        });
+        out.push(Transfer {
+            from: dev,
+            to: Endpoint::Host,
+            pages: moved.device_to_host.pages,
+            bytes: moved.device_to_host.bytes,
+        });
+        let mut counted = 0;
+        for (s, c) in moved.device_to_device_from.iter().enumerate() {
+            if c.pages == 0 {
+                continue;
+            }
+            if s == d {
+                return Err(ModeledError::SelfMove { device: d });
+            }
+            counted += c.pages;
+            out.push(Transfer {
+                from: Endpoint::Device(s),
+                to: dev,
+                pages: c.pages,
+                bytes: c.bytes,
+            });
+        }
+        if counted != moved.device_to_device.pages {
+            return Err(ModeledError::Uncounted {
+                device: d,
+                received: moved.device_to_device.pages,
+                counted,
+            });
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::LinkCounters;
+
+    fn traffic(h2d: (u64, u64), d2h: (u64, u64), from: &[(usize, u64, u64)]) -> DeviceTraffic {
+        let c = |(pages, bytes)| LinkCounters { pages, bytes };
+        let mut t = DeviceTraffic {
+            host_to_device: c(h2d),
+            device_to_host: c(d2h),
+            ..Default::default()
+        };
+        for &(s, pages, bytes) in from {
+            for _ in 0..pages {
+                t.add_from_device(s, bytes / pages);
+            }
+        }
+        t
+    }
+
+    #[test]
+    fn counters_become_routed_transfers_by_source() {
+        let before = vec![traffic((1, 100), (0, 0), &[]); 3];
+        let after = vec![
+            traffic((4, 400), (2, 200), &[(2, 1, 100)]),
+            traffic((1, 100), (0, 0), &[(0, 3, 300), (2, 2, 200)]),
+            traffic((1, 100), (0, 0), &[]),
+        ];
+        let t = transfers(&before, &after).unwrap();
+        let find = |from, to| {
+            t.iter()
+                .find(|t| t.from == from && t.to == to)
+                .map(|t| (t.pages, t.bytes))
+        };
+        let (h, d0, d1, d2) = (
+            Endpoint::Host,
+            Endpoint::Device(0),
+            Endpoint::Device(1),
+            Endpoint::Device(2),
+        );
+        assert_eq!(find(h, d0), Some((3, 300)));
+        assert_eq!(find(d0, h), Some((2, 200)));
+        assert_eq!(find(h, d1), Some((0, 0)));
+        // Each pair as counted, not all of device1's moves from one source.
+        assert_eq!(find(d0, d1), Some((3, 300)));
+        assert_eq!(find(d2, d1), Some((2, 200)));
+        assert_eq!(find(d2, d0), Some((1, 100)));
+        assert_eq!(find(d1, d0), None);
+    }
+
+    #[test]
+    fn moves_not_counted_by_source_are_an_error() {
+        let zero = vec![DeviceTraffic::default(); 2];
+        let mut after = zero.clone();
+        after[1].device_to_device = LinkCounters {
+            pages: 1,
+            bytes: 10,
+        };
+        assert!(transfers(&zero, &after).is_err());
+    }
+
+    #[test]
+    fn device_work_leaves_out_the_waits() {
+        let s = StageTimes {
+            request_pass: 1.0,
+            uniquify: 2.0,
+            read_requests: 100.0,
+            compute: 4.0,
+            write_requests: 200.0,
+            page_writes: 8.0,
+            display: 16.0,
+        };
+        assert_eq!(device_work(&s), 31.0);
+        assert_eq!(manager_time(&s), 300.0);
+    }
+}

@@ -1,0 +1,136 @@
+//! Boiling over the nodes of a cluster (`tessera_runtime::cluster`): every node runs the same
+//! frames on its devices, and the traffic between nodes is counted and modeled on a network.
+//! The times are measured only: the topology model of a single node's run charges links
+//! between devices of one machine, and the traffic between nodes is counted instead.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::Serialize;
+use tessera_model::Network;
+use tessera_runtime::cluster::{Link, NodeCounters};
+use tessera_runtime::{Partition, Procedure, RuntimeError};
+
+use super::reference::{checksum_hex, field_checksum};
+use super::sim::PagedBoiling;
+
+/// A cluster run's settings beside its node.
+#[derive(Clone, Copy, Debug)]
+pub struct Settings {
+    pub size: u32,
+    pub page: u32,
+    pub partition: Partition,
+    pub procedure: Procedure,
+    /// Frames run first, counted nowhere.
+    pub warmup: u32,
+    /// Measured frames.
+    pub frames: u32,
+    /// Pages in a block of homes (`ClusterConfig::block_pages`), for the report.
+    pub home_block_pages: u64,
+}
+
+/// What rank 0 writes to report.json.
+#[derive(Clone, Debug, Serialize)]
+pub struct NodesReport {
+    pub workload: &'static str,
+    pub nodes: usize,
+    pub devices_per_node: usize,
+    pub devices: usize,
+    /// Rank 0's devices, as the backend describes them.
+    pub backend: String,
+    pub size: u32,
+    pub page: u32,
+    pub procedure: String,
+    pub partition: String,
+    pub frames: u32,
+    pub warmup: u32,
+    pub home_block_pages: u64,
+    /// Always "measured": no topology model runs across nodes.
+    pub time_kind: &'static str,
+    pub ms_per_frame_measured: f64,
+    /// All nodes together, over the measured frames.
+    pub inter_node_bytes_per_frame: f64,
+    pub inter_node_page_bytes_per_frame: f64,
+    pub inter_node_messages_per_frame: f64,
+    /// The network the time below is modeled on, its bandwidth and per-message latency.
+    pub network: String,
+    pub network_bandwidth_gb_per_s: f64,
+    pub network_latency_us: f64,
+    /// Modeled: each node's interface sends its frame's messages one after another
+    /// (latency each, bytes at the bandwidth), the nodes at once; the busiest node's time.
+    /// The frame is taken as one phase, so this is a lower bound of the sum over its passes.
+    pub network_seconds_per_frame_modeled: f64,
+    /// Bytes each node sent to the others per measured frame.
+    pub bytes_sent_per_frame_by_node: Vec<f64>,
+    pub field_checksum: String,
+}
+
+/// Runs `s` on `sim`, this node's part of the cluster behind `link`, and models the traffic
+/// between nodes on `network`; every node returns the same report (rank 0's clock).
+/// `after_frame` is called with the number of the frame just run, warm-up frames first
+/// (numbered from 1 too), and whether it was one.
+pub fn run<E: From<RuntimeError>>(
+    sim: PagedBoiling,
+    link: &Arc<Link>,
+    s: &Settings,
+    network: &Network,
+    mut after_frame: impl FnMut(u32, bool) -> Result<(), E>,
+) -> Result<(NodesReport, PagedBoiling), E> {
+    let o = s;
+    let nodes = link.size();
+    let k = link.devices_per_node();
+    for n in 1..=o.warmup {
+        sim.frame(o.partition, o.procedure)?;
+        after_frame(n, true)?;
+    }
+    let before = link.gather_counters()?;
+    let t = Instant::now();
+    for n in 1..=o.frames {
+        // Each pass ends at a barrier of every node, so this is the cluster's time.
+        sim.frame(o.partition, o.procedure)?;
+        after_frame(n, false)?;
+    }
+    let wall = t.elapsed().as_secs_f64();
+    let after = link.gather_counters()?;
+    let per_frame = |v: u64| v as f64 / o.frames as f64;
+    let mut total = NodeCounters::default();
+    let mut by_node = Vec::new();
+    let mut sent = Vec::new();
+    for (a, b) in after.iter().zip(&before) {
+        let d = NodeCounters {
+            bytes: a.bytes - b.bytes,
+            page_bytes: a.page_bytes - b.page_bytes,
+            messages: a.messages - b.messages,
+        };
+        by_node.push(per_frame(d.bytes));
+        sent.push((d.messages, d.bytes));
+        total.add(&d);
+    }
+    let field = sim.field()?;
+    let report = NodesReport {
+        workload: "boiling",
+        nodes,
+        devices_per_node: k,
+        devices: nodes * k,
+        backend: sim.sys.backend().to_string(),
+        size: o.size,
+        page: o.page,
+        procedure: format!("{:?}", o.procedure),
+        partition: format!("{:?}", o.partition),
+        frames: o.frames,
+        warmup: o.warmup,
+        home_block_pages: o.home_block_pages,
+        time_kind: "measured",
+        ms_per_frame_measured: wall * 1e3 / o.frames as f64,
+        inter_node_bytes_per_frame: per_frame(total.bytes),
+        inter_node_page_bytes_per_frame: per_frame(total.page_bytes),
+        inter_node_messages_per_frame: per_frame(total.messages),
+        network: network.name.clone(),
+        network_bandwidth_gb_per_s: network.bandwidth / 1e9,
+        network_latency_us: network.latency * 1e6,
+        network_seconds_per_frame_modeled: network.phase_seconds(&sent) / o.frames as f64,
+        bytes_sent_per_frame_by_node: by_node,
+        field_checksum: checksum_hex(field_checksum(&field)),
+    };
+    Ok((report, sim))
+}

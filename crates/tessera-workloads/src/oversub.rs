@@ -1,0 +1,145 @@
+//! The oversubscription harness every workload's bench shares: trials of one workload, the
+//! resident run and runs whose device budget is a fraction of the working set, measured side
+//! by side in one process, and Belady's OPT over the recorded trace as a bound.
+//!
+//! Every trial is built up front and warmed up by one frame; then, round after round, each
+//! runs its frames in turn (the resident run too), so machine noise hits all of them alike,
+//! and the median of the rounds is compared.
+//!
+//! OPT: each device's trace is the sequence of page sets its granted batches needed resident
+//! at once (the batch and the pages its wave kept). Loads and OPT's loads are counted over the
+//! whole run, warm-up frame included, since both start from an empty memory. Belady's rule
+//! over that trace gives the fewest loads any policy could make for the same sequence of
+//! waves. Turning loads into time is a model: the policy's time above resident, scaled by
+//! OPT's loads over the policy's.
+
+use std::time::Instant;
+
+use tessera_core::eviction::belady_loads;
+use tessera_runtime::{DeviceTraffic, PassStats, RuntimeError, System};
+
+/// One configuration of the bench: a workload on its own node.
+pub struct Trial<S, K> {
+    /// The oversubscribed setting (ratio, policy, …); `None`: the resident run.
+    pub setting: Option<K>,
+    pub subject: S,
+    /// Seconds per frame, one entry per round.
+    pub times: Vec<f64>,
+    /// The measured frames' stats, summed over devices and frames.
+    pub stats: PassStats,
+}
+
+impl<S, K> Trial<S, K> {
+    pub fn new(setting: Option<K>, subject: S) -> Self {
+        Trial {
+            setting,
+            subject,
+            times: Vec::new(),
+            stats: PassStats::default(),
+        }
+    }
+}
+
+/// Runs every trial's warm-up frame, then `rounds` rounds of `frames` frames each, the trials
+/// interleaved; `tick` is called after each warm-up frame and each trial's round. Returns each
+/// trial's traffic counters after its warm-up, which the measured frames' counters are
+/// taken against.
+pub fn run_rounds<S, K, E: From<RuntimeError>>(
+    trials: &mut [Trial<S, K>],
+    rounds: u32,
+    frames: u32,
+    mut frame: impl FnMut(&mut S, Option<&K>) -> Result<Vec<PassStats>, E>,
+    system: impl Fn(&S) -> &System,
+    mut tick: impl FnMut(),
+) -> Result<Vec<Vec<DeviceTraffic>>, E> {
+    // Warm-up: the first frame pages everything in (and, oversubscribed, starts evicting).
+    for t in trials.iter_mut() {
+        frame(&mut t.subject, t.setting.as_ref())?;
+        tick();
+    }
+    let baseline = trials
+        .iter()
+        .map(|t| system(&t.subject).mm.traffic())
+        .collect::<Result<Vec<_>, _>>()?;
+    let n = trials.len();
+    for round in 0..rounds as usize {
+        // Each round starts one trial later, so no trial always runs first (the first of a
+        // round ran measurably slower, round after round).
+        for i in 0..n {
+            let t = &mut trials[(round + i) % n];
+            let start = Instant::now();
+            for _ in 0..frames {
+                for s in frame(&mut t.subject, t.setting.as_ref())? {
+                    t.stats.add(&s);
+                }
+            }
+            t.times.push(start.elapsed().as_secs_f64() / frames as f64);
+            tick();
+        }
+    }
+    Ok(baseline)
+}
+
+/// The median of `v`; NaN for none.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// Pages a node loaded over its whole run (from home and from other devices), and the
+/// fewest Belady's OPT would have loaded for the same waves with `capacity` slots a device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Loads {
+    pub loads: u64,
+    pub opt: u64,
+}
+
+impl Loads {
+    /// Counts `sys`'s loads and replays its recorded trace (`SystemConfig::record_trace`)
+    /// under OPT.
+    pub fn of(sys: &System, capacity: usize) -> Result<Self, RuntimeError> {
+        let loads = sys
+            .mm
+            .traffic()?
+            .iter()
+            .map(|t| t.host_to_device.pages + t.device_to_device.pages)
+            .sum();
+        let opt = sys
+            .mm
+            .trace()?
+            .iter()
+            .map(|t| belady_loads(t, capacity))
+            .sum();
+        Ok(Loads { loads, opt })
+    }
+
+    /// The modeled time of a frame had the policy made OPT's loads: the time above
+    /// `resident`, scaled by OPT's loads over the policy's.
+    pub fn opt_time(&self, resident: f64, t: f64) -> f64 {
+        resident + (t - resident).max(0.0) * (self.opt as f64 / self.loads.max(1) as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_takes_the_upper_middle_and_none_is_nan() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 3.0);
+        assert!(median(Vec::new()).is_nan());
+    }
+
+    #[test]
+    fn opt_time_scales_the_time_above_resident() {
+        let l = Loads {
+            loads: 100,
+            opt: 25,
+        };
+        assert_eq!(l.opt_time(1.0, 5.0), 2.0);
+        // Faster than resident: nothing to scale.
+        assert_eq!(l.opt_time(1.0, 0.5), 1.0);
+        assert_eq!(Loads { loads: 0, opt: 0 }.opt_time(1.0, 3.0), 1.0);
+    }
+}

@@ -1,0 +1,189 @@
+//! A game-trace run: every camera of a path rendered split-screen, each frame's requests,
+//! stage times and (for a trace) accessed blocks recorded, and the run's figures at its end.
+
+use std::time::Instant;
+
+use serde::Serialize;
+use tessera_runtime::{DeviceTraffic, StageTimes};
+
+use super::render::{FrameStats, Renderer};
+use super::trace::DeviceFrame;
+use super::{Camera, QuakeError};
+
+/// What the frames of a run recorded.
+#[derive(Clone, Debug, Default)]
+pub struct Recorded {
+    /// Per frame, per device: texture page requests.
+    pub requests: Vec<Vec<u64>>,
+    /// Per frame, per device: requests for the frame's buffers and the framebuffer.
+    pub other_requests: Vec<Vec<u64>>,
+    pub triangles: Vec<u32>,
+    /// Per texture, page requests of every device over the run.
+    pub by_texture: Vec<u64>,
+    /// Per device, summed over frames, seconds.
+    pub stages: Vec<StageTimes>,
+    /// Per frame, measured wall time of its passes alone.
+    pub frame_seconds: Vec<f64>,
+    /// Per frame, per device, the texel blocks it accessed (only when asked for a trace).
+    pub trace_frames: Vec<Vec<DeviceFrame>>,
+}
+
+/// Renders `r` through every camera of `cams` at `aspect` (width / height), recording each
+/// frame, and its accessed blocks where `trace`; `after_frame` is called after each frame
+/// with its index and stats (the caller's pictures and progress bar).
+pub fn record<E: From<QuakeError>>(
+    r: &mut Renderer,
+    cams: &[Camera],
+    aspect: f64,
+    trace: bool,
+    mut after_frame: impl FnMut(usize, &Renderer, &FrameStats) -> Result<(), E>,
+) -> Result<Recorded, E> {
+    let mut out = Recorded {
+        by_texture: vec![0; r.mesh().textures.len()],
+        stages: vec![StageTimes::default(); r.sys.devices()],
+        ..Default::default()
+    };
+    for (f, cam) in cams.iter().enumerate() {
+        let t = Instant::now();
+        let s = r.frame(&cam.view_proj(aspect))?;
+        out.frame_seconds.push(t.elapsed().as_secs_f64());
+        if trace {
+            let blocks = r.accessed_blocks()?;
+            out.trace_frames.push(
+                s.requests
+                    .iter()
+                    .zip(blocks)
+                    .map(|(&requests, blocks)| DeviceFrame { requests, blocks })
+                    .collect(),
+            );
+        }
+        after_frame(f, r, &s)?;
+        for (a, p) in out.stages.iter_mut().zip(&s.passes) {
+            a.add(&p.stages);
+        }
+        for (t, r) in out.by_texture.iter_mut().zip(&s.by_texture) {
+            *t += r;
+        }
+        out.requests.push(s.requests);
+        out.other_requests.push(s.other_requests);
+        out.triangles.push(s.triangles);
+    }
+    Ok(out)
+}
+
+/// Atlas pages one device holds at the end: only it, and it and another device.
+#[derive(Serialize)]
+pub struct Footprint {
+    pub unique_pages: u64,
+    pub shared_pages: u64,
+    pub unique_bytes: u64,
+    pub shared_bytes: u64,
+}
+
+#[derive(Serialize)]
+pub struct TextureFigures {
+    pub name: String,
+    pub width: u32,
+    pub height: u32,
+    /// Atlas pages the texture's rectangle covers (an 8x8 texture takes a whole page).
+    pub pages: u64,
+    /// Page requests for it over the run, all devices.
+    pub requests: u64,
+}
+
+/// One device's figures over the run.
+#[derive(Serialize)]
+pub struct QuakeDevice {
+    pub device: usize,
+    /// Texture page requests, all frames.
+    pub texture_requests: u64,
+    /// Every page move of the run (all objects).
+    pub traffic: DeviceTraffic,
+    /// Summed over frames, seconds.
+    pub stages: StageTimes,
+}
+
+/// The run's figures at its end, from the renderer and what its frames recorded.
+pub struct Figures {
+    /// Per device, texture page requests over all frames.
+    pub total_requests: Vec<u64>,
+    pub texture_footprint: Vec<Footprint>,
+    /// Atlas pages holding texels of some texture (the rest is padding).
+    pub texture_pages: u64,
+    pub per_texture: Vec<TextureFigures>,
+    pub per_device: Vec<QuakeDevice>,
+    /// Summed over devices and frames, seconds.
+    pub stages: StageTimes,
+}
+
+impl Figures {
+    /// The figures of `r` after the frames `rec` recorded, on pages of `page`² texels.
+    pub fn of(r: &Renderer, rec: &Recorded, page: u32) -> Result<Self, QuakeError> {
+        let n = r.sys.devices();
+        let total: Vec<u64> = (0..n)
+            .map(|d| rec.requests.iter().map(|f| f[d]).sum())
+            .collect();
+        let residency = r.atlas_residency()?;
+        let page_bytes = page as u64 * page as u64 * 4;
+        let texture_footprint = (0..n)
+            .map(|d| {
+                let mine = residency.iter().filter(|&&m| m >> d & 1 == 1);
+                let shared = mine.clone().filter(|m| m.count_ones() > 1).count() as u64;
+                let unique = mine.count() as u64 - shared;
+                Footprint {
+                    unique_pages: unique,
+                    shared_pages: shared,
+                    unique_bytes: unique * page_bytes,
+                    shared_bytes: shared * page_bytes,
+                }
+            })
+            .collect();
+        let texture_pages = (0..r.atlas.page_count())
+            .filter(|&p| r.atlas.texture_of_page(p).is_some())
+            .count() as u64;
+        let mut stages = StageTimes::default();
+        for st in &rec.stages {
+            stages.add(st);
+        }
+        let per_device = r
+            .sys
+            .mm
+            .traffic()?
+            .into_iter()
+            .zip(&total)
+            .zip(&rec.stages)
+            .enumerate()
+            .map(
+                |(device, ((traffic, &texture_requests), &stages))| QuakeDevice {
+                    device,
+                    texture_requests,
+                    traffic,
+                    stages,
+                },
+            )
+            .collect();
+        let per_texture = r
+            .mesh()
+            .textures
+            .iter()
+            .enumerate()
+            .map(|(t, tex)| TextureFigures {
+                name: tex.name.clone(),
+                width: tex.width,
+                height: tex.height,
+                pages: (0..r.atlas.page_count())
+                    .filter(|&p| r.atlas.texture_of_page(p) == Some(t as u32))
+                    .count() as u64,
+                requests: rec.by_texture.get(t).copied().unwrap_or(0),
+            })
+            .collect();
+        Ok(Figures {
+            total_requests: total,
+            texture_footprint,
+            texture_pages,
+            per_texture,
+            per_device,
+            stages,
+        })
+    }
+}
