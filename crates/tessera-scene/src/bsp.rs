@@ -130,8 +130,8 @@ pub enum BspError {
         height: i32,
         vertices: i32,
     },
-    #[error("entities lump, byte {offset}: {message}")]
-    Entities { offset: usize, message: String },
+    #[error(transparent)]
+    Entities(#[from] crate::entities::EntitiesError),
     #[error(
         "the faces expand to {vertices} vertices and {triangles} triangles, over the limit of \
          {limit} that a file of this size allows"

@@ -29,7 +29,7 @@ use std::path::PathBuf;
 
 pub use bsp::BspError;
 pub use camera::{Camera, CameraPath, EYE_HEIGHT};
-pub use entities::{parse_entities, Entity};
+pub use entities::{parse_entities, EntitiesError, Entity};
 pub use patch::PATCH_SEGMENTS;
 pub use pk3::Pak;
 pub use texture::PLACEHOLDER_SIZE;

@@ -17,7 +17,12 @@ use tessera_core::TexelFormat;
 use tessera_runtime::kernel as limits;
 use tessera_runtime::Mode;
 
-use crate::device::MAX_MEMORIES;
+/// Physical memories one kernel can bind (the prelude's `switch` has this many arms).
+pub const MAX_MEMORIES: usize = 4;
+
+/// Storage buffers the prelude binds (page table, 4 memories, list, bits, status, incomplete,
+/// temporary, leftover, time stamps, 4 remote buffers).
+pub(crate) const STORAGE_BINDINGS: u32 = 12 + REMOTE_SLOTS;
 
 /// A Rust type the shaders see, and its WGSL name.
 pub trait WgslType {

@@ -233,7 +233,7 @@ impl SharedGpu {
         Ok(SharedGpu(std::sync::Arc::new(open(
             choice,
             "tessera",
-            crate::device::STORAGE_BINDINGS,
+            crate::abi::STORAGE_BINDINGS,
             wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::MAPPABLE_PRIMARY_BUFFERS,
         )?)))
     }

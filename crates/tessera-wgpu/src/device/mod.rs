@@ -32,8 +32,7 @@ mod remote;
 use launch::*;
 use queue::Queue;
 
-/// Physical memories one kernel can bind (the prelude's `switch` has this many arms).
-pub const MAX_MEMORIES: usize = 4;
+pub use crate::abi::MAX_MEMORIES;
 
 /// Slots read back in one batch only while they average at most this many bytes
 /// (`Device::read_slots`): larger pages read one at a time were faster on an H100.
@@ -44,9 +43,6 @@ const BELT_CHUNK: u64 = 4 << 20;
 /// The prelude's mark, in y, on an incomplete invocation that saved its state (`suspend()`).
 const SUSPENDED_BIT: u32 = 0x8000_0000;
 
-/// Storage buffers the prelude binds (page table, 4 memories, list, bits, status, incomplete,
-/// temporary, leftover, time stamps, 4 remote buffers).
-pub(crate) const STORAGE_BINDINGS: u32 = 12 + abi::REMOTE_SLOTS;
 /// Invocations per list-launch dispatch row and per workgroup side of a rectangle.
 const GROUP: u32 = 8;
 const MAX_GROUPS: u32 = 65_535;
