@@ -5,8 +5,6 @@ use std::collections::BTreeMap;
 
 use tessera_scene::Scene;
 
-use super::tsl::TextureSet;
-
 /// One draw object.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DrawObject {
@@ -72,6 +70,55 @@ pub fn objects_of(scene: &Scene) -> Result<Vec<DrawObject>, ObjectError> {
         object.textures.insert(tri.texture, bytes);
     }
     Ok(objects)
+}
+
+/// A set of textures with each one's size in bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TextureSet(BTreeMap<u32, u64>);
+
+impl TextureSet {
+    /// Adds texture `id` of `bytes` bytes (a second insert of one id keeps the first size).
+    pub fn insert(&mut self, id: u32, bytes: u64) {
+        self.0.entry(id).or_insert(bytes);
+    }
+
+    /// `(id, bytes)` in ascending id.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
+        self.0.iter().map(|(&k, &v)| (k, v))
+    }
+
+    pub fn total_bytes(&self) -> u64 {
+        self.0.values().sum()
+    }
+
+    /// The size of texture `id`, if the set has it.
+    pub fn bytes_of(&self, id: u32) -> Option<u64> {
+        self.0.get(&id).copied()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn union_with(&mut self, other: &TextureSet) {
+        for (id, bytes) in other.iter() {
+            self.insert(id, bytes);
+        }
+    }
+}
+
+impl FromIterator<(u32, u64)> for TextureSet {
+    fn from_iter<I: IntoIterator<Item = (u32, u64)>>(iter: I) -> Self {
+        let mut s = TextureSet::default();
+        for (id, bytes) in iter {
+            s.insert(id, bytes);
+        }
+        s
+    }
 }
 
 #[cfg(test)]

@@ -27,58 +27,13 @@
 //! object joins would merge more but is not what OO_APP describes. An object larger than the
 //! cap on its own is a batch of its own. The paper's dependency rule (objects depending on a
 //! batch join it and raise the cap) does not arise: a scene's surfaces are independent.
-use std::collections::BTreeMap;
-
 use super::objects::DrawObject;
+pub use super::objects::TextureSet;
 
 /// The TSL a target needs to join a batch: strictly more than this (§5.1).
 pub const TSL_THRESHOLD: f64 = 0.5;
 /// The most triangles a batch holds (§5.1), unless one object alone has more.
 pub const TRIANGLE_CAP: u64 = 4096;
-
-/// A set of textures with each one's size in bytes.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TextureSet(BTreeMap<u32, u64>);
-
-impl TextureSet {
-    /// Adds texture `id` of `bytes` bytes (a second insert of one id keeps the first size).
-    pub fn insert(&mut self, id: u32, bytes: u64) {
-        self.0.entry(id).or_insert(bytes);
-    }
-
-    /// `(id, bytes)` in ascending id.
-    pub fn iter(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
-        self.0.iter().map(|(&k, &v)| (k, v))
-    }
-
-    pub fn total_bytes(&self) -> u64 {
-        self.0.values().sum()
-    }
-
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    pub fn union_with(&mut self, other: &TextureSet) {
-        for (id, bytes) in other.iter() {
-            self.insert(id, bytes);
-        }
-    }
-}
-
-impl FromIterator<(u32, u64)> for TextureSet {
-    fn from_iter<I: IntoIterator<Item = (u32, u64)>>(iter: I) -> Self {
-        let mut s = TextureSet::default();
-        for (id, bytes) in iter {
-            s.insert(id, bytes);
-        }
-        s
-    }
-}
 
 /// Eq. 1: the texture-sharing level of `target` with `root`. 0 when they share nothing or
 /// either needs no texture bytes.
@@ -89,9 +44,9 @@ pub fn tsl(root: &TextureSet, target: &TextureSet) -> f64 {
     }
     let (mut num, mut den) = (0.0, 0.0);
     for (id, bytes) in root.iter() {
-        if target.0.contains_key(&id) {
+        if let Some(target_bytes) = target.bytes_of(id) {
             let pr = bytes as f64 / r_total;
-            let pn = target.0[&id] as f64 / n_total;
+            let pn = target_bytes as f64 / n_total;
             num += pr * pn;
             den += pr;
         }
@@ -253,7 +208,7 @@ mod tests {
                 assert!(objs[k]
                     .textures
                     .iter()
-                    .any(|(t, _)| b.textures.0.contains_key(&t)));
+                    .any(|(t, _)| b.textures.bytes_of(t).is_some()));
             }
         }
         assert!(seen.iter().all(|&c| c == 1));
