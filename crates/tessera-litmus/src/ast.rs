@@ -316,7 +316,7 @@ pub enum BinOp {
     Le,
     Gt,
     Ge,
-    /// `&&` and `||` on values; loads on their right were already made (see parse.rs).
+    /// `&&` and `||` on values; loads on their right were already made (see parse/expr.rs).
     LAnd,
     LOr,
 }
