@@ -141,6 +141,11 @@ impl PassStats {
         self.gpu_stages = self.gpu_stages.map(|g| g.lumped_into_display());
     }
 
+    /// The device-time stages, started at zero the first time a backend reports one.
+    fn gpu(&mut self) -> &mut StageTimes {
+        self.gpu_stages.get_or_insert_with(Default::default)
+    }
+
     pub fn add(&mut self, o: &PassStats) {
         self.stages.add(&o.stages);
         if let Some(g) = &o.gpu_stages {
@@ -394,14 +399,7 @@ impl DeviceContext {
                     self.two_pass_over(&spec, domain, false, stats)?;
                 }
                 Redo::Merge(spec, missing) => {
-                    let missing = missing
-                        .into_iter()
-                        .map(|page| PageRequest {
-                            page,
-                            access: Access::Write,
-                        })
-                        .collect();
-                    self.timed_acquire(missing, Vec::new(), stats)?;
+                    self.timed_acquire(write_requests(missing), Vec::new(), stats)?;
                     let merged = self.merge_temp(&spec, stats);
                     self.release();
                     merged?;
@@ -436,7 +434,7 @@ impl DeviceContext {
         stats.launches += 1;
         stats.invocations += launch.invocations;
         if let Some(g) = launch.gpu {
-            let gs = stats.gpu_stages.get_or_insert_with(Default::default);
+            let gs = stats.gpu();
             gs.compute += g.kernel_s;
             gs.uniquify += g.uniquify_s;
         }
@@ -452,10 +450,7 @@ impl DeviceContext {
         match merge {
             Some(Some(Settled::Merge(m))) => {
                 if let Some(g) = m.gpu_s {
-                    stats
-                        .gpu_stages
-                        .get_or_insert_with(Default::default)
-                        .page_writes += g;
+                    stats.gpu().page_writes += g;
                 }
                 if m.missing.is_empty() {
                     Ok(None)
@@ -726,7 +721,7 @@ impl DeviceContext {
         }
         stats.stages.uniquify += out.uniquify_s;
         if let Some(g) = out.gpu {
-            let gs = stats.gpu_stages.get_or_insert_with(Default::default);
+            let gs = stats.gpu();
             match mode {
                 Mode::Request => gs.request_pass += g.kernel_s,
                 _ => gs.compute += g.kernel_s,
@@ -1177,23 +1172,13 @@ impl DeviceContext {
             let m = self.merge()?;
             stats.stages.page_writes += t.elapsed().as_secs_f64();
             if let Some(g) = m.gpu_s {
-                stats
-                    .gpu_stages
-                    .get_or_insert_with(Default::default)
-                    .page_writes += g;
+                stats.gpu().page_writes += g;
             }
             if m.missing.is_empty() {
                 return Ok(());
             }
             left = m.missing.len();
-            let missing: Vec<PageRequest> = m
-                .missing
-                .into_iter()
-                .map(|page: GlobalPage| PageRequest {
-                    page,
-                    access: Access::Write,
-                })
-                .collect();
+            let missing = write_requests(m.missing);
             self.check_grant(&missing)?;
             self.release();
             let mut take = missing.len();
@@ -1221,6 +1206,17 @@ impl DeviceContext {
             rounds: MAX_ROUNDS,
         })
     }
+}
+
+/// Pages a merge could not write, asked for exclusively.
+fn write_requests(pages: Vec<GlobalPage>) -> Vec<PageRequest> {
+    pages
+        .into_iter()
+        .map(|page| PageRequest {
+            page,
+            access: Access::Write,
+        })
+        .collect()
 }
 
 /// The pages a footprint says a rectangle of invocations touches: every page of each read
