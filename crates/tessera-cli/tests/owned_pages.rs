@@ -71,6 +71,27 @@ fn resident_boundary_pages_stay_on_their_owners() {
             .map(|d| num(&d["device_to_device_via_host_per_frame"]["pages"]))
             .sum();
         assert!(d2d > 0.0, "{ctx}");
+        // A resident frame asks only for what a device lacks: a boundary page to read (one
+        // page copied to it) or the right to write its own page back from a reader (none
+        // copied). Asking for a band's whole footprint whenever one page is missing sends
+        // the held pages too, over 20 times as many at this size.
+        let per_device = owned["per_device"].as_array().unwrap();
+        let requests: f64 = per_device
+            .iter()
+            .map(|d| num(&d["page_requests_per_frame"]))
+            .sum();
+        let copied: f64 = per_device
+            .iter()
+            .map(|d| {
+                // Every device → device move (peer copies are a part of these).
+                num(&d["device_to_device_via_host_per_frame"]["pages"])
+                    + num(&d["host_to_device_per_frame"]["pages"])
+            })
+            .sum();
+        assert!(
+            requests <= 2.0 * copied,
+            "{ctx}: {requests} requests for {copied} pages copied"
+        );
         let to_home: f64 = owned["per_device"]
             .as_array()
             .unwrap()

@@ -623,6 +623,7 @@ impl DeviceContext {
                     .is_err()
             })
             .collect();
+        let pages = self.mm.missing(self.device, pages);
         if pages.is_empty() {
             return None;
         }
@@ -698,6 +699,23 @@ impl DeviceContext {
         }
         stats.batches += 1;
         Ok(())
+    }
+
+    /// [`Self::timed_acquire`] for pages named ahead of a launch (a footprint, a request
+    /// pass, a compute pass's writes), less those the device already holds with their
+    /// rights: each costs the memory manager a lookup and changes nothing, and a band that
+    /// lacks one boundary page would otherwise send its whole footprint. Pages a launch
+    /// faulted on are always sent whole, so a stale look can never hide a miss.
+    fn timed_acquire_ahead(
+        &mut self,
+        pages: Vec<PageRequest>,
+        stats: &mut PassStats,
+    ) -> Result<()> {
+        let pages = self.mm.missing(self.device, pages);
+        if pages.is_empty() {
+            return Ok(());
+        }
+        self.timed_acquire(pages, Vec::new(), stats)
     }
 
     fn timed_launch(
@@ -968,7 +986,7 @@ impl DeviceContext {
                 continue;
             }
             self.settle_now(stats)?;
-            match self.timed_acquire(pages, Vec::new(), stats) {
+            match self.timed_acquire_ahead(pages, stats) {
                 Ok(()) => {
                     if self.staging {
                         // The next band's pages, staged while this band's launch runs.
@@ -1090,7 +1108,7 @@ impl DeviceContext {
                 let out = self.timed_launch(spec, domain.clone(), Mode::Request, stats)?;
                 let reads: Vec<GlobalPage> = out.requests.iter().map(|r| r.page).collect();
                 if !out.requests.is_empty() {
-                    self.timed_acquire(out.requests, Vec::new(), stats)?;
+                    self.timed_acquire_ahead(out.requests, stats)?;
                 }
                 reads
             }
@@ -1100,7 +1118,7 @@ impl DeviceContext {
         // Pass 3: exclusive access to the written pages not held writable, then merge. Pages
         // that do not fit together are merged in parts (`merge_temp`).
         if !writes.is_empty() {
-            match self.timed_acquire(writes, Vec::new(), stats) {
+            match self.timed_acquire_ahead(writes, stats) {
                 Ok(()) | Err(RuntimeError::OverBudget { .. }) => {}
                 Err(e) => return Err(e),
             }

@@ -60,19 +60,38 @@ impl HeldPages {
 
     /// Whether `device` holds every one of `pages` with at least the access asked for.
     pub fn covers(&self, device: DeviceId, pages: &[PageRequest]) -> bool {
-        let Some(lock) = self.devices.get(device.index()) else {
-            return false;
-        };
-        let Ok(v) = lock.read() else {
-            return false;
-        };
-        pages.iter().all(|r| {
+        self.with(device, |held| pages.iter().all(|r| held(r)))
+            .unwrap_or(false)
+    }
+
+    /// The requests among `pages` that `device` does not hold with the access asked for, in
+    /// their order; all of them when the set cannot be read.
+    pub fn missing(&self, device: DeviceId, pages: Vec<PageRequest>) -> Vec<PageRequest> {
+        match self.with(device, |held| {
+            pages.iter().filter(|r| !held(r)).copied().collect()
+        }) {
+            Some(m) => m,
+            None => pages,
+        }
+    }
+
+    /// Calls `f` with a test of one request against `device`'s set; `None` for an unknown
+    /// device or a poisoned lock.
+    fn with<T>(
+        &self,
+        device: DeviceId,
+        f: impl FnOnce(&dyn Fn(&PageRequest) -> bool) -> T,
+    ) -> Option<T> {
+        let lock = self.devices.get(device.index())?;
+        let v = lock.read().ok()?;
+        let held = |r: &PageRequest| {
             let need = match r.access {
                 Access::Read => READ,
                 Access::Write => WRITE,
             };
             v.get(r.page.index()).is_some_and(|&l| l >= need)
-        })
+        };
+        Some(f(&held))
     }
 }
 
@@ -108,5 +127,22 @@ mod tests {
         assert!(!h.covers(DeviceId(7), &[]));
         // The empty set is covered by any known device.
         assert!(h.covers(d, &[]));
+        // What is missing keeps its order and its access; an unknown device misses all.
+        h.set(d, GlobalPage(2), PageDescriptor::resident(at, false));
+        let asked = vec![
+            req(1, Access::Read),
+            req(2, Access::Read),
+            req(2, Access::Write),
+            req(3, Access::Write),
+        ];
+        assert_eq!(
+            h.missing(d, asked.clone()),
+            [
+                req(1, Access::Read),
+                req(2, Access::Write),
+                req(3, Access::Write)
+            ]
+        );
+        assert_eq!(h.missing(DeviceId(7), asked.clone()), asked);
     }
 }

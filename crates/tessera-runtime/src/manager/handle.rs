@@ -147,6 +147,17 @@ impl ManagerHandle {
     pub fn covers(&self, device: DeviceId, pages: &[PageRequest]) -> bool {
         self.cluster.is_none() && self.held.covers(device, pages)
     }
+    /// The part of a batch worth sending: `pages` less what `device` already holds with the
+    /// access asked for. The whole batch under budget pressure, where a request also keeps
+    /// the pages it names from being evicted for the rest of the batch, and on a cluster,
+    /// whose other homes publish nothing here. Like [`ManagerHandle::covers`], a hint: a page
+    /// left out and taken meanwhile faults and is asked for then.
+    pub fn missing(&self, device: DeviceId, pages: Vec<PageRequest>) -> Vec<PageRequest> {
+        if self.cluster.is_some() || self.under_pressure(device) {
+            return pages;
+        }
+        self.held.missing(device, pages)
+    }
     /// This handle routed over a cluster: batches, releases, `holds` and reads reach every
     /// home (crate::cluster).
     pub(crate) fn on_cluster(mut self, link: Arc<crate::cluster::Link>) -> Self {
