@@ -60,7 +60,7 @@ impl HeldPages {
 
     /// Whether `device` holds every one of `pages` with at least the access asked for.
     pub fn covers(&self, device: DeviceId, pages: &[PageRequest]) -> bool {
-        self.with(device, |held| pages.iter().all(|r| held(r)))
+        self.with(device, |held| pages.iter().all(held))
             .unwrap_or(false)
     }
 
