@@ -18,6 +18,7 @@ pub mod page_table;
 pub mod physical;
 pub mod prefetch;
 pub mod protocol;
+mod search;
 
 pub use access::{AccessMode, Location, RemoteLink, UnknownAccessMode};
 pub use address::{AddressSpace, ObjectEntry};

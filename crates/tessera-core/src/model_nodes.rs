@@ -46,16 +46,16 @@
 //! copies, memory lock; and one of its own, [`ONLY_HOME_ANSWERS`]: a node's directory lists no
 //! copy or owner of a page it is not home to.
 
-use std::collections::{HashSet, VecDeque};
 use std::fmt;
 
 use crate::directory::{DeviceSet, Directory, HomeMap};
-use crate::model::{property, CheckReport, Violation};
+use crate::model::{property, CheckReport};
 use crate::nodes::split_by_home;
 use crate::protocol::{
     Access, Action, Coherence, Message, PageRequest, Protocol, ProtocolVariant, RequestBatch,
     RequestId, Source,
 };
+use crate::search::{fail, search, Applied, Failure, World};
 use crate::{DeviceId, GlobalPage};
 
 /// A node's directory lists no copy or owner of a page it is not home to.
@@ -157,7 +157,11 @@ impl NodesConfig {
 /// Explores every state reachable in `cfg`'s world, breadth first, and checks every property.
 pub fn check_nodes(cfg: &NodesConfig) -> Result<CheckReport, String> {
     cfg.validate()?;
-    Ok(Explorer::new(cfg).run())
+    Ok(search(&NodesWorld {
+        cfg,
+        batches: Batch::all(cfg.pages as usize),
+        perms: node_preserving_perms(cfg),
+    }))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -304,16 +308,6 @@ impl fmt::Display for Step {
             Step::Evict { device, page } => write!(f, "device{device} evicts page{page}"),
         }
     }
-}
-
-#[derive(Debug)]
-struct Failure {
-    property: &'static str,
-    detail: String,
-}
-
-fn fail(property: &'static str, detail: String) -> Failure {
-    Failure { property, detail }
 }
 
 #[derive(Clone, Debug)]
@@ -1008,106 +1002,43 @@ fn node_preserving_perms(cfg: &NodesConfig) -> Vec<Vec<u8>> {
 // ---------------------------------------------------------------------------------------------
 // The search.
 
-struct Explorer<'a> {
+struct NodesWorld<'a> {
     cfg: &'a NodesConfig,
-    /// Per state: its parent and the step that reached it (the initial state is its own parent).
-    parents: Vec<(u32, Option<Step>)>,
+    batches: Vec<Batch>,
+    perms: Vec<Vec<u8>>,
 }
 
-impl<'a> Explorer<'a> {
-    fn new(cfg: &'a NodesConfig) -> Self {
-        Explorer {
-            cfg,
-            parents: Vec::new(),
-        }
-    }
+impl World for NodesWorld<'_> {
+    type State = State;
+    type Step = Step;
+    type Key = Box<[u8]>;
+    type Hasher = std::collections::hash_map::RandomState;
 
-    fn run(mut self) -> CheckReport {
-        let cfg = self.cfg;
-        let mut report = CheckReport {
-            states: 0,
-            transitions: 0,
-            terminal: 0,
-            refused_frees: 0,
-            refused_evictions: 0,
-            refused_stages: 0,
-            depth: 0,
-            violation: None,
-        };
-        let init = match State::initial(cfg) {
-            Ok(s) => s,
-            Err(e) => {
-                report.violation = Some(Violation {
-                    property: property::PROTOCOL_ERROR,
-                    trace: vec![format!("VIOLATED: {e}")],
-                });
-                return report;
-            }
-        };
-        let batches = Batch::all(cfg.pages as usize);
-        let perms = node_preserving_perms(cfg);
-        let mut seen: HashSet<Box<[u8]>> = HashSet::new();
-        seen.insert(init.key(&perms));
-        self.parents.push((0, None));
-        let mut queue: VecDeque<(u32, u32, State)> = VecDeque::new();
-        queue.push_back((0, 0, init));
-        let mut steps = Vec::new();
-        while let Some((id, depth, state)) = queue.pop_front() {
-            report.depth = report.depth.max(depth);
-            state.enabled(cfg, &batches, &mut steps);
-            if steps.is_empty() {
-                report.terminal += 1;
-                if let Err(f) = state.quiescent() {
-                    report.violation = Some(self.violation(id, None, f));
-                    break;
-                }
-            }
-            let before = state.measure(cfg);
-            for &step in &steps {
-                let mut next = state.clone();
-                let outcome = next.apply(cfg, step).and_then(|()| {
-                    next.invariants(cfg)?;
-                    if next.measure(cfg) >= before {
-                        return Err(fail(
-                            property::ACYCLIC,
-                            "the progress measure did not fall".into(),
-                        ));
-                    }
-                    Ok(())
-                });
-                report.transitions += 1;
-                if let Err(f) = outcome {
-                    report.violation = Some(self.violation(id, Some(step), f));
-                    report.states = seen.len() as u64;
-                    return report;
-                }
-                if seen.insert(next.key(&perms)) {
-                    let nid = self.parents.len() as u32;
-                    self.parents.push((id, Some(step)));
-                    queue.push_back((nid, depth + 1, next));
-                }
-            }
-        }
-        report.states = seen.len() as u64;
-        report
+    fn initial(&self) -> Result<State, Failure> {
+        State::initial(self.cfg).map_err(|e| fail(property::PROTOCOL_ERROR, e))
     }
-
-    /// The shortest trace to `id` (then `extra`), replayed from the initial state.
-    fn violation(&self, id: u32, extra: Option<Step>, f: Failure) -> Violation {
-        let mut path = Vec::new();
-        let mut at = id;
-        while let (parent, Some(step)) = self.parents[at as usize] {
-            path.push(step);
-            at = parent;
-        }
-        path.reverse();
-        path.extend(extra);
+    fn enabled(&self, s: &State, out: &mut Vec<Step>) {
+        s.enabled(self.cfg, &self.batches, out)
+    }
+    fn apply(&self, s: &mut State, step: Step) -> Result<Applied, Failure> {
+        s.apply(self.cfg, step).map(|()| Applied::Done)
+    }
+    fn invariants(&self, s: &State) -> Result<(), Failure> {
+        s.invariants(self.cfg)
+    }
+    fn quiescent(&self, s: &State) -> Result<(), Failure> {
+        s.quiescent()
+    }
+    fn measure(&self, s: &State) -> u32 {
+        s.measure(self.cfg)
+    }
+    fn key(&self, s: &State) -> Box<[u8]> {
+        s.key(&self.perms)
+    }
+    fn trace(&self, path: &[Step], f: &Failure) -> Vec<String> {
         let mut trace: Vec<String> = path.iter().map(|s| s.to_string()).collect();
         trace.push(format!("VIOLATED: {}", f.detail));
-        Violation {
-            property: f.property,
-            trace,
-        }
+        trace
     }
 }
 

@@ -107,7 +107,6 @@
 //! the others stop. The protocol's fairness rule (a request that an older deferred one needs is
 //! deferred too) is what argues for the unbounded case.
 
-use std::collections::{HashSet, VecDeque};
 use std::fmt;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::rc::Rc;
@@ -422,9 +421,9 @@ pub fn check(cfg: &ModelConfig) -> Result<CheckReport, String> {
     cfg.validate()?;
     // The narrowest key that holds the world: the visited set is most of the memory.
     Ok(match Layout::new(cfg).max_bits() {
-        0..=128 => Explorer::<2>::new(cfg).run(),
-        129..=192 => Explorer::<3>::new(cfg).run(),
-        _ => Explorer::<KEY_WORDS>::new(cfg).run(),
+        0..=128 => crate::search::search(&ModelWorld::<2>::new(cfg)),
+        129..=192 => crate::search::search(&ModelWorld::<3>::new(cfg)),
+        _ => crate::search::search(&ModelWorld::<KEY_WORDS>::new(cfg)),
     })
 }
 

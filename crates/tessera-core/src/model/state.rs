@@ -306,14 +306,7 @@ impl fmt::Display for Sent {
     }
 }
 
-pub(super) struct Failure {
-    pub(super) property: &'static str,
-    pub(super) detail: String,
-}
-
-pub(super) fn fail(property: &'static str, detail: String) -> Failure {
-    Failure { property, detail }
-}
+pub(super) use crate::search::{fail, Failure};
 
 pub(super) fn refused(what: Sent, e: CoreError) -> Failure {
     fail(
