@@ -1,6 +1,7 @@
 //! Runtime errors: what can go wrong once threads, backends and kernels are involved.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use tessera_core::{CoreError, DeviceId, GlobalPage, ObjectId};
 
@@ -30,8 +31,17 @@ pub enum RuntimeError {
     GrantViolated { device: DeviceId, page: GlobalPage },
     #[error("{0} stopped unexpectedly")]
     ThreadGone(&'static str),
+    /// The runtime found its own records disagreeing with a device (a bug, not an input).
     #[error("backend error on {device}: {message}")]
     Backend { device: DeviceId, message: String },
+    /// A backend's own error, kept typed: [`BackendError::downcast_ref`] gives it back (a
+    /// `tessera_wgpu::WgpuError` on wgpu).
+    #[error("{device}: {error}")]
+    Device {
+        device: DeviceId,
+        #[source]
+        error: BackendError,
+    },
     #[error("invalid configuration: {0}")]
     Config(String),
     #[error("data for object {object} has {got} bytes; {want} expected")]
@@ -97,6 +107,40 @@ pub enum RuntimeError {
     NodeLost { node: usize, how: String },
     #[error("node {node}: {message}")]
     OnNode { node: usize, message: String },
+}
+
+/// A backend's error behind the runtime's boundary, which knows no backend's types. Shared,
+/// so that [`RuntimeError`] stays `Clone` (a broken memory manager repeats its error to every
+/// later caller); two are equal when they say the same.
+#[derive(Clone, Debug)]
+pub struct BackendError(Arc<dyn std::error::Error + Send + Sync>);
+
+impl BackendError {
+    pub fn new(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        BackendError(Arc::new(error))
+    }
+    /// The backend's error, when it is an `E`.
+    pub fn downcast_ref<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        self.0.downcast_ref()
+    }
+}
+
+impl std::fmt::Display for BackendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for BackendError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl PartialEq for BackendError {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.to_string() == other.0.to_string()
+    }
 }
 
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;

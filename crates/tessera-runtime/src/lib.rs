@@ -27,7 +27,7 @@ pub use backend::{
 };
 pub use cpu::{run_span_with, Invocation, Plain, PlainInput, PlainOutput, RequestBits};
 pub use driver::{DeviceContext, PassSpec, PassStats, Procedure, StageTimes};
-pub use error::{Result, RuntimeError};
+pub use error::{BackendError, Result, RuntimeError};
 pub use kernel::{
     check_launch, kind_name, Bound, Fault, Footprint, Kernel, Mode, TempStore, TexelAccess,
     WgslKernel, MAX_BINDINGS, MAX_PARAMS, MAX_STORES,

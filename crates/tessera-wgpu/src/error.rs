@@ -1,7 +1,7 @@
 //! What can go wrong on a wgpu device, as typed values with messages a user can act on.
 
-use tessera_core::DeviceId;
-use tessera_runtime::RuntimeError;
+use tessera_core::{DeviceId, ObjectId};
+use tessera_runtime::{BackendError, RuntimeError};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum WgpuError {
@@ -25,16 +25,71 @@ pub enum WgpuError {
     RemoteAcrossDevices { object: tessera_core::ObjectId },
     #[error("wgpu: {0}")]
     Wgpu(String),
-    #[error("{0}")]
-    Invalid(String),
+    #[error("no physical memory {memory} on this device")]
+    NoMemory { memory: u16 },
+    #[error("slot {slot} outside physical memory {memory}")]
+    SlotOutside { memory: u16, slot: u32 },
+    #[error("physical memory {memory} cannot be made of {slot_bytes}-byte slots")]
+    BadMemory { memory: u16, slot_bytes: u64 },
+    #[error("a slot write of {bytes} bytes into a {slot_bytes}-byte slot")]
+    SlotSize { bytes: u64, slot_bytes: u64 },
+    #[error("{pages} pages: the GPU page table addresses at most 2^32")]
+    PageTableTooLarge { pages: u64 },
+    #[error("a launch over {pages} pages; the page table has {table}")]
+    LaunchPastTable { pages: u64, table: u64 },
+    #[error("an object beyond global page 2^32")]
+    PageBeyond32Bits,
+    #[error("a peer copy from a memory on another wgpu device")]
+    PeerAcrossDevices,
+    #[error("a peer copy from slot {from_slot} of {slot_bytes}-byte slots ({capacity} of them) into a {into_bytes}-byte slot")]
+    PeerSlot {
+        from_slot: u32,
+        slot_bytes: u64,
+        capacity: u32,
+        into_bytes: u64,
+    },
+    #[error("merge: page {page} maps outside its physical memory")]
+    MergeOutside { page: u64 },
+    #[error("kernel {kernel}: a domain of {width}x{height} is too large for one dispatch")]
+    DispatchTooLarge {
+        kernel: String,
+        width: u32,
+        height: u32,
+    },
+    #[error("object {object}: an unpaged run takes ids below {max}")]
+    UnpagedId { object: ObjectId, max: usize },
+    #[error("object {object} is given twice")]
+    ObjectTwice { object: ObjectId },
+    #[error("no object {object} in this unpaged run")]
+    NoObject { object: ObjectId },
+    #[error("object {object} holds {want} bytes; {got} were given")]
+    ObjectSize {
+        object: ObjectId,
+        want: u64,
+        got: u64,
+    },
+    #[error(
+        "plain copies of {bytes} bytes in {page_bytes}-byte pages into {buffer_bytes}-byte buffers"
+    )]
+    PlainCopies {
+        bytes: u64,
+        page_bytes: u64,
+        buffer_bytes: u64,
+    },
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
 }
 
 impl WgpuError {
     /// The runtime's error for this device.
     pub fn on(self, device: DeviceId) -> RuntimeError {
-        RuntimeError::Backend {
-            device,
-            message: self.to_string(),
+        match self {
+            // Already the runtime's: wrapping it again would only hide it.
+            WgpuError::Runtime(e) => e,
+            e => RuntimeError::Device {
+                device,
+                error: BackendError::new(e),
+            },
         }
     }
 }

@@ -78,11 +78,11 @@ impl PlainCopies {
             || !page_bytes.is_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT)
             || !self.bytes.is_multiple_of(page_bytes)
         {
-            return Err(WgpuError::Invalid(format!(
-                "plain copies of {} bytes in {page_bytes}-byte pages into {}-byte buffers",
-                data.len(),
-                self.bytes
-            )));
+            return Err(WgpuError::PlainCopies {
+                bytes: data.len() as u64,
+                page_bytes,
+                buffer_bytes: self.bytes,
+            });
         }
         self.health.check()?;
         let pb = page_bytes as usize;

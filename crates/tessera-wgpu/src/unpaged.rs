@@ -84,9 +84,10 @@ impl UnpagedGpu {
         let mut words = 0u64;
         for &(id, width, height, format) in objects {
             if id.0 as usize >= UNPAGED_MAX_OBJECTS {
-                return Err(WgpuError::Invalid(format!(
-                    "object {id}: an unpaged run takes ids below {UNPAGED_MAX_OBJECTS}"
-                )));
+                return Err(WgpuError::UnpagedId {
+                    object: id,
+                    max: UNPAGED_MAX_OBJECTS,
+                });
             }
             let p = Placement {
                 base: words,
@@ -95,7 +96,7 @@ impl UnpagedGpu {
                 format,
             };
             if placed.insert(id, p).is_some() {
-                return Err(WgpuError::Invalid(format!("object {id} is given twice")));
+                return Err(WgpuError::ObjectTwice { object: id });
             }
             words += p.bytes() / 4;
         }
@@ -223,7 +224,7 @@ impl UnpagedGpu {
         self.objects
             .get(&id)
             .copied()
-            .ok_or_else(|| WgpuError::Invalid(format!("no object {id} in this unpaged run")))
+            .ok_or(WgpuError::NoObject { object: id })
     }
 
     /// Submits the passes encoded so far, without waiting for them.
@@ -241,11 +242,11 @@ impl UnpagedGpu {
         self.health.check()?;
         let p = self.placement(id)?;
         if data.len() as u64 != p.bytes() {
-            return Err(WgpuError::Invalid(format!(
-                "object {id} holds {} bytes; {} were given",
-                p.bytes(),
-                data.len()
-            )));
+            return Err(WgpuError::ObjectSize {
+                object: id,
+                want: p.bytes(),
+                got: data.len() as u64,
+            });
         }
         // A queued write runs before the next submission, so passes already encoded go first.
         self.flush();
@@ -293,22 +294,21 @@ impl UnpagedGpu {
             kernel: name.into(),
         })?;
         if wgsl.params.len() > tessera_runtime::MAX_PARAMS {
-            return Err(WgpuError::Invalid(
-                tessera_runtime::RuntimeError::TooManyParams {
-                    kernel: name.into(),
-                    words: wgsl.params.len(),
-                    max: tessera_runtime::MAX_PARAMS,
-                }
-                .to_string(),
-            ));
+            return Err(tessera_runtime::RuntimeError::TooManyParams {
+                kernel: name.into(),
+                words: wgsl.params.len(),
+                max: tessera_runtime::MAX_PARAMS,
+            }
+            .into());
         }
         let (gx, gy) = (size.0.div_ceil(GROUP), size.1.div_ceil(GROUP));
         let max = self.limits.max_compute_workgroups_per_dimension;
         if gx > max || gy > max {
-            return Err(WgpuError::Invalid(format!(
-                "kernel {name}: a domain of {}x{} is too large for one dispatch",
-                size.0, size.1
-            )));
+            return Err(WgpuError::DispatchTooLarge {
+                kernel: name.into(),
+                width: size.0,
+                height: size.1,
+            });
         }
         let pipeline = self.pipeline(name, wgsl.source)?;
         if gx == 0 || gy == 0 {

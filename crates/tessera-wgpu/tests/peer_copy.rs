@@ -13,7 +13,7 @@ use tessera_runtime::{
     Device, DeviceTraffic, Fault, Invocation, Kernel, PassSpec, PeerCopy, Procedure, RuntimeError,
     System, SystemConfig, WgslKernel,
 };
-use tessera_wgpu::{AdapterChoice, SharedGpu, WgpuDevice};
+use tessera_wgpu::{AdapterChoice, SharedGpu, WgpuDevice, WgpuError};
 
 /// a = 2a + 1, in place: every run changes every texel, so stale bytes show.
 struct Bump {
@@ -297,11 +297,19 @@ fn a_peer_copy_moves_exactly_its_slots_and_refuses_another_wgpu_device() {
         from_slot: 4,
         at: slot(0),
     };
-    assert!(matches!(
-        dst.copy_from_peers(&[outside]),
-        Err(RuntimeError::Backend { .. })
-    ));
-    assert!(src.peer_memory(1).is_err());
+    assert_eq!(
+        wgpu_error(dst.copy_from_peers(&[outside])),
+        WgpuError::PeerSlot {
+            from_slot: 4,
+            slot_bytes: SLOT,
+            capacity: 4,
+            into_bytes: SLOT,
+        }
+    );
+    assert_eq!(
+        wgpu_error(src.peer_memory(1).map(|_| ())),
+        WgpuError::NoMemory { memory: 1 }
+    );
     let other = SharedGpu::open(&AdapterChoice::Default).unwrap();
     let mut elsewhere = WgpuDevice::on(DeviceId(1), &other).unwrap();
     assert_ne!(elsewhere.peer_group(), src.peer_group());
@@ -311,10 +319,21 @@ fn a_peer_copy_moves_exactly_its_slots_and_refuses_another_wgpu_device() {
         from_slot: 0,
         at: slot(0),
     };
-    assert!(matches!(
-        elsewhere.copy_from_peers(&[foreign]),
-        Err(RuntimeError::Backend { .. })
-    ));
+    assert_eq!(
+        wgpu_error(elsewhere.copy_from_peers(&[foreign])),
+        WgpuError::PeerAcrossDevices
+    );
+}
+
+/// The wgpu error behind a runtime error: typed through the runtime's boundary.
+fn wgpu_error(r: Result<(), RuntimeError>) -> WgpuError {
+    match r {
+        Err(RuntimeError::Device { error, .. }) => error
+            .downcast_ref::<WgpuError>()
+            .unwrap_or_else(|| panic!("not a wgpu error: {error}"))
+            .clone(),
+        other => panic!("expected a device error, got {other:?}"),
+    }
 }
 
 /// A batch of pages taken device → device on one wgpu device: the copies are queued on the

@@ -9,7 +9,7 @@ mod common;
 
 use tessera_core::{AccessMode, DeviceId, ObjectDesc, ObjectId, TexelFormat};
 use tessera_runtime::{Device, Fault, Invocation, Kernel, RuntimeError, System, SystemConfig};
-use tessera_wgpu::{AdapterChoice, WgpuDevice};
+use tessera_wgpu::{AdapterChoice, WgpuDevice, WgpuError};
 
 /// out = a + 1 (migrate), b = 2a (remote), a read from a remote object.
 struct Step {
@@ -121,9 +121,12 @@ fn remote_objects_on_separate_wgpu_devices_are_a_typed_error() {
         )
         .unwrap_err();
     match &err {
-        RuntimeError::Backend { message, .. } => assert!(
-            message.contains("lives on another wgpu device"),
-            "{message}"
+        RuntimeError::Device { error, .. } => assert!(
+            matches!(
+                error.downcast_ref::<WgpuError>(),
+                Some(WgpuError::RemoteAcrossDevices { .. })
+            ),
+            "{error}"
         ),
         e => panic!("expected the remote-across-devices error, got {e:?}"),
     }

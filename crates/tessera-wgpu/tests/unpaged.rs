@@ -239,17 +239,37 @@ fn errors_are_typed() {
         TexelFormat::R32Float,
     );
     let e = UnpagedGpu::new(&AdapterChoice::Default, &[tex, past]).err();
-    assert!(matches!(e, Some(WgpuError::Invalid(_))), "{e:?}");
+    assert!(matches!(e, Some(WgpuError::UnpagedId { .. })), "{e:?}");
     let e = UnpagedGpu::new(&AdapterChoice::Default, &[tex, tex]).err();
-    assert!(matches!(e, Some(WgpuError::Invalid(_))), "{e:?}");
+    assert!(
+        matches!(
+            e,
+            Some(WgpuError::ObjectTwice {
+                object: ObjectId(0)
+            })
+        ),
+        "{e:?}"
+    );
     let e = UnpagedGpu::new(&AdapterChoice::Named("no such adapter".into()), &[tex]).err();
     assert!(matches!(e, Some(WgpuError::NoAdapter(_))), "{e:?}");
 
     let Some(mut g) = open(&[tex]) else { return };
     let e = g.write_object(ObjectId(0), &[0; 12]).unwrap_err();
-    assert!(matches!(e, WgpuError::Invalid(_)), "{e}");
+    assert_eq!(
+        e,
+        WgpuError::ObjectSize {
+            object: ObjectId(0),
+            want: 64,
+            got: 12
+        }
+    );
     let e = g.read_object(ObjectId(1)).unwrap_err();
-    assert!(matches!(e, WgpuError::Invalid(_)), "{e}");
+    assert_eq!(
+        e,
+        WgpuError::NoObject {
+            object: ObjectId(1)
+        }
+    );
     let e = g.run(&CpuOnly, (4, 4)).unwrap_err();
     assert!(matches!(e, WgpuError::NoWgsl { .. }), "{e}");
     let broken = Shifted {

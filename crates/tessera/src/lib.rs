@@ -63,8 +63,8 @@ pub use tessera_core::{
     Policy, TexelFormat,
 };
 pub use tessera_runtime::{
-    Bound, DeviceTraffic, Domain, Fault, Footprint, HostCounters, Invocation, Kernel, Partition,
-    PassSpec, PassStats, Plain, Prefetch, Procedure, RuntimeError, StageTimes, System,
+    BackendError, Bound, DeviceTraffic, Domain, Fault, Footprint, HostCounters, Invocation, Kernel,
+    Partition, PassSpec, PassStats, Plain, Prefetch, Procedure, RuntimeError, StageTimes, System,
     SystemConfig, TexelAccess, Thrashing, WgslKernel,
 };
 

@@ -21,9 +21,7 @@ impl Device for WgpuDevice {
             || slot_bytes == 0
             || !slot_bytes.is_multiple_of(4)
         {
-            return Err(self.err(WgpuError::Invalid(format!(
-                "bad physical memory {memory} of {slot_bytes}-byte slots"
-            ))));
+            return Err(self.err(WgpuError::BadMemory { memory, slot_bytes }));
         }
         if memory as usize >= MAX_MEMORIES {
             return Err(self.err(WgpuError::TooManyMemories {
@@ -52,10 +50,10 @@ impl Device for WgpuDevice {
         self.check()?;
         let (off, len) = self.slot_range(at)?;
         if data.len() as u64 != len {
-            return Err(self.err(WgpuError::Invalid(format!(
-                "slot write of {} bytes into a {len}-byte slot",
-                data.len()
-            ))));
+            return Err(self.err(WgpuError::SlotSize {
+                bytes: data.len() as u64,
+                slot_bytes: len,
+            }));
         }
         // Slot reuse (docs/WGPU.md, "Slot reuse"): the memory manager gives a slot to another
         // page between launches. This queued write runs at the start of the next submission,
@@ -91,10 +89,10 @@ impl Device for WgpuDevice {
             let size = match wgpu::BufferSize::new(len) {
                 Some(size) if data.len() as u64 == len => size,
                 _ => {
-                    return Err(self.err(WgpuError::Invalid(format!(
-                        "slot write of {} bytes into a {len}-byte slot",
-                        data.len()
-                    ))))
+                    return Err(self.err(WgpuError::SlotSize {
+                        bytes: data.len() as u64,
+                        slot_bytes: len,
+                    }))
                 }
             };
             let buffer = &self.memories[at.memory as usize].buffer;
@@ -138,9 +136,7 @@ impl Device for WgpuDevice {
     fn resize_page_table(&mut self, pages: u64) -> Result<()> {
         self.check()?;
         if pages > u32::MAX as u64 {
-            return Err(self.err(WgpuError::Invalid(format!(
-                "{pages} pages: the GPU page table addresses at most 2^32"
-            ))));
+            return Err(self.err(WgpuError::PageTableTooLarge { pages }));
         }
         if pages * 8 > self.limits.max_storage_buffer_binding_size {
             return Err(self.err(WgpuError::OutOfMemory(format!(
@@ -285,11 +281,10 @@ impl Device for WgpuDevice {
     }
 
     fn peer_memory(&self, memory: u16) -> Result<PeerMemory> {
-        let m = self.memories.get(memory as usize).ok_or_else(|| {
-            self.err(WgpuError::Invalid(format!(
-                "no physical memory {memory} to copy from"
-            )))
-        })?;
+        let m = self
+            .memories
+            .get(memory as usize)
+            .ok_or_else(|| self.err(WgpuError::NoMemory { memory }))?;
         Ok(Arc::new(PeerBuffer {
             token: self.gpu.0.token,
             buffer: m.buffer.clone(),
@@ -324,16 +319,14 @@ impl Device for WgpuDevice {
                 .from
                 .downcast_ref::<PeerBuffer>()
                 .filter(|p| p.token == self.gpu.0.token)
-                .ok_or_else(|| {
-                    self.err(WgpuError::Invalid(
-                        "a peer copy from a memory on another wgpu device".into(),
-                    ))
-                })?;
+                .ok_or_else(|| self.err(WgpuError::PeerAcrossDevices))?;
             if c.from_slot >= src.capacity || src.slot_bytes != len {
-                return Err(self.err(WgpuError::Invalid(format!(
-                    "a peer copy from slot {} of {}-byte slots ({} of them) into a {len}-byte slot",
-                    c.from_slot, src.slot_bytes, src.capacity
-                ))));
+                return Err(self.err(WgpuError::PeerSlot {
+                    from_slot: c.from_slot,
+                    slot_bytes: src.slot_bytes,
+                    capacity: src.capacity,
+                    into_bytes: len,
+                }));
             }
             enc.copy_buffer_to_buffer(
                 &src.buffer,

@@ -521,10 +521,9 @@ impl WgpuDevice {
         pages: u64,
     ) -> Result<(MergeOutcome, u64)> {
         if head.status.failed.0 != 0 {
-            return Err(self.err(WgpuError::Invalid(format!(
-                "merge: page {} maps outside its physical memory",
-                head.status.error_object.0
-            ))));
+            return Err(self.err(WgpuError::MergeOutside {
+                page: head.status.error_object.0 as u64,
+            }));
         }
         let (written, left) = (head.status.incomplete.0 as u64, head.status.temp.0 as u64);
         if written + left > count || head.requests > pages {
@@ -555,11 +554,10 @@ impl WgpuDevice {
             })
         })?;
         if l.pages > self.table.len() as u64 {
-            return Err(self.err(WgpuError::Invalid(format!(
-                "launch over {} pages; the page table has {}",
-                l.pages,
-                self.table.len()
-            ))));
+            return Err(self.err(WgpuError::LaunchPastTable {
+                pages: l.pages,
+                table: self.table.len() as u64,
+            }));
         }
         if l.domain.is_empty() {
             let one_memory = self.memories.len() <= 1 && l.remote.iter().all(Option::is_none);
@@ -621,11 +619,11 @@ impl WgpuDevice {
                 let gx = (x1 - x0).div_ceil(GROUP);
                 let gy = (y1 - y0).div_ceil(GROUP);
                 if gx > MAX_GROUPS || gy > MAX_GROUPS {
-                    return Err(self.err(WgpuError::Invalid(format!(
-                        "domain of {}x{} is too large for one dispatch",
-                        x1 - x0,
-                        y1 - y0
-                    ))));
+                    return Err(self.err(WgpuError::DispatchTooLarge {
+                        kernel: l.kernel.name().into(),
+                        width: x1 - x0,
+                        height: y1 - y0,
+                    }));
                 }
                 ((gx, gy), Vec::new())
             }
@@ -644,7 +642,7 @@ impl WgpuDevice {
         let by_id = abi::BY_ID_SLOTS;
         for (i, (b, to)) in l.bindings.iter().zip(&mut info.binds).enumerate() {
             if b.pages_end > u32::MAX as u64 {
-                return Err(self.err(WgpuError::Invalid("object beyond global page 2^32".into())));
+                return Err(self.err(WgpuError::PageBeyond32Bits));
             }
             *to = BindInfo {
                 id: b.id.0,

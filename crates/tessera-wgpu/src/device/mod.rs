@@ -423,17 +423,15 @@ impl WgpuDevice {
     }
 
     fn slot_range(&self, at: SlotAddr) -> Result<(u64, u64)> {
-        let m = self.memories.get(at.memory as usize).ok_or_else(|| {
-            self.err(WgpuError::Invalid(format!(
-                "no physical memory {}",
-                at.memory
-            )))
-        })?;
+        let m = self
+            .memories
+            .get(at.memory as usize)
+            .ok_or_else(|| self.err(WgpuError::NoMemory { memory: at.memory }))?;
         if at.slot >= m.capacity {
-            return Err(self.err(WgpuError::Invalid(format!(
-                "slot {} outside physical memory {}",
-                at.slot, at.memory
-            ))));
+            return Err(self.err(WgpuError::SlotOutside {
+                memory: at.memory,
+                slot: at.slot,
+            }));
         }
         Ok((at.slot as u64 * m.slot_words * 4, m.slot_words * 4))
     }
