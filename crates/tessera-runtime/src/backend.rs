@@ -1,6 +1,5 @@
 //! The device trait every backend implements, and what a launch is.
 
-use std::any::Any;
 use std::sync::Arc;
 
 use tessera_core::{GlobalPage, Location, PageDescriptor, PageRequest, RemoteLink, SlotAddr};
@@ -108,28 +107,7 @@ pub struct MergeOutcome {
     pub gpu_s: Option<f64>,
 }
 
-/// One physical memory of a device, as a device of the same peer group
-/// ([`Device::peer_group`]) addresses it to copy slots out of it: on wgpu, the memory's buffer
-/// (a handle to the same buffer, not a copy of its bytes). Opaque to the runtime, which only
-/// hands it from the source device's worker to the destination's.
-pub type PeerMemory = Arc<dyn Any + Send + Sync>;
-
-/// One slot copied from a peer's physical memory into one of this device's slots, on the
-/// device: `from`'s slot `from_slot` into `at`. Both slots are as long (one page).
-#[derive(Clone)]
-pub struct PeerCopy {
-    pub from: PeerMemory,
-    pub from_slot: u32,
-    pub at: SlotAddr,
-}
-
-/// Writes slots of a device's physical memory from another thread, while the device may be
-/// running a launch: what the memory manager uses to copy staged pages during a launch. The
-/// caller writes only slots that no launch can reach (free slots, whose last page's
-/// descriptor was cleared by a job the device has finished).
-pub trait SlotSink: Send + Sync {
-    fn write_slot(&self, slot: u32, data: &[u8]) -> std::result::Result<(), String>;
-}
+pub use crate::peer::{PeerCopy, PeerMemory, SlotSink};
 
 /// A device: physical memories, page slots, a page table, and kernel launches.
 /// Implemented by the CPU backend (`cpu::CpuDevice`, the embedded default) and by the wgpu

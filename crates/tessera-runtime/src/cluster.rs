@@ -40,7 +40,7 @@ use tessera_core::{DeviceId, GlobalPage, HomeMap, ObjectId, PageDescriptor, Slot
 
 use crate::backend::{Device, Launch, LaunchOutcome, MergeOutcome};
 use crate::error::{Result, RuntimeError};
-use crate::manager::ManagerHandle;
+use crate::manager::{Homes, ManagerHandle};
 use crate::worker::WorkerHandle;
 
 /// Point-to-point messages between the nodes' routers: messages from one node to another
@@ -289,6 +289,39 @@ pub struct Link {
     barrier_cv: Condvar,
     counters: Mutex<NodeCounters>,
     router: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Homes for Link {
+    fn barrier(&self) -> Result<()> {
+        Link::barrier(self)
+    }
+    fn read_packed(
+        &self,
+        local: &ManagerHandle,
+        id: ObjectId,
+    ) -> Result<(tessera_core::ObjectEntry, Vec<u8>)> {
+        Link::read_packed(self, local, id)
+    }
+    fn request(
+        &self,
+        local: &ManagerHandle,
+        device: DeviceId,
+        pages: Vec<PageRequest>,
+        keep: Vec<GlobalPage>,
+    ) -> Result<()> {
+        Link::request(self, local, device, pages, keep)
+    }
+    fn holds(
+        &self,
+        local: &ManagerHandle,
+        device: DeviceId,
+        pages: Vec<GlobalPage>,
+    ) -> Result<bool> {
+        Link::holds(self, local, device, pages)
+    }
+    fn release(&self, local: &ManagerHandle, device: DeviceId) {
+        Link::release(self, local, device)
+    }
 }
 
 impl Link {

@@ -6,6 +6,7 @@
 
 pub mod backend;
 pub mod cluster;
+mod contract;
 pub mod cpu;
 pub mod driver;
 pub mod error;
@@ -15,6 +16,7 @@ pub mod kernel;
 pub mod manager;
 pub mod modeled;
 pub mod partition;
+mod peer;
 pub mod remote;
 pub mod stats;
 mod sync;

@@ -140,7 +140,7 @@ pub mod property {
     /// The protocol never returned `Err`, nor a `Complete` for a request not outstanding.
     pub const PROTOCOL_ERROR: &str = "protocol error";
     /// The progress measure fell on every step, so the state graph is acyclic.
-    pub const ACYCLIC: &str = "state graph acyclic";
+    pub const ACYCLIC: &str = crate::search::ACYCLIC;
     /// The directory's copy sets and owners match the devices' page tables.
     pub const DIRECTORY_AGREEMENT: &str = "directory agrees with page tables";
     /// A `Complete` finds every page of its batch resident with the access asked for.
@@ -351,69 +351,7 @@ impl Default for ModelConfig {
     }
 }
 
-/// A broken property and the shortest run that breaks it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Violation {
-    /// One of the names in [`property`].
-    pub property: &'static str,
-    /// The steps from the initial state, one line each; the last line says what was wrong.
-    pub trace: Vec<String>,
-}
-
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "property violated: {}", self.property)?;
-        for (i, line) in self.trace.iter().enumerate() {
-            writeln!(f, "  {i:3}. {line}")?;
-        }
-        Ok(())
-    }
-}
-
-/// What one exhaustive run saw.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CheckReport {
-    /// Distinct reachable states visited.
-    pub states: u64,
-    /// Steps explored (edges of the state graph).
-    pub transitions: u64,
-    /// States with no step enabled.
-    pub terminal: u64,
-    /// Frees the protocol refused, as it must, because a page was locked or deferred: offered
-    /// steps that changed nothing, so neither transitions nor states.
-    pub refused_frees: u64,
-    /// Evictions the protocol refused, as it must, because the device was inside its procedure
-    /// (`EvictWhileLocked`, or with staging `EvictHeld`); counted like refused frees.
-    pub refused_evictions: u64,
-    /// Stages the protocol refused because they would have had to wait (`StageWouldWait`);
-    /// counted like refused frees.
-    pub refused_stages: u64,
-    /// Length of the longest shortest path from the initial state (as far as explored).
-    pub depth: u32,
-    /// The first violation found; exploration stops there.
-    pub violation: Option<Violation>,
-}
-
-impl fmt::Display for CheckReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} states, {} transitions, {} terminal, {} refused frees, {} refused evictions, \
-             {} refused stages, depth {}: ",
-            self.states,
-            self.transitions,
-            self.terminal,
-            self.refused_frees,
-            self.refused_evictions,
-            self.refused_stages,
-            self.depth
-        )?;
-        match &self.violation {
-            None => write!(f, "every property holds"),
-            Some(v) => write!(f, "{v}"),
-        }
-    }
-}
+pub use crate::search::{CheckReport, Violation};
 
 /// Explores every state reachable in `cfg`'s world and checks every property in each.
 /// A world [`ModelConfig::validate`] refuses is an error, not a panic.

@@ -16,8 +16,8 @@ use tessera_core::{
 };
 
 use super::compact::RequestBits;
+use crate::contract::{kind_name, Bound, Fault, Mode, TempStore, MAX_BINDINGS, MAX_STORES};
 use crate::error::RuntimeError;
-use crate::kernel::{kind_name, Bound, Fault, Mode, TempStore, MAX_BINDINGS, MAX_STORES};
 use crate::remote::RemoteObject;
 
 /// The loop behind [`Kernel::run_span`], generic over the invocation body.
@@ -93,7 +93,7 @@ const TLB_EMPTY: TlbEntry<'static> = TlbEntry {
 /// The CPU twin's view of the device during one launch: translation, request recording and
 /// store buffering. One per worker task; reused across the invocations the task runs.
 pub struct Invocation<'a> {
-    memories: &'a [std::sync::Arc<super::Memory>],
+    memories: &'a [std::sync::Arc<super::memory::Memory>],
     table: &'a PageTable,
     bindings: &'a [Bound],
     /// The bound ids, packed: the lookup every access starts with scans one cache line.
@@ -129,7 +129,7 @@ impl<'a> Invocation<'a> {
     // One argument per thing a task shares with its invocations; a struct would only rename them.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
-        memories: &'a [std::sync::Arc<super::Memory>],
+        memories: &'a [std::sync::Arc<super::memory::Memory>],
         table: &'a PageTable,
         bindings: &'a [Bound],
         bits: &'a RequestBits,
@@ -512,7 +512,7 @@ impl<'a> Invocation<'a> {
     }
 }
 
-impl crate::kernel::TexelAccess for Invocation<'_> {
+impl crate::contract::TexelAccess for Invocation<'_> {
     #[inline(always)]
     fn load_f32(&mut self, id: ObjectId, x: u32, y: u32) -> Result<f32, Fault> {
         Invocation::load_f32(self, id, x, y)

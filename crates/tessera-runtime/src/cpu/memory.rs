@@ -21,7 +21,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
-use crate::backend::{PeerMemory, SlotSink};
+use crate::peer::{PeerMemory, SlotSink};
 
 /// A lease word's value while a writer holds it; below it, the number of readers.
 const WRITER: u32 = u32::MAX;

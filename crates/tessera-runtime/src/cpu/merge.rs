@@ -8,7 +8,7 @@ use rayon::prelude::*;
 use tessera_core::PageTable;
 
 use crate::backend::MergeOutcome;
-use crate::kernel::TempStore;
+use crate::contract::TempStore;
 
 /// Stores per rayon task.
 const CHUNK: usize = 4096;

@@ -19,10 +19,10 @@ use tessera_core::{
 };
 
 mod compact;
-mod invocation;
+pub(crate) mod invocation;
 mod memory;
 mod merge;
-mod unpaged;
+pub(crate) mod unpaged;
 
 pub use compact::RequestBits;
 pub use invocation::{run_span_with, Invocation};

@@ -8,7 +8,7 @@
 
 use tessera_core::{ObjectId, TexelFormat};
 
-use crate::kernel::{Fault, TexelAccess};
+use crate::contract::{Fault, TexelAccess};
 
 /// A rectangle of an object's texels, one 32-bit word each, row-major: texel (x, y) is
 /// `data[(y - y0) * w + (x - x0)]`.

@@ -68,6 +68,33 @@ impl Drop for LaunchStarter {
     }
 }
 
+/// The other homes of a cluster, as a handle routed over it reaches them (implemented by the
+/// cluster's link, crate::cluster). A trait, so that the manager, which the cluster is built
+/// from, does not depend on it.
+pub(crate) trait Homes: Send + Sync {
+    /// Waits until every node has come here.
+    fn barrier(&self) -> Result<()>;
+    /// The object's pages, packed, each from its home; `local` is this node's manager alone.
+    fn read_packed(&self, local: &ManagerHandle, id: ObjectId) -> Result<(ObjectEntry, Vec<u8>)>;
+    /// A batch split by home, each part granted by its home, in the homes' order.
+    fn request(
+        &self,
+        local: &ManagerHandle,
+        device: DeviceId,
+        pages: Vec<PageRequest>,
+        keep: Vec<GlobalPage>,
+    ) -> Result<()>;
+    /// Whether every home says `device` holds its part of `pages`.
+    fn holds(
+        &self,
+        local: &ManagerHandle,
+        device: DeviceId,
+        pages: Vec<GlobalPage>,
+    ) -> Result<bool>;
+    /// Releases `device`'s lock at every home that granted it one.
+    fn release(&self, local: &ManagerHandle, device: DeviceId);
+}
+
 /// The command side of the memory manager; cheap to clone.
 #[derive(Clone)]
 pub struct ManagerHandle {
@@ -77,7 +104,7 @@ pub struct ManagerHandle {
     pub(super) pressed: Arc<Vec<AtomicBool>>,
     pub(super) remote: RemoteRegistry,
     /// On a node of a cluster: the other homes, which get their parts of every batch.
-    pub(super) cluster: Option<Arc<crate::cluster::Link>>,
+    pub(super) cluster: Option<Arc<dyn Homes>>,
     /// What each device's page table grants, published by the manager (`crate::held`).
     pub(super) held: Arc<HeldPages>,
     /// Per device, the messages its driver sent the manager (requests, stages, releases,
@@ -160,7 +187,7 @@ impl ManagerHandle {
     }
     /// This handle routed over a cluster: batches, releases, `holds` and reads reach every
     /// home (crate::cluster).
-    pub(crate) fn on_cluster(mut self, link: Arc<crate::cluster::Link>) -> Self {
+    pub(crate) fn on_cluster(mut self, link: Arc<dyn Homes>) -> Self {
         self.cluster = Some(link);
         self
     }

@@ -43,7 +43,7 @@ mod outbox;
 mod prefetch;
 mod request;
 
-pub(crate) use handle::{Cmd, SettleHook};
+pub(crate) use handle::{Cmd, Homes, SettleHook};
 pub use handle::{LaunchStarter, ManagerHandle};
 pub use objects::host_len;
 use objects::*;

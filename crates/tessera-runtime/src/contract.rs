@@ -1,0 +1,193 @@
+//! What a kernel's invocation is given and may do, whichever backend runs it: the objects a
+//! launch binds and their address constants, the modes, the faults, the limits, the texel
+//! access a body is written against, the footprint hint and the WGSL twin's description. The
+//! [`Kernel`](crate::Kernel) trait (kernel.rs) and both twins' contexts build on it; it builds
+//! on nothing of the runtime but its error.
+
+use tessera_core::{GlobalPage, ObjectDesc, ObjectEntry, ObjectId, TexelFormat};
+
+use crate::error::RuntimeError;
+
+/// How many objects one launch may bind.
+pub const MAX_BINDINGS: usize = 8;
+/// Parameter words a kernel's WGSL twin may read with `param(i)`.
+pub const MAX_PARAMS: usize = 64;
+/// Stores one invocation may make. A GPU keeps an invocation's stores in registers until it
+/// completes (that is what makes a faulting invocation side-effect free), so the room is
+/// fixed; the CPU twin enforces the same limit so that a kernel fails alike on both.
+pub const MAX_STORES: usize = 8;
+
+/// What an object is, as [`CoreError::WrongKind`](tessera_core::CoreError::WrongKind) names
+/// it: a texture of a format, or (`None`) a buffer. Both backends name the expected and the
+/// actual kind with it, so their errors compare equal.
+pub fn kind_name(format: Option<TexelFormat>) -> &'static str {
+    match format {
+        None => "buffer",
+        Some(TexelFormat::R32Float) => "R32Float texture",
+        Some(TexelFormat::Rgba8Unorm) => "Rgba8Unorm texture",
+        Some(TexelFormat::Rgba32Float) => "Rgba32Float texture",
+    }
+}
+
+/// Why an invocation stopped early.
+#[derive(Debug)]
+pub enum Fault {
+    /// A page was not resident (or not writable for a store); its request bit is recorded and
+    /// the invocation will be relaunched after the requests are serviced.
+    Miss,
+    /// The invocation met a miss after making progress, stored its state, and asks to be
+    /// relaunched from it (the patent's "thread state saved"): in [`Mode::Direct`] its stores
+    /// are committed, as if it had completed, and it is relaunched like a faulting one once
+    /// its requests are serviced. A kernel returns it only after a load gave
+    /// `Err(Fault::Miss)`, so a request is recorded. In the other modes it is a plain miss
+    /// (stores dropped): a request pass writes nothing, and a Temp pass's stores reach the
+    /// pages only at the merge, after its relaunches, so a relaunch could not read them.
+    Suspend,
+    /// A bug in the kernel or its inputs; the launch fails with this error. Boxed so that
+    /// every load's `Result` stays two words wide on the hot path.
+    Error(Box<RuntimeError>),
+}
+
+/// The texel access a kernel body is written against, so that one body runs paged (through
+/// [`Invocation`]), over plain windows of resident pages (the CPU backend's tile path), and on
+/// plain arrays (the unpaged original of `tessera bench overhead`). Writing the body once,
+/// generic over this trait, is also what makes "paged vs unpaged" measure paging alone.
+pub trait TexelAccess {
+    fn load_f32(&mut self, id: ObjectId, x: u32, y: u32) -> Result<f32, Fault>;
+    fn store_f32(&mut self, id: ObjectId, x: u32, y: u32, v: f32) -> Result<(), Fault>;
+    fn store_rgba8(&mut self, id: ObjectId, x: u32, y: u32, v: [u8; 4]) -> Result<(), Fault>;
+}
+
+/// What the invocation at (x, y) touches: each object of `reads` within `halo` texels of
+/// (x, y) (coordinates clamped to the object), and `write` at (x, y) alone. Objects must be
+/// textures of one 32-bit word per texel (R32Float, Rgba8Unorm); others take the per-texel
+/// path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Footprint {
+    pub reads: Vec<(ObjectId, u32)>,
+    pub write: ObjectId,
+}
+
+/// A kernel's WGSL twin: the body (a WGSL source defining `fn kernel_main(x: u32, y: u32)`,
+/// written against the backend's prelude: `load_f32`, `store_f32`, `store_rgba8`, `param`)
+/// and the parameter words it reads with `param(i)` (ids, sizes, constants as bits).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WgslKernel {
+    pub source: &'static str,
+    pub params: Vec<u32>,
+}
+
+/// How a launch treats misses and stores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Request-recording pass (paper 3.4): a missing load records a read request and yields
+    /// zero so the invocation goes on to record its other requests; stores are dropped.
+    Request,
+    /// Compute with faults (the patent): misses fault; stores go straight to the pages.
+    Direct,
+    /// Compute into a temporary (paper 3.5, second pass): misses fault on loads; stores go to
+    /// a temporary with their write mask, and stores to pages not held writable record write
+    /// requests. A later merge writes the temporary into the pages.
+    Temp,
+}
+
+/// A bound object with its address constants precomputed for the hot path.
+#[derive(Clone, Copy, Debug)]
+pub struct Bound {
+    pub id: ObjectId,
+    pub page_offset: u64,
+    /// One past the object's last global page.
+    pub pages_end: u64,
+    pub(crate) width: u64,
+    pub(crate) height: u64,
+    pub(crate) pages_x: u64,
+    pub(crate) shift: u32,
+    pub(crate) mask: u64,
+    pub(crate) words_per_texel: u64,
+    pub(crate) slot_words: u64,
+    pub(crate) format: Option<TexelFormat>,
+}
+
+impl Bound {
+    pub fn new(e: &ObjectEntry) -> Self {
+        let (width, height) = e.desc.extent();
+        let (pages_x, _) = e.desc.pages_xy();
+        match e.desc {
+            ObjectDesc::Texture { format, page, .. } => Bound {
+                id: e.id,
+                page_offset: e.page_offset,
+                pages_end: e.pages().end,
+                width,
+                height,
+                pages_x,
+                shift: page.shift(),
+                mask: page.get() as u64 - 1,
+                words_per_texel: format.bytes() as u64 / 4,
+                slot_words: page.texels() * format.bytes() as u64 / 4,
+                format: Some(format),
+            },
+            // Buffers are addressed in 32-bit words: "x" is the word index.
+            ObjectDesc::Buffer { len, page_bytes } => Bound {
+                id: e.id,
+                page_offset: e.page_offset,
+                pages_end: e.pages().end,
+                width: len / 4,
+                height: 1,
+                pages_x,
+                shift: (page_bytes / 4).trailing_zeros(),
+                mask: page_bytes / 4 - 1,
+                words_per_texel: 1,
+                slot_words: page_bytes / 4,
+                format: None,
+            },
+        }
+    }
+
+    /// Width in texels (in words for a buffer).
+    pub fn width(&self) -> u64 {
+        self.width
+    }
+    /// Height in texels (1 for a buffer).
+    pub fn height(&self) -> u64 {
+        self.height
+    }
+    /// Pages per row of the object.
+    pub fn pages_x(&self) -> u64 {
+        self.pages_x
+    }
+    /// log2 of the page side (of the page's words, for a buffer).
+    pub fn shift(&self) -> u32 {
+        self.shift
+    }
+    pub fn words_per_texel(&self) -> u64 {
+        self.words_per_texel
+    }
+    /// 32-bit words per page slot.
+    pub fn slot_words(&self) -> u64 {
+        self.slot_words
+    }
+    /// The texel format; `None` for a buffer.
+    pub fn format(&self) -> Option<TexelFormat> {
+        self.format
+    }
+
+    /// Global page and word offset inside the page's slot of texel (x, y).
+    #[inline]
+    pub(crate) fn locate(&self, x: u64, y: u64) -> (u64, u64) {
+        if self.format.is_none() {
+            return (self.page_offset + (x >> self.shift), x & self.mask);
+        }
+        let local = (x >> self.shift) + (y >> self.shift) * self.pages_x;
+        let off = (((y & self.mask) << self.shift) | (x & self.mask)) * self.words_per_texel;
+        (self.page_offset + local, off)
+    }
+}
+
+/// A store kept in the launch's temporary for the merge pass: page, word in the page, value.
+/// Its presence is the write mask.
+#[derive(Clone, Copy, Debug)]
+pub struct TempStore {
+    pub page: GlobalPage,
+    pub word: u32,
+    pub value: u32,
+}
