@@ -627,7 +627,7 @@ fn run_thread(
     let go = env.gate.wait();
     warmed?;
     if !go {
-        return Err(RuntimeError::Config("the run was cancelled".into()));
+        return Err(RuntimeError::KernelFailed("the run was cancelled".into()));
     }
     if env.sched.is_none() {
         spin(rng.below(env.spread_ns + 1));
@@ -660,7 +660,7 @@ fn run_thread(
                     spun = true;
                     spins += 1;
                     if spins > SPIN_LIMIT {
-                        return Err(RuntimeError::Config(format!(
+                        return Err(RuntimeError::KernelFailed(format!(
                             "P{t} retried a lock or a grace period {SPIN_LIMIT} times"
                         )));
                     }
@@ -672,7 +672,7 @@ fn run_thread(
         }
         if let Some(s) = env.sched {
             if !s.begin_op(t, spun) {
-                return Err(RuntimeError::Config(
+                return Err(RuntimeError::KernelFailed(
                     "the run was called off: a thread failed, or every unfinished thread waits on another".into(),
                 ));
             }
@@ -708,11 +708,11 @@ fn resolve(addr: &Addr, regs: &[i32], nvars: usize, t: usize) -> Result<usize, R
     addr.resolve(regs, nvars).ok_or_else(|| match *addr {
         Addr::Elem {
             len, index, pos, ..
-        } => RuntimeError::Config(format!(
+        } => RuntimeError::KernelFailed(format!(
             "P{t}, line {}, column {}: element {} is out of bounds of an object of {len}",
             pos.line, pos.col, regs[index]
         )),
-        _ => RuntimeError::Config(format!(
+        _ => RuntimeError::KernelFailed(format!(
             "P{t} dereferences a value that points at no shared variable"
         )),
     })

@@ -221,10 +221,10 @@ pub trait Device: Send {
     /// A handle to physical memory `memory` for [`Device::copy_from_peers`] on a device of the
     /// same peer group.
     fn peer_memory(&self, memory: u16) -> Result<PeerMemory> {
-        Err(RuntimeError::Config(format!(
-            "{} copies no pages to peers (physical memory {memory})",
-            self.describe()
-        )))
+        let _ = memory;
+        Err(RuntimeError::NoPeerCopies {
+            backend: self.describe(),
+        })
     }
     /// Copies the slots, in order, in one submission, and returns when they are done. Every
     /// source must belong to a device of this device's peer group, and the caller must keep
@@ -251,17 +251,16 @@ pub trait Device: Send {
         if copies.is_empty() {
             return Ok(());
         }
-        Err(RuntimeError::Config(format!(
-            "{} copies no pages from peers",
-            self.describe()
-        )))
+        Err(RuntimeError::NoPeerCopies {
+            backend: self.describe(),
+        })
     }
 }
 
 /// Copies a slot's bytes, read back by the backend, into `out`, which must be as long.
 pub(crate) fn copy_slot(out: &mut [u8], data: &[u8]) -> Result<()> {
     if out.len() != data.len() {
-        return Err(RuntimeError::Config(format!(
+        return Err(RuntimeError::Internal(format!(
             "a slot of {} bytes read into {} bytes",
             data.len(),
             out.len()

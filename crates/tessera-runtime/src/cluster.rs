@@ -333,9 +333,7 @@ impl Link {
         cfg: ClusterConfig,
     ) -> Result<Arc<Link>> {
         if cfg.devices_per_node == 0 {
-            return Err(RuntimeError::Config(
-                "devices per node must be at least 1".into(),
-            ));
+            return Err(RuntimeError::NoDevicesPerNode);
         }
         let (out_tx, out_rx) = crossbeam_channel::unbounded::<Out>();
         let (ready_tx, ready_rx) = crossbeam_channel::bounded::<Result<Arc<Link>>>(1);
@@ -346,18 +344,19 @@ impl Link {
                 let transport = match open() {
                     Ok(t) => t,
                     Err(e) => {
-                        let _ = ready_tx.send(Err(RuntimeError::Config(e)));
+                        let _ = ready_tx.send(Err(RuntimeError::Transport(e)));
                         return;
                     }
                 };
                 let (rank, size) = (transport.rank(), transport.size());
                 let nodes_devices = size * cfg.devices_per_node;
                 if nodes_devices > tessera_core::MAX_DEVICES || size > u16::MAX as usize {
-                    let _ = ready_tx.send(Err(RuntimeError::Config(format!(
-                        "{size} nodes × {} devices is {nodes_devices} devices; at most {} fit one address space",
-                        cfg.devices_per_node,
-                        tessera_core::MAX_DEVICES
-                    ))));
+                    let _ = ready_tx.send(Err(RuntimeError::ClusterTooLarge {
+                        nodes: size,
+                        per_node: cfg.devices_per_node,
+                        total: nodes_devices,
+                        max: tessera_core::MAX_DEVICES,
+                    }));
                     return;
                 }
                 let link = Arc::new(Link {
@@ -389,7 +388,10 @@ impl Link {
                     route(&link, &transport, &out_rx);
                 }
             })
-            .map_err(|e| RuntimeError::Config(format!("cannot start a thread: {e}")))?;
+            .map_err(|e| RuntimeError::Spawn {
+                what: "a thread",
+                message: e.to_string(),
+            })?;
         let link = match ready_rx.recv() {
             Ok(Ok(l)) => l,
             Ok(Err(e)) => {
@@ -446,7 +448,7 @@ impl Link {
 
     fn send(&self, to: usize, msg: &Msg) -> Result<()> {
         let bytes = postcard::to_allocvec(msg)
-            .map_err(|e| RuntimeError::Config(format!("cannot encode a message: {e}")))?;
+            .map_err(|e| RuntimeError::Internal(format!("cannot encode a message: {e}")))?;
         {
             let mut c = self.counters.lock().unwrap_or_else(|p| p.into_inner());
             c.bytes += bytes.len() as u64;
@@ -982,7 +984,7 @@ pub(crate) struct MemoryMap {
 impl MemoryMap {
     fn real(&self, home: u16, memory: u16) -> Result<u16> {
         self.real.get(&(home, memory)).copied().ok_or_else(|| {
-            RuntimeError::Config(format!(
+            RuntimeError::Internal(format!(
                 "home {home} used its memory {memory} on a device before creating it"
             ))
         })

@@ -355,12 +355,12 @@ impl DeviceContext {
                     Deferred::Skipped => Ok(None),
                     Deferred::OnDevice => match on_device.as_mut() {
                         Some(Ok(outcomes)) => outcomes.next().unwrap_or_else(|| {
-                            Err(RuntimeError::Config(
+                            Err(RuntimeError::Internal(
                                 "the device settled less work than it queued".into(),
                             ))
                         }),
                         Some(Err(e)) => Err(e.clone()),
-                        None => Err(RuntimeError::Config(
+                        None => Err(RuntimeError::Internal(
                             "work left on a device that keeps no queue".into(),
                         )),
                     },
@@ -425,7 +425,7 @@ impl DeviceContext {
             Some(None) if two_pass => return Ok(Some(Redo::Part(spec, domain))),
             Some(None) => return Ok(Some(Redo::Band(spec, domain))),
             _ => {
-                return Err(RuntimeError::Config(
+                return Err(RuntimeError::Internal(
                     "deferred work settled as something it was not".into(),
                 ))
             }

@@ -44,6 +44,65 @@ pub enum RuntimeError {
     },
     #[error("invalid configuration: {0}")]
     Config(String),
+    #[error("device count must be between 1 and {max} (got {got})")]
+    DeviceCount { got: usize, max: usize },
+    #[error("devices per node must be at least 1")]
+    NoDevicesPerNode,
+    #[error("{nodes} nodes × {per_node} devices is {total} devices; at most {max} fit one address space")]
+    ClusterTooLarge {
+        nodes: usize,
+        per_node: usize,
+        total: usize,
+        max: usize,
+    },
+    #[error("node {rank} was given {got} devices for {per_node} devices per node")]
+    NodeDevices {
+        rank: usize,
+        got: usize,
+        per_node: usize,
+    },
+    #[error("cannot split {len} {what} between {parts} devices: more devices than {what}")]
+    SplitTooFine {
+        len: u32,
+        what: &'static str,
+        parts: usize,
+    },
+    #[error("cannot open the nodes' transport: {0}")]
+    Transport(String),
+    #[error("cannot start {what}: {message}")]
+    Spawn { what: &'static str, message: String },
+    #[error("object {object} is {mode}, not remote: only a remote object's pages are placed")]
+    NotRemote {
+        object: ObjectId,
+        mode: tessera_core::AccessMode,
+    },
+    #[error("object {object} has {pages} pages; {given} locations given")]
+    Locations {
+        object: ObjectId,
+        pages: u64,
+        given: usize,
+    },
+    #[error("object {object} is remote: its pages are not kept as pages")]
+    RemotePagesNotKept { object: ObjectId },
+    #[error("{backend} copies no pages between peers")]
+    NoPeerCopies { backend: String },
+    #[error("{backend}: a device has at most {max} memories and each of the {nodes} nodes' homes needs one of its own; run at most {max} nodes")]
+    TooManyHomes {
+        backend: String,
+        max: u16,
+        nodes: usize,
+    },
+    #[error("a home copy of {bytes} bytes does not fit memory")]
+    HomeTooLarge { bytes: u64 },
+    #[error("remote objects are not built across nodes: their pages live on one device")]
+    RemoteAcrossNodes,
+    /// A kernel's own failure, in its words: what a kernel (code outside the runtime) found
+    /// wrong with its inputs, or why it gave up.
+    #[error("the kernel failed: {0}")]
+    KernelFailed(String),
+    /// The runtime's own records disagree (a bug, not an input): what was found.
+    #[error("internal inconsistency: {0}")]
+    Internal(String),
     #[error("data for object {object} has {got} bytes; {want} expected")]
     DataSize {
         object: ObjectId,

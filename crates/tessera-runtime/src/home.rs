@@ -42,9 +42,8 @@ impl HomeStore {
     pub fn create(&mut self, id: ObjectId, len: u64) -> Result<&mut [u8]> {
         match self {
             HomeStore::Memory(m) => {
-                let len = usize::try_from(len).map_err(|_| {
-                    RuntimeError::Config(format!("a home copy of {len} bytes does not fit memory"))
-                })?;
+                let len =
+                    usize::try_from(len).map_err(|_| RuntimeError::HomeTooLarge { bytes: len })?;
                 let home = m.entry(id).insert_entry(vec![0; len]);
                 Ok(home.into_mut())
             }

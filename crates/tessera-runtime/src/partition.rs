@@ -30,11 +30,13 @@ impl std::str::FromStr for Partition {
     }
 }
 
-fn split(len: u32, parts: u32, what: &str) -> Result<Vec<(u32, u32)>> {
+fn split(len: u32, parts: u32, what: &'static str) -> Result<Vec<(u32, u32)>> {
     if parts == 0 || parts > len {
-        return Err(RuntimeError::Config(format!(
-            "cannot split {len} {what} between {parts} devices: more devices than {what}"
-        )));
+        return Err(RuntimeError::SplitTooFine {
+            len,
+            what,
+            parts: parts as usize,
+        });
     }
     Ok((0..parts)
         .map(|i| {

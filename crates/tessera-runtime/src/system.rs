@@ -136,10 +136,10 @@ impl System {
     /// A node of CPU devices (the embedded default backend).
     pub fn cpu(cfg: &SystemConfig) -> Result<Self> {
         if cfg.devices == 0 || cfg.devices > MAX_DEVICES {
-            return Err(RuntimeError::Config(format!(
-                "device count must be between 1 and {MAX_DEVICES} (got {})",
-                cfg.devices
-            )));
+            return Err(RuntimeError::DeviceCount {
+                got: cfg.devices,
+                max: MAX_DEVICES,
+            });
         }
         let pool = cpu_pool(cfg.cpu_threads)?;
         let devices: Vec<Box<dyn Device>> = (0..cfg.devices)
@@ -230,10 +230,11 @@ impl System {
         let (rank, nodes) = (link.rank(), link.size());
         let all = nodes * k;
         if devices.len() != k {
-            return Err(RuntimeError::Config(format!(
-                "node {rank} was given {} devices for {k} devices per node",
-                devices.len()
-            )));
+            return Err(RuntimeError::NodeDevices {
+                rank,
+                got: devices.len(),
+                per_node: k,
+            });
         }
         let backend = devices.first().map(|d| d.describe()).unwrap_or_default();
         let limits = devices
@@ -245,9 +246,11 @@ impl System {
             Some(m) => {
                 let share = m as usize / nodes;
                 if share == 0 {
-                    return Err(RuntimeError::Config(format!(
-                        "{backend}: a device has at most {m} memories and each of the {nodes} nodes' homes needs one of its own; run at most {m} nodes"
-                    )));
+                    return Err(RuntimeError::TooManyHomes {
+                        backend,
+                        max: m,
+                        nodes,
+                    });
                 }
                 tessera_core::MemoryLimits {
                     max_memories: Some(share as u16),
@@ -670,7 +673,10 @@ fn cpu_pool(threads: usize) -> Result<Arc<rayon::ThreadPool>> {
             .num_threads(threads)
             .thread_name(|i| format!("tessera-cpu-{i}"))
             .build()
-            .map_err(|e| RuntimeError::Config(format!("cannot start CPU threads: {e}")))?,
+            .map_err(|e| RuntimeError::Spawn {
+                what: "CPU threads",
+                message: e.to_string(),
+            })?,
     ))
 }
 
@@ -718,7 +724,10 @@ fn spawn_drivers(
                     job(&mut ctx);
                 }
             })
-            .map_err(|e| RuntimeError::Config(format!("cannot start a thread: {e}")))?;
+            .map_err(|e| RuntimeError::Spawn {
+                what: "a thread",
+                message: e.to_string(),
+            })?;
         drivers.push(tx);
         joins.push(j);
     }

@@ -120,7 +120,10 @@ pub fn spawn(id: DeviceId, mut device: Box<dyn Device>) -> Result<(WorkerHandle,
                 job(&mut *device);
             }
         })
-        .map_err(|e| RuntimeError::Config(format!("cannot start a thread: {e}")))?;
+        .map_err(|e| RuntimeError::Spawn {
+            what: "a thread",
+            message: e.to_string(),
+        })?;
     Ok((
         WorkerHandle {
             device: id,

@@ -266,9 +266,12 @@ fn replicate_read_objects_are_read_everywhere_and_refuse_stores() {
     // Only a remote object's pages are placed, one location per page, on devices that exist.
     assert!(matches!(
         sys.place(&i, |_, _, _| Location::Host),
-        Err(RuntimeError::Config(_))
+        Err(RuntimeError::NotRemote { object, .. }) if object == i.id
     ));
     let r = sys.create_with(desc(), None, AccessMode::Remote).unwrap();
     assert!(sys.place(&r, |_, _, _| Location::Device(2)).is_err());
-    assert!(sys.mm.place(r.id, vec![Location::Host]).is_err());
+    assert!(matches!(
+        sys.mm.place(r.id, vec![Location::Host]),
+        Err(RuntimeError::Locations { given: 1, .. })
+    ));
 }

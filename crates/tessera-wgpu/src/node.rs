@@ -30,10 +30,10 @@ pub enum NodeError {
 pub fn system(cfg: &SystemConfig, choice: &AdapterChoice) -> Result<System> {
     // Checked before any device is opened: opening one takes a while on some drivers.
     if cfg.devices == 0 || cfg.devices > MAX_DEVICES {
-        return Err(RuntimeError::Config(format!(
-            "device count must be between 1 and {MAX_DEVICES} (got {})",
-            cfg.devices
-        )));
+        return Err(RuntimeError::DeviceCount {
+            got: cfg.devices,
+            max: MAX_DEVICES,
+        });
     }
     let gpu = SharedGpu::open(choice).map_err(|e| e.on(DeviceId(0)))?;
     let mut devices: Vec<Box<dyn Device>> = Vec::with_capacity(cfg.devices);

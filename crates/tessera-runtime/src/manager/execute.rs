@@ -136,7 +136,7 @@ impl Manager {
                 };
                 if let Some(data) = batched {
                     if data.len() != all.len() {
-                        return Err(RuntimeError::Config(format!(
+                        return Err(RuntimeError::Internal(format!(
                             "{} slots read back for {} asked",
                             data.len(),
                             all.len()

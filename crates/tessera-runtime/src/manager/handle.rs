@@ -224,9 +224,7 @@ impl ManagerHandle {
         mode: AccessMode,
     ) -> Result<ObjectEntry> {
         if self.cluster.is_some() && mode == AccessMode::Remote {
-            return Err(RuntimeError::Config(
-                "remote objects are not built across nodes: their pages live on one device".into(),
-            ));
+            return Err(RuntimeError::RemoteAcrossNodes);
         }
         let e = call(&self.tx, |r| Cmd::Create(desc, data, mode, r)).wait()?;
         // Every node creates the object before any device asks a home for its pages.
@@ -312,9 +310,10 @@ impl ManagerHandle {
         });
         if let Err(e) = spawned {
             let (etx, erx) = bounded(1);
-            let _ = etx.send(Err(RuntimeError::Config(format!(
-                "cannot start a thread: {e}"
-            ))));
+            let _ = etx.send(Err(RuntimeError::Spawn {
+                what: "a thread",
+                message: e.to_string(),
+            }));
             return Pending::new(erx, "memory manager");
         }
         Pending::new(rrx, "memory manager")

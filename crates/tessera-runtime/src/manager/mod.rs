@@ -317,7 +317,10 @@ pub fn spawn(
     let join = Builder::new()
         .name("tessera-memory-manager".into())
         .spawn(move || m.run(rx))
-        .map_err(|e| RuntimeError::Config(format!("cannot start a thread: {e}")))?;
+        .map_err(|e| RuntimeError::Spawn {
+            what: "a thread",
+            message: e.to_string(),
+        })?;
     Ok((
         ManagerHandle {
             tx,

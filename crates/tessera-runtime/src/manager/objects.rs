@@ -35,17 +35,17 @@ impl Manager {
     pub(super) fn place(&mut self, id: ObjectId, locations: Vec<Location>) -> Result<()> {
         let e = *self.space.get(id)?;
         let Some(r) = self.remote.get(id) else {
-            return Err(RuntimeError::Config(format!(
-                "object {id} is {}, not remote: only a remote object's pages are placed",
-                self.modes.get(&id).copied().unwrap_or_default()
-            )));
+            return Err(RuntimeError::NotRemote {
+                object: id,
+                mode: self.modes.get(&id).copied().unwrap_or_default(),
+            });
         };
         if locations.len() as u64 != e.desc.page_count() {
-            return Err(RuntimeError::Config(format!(
-                "object {id} has {} pages; {} locations given",
-                e.desc.page_count(),
-                locations.len()
-            )));
+            return Err(RuntimeError::Locations {
+                object: id,
+                pages: e.desc.page_count(),
+                given: locations.len(),
+            });
         }
         for l in &locations {
             if let Location::Device(d) = *l {
@@ -163,9 +163,7 @@ impl Manager {
     pub(super) fn read_packed(&mut self, id: ObjectId) -> Result<Vec<u8>> {
         let e = *self.space.get(id)?;
         if self.remote.get(id).is_some() {
-            return Err(RuntimeError::Config(format!(
-                "object {id} is remote: its pages are not kept as pages"
-            )));
+            return Err(RuntimeError::RemotePagesNotKept { object: id });
         }
         let bytes = e.desc.page_bytes() as usize;
         let mut pages = read_home(&self.home)?.object(id)?.to_vec();
