@@ -47,8 +47,9 @@ pub trait Kernel: Send + Sync {
     fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault>;
 
     /// Runs the invocations (x0..x1, y), committing each that completes and listing each that
-    /// faulted. Kernels override it with `run_span_with(…, Self::body)` so that the row loop
-    /// is compiled with the body inlined instead of one dynamic call per invocation.
+    /// faulted. A kernel need not override it: a default method is compiled once per
+    /// implementing type, so `self.invoke` here is a static call, inlined into the row loop
+    /// (mark `invoke` `#[inline]`), and only the call to `run_span` itself is dynamic.
     fn run_span(
         &self,
         inv: &mut Invocation<'_>,

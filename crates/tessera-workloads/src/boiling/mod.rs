@@ -191,13 +191,4 @@ impl<P: BoilingPass> tessera_runtime::Kernel for Paged<P> {
         }
         Ok(())
     }
-    fn run_span(
-        &self,
-        inv: &mut tessera_runtime::Invocation<'_>,
-        y: u32,
-        xs: std::ops::Range<u32>,
-        incomplete: &mut Vec<(u32, u32)>,
-    ) -> Result<(), tessera_runtime::RuntimeError> {
-        tessera_runtime::run_span_with(inv, y, xs, incomplete, |inv, x, y| self.0.texel(inv, x, y))
-    }
 }

@@ -66,13 +66,4 @@ impl Kernel for Convolution {
     fn invoke(&self, inv: &mut Invocation<'_>, u: u32, v: u32) -> Result<(), Fault> {
         self.cell(inv, u, v)
     }
-    fn run_span(
-        &self,
-        inv: &mut Invocation<'_>,
-        y: u32,
-        xs: std::ops::Range<u32>,
-        incomplete: &mut Vec<(u32, u32)>,
-    ) -> Result<(), tessera_runtime::RuntimeError> {
-        tessera_runtime::run_span_with(inv, y, xs, incomplete, |inv, u, v| self.cell(inv, u, v))
-    }
 }

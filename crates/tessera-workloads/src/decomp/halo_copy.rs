@@ -110,13 +110,4 @@ impl Kernel for HaloCopy {
         let w = self.src.load(inv, g)?;
         self.dst.store(inv, g, w)
     }
-    fn run_span(
-        &self,
-        inv: &mut Invocation<'_>,
-        y: u32,
-        xs: std::ops::Range<u32>,
-        incomplete: &mut Vec<(u32, u32)>,
-    ) -> Result<(), tessera_runtime::RuntimeError> {
-        tessera_runtime::run_span_with(inv, y, xs, incomplete, |inv, x, y| self.invoke(inv, x, y))
-    }
 }

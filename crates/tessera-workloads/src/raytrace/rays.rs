@@ -18,7 +18,7 @@
 //! from the pixel index (no RNG state), and the shading is integer.
 
 use tessera_core::ObjectId;
-use tessera_runtime::{Fault, Invocation, Kernel, RuntimeError, WgslKernel};
+use tessera_runtime::{Fault, Invocation, Kernel, WgslKernel};
 
 use super::scene::{LEAF_COUNT_SHIFT, NODE_WORDS, TRI_WORDS};
 
@@ -474,16 +474,8 @@ impl Kernel for Rays {
             params: self.params(),
         })
     }
+    #[inline]
     fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
         self.pixel(inv, x, y)
-    }
-    fn run_span(
-        &self,
-        inv: &mut Invocation<'_>,
-        y: u32,
-        xs: std::ops::Range<u32>,
-        incomplete: &mut Vec<(u32, u32)>,
-    ) -> Result<(), RuntimeError> {
-        tessera_runtime::run_span_with(inv, y, xs, incomplete, |inv, x, y| self.pixel(inv, x, y))
     }
 }
