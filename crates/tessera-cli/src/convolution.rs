@@ -55,13 +55,13 @@ pub struct ConvolutionOpts {
     #[arg(long, default_value = "y", value_parser = parse_split)]
     split: Axis,
     /// Number of devices.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = crate::parse_device_count)]
     devices: usize,
     /// explicit, migrate or remote (needs the runtime's remote access mode).
     #[arg(long, default_value = "migrate", value_parser = parse_access)]
     access: Access,
     /// Measured filter applications (ping-pong between two images).
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     steps: u32,
     /// Applications run first and counted nowhere.
     #[arg(long, default_value_t = 1)]
@@ -97,9 +97,9 @@ pub fn run(o: &ConvolutionOpts) -> Result<()> {
         steps: o.steps,
         warmup: o.warmup,
         procedure: o.procedure,
-        node: o.node.clone(),
+        model: o.node.model.into(),
     };
-    crate::halo::run_one(&s, &o.out, o.verify)
+    crate::halo::run_one(&s, &o.node, &o.out, o.verify)
 }
 
 fn parse_filters(s: &str) -> Result<List, String> {
@@ -124,7 +124,7 @@ pub struct ConvolutionSweepOpts {
     access: Accesses,
     #[arg(long, default_value = "y", value_parser = parse_split)]
     split: Axis,
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     steps: u32,
     #[arg(long, default_value_t = 1)]
     warmup: u32,
@@ -158,10 +158,10 @@ pub fn sweep(o: &ConvolutionSweepOpts) -> Result<()> {
                     steps: o.steps,
                     warmup: o.warmup,
                     procedure: o.procedure,
-                    node: o.node.clone(),
+                    model: o.node.model.into(),
                 });
             }
         }
     }
-    crate::halo::sweep(setups, "filter", &o.out)
+    crate::halo::sweep(setups, &o.node, "filter", &o.out)
 }

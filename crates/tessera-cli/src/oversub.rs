@@ -23,11 +23,11 @@ use tessera_workloads::oversub::{median, run_rounds, Loads, Trial};
 use tessera_workloads::raytrace::check_budget;
 use tessera_workloads::raytrace::render::{RayRenderer, RenderOptions};
 
-use crate::plot::{line_chart, LineChart, Series};
 use crate::run::{check_size, progress};
 use crate::{
     backend, parse_policy, parse_prefetch, parse_procedure, parse_thrashing, BackendKind, Workload,
 };
+use tessera_workloads::plot::{line_chart, LineChart, Series};
 
 /// One oversubscribed configuration: ratio, policy, prefetch, staging.
 type Setting = (f64, Policy, Prefetch, bool);
@@ -44,7 +44,7 @@ pub struct OversubOpts {
     #[arg(long, default_value = "lru,clock,fifo,random", value_delimiter = ',', value_parser = parse_policy())]
     pub(crate) policy: Vec<Policy>,
     /// Boiling: field side in texels.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 256, value_parser = crate::parse_size)]
     pub(crate) size: u32,
     /// Page side P in texels.
     #[arg(long, default_value_t = 16, value_parser = crate::parse_page)]
@@ -53,7 +53,7 @@ pub struct OversubOpts {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) frames: u32,
     /// Measurements of each configuration, interleaved; the median is reported.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) rounds: u32,
     #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
     pub(crate) procedure: Procedure,
@@ -89,10 +89,10 @@ pub struct OversubOpts {
     #[arg(long, default_value_t = 1)]
     pub(crate) instances: u32,
     /// Raytrace: image width.
-    #[arg(long, default_value_t = 160)]
+    #[arg(long, default_value_t = 160, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) width: u32,
     /// Raytrace: image height.
-    #[arg(long, default_value_t = 120)]
+    #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) height: u32,
     /// Raytrace: AO rays per pixel.
     #[arg(long, default_value_t = 4)]

@@ -13,13 +13,13 @@ use tessera_workloads::quake::render::{RenderOptions, Renderer};
 use tessera_workloads::quake::replay::{replay_all, ReplayOptions, Replayed};
 use tessera_workloads::quake::run::{record, Figures, Footprint, QuakeDevice, TextureFigures};
 use tessera_workloads::quake::trace::{Trace, BLOCK};
-use tessera_workloads::quake::{map, scene, Camera, Mesh, Split, MAX_SCREEN_SIDE};
+use tessera_workloads::quake::{map, reference, scene, Camera, Mesh, Split, MAX_SCREEN_SIDE};
 
 use crate::backend;
-use crate::plot::{colour, line_chart, LineChart, Series};
 use crate::report::write_png;
 use crate::run::progress;
 use crate::{parse_procedure, parse_threads, BackendKind};
+use tessera_workloads::plot::{colour, line_chart, LineChart, Series};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -42,6 +42,16 @@ fn parse_split(s: &str) -> Result<Split, String> {
     s.parse()
 }
 
+/// `--width` and `--height`: 1 to the rasterizer's largest side.
+fn screen_side(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if (1..=MAX_SCREEN_SIDE).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{s:?} is not a screen side from 1 to {MAX_SCREEN_SIDE} pixels"
+        )),
+    }
+}
+
 #[derive(Args, Clone)]
 pub struct QuakeOpts {
     /// Where the scene comes from when no `--map` is given.
@@ -55,7 +65,7 @@ pub struct QuakeOpts {
     #[arg(long, value_name = "DIR", default_value = tessera_scene::DEFAULT_PAK_DIR)]
     pak_dir: PathBuf,
     /// Frames to render (along the scene's camera path).
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
     frames: u32,
     /// Length of the camera path in frames (the path is one loop); `--frames` renders its
     /// first frames. The same as `--frames` when not given.
@@ -72,10 +82,10 @@ pub struct QuakeOpts {
     #[arg(long, default_value_t = 32, value_parser = crate::parse_page)]
     page: u32,
     /// Screen width in pixels (at most 2048).
-    #[arg(long, default_value_t = 640)]
+    #[arg(long, default_value_t = 640, value_parser = screen_side)]
     width: u32,
     /// Screen height in pixels (at most 2048).
-    #[arg(long, default_value_t = 480)]
+    #[arg(long, default_value_t = 480, value_parser = screen_side)]
     height: u32,
     /// Output directory.
     #[arg(long, default_value = "out/quake")]
@@ -112,6 +122,10 @@ pub struct QuakeOpts {
     /// Seed of the random initial placement.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Also render the last frame with the unpaged rasterizer and compare pixel for pixel; a
+    /// difference fails the command and writes nothing.
+    #[arg(long)]
+    verify: bool,
 }
 
 /// The schema's core (docs/report.schema.json), then the game trace's own section.
@@ -192,14 +206,6 @@ fn csv_path(dir: &Path, name: &str) -> PathBuf {
 }
 
 pub fn run_quake(o: &QuakeOpts) -> Result<()> {
-    if o.frames == 0 {
-        bail!("--frames must be at least 1");
-    }
-    for (flag, v) in [("--width", o.width), ("--height", o.height)] {
-        if v == 0 || v > MAX_SCREEN_SIDE {
-            bail!("{flag} must be between 1 and {MAX_SCREEN_SIDE} (got {v})");
-        }
-    }
     if o.clear_each_frame && o.initial_placement == Placement::Random {
         bail!("--initial-placement random and --clear-each-frame do not go together: the placement would be cleared before the first frame uses it");
     }
@@ -222,6 +228,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     let (mesh, mut cams, scene_name) = scene_of(o, path)?;
     cams.truncate(o.frames as usize);
     let sizes: Vec<(u32, u32)> = mesh.textures.iter().map(|t| (t.width, t.height)).collect();
+    let reference_mesh = o.verify.then(|| mesh.clone());
     let mut r = Renderer::new(
         sys,
         mesh,
@@ -247,6 +254,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     let bar = progress(o.frames as u64, "quake");
     let start = Instant::now();
     let mut checksum = String::new();
+    let mut last_image = Vec::new();
     let rec = record(
         &mut r,
         &cams,
@@ -260,6 +268,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
                 write_png(&path, o.width, o.height, &image)?;
                 if last {
                     checksum = crate::report::fnv1a_hex(&image);
+                    last_image = image;
                 }
             }
             if o.residency_png {
@@ -273,6 +282,11 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     )?;
     bar.finish();
     let wall = start.elapsed().as_secs_f64();
+    if let (Some(mesh), Some(cam)) = (&reference_mesh, cams.last()) {
+        let (want, _) =
+            reference::render(mesh, &r.atlas, &cam.view_proj(aspect), o.width, o.height)?;
+        crate::verify::require_image(&want, &last_image)?;
+    }
     let n = o.devices;
     let figures = Figures::of(&r, &rec, o.page)?;
     let total = figures.total_requests;
@@ -401,7 +415,7 @@ fn plot_requests(stem: &Path, requests: &[Vec<u64>], page: u32, clear: bool) -> 
             ""
         }
     );
-    line_chart(
+    Ok(line_chart(
         stem,
         &LineChart {
             title: &title,
@@ -421,7 +435,7 @@ fn plot_requests(stem: &Path, requests: &[Vec<u64>], page: u32, clear: bool) -> 
                 })
                 .collect(),
         },
-    )
+    )?)
 }
 
 /// Home only: light grey; padding pages (no texture): white; shared: near black.

@@ -8,8 +8,8 @@ use anyhow::{anyhow, Result};
 use plotters::prelude::*;
 
 use crate::measure::Run;
-use crate::plot::{colour, ensure_font};
 use crate::RunOpts;
+use tessera_workloads::plot::{colour, ensure_font};
 
 const SHARED: RGBColor = RGBColor(20, 20, 20);
 const HOME_ONLY: RGBColor = RGBColor(215, 215, 215);

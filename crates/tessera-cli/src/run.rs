@@ -3,7 +3,8 @@
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use tessera_model::Topology;
-use tessera_workloads::boiling::reference::{checksum_hex, field_checksum};
+use tessera_workloads::boiling::math::BoilingParams;
+use tessera_workloads::boiling::reference::{checksum_hex, field_checksum, ReferenceBoiling};
 use tessera_workloads::boiling::sim::PagedBoiling;
 
 use crate::animation::{sampled, Animation};
@@ -80,6 +81,11 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
     })?;
     bar.finish_and_clear();
     crate::report::print(&report);
+    if o.verify {
+        let mut reference = ReferenceBoiling::new(o.size, o.size, BoilingParams::default());
+        reference.run(total);
+        crate::verify::require_field(o.node.backend, &reference.field, &run.sim.field()?, total)?;
+    }
     let json = write_report(&report, &o.out)?;
     let png = o.out.join("frame.png");
     write_png(&png, o.size, o.size, &run.sim.display_rgba()?)?;
@@ -97,7 +103,7 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
         );
     }
     let stages = o.out.join("stages");
-    crate::plot::stage_bars(
+    tessera_workloads::plot::stage_bars(
         &stages,
         &format!(
             "Time per stage, boiling {s}x{s}, page {p}, {d} device(s)",

@@ -27,7 +27,7 @@ use crate::{parse_partition, parse_procedure, topology_args, ModelKind, NodeOpts
 #[derive(Args, Clone)]
 pub struct ScalingOpts {
     /// Field side in texels.
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long, default_value_t = 1024, value_parser = crate::parse_size)]
     size: u32,
     /// Page side P in texels.
     #[arg(long, default_value_t = 64, value_parser = crate::parse_page)]
@@ -38,7 +38,7 @@ pub struct ScalingOpts {
     devices: List,
     /// Measured frames per device count (on two nodes side by side: devices together, and one
     /// at a time for the model).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     frames: u32,
     /// Frames run first at every count and counted nowhere (pages move in on the first).
     #[arg(long, default_value_t = 1)]
@@ -52,7 +52,7 @@ pub struct ScalingOpts {
     #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
     procedure: Procedure,
     /// How each pass's domain is split across devices.
-    #[arg(long, default_value = "rows", value_parser = parse_partition())]
+    #[arg(long = "split", alias = "partition", default_value = "rows", value_parser = parse_partition())]
     partition: Partition,
     /// With `--coherence owned`: also run every count under the paper's write-home rule, in
     /// the same rounds, and print both rules' busiest link and speed-up side by side (on or
@@ -91,6 +91,7 @@ pub fn scaling(o: &ScalingOpts) -> Result<()> {
             warmup: o.warmup,
             residency_png: false,
             gif_every: 0,
+            verify: false,
             cluster: Default::default(),
         })
         .collect();

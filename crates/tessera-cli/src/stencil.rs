@@ -25,7 +25,7 @@ pub struct StencilOpts {
     #[arg(long, default_value = "z", value_parser = parse_split)]
     split: Axis,
     /// Number of devices.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = crate::parse_device_count)]
     devices: usize,
     /// explicit (private slabs and hand-written halo copies), migrate (one shared field,
     /// demand paging) or remote (needs the runtime's remote access mode).
@@ -33,7 +33,7 @@ pub struct StencilOpts {
     access: Access,
     /// Measured time steps (run twice in the isolated model: together, then one device at a
     /// time).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     steps: u32,
     /// Steps run first and counted nowhere (the pages move in on the first).
     #[arg(long, default_value_t = 1)]
@@ -67,9 +67,9 @@ pub fn run(o: &StencilOpts) -> Result<()> {
         steps: o.steps,
         warmup: o.warmup,
         procedure: o.procedure,
-        node: o.node.clone(),
+        model: o.node.model.into(),
     };
-    crate::halo::run_one(&s, &o.out, o.verify)
+    crate::halo::run_one(&s, &o.node, &o.out, o.verify)
 }
 
 fn parse_halos(s: &str) -> Result<List, String> {
@@ -98,7 +98,7 @@ pub struct StencilSweepOpts {
     access: Accesses,
     #[arg(long, default_value = "z", value_parser = parse_split)]
     split: Axis,
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     steps: u32,
     #[arg(long, default_value_t = 1)]
     warmup: u32,
@@ -129,10 +129,10 @@ pub fn sweep(o: &StencilSweepOpts) -> Result<()> {
                     steps: o.steps,
                     warmup: o.warmup,
                     procedure: o.procedure,
-                    node: o.node.clone(),
+                    model: o.node.model.into(),
                 });
             }
         }
     }
-    crate::halo::sweep(setups, "halo", &o.out)
+    crate::halo::sweep(setups, &o.node, "halo", &o.out)
 }

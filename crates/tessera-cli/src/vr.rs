@@ -16,26 +16,32 @@ use tessera_runtime::{Procedure, SystemConfig};
 use tessera_scene::Scene;
 use tessera_workloads::quake::map::camera_path;
 use tessera_workloads::quake::Camera;
+use tessera_workloads::raytrace::SceneSpec;
 use tessera_workloads::vr::render::{FrameMeasure, FrameReport};
 use tessera_workloads::vr::run::{summarise, Run as VrRun, Summary};
-use tessera_workloads::vr::{by_name, LinkModel, StereoOptions, NAMES};
+use tessera_workloads::vr::{by_name, reference_stereo, LinkModel, StereoOptions, NAMES};
 
-use crate::plot::{line_chart, LineChart, Series};
 use crate::report::write_png;
 use crate::run::progress;
 use crate::{parse_procedure, parse_threads, topology_args, BackendKind};
+use tessera_workloads::plot::{line_chart, LineChart, Series};
 
 /// The most GPMs: the `mcm-8` preset's.
 const MAX_GPMS: usize = 8;
 
 #[derive(Args, Clone)]
+#[command(group(clap::ArgGroup::new("source").required(true)))]
 pub struct SceneOpts {
-    /// Render this Quake 3 / OpenArena map (`oa_dm1`) along its camera path.
-    #[arg(long, value_name = "NAME", conflicts_with = "generated")]
+    /// The scene, drawn along its camera path: `generated[:N]` (the generated room with N × N
+    /// boxes, 3 by default; 0 is the bare room) or `openarena:MAP` (a Quake 3 / OpenArena map
+    /// from --pak-dir).
+    #[arg(long, value_parser = parse_scene, group = "source")]
+    scene: Option<SceneSpec>,
+    /// Shorthand for `--scene openarena:NAME`.
+    #[arg(long, value_name = "NAME", group = "source")]
     map: Option<String>,
-    /// Render the generated test scene with N × N boxes instead of a map (0: the bare room,
-    /// as `generated:0` elsewhere).
-    #[arg(long, value_name = "N")]
+    /// The older spelling of `--scene generated:N`.
+    #[arg(long, value_name = "N", hide = true, group = "source")]
     generated: Option<u32>,
     /// Where the map's pk3 files are.
     #[arg(long, value_name = "DIR", default_value = tessera_scene::DEFAULT_PAK_DIR)]
@@ -82,11 +88,15 @@ pub struct VrOpts {
     #[arg(long = "devices", visible_alias = "gpms", value_name = "N", default_value_t = 4, value_parser = parse_gpms)]
     gpms: usize,
     /// Bandwidth of each inter-GPM link, one direction, GB/s (OO-VR: 64).
-    #[arg(long, default_value_t = 64.0)]
+    #[arg(long, default_value_t = 64.0, value_parser = crate::parse_positive)]
     link_gbps: f64,
     /// Output directory.
     #[arg(long, default_value = "out/vr")]
     pub(crate) out: PathBuf,
+    /// Also draw the last stereo frame with the unpaged rasterizer and compare pixel for
+    /// pixel; a difference fails the command and writes nothing.
+    #[arg(long)]
+    verify: bool,
 }
 
 #[derive(Args, Clone)]
@@ -108,13 +118,19 @@ fn load_scene(o: &SceneOpts) -> Result<(Scene, Vec<Camera>, String)> {
     if o.frames == 0 {
         bail!("--frames must be at least 1");
     }
-    let (scene, name) = match (&o.map, o.generated) {
-        (Some(name), _) => (
-            Scene::load_map(&o.pak_dir, name).with_context(|| format!("cannot load map {name}"))?,
+    let spec = match (&o.scene, &o.map, o.generated) {
+        (Some(spec), _, _) => spec.clone(),
+        (None, Some(name), _) => SceneSpec::OpenArena(name.clone()),
+        (None, None, Some(n)) => SceneSpec::Generated(n),
+        (None, None, None) => bail!("give a scene: --scene generated[:N]|openarena:MAP"),
+    };
+    let (scene, name) = match spec {
+        SceneSpec::OpenArena(name) => (
+            Scene::load_map(&o.pak_dir, &name)
+                .with_context(|| format!("cannot load map {name}"))?,
             format!("map:{name}"),
         ),
-        (None, Some(n)) => (Scene::generated(n), format!("generated:{n}")),
-        (None, None) => bail!("give a scene: --map NAME or --generated N"),
+        SceneSpec::Generated(n) => (Scene::generated(n), format!("generated:{n}")),
     };
     if scene.triangles.is_empty() {
         bail!("{name} has no surfaces to draw");
@@ -129,9 +145,6 @@ fn load_scene(o: &SceneOpts) -> Result<(Scene, Vec<Camera>, String)> {
 
 /// The link model of `gpms` GPMs at `gbps`: the mcm preset's per-move latency and ROP rate.
 fn link_model(gpms: usize, gbps: f64) -> Result<LinkModel> {
-    if !(gbps.is_finite() && gbps > 0.0) {
-        bail!("--link-gbps must be a positive number (got {gbps})");
-    }
     let preset = if gpms <= 4 { "mcm-4" } else { "mcm-8" };
     let topo = topology_args::load(preset, gpms.max(2))?;
     let latency = topo
@@ -162,6 +175,19 @@ fn check_gpms(gpms: usize) -> Result<()> {
     Ok(())
 }
 
+fn stereo_options(o: &SceneOpts) -> StereoOptions {
+    StereoOptions {
+        width: o.width,
+        height: o.height,
+        page: o.page,
+        procedure: o.procedure,
+    }
+}
+
+fn parse_scene(s: &str) -> Result<SceneSpec, String> {
+    s.parse()
+}
+
 fn execute(
     o: &SceneOpts,
     scene: &Scene,
@@ -185,12 +211,7 @@ fn execute(
         scene,
         cams,
         scheme.as_mut(),
-        StereoOptions {
-            width: o.width,
-            height: o.height,
-            page: o.page,
-            procedure: o.procedure,
-        },
+        stereo_options(o),
         o.warmup,
         tick,
     )?)
@@ -255,6 +276,10 @@ pub fn run(o: &VrOpts) -> Result<()> {
     let bar = progress(cams.len() as u64, "vr");
     let run = execute(&o.scene, &scene, &cams, &o.scheme, o.gpms, || bar.inc(1))?;
     bar.finish_and_clear();
+    if let Some(cam) = cams.last().filter(|_| o.verify) {
+        let want = reference_stereo(&scene, cam, &stereo_options(&o.scene))?;
+        crate::verify::require_image(&want, &run.last_image)?;
+    }
     let summary = summarise(&run.frames, &link, o.gpms);
     let per_device = (0..o.gpms)
         .map(|d| VrDevice {

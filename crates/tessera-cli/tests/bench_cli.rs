@@ -1,14 +1,9 @@
 //! `tessera bench scaling` and `tessera bench page-moves`: they run and print their tables,
 //! and bad input is a clear error, never a panic. No test here asserts a time or a ratio.
 
-use std::process::{Command, Output};
+mod common;
 
-fn tessera(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("run tessera")
-}
+use common::tessera;
 
 #[test]
 fn bench_scaling_prints_speed_ups_and_isolated_work_per_device() {

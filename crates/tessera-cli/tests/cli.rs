@@ -1,16 +1,13 @@
 //! The `tessera` binary as a user runs it.
 
+mod common;
+
+use common::tessera;
+
 use std::process::Command;
 
 use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::reference::{checksum_hex, field_checksum, ReferenceBoiling};
-
-fn tessera(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
 
 #[test]
 fn run_boiling_writes_report_and_png_matching_the_reference() {
@@ -29,7 +26,7 @@ fn run_boiling_writes_report_and_png_matching_the_reference() {
         "4",
         "--procedure",
         "two-pass",
-        "--partition",
+        "--split",
         "tiles",
         "--out",
         out,
@@ -141,8 +138,8 @@ fn bad_input_is_a_clear_error_never_a_panic() {
             "invalid value 'three-pass' for '--procedure",
         ),
         (
-            &["run", "boiling", "--partition", "diagonal", "--out", out],
-            "invalid value 'diagonal' for '--partition",
+            &["run", "boiling", "--split", "diagonal", "--out", out],
+            "invalid value 'diagonal' for '--split",
         ),
         (
             &["run", "boiling", "--frames", "0", "--out", out],
@@ -688,7 +685,7 @@ fn help_lists_possible_values_and_every_topology_preset() {
         assert!(flat.contains(preset), "{preset} missing from {help}");
     }
     // A value outside the list is a usage error (exit 2) that names the list.
-    let o = tessera(&["run", "boiling", "--partition", "diagonal"]);
+    let o = tessera(&["run", "boiling", "--split", "diagonal"]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("rows, cols, tiles"), "{err}");

@@ -1,16 +1,11 @@
 //! `tessera run stencil|convolution` and their sweeps as a user runs them: results equal the
 //! plain reference, reports hold what they promise, bad input is a clear error, never a panic.
 
-use std::process::Command;
+mod common;
+
+use common::{report, tessera};
 
 use tessera_workloads::{convolution, stencil};
-
-fn tessera(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
 
 fn checksum(v: &[f32]) -> String {
     // FNV-1a over the f32 bits, written here from its definition.
@@ -20,10 +15,6 @@ fn checksum(v: &[f32]) -> String {
         h = h.wrapping_mul(0x100000001b3);
     }
     format!("{h:016x}")
-}
-
-fn report(dir: &std::path::Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap()
 }
 
 #[test]

@@ -4,29 +4,11 @@
 //! results already in `--out` are refused without `--force` and replaced with it; and an
 //! interrupted run (SIGINT) leaves nothing either.
 
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+mod common;
 
-fn tessera(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
+use common::{listing, stderr, tessera};
 
-/// Everything in `dir`, names only, sorted: what a failed run must leave unchanged.
-fn listing(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use std::process::{Command, Stdio};
 
 #[test]
 fn a_failed_run_writes_nothing() {

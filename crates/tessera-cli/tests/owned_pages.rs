@@ -4,14 +4,9 @@
 //! `--coherence write-home`, writes them home every frame. On wgpu (lavapipe in CI) the
 //! boundary pages then cost no read-back to the host.
 
-use std::process::Command;
+mod common;
 
-fn tessera(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
+use common::tessera;
 
 /// `run boiling` at 512², page 64, 10 frames after 2 of warm-up, no GIF.
 fn boiling(backend: &str, devices: usize, coherence: &str) -> serde_json::Value {

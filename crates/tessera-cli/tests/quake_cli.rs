@@ -1,13 +1,8 @@
 //! `tessera run quake` and `tessera trace replay` as a user runs them.
 
-use std::process::Command;
+mod common;
 
-fn tessera(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
+use common::tessera;
 
 fn csv(path: &std::path::Path) -> Vec<(u64, u64, u64)> {
     std::fs::read_to_string(path)

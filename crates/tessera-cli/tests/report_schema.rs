@@ -1,15 +1,11 @@
 //! Every workload's report.json, as `tessera run` writes it, against the schema users read
 //! (docs/report.schema.json): one core of keys with one vocabulary, then the workload's own.
 
-use std::path::Path;
-use std::process::Command;
+mod common;
 
-fn tessera(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
+use common::tessera;
+
+use std::path::Path;
 
 fn schema() -> serde_json::Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/report.schema.json");

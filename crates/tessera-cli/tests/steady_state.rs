@@ -3,14 +3,9 @@
 //! the CPU backend and on wgpu (lavapipe in CI). The host counters themselves are checked to
 //! count: a two-device run, whose boundary pages move every frame, must show messages.
 
-use std::process::Command;
+mod common;
 
-fn tessera(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
+use common::tessera;
 
 /// Runs `run boiling` at 512² (page 64, one warm-up frame, no GIF) and returns its report.
 fn boiling(backend: &str, devices: &str, procedure: &str) -> serde_json::Value {

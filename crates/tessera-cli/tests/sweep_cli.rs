@@ -1,30 +1,12 @@
 //! `tessera sweep`, `--topology` and `--residency-png` as a user runs them.
 
+mod common;
+
+use common::{json, ok, tessera};
+
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
-
-fn tessera(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = tessera(args);
-    assert!(
-        o.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn json(path: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-}
 
 /// Rows of a CSV without quoted cells, as (header, cells).
 fn csv(path: &Path) -> Vec<Vec<(String, String)>> {

@@ -1,16 +1,12 @@
 //! `tessera run vr` as a user runs it: a small generated scene, and bad input.
 
+mod common;
+
+use common::tessera;
+
 use std::path::Path;
-use std::process::{Command, Output};
 
 use tessera_scene::{bsp, pk3, Scene};
-
-fn tessera(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
 
 #[test]
 fn run_vr_writes_a_report_and_a_stereo_png() {
@@ -87,7 +83,7 @@ fn bad_input_is_a_clear_error() {
         (vec!["--generated", "1", "--link-gbps", "0"], "--link-gbps"),
         (vec!["--generated", "1", "--frames", "0"], "--frames"),
         (vec!["--map", "empty", "--pak-dir", pak], "no surfaces"),
-        (vec![], "give a scene"),
+        (vec![], "required arguments were not provided"),
     ] {
         let mut a = vec!["run", "vr", "--width", "16", "--height", "16", "--out", out];
         a.extend(args.iter());

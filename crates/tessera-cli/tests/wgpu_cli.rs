@@ -2,18 +2,11 @@
 //! Without an adapter the wgpu runs are skipped (and say so), unless `TESSERA_REQUIRE_VULKAN=1`,
 //! where they fail.
 
+mod common;
+
+use common::{report, tessera};
+
 use std::process::Command;
-
-fn tessera(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn report(dir: &std::path::Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap()
-}
 
 #[test]
 fn devices_lists_adapters_or_says_there_are_none() {

@@ -16,6 +16,7 @@ pub mod modeled;
 pub mod reference;
 pub mod report;
 pub mod sim;
+pub mod sweep;
 pub mod unpaged;
 
 use tessera_core::{ObjectId, TexelFormat};

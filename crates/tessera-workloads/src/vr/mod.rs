@@ -19,7 +19,9 @@ pub use objects::{objects_of, DrawObject, ObjectError};
 pub use predict::{
     dispatch, fit, schedule, BatchFeatures, Coefficients, DispatchConfig, PredictError, Schedule,
 };
-pub use render::{eyes, FrameReport, LinkModel, StereoOptions, StereoRenderer, IPD};
+pub use render::{
+    eyes, reference_stereo, FrameReport, LinkModel, StereoOptions, StereoRenderer, IPD,
+};
 pub use scheme::{by_name, Scheme, SchemeError, NAMES};
 pub use tsl::{batch, batch_with, tsl, Batch, TextureSet, TRIANGLE_CAP, TSL_THRESHOLD};
 
