@@ -69,7 +69,13 @@ pub fn overhead(o: &BenchOpts) -> Result<()> {
     let mut paged = Vec::new();
     for _ in procs {
         let (sys, _) = backend::system(o.backend, &cfg)?;
-        paged.push(PagedBoiling::new(sys, o.size, o.size, o.page, params)?);
+        paged.push(PagedBoiling::new(
+            sys,
+            o.size,
+            o.size,
+            o.page.get(),
+            params,
+        )?);
     }
     let (mut unpaged, unpaged_desc) = unpaged_side(o, params, threads)?;
     // Warm-up: the first paged frame pages everything in; steady state is what is compared.
@@ -103,7 +109,7 @@ pub fn overhead(o: &BenchOpts) -> Result<()> {
         o.rounds,
         o.frames,
         s = o.size,
-        p = o.page
+        p = o.page.get()
     );
     println!("unpaged            {:>9.3} ms/frame", u * 1e3);
     let mut last = 0.0;

@@ -3,6 +3,7 @@
 //! [`crate::halo`]'s.
 
 use std::path::PathBuf;
+use tessera_core::PageSize;
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
@@ -67,8 +68,8 @@ pub struct ConvolutionOpts {
     #[arg(long, default_value_t = 1)]
     warmup: u32,
     /// Texture page side P: a power of two.
-    #[arg(long, default_value_t = 32, value_parser = crate::parse_page)]
-    page: u32,
+    #[arg(long, default_value = "32", value_parser = crate::parse_page)]
+    page: PageSize,
     /// How passes get their pages; default two-pass for migrate, relaunch for explicit and
     /// remote (docs/EVALUATION.md says why).
     #[arg(long, value_parser = parse_procedure())]
@@ -93,7 +94,7 @@ pub fn run(o: &ConvolutionOpts) -> Result<()> {
         split: o.split,
         devices: o.devices,
         access: o.access,
-        page: o.page,
+        page: o.page.get(),
         steps: o.steps,
         warmup: o.warmup,
         procedure: o.procedure,
@@ -128,8 +129,8 @@ pub struct ConvolutionSweepOpts {
     steps: u32,
     #[arg(long, default_value_t = 1)]
     warmup: u32,
-    #[arg(long, default_value_t = 32, value_parser = crate::parse_page)]
-    page: u32,
+    #[arg(long, default_value = "32", value_parser = crate::parse_page)]
+    page: PageSize,
     /// How passes get their pages; default two-pass for migrate, relaunch otherwise.
     #[arg(long, value_parser = parse_procedure())]
     procedure: Option<Procedure>,
@@ -154,7 +155,7 @@ pub fn sweep(o: &ConvolutionSweepOpts) -> Result<()> {
                     split: o.split,
                     devices: devices as usize,
                     access,
-                    page: o.page,
+                    page: o.page.get(),
                     steps: o.steps,
                     warmup: o.warmup,
                     procedure: o.procedure,

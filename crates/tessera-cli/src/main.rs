@@ -31,6 +31,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use tessera_core::PageSize;
 use tessera_runtime::{Partition, Policy, Prefetch, Procedure, Thrashing};
 
 #[derive(Parser)]
@@ -288,8 +289,8 @@ pub struct RunOpts {
     #[arg(long, default_value_t = 512, value_parser = parse_size)]
     size: u32,
     /// Page side P in texels: a power of two from 1 to 512.
-    #[arg(long, default_value_t = 64, value_parser = crate::parse_page)]
-    page: u32,
+    #[arg(long, default_value = "64", value_parser = crate::parse_page)]
+    page: PageSize,
     /// Frames to simulate.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     frames: u32,
@@ -373,8 +374,8 @@ pub struct BenchOpts {
     #[arg(long, default_value_t = 1024, value_parser = parse_size)]
     size: u32,
     /// Page side P in texels.
-    #[arg(long, default_value_t = 64, value_parser = crate::parse_page)]
-    page: u32,
+    #[arg(long, default_value = "64", value_parser = crate::parse_page)]
+    page: PageSize,
     /// Frames per measurement.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     frames: u32,
@@ -418,14 +419,12 @@ pub fn max_threads() -> usize {
 
 /// `--page`: a page side tessera can page by, checked where the option is read so that a bad
 /// one is a usage error (exit 2) like any other bad option value.
-pub fn parse_page(s: &str) -> Result<u32, String> {
+pub fn parse_page(s: &str) -> Result<PageSize, String> {
     let p: u32 = s
         .trim()
         .parse()
         .map_err(|_| format!("{s:?} is not a page side in texels"))?;
-    tessera_core::PageSize::new(p)
-        .map(|p| p.get())
-        .map_err(|e| e.to_string())
+    PageSize::new(p).map_err(|e| e.to_string())
 }
 
 /// `--size` of a boiling field: 1 to [`MAX_SIZE`].

@@ -46,12 +46,12 @@ pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling
             tessera_wgpu::system_on_cluster(&cfg, &crate::backend::adapter_choice(), link.clone())?
         }
     };
-    let sim = PagedBoiling::new(sys, o.size, o.size, o.page, BoilingParams::default())?;
+    let sim = PagedBoiling::new(sys, o.size, o.size, o.page.get(), BoilingParams::default())?;
     let bar =
         (link.rank() == 0).then(|| crate::run::progress((o.warmup + o.frames) as u64, "boiling"));
     let settings = Settings {
         size: o.size,
-        page: o.page,
+        page: o.page.get(),
         partition: o.partition,
         procedure: o.procedure,
         warmup: o.warmup,

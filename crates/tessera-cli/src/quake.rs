@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use tessera_core::PageSize;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
@@ -79,8 +80,8 @@ pub struct QuakeOpts {
     #[arg(long, default_value = "left-right", value_parser = parse_split)]
     split: Split,
     /// Page side P in texels (atlas, framebuffer): a power of two from 1 to 512.
-    #[arg(long, default_value_t = 32, value_parser = crate::parse_page)]
-    page: u32,
+    #[arg(long, default_value = "32", value_parser = crate::parse_page)]
+    page: PageSize,
     /// Screen width in pixels (at most 2048).
     #[arg(long, default_value_t = 640, value_parser = screen_side)]
     width: u32,
@@ -209,8 +210,8 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     if o.clear_each_frame && o.initial_placement == Placement::Random {
         bail!("--initial-placement random and --clear-each-frame do not go together: the placement would be cleared before the first frame uses it");
     }
-    if o.trace.is_some() && o.page < BLOCK {
-        bail!("--trace records {BLOCK}x{BLOCK} texel blocks: it needs --page {BLOCK} or more (got {})", o.page);
+    if o.trace.is_some() && o.page.get() < BLOCK {
+        bail!("--trace records {BLOCK}x{BLOCK} texel blocks: it needs --page {BLOCK} or more (got {})", o.page.get());
     }
     std::fs::create_dir_all(&o.out)
         .with_context(|| format!("cannot create {}", o.out.display()))?;
@@ -235,7 +236,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         RenderOptions {
             width: o.width,
             height: o.height,
-            page: o.page,
+            page: o.page.get(),
             split: o.split,
             procedure: o.procedure,
             clear_each_frame: o.clear_each_frame,
@@ -288,7 +289,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         crate::verify::require_image(&want, &last_image)?;
     }
     let n = o.devices;
-    let figures = Figures::of(&r, &rec, o.page)?;
+    let figures = Figures::of(&r, &rec, o.page.get())?;
     let total = figures.total_requests;
     let requests = rec.requests;
     let report = QuakeReport {
@@ -297,7 +298,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         backend: o.backend.name(),
         adapter: backend_name,
         devices: n,
-        page_size: o.page,
+        page_size: o.page.get(),
         frames: o.frames,
         warmup_frames: 0,
         procedure: o.procedure,
@@ -335,7 +336,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     plot_requests(
         &o.out.join("requests"),
         &requests,
-        o.page,
+        o.page.get(),
         o.clear_each_frame,
     )?;
     if let Some(path) = &o.trace {
@@ -345,7 +346,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
             width: o.width,
             height: o.height,
             split: o.split,
-            page: o.page,
+            page: o.page.get(),
             clear_each_frame: o.clear_each_frame,
             drop_unused: o.drop_unused,
             random_placement: (o.initial_placement == Placement::Random).then_some(o.seed),
@@ -363,7 +364,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         o.height,
         report.backend,
         o.split.name(),
-        o.page,
+        o.page.get(),
         o.procedure_name(),
         if o.clear_each_frame {
             ", memory cleared each frame"

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
+use tessera_core::PageSize;
 use tessera_runtime::{Partition, Policy, Procedure, SystemConfig};
 use tessera_workloads::raytrace::rays::View;
 use tessera_workloads::raytrace::render::{resident_image, RayRenderer, RenderOptions};
@@ -43,8 +44,8 @@ pub struct RaytraceOpts {
     #[arg(long, default_value_t = 240, value_parser = clap::value_parser!(u32).range(1..))]
     height: u32,
     /// Page side of the textures (atlas, image); buffer pages hold as many bytes (P² × 4).
-    #[arg(long, default_value_t = 32, value_parser = crate::parse_page)]
-    page: u32,
+    #[arg(long, default_value = "32", value_parser = crate::parse_page)]
+    page: PageSize,
     /// Ambient-occlusion rays per pixel.
     #[arg(long, default_value_t = 4)]
     ao_samples: u32,
@@ -136,13 +137,12 @@ pub(crate) fn load(
     spec: &SceneSpec,
     pak_dir: &Path,
     instances: u32,
-    page: u32,
+    page: PageSize,
     width: u32,
     height: u32,
 ) -> Result<(PagedScene, View, String)> {
-    tessera_core::PageSize::new(page).context("--page")?;
     let (mesh, cam, name) = spec.load(pak_dir)?;
-    let scene = PagedScene::build(&mesh, instances, page)?;
+    let scene = PagedScene::build(&mesh, instances, page.get())?;
     let view = View::new(
         cam.eye,
         cam.yaw,
@@ -156,7 +156,7 @@ pub(crate) fn load(
 pub fn run(o: &RaytraceOpts) -> Result<()> {
     check_opts(o.width, o.height, o.devices)?;
     let budget = budget_bytes(o.budget_mib);
-    check_budget(budget, o.page)?;
+    check_budget(budget, o.page.get())?;
     let (scene, view, name) = load(&o.scene, &o.pak_dir, o.instances, o.page, o.width, o.height)?;
     let cfg = SystemConfig {
         devices: o.devices,
@@ -176,7 +176,7 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
     let options = RenderOptions {
         width: o.width,
         height: o.height,
-        page: o.page,
+        page: o.page.get(),
         ao_samples: o.ao_samples,
         ao_radius: o.ao_radius,
         partition: o.partition,
@@ -199,7 +199,7 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
         backend: o.backend.name(),
         adapter: backend_name.clone(),
         devices: o.devices,
-        page_size: o.page,
+        page_size: o.page.get(),
         frames: frames.len(),
         warmup_frames: 0,
         procedure: o.procedure,

@@ -73,7 +73,7 @@ pub fn write_all(run: &Run, o: &RunOpts, dir: &Path) -> Result<Vec<PathBuf>> {
             let sub = format!(
                 "{s}x{s}, page {p}x{p} ({px}x{py} pages), {d} device(s), {part:?} partition",
                 s = o.size,
-                p = o.page,
+                p = o.page.get(),
                 d = devices,
                 part = o.partition
             );

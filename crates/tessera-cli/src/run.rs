@@ -108,7 +108,7 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
         &format!(
             "Time per stage, boiling {s}x{s}, page {p}, {d} device(s)",
             s = o.size,
-            p = o.page,
+            p = o.page.get(),
             d = o.devices
         ),
         "device",

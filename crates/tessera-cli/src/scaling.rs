@@ -15,6 +15,7 @@
 use anyhow::{bail, Result};
 use clap::Args;
 use tessera_core::Coherence;
+use tessera_core::PageSize;
 use tessera_runtime::{Partition, Procedure};
 use tessera_workloads::boiling::modeled::Figures;
 
@@ -30,8 +31,8 @@ pub struct ScalingOpts {
     #[arg(long, default_value_t = 1024, value_parser = crate::parse_size)]
     size: u32,
     /// Page side P in texels.
-    #[arg(long, default_value_t = 64, value_parser = crate::parse_page)]
-    page: u32,
+    #[arg(long, default_value = "64", value_parser = crate::parse_page)]
+    page: PageSize,
     /// Device counts, from 1 to 64: a list such as 1,2,4,8 (`...` keeps doubling). The first
     /// is the base of the speed-up.
     #[arg(long, default_value = "1,2,4,8", value_parser = parse_devices)]
@@ -171,7 +172,7 @@ pub fn scaling(o: &ScalingOpts) -> Result<()> {
         o.warmup,
         o.rounds,
         s = o.size,
-        p = o.page,
+        p = o.page.get(),
     );
     println!("modeled ms/frame = slowest device's work alone + busiest link + memory manager (all per frame)");
     println!(

@@ -2,6 +2,7 @@
 //! (tessera_workloads::stencil) in its access versions; the machinery is [`crate::halo`]'s.
 
 use std::path::PathBuf;
+use tessera_core::PageSize;
 
 use anyhow::Result;
 use clap::Args;
@@ -39,8 +40,8 @@ pub struct StencilOpts {
     #[arg(long, default_value_t = 1)]
     warmup: u32,
     /// Texture page side P: a power of two (the field is N × N² texels, slices stacked).
-    #[arg(long, default_value_t = 32, value_parser = crate::parse_page)]
-    page: u32,
+    #[arg(long, default_value = "32", value_parser = crate::parse_page)]
+    page: PageSize,
     /// How passes get their pages; default two-pass for migrate, relaunch for explicit and
     /// remote (docs/EVALUATION.md says why).
     #[arg(long, value_parser = parse_procedure())]
@@ -63,7 +64,7 @@ pub fn run(o: &StencilOpts) -> Result<()> {
         split: o.split,
         devices: o.devices,
         access: o.access,
-        page: o.page,
+        page: o.page.get(),
         steps: o.steps,
         warmup: o.warmup,
         procedure: o.procedure,
@@ -102,8 +103,8 @@ pub struct StencilSweepOpts {
     steps: u32,
     #[arg(long, default_value_t = 1)]
     warmup: u32,
-    #[arg(long, default_value_t = 32, value_parser = crate::parse_page)]
-    page: u32,
+    #[arg(long, default_value = "32", value_parser = crate::parse_page)]
+    page: PageSize,
     /// How passes get their pages; default two-pass for migrate, relaunch otherwise.
     #[arg(long, value_parser = parse_procedure())]
     procedure: Option<Procedure>,
@@ -125,7 +126,7 @@ pub fn sweep(o: &StencilSweepOpts) -> Result<()> {
                     split: o.split,
                     devices: devices as usize,
                     access,
-                    page: o.page,
+                    page: o.page.get(),
                     steps: o.steps,
                     warmup: o.warmup,
                     procedure: o.procedure,

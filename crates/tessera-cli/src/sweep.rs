@@ -84,8 +84,8 @@ pub struct DeviceSweepOpts {
     #[arg(long, default_value = "1,2,4,8", value_parser = parse_devices)]
     devices: List,
     /// Page side P in texels.
-    #[arg(long, default_value_t = 64, value_parser = crate::parse_page)]
-    page: u32,
+    #[arg(long, default_value = "64", value_parser = crate::parse_page)]
+    page: PageSize,
 }
 
 /// `--workload`: boiling. The ray tracer is named so that asking for it says where its sweep
@@ -98,7 +98,7 @@ fn parse_workload(s: &str) -> Result<Workload, String> {
     }
 }
 
-fn point_opts(c: &SweepCommon, devices: usize, page: u32, out: PathBuf) -> RunOpts {
+fn point_opts(c: &SweepCommon, devices: usize, page: PageSize, out: PathBuf) -> RunOpts {
     RunOpts {
         devices,
         size: c.size,
@@ -124,11 +124,10 @@ pub fn check_points(points: &[RunOpts]) -> Result<()> {
         if o.frames == 0 {
             bail!("--frames must be at least 1");
         }
-        PageSize::new(o.page)?;
-        if o.page > o.size {
+        if o.page.get() > o.size {
             bail!(
                 "page size {} is larger than the {s}x{s} field (--size {s})",
-                o.page,
+                o.page.get(),
                 s = o.size
             );
         }
@@ -182,13 +181,20 @@ pub fn page_size(o: &PageSweepOpts) -> Result<()> {
         .pages
         .0
         .iter()
-        .map(|&p| point_opts(c, o.devices, p, c.out.join(format!("page-{p}"))))
-        .collect();
+        .map(|&p| {
+            Ok(point_opts(
+                c,
+                o.devices,
+                PageSize::new(p)?,
+                c.out.join(format!("page-{p}")),
+            ))
+        })
+        .collect::<Result<_>>()?;
     sweep(
         c,
         &points,
         "page",
-        |o| format!("page {}", o.page),
+        |o| format!("page {}", o.page.get()),
         |r| r.page_size as f64,
         |dir, reports| figures::page_size_figures(dir, reports, c.size, o.devices),
     )
@@ -208,7 +214,7 @@ pub fn devices(o: &DeviceSweepOpts) -> Result<()> {
         "devices",
         |o| format!("{} device(s)", o.devices),
         |r| r.devices as f64,
-        |dir, reports| figures::device_figures(dir, reports, c.size, o.page),
+        |dir, reports| figures::device_figures(dir, reports, c.size, o.page.get()),
     )
 }
 

@@ -7,6 +7,7 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use tessera_core::PageSize;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -61,8 +62,8 @@ pub struct SceneOpts {
     #[arg(long, default_value_t = 240)]
     height: u32,
     /// Page side P in texels (atlas and framebuffers).
-    #[arg(long, default_value_t = 32, value_parser = crate::parse_page)]
-    page: u32,
+    #[arg(long, default_value = "32", value_parser = crate::parse_page)]
+    page: PageSize,
     /// How each pass gets its pages. Two-pass by default: a request pass, the pages, then
     /// the compute pass, so a piece's device work does not grow with fault-and-relaunch
     /// rounds (every frame misses every page it samples, since GPMs keep no texture page
@@ -179,7 +180,7 @@ fn stereo_options(o: &SceneOpts) -> StereoOptions {
     StereoOptions {
         width: o.width,
         height: o.height,
-        page: o.page,
+        page: o.page.get(),
         procedure: o.procedure,
     }
 }
@@ -304,7 +305,7 @@ pub fn run(o: &VrOpts) -> Result<()> {
         backend: o.scene.backend.name(),
         adapter: &run.backend,
         devices: o.gpms,
-        page_size: o.scene.page,
+        page_size: o.scene.page.get(),
         frames: run.frames.len(),
         warmup_frames: o.scene.warmup,
         procedure: o.scene.procedure,
@@ -433,7 +434,7 @@ pub fn sweep(o: &VrSweepOpts) -> Result<()> {
         o.scene.width,
         o.scene.height,
         o.scene.warmup,
-        o.scene.page,
+        o.scene.page.get(),
         o.rounds
     );
     // Fig 15 and 16.

@@ -4,20 +4,12 @@
 
 mod common;
 
-use common::{listing, ok, refused, report, stderr, stdout, tessera};
+use common::{argv, listing, ok, refused, report, stderr, stdout, tessera};
 
-const BOILING: [&str; 10] = [
-    "run",
-    "boiling",
-    "--size",
-    "32",
-    "--page",
-    "8",
-    "--frames",
-    "2",
-    "--gif-every",
-    "0",
-];
+/// A small boiling run, without its `--out`.
+fn boiling() -> Vec<&'static str> {
+    argv("run boiling --size 32 --page 8 --frames 2 --gif-every 0")
+}
 
 fn with<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
     base.iter().chain(extra).copied().collect()
@@ -46,7 +38,7 @@ fn split_is_the_option_everywhere_and_partition_still_works() {
     for (flag, out) in [("--split", "a"), ("--partition", "b")] {
         let out = dir.path().join(out);
         ok(&with(
-            &BOILING,
+            &boiling(),
             &[
                 flag,
                 "cols",
@@ -82,7 +74,7 @@ fn split_is_the_option_everywhere_and_partition_still_works() {
     ]);
     assert_eq!(report(&out)["split"], "cols");
     refused(
-        &with(&BOILING, &["--split", "diagonal"]),
+        &with(&boiling(), &["--split", "diagonal"]),
         2,
         "invalid value 'diagonal' for '--split",
     );
@@ -141,23 +133,12 @@ fn every_workload_verifies_against_its_unpaged_reference() {
     let runs: [(&str, Vec<&str>, &str); 6] = [
         (
             "boiling",
-            with(&BOILING, &["--devices", "3"]),
+            with(&boiling(), &["--devices", "3"]),
             "bit for bit",
         ),
         (
             "quake",
-            vec![
-                "run",
-                "quake",
-                "--frames",
-                "2",
-                "--width",
-                "32",
-                "--height",
-                "24",
-                "--png-every",
-                "0",
-            ],
+            argv("run quake --frames 2 --width 32 --height 24 --png-every 0"),
             "pixel for pixel",
         ),
         (
@@ -167,22 +148,7 @@ fn every_workload_verifies_against_its_unpaged_reference() {
         ),
         (
             "raytrace",
-            vec![
-                "run",
-                "raytrace",
-                "--scene",
-                "generated:1",
-                "--width",
-                "24",
-                "--height",
-                "16",
-                "--page",
-                "8",
-                "--devices",
-                "2",
-                "--budget-mib",
-                "0.05",
-            ],
+            argv("run raytrace --scene generated:1 --width 24 --height 16 --page 8 --devices 2 --budget-mib 0.05"),
             "pixel for pixel",
         ),
         (
@@ -194,18 +160,7 @@ fn every_workload_verifies_against_its_unpaged_reference() {
         ),
         (
             "convolution",
-            vec![
-                "run",
-                "convolution",
-                "--size",
-                "32",
-                "--filter",
-                "3",
-                "--page",
-                "8",
-                "--steps",
-                "1",
-            ],
+            argv("run convolution --size 32 --filter 3 --page 8 --steps 1"),
             "bit for bit",
         ),
     ];
@@ -228,7 +183,7 @@ fn a_verify_failure_exits_1_and_writes_nothing() {
     let out = dir.path().join("out");
     let o = out.to_str().unwrap();
     for args in [
-        with(&BOILING, &["--devices", "3"]),
+        with(&boiling(), &["--devices", "3"]),
         vec![
             "run", "stencil", "--size", "16", "--halo", "2", "--page", "8", "--steps", "2",
         ],
@@ -299,7 +254,7 @@ fn options_a_command_cannot_honour_are_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let o = out.to_str().unwrap();
-    let nodes = with(&BOILING, &["--devices-per-node", "1", "--out", o]);
+    let nodes = with(&boiling(), &["--devices-per-node", "1", "--out", o]);
     for (extra, needle) in [
         (&["--deferred", "on"][..], "--deferred does not apply"),
         (&["--deferred", "off"], "--deferred does not apply"),
@@ -329,14 +284,14 @@ fn devices_per_node_refuses_an_out_with_results() {
     std::fs::write(dir.path().join("keep.txt"), b"earlier").unwrap();
     let o = dir.path().to_str().unwrap();
     refused(
-        &with(&BOILING, &["--devices-per-node", "1", "--out", o]),
+        &with(&boiling(), &["--devices-per-node", "1", "--out", o]),
         1,
         "already holds results",
     );
     assert_eq!(listing(dir.path()), ["keep.txt"]);
     // With --force the check passes; this build then stops at MPI (or runs under it).
     let forced = tessera(&with(
-        &BOILING,
+        &boiling(),
         &["--devices-per-node", "1", "--force", "--out", o],
     ));
     assert!(!stderr(&forced).contains("already holds results"));
@@ -351,55 +306,41 @@ fn bad_values_are_usage_errors_naming_the_option() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let o = out.to_str().unwrap();
-    let cases: &[(&[&str], &str)] = &[
+    let cases = [
         (
-            &[
-                "run",
-                "boiling",
-                "--devices-per-node",
-                "1",
-                "--lost-after-s",
-                "0",
-            ],
+            "run boiling --devices-per-node 1 --lost-after-s 0",
             "--lost-after-s",
         ),
         (
-            &[
-                "run",
-                "boiling",
-                "--devices-per-node",
-                "1",
-                "--home-block-pages",
-                "0",
-            ],
+            "run boiling --devices-per-node 1 --home-block-pages 0",
             "--home-block-pages",
         ),
-        (&["run", "boiling", "--budget-mib", "0"], "--budget-mib"),
-        (&["run", "quake", "--width", "0"], "--width"),
-        (&["run", "quake", "--height", "4096"], "--height"),
-        (&["run", "quake", "--frames", "0"], "--frames"),
-        (&["run", "raytrace", "--frames", "0"], "--frames"),
-        (&["run", "raytrace", "--devices", "65"], "--devices"),
-        (&["run", "raytrace", "--width", "0"], "--width"),
-        (&["run", "stencil", "--steps", "0"], "--steps"),
-        (&["run", "stencil", "--devices", "0"], "--devices"),
-        (&["run", "convolution", "--steps", "0"], "--steps"),
-        (&["bench", "overhead", "--size", "0"], "--size"),
-        (&["bench", "overhead", "--rounds", "0"], "--rounds"),
-        (&["bench", "scaling", "--frames", "0"], "--frames"),
-        (&["bench", "oversubscription", "--rounds", "0"], "--rounds"),
-        (&["sweep", "devices", "--frames", "0"], "--frames"),
-        (&["sweep", "page-size", "--size", "9000"], "--size"),
+        ("run boiling --budget-mib 0", "--budget-mib"),
+        ("run quake --width 0", "--width"),
+        ("run quake --height 4096", "--height"),
+        ("run quake --frames 0", "--frames"),
+        ("run raytrace --frames 0", "--frames"),
+        ("run raytrace --devices 65", "--devices"),
+        ("run raytrace --width 0", "--width"),
+        ("run stencil --steps 0", "--steps"),
+        ("run stencil --devices 0", "--devices"),
+        ("run convolution --steps 0", "--steps"),
+        ("bench overhead --size 0", "--size"),
+        ("bench overhead --rounds 0", "--rounds"),
+        ("bench scaling --frames 0", "--frames"),
+        ("bench oversubscription --rounds 0", "--rounds"),
+        ("sweep devices --frames 0", "--frames"),
+        ("sweep page-size --size 9000", "--size"),
     ];
-    for (args, needle) in cases {
-        let mut args = args.to_vec();
-        if args[0] != "bench" || args[1] == "oversubscription" {
+    for (line, needle) in cases {
+        let mut args = argv(line);
+        if !line.starts_with("bench") || line.starts_with("bench oversubscription") {
             args.extend(["--out", o]);
         }
         refused(&args, 2, needle);
     }
     assert!(!out.exists());
     // A good value still runs: the parsers refuse only what is out of range.
-    let printed = stdout(&tessera(&with(&BOILING, &["--out", o])));
+    let printed = stdout(&tessera(&with(&boiling(), &["--out", o])));
     assert!(printed.contains("field_checksum="), "{printed}");
 }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{outcome, write_pk3};
+use common::{argv, outcome, write_pk3};
 
 use std::path::Path;
 
@@ -54,16 +54,7 @@ fn a_map_renders_as_the_generated_scene_at_any_budget() {
     // 8 pages of 1 KiB per device: far below the frame's pages.
     let small = run(
         "small",
-        &[
-            "--scene",
-            "openarena:generated-2",
-            "--devices",
-            "2",
-            "--budget-mib",
-            "0.0078125",
-            "--policy",
-            "clock",
-        ],
+        &argv("--scene openarena:generated-2 --devices 2 --budget-mib 0.0078125 --policy clock"),
     );
     assert_eq!(map["scene"], "generated-2");
     assert_eq!(small["devices"], 2);

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{json, ok, tessera};
+use common::{argv, fails, json, ok, tessera};
 
 use std::path::Path;
 
@@ -505,51 +505,29 @@ fn a_topology_file_is_used_and_its_errors_are_clear() {
 fn bad_sweep_lists_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
-    let cases: &[(&[&str], &str)] = &[
+    let cases = [
         (
-            &["sweep", "page-size", "--pages", "4,12,16"],
+            "sweep page-size --pages 4,12,16",
             "page size 12 is not a power of two",
         ),
-        (&["sweep", "page-size", "--pages", "1024"], "out of range"),
-        (&["sweep", "page-size", "--pages", "8,8"], "appears twice"),
+        ("sweep page-size --pages 1024", "out of range"),
+        ("sweep page-size --pages 8,8", "appears twice"),
+        ("sweep page-size --pages a,b", "not a whole number"),
         (
-            &["sweep", "page-size", "--pages", "a,b"],
-            "not a whole number",
-        ),
-        (
-            &["sweep", "page-size", "--size", "64", "--pages", "32,128"],
+            "sweep page-size --size 64 --pages 32,128",
             "page size 128 is larger than the 64x64 field",
         ),
-        (&["sweep", "devices", "--devices", "0,2"], "out of range"),
+        ("sweep devices --devices 0,2", "out of range"),
         (
-            &[
-                "sweep",
-                "devices",
-                "--size",
-                "4",
-                "--page",
-                "1",
-                "--devices",
-                "2,8",
-            ],
+            "sweep devices --size 4 --page 1 --devices 2,8",
             "more devices than rows",
         ),
-        (
-            &["sweep", "devices", "--topology", "warp"],
-            "unknown topology",
-        ),
+        ("sweep devices --topology warp", "unknown topology"),
     ];
-    for (args, needle) in cases {
-        let mut args = args.to_vec();
+    for (line, needle) in cases {
+        let mut args = argv(line);
         args.extend(["--out", out]);
-        let o = tessera(&args);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(!o.status.success(), "{args:?} should fail");
-        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
-        assert!(
-            err.contains(needle),
-            "{args:?}: expected {needle:?} in {err}"
-        );
+        fails(&args, needle);
     }
     // Nothing was run: a bad point is caught before the first good one starts.
     assert!(!dir.path().join("sweep.csv").exists());

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::tessera;
+use common::{argv, fails, tessera};
 
 use std::path::Path;
 
@@ -67,30 +67,25 @@ fn bad_input_is_a_clear_error() {
     let pak = dir.path().to_str().unwrap();
     let out = dir.path().join("out");
     let out = out.to_str().unwrap();
-    for (args, says) in [
+    let pak_dir = format!("--map empty --pak-dir {pak}");
+    for (extra, says) in [
         (
-            vec!["--generated", "1", "--scheme", "sfr-x"],
+            "--scene generated:1 --scheme sfr-x",
             "unknown scheme \"sfr-x\"",
         ),
+        ("--generated 1 --gpms 0", "must be between 1 and 8 (got 0)"),
         (
-            vec!["--generated", "1", "--gpms", "0"],
-            "must be between 1 and 8 (got 0)",
-        ),
-        (
-            vec!["--generated", "1", "--devices", "9"],
+            "--scene generated:1 --devices 9",
             "must be between 1 and 8 (got 9)",
         ),
-        (vec!["--generated", "1", "--link-gbps", "0"], "--link-gbps"),
-        (vec!["--generated", "1", "--frames", "0"], "--frames"),
-        (vec!["--map", "empty", "--pak-dir", pak], "no surfaces"),
-        (vec![], "required arguments were not provided"),
+        ("--scene generated:1 --link-gbps 0", "--link-gbps"),
+        ("--scene generated:1 --frames 0", "--frames"),
+        (pak_dir.as_str(), "no surfaces"),
+        ("", "required arguments were not provided"),
     ] {
-        let mut a = vec!["run", "vr", "--width", "16", "--height", "16", "--out", out];
-        a.extend(args.iter());
-        let o = tessera(&a);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(!o.status.success(), "{args:?} succeeded");
-        assert!(err.contains(says), "{args:?}: {err}");
-        assert!(!err.contains("panicked"), "{err}");
+        let mut a = argv("run vr --width 16 --height 16");
+        a.extend(["--out", out]);
+        a.extend(argv(extra));
+        fails(&a, says);
     }
 }

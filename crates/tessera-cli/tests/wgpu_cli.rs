@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{report, tessera};
+use common::{argv, report, tessera};
 
 use std::process::Command;
 
@@ -95,20 +95,9 @@ fn bench_overhead_runs_against_the_gpu_twin() {
     if !adapter_or_skip() {
         return;
     }
-    let o = tessera(&[
-        "bench",
-        "overhead",
-        "--backend",
-        "wgpu",
-        "--size",
-        "128",
-        "--page",
-        "32",
-        "--frames",
-        "1",
-        "--rounds",
-        "1",
-    ]);
+    let o = tessera(&argv(
+        "bench overhead --backend wgpu --size 128 --page 32 --frames 1 --rounds 1",
+    ));
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
     let lines: Vec<&str> = text.lines().collect();
@@ -208,18 +197,9 @@ fn page_moves_on_wgpu_compare_with_plain_write_buffer() {
     if !adapter_or_skip() {
         return;
     }
-    let o = tessera(&[
-        "bench",
-        "page-moves",
-        "--backend",
-        "wgpu",
-        "--mib",
-        "1",
-        "--rounds",
-        "1",
-        "--pages-kib",
-        "4,64",
-    ]);
+    let o = tessera(&argv(
+        "bench page-moves --backend wgpu --mib 1 --rounds 1 --pages-kib 4,64",
+    ));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(out.contains("copy_buffer_to_buffer"), "{out}");
@@ -371,15 +351,9 @@ fn bench_gpu_prints_a_ratio_per_workload() {
     if !adapter_or_skip() {
         return;
     }
-    let o = tessera(&[
-        "bench",
-        "gpu",
-        "--quick",
-        "--frames",
-        "1",
-        "--workloads",
-        "boiling,stencil",
-    ]);
+    let o = tessera(&argv(
+        "bench gpu --quick --frames 1 --workloads boiling,stencil",
+    ));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for w in ["boiling", "stencil"] {

@@ -90,3 +90,22 @@ pub fn write_pk3(dir: &Path, file: &str, n: u32, bsp: Option<Vec<u8>>, skip: &[u
     }
     std::fs::write(dir.join(file), pk3::write(&files).unwrap()).unwrap();
 }
+
+/// The words of `line` as arguments: `argv("run boiling --size 32")`.
+pub fn argv(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
+/// Runs `args`, which must fail (with any status) without a panic and with `needle` in its
+/// message; returns the message.
+pub fn fails(args: &[&str], needle: &str) -> String {
+    let o = tessera(args);
+    let err = stderr(&o);
+    assert!(!o.status.success(), "{args:?} should fail");
+    assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    assert!(
+        err.contains(needle),
+        "{args:?}: expected {needle:?} in {err}"
+    );
+    err
+}
