@@ -16,7 +16,6 @@ mod page_moves;
 mod quake;
 mod raytrace;
 mod report;
-mod residency;
 mod run;
 mod scaling;
 mod scene;

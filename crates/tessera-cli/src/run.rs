@@ -11,7 +11,8 @@ use crate::animation::{sampled, Animation};
 
 use crate::measure::{run_boiling, Run};
 use crate::report::{write_png, Report};
-use crate::{residency, topology_args, RunOpts, MAX_SIZE};
+use crate::{topology_args, RunOpts, MAX_SIZE};
+use tessera_workloads::boiling::residency;
 
 pub fn check_size(size: u32) -> Result<()> {
     if size == 0 || size > MAX_SIZE {
@@ -132,7 +133,14 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
         crate::output::shown(&stages).display()
     );
     if o.residency_png {
-        for path in residency::write_all(&run, o, &o.out)? {
+        for path in residency::write_all(
+            &run,
+            o.size,
+            o.page.get(),
+            crate::measure::simulated_frames(o),
+            o.partition,
+            &o.out,
+        )? {
             println!("wrote {}", crate::output::shown(&path).display());
         }
     }

@@ -12,20 +12,19 @@ use tessera_core::PageSize;
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
-use tessera_model::Endpoint;
 use tessera_runtime::{Procedure, SystemConfig};
 use tessera_scene::Scene;
 use tessera_workloads::quake::map::camera_path;
 use tessera_workloads::quake::Camera;
 use tessera_workloads::raytrace::SceneSpec;
+use tessera_workloads::vr::figures::{link_model, Figures, FOLLOWED};
 use tessera_workloads::vr::render::{FrameMeasure, FrameReport};
 use tessera_workloads::vr::run::{summarise, Run as VrRun, Summary};
 use tessera_workloads::vr::{by_name, reference_stereo, LinkModel, StereoOptions, NAMES};
 
 use crate::report::write_png;
 use crate::run::progress;
-use crate::{parse_procedure, parse_threads, topology_args, BackendKind};
-use tessera_workloads::plot::{line_chart, LineChart, Series};
+use crate::{parse_procedure, parse_threads, BackendKind};
 
 /// The most GPMs: the `mcm-8` preset's.
 const MAX_GPMS: usize = 8;
@@ -142,23 +141,6 @@ fn load_scene(o: &SceneOpts) -> Result<(Scene, Vec<Camera>, String)> {
         .context("--frames plus --warmup is too large")?;
     let cams = camera_path(&scene, total);
     Ok((scene, cams, name))
-}
-
-/// The link model of `gpms` GPMs at `gbps`: the mcm preset's per-move latency and ROP rate.
-fn link_model(gpms: usize, gbps: f64) -> Result<LinkModel> {
-    let preset = if gpms <= 4 { "mcm-4" } else { "mcm-8" };
-    let topo = topology_args::load(preset, gpms.max(2))?;
-    let latency = topo
-        .links()
-        .iter()
-        .find(|l| l.from == Endpoint::Device(0) && l.to == Endpoint::Device(1))
-        .map_or(0.0, |l| l.latency);
-    let gpm = topo.gpm().context("the mcm presets model GPU modules")?;
-    Ok(LinkModel {
-        bandwidth: gbps * 1e9,
-        latency,
-        rop_pixels_per_second: gpm.rop_pixels_per_second,
-    })
 }
 
 /// `--devices` of vr, read as clap reads every option (a bad one is a usage error).
@@ -362,13 +344,6 @@ pub fn run(o: &VrOpts) -> Result<()> {
     Ok(())
 }
 
-/// The bandwidths of Fig. 17, GB/s.
-const BANDWIDTHS: [f64; 4] = [32.0, 64.0, 128.0, 256.0];
-/// The GPM counts of Fig. 18.
-const GPM_COUNTS: [usize; 4] = [1, 2, 4, 8];
-/// The schemes Figs 17–18 follow (the paper's three).
-const FOLLOWED: [&str; 3] = ["baseline", "object", "oo-vr"];
-
 pub fn sweep(o: &VrSweepOpts) -> Result<()> {
     let (scene, cams, name) = load_scene(&o.scene)?;
     std::fs::create_dir_all(&o.out)
@@ -424,10 +399,8 @@ pub fn sweep(o: &VrSweepOpts) -> Result<()> {
         runs.iter()
             .find(|r| r.0 == s && r.1 == g)
             .map(|r| r.2.as_slice())
-            .context("a planned run is missing")
     };
-    let l64 = link_model(4, 64.0)?;
-    let base = summarise(find("baseline", 4)?, &l64, 4);
+    let figures = Figures::of(find)?;
     println!(
         "vr sweep: {name}, {} stereo frames {}x{} per eye after {} warm-up, page {} [{backend}], median of {} run(s) per point; modeled latency = slowest GPM (device work alone + texture link) + composition",
         cams.len() - o.scene.warmup as usize,
@@ -437,11 +410,6 @@ pub fn sweep(o: &VrSweepOpts) -> Result<()> {
         o.scene.page.get(),
         o.rounds
     );
-    // Fig 15 and 16.
-    let mut csv15 = String::from("scheme,latency_ms,frame_interval_ms,speedup,throughput_speedup,load_balance,prediction_error\n");
-    let mut csv16 =
-        String::from("scheme,texture_mib,composition_mib,total_mib,normalized_to_baseline\n");
-    let base_traffic = base.texture_mib + base.composition_mib;
     println!("Fig 15/16, 4 GPMs at 64 GB/s:");
     println!(
         "{:>9} {:>11} {:>9} {:>10} {:>9} {:>10} {:>10} {:>9} {:>8}",
@@ -455,145 +423,43 @@ pub fn sweep(o: &VrSweepOpts) -> Result<()> {
         "traffic",
         "pred err"
     );
-    let mut pts15 = Vec::new();
-    let mut pts16 = Vec::new();
-    for (i, s) in NAMES.iter().enumerate() {
-        let m = summarise(find(s, 4)?, &l64, 4);
-        let speedup = base.latency_ms / m.latency_ms;
-        let thru = base.latency_ms / m.frame_interval_ms;
-        let traffic = (m.texture_mib + m.composition_mib) / base_traffic.max(f64::MIN_POSITIVE);
+    for r in &figures.fig15 {
+        let m = &r.summary;
         let err = m
             .prediction_error
             .map_or("-".to_string(), |e| format!("{:.1}%", e * 100.0));
         println!(
-            "{s:>9} {:>11.2} {speedup:>9.2} {thru:>10.2} {:>9.2} {:>10.3} {:>10.3} {traffic:>9.2} {err:>8}",
-            m.latency_ms, m.load_balance, m.texture_mib, m.composition_mib
-        );
-        writeln!(
-            csv15,
-            "{s},{:.4},{:.4},{speedup:.4},{thru:.4},{:.4},{}",
+            "{:>9} {:>11.2} {:>9.2} {:>10.2} {:>9.2} {:>10.3} {:>10.3} {:>9.2} {err:>8}",
+            r.scheme,
             m.latency_ms,
-            m.frame_interval_ms,
+            r.speedup,
+            r.throughput,
             m.load_balance,
-            m.prediction_error
-                .map_or(String::new(), |e| format!("{e:.4}"))
-        )?;
-        writeln!(
-            csv16,
-            "{s},{:.4},{:.4},{:.4},{traffic:.4}",
             m.texture_mib,
             m.composition_mib,
-            m.texture_mib + m.composition_mib
-        )?;
-        pts15.push(Series {
-            name: s.to_string(),
-            points: vec![(i as f64 + 1.0, speedup)],
-            secondary: false,
-        });
-        pts16.push(Series {
-            name: s.to_string(),
-            points: vec![(i as f64 + 1.0, traffic)],
-            secondary: false,
-        });
+            r.traffic
+        );
     }
-    write(&o.out, "fig15.csv", &csv15)?;
-    write(&o.out, "fig16.csv", &csv16)?;
-    line_chart(
-        &o.out.join("fig15"),
-        &LineChart {
-            title: "Fig 15: speed-up over the baseline, 4 GPMs (modeled)",
-            x_label: "scheme (1 baseline … 7 oo-vr)",
-            y_label: "speed-up",
-            x_log2: false,
-            y_log: false,
-            series: pts15,
-        },
-    )?;
-    line_chart(
-        &o.out.join("fig16"),
-        &LineChart {
-            title: "Fig 16: inter-GPM traffic, normalized to the baseline",
-            x_label: "scheme (1 baseline … 7 oo-vr)",
-            y_label: "traffic / baseline's",
-            x_log2: false,
-            y_log: false,
-            series: pts16,
-        },
-    )?;
-    // Fig 17: the same 4-GPM runs under each link bandwidth.
-    let mut csv17 = String::from("scheme,link_gbps,latency_ms,speedup_vs_baseline_64\n");
-    let mut s17 = Vec::new();
     println!("Fig 17, 4 GPMs, speed-up over the baseline at 64 GB/s:");
-    for s in FOLLOWED {
-        let mut pts = Vec::new();
-        let mut line = format!("{s:>9}:");
-        for gbps in BANDWIDTHS {
-            let m = summarise(find(s, 4)?, &link_model(4, gbps)?, 4);
-            let sp = base.latency_ms / m.latency_ms;
-            writeln!(csv17, "{s},{gbps},{:.4},{sp:.4}", m.latency_ms)?;
+    for c in &figures.fig17 {
+        let mut line = format!("{:>9}:", c.scheme);
+        for (gbps, _, sp) in &c.points {
             let _ = write!(line, " {gbps} GB/s {sp:.2}");
-            pts.push((gbps, sp));
         }
         println!("{line}");
-        s17.push(Series {
-            name: s.to_string(),
-            points: pts,
-            secondary: false,
-        });
     }
-    write(&o.out, "fig17.csv", &csv17)?;
-    line_chart(
-        &o.out.join("fig17"),
-        &LineChart {
-            title: "Fig 17: speed-up against link bandwidth (modeled)",
-            x_label: "inter-GPM link, GB/s",
-            y_label: "speed-up over baseline at 64 GB/s",
-            x_log2: true,
-            y_log: false,
-            series: s17,
-        },
-    )?;
-    // Fig 18: GPM counts, against the single GPU.
-    let single = summarise(find("afr", 1)?, &link_model(1, 64.0)?, 1);
-    let mut csv18 = String::from("scheme,gpms,latency_ms,speedup_vs_single_gpu\n");
-    let mut s18 = Vec::new();
     println!(
         "Fig 18, speed-up over one GPU ({:.2} ms/frame), 64 GB/s:",
-        single.latency_ms
+        figures.single_ms
     );
-    for s in FOLLOWED {
-        let mut pts = Vec::new();
-        let mut line = format!("{s:>9}:");
-        for g in GPM_COUNTS {
-            let m = if g == 1 {
-                single.clone()
-            } else {
-                summarise(find(s, g)?, &link_model(g, 64.0)?, g)
-            };
-            let sp = single.latency_ms / m.latency_ms;
-            writeln!(csv18, "{s},{g},{:.4},{sp:.4}", m.latency_ms)?;
+    for c in &figures.fig18 {
+        let mut line = format!("{:>9}:", c.scheme);
+        for (g, _, sp) in &c.points {
             let _ = write!(line, " {g}: {sp:.2}");
-            pts.push((g as f64, sp));
         }
         println!("{line}");
-        s18.push(Series {
-            name: s.to_string(),
-            points: pts,
-            secondary: false,
-        });
     }
-    write(&o.out, "fig18.csv", &csv18)?;
-    line_chart(
-        &o.out.join("fig18"),
-        &LineChart {
-            title: "Fig 18: speed-up over one GPU against GPMs (modeled)",
-            x_label: "GPMs",
-            y_label: "speed-up",
-            x_log2: true,
-            y_log: false,
-            series: s18,
-        },
-    )?;
+    figures.write(&o.out)?;
     println!(
         "CSV and plots in {}",
         crate::output::shown(&o.out).display()

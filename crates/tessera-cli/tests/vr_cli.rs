@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{argv, fails, tessera};
+use common::{argv, fails, ok, tessera};
 
 use std::path::Path;
 
@@ -87,5 +87,53 @@ fn bad_input_is_a_clear_error() {
         a.extend(["--out", out]);
         a.extend(argv(extra));
         fails(&a, says);
+    }
+}
+
+/// `sweep vr` writes OO-VR's four figures: a row per scheme (Figs 15, 16), per followed scheme
+/// and bandwidth (17) and per followed scheme and GPM count (18), each against its base.
+#[test]
+fn sweep_vr_writes_figures_15_to_18() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut args =
+        argv("sweep vr --scene generated:1 --frames 1 --warmup 0 --width 16 --height 16 --page 8");
+    args.extend(["--out", out.to_str().unwrap()]);
+    let printed = ok(&args);
+    assert!(
+        printed.contains("Fig 18, speed-up over one GPU"),
+        "{printed}"
+    );
+    let rows = |n: u32| -> Vec<Vec<String>> {
+        let text = std::fs::read_to_string(out.join(format!("fig{n}.csv"))).unwrap();
+        assert!(out.join(format!("fig{n}.svg")).exists());
+        assert!(out.join(format!("fig{n}.png")).exists());
+        text.lines()
+            .skip(1)
+            .map(|l| l.split(',').map(String::from).collect())
+            .collect()
+    };
+    let fig15 = rows(15);
+    assert_eq!(fig15.len(), 7);
+    assert_eq!(
+        (fig15[0][0].as_str(), fig15[0][3].as_str()),
+        ("baseline", "1.0000")
+    );
+    assert_eq!(rows(16).len(), 7);
+    let fig17 = rows(17);
+    assert_eq!(fig17.len(), 3 * 4);
+    assert_eq!(
+        (
+            fig17[1][0].as_str(),
+            fig17[1][1].as_str(),
+            fig17[1][3].as_str()
+        ),
+        ("baseline", "64", "1.0000")
+    );
+    let fig18 = rows(18);
+    assert_eq!(fig18.len(), 3 * 4);
+    // One GPM is the single GPU every curve starts from.
+    for r in fig18.iter().filter(|r| r[1] == "1") {
+        assert_eq!(r[3], "1.0000", "{r:?}");
     }
 }

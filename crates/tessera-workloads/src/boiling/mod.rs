@@ -15,6 +15,7 @@ pub mod math;
 pub mod modeled;
 pub mod reference;
 pub mod report;
+pub mod residency;
 pub mod sim;
 pub mod sweep;
 pub mod unpaged;

@@ -8,6 +8,7 @@
 //! - [`render`]: the stereo renderer (the quake raster kernel per piece of work, each GPM's
 //!   passes run alone and timed) and the modeled frame latency;
 //! - [`run`]: a run's frames along a camera path, and their means.
+pub mod figures;
 pub mod objects;
 pub mod predict;
 pub mod render;
