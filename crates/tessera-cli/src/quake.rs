@@ -14,13 +14,15 @@ use tessera_workloads::quake::render::{RenderOptions, Renderer};
 use tessera_workloads::quake::replay::{replay_all, ReplayOptions, Replayed};
 use tessera_workloads::quake::run::{record, Figures, Footprint, QuakeDevice, TextureFigures};
 use tessera_workloads::quake::trace::{Trace, BLOCK};
-use tessera_workloads::quake::{map, reference, scene, Camera, Mesh, Split, MAX_SCREEN_SIDE};
+use tessera_workloads::quake::{
+    map, pictures, reference, scene, Camera, Mesh, Split, MAX_SCREEN_SIDE,
+};
 
 use crate::backend;
 use crate::report::write_png;
 use crate::run::progress;
 use crate::{parse_procedure, parse_threads, BackendKind};
-use tessera_workloads::plot::{colour, line_chart, LineChart, Series};
+use tessera_workloads::plot::{line_chart, LineChart, Series};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -333,7 +335,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     std::fs::write(&json, serde_json::to_string_pretty(&report)?)
         .with_context(|| format!("cannot write {}", json.display()))?;
     write_requests_csv(&csv_path(&o.out, "requests.csv"), &requests)?;
-    plot_requests(
+    pictures::requests_chart(
         &o.out.join("requests"),
         &requests,
         o.page.get(),
@@ -406,70 +408,9 @@ fn write_requests_csv(path: &Path, requests: &[Vec<u64>]) -> Result<()> {
     crate::output::write_whole(path, s.as_bytes())
 }
 
-fn plot_requests(stem: &Path, requests: &[Vec<u64>], page: u32, clear: bool) -> Result<()> {
-    let n = requests.first().map_or(0, Vec::len);
-    let title = format!(
-        "Texture page requests per frame, {page}x{page} pages{}",
-        if clear {
-            ", memory cleared each frame"
-        } else {
-            ""
-        }
-    );
-    Ok(line_chart(
-        stem,
-        &LineChart {
-            title: &title,
-            x_label: "frame",
-            y_label: "page requests",
-            x_log2: false,
-            y_log: false,
-            series: (0..n)
-                .map(|d| Series {
-                    name: format!("device {d}"),
-                    points: requests
-                        .iter()
-                        .enumerate()
-                        .map(|(f, per)| (f as f64, per[d] as f64))
-                        .collect(),
-                    secondary: false,
-                })
-                .collect(),
-        },
-    )?)
-}
-
 /// Home only: light grey; padding pages (no texture): white; shared: near black.
 fn write_residency(r: &Renderer, path: &Path) -> Result<()> {
-    let res = r.atlas_residency()?;
-    let (px, py) = (r.atlas.pages_x(), r.atlas.pages_y());
-    let scale = (512 / px.max(py).max(1)).clamp(1, 16);
-    let (w, h) = (px * scale, py * scale);
-    let mut img = vec![255u8; (w * h * 4) as usize];
-    for gy in 0..py {
-        for gx in 0..px {
-            let local = gy as u64 * px as u64 + gx as u64;
-            let m = res.get(local as usize).copied().unwrap_or(0);
-            let c = if r.atlas.texture_of_page(local).is_none() {
-                [255, 255, 255]
-            } else {
-                match m.count_ones() {
-                    0 => [215, 215, 215],
-                    1 => {
-                        let c = colour(m.trailing_zeros() as usize);
-                        [c.0, c.1, c.2]
-                    }
-                    _ => [20, 20, 20],
-                }
-            };
-            for y in gy * scale..(gy + 1) * scale {
-                for x in gx * scale..(gx + 1) * scale {
-                    let i = ((y * w + x) * 4) as usize;
-                    img[i..i + 4].copy_from_slice(&[c[0], c[1], c[2], 255]);
-                }
-            }
-        }
-    }
+    let (w, h, img) = pictures::residency_image(r)?;
     write_png(path, w, h, &img)
 }
 
@@ -613,7 +554,7 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
     if let Some(dir) = &o.out {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         write_requests_csv(&dir.join("requests.csv"), &got.requests)?;
-        plot_requests(&dir.join("requests"), &got.requests, page, clear)?;
+        pictures::requests_chart(&dir.join("requests"), &got.requests, page, clear)?;
         println!(
             "requests: {}",
             crate::output::shown(&dir.join("requests.csv")).display()
