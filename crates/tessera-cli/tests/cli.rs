@@ -13,24 +13,7 @@ use tessera_workloads::boiling::reference::{checksum_hex, field_checksum, Refere
 fn run_boiling_writes_report_and_png_matching_the_reference() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
-    let o = tessera(&[
-        "run",
-        "boiling",
-        "--devices",
-        "3",
-        "--size",
-        "48",
-        "--page",
-        "8",
-        "--frames",
-        "4",
-        "--procedure",
-        "two-pass",
-        "--split",
-        "tiles",
-        "--out",
-        out,
-    ]);
+    let o = tessera(&[argv("run boiling --devices 3 --size 48 --page 8 --frames 4 --procedure two-pass --split tiles --out"), vec![out]].concat());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap()).unwrap();
@@ -176,18 +159,13 @@ fn unwritable_output_directory_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("not-a-dir");
     std::fs::write(&file, b"keep me").unwrap();
-    let o = tessera(&[
-        "run",
-        "boiling",
-        "--size",
-        "8",
-        "--page",
-        "4",
-        "--frames",
-        "1",
-        "--out",
-        file.to_str().unwrap(),
-    ]);
+    let o = tessera(
+        &[
+            argv("run boiling --size 8 --page 4 --frames 1 --out"),
+            vec![file.to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("exists and is not a folder"));
     assert_eq!(
@@ -246,20 +224,11 @@ fn a_run_with_a_home_file_gives_the_same_field_and_removes_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("tessera.home");
     let checksum = |extra: &[&str], out: &str| {
-        let mut args = vec![
-            "run",
-            "boiling",
-            "--size",
-            "32",
-            "--page",
-            "8",
-            "--frames",
-            "2",
-            "--gif-every",
-            "0",
-            "--out",
-            out,
-        ];
+        let mut args = [
+            argv("run boiling --size 32 --page 8 --frames 2 --gif-every 0 --out"),
+            vec![out],
+        ]
+        .concat();
         args.extend(extra);
         let o = tessera(&args);
         assert!(
@@ -347,22 +316,15 @@ fn absurd_thread_counts_are_refused_before_any_work() {
 fn small_machines_may_oversubscribe_and_zero_threads_means_one_per_core() {
     for (threads, want) in [("64", Some(64)), ("0", None)] {
         let dir = tempfile::tempdir().unwrap();
-        let o = tessera(&[
-            "run",
-            "boiling",
-            "--size",
-            "16",
-            "--page",
-            "8",
-            "--frames",
-            "1",
-            "--threads",
-            threads,
-            "--gif-every",
-            "0",
-            "--out",
-            dir.path().to_str().unwrap(),
-        ]);
+        let o = tessera(
+            &[
+                argv("run boiling --size 16 --page 8 --frames 1 --threads"),
+                vec![threads],
+                argv("--gif-every 0 --out"),
+                vec![dir.path().to_str().unwrap()],
+            ]
+            .concat(),
+        );
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let report: serde_json::Value =
             serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap())
@@ -378,22 +340,13 @@ fn run_writes_an_animation_of_the_display() {
     use image::AnimationDecoder;
 
     let dir = tempfile::tempdir().unwrap();
-    let o = tessera(&[
-        "run",
-        "boiling",
-        "--size",
-        "32",
-        "--page",
-        "8",
-        "--warmup",
-        "1",
-        "--frames",
-        "4",
-        "--gif-every",
-        "2",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let o = tessera(
+        &[
+            argv("run boiling --size 32 --page 8 --warmup 1 --frames 4 --gif-every 2 --out"),
+            vec![dir.path().to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let file = std::fs::File::open(dir.path().join("frames.gif")).unwrap();
     let frames = image::codecs::gif::GifDecoder::new(std::io::BufReader::new(file))
@@ -414,20 +367,13 @@ fn run_writes_an_animation_of_the_display() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("frames.gif (3 frame(s)"));
 
     let none = tempfile::tempdir().unwrap();
-    let o = tessera(&[
-        "run",
-        "boiling",
-        "--size",
-        "16",
-        "--page",
-        "8",
-        "--frames",
-        "2",
-        "--gif-every",
-        "0",
-        "--out",
-        none.path().to_str().unwrap(),
-    ]);
+    let o = tessera(
+        &[
+            argv("run boiling --size 16 --page 8 --frames 2 --gif-every 0 --out"),
+            vec![none.path().to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(none.path().join("frame.png").exists());
     assert!(!none.path().join("frames.gif").exists());
@@ -436,20 +382,13 @@ fn run_writes_an_animation_of_the_display() {
 #[test]
 fn sweep_legends_name_the_backend_that_ran() {
     let dir = tempfile::tempdir().unwrap();
-    let o = tessera(&[
-        "sweep",
-        "devices",
-        "--size",
-        "16",
-        "--page",
-        "8",
-        "--devices",
-        "1,2",
-        "--frames",
-        "1",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let o = tessera(
+        &[
+            argv("sweep devices --size 16 --page 8 --devices 1,2 --frames 1 --out"),
+            vec![dir.path().to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let svg = std::fs::read_to_string(dir.path().join("speedup.svg")).unwrap();
     assert!(svg.contains("measured (cpu)"), "{svg}");
@@ -460,30 +399,19 @@ fn an_oversubscribed_run_evicts_and_gives_the_resident_field() {
     let dir = tempfile::tempdir().unwrap();
     let run = |sub: &str, budget: &str, prefetch: &str, staging: &str| -> serde_json::Value {
         let out = dir.path().join(sub);
-        let o = tessera(&[
-            "run",
-            "boiling",
-            "--devices",
-            "2",
-            "--size",
-            "64",
-            "--page",
-            "8",
-            "--frames",
-            "3",
-            "--budget-mib",
-            budget,
-            "--policy",
-            "clock",
-            "--prefetch",
-            prefetch,
-            "--staging",
-            staging,
-            "--gif-every",
-            "0",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let o = tessera(
+            &[
+                argv("run boiling --devices 2 --size 64 --page 8 --frames 3 --budget-mib"),
+                vec![budget],
+                argv("--policy clock --prefetch"),
+                vec![prefetch],
+                argv("--staging"),
+                vec![staging],
+                argv("--gif-every 0 --out"),
+                vec![out.to_str().unwrap()],
+            ]
+            .concat(),
+        );
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
     };
@@ -513,28 +441,7 @@ fn an_oversubscribed_run_evicts_and_gives_the_resident_field() {
 #[test]
 fn bench_oversubscription_prints_its_table_and_writes_csv_and_plot() {
     let dir = tempfile::tempdir().unwrap();
-    let o = tessera(&[
-        "bench",
-        "oversubscription",
-        "--size",
-        "32",
-        "--page",
-        "8",
-        "--frames",
-        "1",
-        "--rounds",
-        "1",
-        "--ratios",
-        "1.5,4",
-        "--policy",
-        "lru,fifo",
-        "--prefetch",
-        "off,tree",
-        "--staging",
-        "off,on",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let o = tessera(&[argv("bench oversubscription --size 32 --page 8 --frames 1 --rounds 1 --ratios 1.5,4 --policy lru,fifo --prefetch off,tree --staging off,on --out"), vec![dir.path().to_str().unwrap()]].concat());
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(stdout.contains("every field checksum equals the resident run's"));
@@ -635,24 +542,17 @@ fn frames_n_is_n_frames_in_either_model() {
     for model in ["isolated", "concurrent"] {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
-        let o = tessera(&[
-            "run",
-            "boiling",
-            "--devices",
-            "2",
-            "--size",
-            "64",
-            "--page",
-            "16",
-            "--frames",
-            "7",
-            "--gif-every",
-            "0",
-            "--model",
-            model,
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let o = tessera(
+            &[
+                argv(
+                    "run boiling --devices 2 --size 64 --page 16 --frames 7 --gif-every 0 --model",
+                ),
+                vec![model],
+                argv("--out"),
+                vec![out.to_str().unwrap()],
+            ]
+            .concat(),
+        );
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let report: serde_json::Value =
             serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
@@ -678,22 +578,13 @@ fn frames_n_is_n_frames_in_either_model() {
 fn a_page_that_does_not_divide_the_field_gives_partial_edge_pages() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let o = tessera(&[
-        "run",
-        "boiling",
-        "--devices",
-        "2",
-        "--size",
-        "100",
-        "--page",
-        "32",
-        "--frames",
-        "3",
-        "--gif-every",
-        "0",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = tessera(
+        &[
+            argv("run boiling --devices 2 --size 100 --page 32 --frames 3 --gif-every 0 --out"),
+            vec![out.to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();

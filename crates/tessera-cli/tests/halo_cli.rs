@@ -28,27 +28,17 @@ fn run_stencil_in_every_version_equals_the_reference() {
         ("remote", "y"),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let o = tessera(&[
-            "run",
-            "stencil",
-            "--size",
-            "16",
-            "--halo",
-            "2",
-            "--devices",
-            "4",
-            "--split",
-            split,
-            "--access",
-            access,
-            "--steps",
-            "2",
-            "--page",
-            "8",
-            "--verify",
-            "--out",
-            dir.path().to_str().unwrap(),
-        ]);
+        let o = tessera(
+            &[
+                argv("run stencil --size 16 --halo 2 --devices 4 --split"),
+                vec![split],
+                argv("--access"),
+                vec![access],
+                argv("--steps 2 --page 8 --verify --out"),
+                vec![dir.path().to_str().unwrap()],
+            ]
+            .concat(),
+        );
         let stdout = String::from_utf8_lossy(&o.stdout);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         assert!(stdout.contains("equals the plain single-device reference"));
@@ -95,26 +85,17 @@ fn run_convolution_equals_the_reference() {
         ("remote", "remote"),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let o = tessera(&[
-            "run",
-            "convolution",
-            "--filter-access",
-            filter_access,
-            "--size",
-            "32",
-            "--filter",
-            "7",
-            "--devices",
-            "2",
-            "--access",
-            access,
-            "--steps",
-            "1",
-            "--page",
-            "8",
-            "--out",
-            dir.path().to_str().unwrap(),
-        ]);
+        let o = tessera(
+            &[
+                argv("run convolution --filter-access"),
+                vec![filter_access],
+                argv("--size 32 --filter 7 --devices 2 --access"),
+                vec![access],
+                argv("--steps 1 --page 8 --out"),
+                vec![dir.path().to_str().unwrap()],
+            ]
+            .concat(),
+        );
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let r = report(dir.path());
         assert_eq!(r["checksum"], want.as_str(), "{access}");
@@ -125,24 +106,7 @@ fn run_convolution_equals_the_reference() {
 #[test]
 fn sweep_stencil_writes_csv_and_plot_and_skips_impossible_points() {
     let dir = tempfile::tempdir().unwrap();
-    let o = tessera(&[
-        "sweep",
-        "stencil",
-        "--size",
-        "16",
-        "--halo",
-        "2,8",
-        "--devices",
-        "1,4",
-        "--access",
-        "explicit,migrate",
-        "--steps",
-        "1",
-        "--page",
-        "8",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let o = tessera(&[argv("sweep stencil --size 16 --halo 2,8 --devices 1,4 --access explicit,migrate --steps 1 --page 8 --out"), vec![dir.path().to_str().unwrap()]].concat());
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // Halo 8 on 4 devices of 16: slabs of 4 are thinner than the halo.

@@ -54,24 +54,7 @@ fn split_is_the_option_everywhere_and_partition_still_works() {
     }
     assert_eq!(sums[0], sums[1]);
     let out = dir.path().join("ray");
-    ok(&[
-        "run",
-        "raytrace",
-        "--scene",
-        "generated:1",
-        "--width",
-        "24",
-        "--height",
-        "16",
-        "--page",
-        "8",
-        "--devices",
-        "2",
-        "--split",
-        "cols",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    ok(&[argv("run raytrace --scene generated:1 --width 24 --height 16 --page 8 --devices 2 --split cols --out"), vec![out.to_str().unwrap()]].concat());
     assert_eq!(report(&out)["split"], "cols");
     refused(
         &with(&boiling(), &["--split", "diagonal"]),

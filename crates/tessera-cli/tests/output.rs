@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{listing, stderr, tessera};
+use common::{argv, listing, stderr, tessera};
 
 use std::process::{Command, Stdio};
 
@@ -110,20 +110,13 @@ fn earlier_results_are_refused_without_force_and_replaced_with_it() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let run = |frames: &str, force: bool| {
-        let mut a = vec![
-            "run",
-            "boiling",
-            "--size",
-            "64",
-            "--page",
-            "32",
-            "--frames",
-            frames,
-            "--gif-every",
-            "0",
-            "--out",
-            out.to_str().unwrap(),
-        ];
+        let mut a = [
+            argv("run boiling --size 64 --page 32 --frames"),
+            vec![frames],
+            argv("--gif-every 0 --out"),
+            vec![out.to_str().unwrap()],
+        ]
+        .concat();
         if force {
             a.push("--force");
         }
@@ -137,17 +130,14 @@ fn earlier_results_are_refused_without_force_and_replaced_with_it() {
     assert!(stderr(&again).contains("--force"), "{}", stderr(&again));
     assert_eq!(std::fs::read(out.join("report.json")).unwrap(), report);
     // A failing forced run keeps the earlier results too.
-    let failing = tessera(&[
-        "run",
-        "boiling",
-        "--size",
-        "64",
-        "--page",
-        "30",
-        "--out",
-        out.to_str().unwrap(),
-        "--force",
-    ]);
+    let failing = tessera(
+        &[
+            argv("run boiling --size 64 --page 30 --out"),
+            vec![out.to_str().unwrap()],
+            argv("--force"),
+        ]
+        .concat(),
+    );
     assert_eq!(failing.status.code(), Some(2));
     assert_eq!(std::fs::read(out.join("report.json")).unwrap(), report);
     let forced = run("2", true);

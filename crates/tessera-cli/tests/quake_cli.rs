@@ -21,34 +21,7 @@ fn run_quake_writes_its_files_and_replay_matches_them() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let trace = dir.path().join("t.trace");
-    let o = tessera(&[
-        "run",
-        "quake",
-        "--frames",
-        "6",
-        "--devices",
-        "2",
-        "--split",
-        "left-right",
-        "--page",
-        "16",
-        "--width",
-        "80",
-        "--height",
-        "60",
-        "--out",
-        out.to_str().unwrap(),
-        "--trace",
-        trace.to_str().unwrap(),
-        "--png-every",
-        "2",
-        "--residency-png",
-        "--procedure",
-        "two-pass",
-        "--drop-unused",
-        "--initial-placement",
-        "random",
-    ]);
+    let o = tessera(&[argv("run quake --frames 6 --devices 2 --split left-right --page 16 --width 80 --height 60 --out"), vec![out.to_str().unwrap()], argv("--trace"), vec![trace.to_str().unwrap()], argv("--png-every 2 --residency-png --procedure two-pass --drop-unused --initial-placement random")].concat());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for f in [
         "report.json",
@@ -99,17 +72,15 @@ fn run_quake_writes_its_files_and_replay_matches_them() {
     assert_eq!(csv(&replay_csv), rows);
     // A page-size sweep on one device (the strips merged) writes its CSV and plots.
     let sweep = dir.path().join("sweep");
-    let o = tessera(&[
-        "trace",
-        "replay",
-        trace.to_str().unwrap(),
-        "--pages",
-        "4,16,64",
-        "--devices",
-        "1",
-        "--out",
-        sweep.to_str().unwrap(),
-    ]);
+    let o = tessera(
+        &[
+            argv("trace replay"),
+            vec![trace.to_str().unwrap()],
+            argv("--pages 4,16,64 --devices 1 --out"),
+            vec![sweep.to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let lines = std::fs::read_to_string(sweep.join("sweep.csv")).unwrap();
     assert_eq!(lines.lines().count(), 4, "{lines}");
@@ -118,15 +89,15 @@ fn run_quake_writes_its_files_and_replay_matches_them() {
     }
     // Replay's folders obey the rule of every command: results already there are refused
     // without --force, and a replay that fails leaves no folder and no partial one.
-    let again = tessera(&[
-        "trace",
-        "replay",
-        trace.to_str().unwrap(),
-        "--pages",
-        "4,16",
-        "--out",
-        sweep.to_str().unwrap(),
-    ]);
+    let again = tessera(
+        &[
+            argv("trace replay"),
+            vec![trace.to_str().unwrap()],
+            argv("--pages 4,16 --out"),
+            vec![sweep.to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert_eq!(again.status.code(), Some(1));
     assert_eq!(
         std::fs::read_to_string(sweep.join("sweep.csv")).unwrap(),
@@ -134,15 +105,15 @@ fn run_quake_writes_its_files_and_replay_matches_them() {
     );
     let before: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     let failed = dir.path().join("failed");
-    let o = tessera(&[
-        "trace",
-        "replay",
-        trace.to_str().unwrap(),
-        "--devices",
-        "3",
-        "--out",
-        failed.to_str().unwrap(),
-    ]);
+    let o = tessera(
+        &[
+            argv("trace replay"),
+            vec![trace.to_str().unwrap()],
+            argv("--devices 3 --out"),
+            vec![failed.to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert_eq!(
         o.status.code(),
         Some(1),
@@ -184,22 +155,15 @@ fn bad_input_is_a_clear_error() {
     let o = tessera(&["trace", "replay", junk.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a tessera trace"));
     let good = dir.path().join("good.trace");
-    let o = tessera(&[
-        "run",
-        "quake",
-        "--frames",
-        "2",
-        "--width",
-        "32",
-        "--height",
-        "24",
-        "--page",
-        "8",
-        "--out",
-        out,
-        "--trace",
-        good.to_str().unwrap(),
-    ]);
+    let o = tessera(
+        &[
+            argv("run quake --frames 2 --width 32 --height 24 --page 8 --out"),
+            vec![out],
+            argv("--trace"),
+            vec![good.to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let bytes = std::fs::read(&good).unwrap();
     let mut v2 = bytes.clone();

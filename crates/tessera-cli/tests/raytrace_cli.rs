@@ -167,30 +167,7 @@ fn bad_input_fails_clearly_and_writes_nothing() {
 fn bench_oversubscription_raytrace_checks_every_image() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bench");
-    let (ok, stdout, err) = outcome(&[
-        "bench",
-        "oversubscription",
-        "--workload",
-        "raytrace",
-        "--scene",
-        "generated:1",
-        "--width",
-        "16",
-        "--height",
-        "12",
-        "--ao-samples",
-        "1",
-        "--ratios",
-        "1,4",
-        "--policy",
-        "lru,random",
-        "--frames",
-        "1",
-        "--rounds",
-        "1",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (ok, stdout, err) = outcome(&[argv("bench oversubscription --workload raytrace --scene generated:1 --width 16 --height 12 --ao-samples 1 --ratios 1,4 --policy lru,random --frames 1 --rounds 1 --out"), vec![out.to_str().unwrap()]].concat());
     assert!(ok, "{stdout}\n{err}");
     assert!(
         stdout.contains("every image equals the resident one"),

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{outcome, write_pk3};
+use common::{argv, outcome, write_pk3};
 
 use tessera_scene::{bsp, pk3, Scene};
 
@@ -46,14 +46,13 @@ fn bad_input_fails_with_a_clear_message() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
     let missing = dir.path().join("nope");
-    let (ok, _, err) = outcome(&[
-        "scene",
-        "info",
-        "--map",
-        "oa_dm1",
-        "--pak-dir",
-        missing.to_str().unwrap(),
-    ]);
+    let (ok, _, err) = outcome(
+        &[
+            argv("scene info --map oa_dm1 --pak-dir"),
+            vec![missing.to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert!(!ok);
     assert!(
         err.contains("does not exist")
@@ -145,17 +144,16 @@ fn run_quake_renders_a_map_from_a_pak_dir() {
 
     let empty = tempfile::tempdir().unwrap();
     let e = empty.path().to_str().unwrap();
-    let (ok, _, err) = outcome(&[
-        "run",
-        "quake",
-        "--pak-dir",
-        e,
-        "--map",
-        "oa_dm1",
-        "--out",
-        o,
-        "--force",
-    ]);
+    let (ok, _, err) = outcome(
+        &[
+            argv("run quake --pak-dir"),
+            vec![e],
+            argv("--map oa_dm1 --out"),
+            vec![o],
+            argv("--force"),
+        ]
+        .concat(),
+    );
     assert!(!ok);
     assert!(err.contains("apt-get install"), "{err}");
     assert!(

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::tessera;
+use common::{argv, tessera};
 
 /// Runs `run boiling` at 512² (page 64, one warm-up frame, no GIF) and returns its report.
 fn boiling(backend: &str, devices: &str, procedure: &str) -> serde_json::Value {
@@ -19,28 +19,17 @@ fn boiling_with(
     extra: &[&str],
 ) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
-    let mut args = vec![
-        "run",
-        "boiling",
-        "--backend",
-        backend,
-        "--devices",
-        devices,
-        "--size",
-        "512",
-        "--page",
-        "64",
-        "--frames",
-        "2",
-        "--warmup",
-        "1",
-        "--gif-every",
-        "0",
-        "--procedure",
-        procedure,
-        "--out",
-        dir.path().to_str().unwrap(),
-    ];
+    let mut args = [
+        argv("run boiling --backend"),
+        vec![backend],
+        argv("--devices"),
+        vec![devices],
+        argv("--size 512 --page 64 --frames 2 --warmup 1 --gif-every 0 --procedure"),
+        vec![procedure],
+        argv("--out"),
+        vec![dir.path().to_str().unwrap()],
+    ]
+    .concat();
     args.extend_from_slice(extra);
     let o = tessera(&args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
