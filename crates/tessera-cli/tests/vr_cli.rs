@@ -12,28 +12,7 @@ use tessera_scene::{bsp, pk3, Scene};
 fn run_vr_writes_a_report_and_a_stereo_png() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let o = tessera(&[
-        "run",
-        "vr",
-        "--generated",
-        "1",
-        "--frames",
-        "2",
-        "--warmup",
-        "0",
-        "--width",
-        "32",
-        "--height",
-        "24",
-        "--page",
-        "8",
-        "--devices",
-        "2",
-        "--scheme",
-        "oo-vr",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = tessera(&[argv("run vr --generated 1 --frames 2 --warmup 0 --width 32 --height 24 --page 8 --devices 2 --scheme oo-vr --out"), vec![out.to_str().unwrap()]].concat());
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
         o.status.success(),

@@ -43,26 +43,19 @@ fn wgpu_runs_agree_across_devices_and_procedures() {
     let mut sums = Vec::new();
     for (devices, procedure, page) in [("2", "relaunch", "16"), ("3", "two-pass", "8")] {
         let dir = tempfile::tempdir().unwrap();
-        let o = tessera(&[
-            "run",
-            "boiling",
-            "--backend",
-            "wgpu",
-            "--devices",
-            devices,
-            "--size",
-            "48",
-            "--page",
-            page,
-            "--frames",
-            "3",
-            "--procedure",
-            procedure,
-            "--partition",
-            "tiles",
-            "--out",
-            dir.path().to_str().unwrap(),
-        ]);
+        let o = tessera(
+            &[
+                argv("run boiling --backend wgpu --devices"),
+                vec![devices],
+                argv("--size 48 --page"),
+                vec![page],
+                argv("--frames 3 --procedure"),
+                vec![procedure],
+                argv("--partition tiles --out"),
+                vec![dir.path().to_str().unwrap()],
+            ]
+            .concat(),
+        );
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let r = report(dir.path());
         assert_eq!(r["backend"], "wgpu");
@@ -119,19 +112,10 @@ fn no_adapter_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     for args in [
         &[
-            "run",
-            "boiling",
-            "--backend",
-            "wgpu",
-            "--size",
-            "32",
-            "--page",
-            "8",
-            "--frames",
-            "1",
-            "--out",
-            dir.path().to_str().unwrap(),
-        ][..],
+            argv("run boiling --backend wgpu --size 32 --page 8 --frames 1 --out"),
+            vec![dir.path().to_str().unwrap()],
+        ]
+        .concat()[..],
         &["bench", "overhead", "--backend", "wgpu", "--size", "32"][..],
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
@@ -156,29 +140,7 @@ fn remote_stencil_on_wgpu_equals_the_reference() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let o = tessera(&[
-        "run",
-        "stencil",
-        "--backend",
-        "wgpu",
-        "--size",
-        "12",
-        "--halo",
-        "2",
-        "--devices",
-        "2",
-        "--split",
-        "z",
-        "--access",
-        "remote",
-        "--steps",
-        "1",
-        "--page",
-        "4",
-        "--verify",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let o = tessera(&[argv("run stencil --backend wgpu --size 12 --halo 2 --devices 2 --split z --access remote --steps 1 --page 4 --verify --out"), vec![dir.path().to_str().unwrap()]].concat());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -291,28 +253,7 @@ fn vr_on_wgpu_draws_the_cpu_frame() {
     for backend in ["cpu", "wgpu"] {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
-        let o = tessera(&[
-            "run",
-            "vr",
-            "--generated",
-            "2",
-            "--frames",
-            "2",
-            "--warmup",
-            "0",
-            "--width",
-            "48",
-            "--height",
-            "32",
-            "--page",
-            "8",
-            "--devices",
-            "2",
-            "--backend",
-            backend,
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let o = tessera(&[argv("run vr --generated 2 --frames 2 --warmup 0 --width 48 --height 32 --page 8 --devices 2 --backend"), vec![backend], argv("--out"), vec![out.to_str().unwrap()]].concat());
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let r = report(&out);
         assert!(
