@@ -15,7 +15,7 @@ use tessera_workloads::boiling::sim::PagedBoiling;
 use tessera_workloads::boiling::unpaged::UnpagedBoiling;
 
 use crate::backend;
-use crate::run::{check_size, progress};
+use crate::run::progress;
 use crate::unpaged_gpu::GpuBoiling;
 use crate::{BackendKind, BenchOpts};
 
@@ -49,10 +49,6 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 pub fn overhead(o: &BenchOpts) -> Result<()> {
-    check_size(o.size)?;
-    if o.frames == 0 || o.rounds == 0 {
-        anyhow::bail!("--frames and --rounds must be at least 1");
-    }
     let params = BoilingParams::default();
     let threads = if o.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())

@@ -21,13 +21,11 @@ use tessera_workloads::boiling::sim::PagedBoiling;
 pub use tessera_workloads::boiling::cluster::NodesReport;
 
 use crate::report::write_png;
-use crate::run::check_size;
 use crate::{BackendKind, RunOpts};
 
 /// Runs `o` as rank `link.rank()` of the cluster behind `link`; every rank returns the same
 /// report (rank 0's clock).
 pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling)> {
-    check_size(o.size)?;
     let nodes = link.size();
     let k = link.devices_per_node();
     o.partition.regions(o.size, o.size, (nodes * k) as u32)?;

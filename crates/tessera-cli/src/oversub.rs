@@ -24,7 +24,7 @@ use tessera_workloads::oversub::{median, run_rounds, Loads, Trial};
 use tessera_workloads::raytrace::check_budget;
 use tessera_workloads::raytrace::render::{RayRenderer, RenderOptions};
 
-use crate::run::{check_size, progress};
+use crate::run::progress;
 use crate::{
     backend, parse_policy, parse_prefetch, parse_procedure, parse_thrashing, BackendKind, Workload,
 };
@@ -144,13 +144,6 @@ fn request_pct(s: &StageTimes) -> f64 {
 }
 
 pub fn oversubscription(o: &OversubOpts) -> Result<()> {
-    check_size(o.size)?;
-    if o.frames == 0 || o.rounds == 0 {
-        bail!("--frames and --rounds must be at least 1");
-    }
-    if o.devices == 0 || o.devices > 64 {
-        bail!("--devices must be between 1 and 64 (got {})", o.devices);
-    }
     if o.policy.is_empty() || o.ratios.is_empty() || o.prefetch.is_empty() || o.staging.is_empty() {
         bail!("give at least one --policy, --ratios, --prefetch and --staging value");
     }
@@ -439,10 +432,6 @@ fn describe(setting: Option<Setting>) -> String {
 /// `tessera bench oversubscription --workload raytrace`: as for boiling, with the working set
 /// measured: the most pages any device holds after a resident frame.
 fn raytrace(o: &OversubOpts) -> Result<()> {
-    crate::raytrace::check_opts(o.width, o.height, o.devices)?;
-    if o.frames == 0 || o.rounds == 0 {
-        bail!("--frames and --rounds must be at least 1");
-    }
     if o.policy.is_empty() || o.ratios.is_empty() {
         bail!("give at least one --policy and --ratios value");
     }

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
 use tessera_core::PageSize;
@@ -122,16 +122,6 @@ struct Report {
     residency: Vec<ObjectReport>,
 }
 
-pub(crate) fn check_opts(width: u32, height: u32, devices: usize) -> Result<()> {
-    if devices == 0 || devices > 64 {
-        bail!("--devices must be between 1 and 64 (got {devices})");
-    }
-    if width == 0 || height == 0 {
-        bail!("--width and --height must be at least 1");
-    }
-    Ok(())
-}
-
 /// The scene, its view for a `width` × `height` image, and its name.
 pub(crate) fn load(
     spec: &SceneSpec,
@@ -154,7 +144,6 @@ pub(crate) fn load(
 }
 
 pub fn run(o: &RaytraceOpts) -> Result<()> {
-    check_opts(o.width, o.height, o.devices)?;
     let budget = budget_bytes(o.budget_mib);
     check_budget(budget, o.page.get())?;
     let (scene, view, name) = load(&o.scene, &o.pak_dir, o.instances, o.page, o.width, o.height)?;

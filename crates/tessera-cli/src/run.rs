@@ -1,6 +1,6 @@
 //! `tessera run boiling`.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use tessera_model::Topology;
 use tessera_workloads::boiling::math::BoilingParams;
@@ -11,15 +11,8 @@ use crate::animation::{sampled, Animation};
 
 use crate::measure::{run_boiling, Run};
 use crate::report::{write_png, Report};
-use crate::{topology_args, RunOpts, MAX_SIZE};
+use crate::{topology_args, RunOpts};
 use tessera_workloads::boiling::residency;
-
-pub fn check_size(size: u32) -> Result<()> {
-    if size == 0 || size > MAX_SIZE {
-        bail!("--size must be between 1 and {MAX_SIZE} (got {size})");
-    }
-    Ok(())
-}
 
 pub fn progress(len: u64, what: &str) -> ProgressBar {
     let bar = ProgressBar::new(len);
@@ -41,10 +34,6 @@ pub fn execute(
     topo: &Topology,
     after_frame: impl FnMut(&PagedBoiling, u32) -> Result<()>,
 ) -> Result<(Run, Report)> {
-    check_size(o.size)?;
-    if o.frames == 0 {
-        bail!("--frames must be at least 1");
-    }
     let run = run_boiling(o, topo, after_frame)?;
     let field = run.sim.field()?;
     let checksum = checksum_hex(field_checksum(&field));
@@ -60,10 +49,6 @@ pub fn write_report(report: &Report, dir: &std::path::Path) -> Result<std::path:
 }
 
 pub fn boiling(o: &RunOpts) -> Result<()> {
-    check_size(o.size)?;
-    if o.frames == 0 {
-        bail!("--frames must be at least 1");
-    }
     let topo = topology_args::load(&o.node.topology, o.devices)?;
     std::fs::create_dir_all(&o.out)
         .with_context(|| format!("cannot create output directory {}", o.out.display()))?;

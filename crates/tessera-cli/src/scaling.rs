@@ -21,7 +21,7 @@ use tessera_workloads::boiling::modeled::Figures;
 
 use crate::lists::{parse_devices, List};
 use crate::measure::run_boiling;
-use crate::run::{check_size, progress};
+use crate::run::progress;
 use crate::sweep::check_points;
 use crate::{parse_partition, parse_procedure, topology_args, ModelKind, NodeOpts, RunOpts};
 
@@ -72,10 +72,6 @@ fn ms_list(v: &[f64]) -> String {
 }
 
 pub fn scaling(o: &ScalingOpts) -> Result<()> {
-    check_size(o.size)?;
-    if o.frames == 0 {
-        bail!("--frames must be at least 1");
-    }
     let points: Vec<RunOpts> = o
         .devices
         .0

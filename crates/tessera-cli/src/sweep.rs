@@ -14,7 +14,7 @@ use tessera_runtime::{Partition, Procedure};
 
 use crate::lists::{parse_devices, parse_pages, List};
 use crate::report::Report;
-use crate::run::{check_size, execute, progress, write_report};
+use crate::run::{execute, progress, write_report};
 use crate::{parse_partition, parse_procedure, topology_args, NodeOpts, RunOpts, Workload};
 use tessera_workloads::boiling::sweep as figures;
 
@@ -120,10 +120,6 @@ fn point_opts(c: &SweepCommon, devices: usize, page: PageSize, out: PathBuf) -> 
 /// hour of good ones.
 pub fn check_points(points: &[RunOpts]) -> Result<()> {
     for o in points {
-        check_size(o.size)?;
-        if o.frames == 0 {
-            bail!("--frames must be at least 1");
-        }
         if o.page.get() > o.size {
             bail!(
                 "page size {} is larger than the {s}x{s} field (--size {s})",

@@ -115,9 +115,6 @@ pub struct VrSweepOpts {
 
 /// The scene, its camera path and its name in reports.
 fn load_scene(o: &SceneOpts) -> Result<(Scene, Vec<Camera>, String)> {
-    if o.frames == 0 {
-        bail!("--frames must be at least 1");
-    }
     let spec = match (&o.scene, &o.map, o.generated) {
         (Some(spec), _, _) => spec.clone(),
         (None, Some(name), _) => SceneSpec::OpenArena(name.clone()),
@@ -151,13 +148,6 @@ fn parse_gpms(s: &str) -> std::result::Result<usize, String> {
     }
 }
 
-fn check_gpms(gpms: usize) -> Result<()> {
-    if gpms == 0 || gpms > MAX_GPMS {
-        bail!("--devices must be between 1 and {MAX_GPMS} (got {gpms})");
-    }
-    Ok(())
-}
-
 fn stereo_options(o: &SceneOpts) -> StereoOptions {
     StereoOptions {
         width: o.width,
@@ -179,7 +169,6 @@ fn execute(
     gpms: usize,
     tick: impl FnMut(),
 ) -> Result<VrRun> {
-    check_gpms(gpms)?;
     let mut scheme = by_name(scheme)?;
     let (sys, _) = crate::backend::system(
         o.backend,
