@@ -15,7 +15,7 @@ use tessera_workloads::boiling::sim::PagedBoiling;
 use tessera_workloads::boiling::unpaged::UnpagedBoiling;
 
 use crate::backend;
-use crate::run::{check_size, progress};
+use crate::run::progress;
 use crate::unpaged_gpu::GpuBoiling;
 use crate::{BackendKind, BenchOpts};
 
@@ -49,10 +49,6 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 pub fn overhead(o: &BenchOpts) -> Result<()> {
-    check_size(o.size)?;
-    if o.frames == 0 || o.rounds == 0 {
-        anyhow::bail!("--frames and --rounds must be at least 1");
-    }
     let params = BoilingParams::default();
     let threads = if o.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -69,7 +65,13 @@ pub fn overhead(o: &BenchOpts) -> Result<()> {
     let mut paged = Vec::new();
     for _ in procs {
         let (sys, _) = backend::system(o.backend, &cfg)?;
-        paged.push(PagedBoiling::new(sys, o.size, o.size, o.page, params)?);
+        paged.push(PagedBoiling::new(
+            sys,
+            o.size,
+            o.size,
+            o.page.get(),
+            params,
+        )?);
     }
     let (mut unpaged, unpaged_desc) = unpaged_side(o, params, threads)?;
     // Warm-up: the first paged frame pages everything in; steady state is what is compared.
@@ -103,7 +105,7 @@ pub fn overhead(o: &BenchOpts) -> Result<()> {
         o.rounds,
         o.frames,
         s = o.size,
-        p = o.page
+        p = o.page.get()
     );
     println!("unpaged            {:>9.3} ms/frame", u * 1e3);
     let mut last = 0.0;

@@ -96,8 +96,8 @@ fn args(workload: &str, o: &GpuBenchOpts) -> Vec<String> {
             "1",
         ],
         "vr" => vec![
-            "--generated",
-            if q { "1" } else { "4" },
+            "--scene",
+            if q { "generated:1" } else { "generated:4" },
             "--width",
             if q { "64" } else { "320" },
             "--height",

@@ -3,6 +3,7 @@
 //! [`crate::halo`]'s.
 
 use std::path::PathBuf;
+use tessera_core::PageSize;
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
@@ -55,20 +56,20 @@ pub struct ConvolutionOpts {
     #[arg(long, default_value = "y", value_parser = parse_split)]
     split: Axis,
     /// Number of devices.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = crate::parse_device_count)]
     devices: usize,
     /// explicit, migrate or remote (needs the runtime's remote access mode).
     #[arg(long, default_value = "migrate", value_parser = parse_access)]
     access: Access,
     /// Measured filter applications (ping-pong between two images).
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     steps: u32,
     /// Applications run first and counted nowhere.
     #[arg(long, default_value_t = 1)]
     warmup: u32,
     /// Texture page side P: a power of two.
-    #[arg(long, default_value_t = 32, value_parser = crate::parse_page)]
-    page: u32,
+    #[arg(long, default_value = "32", value_parser = crate::parse_page)]
+    page: PageSize,
     /// How passes get their pages; default two-pass for migrate, relaunch for explicit and
     /// remote (docs/EVALUATION.md says why).
     #[arg(long, value_parser = parse_procedure())]
@@ -93,13 +94,13 @@ pub fn run(o: &ConvolutionOpts) -> Result<()> {
         split: o.split,
         devices: o.devices,
         access: o.access,
-        page: o.page,
+        page: o.page.get(),
         steps: o.steps,
         warmup: o.warmup,
         procedure: o.procedure,
-        node: o.node.clone(),
+        model: o.node.model.into(),
     };
-    crate::halo::run_one(&s, &o.out, o.verify)
+    crate::halo::run_one(&s, &o.node, &o.out, o.verify)
 }
 
 fn parse_filters(s: &str) -> Result<List, String> {
@@ -124,12 +125,12 @@ pub struct ConvolutionSweepOpts {
     access: Accesses,
     #[arg(long, default_value = "y", value_parser = parse_split)]
     split: Axis,
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     steps: u32,
     #[arg(long, default_value_t = 1)]
     warmup: u32,
-    #[arg(long, default_value_t = 32, value_parser = crate::parse_page)]
-    page: u32,
+    #[arg(long, default_value = "32", value_parser = crate::parse_page)]
+    page: PageSize,
     /// How passes get their pages; default two-pass for migrate, relaunch otherwise.
     #[arg(long, value_parser = parse_procedure())]
     procedure: Option<Procedure>,
@@ -154,14 +155,14 @@ pub fn sweep(o: &ConvolutionSweepOpts) -> Result<()> {
                     split: o.split,
                     devices: devices as usize,
                     access,
-                    page: o.page,
+                    page: o.page.get(),
                     steps: o.steps,
                     warmup: o.warmup,
                     procedure: o.procedure,
-                    node: o.node.clone(),
+                    model: o.node.model.into(),
                 });
             }
         }
     }
-    crate::halo::sweep(setups, "filter", &o.out)
+    crate::halo::sweep(setups, &o.node, "filter", &o.out)
 }

@@ -9,29 +9,12 @@ use serde::Serialize;
 use tessera_core::AccessMode;
 use tessera_model::Topology;
 use tessera_runtime::modeled::Model;
-use tessera_runtime::{Procedure, SystemConfig};
 use tessera_workloads::decomp::{Access, Axis, Grid};
-use tessera_workloads::halo::{self, compare, HaloReport, Measured, Ran, Verification};
+use tessera_workloads::halo::{self, HaloReport, Measured, Ran};
 
-pub use tessera_workloads::halo::Kind;
+pub use tessera_workloads::halo::{Kind, Setup};
 
 use crate::NodeOpts;
-
-/// One run's settings.
-#[derive(Clone)]
-pub struct Setup {
-    pub kind: Kind,
-    pub size: u32,
-    pub split: Axis,
-    pub devices: usize,
-    pub access: Access,
-    pub page: u32,
-    pub steps: u32,
-    pub warmup: u32,
-    /// `None`: the access's default procedure.
-    pub procedure: Option<Procedure>,
-    pub node: NodeOpts,
-}
 
 pub fn parse_access(s: &str) -> Result<Access, String> {
     s.parse()
@@ -55,111 +38,62 @@ pub fn parse_accesses(s: &str) -> Result<Accesses, String> {
     Ok(Accesses(v))
 }
 
-impl Setup {
-    /// The settings as the phase runner takes them.
-    pub fn lib(&self) -> halo::Setup {
-        halo::Setup {
-            kind: self.kind,
-            size: self.size,
-            split: self.split,
-            devices: self.devices,
-            access: self.access,
-            page: self.page,
-            steps: self.steps,
-            warmup: self.warmup,
-            procedure: self.procedure,
-            model: self.node.model.into(),
+/// Everything about `s` that can be refused before a node starts, in the CLI's words.
+pub fn check(s: &Setup) -> Result<Grid> {
+    let max = s.bounds().0;
+    if s.size == 0 || s.size > max {
+        bail!(
+            "--size must be between 1 and {max} for the {} (got {})",
+            s.name(),
+            s.size
+        );
+    }
+    if let Kind::Convolution { filter_mode, .. } = s.kind {
+        if s.access == Access::Explicit && filter_mode != AccessMode::Migrate {
+            bail!("the explicit version replicates the filter by hand (a private copy per device): --filter-access must be replicate");
         }
     }
-
-    pub fn describe(&self) -> String {
-        self.lib().describe()
-    }
-
-    /// Everything that can be refused before a node starts, with the CLI's words.
-    pub fn check(&self) -> Result<Grid> {
-        if self.steps == 0 {
-            bail!("--steps must be at least 1");
-        }
-        if self.devices == 0 || self.devices > tessera_core::MAX_DEVICES {
-            bail!(
-                "--devices must be between 1 and {} (got {})",
-                tessera_core::MAX_DEVICES,
-                self.devices
-            );
-        }
-        tessera_core::PageSize::new(self.page)?;
-        let lib = self.lib();
-        let max = lib.bounds().0;
-        if self.size == 0 || self.size > max {
-            bail!(
-                "--size must be between 1 and {max} for the {} (got {})",
-                lib.name(),
-                self.size
-            );
-        }
-        if let Kind::Convolution { filter_mode, .. } = self.kind {
-            if self.access == Access::Explicit && filter_mode != AccessMode::Migrate {
-                bail!("the explicit version replicates the filter by hand (a private copy per device): --filter-access must be replicate");
-            }
-        }
-        Ok(lib.grid()?)
-    }
+    Ok(s.grid()?)
 }
 
 /// Runs `s` on a fresh node; `tick` is called after every step (the progress bar).
-pub fn measure(s: &Setup, topo: &Topology, tick: impl FnMut()) -> Result<Measured> {
-    s.check()?;
+pub fn measure(
+    s: &Setup,
+    node: &NodeOpts,
+    topo: &Topology,
+    tick: impl FnMut(),
+) -> Result<Measured> {
+    check(s)?;
     topo.check_devices(s.devices)?;
-    let (sys, adapter_name) = crate::backend::system(
-        s.node.backend,
-        &SystemConfig {
-            devices: s.devices,
-            cpu_threads: s.node.threads,
-            budget_bytes: crate::budget_bytes(s.node.budget_mib),
-            policy: s.node.policy,
-            thrashing: s.node.thrashing,
-            prefetch: s.node.prefetch,
-            staging: s.node.staging,
-            footprint_ahead: s.node.footprint_ahead,
-            home_file: s.node.home_file.clone(),
-            ..Default::default()
-        },
-    )?;
-    Ok(halo::measure(&s.lib(), sys, adapter_name, topo, tick)?)
+    let (sys, adapter_name) = crate::backend::system(node.backend, &node.config(s.devices))?;
+    Ok(halo::measure(s, sys, adapter_name, topo, tick)?)
 }
 
-/// `--verify`: the plain single-device reference on the CPU against the field. Where the bits
-/// differ on wgpu, whether the adapter fuses multiply-adds decides the tolerance.
-fn verify_field(s: &Setup, want: &[f32], got: &[f32], steps: u32) -> Result<Verification> {
-    let c = compare(want, got);
-    // The probe runs only where the bits differ: on lavapipe and the CPU they do not.
-    let fuses_multiply_add = c.cells_differing > 0
-        && matches!(s.node.backend, crate::BackendKind::Wgpu)
-        && tessera_wgpu::SharedGpu::open(&crate::backend::adapter_choice())?
-            .fuses_multiply_add()?;
-    Ok(Verification::new(
-        c,
-        want.len() == got.len(),
-        fuses_multiply_add,
-        steps,
-    ))
-}
-
-pub fn report(s: &Setup, topo: &Topology, m: &Measured, verify: bool) -> Result<HaloReport> {
-    s.check()?;
+pub fn report(
+    s: &Setup,
+    node: &NodeOpts,
+    topo: &Topology,
+    m: &Measured,
+    verify: bool,
+) -> Result<HaloReport> {
+    check(s)?;
     let field = m.run.field()?;
     let verification = if verify {
-        let want = s.lib().reference(m.run.steps());
-        Some(verify_field(s, &want, &field, m.run.steps())?)
+        let want = s.reference(m.run.steps());
+        Some(crate::verify::field(
+            node.backend,
+            &want,
+            &field,
+            m.run.steps(),
+        )?)
     } else {
         None
     };
     let ran = Ran {
-        backend_kind: s.node.backend.name(),
+        backend_kind: node.backend.name(),
         topology: topo,
     };
-    Ok(halo::report(&s.lib(), ran, m, &field, verification)?)
+    Ok(halo::report(s, ran, m, &field, verification)?)
 }
 
 /// Prints `r` as `tessera run stencil|convolution` shows it.
@@ -232,24 +166,8 @@ pub fn print(r: &HaloReport) {
         );
     }
     println!("checksum {}", r.checksum);
-    match &r.verification {
-        Some(v) if v.cells_differing == 0 => {
-            println!("verified: equals the plain single-device reference bit for bit")
-        }
-        Some(v) if v.passed => println!(
-            "verified: within {:.1e} × {:.3} of the plain single-device reference ({} cells differ, by at most {:.3e}): this GPU's compiler fuses multiply-adds, so bit for bit with the CPU cannot hold",
-            v.tolerance.unwrap_or(0.0), v.scale, v.cells_differing, v.max_abs_diff
-        ),
-        Some(v) => println!(
-            "verified: DIFFERS from the plain single-device reference ({} cells, by at most {:.3e}{})",
-            v.cells_differing,
-            v.max_abs_diff,
-            match v.tolerance {
-                Some(t) => format!(", beyond the fused multiply-add tolerance {:.3e}", t * v.scale),
-                None => String::new(),
-            }
-        ),
-        None => {}
+    if let Some(v) = &r.verification {
+        println!("{}", crate::verify::describe(v));
     }
 }
 
@@ -259,34 +177,34 @@ pub fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
 }
 
 /// `tessera run stencil|convolution`: one run, printed and written to `out/report.json`.
-pub fn run_one(s: &Setup, out: &Path, verify: bool) -> Result<()> {
-    s.check()?;
-    let topo = crate::topology_args::load(&s.node.topology, s.devices)?;
+pub fn run_one(s: &Setup, node: &NodeOpts, out: &Path, verify: bool) -> Result<()> {
+    check(s)?;
+    let topo = crate::topology_args::load(&node.topology, s.devices)?;
     std::fs::create_dir_all(out)
         .with_context(|| format!("cannot create output directory {}", out.display()))?;
-    let bar = crate::run::progress(s.lib().simulated_steps() as u64, s.lib().name());
-    let m = measure(s, &topo, || bar.inc(1))?;
+    let bar = crate::run::progress(s.simulated_steps() as u64, s.name());
+    let m = measure(s, node, &topo, || bar.inc(1))?;
     bar.finish_and_clear();
-    let r = report(s, &topo, &m, verify)?;
+    let r = report(s, node, &topo, &m, verify)?;
     print(&r);
+    if r.verified == Some(false) {
+        bail!("--verify: the field differs from the plain single-device reference");
+    }
     let json = out.join("report.json");
     write_json(&json, &r)?;
     println!("wrote {}", crate::output::shown(&json).display());
-    if r.verified == Some(false) {
-        bail!("the field differs from the plain reference");
-    }
     Ok(())
 }
 
 /// `tessera sweep stencil|convolution`: every setup, one CSV row each, and the plots. A
 /// setup the decomposition refuses (a halo larger than a slab at many devices) is skipped
 /// with its reason printed. `size_name` names the swept size (halo or filter).
-pub fn sweep(setups: Vec<Setup>, size_name: &str, out: &Path) -> Result<()> {
+pub fn sweep(setups: Vec<Setup>, node: &NodeOpts, size_name: &str, out: &Path) -> Result<()> {
     std::fs::create_dir_all(out)
         .with_context(|| format!("cannot create output directory {}", out.display()))?;
     let mut runnable = Vec::new();
     for s in setups {
-        match s.check() {
+        match check(&s) {
             Ok(_) => runnable.push(s),
             Err(e) => println!("skipped {}: {e:#}", s.describe()),
         }
@@ -294,17 +212,14 @@ pub fn sweep(setups: Vec<Setup>, size_name: &str, out: &Path) -> Result<()> {
     if runnable.is_empty() {
         bail!("no point of the sweep can run (see above)");
     }
-    let total: u64 = runnable
-        .iter()
-        .map(|s| s.lib().simulated_steps() as u64)
-        .sum();
+    let total: u64 = runnable.iter().map(|s| s.simulated_steps() as u64).sum();
     let bar = crate::run::progress(total, "sweep");
     let mut reports = Vec::new();
     for s in &runnable {
         bar.set_message(s.describe());
-        let topo = crate::topology_args::load(&s.node.topology, s.devices)?;
-        let m = measure(s, &topo, || bar.inc(1))?;
-        reports.push(report(s, &topo, &m, false)?);
+        let topo = crate::topology_args::load(&node.topology, s.devices)?;
+        let m = measure(s, node, &topo, || bar.inc(1))?;
+        reports.push(report(s, node, &topo, &m, false)?);
     }
     bar.finish_and_clear();
     let points = halo::points(&reports);
@@ -391,7 +306,7 @@ pub fn sweep(setups: Vec<Setup>, size_name: &str, out: &Path) -> Result<()> {
         }
     }
     for (access, size) in &keys {
-        series.push(crate::plot::Series {
+        series.push(tessera_workloads::plot::Series {
             name: format!("{access}, {size_name} {size}"),
             points: points
                 .iter()
@@ -407,7 +322,7 @@ pub fn sweep(setups: Vec<Setup>, size_name: &str, out: &Path) -> Result<()> {
         .collect();
     ideal.sort_by(|a, b| a.0.total_cmp(&b.0));
     ideal.dedup_by(|a, b| a.0 == b.0);
-    series.push(crate::plot::Series {
+    series.push(tessera_workloads::plot::Series {
         name: "ideal".into(),
         points: ideal,
         secondary: true,
@@ -418,9 +333,9 @@ pub fn sweep(setups: Vec<Setup>, size_name: &str, out: &Path) -> Result<()> {
         first.workload, first.size, first.topology, first.split, first.page
     );
     let stem = out.join("speedup");
-    crate::plot::line_chart(
+    tessera_workloads::plot::line_chart(
         &stem,
-        &crate::plot::LineChart {
+        &tessera_workloads::plot::LineChart {
             title: &title,
             x_label: "devices",
             y_label: "modeled speed-up",

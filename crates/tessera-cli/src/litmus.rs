@@ -67,7 +67,7 @@ impl From<ScheduleArg> for Schedule {
 }
 
 #[derive(Clone, Copy, ValueEnum)]
-enum ProtocolArg {
+pub enum ProtocolArg {
     Correct,
     NoMemoryLock,
     SkipInvalidation,

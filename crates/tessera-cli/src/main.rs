@@ -13,11 +13,9 @@ mod nodes;
 mod output;
 mod oversub;
 mod page_moves;
-mod plot;
 mod quake;
 mod raytrace;
 mod report;
-mod residency;
 mod run;
 mod scaling;
 mod scene;
@@ -25,12 +23,14 @@ mod stencil;
 mod sweep;
 mod topology_args;
 mod unpaged_gpu;
+mod verify;
 mod vr;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+use tessera_core::PageSize;
 use tessera_runtime::{Partition, Policy, Prefetch, Procedure, Thrashing};
 
 #[derive(Parser)]
@@ -233,6 +233,10 @@ pub struct NodeOpts {
     /// machine, which makes more devices look slower on a machine with few cores.
     #[arg(long, value_enum, default_value = "isolated")]
     model: ModelKind,
+    /// Testing: a protocol broken on purpose (as `litmus --protocol`), so that tests can see
+    /// `--verify` catch a wrong field.
+    #[arg(long, value_enum, default_value = "correct", hide = true)]
+    protocol: litmus::ProtocolArg,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
@@ -260,6 +264,7 @@ impl NodeOpts {
             home_file: self.home_file.clone(),
             deferred: self.deferred,
             coherence: self.coherence,
+            variant: self.protocol.into(),
             ..Default::default()
         }
     }
@@ -280,11 +285,11 @@ pub struct RunOpts {
     #[arg(long, default_value_t = 2, value_parser = parse_device_count)]
     devices: usize,
     /// Field side in texels (the field is size × size).
-    #[arg(long, default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..=MAX_SIZE as i64))]
+    #[arg(long, default_value_t = 512, value_parser = parse_size)]
     size: u32,
     /// Page side P in texels: a power of two from 1 to 512.
-    #[arg(long, default_value_t = 64, value_parser = crate::parse_page)]
-    page: u32,
+    #[arg(long, default_value = "64", value_parser = crate::parse_page)]
+    page: PageSize,
     /// Frames to simulate.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     frames: u32,
@@ -292,7 +297,7 @@ pub struct RunOpts {
     #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
     procedure: Procedure,
     /// How each pass's domain is split across devices.
-    #[arg(long, default_value = "rows", value_parser = parse_partition())]
+    #[arg(long = "split", alias = "partition", default_value = "rows", value_parser = parse_partition())]
     partition: Partition,
     /// Output directory for report.json, frame.png and frames.gif.
     #[arg(long, default_value = "out/boiling")]
@@ -310,6 +315,10 @@ pub struct RunOpts {
     /// the measured wall time.
     #[arg(long, value_name = "K", default_value_t = 10)]
     gif_every: u32,
+    /// Also run the plain single-device reference (unpaged) and compare the field bit for bit;
+    /// a difference fails the command and writes nothing.
+    #[arg(long)]
+    verify: bool,
     #[command(flatten)]
     cluster: ClusterOpts,
 }
@@ -327,11 +336,11 @@ pub struct ClusterOpts {
     devices_per_node: Option<usize>,
     /// On several nodes: pages are dealt to the nodes' homes in blocks of this many, round
     /// robin.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
     home_block_pages: u64,
     /// On several nodes: a node silent for this many seconds is lost, and the others stop
     /// with an error naming it.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, value_parser = parse_positive)]
     lost_after_s: f64,
     /// On several nodes: the network that models the inter-node traffic's time: eth-10g,
     /// eth-100g, ib-edr or ib-hdr. Unset: the `[network]` of a `--topology` file, else ib-hdr.
@@ -361,16 +370,16 @@ impl Default for ClusterOpts {
 #[derive(Args, Clone)]
 pub struct BenchOpts {
     /// Field side in texels.
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long, default_value_t = 1024, value_parser = parse_size)]
     size: u32,
     /// Page side P in texels.
-    #[arg(long, default_value_t = 64, value_parser = crate::parse_page)]
-    page: u32,
+    #[arg(long, default_value = "64", value_parser = crate::parse_page)]
+    page: PageSize,
     /// Frames per measurement.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     frames: u32,
     /// Measurements of each side, interleaved; the median is reported.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     rounds: u32,
     /// The procedure whose ratio is the last line.
     #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
@@ -409,14 +418,30 @@ pub fn max_threads() -> usize {
 
 /// `--page`: a page side tessera can page by, checked where the option is read so that a bad
 /// one is a usage error (exit 2) like any other bad option value.
-pub fn parse_page(s: &str) -> Result<u32, String> {
+pub fn parse_page(s: &str) -> Result<PageSize, String> {
     let p: u32 = s
         .trim()
         .parse()
         .map_err(|_| format!("{s:?} is not a page side in texels"))?;
-    tessera_core::PageSize::new(p)
-        .map(|p| p.get())
-        .map_err(|e| e.to_string())
+    PageSize::new(p).map_err(|e| e.to_string())
+}
+
+/// `--size` of a boiling field: 1 to [`MAX_SIZE`].
+pub fn parse_size(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if (1..=MAX_SIZE).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{s:?} is not a field side between 1 and {MAX_SIZE}"
+        )),
+    }
+}
+
+/// A positive, finite number (seconds, GB/s).
+pub fn parse_positive(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a positive number")),
+    }
 }
 
 /// A device count of one node: 1 to `MAX_DEVICES`, read as `--page` is.
@@ -547,9 +572,54 @@ fn replay_out(o: &mut quake::ReplayOpts) -> &mut PathBuf {
     o.out.get_or_insert_with(|| PathBuf::from("out/replay"))
 }
 
+/// Options that parse but cannot apply to the command as given: usage errors (exit 2), as a
+/// bad value is, rather than options silently ignored.
+fn refuse_inapplicable(cli: &Cli, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+    let given = |m: &clap::ArgMatches, id: &str| {
+        m.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
+    };
+    if let Command::Run {
+        which: RunKind::Boiling(o),
+    } = &cli.command
+    {
+        let m = matches
+            .subcommand_matches("run")
+            .and_then(|m| m.subcommand_matches("boiling"));
+        if let (Some(m), Some(_)) = (m, o.cluster.devices_per_node) {
+            // The runtime defers launches only on a node of one device, never across nodes,
+            // and every rank would create the same home file.
+            for (id, why) in [
+                ("deferred", "launches are never deferred across nodes"),
+                ("home_file", "every node would create the same file"),
+            ] {
+                if given(m, id) {
+                    return Err(Cli::command().error(
+                        clap::error::ErrorKind::ArgumentConflict,
+                        format!(
+                            "--{} does not apply with --devices-per-node: {why}",
+                            id.replace('_', "-")
+                        ),
+                    ));
+                }
+            }
+            if o.node.staging {
+                return Err(Cli::command().error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    "--staging on is not built across nodes (--devices-per-node)",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     quiet_mesa();
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let Err(e) = refuse_inapplicable(&cli, &matches) {
+        e.exit();
+    }
     let force = cli.force;
     output::remove_partial_on_interrupt();
     use output::staged;
@@ -558,7 +628,7 @@ fn main() -> ExitCode {
             which: RunKind::Boiling(opts),
         } => match opts.cluster.devices_per_node {
             // Under mpirun every rank runs this; rank 0 writes the report (`nodes::boiling`).
-            Some(k) => nodes::boiling(&opts, k),
+            Some(k) => nodes::boiling(&opts, k, force),
             None => staged(opts, force, |o| &mut o.out, run::boiling),
         },
         Command::Run {

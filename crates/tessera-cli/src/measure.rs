@@ -33,7 +33,7 @@ pub fn run_boiling(
                 ..o.node.config(o.devices)
             },
         )?;
-        let sim = PagedBoiling::new(sys, o.size, o.size, o.page, BoilingParams::default())?;
+        let sim = PagedBoiling::new(sys, o.size, o.size, o.page.get(), BoilingParams::default())?;
         Ok((sim, adapter_name))
     };
     let (sim, adapter_name) = build(o.node.home_file.clone())?;
@@ -55,7 +55,7 @@ pub fn run_boiling(
 pub fn settings(o: &RunOpts) -> Settings {
     Settings {
         devices: o.devices,
-        page: o.page,
+        page: o.page.get(),
         partition: o.partition,
         procedure: o.procedure,
         warmup: o.warmup,

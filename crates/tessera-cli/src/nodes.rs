@@ -21,32 +21,22 @@ use tessera_workloads::boiling::sim::PagedBoiling;
 pub use tessera_workloads::boiling::cluster::NodesReport;
 
 use crate::report::write_png;
-use crate::run::check_size;
 use crate::{BackendKind, RunOpts};
 
 /// Runs `o` as rank `link.rank()` of the cluster behind `link`; every rank returns the same
 /// report (rank 0's clock).
 pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling)> {
-    check_size(o.size)?;
-    if o.frames == 0 {
-        bail!("--frames must be at least 1");
-    }
-    if o.node.staging {
-        bail!("--staging on is not built across nodes (--devices-per-node)");
-    }
     let nodes = link.size();
     let k = link.devices_per_node();
     o.partition.regions(o.size, o.size, (nodes * k) as u32)?;
     let network = network(o, nodes * k)?;
+    // Every rank would create the same home file, and the runtime never stages or defers
+    // across nodes; main refuses those options when given.
     let cfg = SystemConfig {
-        cpu_threads: o.node.threads,
-        budget_bytes: crate::budget_bytes(o.node.budget_mib),
-        policy: o.node.policy,
-        thrashing: o.node.thrashing,
-        prefetch: o.node.prefetch,
-        footprint_ahead: o.node.footprint_ahead,
-        coherence: o.node.coherence,
-        ..Default::default()
+        home_file: None,
+        staging: false,
+        deferred: false,
+        ..o.node.config(k)
     };
     let sys = match o.node.backend {
         BackendKind::Cpu => System::cpu_on_cluster(&cfg, link.clone())?,
@@ -54,12 +44,12 @@ pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling
             tessera_wgpu::system_on_cluster(&cfg, &crate::backend::adapter_choice(), link.clone())?
         }
     };
-    let sim = PagedBoiling::new(sys, o.size, o.size, o.page, BoilingParams::default())?;
+    let sim = PagedBoiling::new(sys, o.size, o.size, o.page.get(), BoilingParams::default())?;
     let bar =
         (link.rank() == 0).then(|| crate::run::progress((o.warmup + o.frames) as u64, "boiling"));
     let settings = Settings {
         size: o.size,
-        page: o.page,
+        page: o.page.get(),
         partition: o.partition,
         procedure: o.procedure,
         warmup: o.warmup,
@@ -116,6 +106,20 @@ fn print(r: &NodesReport) {
     println!("field_checksum={}", r.field_checksum);
 }
 
+/// Rank 0's report.json and frame.png, in `o.out` once both are written.
+fn write(report: &NodesReport, sim: &PagedBoiling, o: &RunOpts, force: bool) -> Result<()> {
+    let staged = crate::output::Staged::begin(&o.out, force)?;
+    let json = staged.path().join("report.json");
+    std::fs::write(&json, serde_json::to_string_pretty(report)?)
+        .with_context(|| format!("cannot write {}", json.display()))?;
+    let png = staged.path().join("frame.png");
+    write_png(&png, o.size, o.size, &sim.display_rgba()?)?;
+    let (json, png) = (crate::output::shown(&json), crate::output::shown(&png));
+    staged.commit()?;
+    println!("wrote {} and {}", json.display(), png.display());
+    Ok(())
+}
+
 /// The network to model the traffic on: `--network`, else the topology file's, else ib-hdr.
 fn network(o: &RunOpts, devices: usize) -> Result<Network> {
     if let Some(name) = &o.cluster.network {
@@ -128,33 +132,23 @@ fn network(o: &RunOpts, devices: usize) -> Result<Network> {
     })
 }
 
-/// `tessera run boiling --devices-per-node K` under mpirun.
-pub fn boiling(o: &RunOpts, k: usize) -> Result<()> {
+/// `tessera run boiling --devices-per-node K` under mpirun. Rank 0 writes the results as every
+/// command does (crate::output): into a partial folder beside `--out`, moved into place only
+/// on success; every rank checks `--out` first, so a refused one stops them all at once.
+pub fn boiling(o: &RunOpts, k: usize, force: bool) -> Result<()> {
+    crate::output::check_out(&o.out, force)?;
     let cfg = ClusterConfig {
         devices_per_node: k,
         block_pages: o.cluster.home_block_pages,
         lost_after: Duration::from_secs_f64(o.cluster.lost_after_s),
     };
-    if !(o.cluster.lost_after_s > 0.0 && o.cluster.lost_after_s.is_finite()) {
-        bail!("--lost-after-s must be a positive number of seconds");
-    }
-    if o.cluster.home_block_pages == 0 {
-        bail!("--home-block-pages must be at least 1");
-    }
     let link = open(cfg)?;
     let rank = link.rank();
     let res = (|| -> Result<()> {
         let (report, sim) = run_on(link.clone(), o)?;
         if rank == 0 {
-            std::fs::create_dir_all(&o.out)
-                .with_context(|| format!("cannot create output directory {}", o.out.display()))?;
             print(&report);
-            let json = o.out.join("report.json");
-            std::fs::write(&json, serde_json::to_string_pretty(&report)?)
-                .with_context(|| format!("cannot write {}", json.display()))?;
-            let png = o.out.join("frame.png");
-            write_png(&png, o.size, o.size, &sim.display_rgba()?)?;
-            println!("wrote {} and {}", json.display(), png.display());
+            write(&report, &sim, o, force)?;
         }
         Ok(())
     })();
@@ -331,5 +325,57 @@ mod tests {
             .fold(0.0f64, |a, &b| a.max(b));
         assert!(r.network_seconds_per_frame_modeled >= busiest / 25e9);
         assert!(r.network_seconds_per_frame_modeled > 0.0);
+    }
+
+    /// Rank 0 writes as every command does: the files appear in `--out` together, an `--out`
+    /// holding results is refused without `force` and left as it was, and no partial folder
+    /// stays behind either way.
+    #[test]
+    fn rank_0_stages_its_files_and_refuses_earlier_results() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let mut o = opts(&[
+            "--size",
+            "16",
+            "--page",
+            "8",
+            "--frames",
+            "1",
+            "--threads",
+            "1",
+        ]);
+        o.out = out.clone();
+        let t = InProcess::cluster(1).pop().unwrap();
+        let link = Link::start(
+            move || Ok(ForRuntime(t)),
+            ClusterConfig {
+                devices_per_node: 1,
+                block_pages: 4,
+                lost_after: Duration::from_secs(20),
+            },
+        )
+        .unwrap();
+        let (report, sim) = run_on(link, &o).unwrap();
+        let names = |p: &std::path::Path| {
+            let mut v: Vec<String> = std::fs::read_dir(p)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        write(&report, &sim, &o, false).unwrap();
+        assert_eq!(names(&out), ["frame.png", "report.json"]);
+        assert_eq!(names(dir.path()), ["out"]);
+        std::fs::write(out.join("report.json"), b"earlier").unwrap();
+        let err = write(&report, &sim, &o, false).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("already holds results"),
+            "{err:#}"
+        );
+        assert_eq!(std::fs::read(out.join("report.json")).unwrap(), b"earlier");
+        write(&report, &sim, &o, true).unwrap();
+        assert_ne!(std::fs::read(out.join("report.json")).unwrap(), b"earlier");
+        assert_eq!(names(dir.path()), ["out"]);
     }
 }

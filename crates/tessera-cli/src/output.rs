@@ -46,25 +46,32 @@ pub fn remove_partial_on_interrupt() {
     });
 }
 
+/// Whether `out` may receive a command's results: absent, an empty folder, or (with `force`)
+/// a folder of earlier results. Reads only, so every process of a run can ask it.
+pub fn check_out(out: &Path, force: bool) -> Result<()> {
+    if out.exists() {
+        if !out.is_dir() {
+            bail!("--out {} exists and is not a folder", out.display());
+        }
+        let earlier = std::fs::read_dir(out)
+            .with_context(|| format!("cannot read --out {}", out.display()))?
+            .next()
+            .is_some();
+        if earlier && !force {
+            bail!(
+                "--out {} already holds results; choose another folder, or pass --force to replace them when this run succeeds",
+                out.display()
+            );
+        }
+    }
+    Ok(())
+}
+
 impl Staged {
     /// Checks `out` and creates its partial folder. `out` may not exist, may be an empty
     /// folder, or (with `force`) a folder of earlier results.
     pub fn begin(out: &Path, force: bool) -> Result<Staged> {
-        if out.exists() {
-            if !out.is_dir() {
-                bail!("--out {} exists and is not a folder", out.display());
-            }
-            let earlier = std::fs::read_dir(out)
-                .with_context(|| format!("cannot read --out {}", out.display()))?
-                .next()
-                .is_some();
-            if earlier && !force {
-                bail!(
-                    "--out {} already holds results; choose another folder, or pass --force to replace them when this run succeeds",
-                    out.display()
-                );
-            }
-        }
+        check_out(out, force)?;
         let Some(name) = out.file_name() else {
             bail!("--out {} names no folder", out.display());
         };

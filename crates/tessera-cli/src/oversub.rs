@@ -9,6 +9,7 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use tessera_core::PageSize;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -23,11 +24,11 @@ use tessera_workloads::oversub::{median, run_rounds, Loads, Trial};
 use tessera_workloads::raytrace::check_budget;
 use tessera_workloads::raytrace::render::{RayRenderer, RenderOptions};
 
-use crate::plot::{line_chart, LineChart, Series};
-use crate::run::{check_size, progress};
+use crate::run::progress;
 use crate::{
     backend, parse_policy, parse_prefetch, parse_procedure, parse_thrashing, BackendKind, Workload,
 };
+use tessera_workloads::plot::{line_chart, LineChart, Series};
 
 /// One oversubscribed configuration: ratio, policy, prefetch, staging.
 type Setting = (f64, Policy, Prefetch, bool);
@@ -44,16 +45,16 @@ pub struct OversubOpts {
     #[arg(long, default_value = "lru,clock,fifo,random", value_delimiter = ',', value_parser = parse_policy())]
     pub(crate) policy: Vec<Policy>,
     /// Boiling: field side in texels.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 256, value_parser = crate::parse_size)]
     pub(crate) size: u32,
     /// Page side P in texels.
-    #[arg(long, default_value_t = 16, value_parser = crate::parse_page)]
-    pub(crate) page: u32,
+    #[arg(long, default_value = "16", value_parser = crate::parse_page)]
+    pub(crate) page: PageSize,
     /// Frames per measurement.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) frames: u32,
     /// Measurements of each configuration, interleaved; the median is reported.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) rounds: u32,
     #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
     pub(crate) procedure: Procedure,
@@ -89,10 +90,10 @@ pub struct OversubOpts {
     #[arg(long, default_value_t = 1)]
     pub(crate) instances: u32,
     /// Raytrace: image width.
-    #[arg(long, default_value_t = 160)]
+    #[arg(long, default_value_t = 160, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) width: u32,
     /// Raytrace: image height.
-    #[arg(long, default_value_t = 120)]
+    #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) height: u32,
     /// Raytrace: AO rays per pixel.
     #[arg(long, default_value_t = 4)]
@@ -125,7 +126,7 @@ const BOILING_TEXTURES: u64 = 5;
 
 /// Bytes of the pages one device touches: its share of every texture.
 fn working_set(o: &OversubOpts) -> Result<u64> {
-    let desc = ObjectDesc::texture(o.size, o.size, TexelFormat::R32Float, o.page)?;
+    let desc = ObjectDesc::texture(o.size, o.size, TexelFormat::R32Float, o.page.get())?;
     Ok(BOILING_TEXTURES * desc.page_count() * desc.page_bytes() / o.devices as u64)
 }
 
@@ -143,13 +144,6 @@ fn request_pct(s: &StageTimes) -> f64 {
 }
 
 pub fn oversubscription(o: &OversubOpts) -> Result<()> {
-    check_size(o.size)?;
-    if o.frames == 0 || o.rounds == 0 {
-        bail!("--frames and --rounds must be at least 1");
-    }
-    if o.devices == 0 || o.devices > 64 {
-        bail!("--devices must be between 1 and 64 (got {})", o.devices);
-    }
     if o.policy.is_empty() || o.ratios.is_empty() || o.prefetch.is_empty() || o.staging.is_empty() {
         bail!("give at least one --policy, --ratios, --prefetch and --staging value");
     }
@@ -196,7 +190,7 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
             cfg.memory_bytes = ws.max(1);
         }
         let (sys, _) = backend::system(o.backend, &cfg)?;
-        let sim = PagedBoiling::new(sys, o.size, o.size, o.page, params)?;
+        let sim = PagedBoiling::new(sys, o.size, o.size, o.page.get(), params)?;
         configs.push(Trial::new(setting, sim));
     }
     let bar = progress(
@@ -229,7 +223,7 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
         o.rounds,
         o.frames,
         s = o.size,
-        p = o.page,
+        p = o.page.get(),
     );
     println!(
         "resident  {:>9.3} ms/frame, {:.1}% of stage time waiting for requests",
@@ -312,7 +306,7 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
         let all_frames = measured_frames + 1.0;
         let budget = (ws as f64 / ratio) as u64;
         let page_bytes =
-            ObjectDesc::texture(o.size, o.size, TexelFormat::R32Float, o.page)?.page_bytes();
+            ObjectDesc::texture(o.size, o.size, TexelFormat::R32Float, o.page.get())?.page_bytes();
         let capacity = (budget / page_bytes) as usize;
         let loads = Loads::of(&c.subject.sys, capacity)?;
         let (loads_all, opt_all) = (loads.loads, loads.opt);
@@ -397,7 +391,7 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
                 "{:?} {s}x{s}, page {p}: throughput under oversubscription",
                 o.workload,
                 s = o.size,
-                p = o.page
+                p = o.page.get()
             ),
             x_label: "working set / budget",
             y_label: "throughput relative to resident",
@@ -438,10 +432,6 @@ fn describe(setting: Option<Setting>) -> String {
 /// `tessera bench oversubscription --workload raytrace`: as for boiling, with the working set
 /// measured: the most pages any device holds after a resident frame.
 fn raytrace(o: &OversubOpts) -> Result<()> {
-    crate::raytrace::check_opts(o.width, o.height, o.devices)?;
-    if o.frames == 0 || o.rounds == 0 {
-        bail!("--frames and --rounds must be at least 1");
-    }
     if o.policy.is_empty() || o.ratios.is_empty() {
         bail!("give at least one --policy and --ratios value");
     }
@@ -450,13 +440,13 @@ fn raytrace(o: &OversubOpts) -> Result<()> {
     let opts = RenderOptions {
         width: o.width,
         height: o.height,
-        page: o.page,
+        page: o.page.get(),
         ao_samples: o.ao_samples,
         ao_radius: o.ao_radius,
         partition: Partition::Rows,
         procedure: o.procedure,
     };
-    let page_bytes = o.page as u64 * o.page as u64 * 4;
+    let page_bytes = o.page.get() as u64 * o.page.get() as u64 * 4;
     let base_cfg = SystemConfig {
         devices: o.devices,
         cpu_threads: o.threads,
@@ -492,7 +482,7 @@ fn raytrace(o: &OversubOpts) -> Result<()> {
         let mut cfg = base_cfg.clone();
         if let Some((ratio, policy)) = setting {
             let budget = budget_of(ratio);
-            check_budget(budget, o.page)?;
+            check_budget(budget, o.page.get())?;
             cfg.budget_bytes = budget;
             cfg.memory_bytes = budget;
             cfg.policy = policy;
@@ -536,7 +526,7 @@ fn raytrace(o: &OversubOpts) -> Result<()> {
         o.thrashing,
         o.rounds,
         o.frames,
-        p = o.page,
+        p = o.page.get(),
     );
     println!("resident  {:>9.1} ms/frame", resident * 1e3);
     println!(

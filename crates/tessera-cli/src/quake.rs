@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
+use tessera_core::PageSize;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
@@ -13,13 +14,15 @@ use tessera_workloads::quake::render::{RenderOptions, Renderer};
 use tessera_workloads::quake::replay::{replay_all, ReplayOptions, Replayed};
 use tessera_workloads::quake::run::{record, Figures, Footprint, QuakeDevice, TextureFigures};
 use tessera_workloads::quake::trace::{Trace, BLOCK};
-use tessera_workloads::quake::{map, scene, Camera, Mesh, Split, MAX_SCREEN_SIDE};
+use tessera_workloads::quake::{
+    map, pictures, reference, scene, Camera, Mesh, Split, MAX_SCREEN_SIDE,
+};
 
 use crate::backend;
-use crate::plot::{colour, line_chart, LineChart, Series};
 use crate::report::write_png;
 use crate::run::progress;
 use crate::{parse_procedure, parse_threads, BackendKind};
+use tessera_workloads::plot::{line_chart, LineChart, Series};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -42,6 +45,16 @@ fn parse_split(s: &str) -> Result<Split, String> {
     s.parse()
 }
 
+/// `--width` and `--height`: 1 to the rasterizer's largest side.
+fn screen_side(s: &str) -> Result<u32, String> {
+    match s.trim().parse::<u32>() {
+        Ok(n) if (1..=MAX_SCREEN_SIDE).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{s:?} is not a screen side from 1 to {MAX_SCREEN_SIDE} pixels"
+        )),
+    }
+}
+
 #[derive(Args, Clone)]
 pub struct QuakeOpts {
     /// Where the scene comes from when no `--map` is given.
@@ -55,7 +68,7 @@ pub struct QuakeOpts {
     #[arg(long, value_name = "DIR", default_value = tessera_scene::DEFAULT_PAK_DIR)]
     pak_dir: PathBuf,
     /// Frames to render (along the scene's camera path).
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
     frames: u32,
     /// Length of the camera path in frames (the path is one loop); `--frames` renders its
     /// first frames. The same as `--frames` when not given.
@@ -69,13 +82,13 @@ pub struct QuakeOpts {
     #[arg(long, default_value = "left-right", value_parser = parse_split)]
     split: Split,
     /// Page side P in texels (atlas, framebuffer): a power of two from 1 to 512.
-    #[arg(long, default_value_t = 32, value_parser = crate::parse_page)]
-    page: u32,
+    #[arg(long, default_value = "32", value_parser = crate::parse_page)]
+    page: PageSize,
     /// Screen width in pixels (at most 2048).
-    #[arg(long, default_value_t = 640)]
+    #[arg(long, default_value_t = 640, value_parser = screen_side)]
     width: u32,
     /// Screen height in pixels (at most 2048).
-    #[arg(long, default_value_t = 480)]
+    #[arg(long, default_value_t = 480, value_parser = screen_side)]
     height: u32,
     /// Output directory.
     #[arg(long, default_value = "out/quake")]
@@ -112,6 +125,10 @@ pub struct QuakeOpts {
     /// Seed of the random initial placement.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Also render the last frame with the unpaged rasterizer and compare pixel for pixel; a
+    /// difference fails the command and writes nothing.
+    #[arg(long)]
+    verify: bool,
 }
 
 /// The schema's core (docs/report.schema.json), then the game trace's own section.
@@ -192,19 +209,11 @@ fn csv_path(dir: &Path, name: &str) -> PathBuf {
 }
 
 pub fn run_quake(o: &QuakeOpts) -> Result<()> {
-    if o.frames == 0 {
-        bail!("--frames must be at least 1");
-    }
-    for (flag, v) in [("--width", o.width), ("--height", o.height)] {
-        if v == 0 || v > MAX_SCREEN_SIDE {
-            bail!("{flag} must be between 1 and {MAX_SCREEN_SIDE} (got {v})");
-        }
-    }
     if o.clear_each_frame && o.initial_placement == Placement::Random {
         bail!("--initial-placement random and --clear-each-frame do not go together: the placement would be cleared before the first frame uses it");
     }
-    if o.trace.is_some() && o.page < BLOCK {
-        bail!("--trace records {BLOCK}x{BLOCK} texel blocks: it needs --page {BLOCK} or more (got {})", o.page);
+    if o.trace.is_some() && o.page.get() < BLOCK {
+        bail!("--trace records {BLOCK}x{BLOCK} texel blocks: it needs --page {BLOCK} or more (got {})", o.page.get());
     }
     std::fs::create_dir_all(&o.out)
         .with_context(|| format!("cannot create {}", o.out.display()))?;
@@ -222,13 +231,14 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     let (mesh, mut cams, scene_name) = scene_of(o, path)?;
     cams.truncate(o.frames as usize);
     let sizes: Vec<(u32, u32)> = mesh.textures.iter().map(|t| (t.width, t.height)).collect();
+    let reference_mesh = o.verify.then(|| mesh.clone());
     let mut r = Renderer::new(
         sys,
         mesh,
         RenderOptions {
             width: o.width,
             height: o.height,
-            page: o.page,
+            page: o.page.get(),
             split: o.split,
             procedure: o.procedure,
             clear_each_frame: o.clear_each_frame,
@@ -247,6 +257,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     let bar = progress(o.frames as u64, "quake");
     let start = Instant::now();
     let mut checksum = String::new();
+    let mut last_image = Vec::new();
     let rec = record(
         &mut r,
         &cams,
@@ -260,6 +271,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
                 write_png(&path, o.width, o.height, &image)?;
                 if last {
                     checksum = crate::report::fnv1a_hex(&image);
+                    last_image = image;
                 }
             }
             if o.residency_png {
@@ -273,8 +285,13 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     )?;
     bar.finish();
     let wall = start.elapsed().as_secs_f64();
+    if let (Some(mesh), Some(cam)) = (&reference_mesh, cams.last()) {
+        let (want, _) =
+            reference::render(mesh, &r.atlas, &cam.view_proj(aspect), o.width, o.height)?;
+        crate::verify::require_image(&want, &last_image)?;
+    }
     let n = o.devices;
-    let figures = Figures::of(&r, &rec, o.page)?;
+    let figures = Figures::of(&r, &rec, o.page.get())?;
     let total = figures.total_requests;
     let requests = rec.requests;
     let report = QuakeReport {
@@ -283,7 +300,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         backend: o.backend.name(),
         adapter: backend_name,
         devices: n,
-        page_size: o.page,
+        page_size: o.page.get(),
         frames: o.frames,
         warmup_frames: 0,
         procedure: o.procedure,
@@ -318,10 +335,10 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     std::fs::write(&json, serde_json::to_string_pretty(&report)?)
         .with_context(|| format!("cannot write {}", json.display()))?;
     write_requests_csv(&csv_path(&o.out, "requests.csv"), &requests)?;
-    plot_requests(
+    pictures::requests_chart(
         &o.out.join("requests"),
         &requests,
-        o.page,
+        o.page.get(),
         o.clear_each_frame,
     )?;
     if let Some(path) = &o.trace {
@@ -331,7 +348,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
             width: o.width,
             height: o.height,
             split: o.split,
-            page: o.page,
+            page: o.page.get(),
             clear_each_frame: o.clear_each_frame,
             drop_unused: o.drop_unused,
             random_placement: (o.initial_placement == Placement::Random).then_some(o.seed),
@@ -349,7 +366,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         o.height,
         report.backend,
         o.split.name(),
-        o.page,
+        o.page.get(),
         o.procedure_name(),
         if o.clear_each_frame {
             ", memory cleared each frame"
@@ -391,70 +408,9 @@ fn write_requests_csv(path: &Path, requests: &[Vec<u64>]) -> Result<()> {
     crate::output::write_whole(path, s.as_bytes())
 }
 
-fn plot_requests(stem: &Path, requests: &[Vec<u64>], page: u32, clear: bool) -> Result<()> {
-    let n = requests.first().map_or(0, Vec::len);
-    let title = format!(
-        "Texture page requests per frame, {page}x{page} pages{}",
-        if clear {
-            ", memory cleared each frame"
-        } else {
-            ""
-        }
-    );
-    line_chart(
-        stem,
-        &LineChart {
-            title: &title,
-            x_label: "frame",
-            y_label: "page requests",
-            x_log2: false,
-            y_log: false,
-            series: (0..n)
-                .map(|d| Series {
-                    name: format!("device {d}"),
-                    points: requests
-                        .iter()
-                        .enumerate()
-                        .map(|(f, per)| (f as f64, per[d] as f64))
-                        .collect(),
-                    secondary: false,
-                })
-                .collect(),
-        },
-    )
-}
-
 /// Home only: light grey; padding pages (no texture): white; shared: near black.
 fn write_residency(r: &Renderer, path: &Path) -> Result<()> {
-    let res = r.atlas_residency()?;
-    let (px, py) = (r.atlas.pages_x(), r.atlas.pages_y());
-    let scale = (512 / px.max(py).max(1)).clamp(1, 16);
-    let (w, h) = (px * scale, py * scale);
-    let mut img = vec![255u8; (w * h * 4) as usize];
-    for gy in 0..py {
-        for gx in 0..px {
-            let local = gy as u64 * px as u64 + gx as u64;
-            let m = res.get(local as usize).copied().unwrap_or(0);
-            let c = if r.atlas.texture_of_page(local).is_none() {
-                [255, 255, 255]
-            } else {
-                match m.count_ones() {
-                    0 => [215, 215, 215],
-                    1 => {
-                        let c = colour(m.trailing_zeros() as usize);
-                        [c.0, c.1, c.2]
-                    }
-                    _ => [20, 20, 20],
-                }
-            };
-            for y in gy * scale..(gy + 1) * scale {
-                for x in gx * scale..(gx + 1) * scale {
-                    let i = ((y * w + x) * 4) as usize;
-                    img[i..i + 4].copy_from_slice(&[c[0], c[1], c[2], 255]);
-                }
-            }
-        }
-    }
+    let (w, h, img) = pictures::residency_image(r)?;
     write_png(path, w, h, &img)
 }
 
@@ -598,7 +554,7 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
     if let Some(dir) = &o.out {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         write_requests_csv(&dir.join("requests.csv"), &got.requests)?;
-        plot_requests(&dir.join("requests"), &got.requests, page, clear)?;
+        pictures::requests_chart(&dir.join("requests"), &got.requests, page, clear)?;
         println!(
             "requests: {}",
             crate::output::shown(&dir.join("requests.csv")).display()

@@ -3,12 +3,13 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
 use serde::Serialize;
+use tessera_core::PageSize;
 use tessera_runtime::{Partition, Policy, Procedure, SystemConfig};
 use tessera_workloads::raytrace::rays::View;
-use tessera_workloads::raytrace::render::{RayRenderer, RenderOptions};
+use tessera_workloads::raytrace::render::{resident_image, RayRenderer, RenderOptions};
 use tessera_workloads::raytrace::run::{
     record, residency, traffic, FrameReport, ObjectReport, TrafficReport,
 };
@@ -38,23 +39,23 @@ pub struct RaytraceOpts {
     /// Copies of the scene on a grid, so that it exceeds the budget by a chosen factor.
     #[arg(long, default_value_t = 1)]
     instances: u32,
-    #[arg(long, default_value_t = 320)]
+    #[arg(long, default_value_t = 320, value_parser = clap::value_parser!(u32).range(1..))]
     width: u32,
-    #[arg(long, default_value_t = 240)]
+    #[arg(long, default_value_t = 240, value_parser = clap::value_parser!(u32).range(1..))]
     height: u32,
     /// Page side of the textures (atlas, image); buffer pages hold as many bytes (P² × 4).
-    #[arg(long, default_value_t = 32, value_parser = crate::parse_page)]
-    page: u32,
+    #[arg(long, default_value = "32", value_parser = crate::parse_page)]
+    page: PageSize,
     /// Ambient-occlusion rays per pixel.
     #[arg(long, default_value_t = 4)]
     ao_samples: u32,
     /// Length of the AO rays, world units (Quake units for a map).
     #[arg(long, default_value_t = 96.0)]
     ao_radius: f32,
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::parse_device_count)]
     devices: usize,
-    /// How the image is split across devices: rows or cols.
-    #[arg(long, default_value = "rows", value_parser = parse_partition())]
+    /// How the image is split across devices: rows, cols or tiles.
+    #[arg(long = "split", alias = "partition", default_value = "rows", value_parser = parse_partition())]
     partition: Partition,
     /// Per-device memory budget in MiB (fractions allowed): a page cache, see `run boiling`.
     #[arg(long, default_value = "4096", value_parser = crate::parse_budget)]
@@ -69,7 +70,7 @@ pub struct RaytraceOpts {
     procedure: Procedure,
     /// Frames to render (the same view; each from fresh ray state, with the pages the last
     /// frame left on the devices).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     frames: u32,
     #[arg(long, value_enum, default_value = "cpu")]
     backend: BackendKind,
@@ -79,6 +80,10 @@ pub struct RaytraceOpts {
     /// Output directory for image.png and report.json (created only after the render).
     #[arg(long, default_value = "out/raytrace")]
     pub(crate) out: PathBuf,
+    /// Also render the last frame on one device with every page resident and compare pixel
+    /// for pixel; a difference fails the command and writes nothing.
+    #[arg(long)]
+    verify: bool,
 }
 
 /// The schema's core (docs/report.schema.json), then the ray tracer's own section.
@@ -117,28 +122,17 @@ struct Report {
     residency: Vec<ObjectReport>,
 }
 
-pub(crate) fn check_opts(width: u32, height: u32, devices: usize) -> Result<()> {
-    if devices == 0 || devices > 64 {
-        bail!("--devices must be between 1 and 64 (got {devices})");
-    }
-    if width == 0 || height == 0 {
-        bail!("--width and --height must be at least 1");
-    }
-    Ok(())
-}
-
 /// The scene, its view for a `width` × `height` image, and its name.
 pub(crate) fn load(
     spec: &SceneSpec,
     pak_dir: &Path,
     instances: u32,
-    page: u32,
+    page: PageSize,
     width: u32,
     height: u32,
 ) -> Result<(PagedScene, View, String)> {
-    tessera_core::PageSize::new(page).context("--page")?;
     let (mesh, cam, name) = spec.load(pak_dir)?;
-    let scene = PagedScene::build(&mesh, instances, page)?;
+    let scene = PagedScene::build(&mesh, instances, page.get())?;
     let view = View::new(
         cam.eye,
         cam.yaw,
@@ -150,12 +144,8 @@ pub(crate) fn load(
 }
 
 pub fn run(o: &RaytraceOpts) -> Result<()> {
-    check_opts(o.width, o.height, o.devices)?;
-    if o.frames == 0 {
-        bail!("--frames must be at least 1");
-    }
     let budget = budget_bytes(o.budget_mib);
-    check_budget(budget, o.page)?;
+    check_budget(budget, o.page.get())?;
     let (scene, view, name) = load(&o.scene, &o.pak_dir, o.instances, o.page, o.width, o.height)?;
     let cfg = SystemConfig {
         devices: o.devices,
@@ -169,27 +159,27 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
     };
     let (sys, adapter) = backend::system(o.backend, &cfg)?;
     let backend_name = adapter.unwrap_or_else(|| sys.backend().to_string());
+    let reference_scene = o.verify.then(|| scene.clone());
     let scene_bytes = scene.bytes();
     let (triangles, nodes) = (scene.triangle_count, scene.node_count);
-    let mut r = RayRenderer::new(
-        sys,
-        scene,
-        view,
-        RenderOptions {
-            width: o.width,
-            height: o.height,
-            page: o.page,
-            ao_samples: o.ao_samples,
-            ao_radius: o.ao_radius,
-            partition: o.partition,
-            procedure: o.procedure,
-        },
-    )?;
+    let options = RenderOptions {
+        width: o.width,
+        height: o.height,
+        page: o.page.get(),
+        ao_samples: o.ao_samples,
+        ao_radius: o.ao_radius,
+        partition: o.partition,
+        procedure: o.procedure,
+    };
+    let mut r = RayRenderer::new(sys, scene, view, options)?;
     let objects_bytes = r.total_bytes();
     let bar = progress(o.frames as u64, "raytrace");
     let (frames, stages) = record(&mut r, o.frames, || bar.inc(1))?;
     bar.finish_and_clear();
     let image = r.image()?;
+    if let Some(scene) = &reference_scene {
+        crate::verify::require_image(&resident_image(scene, view, options)?, &image)?;
+    }
     let traffic = traffic(&r)?;
     let residency = residency(&r)?;
     let report = Report {
@@ -198,7 +188,7 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
         backend: o.backend.name(),
         adapter: backend_name.clone(),
         devices: o.devices,
-        page_size: o.page,
+        page_size: o.page.get(),
         frames: frames.len(),
         warmup_frames: 0,
         procedure: o.procedure,

@@ -1,23 +1,18 @@
 //! `tessera run boiling`.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use tessera_model::Topology;
-use tessera_workloads::boiling::reference::{checksum_hex, field_checksum};
+use tessera_workloads::boiling::math::BoilingParams;
+use tessera_workloads::boiling::reference::{checksum_hex, field_checksum, ReferenceBoiling};
 use tessera_workloads::boiling::sim::PagedBoiling;
 
 use crate::animation::{sampled, Animation};
 
 use crate::measure::{run_boiling, Run};
 use crate::report::{write_png, Report};
-use crate::{residency, topology_args, RunOpts, MAX_SIZE};
-
-pub fn check_size(size: u32) -> Result<()> {
-    if size == 0 || size > MAX_SIZE {
-        bail!("--size must be between 1 and {MAX_SIZE} (got {size})");
-    }
-    Ok(())
-}
+use crate::{topology_args, RunOpts};
+use tessera_workloads::boiling::residency;
 
 pub fn progress(len: u64, what: &str) -> ProgressBar {
     let bar = ProgressBar::new(len);
@@ -39,10 +34,6 @@ pub fn execute(
     topo: &Topology,
     after_frame: impl FnMut(&PagedBoiling, u32) -> Result<()>,
 ) -> Result<(Run, Report)> {
-    check_size(o.size)?;
-    if o.frames == 0 {
-        bail!("--frames must be at least 1");
-    }
     let run = run_boiling(o, topo, after_frame)?;
     let field = run.sim.field()?;
     let checksum = checksum_hex(field_checksum(&field));
@@ -58,10 +49,6 @@ pub fn write_report(report: &Report, dir: &std::path::Path) -> Result<std::path:
 }
 
 pub fn boiling(o: &RunOpts) -> Result<()> {
-    check_size(o.size)?;
-    if o.frames == 0 {
-        bail!("--frames must be at least 1");
-    }
     let topo = topology_args::load(&o.node.topology, o.devices)?;
     std::fs::create_dir_all(&o.out)
         .with_context(|| format!("cannot create output directory {}", o.out.display()))?;
@@ -80,6 +67,11 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
     })?;
     bar.finish_and_clear();
     crate::report::print(&report);
+    if o.verify {
+        let mut reference = ReferenceBoiling::new(o.size, o.size, BoilingParams::default());
+        reference.run(total);
+        crate::verify::require_field(o.node.backend, &reference.field, &run.sim.field()?, total)?;
+    }
     let json = write_report(&report, &o.out)?;
     let png = o.out.join("frame.png");
     write_png(&png, o.size, o.size, &run.sim.display_rgba()?)?;
@@ -97,12 +89,12 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
         );
     }
     let stages = o.out.join("stages");
-    crate::plot::stage_bars(
+    tessera_workloads::plot::stage_bars(
         &stages,
         &format!(
             "Time per stage, boiling {s}x{s}, page {p}, {d} device(s)",
             s = o.size,
-            p = o.page,
+            p = o.page.get(),
             d = o.devices
         ),
         "device",
@@ -126,7 +118,14 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
         crate::output::shown(&stages).display()
     );
     if o.residency_png {
-        for path in residency::write_all(&run, o, &o.out)? {
+        for path in residency::write_all(
+            &run,
+            o.size,
+            o.page.get(),
+            crate::measure::simulated_frames(o),
+            o.partition,
+            &o.out,
+        )? {
             println!("wrote {}", crate::output::shown(&path).display());
         }
     }

@@ -15,30 +15,31 @@
 use anyhow::{bail, Result};
 use clap::Args;
 use tessera_core::Coherence;
+use tessera_core::PageSize;
 use tessera_runtime::{Partition, Procedure};
 use tessera_workloads::boiling::modeled::Figures;
 
 use crate::lists::{parse_devices, List};
 use crate::measure::run_boiling;
-use crate::run::{check_size, progress};
+use crate::run::progress;
 use crate::sweep::check_points;
 use crate::{parse_partition, parse_procedure, topology_args, ModelKind, NodeOpts, RunOpts};
 
 #[derive(Args, Clone)]
 pub struct ScalingOpts {
     /// Field side in texels.
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long, default_value_t = 1024, value_parser = crate::parse_size)]
     size: u32,
     /// Page side P in texels.
-    #[arg(long, default_value_t = 64, value_parser = crate::parse_page)]
-    page: u32,
+    #[arg(long, default_value = "64", value_parser = crate::parse_page)]
+    page: PageSize,
     /// Device counts, from 1 to 64: a list such as 1,2,4,8 (`...` keeps doubling). The first
     /// is the base of the speed-up.
     #[arg(long, default_value = "1,2,4,8", value_parser = parse_devices)]
     devices: List,
     /// Measured frames per device count (on two nodes side by side: devices together, and one
     /// at a time for the model).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     frames: u32,
     /// Frames run first at every count and counted nowhere (pages move in on the first).
     #[arg(long, default_value_t = 1)]
@@ -52,7 +53,7 @@ pub struct ScalingOpts {
     #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
     procedure: Procedure,
     /// How each pass's domain is split across devices.
-    #[arg(long, default_value = "rows", value_parser = parse_partition())]
+    #[arg(long = "split", alias = "partition", default_value = "rows", value_parser = parse_partition())]
     partition: Partition,
     /// With `--coherence owned`: also run every count under the paper's write-home rule, in
     /// the same rounds, and print both rules' busiest link and speed-up side by side (on or
@@ -71,10 +72,6 @@ fn ms_list(v: &[f64]) -> String {
 }
 
 pub fn scaling(o: &ScalingOpts) -> Result<()> {
-    check_size(o.size)?;
-    if o.frames == 0 {
-        bail!("--frames must be at least 1");
-    }
     let points: Vec<RunOpts> = o
         .devices
         .0
@@ -91,6 +88,7 @@ pub fn scaling(o: &ScalingOpts) -> Result<()> {
             warmup: o.warmup,
             residency_png: false,
             gif_every: 0,
+            verify: false,
             cluster: Default::default(),
         })
         .collect();
@@ -170,7 +168,7 @@ pub fn scaling(o: &ScalingOpts) -> Result<()> {
         o.warmup,
         o.rounds,
         s = o.size,
-        p = o.page,
+        p = o.page.get(),
     );
     println!("modeled ms/frame = slowest device's work alone + busiest link + memory manager (all per frame)");
     println!(

@@ -2,6 +2,7 @@
 //! (tessera_workloads::stencil) in its access versions; the machinery is [`crate::halo`]'s.
 
 use std::path::PathBuf;
+use tessera_core::PageSize;
 
 use anyhow::Result;
 use clap::Args;
@@ -25,7 +26,7 @@ pub struct StencilOpts {
     #[arg(long, default_value = "z", value_parser = parse_split)]
     split: Axis,
     /// Number of devices.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = crate::parse_device_count)]
     devices: usize,
     /// explicit (private slabs and hand-written halo copies), migrate (one shared field,
     /// demand paging) or remote (needs the runtime's remote access mode).
@@ -33,14 +34,14 @@ pub struct StencilOpts {
     access: Access,
     /// Measured time steps (run twice in the isolated model: together, then one device at a
     /// time).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     steps: u32,
     /// Steps run first and counted nowhere (the pages move in on the first).
     #[arg(long, default_value_t = 1)]
     warmup: u32,
     /// Texture page side P: a power of two (the field is N × N² texels, slices stacked).
-    #[arg(long, default_value_t = 32, value_parser = crate::parse_page)]
-    page: u32,
+    #[arg(long, default_value = "32", value_parser = crate::parse_page)]
+    page: PageSize,
     /// How passes get their pages; default two-pass for migrate, relaunch for explicit and
     /// remote (docs/EVALUATION.md says why).
     #[arg(long, value_parser = parse_procedure())]
@@ -63,13 +64,13 @@ pub fn run(o: &StencilOpts) -> Result<()> {
         split: o.split,
         devices: o.devices,
         access: o.access,
-        page: o.page,
+        page: o.page.get(),
         steps: o.steps,
         warmup: o.warmup,
         procedure: o.procedure,
-        node: o.node.clone(),
+        model: o.node.model.into(),
     };
-    crate::halo::run_one(&s, &o.out, o.verify)
+    crate::halo::run_one(&s, &o.node, &o.out, o.verify)
 }
 
 fn parse_halos(s: &str) -> Result<List, String> {
@@ -98,12 +99,12 @@ pub struct StencilSweepOpts {
     access: Accesses,
     #[arg(long, default_value = "z", value_parser = parse_split)]
     split: Axis,
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     steps: u32,
     #[arg(long, default_value_t = 1)]
     warmup: u32,
-    #[arg(long, default_value_t = 32, value_parser = crate::parse_page)]
-    page: u32,
+    #[arg(long, default_value = "32", value_parser = crate::parse_page)]
+    page: PageSize,
     /// How passes get their pages; default two-pass for migrate, relaunch otherwise.
     #[arg(long, value_parser = parse_procedure())]
     procedure: Option<Procedure>,
@@ -125,14 +126,14 @@ pub fn sweep(o: &StencilSweepOpts) -> Result<()> {
                     split: o.split,
                     devices: devices as usize,
                     access,
-                    page: o.page,
+                    page: o.page.get(),
                     steps: o.steps,
                     warmup: o.warmup,
                     procedure: o.procedure,
-                    node: o.node.clone(),
+                    model: o.node.model.into(),
                 });
             }
         }
     }
-    crate::halo::sweep(setups, "halo", &o.out)
+    crate::halo::sweep(setups, &o.node, "halo", &o.out)
 }

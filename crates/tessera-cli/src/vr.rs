@@ -7,35 +7,41 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use tessera_core::PageSize;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
-use tessera_model::Endpoint;
 use tessera_runtime::{Procedure, SystemConfig};
 use tessera_scene::Scene;
 use tessera_workloads::quake::map::camera_path;
 use tessera_workloads::quake::Camera;
+use tessera_workloads::raytrace::SceneSpec;
+use tessera_workloads::vr::figures::{link_model, Figures, FOLLOWED};
 use tessera_workloads::vr::render::{FrameMeasure, FrameReport};
 use tessera_workloads::vr::run::{summarise, Run as VrRun, Summary};
-use tessera_workloads::vr::{by_name, LinkModel, StereoOptions, NAMES};
+use tessera_workloads::vr::{by_name, reference_stereo, LinkModel, StereoOptions, NAMES};
 
-use crate::plot::{line_chart, LineChart, Series};
 use crate::report::write_png;
 use crate::run::progress;
-use crate::{parse_procedure, parse_threads, topology_args, BackendKind};
+use crate::{parse_procedure, parse_threads, BackendKind};
 
 /// The most GPMs: the `mcm-8` preset's.
 const MAX_GPMS: usize = 8;
 
 #[derive(Args, Clone)]
+#[command(group(clap::ArgGroup::new("source").required(true)))]
 pub struct SceneOpts {
-    /// Render this Quake 3 / OpenArena map (`oa_dm1`) along its camera path.
-    #[arg(long, value_name = "NAME", conflicts_with = "generated")]
+    /// The scene, drawn along its camera path: `generated[:N]` (the generated room with N × N
+    /// boxes, 3 by default; 0 is the bare room) or `openarena:MAP` (a Quake 3 / OpenArena map
+    /// from --pak-dir).
+    #[arg(long, value_parser = parse_scene, group = "source")]
+    scene: Option<SceneSpec>,
+    /// Shorthand for `--scene openarena:NAME`.
+    #[arg(long, value_name = "NAME", group = "source")]
     map: Option<String>,
-    /// Render the generated test scene with N × N boxes instead of a map (0: the bare room,
-    /// as `generated:0` elsewhere).
-    #[arg(long, value_name = "N")]
+    /// The older spelling of `--scene generated:N`.
+    #[arg(long, value_name = "N", hide = true, group = "source")]
     generated: Option<u32>,
     /// Where the map's pk3 files are.
     #[arg(long, value_name = "DIR", default_value = tessera_scene::DEFAULT_PAK_DIR)]
@@ -55,8 +61,8 @@ pub struct SceneOpts {
     #[arg(long, default_value_t = 240)]
     height: u32,
     /// Page side P in texels (atlas and framebuffers).
-    #[arg(long, default_value_t = 32, value_parser = crate::parse_page)]
-    page: u32,
+    #[arg(long, default_value = "32", value_parser = crate::parse_page)]
+    page: PageSize,
     /// How each pass gets its pages. Two-pass by default: a request pass, the pages, then
     /// the compute pass, so a piece's device work does not grow with fault-and-relaunch
     /// rounds (every frame misses every page it samples, since GPMs keep no texture page
@@ -82,11 +88,15 @@ pub struct VrOpts {
     #[arg(long = "devices", visible_alias = "gpms", value_name = "N", default_value_t = 4, value_parser = parse_gpms)]
     gpms: usize,
     /// Bandwidth of each inter-GPM link, one direction, GB/s (OO-VR: 64).
-    #[arg(long, default_value_t = 64.0)]
+    #[arg(long, default_value_t = 64.0, value_parser = crate::parse_positive)]
     link_gbps: f64,
     /// Output directory.
     #[arg(long, default_value = "out/vr")]
     pub(crate) out: PathBuf,
+    /// Also draw the last stereo frame with the unpaged rasterizer and compare pixel for
+    /// pixel; a difference fails the command and writes nothing.
+    #[arg(long)]
+    verify: bool,
 }
 
 #[derive(Args, Clone)]
@@ -105,16 +115,19 @@ pub struct VrSweepOpts {
 
 /// The scene, its camera path and its name in reports.
 fn load_scene(o: &SceneOpts) -> Result<(Scene, Vec<Camera>, String)> {
-    if o.frames == 0 {
-        bail!("--frames must be at least 1");
-    }
-    let (scene, name) = match (&o.map, o.generated) {
-        (Some(name), _) => (
-            Scene::load_map(&o.pak_dir, name).with_context(|| format!("cannot load map {name}"))?,
+    let spec = match (&o.scene, &o.map, o.generated) {
+        (Some(spec), _, _) => spec.clone(),
+        (None, Some(name), _) => SceneSpec::OpenArena(name.clone()),
+        (None, None, Some(n)) => SceneSpec::Generated(n),
+        (None, None, None) => bail!("give a scene: --scene generated[:N]|openarena:MAP"),
+    };
+    let (scene, name) = match spec {
+        SceneSpec::OpenArena(name) => (
+            Scene::load_map(&o.pak_dir, &name)
+                .with_context(|| format!("cannot load map {name}"))?,
             format!("map:{name}"),
         ),
-        (None, Some(n)) => (Scene::generated(n), format!("generated:{n}")),
-        (None, None) => bail!("give a scene: --map NAME or --generated N"),
+        SceneSpec::Generated(n) => (Scene::generated(n), format!("generated:{n}")),
     };
     if scene.triangles.is_empty() {
         bail!("{name} has no surfaces to draw");
@@ -127,26 +140,6 @@ fn load_scene(o: &SceneOpts) -> Result<(Scene, Vec<Camera>, String)> {
     Ok((scene, cams, name))
 }
 
-/// The link model of `gpms` GPMs at `gbps`: the mcm preset's per-move latency and ROP rate.
-fn link_model(gpms: usize, gbps: f64) -> Result<LinkModel> {
-    if !(gbps.is_finite() && gbps > 0.0) {
-        bail!("--link-gbps must be a positive number (got {gbps})");
-    }
-    let preset = if gpms <= 4 { "mcm-4" } else { "mcm-8" };
-    let topo = topology_args::load(preset, gpms.max(2))?;
-    let latency = topo
-        .links()
-        .iter()
-        .find(|l| l.from == Endpoint::Device(0) && l.to == Endpoint::Device(1))
-        .map_or(0.0, |l| l.latency);
-    let gpm = topo.gpm().context("the mcm presets model GPU modules")?;
-    Ok(LinkModel {
-        bandwidth: gbps * 1e9,
-        latency,
-        rop_pixels_per_second: gpm.rop_pixels_per_second,
-    })
-}
-
 /// `--devices` of vr, read as clap reads every option (a bad one is a usage error).
 fn parse_gpms(s: &str) -> std::result::Result<usize, String> {
     match s.trim().parse::<usize>() {
@@ -155,11 +148,17 @@ fn parse_gpms(s: &str) -> std::result::Result<usize, String> {
     }
 }
 
-fn check_gpms(gpms: usize) -> Result<()> {
-    if gpms == 0 || gpms > MAX_GPMS {
-        bail!("--devices must be between 1 and {MAX_GPMS} (got {gpms})");
+fn stereo_options(o: &SceneOpts) -> StereoOptions {
+    StereoOptions {
+        width: o.width,
+        height: o.height,
+        page: o.page.get(),
+        procedure: o.procedure,
     }
-    Ok(())
+}
+
+fn parse_scene(s: &str) -> Result<SceneSpec, String> {
+    s.parse()
 }
 
 fn execute(
@@ -170,7 +169,6 @@ fn execute(
     gpms: usize,
     tick: impl FnMut(),
 ) -> Result<VrRun> {
-    check_gpms(gpms)?;
     let mut scheme = by_name(scheme)?;
     let (sys, _) = crate::backend::system(
         o.backend,
@@ -185,12 +183,7 @@ fn execute(
         scene,
         cams,
         scheme.as_mut(),
-        StereoOptions {
-            width: o.width,
-            height: o.height,
-            page: o.page,
-            procedure: o.procedure,
-        },
+        stereo_options(o),
         o.warmup,
         tick,
     )?)
@@ -255,6 +248,10 @@ pub fn run(o: &VrOpts) -> Result<()> {
     let bar = progress(cams.len() as u64, "vr");
     let run = execute(&o.scene, &scene, &cams, &o.scheme, o.gpms, || bar.inc(1))?;
     bar.finish_and_clear();
+    if let Some(cam) = cams.last().filter(|_| o.verify) {
+        let want = reference_stereo(&scene, cam, &stereo_options(&o.scene))?;
+        crate::verify::require_image(&want, &run.last_image)?;
+    }
     let summary = summarise(&run.frames, &link, o.gpms);
     let per_device = (0..o.gpms)
         .map(|d| VrDevice {
@@ -279,7 +276,7 @@ pub fn run(o: &VrOpts) -> Result<()> {
         backend: o.scene.backend.name(),
         adapter: &run.backend,
         devices: o.gpms,
-        page_size: o.scene.page,
+        page_size: o.scene.page.get(),
         frames: run.frames.len(),
         warmup_frames: o.scene.warmup,
         procedure: o.scene.procedure,
@@ -336,13 +333,6 @@ pub fn run(o: &VrOpts) -> Result<()> {
     Ok(())
 }
 
-/// The bandwidths of Fig. 17, GB/s.
-const BANDWIDTHS: [f64; 4] = [32.0, 64.0, 128.0, 256.0];
-/// The GPM counts of Fig. 18.
-const GPM_COUNTS: [usize; 4] = [1, 2, 4, 8];
-/// The schemes Figs 17–18 follow (the paper's three).
-const FOLLOWED: [&str; 3] = ["baseline", "object", "oo-vr"];
-
 pub fn sweep(o: &VrSweepOpts) -> Result<()> {
     let (scene, cams, name) = load_scene(&o.scene)?;
     std::fs::create_dir_all(&o.out)
@@ -398,24 +388,17 @@ pub fn sweep(o: &VrSweepOpts) -> Result<()> {
         runs.iter()
             .find(|r| r.0 == s && r.1 == g)
             .map(|r| r.2.as_slice())
-            .context("a planned run is missing")
     };
-    let l64 = link_model(4, 64.0)?;
-    let base = summarise(find("baseline", 4)?, &l64, 4);
+    let figures = Figures::of(find)?;
     println!(
         "vr sweep: {name}, {} stereo frames {}x{} per eye after {} warm-up, page {} [{backend}], median of {} run(s) per point; modeled latency = slowest GPM (device work alone + texture link) + composition",
         cams.len() - o.scene.warmup as usize,
         o.scene.width,
         o.scene.height,
         o.scene.warmup,
-        o.scene.page,
+        o.scene.page.get(),
         o.rounds
     );
-    // Fig 15 and 16.
-    let mut csv15 = String::from("scheme,latency_ms,frame_interval_ms,speedup,throughput_speedup,load_balance,prediction_error\n");
-    let mut csv16 =
-        String::from("scheme,texture_mib,composition_mib,total_mib,normalized_to_baseline\n");
-    let base_traffic = base.texture_mib + base.composition_mib;
     println!("Fig 15/16, 4 GPMs at 64 GB/s:");
     println!(
         "{:>9} {:>11} {:>9} {:>10} {:>9} {:>10} {:>10} {:>9} {:>8}",
@@ -429,145 +412,43 @@ pub fn sweep(o: &VrSweepOpts) -> Result<()> {
         "traffic",
         "pred err"
     );
-    let mut pts15 = Vec::new();
-    let mut pts16 = Vec::new();
-    for (i, s) in NAMES.iter().enumerate() {
-        let m = summarise(find(s, 4)?, &l64, 4);
-        let speedup = base.latency_ms / m.latency_ms;
-        let thru = base.latency_ms / m.frame_interval_ms;
-        let traffic = (m.texture_mib + m.composition_mib) / base_traffic.max(f64::MIN_POSITIVE);
+    for r in &figures.fig15 {
+        let m = &r.summary;
         let err = m
             .prediction_error
             .map_or("-".to_string(), |e| format!("{:.1}%", e * 100.0));
         println!(
-            "{s:>9} {:>11.2} {speedup:>9.2} {thru:>10.2} {:>9.2} {:>10.3} {:>10.3} {traffic:>9.2} {err:>8}",
-            m.latency_ms, m.load_balance, m.texture_mib, m.composition_mib
-        );
-        writeln!(
-            csv15,
-            "{s},{:.4},{:.4},{speedup:.4},{thru:.4},{:.4},{}",
+            "{:>9} {:>11.2} {:>9.2} {:>10.2} {:>9.2} {:>10.3} {:>10.3} {:>9.2} {err:>8}",
+            r.scheme,
             m.latency_ms,
-            m.frame_interval_ms,
+            r.speedup,
+            r.throughput,
             m.load_balance,
-            m.prediction_error
-                .map_or(String::new(), |e| format!("{e:.4}"))
-        )?;
-        writeln!(
-            csv16,
-            "{s},{:.4},{:.4},{:.4},{traffic:.4}",
             m.texture_mib,
             m.composition_mib,
-            m.texture_mib + m.composition_mib
-        )?;
-        pts15.push(Series {
-            name: s.to_string(),
-            points: vec![(i as f64 + 1.0, speedup)],
-            secondary: false,
-        });
-        pts16.push(Series {
-            name: s.to_string(),
-            points: vec![(i as f64 + 1.0, traffic)],
-            secondary: false,
-        });
+            r.traffic
+        );
     }
-    write(&o.out, "fig15.csv", &csv15)?;
-    write(&o.out, "fig16.csv", &csv16)?;
-    line_chart(
-        &o.out.join("fig15"),
-        &LineChart {
-            title: "Fig 15: speed-up over the baseline, 4 GPMs (modeled)",
-            x_label: "scheme (1 baseline … 7 oo-vr)",
-            y_label: "speed-up",
-            x_log2: false,
-            y_log: false,
-            series: pts15,
-        },
-    )?;
-    line_chart(
-        &o.out.join("fig16"),
-        &LineChart {
-            title: "Fig 16: inter-GPM traffic, normalized to the baseline",
-            x_label: "scheme (1 baseline … 7 oo-vr)",
-            y_label: "traffic / baseline's",
-            x_log2: false,
-            y_log: false,
-            series: pts16,
-        },
-    )?;
-    // Fig 17: the same 4-GPM runs under each link bandwidth.
-    let mut csv17 = String::from("scheme,link_gbps,latency_ms,speedup_vs_baseline_64\n");
-    let mut s17 = Vec::new();
     println!("Fig 17, 4 GPMs, speed-up over the baseline at 64 GB/s:");
-    for s in FOLLOWED {
-        let mut pts = Vec::new();
-        let mut line = format!("{s:>9}:");
-        for gbps in BANDWIDTHS {
-            let m = summarise(find(s, 4)?, &link_model(4, gbps)?, 4);
-            let sp = base.latency_ms / m.latency_ms;
-            writeln!(csv17, "{s},{gbps},{:.4},{sp:.4}", m.latency_ms)?;
+    for c in &figures.fig17 {
+        let mut line = format!("{:>9}:", c.scheme);
+        for (gbps, _, sp) in &c.points {
             let _ = write!(line, " {gbps} GB/s {sp:.2}");
-            pts.push((gbps, sp));
         }
         println!("{line}");
-        s17.push(Series {
-            name: s.to_string(),
-            points: pts,
-            secondary: false,
-        });
     }
-    write(&o.out, "fig17.csv", &csv17)?;
-    line_chart(
-        &o.out.join("fig17"),
-        &LineChart {
-            title: "Fig 17: speed-up against link bandwidth (modeled)",
-            x_label: "inter-GPM link, GB/s",
-            y_label: "speed-up over baseline at 64 GB/s",
-            x_log2: true,
-            y_log: false,
-            series: s17,
-        },
-    )?;
-    // Fig 18: GPM counts, against the single GPU.
-    let single = summarise(find("afr", 1)?, &link_model(1, 64.0)?, 1);
-    let mut csv18 = String::from("scheme,gpms,latency_ms,speedup_vs_single_gpu\n");
-    let mut s18 = Vec::new();
     println!(
         "Fig 18, speed-up over one GPU ({:.2} ms/frame), 64 GB/s:",
-        single.latency_ms
+        figures.single_ms
     );
-    for s in FOLLOWED {
-        let mut pts = Vec::new();
-        let mut line = format!("{s:>9}:");
-        for g in GPM_COUNTS {
-            let m = if g == 1 {
-                single.clone()
-            } else {
-                summarise(find(s, g)?, &link_model(g, 64.0)?, g)
-            };
-            let sp = single.latency_ms / m.latency_ms;
-            writeln!(csv18, "{s},{g},{:.4},{sp:.4}", m.latency_ms)?;
+    for c in &figures.fig18 {
+        let mut line = format!("{:>9}:", c.scheme);
+        for (g, _, sp) in &c.points {
             let _ = write!(line, " {g}: {sp:.2}");
-            pts.push((g as f64, sp));
         }
         println!("{line}");
-        s18.push(Series {
-            name: s.to_string(),
-            points: pts,
-            secondary: false,
-        });
     }
-    write(&o.out, "fig18.csv", &csv18)?;
-    line_chart(
-        &o.out.join("fig18"),
-        &LineChart {
-            title: "Fig 18: speed-up over one GPU against GPMs (modeled)",
-            x_label: "GPMs",
-            y_label: "speed-up",
-            x_log2: true,
-            y_log: false,
-            series: s18,
-        },
-    )?;
+    figures.write(&o.out)?;
     println!(
         "CSV and plots in {}",
         crate::output::shown(&o.out).display()

@@ -1,39 +1,19 @@
 //! The `tessera` binary as a user runs it.
 
+mod common;
+
+use common::{argv, fails, tessera};
+
 use std::process::Command;
 
 use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::reference::{checksum_hex, field_checksum, ReferenceBoiling};
 
-fn tessera(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
 #[test]
 fn run_boiling_writes_report_and_png_matching_the_reference() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
-    let o = tessera(&[
-        "run",
-        "boiling",
-        "--devices",
-        "3",
-        "--size",
-        "48",
-        "--page",
-        "8",
-        "--frames",
-        "4",
-        "--procedure",
-        "two-pass",
-        "--partition",
-        "tiles",
-        "--out",
-        out,
-    ]);
+    let o = tessera(&[argv("run boiling --devices 3 --size 48 --page 8 --frames 4 --procedure two-pass --split tiles --out"), vec![out]].concat());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap()).unwrap();
@@ -90,152 +70,87 @@ fn run_boiling_writes_report_and_png_matching_the_reference() {
 fn bad_input_is_a_clear_error_never_a_panic() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
-    let cases: &[(&[&str], &str)] = &[
-        (&["run", "volcano"], "unrecognized subcommand"),
-        (&["run", "boiling", "--warp-speed"], "unexpected argument"),
-        (&["run", "boiling", "--size", "0", "--out", out], "--size"),
+    // A `run boiling` line gets `--out` added, so nothing lands in the working folder.
+    let cases = [
+        ("run volcano", "unrecognized subcommand"),
+        ("run boiling --warp-speed", "unexpected argument"),
+        ("run boiling --size 0", "--size"),
+        ("run boiling --size 100000", "--size"),
+        ("run boiling --size -3", "error"),
+        ("run boiling --page 3", "power of two"),
         (
-            &["run", "boiling", "--size", "100000", "--out", out],
-            "--size",
-        ),
-        (&["run", "boiling", "--size", "-3", "--out", out], "error"),
-        (
-            &["run", "boiling", "--page", "3", "--out", out],
-            "power of two",
-        ),
-        (
-            &["run", "boiling", "--page", "1024", "--out", out],
+            "run boiling --page 1024",
             "larger than 512, the largest page side",
         ),
+        ("run boiling --size 16 --page 32", "larger than"),
         (
-            &[
-                "run", "boiling", "--size", "16", "--page", "32", "--out", out,
-            ],
-            "larger than",
-        ),
-        (
-            &[
-                "run",
-                "boiling",
-                "--size",
-                "4",
-                "--devices",
-                "5",
-                "--page",
-                "1",
-                "--out",
-                out,
-            ],
+            "run boiling --size 4 --devices 5 --page 1",
             "more devices than rows",
         ),
+        ("run boiling --devices 0", "device count"),
+        ("run boiling --devices 65", "device count"),
         (
-            &["run", "boiling", "--devices", "0", "--out", out],
-            "device count",
-        ),
-        (
-            &["run", "boiling", "--devices", "65", "--out", out],
-            "device count",
-        ),
-        (
-            &["run", "boiling", "--procedure", "three-pass", "--out", out],
+            "run boiling --procedure three-pass",
             "invalid value 'three-pass' for '--procedure",
         ),
         (
-            &["run", "boiling", "--partition", "diagonal", "--out", out],
-            "invalid value 'diagonal' for '--partition",
+            "run boiling --split diagonal",
+            "invalid value 'diagonal' for '--split",
         ),
+        ("run boiling --frames 0", "--frames"),
+        ("bench overhead --size 0", "--size"),
         (
-            &["run", "boiling", "--frames", "0", "--out", out],
-            "--frames",
-        ),
-        (&["bench", "overhead", "--size", "0"], "--size"),
-        (
-            &[
-                "run",
-                "boiling",
-                "--size",
-                "64",
-                "--page",
-                "8",
-                "--budget-mib",
-                "0",
-                "--frames",
-                "1",
-                "--out",
-                out,
-            ],
+            "run boiling --size 64 --page 8 --budget-mib 0 --frames 1",
             "budget must be more than 0",
         ),
+        ("run boiling --budget-mib=-1", "budget must be more than 0"),
+        ("run boiling --budget-mib lots", "not a number of MiB"),
         (
-            &["run", "boiling", "--budget-mib=-1", "--out", out],
-            "budget must be more than 0",
-        ),
-        (
-            &["run", "boiling", "--budget-mib", "lots", "--out", out],
-            "not a number of MiB",
-        ),
-        (
-            &["run", "boiling", "--policy", "mru", "--out", out],
+            "run boiling --policy mru",
             "invalid value 'mru' for '--policy",
         ),
         (
-            &["run", "boiling", "--thrashing", "panic", "--out", out],
+            "run boiling --thrashing panic",
             "invalid value 'panic' for '--thrashing",
         ),
         (
-            &["run", "boiling", "--prefetch", "all", "--out", out],
+            "run boiling --prefetch all",
             "invalid value 'all' for '--prefetch",
         ),
         (
-            &["run", "boiling", "--staging", "yes", "--out", out],
+            "run boiling --staging yes",
             "invalid value 'yes' for '--staging",
         ),
         (
-            &["run", "boiling", "--footprint-ahead", "maybe", "--out", out],
+            "run boiling --footprint-ahead maybe",
             "invalid value 'maybe' for '--footprint-ahead",
         ),
         // 1 KiB pages and a budget of one: boiling's kernels read one texture and write
         // another, so no invocation fits.
         (
-            &[
-                "run",
-                "boiling",
-                "--size",
-                "64",
-                "--page",
-                "16",
-                "--budget-mib",
-                "0.001",
-                "--frames",
-                "1",
-                "--out",
-                out,
-            ],
+            "run boiling --size 64 --page 16 --budget-mib 0.001 --frames 1",
             "needs at least 2 pages (2048 bytes) resident at once",
         ),
-        (&["bench", "oversubscription", "--ratios", "0.5"], "below 1"),
+        ("bench oversubscription --ratios 0.5", "below 1"),
         (
-            &["bench", "oversubscription", "--policy", "lru,belady"],
+            "bench oversubscription --policy lru,belady",
             "invalid value 'belady' for '--policy",
         ),
         (
-            &["bench", "oversubscription", "--prefetch", "off,uvm"],
+            "bench oversubscription --prefetch off,uvm",
             "invalid value 'uvm' for '--prefetch",
         ),
         (
-            &["bench", "oversubscription", "--staging", "off,async"],
+            "bench oversubscription --staging off,async",
             "invalid value 'async' for '--staging",
         ),
     ];
-    for (args, needle) in cases {
-        let o = tessera(args);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(!o.status.success(), "{args:?} should fail");
-        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
-        assert!(
-            err.contains(needle),
-            "{args:?}: expected {needle:?} in {err}"
-        );
+    for (line, needle) in cases {
+        let mut args = argv(line);
+        if line.starts_with("run boiling") {
+            args.extend(["--out", out]);
+        }
+        fails(&args, needle);
     }
 }
 
@@ -244,18 +159,13 @@ fn unwritable_output_directory_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("not-a-dir");
     std::fs::write(&file, b"keep me").unwrap();
-    let o = tessera(&[
-        "run",
-        "boiling",
-        "--size",
-        "8",
-        "--page",
-        "4",
-        "--frames",
-        "1",
-        "--out",
-        file.to_str().unwrap(),
-    ]);
+    let o = tessera(
+        &[
+            argv("run boiling --size 8 --page 4 --frames 1 --out"),
+            vec![file.to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("exists and is not a folder"));
     assert_eq!(
@@ -314,20 +224,11 @@ fn a_run_with_a_home_file_gives_the_same_field_and_removes_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().join("tessera.home");
     let checksum = |extra: &[&str], out: &str| {
-        let mut args = vec![
-            "run",
-            "boiling",
-            "--size",
-            "32",
-            "--page",
-            "8",
-            "--frames",
-            "2",
-            "--gif-every",
-            "0",
-            "--out",
-            out,
-        ];
+        let mut args = [
+            argv("run boiling --size 32 --page 8 --frames 2 --gif-every 0 --out"),
+            vec![out],
+        ]
+        .concat();
         args.extend(extra);
         let o = tessera(&args);
         assert!(
@@ -415,22 +316,15 @@ fn absurd_thread_counts_are_refused_before_any_work() {
 fn small_machines_may_oversubscribe_and_zero_threads_means_one_per_core() {
     for (threads, want) in [("64", Some(64)), ("0", None)] {
         let dir = tempfile::tempdir().unwrap();
-        let o = tessera(&[
-            "run",
-            "boiling",
-            "--size",
-            "16",
-            "--page",
-            "8",
-            "--frames",
-            "1",
-            "--threads",
-            threads,
-            "--gif-every",
-            "0",
-            "--out",
-            dir.path().to_str().unwrap(),
-        ]);
+        let o = tessera(
+            &[
+                argv("run boiling --size 16 --page 8 --frames 1 --threads"),
+                vec![threads],
+                argv("--gif-every 0 --out"),
+                vec![dir.path().to_str().unwrap()],
+            ]
+            .concat(),
+        );
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let report: serde_json::Value =
             serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap())
@@ -446,22 +340,13 @@ fn run_writes_an_animation_of_the_display() {
     use image::AnimationDecoder;
 
     let dir = tempfile::tempdir().unwrap();
-    let o = tessera(&[
-        "run",
-        "boiling",
-        "--size",
-        "32",
-        "--page",
-        "8",
-        "--warmup",
-        "1",
-        "--frames",
-        "4",
-        "--gif-every",
-        "2",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let o = tessera(
+        &[
+            argv("run boiling --size 32 --page 8 --warmup 1 --frames 4 --gif-every 2 --out"),
+            vec![dir.path().to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let file = std::fs::File::open(dir.path().join("frames.gif")).unwrap();
     let frames = image::codecs::gif::GifDecoder::new(std::io::BufReader::new(file))
@@ -482,20 +367,13 @@ fn run_writes_an_animation_of_the_display() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("frames.gif (3 frame(s)"));
 
     let none = tempfile::tempdir().unwrap();
-    let o = tessera(&[
-        "run",
-        "boiling",
-        "--size",
-        "16",
-        "--page",
-        "8",
-        "--frames",
-        "2",
-        "--gif-every",
-        "0",
-        "--out",
-        none.path().to_str().unwrap(),
-    ]);
+    let o = tessera(
+        &[
+            argv("run boiling --size 16 --page 8 --frames 2 --gif-every 0 --out"),
+            vec![none.path().to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(none.path().join("frame.png").exists());
     assert!(!none.path().join("frames.gif").exists());
@@ -504,20 +382,13 @@ fn run_writes_an_animation_of_the_display() {
 #[test]
 fn sweep_legends_name_the_backend_that_ran() {
     let dir = tempfile::tempdir().unwrap();
-    let o = tessera(&[
-        "sweep",
-        "devices",
-        "--size",
-        "16",
-        "--page",
-        "8",
-        "--devices",
-        "1,2",
-        "--frames",
-        "1",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let o = tessera(
+        &[
+            argv("sweep devices --size 16 --page 8 --devices 1,2 --frames 1 --out"),
+            vec![dir.path().to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let svg = std::fs::read_to_string(dir.path().join("speedup.svg")).unwrap();
     assert!(svg.contains("measured (cpu)"), "{svg}");
@@ -528,30 +399,19 @@ fn an_oversubscribed_run_evicts_and_gives_the_resident_field() {
     let dir = tempfile::tempdir().unwrap();
     let run = |sub: &str, budget: &str, prefetch: &str, staging: &str| -> serde_json::Value {
         let out = dir.path().join(sub);
-        let o = tessera(&[
-            "run",
-            "boiling",
-            "--devices",
-            "2",
-            "--size",
-            "64",
-            "--page",
-            "8",
-            "--frames",
-            "3",
-            "--budget-mib",
-            budget,
-            "--policy",
-            "clock",
-            "--prefetch",
-            prefetch,
-            "--staging",
-            staging,
-            "--gif-every",
-            "0",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let o = tessera(
+            &[
+                argv("run boiling --devices 2 --size 64 --page 8 --frames 3 --budget-mib"),
+                vec![budget],
+                argv("--policy clock --prefetch"),
+                vec![prefetch],
+                argv("--staging"),
+                vec![staging],
+                argv("--gif-every 0 --out"),
+                vec![out.to_str().unwrap()],
+            ]
+            .concat(),
+        );
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
     };
@@ -581,28 +441,7 @@ fn an_oversubscribed_run_evicts_and_gives_the_resident_field() {
 #[test]
 fn bench_oversubscription_prints_its_table_and_writes_csv_and_plot() {
     let dir = tempfile::tempdir().unwrap();
-    let o = tessera(&[
-        "bench",
-        "oversubscription",
-        "--size",
-        "32",
-        "--page",
-        "8",
-        "--frames",
-        "1",
-        "--rounds",
-        "1",
-        "--ratios",
-        "1.5,4",
-        "--policy",
-        "lru,fifo",
-        "--prefetch",
-        "off,tree",
-        "--staging",
-        "off,on",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let o = tessera(&[argv("bench oversubscription --size 32 --page 8 --frames 1 --rounds 1 --ratios 1.5,4 --policy lru,fifo --prefetch off,tree --staging off,on --out"), vec![dir.path().to_str().unwrap()]].concat());
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(stdout.contains("every field checksum equals the resident run's"));
@@ -688,7 +527,7 @@ fn help_lists_possible_values_and_every_topology_preset() {
         assert!(flat.contains(preset), "{preset} missing from {help}");
     }
     // A value outside the list is a usage error (exit 2) that names the list.
-    let o = tessera(&["run", "boiling", "--partition", "diagonal"]);
+    let o = tessera(&["run", "boiling", "--split", "diagonal"]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("rows, cols, tiles"), "{err}");
@@ -703,24 +542,17 @@ fn frames_n_is_n_frames_in_either_model() {
     for model in ["isolated", "concurrent"] {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
-        let o = tessera(&[
-            "run",
-            "boiling",
-            "--devices",
-            "2",
-            "--size",
-            "64",
-            "--page",
-            "16",
-            "--frames",
-            "7",
-            "--gif-every",
-            "0",
-            "--model",
-            model,
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let o = tessera(
+            &[
+                argv(
+                    "run boiling --devices 2 --size 64 --page 16 --frames 7 --gif-every 0 --model",
+                ),
+                vec![model],
+                argv("--out"),
+                vec![out.to_str().unwrap()],
+            ]
+            .concat(),
+        );
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let report: serde_json::Value =
             serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
@@ -746,22 +578,13 @@ fn frames_n_is_n_frames_in_either_model() {
 fn a_page_that_does_not_divide_the_field_gives_partial_edge_pages() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let o = tessera(&[
-        "run",
-        "boiling",
-        "--devices",
-        "2",
-        "--size",
-        "100",
-        "--page",
-        "32",
-        "--frames",
-        "3",
-        "--gif-every",
-        "0",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = tessera(
+        &[
+            argv("run boiling --devices 2 --size 100 --page 32 --frames 3 --gif-every 0 --out"),
+            vec![out.to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();

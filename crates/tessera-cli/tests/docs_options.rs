@@ -147,7 +147,7 @@ fn the_check_sees_an_option_that_does_not_exist() {
     let run = help(&["run".into(), "boiling".into()]);
     assert!(accepts(&run, "--page"));
     assert!(!accepts(&run, "--pag"));
-    assert!(!accepts(&run, "--verify"));
+    assert!(!accepts(&run, "--filter-access"));
     assert_eq!(
         options("a --page-size 3 --x -- --b"),
         ["--page-size", "--x", "--b"]

@@ -1,16 +1,11 @@
 //! `tessera run stencil|convolution` and their sweeps as a user runs them: results equal the
 //! plain reference, reports hold what they promise, bad input is a clear error, never a panic.
 
-use std::process::Command;
+mod common;
+
+use common::{argv, fails, report, tessera};
 
 use tessera_workloads::{convolution, stencil};
-
-fn tessera(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
 
 fn checksum(v: &[f32]) -> String {
     // FNV-1a over the f32 bits, written here from its definition.
@@ -20,10 +15,6 @@ fn checksum(v: &[f32]) -> String {
         h = h.wrapping_mul(0x100000001b3);
     }
     format!("{h:016x}")
-}
-
-fn report(dir: &std::path::Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap()
 }
 
 #[test]
@@ -37,27 +28,17 @@ fn run_stencil_in_every_version_equals_the_reference() {
         ("remote", "y"),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let o = tessera(&[
-            "run",
-            "stencil",
-            "--size",
-            "16",
-            "--halo",
-            "2",
-            "--devices",
-            "4",
-            "--split",
-            split,
-            "--access",
-            access,
-            "--steps",
-            "2",
-            "--page",
-            "8",
-            "--verify",
-            "--out",
-            dir.path().to_str().unwrap(),
-        ]);
+        let o = tessera(
+            &[
+                argv("run stencil --size 16 --halo 2 --devices 4 --split"),
+                vec![split],
+                argv("--access"),
+                vec![access],
+                argv("--steps 2 --page 8 --verify --out"),
+                vec![dir.path().to_str().unwrap()],
+            ]
+            .concat(),
+        );
         let stdout = String::from_utf8_lossy(&o.stdout);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         assert!(stdout.contains("equals the plain single-device reference"));
@@ -104,26 +85,17 @@ fn run_convolution_equals_the_reference() {
         ("remote", "remote"),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let o = tessera(&[
-            "run",
-            "convolution",
-            "--filter-access",
-            filter_access,
-            "--size",
-            "32",
-            "--filter",
-            "7",
-            "--devices",
-            "2",
-            "--access",
-            access,
-            "--steps",
-            "1",
-            "--page",
-            "8",
-            "--out",
-            dir.path().to_str().unwrap(),
-        ]);
+        let o = tessera(
+            &[
+                argv("run convolution --filter-access"),
+                vec![filter_access],
+                argv("--size 32 --filter 7 --devices 2 --access"),
+                vec![access],
+                argv("--steps 1 --page 8 --out"),
+                vec![dir.path().to_str().unwrap()],
+            ]
+            .concat(),
+        );
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let r = report(dir.path());
         assert_eq!(r["checksum"], want.as_str(), "{access}");
@@ -134,24 +106,7 @@ fn run_convolution_equals_the_reference() {
 #[test]
 fn sweep_stencil_writes_csv_and_plot_and_skips_impossible_points() {
     let dir = tempfile::tempdir().unwrap();
-    let o = tessera(&[
-        "sweep",
-        "stencil",
-        "--size",
-        "16",
-        "--halo",
-        "2,8",
-        "--devices",
-        "1,4",
-        "--access",
-        "explicit,migrate",
-        "--steps",
-        "1",
-        "--page",
-        "8",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let o = tessera(&[argv("sweep stencil --size 16 --halo 2,8 --devices 1,4 --access explicit,migrate --steps 1 --page 8 --out"), vec![dir.path().to_str().unwrap()]].concat());
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     // Halo 8 on 4 devices of 16: slabs of 4 are thinner than the halo.
@@ -165,93 +120,50 @@ fn sweep_stencil_writes_csv_and_plot_and_skips_impossible_points() {
 
 #[test]
 fn bad_input_is_a_clear_error_never_a_panic() {
-    let cases: &[(&[&str], &str)] = &[
+    let cases = [
         (
-            &[
-                "run",
-                "stencil",
-                "--size",
-                "16",
-                "--halo",
-                "8",
-                "--devices",
-                "4",
-            ],
+            "run stencil --size 16 --halo 8 --devices 4",
             "larger than a device's slab",
         ),
         (
-            &[
-                "run",
-                "stencil",
-                "--size",
-                "18",
-                "--devices",
-                "4",
-                "--halo",
-                "2",
-            ],
+            "run stencil --size 18 --devices 4 --halo 2",
             "multiple of the device count",
         ),
+        ("run stencil --size 16 --halo 0", "halo must be at least 1"),
+        ("run stencil --access shared", "unknown access mode"),
+        ("run stencil --split w", "unknown split"),
         (
-            &["run", "stencil", "--size", "16", "--halo", "0"],
-            "halo must be at least 1",
-        ),
-        (
-            &["run", "stencil", "--access", "shared"],
-            "unknown access mode",
-        ),
-        (&["run", "stencil", "--split", "w"], "unknown split"),
-        (
-            &["run", "stencil", "--size", "1000"],
+            "run stencil --size 1000",
             "--size must be between 1 and 512",
         ),
+        ("run stencil --size 16 --page 12", "power of two"),
         (
-            &["run", "stencil", "--size", "16", "--page", "12"],
-            "power of two",
-        ),
-        (
-            &["run", "convolution", "--size", "32", "--filter", "4"],
+            "run convolution --size 32 --filter 4",
             "filter size must be odd",
         ),
         (
-            &["run", "convolution", "--filter-access", "bogus"],
+            "run convolution --filter-access bogus",
             "possible values: replicate, remote, remote-cached",
         ),
         (
-            &["run", "convolution", "--size", "32", "--split", "z"],
+            "run convolution --size 32 --split z",
             "needs a grid with more than one cell along z",
         ),
         (
-            &[
-                "run",
-                "convolution",
-                "--size",
-                "32",
-                "--access",
-                "explicit",
-                "--filter-access",
-                "remote",
-            ],
+            "run convolution --size 32 --access explicit --filter-access remote",
             "replicates the filter by hand",
         ),
         (
-            &["run", "convolution", "--size", "30", "--devices", "4"],
+            "run convolution --size 30 --devices 4",
             "multiple of the device count",
         ),
+        ("sweep convolution --filter 3,6", "filter size must be odd"),
         (
-            &["sweep", "convolution", "--filter", "3,6"],
-            "filter size must be odd",
-        ),
-        (
-            &["sweep", "stencil", "--access", "explicit,bogus"],
+            "sweep stencil --access explicit,bogus",
             "unknown access mode",
         ),
     ];
-    for (args, want) in cases {
-        let o = tessera(args);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(!o.status.success(), "{args:?} succeeded");
-        assert!(err.contains(want), "{args:?}: {err}");
-        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    for (line, want) in cases {
+        fails(&argv(line), want);
     }
 }

@@ -1,14 +1,11 @@
 //! `tessera litmus` as a user runs it: the shipped tests, a broken protocol, bad files.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
 
-fn tessera(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
+use common::tessera;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
 
 fn shipped(name: &str) -> String {
     litmus_dir()

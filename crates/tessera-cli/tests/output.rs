@@ -4,29 +4,11 @@
 //! results already in `--out` are refused without `--force` and replaced with it; and an
 //! interrupted run (SIGINT) leaves nothing either.
 
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+mod common;
 
-fn tessera(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
+use common::{argv, listing, stderr, tessera};
 
-/// Everything in `dir`, names only, sorted: what a failed run must leave unchanged.
-fn listing(dir: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    v.sort();
-    v
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use std::process::{Command, Stdio};
 
 #[test]
 fn a_failed_run_writes_nothing() {
@@ -128,20 +110,13 @@ fn earlier_results_are_refused_without_force_and_replaced_with_it() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let run = |frames: &str, force: bool| {
-        let mut a = vec![
-            "run",
-            "boiling",
-            "--size",
-            "64",
-            "--page",
-            "32",
-            "--frames",
-            frames,
-            "--gif-every",
-            "0",
-            "--out",
-            out.to_str().unwrap(),
-        ];
+        let mut a = [
+            argv("run boiling --size 64 --page 32 --frames"),
+            vec![frames],
+            argv("--gif-every 0 --out"),
+            vec![out.to_str().unwrap()],
+        ]
+        .concat();
         if force {
             a.push("--force");
         }
@@ -155,17 +130,14 @@ fn earlier_results_are_refused_without_force_and_replaced_with_it() {
     assert!(stderr(&again).contains("--force"), "{}", stderr(&again));
     assert_eq!(std::fs::read(out.join("report.json")).unwrap(), report);
     // A failing forced run keeps the earlier results too.
-    let failing = tessera(&[
-        "run",
-        "boiling",
-        "--size",
-        "64",
-        "--page",
-        "30",
-        "--out",
-        out.to_str().unwrap(),
-        "--force",
-    ]);
+    let failing = tessera(
+        &[
+            argv("run boiling --size 64 --page 30 --out"),
+            vec![out.to_str().unwrap()],
+            argv("--force"),
+        ]
+        .concat(),
+    );
     assert_eq!(failing.status.code(), Some(2));
     assert_eq!(std::fs::read(out.join("report.json")).unwrap(), report);
     let forced = run("2", true);

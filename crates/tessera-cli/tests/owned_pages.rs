@@ -4,41 +4,27 @@
 //! `--coherence write-home`, writes them home every frame. On wgpu (lavapipe in CI) the
 //! boundary pages then cost no read-back to the host.
 
-use std::process::Command;
+mod common;
 
-fn tessera(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
+use common::{argv, tessera};
 
 /// `run boiling` at 512², page 64, 10 frames after 2 of warm-up, no GIF.
 fn boiling(backend: &str, devices: usize, coherence: &str) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
     let devices = devices.to_string();
-    let o = tessera(&[
-        "run",
-        "boiling",
-        "--backend",
-        backend,
-        "--devices",
-        &devices,
-        "--size",
-        "512",
-        "--page",
-        "64",
-        "--frames",
-        "10",
-        "--warmup",
-        "2",
-        "--gif-every",
-        "0",
-        "--coherence",
-        coherence,
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let o = tessera(
+        &[
+            argv("run boiling --backend"),
+            vec![backend],
+            argv("--devices"),
+            vec![&devices],
+            argv("--size 512 --page 64 --frames 10 --warmup 2 --gif-every 0 --coherence"),
+            vec![coherence],
+            argv("--out"),
+            vec![dir.path().to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap()).unwrap()
 }

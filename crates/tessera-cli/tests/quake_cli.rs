@@ -1,13 +1,8 @@
 //! `tessera run quake` and `tessera trace replay` as a user runs them.
 
-use std::process::Command;
+mod common;
 
-fn tessera(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
+use common::{argv, fails, tessera};
 
 fn csv(path: &std::path::Path) -> Vec<(u64, u64, u64)> {
     std::fs::read_to_string(path)
@@ -26,34 +21,7 @@ fn run_quake_writes_its_files_and_replay_matches_them() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let trace = dir.path().join("t.trace");
-    let o = tessera(&[
-        "run",
-        "quake",
-        "--frames",
-        "6",
-        "--devices",
-        "2",
-        "--split",
-        "left-right",
-        "--page",
-        "16",
-        "--width",
-        "80",
-        "--height",
-        "60",
-        "--out",
-        out.to_str().unwrap(),
-        "--trace",
-        trace.to_str().unwrap(),
-        "--png-every",
-        "2",
-        "--residency-png",
-        "--procedure",
-        "two-pass",
-        "--drop-unused",
-        "--initial-placement",
-        "random",
-    ]);
+    let o = tessera(&[argv("run quake --frames 6 --devices 2 --split left-right --page 16 --width 80 --height 60 --out"), vec![out.to_str().unwrap()], argv("--trace"), vec![trace.to_str().unwrap()], argv("--png-every 2 --residency-png --procedure two-pass --drop-unused --initial-placement random")].concat());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for f in [
         "report.json",
@@ -104,17 +72,15 @@ fn run_quake_writes_its_files_and_replay_matches_them() {
     assert_eq!(csv(&replay_csv), rows);
     // A page-size sweep on one device (the strips merged) writes its CSV and plots.
     let sweep = dir.path().join("sweep");
-    let o = tessera(&[
-        "trace",
-        "replay",
-        trace.to_str().unwrap(),
-        "--pages",
-        "4,16,64",
-        "--devices",
-        "1",
-        "--out",
-        sweep.to_str().unwrap(),
-    ]);
+    let o = tessera(
+        &[
+            argv("trace replay"),
+            vec![trace.to_str().unwrap()],
+            argv("--pages 4,16,64 --devices 1 --out"),
+            vec![sweep.to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let lines = std::fs::read_to_string(sweep.join("sweep.csv")).unwrap();
     assert_eq!(lines.lines().count(), 4, "{lines}");
@@ -123,15 +89,15 @@ fn run_quake_writes_its_files_and_replay_matches_them() {
     }
     // Replay's folders obey the rule of every command: results already there are refused
     // without --force, and a replay that fails leaves no folder and no partial one.
-    let again = tessera(&[
-        "trace",
-        "replay",
-        trace.to_str().unwrap(),
-        "--pages",
-        "4,16",
-        "--out",
-        sweep.to_str().unwrap(),
-    ]);
+    let again = tessera(
+        &[
+            argv("trace replay"),
+            vec![trace.to_str().unwrap()],
+            argv("--pages 4,16 --out"),
+            vec![sweep.to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert_eq!(again.status.code(), Some(1));
     assert_eq!(
         std::fs::read_to_string(sweep.join("sweep.csv")).unwrap(),
@@ -139,15 +105,15 @@ fn run_quake_writes_its_files_and_replay_matches_them() {
     );
     let before: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     let failed = dir.path().join("failed");
-    let o = tessera(&[
-        "trace",
-        "replay",
-        trace.to_str().unwrap(),
-        "--devices",
-        "3",
-        "--out",
-        failed.to_str().unwrap(),
-    ]);
+    let o = tessera(
+        &[
+            argv("trace replay"),
+            vec![trace.to_str().unwrap()],
+            argv("--devices 3 --out"),
+            vec![failed.to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert_eq!(
         o.status.code(),
         Some(1),
@@ -163,25 +129,21 @@ fn bad_input_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let out = out.to_str().unwrap();
-    for (args, says) in [
-        (vec!["--width", "0"], "--width"),
-        (vec!["--height", "5000"], "--height"),
-        (vec!["--frames", "0"], "--frames"),
-        (vec!["--page", "3"], "page"),
-        (vec!["--split", "diagonal"], "split"),
-        (vec!["--devices", "0"], "device"),
+    for (extra, says) in [
+        ("--width 0", "--width"),
+        ("--height 5000", "--height"),
+        ("--frames 0", "--frames"),
+        ("--page 3", "page"),
+        ("--split diagonal", "split"),
+        ("--devices 0", "device"),
         (
-            vec!["--clear-each-frame", "--initial-placement", "random"],
+            "--clear-each-frame --initial-placement random",
             "do not go together",
         ),
     ] {
-        let mut a = vec!["run", "quake", "--frames", "1", "--out", out];
-        a.extend(args.iter());
-        let o = tessera(&a);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(!o.status.success(), "{args:?} succeeded");
-        assert!(err.contains(says), "{args:?}: {err}");
-        assert!(!err.contains("panicked"), "{err}");
+        let mut a = argv(extra);
+        a.extend(["--out", out]);
+        fails(&[&argv("run quake"), &a[..]].concat(), says);
     }
     // Trace files: missing, not a trace, another version, truncated.
     let missing = dir.path().join("none.trace");
@@ -193,22 +155,15 @@ fn bad_input_is_a_clear_error() {
     let o = tessera(&["trace", "replay", junk.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a tessera trace"));
     let good = dir.path().join("good.trace");
-    let o = tessera(&[
-        "run",
-        "quake",
-        "--frames",
-        "2",
-        "--width",
-        "32",
-        "--height",
-        "24",
-        "--page",
-        "8",
-        "--out",
-        out,
-        "--trace",
-        good.to_str().unwrap(),
-    ]);
+    let o = tessera(
+        &[
+            argv("run quake --frames 2 --width 32 --height 24 --page 8 --out"),
+            vec![out],
+            argv("--trace"),
+            vec![good.to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let bytes = std::fs::read(&good).unwrap();
     let mut v2 = bytes.clone();

@@ -2,38 +2,13 @@
 //! no OpenArena files are needed) renders the same image as the generated scene itself, at
 //! any budget and device count; bad input fails with a clear message and writes nothing.
 
-use std::io::Cursor;
+mod common;
+
+use common::{argv, outcome, write_pk3};
+
 use std::path::Path;
-use std::process::{Command, Output};
 
-use image::{ImageFormat, RgbaImage};
-use tessera_scene::{bsp, pk3, Scene};
-
-fn tessera(args: &[&str]) -> (bool, String, String) {
-    let o: Output = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("the binary runs");
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-/// `Scene::generated(n)` as a pk3 with `bsp` in place of its BSP (its own when `None`).
-fn write_pk3(dir: &Path, file: &str, n: u32, bsp_bytes: Option<Vec<u8>>) {
-    let scene = Scene::generated(n);
-    let bsp_bytes = bsp_bytes.unwrap_or_else(|| bsp::write(&scene));
-    let mut files = vec![(format!("maps/{}.bsp", scene.name), bsp_bytes)];
-    for t in &scene.textures {
-        let img = RgbaImage::from_raw(t.width, t.height, t.rgba.clone()).unwrap();
-        let mut tga = Cursor::new(Vec::new());
-        img.write_to(&mut tga, ImageFormat::Tga).unwrap();
-        files.push((format!("{}.tga", t.name), tga.into_inner()));
-    }
-    std::fs::write(dir.join(file), pk3::write(&files).unwrap()).unwrap();
-}
+use tessera_scene::{bsp, Scene};
 
 const SMALL: [&str; 8] = [
     "--width",
@@ -54,7 +29,7 @@ fn report(out: &Path) -> serde_json::Value {
 fn a_map_renders_as_the_generated_scene_at_any_budget() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
-    write_pk3(dir.path(), "pak0.pk3", 2, None);
+    write_pk3(dir.path(), "pak0.pk3", 2, None, &[]);
     let run = |name: &str, extra: &[&str]| -> serde_json::Value {
         let out = dir.path().join(name);
         let o = out.to_str().unwrap();
@@ -64,7 +39,7 @@ fn a_map_renders_as_the_generated_scene_at_any_budget() {
             extra,
         ]
         .concat();
-        let (ok, stdout, err) = tessera(&args);
+        let (ok, stdout, err) = outcome(&args);
         assert!(ok, "{stdout}\n{err}");
         assert!(
             stdout.contains("relaunched") && stdout.contains("wrote"),
@@ -79,16 +54,7 @@ fn a_map_renders_as_the_generated_scene_at_any_budget() {
     // 8 pages of 1 KiB per device: far below the frame's pages.
     let small = run(
         "small",
-        &[
-            "--scene",
-            "openarena:generated-2",
-            "--devices",
-            "2",
-            "--budget-mib",
-            "0.0078125",
-            "--policy",
-            "clock",
-        ],
+        &argv("--scene openarena:generated-2 --devices 2 --budget-mib 0.0078125 --policy clock"),
     );
     assert_eq!(map["scene"], "generated-2");
     assert_eq!(small["devices"], 2);
@@ -137,7 +103,7 @@ fn bad_input_fails_clearly_and_writes_nothing() {
             extra,
         ]
         .concat();
-        let (ok, stdout, err) = tessera(&args);
+        let (ok, stdout, err) = outcome(&args);
         assert!(!ok, "{extra:?} succeeded: {stdout}");
         assert!(err.contains(want), "{extra:?}: no {want:?} in {err}");
         assert!(!out.exists(), "{extra:?} wrote {}", out.display());
@@ -148,14 +114,14 @@ fn bad_input_fails_clearly_and_writes_nothing() {
         &["--scene", "openarena:oa_dm1"],
         "does not exist",
     );
-    write_pk3(dir.path(), "pak0.pk3", 1, None);
+    write_pk3(dir.path(), "pak0.pk3", 1, None, &[]);
     fails(d, &["--scene", "openarena:oa_dm1"], "map oa_dm1 not found");
 
     // Truncated: the BSP cut in half, so its lumps reach past its end.
     let sub = |name: &str, bytes: Vec<u8>| {
         let p = dir.path().join(name);
         std::fs::create_dir_all(&p).unwrap();
-        write_pk3(&p, "pak0.pk3", 1, Some(bytes));
+        write_pk3(&p, "pak0.pk3", 1, Some(bytes), &[]);
         p.to_str().unwrap().to_string()
     };
     let truncated = sub("truncated", good[..good.len() / 2].to_vec());
@@ -201,30 +167,7 @@ fn bad_input_fails_clearly_and_writes_nothing() {
 fn bench_oversubscription_raytrace_checks_every_image() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bench");
-    let (ok, stdout, err) = tessera(&[
-        "bench",
-        "oversubscription",
-        "--workload",
-        "raytrace",
-        "--scene",
-        "generated:1",
-        "--width",
-        "16",
-        "--height",
-        "12",
-        "--ao-samples",
-        "1",
-        "--ratios",
-        "1,4",
-        "--policy",
-        "lru,random",
-        "--frames",
-        "1",
-        "--rounds",
-        "1",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (ok, stdout, err) = outcome(&[argv("bench oversubscription --workload raytrace --scene generated:1 --width 16 --height 12 --ao-samples 1 --ratios 1,4 --policy lru,random --frames 1 --rounds 1 --out"), vec![out.to_str().unwrap()]].concat());
     assert!(ok, "{stdout}\n{err}");
     assert!(
         stdout.contains("every image equals the resident one"),

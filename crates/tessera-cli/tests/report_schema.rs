@@ -1,15 +1,11 @@
 //! Every workload's report.json, as `tessera run` writes it, against the schema users read
 //! (docs/report.schema.json): one core of keys with one vocabulary, then the workload's own.
 
-use std::path::Path;
-use std::process::Command;
+mod common;
 
-fn tessera(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
+use common::{argv, tessera};
+
+use std::path::Path;
 
 fn schema() -> serde_json::Value {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/report.schema.json");
@@ -38,16 +34,7 @@ fn every_workloads_report_validates_against_the_schema() {
     let runs: [(&str, &[&str]); 6] = [
         (
             "boiling",
-            &[
-                "--size",
-                "32",
-                "--page",
-                "8",
-                "--frames",
-                "2",
-                "--gif-every",
-                "0",
-            ],
+            &argv("--size 32 --page 8 --frames 2 --gif-every 0"),
         ),
         (
             "quake",
@@ -57,67 +44,21 @@ fn every_workloads_report_validates_against_the_schema() {
         ),
         (
             "vr",
-            &[
-                "--generated",
-                "1",
-                "--frames",
-                "1",
-                "--warmup",
-                "0",
-                "--width",
-                "32",
-                "--height",
-                "24",
-                "--page",
-                "8",
-                "--devices",
-                "2",
-            ],
+            &argv(
+                "--generated 1 --frames 1 --warmup 0 --width 32 --height 24 --page 8 --devices 2",
+            ),
         ),
         (
             "raytrace",
-            &[
-                "--scene",
-                "generated:1",
-                "--width",
-                "32",
-                "--height",
-                "24",
-                "--frames",
-                "1",
-                "--ao-samples",
-                "1",
-            ],
+            &argv("--scene generated:1 --width 32 --height 24 --frames 1 --ao-samples 1"),
         ),
         (
             "stencil",
-            &[
-                "--size",
-                "16",
-                "--halo",
-                "1",
-                "--devices",
-                "2",
-                "--steps",
-                "1",
-                "--page",
-                "8",
-            ],
+            &argv("--size 16 --halo 1 --devices 2 --steps 1 --page 8"),
         ),
         (
             "convolution",
-            &[
-                "--size",
-                "64",
-                "--filter",
-                "3",
-                "--devices",
-                "2",
-                "--steps",
-                "1",
-                "--page",
-                "16",
-            ],
+            &argv("--size 64 --filter 3 --devices 2 --steps 1 --page 16"),
         ),
     ];
     for (workload, args) in runs {
@@ -143,16 +84,7 @@ fn the_schema_refuses_a_report_that_breaks_the_core() {
     let validator = jsonschema::validator_for(&schema()).unwrap();
     let good = report(
         "boiling",
-        &[
-            "--size",
-            "32",
-            "--page",
-            "8",
-            "--frames",
-            "1",
-            "--gif-every",
-            "0",
-        ],
+        &argv("--size 32 --page 8 --frames 1 --gif-every 0"),
     );
     assert!(validator.is_valid(&good));
     // The spellings the core replaced are refused, as are missing core keys.

@@ -1,50 +1,18 @@
 //! `tessera scene info` as a user runs it, on a generated pk3 (no OpenArena files needed) and
 //! on bad input.
 
-use std::io::Cursor;
-use std::path::Path;
-use std::process::{Command, Output};
+mod common;
 
-use image::{ImageFormat, RgbaImage};
+use common::{argv, outcome, write_pk3};
+
 use tessera_scene::{bsp, pk3, Scene};
-
-fn tessera(args: &[&str]) -> (bool, String, String) {
-    let o: Output = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("the binary runs");
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-/// Writes `Scene::generated(n)` as `dir/<file>`: its BSP and its textures as TGA, but the ones
-/// in `skip`.
-fn write_pk3(dir: &Path, file: &str, n: u32, skip: &[usize]) {
-    let scene = Scene::generated(n);
-    let mut files = vec![(format!("maps/{}.bsp", scene.name), bsp::write(&scene))];
-    for (_, t) in scene
-        .textures
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| !skip.contains(i))
-    {
-        let img = RgbaImage::from_raw(t.width, t.height, t.rgba.clone()).unwrap();
-        let mut tga = Cursor::new(Vec::new());
-        img.write_to(&mut tga, ImageFormat::Tga).unwrap();
-        files.push((format!("{}.tga", t.name), tga.into_inner()));
-    }
-    std::fs::write(dir.join(file), pk3::write(&files).unwrap()).unwrap();
-}
 
 #[test]
 fn info_prints_the_counts_of_a_generated_map() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
-    write_pk3(dir.path(), "pak0.pk3", 2, &[]);
-    let (ok, out, err) = tessera(&["scene", "info", "--map", "generated-2", "--pak-dir", d]);
+    write_pk3(dir.path(), "pak0.pk3", 2, None, &[]);
+    let (ok, out, err) = outcome(&["scene", "info", "--map", "generated-2", "--pak-dir", d]);
     assert!(ok, "{out}\n{err}");
     // By hand: room 5 quads + 3 wall pieces, corridor 5 quads, 2 × 2 boxes of 5 quads; 4
     // vertices and 2 triangles a quad; one surface per room/corridor quad and per box. Texels:
@@ -66,8 +34,8 @@ fn info_prints_the_counts_of_a_generated_map() {
     // A pak set that lacks a texture: it shows as missing.
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
-    write_pk3(dir.path(), "pak0.pk3", 0, &[1]);
-    let (ok, out, err) = tessera(&["scene", "info", "--map", "generated-0", "--pak-dir", d]);
+    write_pk3(dir.path(), "pak0.pk3", 0, None, &[1]);
+    let (ok, out, err) = outcome(&["scene", "info", "--map", "generated-0", "--pak-dir", d]);
     assert!(ok, "{out}\n{err}");
     assert!(out.contains("missing textures: 1 (checker placeholders; shader scripts are not parsed): textures/generated/wall\n"), "{out}");
     assert!(out.contains("textures: 4, "), "{out}");
@@ -78,14 +46,13 @@ fn bad_input_fails_with_a_clear_message() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
     let missing = dir.path().join("nope");
-    let (ok, _, err) = tessera(&[
-        "scene",
-        "info",
-        "--map",
-        "oa_dm1",
-        "--pak-dir",
-        missing.to_str().unwrap(),
-    ]);
+    let (ok, _, err) = outcome(
+        &[
+            argv("scene info --map oa_dm1 --pak-dir"),
+            vec![missing.to_str().unwrap()],
+        ]
+        .concat(),
+    );
     assert!(!ok);
     assert!(
         err.contains("does not exist")
@@ -93,11 +60,11 @@ fn bad_input_fails_with_a_clear_message() {
         "{err}"
     );
 
-    let (ok, _, err) = tessera(&["scene", "info", "--map", "oa_dm1", "--pak-dir", d]);
+    let (ok, _, err) = outcome(&["scene", "info", "--map", "oa_dm1", "--pak-dir", d]);
     assert!(!ok && err.contains("no .pk3 file"), "{err}");
 
-    write_pk3(dir.path(), "pak0.pk3", 1, &[]);
-    let (ok, _, err) = tessera(&["scene", "info", "--map", "oa_dm1", "--pak-dir", d]);
+    write_pk3(dir.path(), "pak0.pk3", 1, None, &[]);
+    let (ok, _, err) = outcome(&["scene", "info", "--map", "oa_dm1", "--pak-dir", d]);
     assert!(!ok, "{err}");
     assert!(
         err.contains("map oa_dm1 not found") && err.contains("available: generated-1"),
@@ -114,12 +81,12 @@ fn bad_input_fails_with_a_clear_message() {
         .unwrap(),
     )
     .unwrap();
-    let (ok, _, err) = tessera(&["scene", "info", "--map", "broken", "--pak-dir", d]);
+    let (ok, _, err) = outcome(&["scene", "info", "--map", "broken", "--pak-dir", d]);
     assert!(!ok && err.contains("maps/broken.bsp: bad magic"), "{err}");
 
     // A pk3 that is not a zip.
     std::fs::write(dir.path().join("pak2.pk3"), b"not a zip at all").unwrap();
-    let (ok, _, err) = tessera(&["scene", "info", "--map", "generated-1", "--pak-dir", d]);
+    let (ok, _, err) = outcome(&["scene", "info", "--map", "generated-1", "--pak-dir", d]);
     assert!(
         !ok && err.contains("pak2.pk3: not a readable pk3 (zip) file"),
         "{err}"
@@ -132,7 +99,7 @@ fn bad_input_fails_with_a_clear_message() {
 fn run_quake_renders_a_map_from_a_pak_dir() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
-    write_pk3(dir.path(), "pak0.pk3", 2, &[]);
+    write_pk3(dir.path(), "pak0.pk3", 2, None, &[]);
     let out = dir.path().join("out");
     let o = out.to_str().unwrap();
     let base = [
@@ -152,7 +119,7 @@ fn run_quake_renders_a_map_from_a_pak_dir() {
         o,
         "--map",
     ];
-    let (ok, stdout, err) = tessera(&[&base[..], &["generated-2"]].concat());
+    let (ok, stdout, err) = outcome(&[&base[..], &["generated-2"]].concat());
     assert!(ok, "{stdout}\n{err}");
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
@@ -168,7 +135,7 @@ fn run_quake_renders_a_map_from_a_pak_dir() {
 
     // Into the same --out: `--force` lets the failing runs reach their own errors (they
     // leave the results above as they are).
-    let (ok, _, err) = tessera(&[&base[..], &["oa_nowhere", "--force"]].concat());
+    let (ok, _, err) = outcome(&[&base[..], &["oa_nowhere", "--force"]].concat());
     assert!(!ok);
     assert!(
         err.contains("oa_nowhere") && err.contains("generated-2"),
@@ -177,17 +144,16 @@ fn run_quake_renders_a_map_from_a_pak_dir() {
 
     let empty = tempfile::tempdir().unwrap();
     let e = empty.path().to_str().unwrap();
-    let (ok, _, err) = tessera(&[
-        "run",
-        "quake",
-        "--pak-dir",
-        e,
-        "--map",
-        "oa_dm1",
-        "--out",
-        o,
-        "--force",
-    ]);
+    let (ok, _, err) = outcome(
+        &[
+            argv("run quake --pak-dir"),
+            vec![e],
+            argv("--map oa_dm1 --out"),
+            vec![o],
+            argv("--force"),
+        ]
+        .concat(),
+    );
     assert!(!ok);
     assert!(err.contains("apt-get install"), "{err}");
     assert!(
@@ -199,14 +165,14 @@ fn run_quake_renders_a_map_from_a_pak_dir() {
 #[test]
 fn scene_list_names_every_map_and_its_pk3() {
     let dir = tempfile::tempdir().unwrap();
-    write_pk3(dir.path(), "pak0.pk3", 1, &[]);
+    write_pk3(dir.path(), "pak0.pk3", 1, None, &[]);
     // A second map in a second pk3, under another name.
     let mut other = Scene::generated(2);
     other.name = "second".into();
     let files = vec![("maps/second.bsp".to_string(), bsp::write(&other))];
     std::fs::write(dir.path().join("pak1.pk3"), pk3::write(&files).unwrap()).unwrap();
     let first = Scene::generated(1).name;
-    let (ok, out, err) = tessera(&["scene", "list", "--pak-dir", dir.path().to_str().unwrap()]);
+    let (ok, out, err) = outcome(&["scene", "list", "--pak-dir", dir.path().to_str().unwrap()]);
     assert!(ok, "{err}");
     let lines: Vec<&str> = out.lines().collect();
     assert!(
@@ -217,7 +183,7 @@ fn scene_list_names_every_map_and_its_pk3() {
     assert!(out.contains("2 map(s) in 2 pk3 file(s)"), "{out}");
     // A folder with no pk3 is an error that says so.
     let empty = tempfile::tempdir().unwrap();
-    let (ok, _, err) = tessera(&["scene", "list", "--pak-dir", empty.path().to_str().unwrap()]);
+    let (ok, _, err) = outcome(&["scene", "list", "--pak-dir", empty.path().to_str().unwrap()]);
     assert!(!ok);
     assert!(err.contains("pk3"), "{err}");
 }

@@ -3,14 +3,9 @@
 //! the CPU backend and on wgpu (lavapipe in CI). The host counters themselves are checked to
 //! count: a two-device run, whose boundary pages move every frame, must show messages.
 
-use std::process::Command;
+mod common;
 
-fn tessera(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
+use common::{argv, tessera};
 
 /// Runs `run boiling` at 512² (page 64, one warm-up frame, no GIF) and returns its report.
 fn boiling(backend: &str, devices: &str, procedure: &str) -> serde_json::Value {
@@ -24,28 +19,17 @@ fn boiling_with(
     extra: &[&str],
 ) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
-    let mut args = vec![
-        "run",
-        "boiling",
-        "--backend",
-        backend,
-        "--devices",
-        devices,
-        "--size",
-        "512",
-        "--page",
-        "64",
-        "--frames",
-        "2",
-        "--warmup",
-        "1",
-        "--gif-every",
-        "0",
-        "--procedure",
-        procedure,
-        "--out",
-        dir.path().to_str().unwrap(),
-    ];
+    let mut args = [
+        argv("run boiling --backend"),
+        vec![backend],
+        argv("--devices"),
+        vec![devices],
+        argv("--size 512 --page 64 --frames 2 --warmup 1 --gif-every 0 --procedure"),
+        vec![procedure],
+        argv("--out"),
+        vec![dir.path().to_str().unwrap()],
+    ]
+    .concat();
     args.extend_from_slice(extra);
     let o = tessera(&args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));

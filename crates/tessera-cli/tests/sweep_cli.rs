@@ -1,30 +1,12 @@
 //! `tessera sweep`, `--topology` and `--residency-png` as a user runs them.
 
+mod common;
+
+use common::{argv, fails, json, ok, tessera};
+
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
-
-fn tessera(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn ok(args: &[&str]) -> String {
-    let o = tessera(args);
-    assert!(
-        o.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn json(path: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-}
 
 /// Rows of a CSV without quoted cells, as (header, cells).
 fn csv(path: &Path) -> Vec<Vec<(String, String)>> {
@@ -142,26 +124,7 @@ fn check_plot_png(path: &Path) {
 fn page_size_sweep_writes_csv_plots_and_reports_that_agree() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("sweep");
-    let stdout = ok(&[
-        "sweep",
-        "page-size",
-        "--workload",
-        "boiling",
-        "--size",
-        "64",
-        "--devices",
-        "2",
-        "--pages",
-        "4,...,16",
-        "--frames",
-        "2",
-        "--warmup",
-        "1",
-        "--topology",
-        "pcie1-x16",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let stdout = ok(&[argv("sweep page-size --workload boiling --size 64 --devices 2 --pages 4,...,16 --frames 2 --warmup 1 --topology pcie1-x16 --out"), vec![out.to_str().unwrap()]].concat());
     assert!(stdout.contains("fps modeled"), "{stdout}");
     let rows = csv(&out.join("sweep.csv"));
     assert_eq!(
@@ -218,24 +181,7 @@ fn page_size_sweep_writes_csv_plots_and_reports_that_agree() {
     // An ordinary run with the same settings counts the same (the boundary at row 32 is a
     // page boundary for every page size here, so the counts do not depend on timing).
     let run_dir = dir.path().join("run");
-    ok(&[
-        "run",
-        "boiling",
-        "--size",
-        "64",
-        "--devices",
-        "2",
-        "--page",
-        "8",
-        "--frames",
-        "2",
-        "--warmup",
-        "1",
-        "--topology",
-        "pcie1-x16",
-        "--out",
-        run_dir.to_str().unwrap(),
-    ]);
+    ok(&[argv("run boiling --size 64 --devices 2 --page 8 --frames 2 --warmup 1 --topology pcie1-x16 --out"), vec![run_dir.to_str().unwrap()]].concat());
     let row = rows.iter().find(|r| get(r, "page_size") == "8").unwrap();
     same_counters(row, &json(&run_dir.join("report.json")), "tessera run");
 }
@@ -289,24 +235,7 @@ fn modeled_time_charges_each_page_move_to_its_link() {
 
     // The isolated model adds the memory manager's time, summed over devices.
     let iso = tempfile::tempdir().unwrap();
-    ok(&[
-        "run",
-        "boiling",
-        "--size",
-        "64",
-        "--devices",
-        "2",
-        "--page",
-        "16",
-        "--frames",
-        "2",
-        "--warmup",
-        "1",
-        "--topology",
-        "pcie1-x16",
-        "--out",
-        iso.path().to_str().unwrap(),
-    ]);
+    ok(&[argv("run boiling --size 64 --devices 2 --page 16 --frames 2 --warmup 1 --topology pcie1-x16 --out"), vec![iso.path().to_str().unwrap()]].concat());
     let r = json(&iso.path().join("report.json"));
     let m = &r["modeled"];
     assert_eq!(m["model"], "isolated");
@@ -333,21 +262,10 @@ fn devices_sweep_reports_speed_up_and_traffic() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("dev");
     ok(&[
-        "sweep",
-        "devices",
-        "--size",
-        "32",
-        "--page",
-        "8",
-        "--devices",
-        "1,2,4",
-        "--frames",
-        "1",
-        "--topology",
-        "nvlink",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        argv("sweep devices --size 32 --page 8 --devices 1,2,4 --frames 1 --topology nvlink --out"),
+        vec![out.to_str().unwrap()],
+    ]
+    .concat());
     let rows = csv(&out.join("sweep.csv"));
     assert_eq!(rows.len(), 3);
     for row in &rows {
@@ -373,20 +291,10 @@ fn devices_sweep_reports_speed_up_and_traffic() {
 fn residency_pictures_colour_pages_by_device() {
     let dir = tempfile::tempdir().unwrap();
     let stdout = ok(&[
-        "run",
-        "boiling",
-        "--size",
-        "64",
-        "--devices",
-        "2",
-        "--page",
-        "16",
-        "--frames",
-        "2",
-        "--residency-png",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+        argv("run boiling --size 64 --devices 2 --page 16 --frames 2 --residency-png --out"),
+        vec![dir.path().to_str().unwrap()],
+    ]
+    .concat());
     assert!(stdout.contains("residency-field.png"), "{stdout}");
     for t in ["field", "border", "diffusion", "buoyancy", "display"] {
         assert!(
@@ -429,19 +337,12 @@ fn a_topology_file_is_used_and_its_errors_are_clear() {
     .unwrap();
     let out = dir.path().join("out");
     ok(&[
-        "run",
-        "boiling",
-        "--size",
-        "32",
-        "--page",
-        "8",
-        "--frames",
-        "1",
-        "--topology",
-        good.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+        argv("run boiling --size 32 --page 8 --frames 1 --topology"),
+        vec![good.to_str().unwrap()],
+        argv("--out"),
+        vec![out.to_str().unwrap()],
+    ]
+    .concat());
     let r = json(&out.join("report.json"));
     assert_eq!(r["topology"], "slow-box");
     assert_eq!(r["modeled"]["links"].as_array().unwrap().len(), 4);
@@ -523,51 +424,29 @@ fn a_topology_file_is_used_and_its_errors_are_clear() {
 fn bad_sweep_lists_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().to_str().unwrap();
-    let cases: &[(&[&str], &str)] = &[
+    let cases = [
         (
-            &["sweep", "page-size", "--pages", "4,12,16"],
+            "sweep page-size --pages 4,12,16",
             "page size 12 is not a power of two",
         ),
-        (&["sweep", "page-size", "--pages", "1024"], "out of range"),
-        (&["sweep", "page-size", "--pages", "8,8"], "appears twice"),
+        ("sweep page-size --pages 1024", "out of range"),
+        ("sweep page-size --pages 8,8", "appears twice"),
+        ("sweep page-size --pages a,b", "not a whole number"),
         (
-            &["sweep", "page-size", "--pages", "a,b"],
-            "not a whole number",
-        ),
-        (
-            &["sweep", "page-size", "--size", "64", "--pages", "32,128"],
+            "sweep page-size --size 64 --pages 32,128",
             "page size 128 is larger than the 64x64 field",
         ),
-        (&["sweep", "devices", "--devices", "0,2"], "out of range"),
+        ("sweep devices --devices 0,2", "out of range"),
         (
-            &[
-                "sweep",
-                "devices",
-                "--size",
-                "4",
-                "--page",
-                "1",
-                "--devices",
-                "2,8",
-            ],
+            "sweep devices --size 4 --page 1 --devices 2,8",
             "more devices than rows",
         ),
-        (
-            &["sweep", "devices", "--topology", "warp"],
-            "unknown topology",
-        ),
+        ("sweep devices --topology warp", "unknown topology"),
     ];
-    for (args, needle) in cases {
-        let mut args = args.to_vec();
+    for (line, needle) in cases {
+        let mut args = argv(line);
         args.extend(["--out", out]);
-        let o = tessera(&args);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(!o.status.success(), "{args:?} should fail");
-        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
-        assert!(
-            err.contains(needle),
-            "{args:?}: expected {needle:?} in {err}"
-        );
+        fails(&args, needle);
     }
     // Nothing was run: a bad point is caught before the first good one starts.
     assert!(!dir.path().join("sweep.csv").exists());

@@ -1,43 +1,18 @@
 //! `tessera run vr` as a user runs it: a small generated scene, and bad input.
 
+mod common;
+
+use common::{argv, fails, ok, tessera};
+
 use std::path::Path;
-use std::process::{Command, Output};
 
 use tessera_scene::{bsp, pk3, Scene};
-
-fn tessera(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
 
 #[test]
 fn run_vr_writes_a_report_and_a_stereo_png() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let o = tessera(&[
-        "run",
-        "vr",
-        "--generated",
-        "1",
-        "--frames",
-        "2",
-        "--warmup",
-        "0",
-        "--width",
-        "32",
-        "--height",
-        "24",
-        "--page",
-        "8",
-        "--devices",
-        "2",
-        "--scheme",
-        "oo-vr",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = tessera(&[argv("run vr --generated 1 --frames 2 --warmup 0 --width 32 --height 24 --page 8 --devices 2 --scheme oo-vr --out"), vec![out.to_str().unwrap()]].concat());
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
         o.status.success(),
@@ -71,30 +46,73 @@ fn bad_input_is_a_clear_error() {
     let pak = dir.path().to_str().unwrap();
     let out = dir.path().join("out");
     let out = out.to_str().unwrap();
-    for (args, says) in [
+    let pak_dir = format!("--map empty --pak-dir {pak}");
+    for (extra, says) in [
         (
-            vec!["--generated", "1", "--scheme", "sfr-x"],
+            "--scene generated:1 --scheme sfr-x",
             "unknown scheme \"sfr-x\"",
         ),
+        ("--generated 1 --gpms 0", "must be between 1 and 8 (got 0)"),
         (
-            vec!["--generated", "1", "--gpms", "0"],
-            "must be between 1 and 8 (got 0)",
-        ),
-        (
-            vec!["--generated", "1", "--devices", "9"],
+            "--scene generated:1 --devices 9",
             "must be between 1 and 8 (got 9)",
         ),
-        (vec!["--generated", "1", "--link-gbps", "0"], "--link-gbps"),
-        (vec!["--generated", "1", "--frames", "0"], "--frames"),
-        (vec!["--map", "empty", "--pak-dir", pak], "no surfaces"),
-        (vec![], "give a scene"),
+        ("--scene generated:1 --link-gbps 0", "--link-gbps"),
+        ("--scene generated:1 --frames 0", "--frames"),
+        (pak_dir.as_str(), "no surfaces"),
+        ("", "required arguments were not provided"),
     ] {
-        let mut a = vec!["run", "vr", "--width", "16", "--height", "16", "--out", out];
-        a.extend(args.iter());
-        let o = tessera(&a);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(!o.status.success(), "{args:?} succeeded");
-        assert!(err.contains(says), "{args:?}: {err}");
-        assert!(!err.contains("panicked"), "{err}");
+        let mut a = argv("run vr --width 16 --height 16");
+        a.extend(["--out", out]);
+        a.extend(argv(extra));
+        fails(&a, says);
+    }
+}
+
+/// `sweep vr` writes OO-VR's four figures: a row per scheme (Figs 15, 16), per followed scheme
+/// and bandwidth (17) and per followed scheme and GPM count (18), each against its base.
+#[test]
+fn sweep_vr_writes_figures_15_to_18() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let mut args =
+        argv("sweep vr --scene generated:1 --frames 1 --warmup 0 --width 16 --height 16 --page 8");
+    args.extend(["--out", out.to_str().unwrap()]);
+    let printed = ok(&args);
+    assert!(
+        printed.contains("Fig 18, speed-up over one GPU"),
+        "{printed}"
+    );
+    let rows = |n: u32| -> Vec<Vec<String>> {
+        let text = std::fs::read_to_string(out.join(format!("fig{n}.csv"))).unwrap();
+        assert!(out.join(format!("fig{n}.svg")).exists());
+        assert!(out.join(format!("fig{n}.png")).exists());
+        text.lines()
+            .skip(1)
+            .map(|l| l.split(',').map(String::from).collect())
+            .collect()
+    };
+    let fig15 = rows(15);
+    assert_eq!(fig15.len(), 7);
+    assert_eq!(
+        (fig15[0][0].as_str(), fig15[0][3].as_str()),
+        ("baseline", "1.0000")
+    );
+    assert_eq!(rows(16).len(), 7);
+    let fig17 = rows(17);
+    assert_eq!(fig17.len(), 3 * 4);
+    assert_eq!(
+        (
+            fig17[1][0].as_str(),
+            fig17[1][1].as_str(),
+            fig17[1][3].as_str()
+        ),
+        ("baseline", "64", "1.0000")
+    );
+    let fig18 = rows(18);
+    assert_eq!(fig18.len(), 3 * 4);
+    // One GPM is the single GPU every curve starts from.
+    for r in fig18.iter().filter(|r| r[1] == "1") {
+        assert_eq!(r[3], "1.0000", "{r:?}");
     }
 }

@@ -2,18 +2,11 @@
 //! Without an adapter the wgpu runs are skipped (and say so), unless `TESSERA_REQUIRE_VULKAN=1`,
 //! where they fail.
 
+mod common;
+
+use common::{argv, report, tessera};
+
 use std::process::Command;
-
-fn tessera(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn report(dir: &std::path::Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap()
-}
 
 #[test]
 fn devices_lists_adapters_or_says_there_are_none() {
@@ -50,26 +43,19 @@ fn wgpu_runs_agree_across_devices_and_procedures() {
     let mut sums = Vec::new();
     for (devices, procedure, page) in [("2", "relaunch", "16"), ("3", "two-pass", "8")] {
         let dir = tempfile::tempdir().unwrap();
-        let o = tessera(&[
-            "run",
-            "boiling",
-            "--backend",
-            "wgpu",
-            "--devices",
-            devices,
-            "--size",
-            "48",
-            "--page",
-            page,
-            "--frames",
-            "3",
-            "--procedure",
-            procedure,
-            "--partition",
-            "tiles",
-            "--out",
-            dir.path().to_str().unwrap(),
-        ]);
+        let o = tessera(
+            &[
+                argv("run boiling --backend wgpu --devices"),
+                vec![devices],
+                argv("--size 48 --page"),
+                vec![page],
+                argv("--frames 3 --procedure"),
+                vec![procedure],
+                argv("--partition tiles --out"),
+                vec![dir.path().to_str().unwrap()],
+            ]
+            .concat(),
+        );
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let r = report(dir.path());
         assert_eq!(r["backend"], "wgpu");
@@ -102,20 +88,9 @@ fn bench_overhead_runs_against_the_gpu_twin() {
     if !adapter_or_skip() {
         return;
     }
-    let o = tessera(&[
-        "bench",
-        "overhead",
-        "--backend",
-        "wgpu",
-        "--size",
-        "128",
-        "--page",
-        "32",
-        "--frames",
-        "1",
-        "--rounds",
-        "1",
-    ]);
+    let o = tessera(&argv(
+        "bench overhead --backend wgpu --size 128 --page 32 --frames 1 --rounds 1",
+    ));
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
     let lines: Vec<&str> = text.lines().collect();
@@ -137,19 +112,10 @@ fn no_adapter_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     for args in [
         &[
-            "run",
-            "boiling",
-            "--backend",
-            "wgpu",
-            "--size",
-            "32",
-            "--page",
-            "8",
-            "--frames",
-            "1",
-            "--out",
-            dir.path().to_str().unwrap(),
-        ][..],
+            argv("run boiling --backend wgpu --size 32 --page 8 --frames 1 --out"),
+            vec![dir.path().to_str().unwrap()],
+        ]
+        .concat()[..],
         &["bench", "overhead", "--backend", "wgpu", "--size", "32"][..],
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
@@ -174,29 +140,7 @@ fn remote_stencil_on_wgpu_equals_the_reference() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let o = tessera(&[
-        "run",
-        "stencil",
-        "--backend",
-        "wgpu",
-        "--size",
-        "12",
-        "--halo",
-        "2",
-        "--devices",
-        "2",
-        "--split",
-        "z",
-        "--access",
-        "remote",
-        "--steps",
-        "1",
-        "--page",
-        "4",
-        "--verify",
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let o = tessera(&[argv("run stencil --backend wgpu --size 12 --halo 2 --devices 2 --split z --access remote --steps 1 --page 4 --verify --out"), vec![dir.path().to_str().unwrap()]].concat());
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(
@@ -215,18 +159,9 @@ fn page_moves_on_wgpu_compare_with_plain_write_buffer() {
     if !adapter_or_skip() {
         return;
     }
-    let o = tessera(&[
-        "bench",
-        "page-moves",
-        "--backend",
-        "wgpu",
-        "--mib",
-        "1",
-        "--rounds",
-        "1",
-        "--pages-kib",
-        "4,64",
-    ]);
+    let o = tessera(&argv(
+        "bench page-moves --backend wgpu --mib 1 --rounds 1 --pages-kib 4,64",
+    ));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(out.contains("copy_buffer_to_buffer"), "{out}");
@@ -318,28 +253,7 @@ fn vr_on_wgpu_draws_the_cpu_frame() {
     for backend in ["cpu", "wgpu"] {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
-        let o = tessera(&[
-            "run",
-            "vr",
-            "--generated",
-            "2",
-            "--frames",
-            "2",
-            "--warmup",
-            "0",
-            "--width",
-            "48",
-            "--height",
-            "32",
-            "--page",
-            "8",
-            "--devices",
-            "2",
-            "--backend",
-            backend,
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let o = tessera(&[argv("run vr --generated 2 --frames 2 --warmup 0 --width 48 --height 32 --page 8 --devices 2 --backend"), vec![backend], argv("--out"), vec![out.to_str().unwrap()]].concat());
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         let r = report(&out);
         assert!(
@@ -378,15 +292,9 @@ fn bench_gpu_prints_a_ratio_per_workload() {
     if !adapter_or_skip() {
         return;
     }
-    let o = tessera(&[
-        "bench",
-        "gpu",
-        "--quick",
-        "--frames",
-        "1",
-        "--workloads",
-        "boiling,stencil",
-    ]);
+    let o = tessera(&argv(
+        "bench gpu --quick --frames 1 --workloads boiling,stencil",
+    ));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for w in ["boiling", "stencil"] {

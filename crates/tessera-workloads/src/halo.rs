@@ -259,6 +259,19 @@ fn step(
             t.add(s);
         }
     }
+    // A step ends when its deferred launches do (`SystemConfig::deferred`, one device only):
+    // their time belongs to the step that queued them, in the wall time and the model alike.
+    let before = run.sys.mm.traffic()?;
+    let settled = run.sys.settle()?;
+    if settled.iter().any(|s| s.stages.total() > 0.0) {
+        if let Some((topo, modeled)) = model.as_mut() {
+            let after = run.sys.mm.traffic()?;
+            charge(topo, modeled, &settled, &before, &after, schedule)?;
+        }
+    }
+    for (t, s) in total.iter_mut().zip(&settled) {
+        t.add(s);
+    }
     run.finish_step();
     Ok(total)
 }

@@ -6,6 +6,7 @@ pub mod decomp;
 pub mod halo;
 pub mod oversub;
 pub mod page_moves;
+pub mod plot;
 pub mod quake;
 pub mod raytrace;
 pub mod stencil;

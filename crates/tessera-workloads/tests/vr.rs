@@ -6,7 +6,7 @@ use tessera_workloads::quake::map::camera_path;
 use tessera_workloads::quake::{reference, Mesh};
 use tessera_workloads::vr::scheme::{FrameInput, SchemeError};
 use tessera_workloads::vr::{
-    by_name, eyes, ObjectError, StereoOptions, StereoRenderer, VrError, NAMES,
+    by_name, eyes, reference_stereo, ObjectError, StereoOptions, StereoRenderer, VrError, NAMES,
 };
 
 const W: u32 = 48;
@@ -70,6 +70,31 @@ fn every_scheme_composes_the_single_device_stereo_frames() {
             assert!(m.passes > 0);
         }
     }
+}
+
+/// `reference_stereo` (what `run vr --verify` compares with) is the frame every scheme
+/// composes, and a different view is not.
+#[test]
+fn the_reference_stereo_frame_is_the_composed_one() {
+    let scene = Scene::generated(2);
+    let cams = camera_path(&scene, 8);
+    let mut r = renderer(&scene, 2).unwrap();
+    let mut scheme = by_name("oo-vr").unwrap();
+    r.frame(&cams[3], scheme.as_mut()).unwrap();
+    let opts = StereoOptions {
+        width: W,
+        height: H,
+        page: 16,
+        procedure: Procedure::Relaunch,
+    };
+    assert_eq!(
+        r.stereo_image(),
+        reference_stereo(&scene, &cams[3], &opts).unwrap()
+    );
+    assert_ne!(
+        r.stereo_image(),
+        reference_stereo(&scene, &cams[0], &opts).unwrap()
+    );
 }
 
 #[test]

@@ -15,7 +15,9 @@ pub mod math;
 pub mod modeled;
 pub mod reference;
 pub mod report;
+pub mod residency;
 pub mod sim;
+pub mod sweep;
 pub mod unpaged;
 
 use tessera_core::{ObjectId, TexelFormat};

@@ -15,6 +15,7 @@
 //!   blocks per frame and device; `replay`: drives the memory manager from a trace.
 pub mod atlas;
 pub mod map;
+pub mod pictures;
 pub mod raster;
 pub mod reference;
 pub mod render;

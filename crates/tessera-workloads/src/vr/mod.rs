@@ -8,6 +8,7 @@
 //! - [`render`]: the stereo renderer (the quake raster kernel per piece of work, each GPM's
 //!   passes run alone and timed) and the modeled frame latency;
 //! - [`run`]: a run's frames along a camera path, and their means.
+pub mod figures;
 pub mod objects;
 pub mod predict;
 pub mod render;
@@ -19,7 +20,9 @@ pub use objects::{objects_of, DrawObject, ObjectError};
 pub use predict::{
     dispatch, fit, schedule, BatchFeatures, Coefficients, DispatchConfig, PredictError, Schedule,
 };
-pub use render::{eyes, FrameReport, LinkModel, StereoOptions, StereoRenderer, IPD};
+pub use render::{
+    eyes, reference_stereo, FrameReport, LinkModel, StereoOptions, StereoRenderer, IPD,
+};
 pub use scheme::{by_name, Scheme, SchemeError, NAMES};
 pub use tsl::{batch, batch_with, tsl, Batch, TextureSet, TRIANGLE_CAP, TSL_THRESHOLD};
 

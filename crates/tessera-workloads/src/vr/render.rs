@@ -61,6 +61,49 @@ pub fn eyes(cam: &Camera) -> [Camera; 2] {
     [at(-1.0), at(1.0)]
 }
 
+/// Two eyes' `width × height` images as one, left beside right, as
+/// [`StereoRenderer::stereo_image`] lays them out.
+fn side_by_side(eyes: &[Vec<u8>; 2], width: u32, height: u32) -> Vec<u8> {
+    let row = width as usize * 4;
+    let mut out = Vec::with_capacity(row * 2 * height as usize);
+    for y in 0..height as usize {
+        for eye in eyes {
+            out.extend_from_slice(&eye[y * row..(y + 1) * row]);
+        }
+    }
+    out
+}
+
+/// The stereo frame through `cam` drawn by the unpaged rasterizer
+/// ([`crate::quake::reference::render`]) for each eye, laid out as
+/// [`StereoRenderer::stereo_image`]: what every scheme on any number of GPMs must compose.
+pub fn reference_stereo(
+    scene: &Scene,
+    cam: &Camera,
+    opts: &StereoOptions,
+) -> Result<Vec<u8>, VrError> {
+    let mesh = Mesh::from(scene);
+    let sizes: Vec<(u32, u32)> = mesh.textures.iter().map(|t| (t.width, t.height)).collect();
+    let atlas = Atlas::pack(&sizes, opts.page)?;
+    let aspect = opts.width as f64 / opts.height as f64;
+    let [l, r] = eyes(cam);
+    let draw = |c: &Camera| {
+        crate::quake::reference::render(
+            &mesh,
+            &atlas,
+            &c.view_proj(aspect),
+            opts.width,
+            opts.height,
+        )
+        .map(|(frame, _)| frame)
+    };
+    Ok(side_by_side(
+        &[draw(&l)?, draw(&r)?],
+        opts.width,
+        opts.height,
+    ))
+}
+
 /// How frames are drawn.
 #[derive(Clone, Copy, Debug)]
 pub struct StereoOptions {
@@ -344,14 +387,7 @@ impl StereoRenderer {
     /// The last frame as one image, left eye beside right: `2W × H` RGBA8 rows from the lower
     /// left.
     pub fn stereo_image(&self) -> Vec<u8> {
-        let row = self.opts.width as usize * 4;
-        let mut out = Vec::with_capacity(row * 2 * self.opts.height as usize);
-        for y in 0..self.opts.height as usize {
-            for eye in &self.composed {
-                out.extend_from_slice(&eye[y * row..(y + 1) * row]);
-            }
-        }
-        out
+        side_by_side(&self.composed, self.opts.width, self.opts.height)
     }
 
     /// Renders one stereo frame through `cam` with `scheme`.

@@ -4,12 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{anyhow, Result};
 use plotters::prelude::*;
 
-use crate::measure::Run;
-use crate::plot::{colour, ensure_font};
-use crate::RunOpts;
+use super::modeled::Run;
+use crate::plot::{colour, ensure_font, PlotError};
 
 const SHARED: RGBColor = RGBColor(20, 20, 20);
 const HOME_ONLY: RGBColor = RGBColor(215, 215, 215);
@@ -17,9 +15,23 @@ const LEGEND_W: u32 = 230;
 const TOP: u32 = 56;
 const MARGIN: u32 = 16;
 
-/// Writes `dir/residency-<texture>.png` for every texture; returns the paths.
-pub fn write_all(run: &Run, o: &RunOpts, dir: &Path) -> Result<Vec<PathBuf>> {
-    let (_, directory) = run.sim.sys.mm.memory()?;
+/// Writes `dir/residency-<texture>.png` for every texture of `run`, after `frames` frames of
+/// a `size`² field in pages of `page`²; `split` names the partition in the subtitle. Returns
+/// the paths.
+pub fn write_all(
+    run: &Run,
+    size: u32,
+    page: u32,
+    frames: u32,
+    split: tessera_runtime::Partition,
+    dir: &Path,
+) -> Result<Vec<PathBuf>, PlotError> {
+    let (_, directory) = run
+        .sim
+        .sys
+        .mm
+        .memory()
+        .map_err(|e| PlotError::Draw(e.to_string()))?;
     let devices = run.sim.sys.devices();
     let mut out = Vec::new();
     for t in &run.textures {
@@ -64,18 +76,17 @@ pub fn write_all(run: &Run, o: &RunOpts, dir: &Path) -> Result<Vec<PathBuf>> {
         ensure_font();
         {
             let root = BitMapBackend::with_buffer(&mut buf, (w, h)).into_drawing_area();
-            let e = |e| anyhow!("cannot draw residency picture: {e:?}");
+            let e = |e| PlotError::Draw(format!("residency picture: {e:?}"));
             let title = format!(
                 "{} texture: where each page lives after {} frame(s)",
-                t.name,
-                crate::measure::simulated_frames(o)
+                t.name, frames
             );
             let sub = format!(
                 "{s}x{s}, page {p}x{p} ({px}x{py} pages), {d} device(s), {part:?} partition",
-                s = o.size,
-                p = o.page,
+                s = size,
+                p = page,
                 d = devices,
-                part = o.partition
+                part = split
             );
             let font = ("sans-serif", 18).into_font();
             let small = ("sans-serif", 13).into_font();
@@ -109,8 +120,12 @@ pub fn write_all(run: &Run, o: &RunOpts, dir: &Path) -> Result<Vec<PathBuf>> {
             root.present().map_err(e)?;
         }
         let path = dir.join(format!("residency-{}.png", t.name));
-        image::save_buffer(&path, &buf, w, h, image::ExtendedColorType::Rgb8)
-            .map_err(|e| anyhow!("cannot write {}: {e}", path.display()))?;
+        image::save_buffer(&path, &buf, w, h, image::ExtendedColorType::Rgb8).map_err(|e| {
+            PlotError::Write {
+                path: path.display().to_string(),
+                reason: e.to_string(),
+            }
+        })?;
         out.push(path);
     }
     Ok(out)

@@ -7,7 +7,6 @@
 use std::path::Path;
 use std::sync::Once;
 
-use anyhow::{anyhow, Result};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use tessera_runtime::StageTimes;
@@ -74,8 +73,19 @@ pub struct LineChart<'a> {
     pub series: Vec<Series>,
 }
 
-fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
-    anyhow!("cannot draw plot: {e:?}")
+/// Why a plot could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    #[error("cannot draw plot: {0}")]
+    Draw(String),
+    #[error("cannot write {path}: {reason}")]
+    Write { path: String, reason: String },
+}
+
+pub type Result<T, E = PlotError> = std::result::Result<T, E>;
+
+fn err<E: std::fmt::Debug>(e: E) -> PlotError {
+    PlotError::Draw(format!("{e:?}"))
 }
 
 /// Writes `stem.svg` and `stem.png`.
@@ -96,8 +106,12 @@ fn both(
         let root = BitMapBackend::with_buffer(&mut buf, (WIDTH, HEIGHT)).into_drawing_area();
         draw_png(root)?;
     }
-    image::save_buffer(&png, &buf, WIDTH, HEIGHT, image::ExtendedColorType::Rgb8)
-        .map_err(|e| anyhow!("cannot write {}: {e}", png.display()))
+    image::save_buffer(&png, &buf, WIDTH, HEIGHT, image::ExtendedColorType::Rgb8).map_err(|e| {
+        PlotError::Write {
+            path: png.display().to_string(),
+            reason: e.to_string(),
+        }
+    })
 }
 
 pub fn line_chart(stem: &Path, c: &LineChart) -> Result<()> {

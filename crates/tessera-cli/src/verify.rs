@@ -1,0 +1,88 @@
+//! `--verify`: a run's result against its workload's unpaged reference. A difference is an
+//! error, returned before the run's output is moved into `--out`, so a run that fails its
+//! check leaves nothing behind.
+
+use anyhow::{bail, Result};
+use tessera_workloads::halo::{compare, Verification};
+
+use crate::BackendKind;
+
+/// A field against the plain single-device reference's. Where the bits differ on wgpu,
+/// whether the adapter fuses multiply-adds decides the tolerance (halo::Verification).
+pub fn field(backend: BackendKind, want: &[f32], got: &[f32], steps: u32) -> Result<Verification> {
+    let c = compare(want, got);
+    // The probe runs only where the bits differ: on lavapipe and the CPU they do not.
+    let fuses_multiply_add = c.cells_differing > 0
+        && matches!(backend, BackendKind::Wgpu)
+        && tessera_wgpu::SharedGpu::open(&crate::backend::adapter_choice())?
+            .fuses_multiply_add()?;
+    Ok(Verification::new(
+        c,
+        want.len() == got.len(),
+        fuses_multiply_add,
+        steps,
+    ))
+}
+
+/// The line `--verify` prints for `v`.
+pub fn describe(v: &Verification) -> String {
+    if v.cells_differing == 0 {
+        "verified: equals the plain single-device reference bit for bit".into()
+    } else if v.passed {
+        format!(
+            "verified: within {:.1e} × {:.3} of the plain single-device reference ({} cells differ, by at most {:.3e}): this GPU's compiler fuses multiply-adds, so bit for bit with the CPU cannot hold",
+            v.tolerance.unwrap_or(0.0),
+            v.scale,
+            v.cells_differing,
+            v.max_abs_diff
+        )
+    } else {
+        format!(
+            "verified: DIFFERS from the plain single-device reference ({} cells, by at most {:.3e}{})",
+            v.cells_differing,
+            v.max_abs_diff,
+            match v.tolerance {
+                Some(t) => format!(
+                    ", beyond the fused multiply-add tolerance {:.3e}",
+                    t * v.scale
+                ),
+                None => String::new(),
+            }
+        )
+    }
+}
+
+/// A field check that must pass: prints the verdict, and fails the command on a difference.
+pub fn require_field(backend: BackendKind, want: &[f32], got: &[f32], steps: u32) -> Result<()> {
+    let v = field(backend, want, got, steps)?;
+    println!("{}", describe(&v));
+    if !v.passed {
+        bail!("--verify: the field differs from the plain single-device reference");
+    }
+    Ok(())
+}
+
+/// An RGBA8 image against the unpaged reference's, pixel for pixel: prints the verdict, and
+/// fails the command on a difference.
+pub fn require_image(want: &[u8], got: &[u8]) -> Result<()> {
+    if want.len() != got.len() {
+        bail!(
+            "--verify: the image has {} bytes, the unpaged reference's {}",
+            got.len(),
+            want.len()
+        );
+    }
+    let differing = want
+        .chunks(4)
+        .zip(got.chunks(4))
+        .filter(|(a, b)| a != b)
+        .count();
+    if differing > 0 {
+        bail!(
+            "--verify: {differing} of {} pixels differ from the unpaged reference",
+            want.len() / 4
+        );
+    }
+    println!("verified: equals the unpaged reference pixel for pixel");
+    Ok(())
+}

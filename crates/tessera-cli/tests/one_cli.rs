@@ -1,0 +1,329 @@
+//! One vocabulary across commands: `--split` on every workload, `--scene` on vr, `--verify`
+//! against each workload's unpaged reference, options a command cannot honour refused as
+//! usage errors, and values checked where they are parsed.
+
+mod common;
+
+use common::{argv, listing, ok, refused, report, stderr, stdout, tessera};
+
+/// A small boiling run, without its `--out`.
+fn boiling() -> Vec<&'static str> {
+    argv("run boiling --size 32 --page 8 --frames 2 --gif-every 0")
+}
+
+fn with<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
+    base.iter().chain(extra).copied().collect()
+}
+
+#[test]
+fn split_is_the_option_everywhere_and_partition_still_works() {
+    for cmd in [
+        &["run", "boiling"][..],
+        &["run", "raytrace"],
+        &["run", "quake"],
+        &["run", "stencil"],
+        &["run", "convolution"],
+        &["sweep", "page-size"],
+        &["sweep", "devices"],
+        &["sweep", "stencil"],
+        &["sweep", "convolution"],
+        &["bench", "scaling"],
+    ] {
+        let help = ok(&with(cmd, &["--help"]));
+        assert!(help.contains("--split"), "{cmd:?}: {help}");
+        assert!(!help.contains("--partition"), "{cmd:?}: {help}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut sums = Vec::new();
+    for (flag, out) in [("--split", "a"), ("--partition", "b")] {
+        let out = dir.path().join(out);
+        ok(&with(
+            &boiling(),
+            &[
+                flag,
+                "cols",
+                "--devices",
+                "2",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        ));
+        let r = report(&out);
+        assert_eq!(r["split"], "cols", "{flag}");
+        sums.push(r["checksum"].clone());
+    }
+    assert_eq!(sums[0], sums[1]);
+    let out = dir.path().join("ray");
+    ok(&[argv("run raytrace --scene generated:1 --width 24 --height 16 --page 8 --devices 2 --split cols --out"), vec![out.to_str().unwrap()]].concat());
+    assert_eq!(report(&out)["split"], "cols");
+    refused(
+        &with(&boiling(), &["--split", "diagonal"]),
+        2,
+        "invalid value 'diagonal' for '--split",
+    );
+}
+
+const VR: [&str; 12] = [
+    "run", "vr", "--frames", "1", "--warmup", "0", "--width", "24", "--height", "16", "--page", "8",
+];
+
+#[test]
+fn vr_takes_a_scene_as_the_other_workloads_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sums = Vec::new();
+    for (i, scene) in [&["--scene", "generated:1"][..], &["--generated", "1"]]
+        .iter()
+        .enumerate()
+    {
+        let out = dir.path().join(i.to_string());
+        ok(&with(&with(&VR, scene), &["--out", out.to_str().unwrap()]));
+        let r = report(&out);
+        assert_eq!(r["scene"], "generated:1");
+        sums.push(r["checksum"].clone());
+    }
+    assert_eq!(sums[0], sums[1]);
+    let out = dir.path().join("bad");
+    let out = out.to_str().unwrap();
+    refused(&with(&VR, &["--out", out]), 2, "--scene");
+    refused(
+        &with(&VR, &["--scene", "cave", "--out", out]),
+        2,
+        "unknown scene",
+    );
+    refused(
+        &with(
+            &VR,
+            &["--scene", "generated:1", "--map", "oa_dm1", "--out", out],
+        ),
+        2,
+        "cannot be used with",
+    );
+    refused(
+        &with(
+            &VR,
+            &["--scene", "generated:1", "--link-gbps", "0", "--out", out],
+        ),
+        2,
+        "--link-gbps",
+    );
+    assert!(!dir.path().join("bad").exists());
+}
+
+/// Every workload's `--verify` compares with its unpaged reference and says so.
+#[test]
+fn every_workload_verifies_against_its_unpaged_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs: [(&str, Vec<&str>, &str); 6] = [
+        (
+            "boiling",
+            with(&boiling(), &["--devices", "3"]),
+            "bit for bit",
+        ),
+        (
+            "quake",
+            argv("run quake --frames 2 --width 32 --height 24 --png-every 0"),
+            "pixel for pixel",
+        ),
+        (
+            "vr",
+            with(&VR, &["--scene", "generated:1"]),
+            "pixel for pixel",
+        ),
+        (
+            "raytrace",
+            argv("run raytrace --scene generated:1 --width 24 --height 16 --page 8 --devices 2 --budget-mib 0.05"),
+            "pixel for pixel",
+        ),
+        (
+            "stencil",
+            vec![
+                "run", "stencil", "--size", "16", "--halo", "2", "--page", "8", "--steps", "1",
+            ],
+            "bit for bit",
+        ),
+        (
+            "convolution",
+            argv("run convolution --size 32 --filter 3 --page 8 --steps 1"),
+            "bit for bit",
+        ),
+    ];
+    for (name, args, how) in runs {
+        let out = dir.path().join(name);
+        let printed = ok(&with(&args, &["--verify", "--out", out.to_str().unwrap()]));
+        assert!(
+            printed.contains("verified: equals") && printed.contains(how),
+            "{name}: {printed}"
+        );
+        assert!(out.join("report.json").exists(), "{name}");
+    }
+}
+
+/// A field that differs from the reference (a protocol broken on purpose) fails the run with
+/// exit 1 and writes nothing.
+#[test]
+fn a_verify_failure_exits_1_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = out.to_str().unwrap();
+    for args in [
+        with(&boiling(), &["--devices", "3"]),
+        vec![
+            "run", "stencil", "--size", "16", "--halo", "2", "--page", "8", "--steps", "2",
+        ],
+    ] {
+        let broken = with(
+            &args,
+            &["--protocol", "skip-invalidation", "--verify", "--out", o],
+        );
+        let err = refused(&broken, 1, "--verify: the field differs");
+        assert!(!out.exists(), "{args:?}: {err}");
+        assert_eq!(listing(dir.path()), Vec::<String>::new(), "{args:?}");
+        // Without --verify the same broken run succeeds: the check is what failed it.
+        let run = tessera(&with(
+            &args,
+            &["--protocol", "skip-invalidation", "--out", o],
+        ));
+        assert!(run.status.success(), "{}", stderr(&run));
+        std::fs::remove_dir_all(&out).unwrap();
+    }
+}
+
+#[test]
+fn halo_runs_honour_coherence_and_deferred() {
+    let dir = tempfile::tempdir().unwrap();
+    let stencil = [
+        "run", "stencil", "--size", "16", "--halo", "2", "--page", "8", "--steps", "2", "--verify",
+    ];
+    let moved = |coherence: &str| {
+        let out = dir.path().join(coherence);
+        ok(&with(
+            &stencil,
+            &["--coherence", coherence, "--out", out.to_str().unwrap()],
+        ));
+        let r = report(&out);
+        let to_host: f64 = r["links"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| l["link"].as_str().unwrap().ends_with("host"))
+            .map(|l| l["pages_per_step"].as_f64().unwrap())
+            .sum();
+        (to_host, r["checksum"].clone())
+    };
+    let (owned, a) = moved("owned");
+    let (write_home, b) = moved("write-home");
+    assert_eq!(a, b);
+    // Write-home sends every modified page a neighbour reads home; owned keeps it.
+    assert!(write_home > owned, "write-home {write_home}, owned {owned}");
+    for deferred in ["on", "off"] {
+        let out = dir.path().join(format!("deferred-{deferred}"));
+        let printed = ok(&with(
+            &stencil,
+            &[
+                "--devices",
+                "1",
+                "--deferred",
+                deferred,
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        ));
+        assert!(printed.contains("verified: equals"), "{printed}");
+    }
+}
+
+#[test]
+fn options_a_command_cannot_honour_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = out.to_str().unwrap();
+    let nodes = with(&boiling(), &["--devices-per-node", "1", "--out", o]);
+    for (extra, needle) in [
+        (&["--deferred", "on"][..], "--deferred does not apply"),
+        (&["--deferred", "off"], "--deferred does not apply"),
+        (
+            &["--staging", "on"],
+            "--staging on is not built across nodes",
+        ),
+        (&["--home-file", "h.bin"], "--home-file does not apply"),
+    ] {
+        refused(&with(&nodes, extra), 2, needle);
+    }
+    for sweep in ["page-size", "devices"] {
+        refused(
+            &["sweep", sweep, "--workload", "raytrace", "--out", o],
+            2,
+            "bench oversubscription --workload raytrace",
+        );
+    }
+    assert!(!out.exists());
+}
+
+/// `run boiling --devices-per-node` follows the rule of every command: an `--out` holding
+/// results is refused without `--force`, before any process starts work.
+#[test]
+fn devices_per_node_refuses_an_out_with_results() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("keep.txt"), b"earlier").unwrap();
+    let o = dir.path().to_str().unwrap();
+    refused(
+        &with(&boiling(), &["--devices-per-node", "1", "--out", o]),
+        1,
+        "already holds results",
+    );
+    assert_eq!(listing(dir.path()), ["keep.txt"]);
+    // With --force the check passes; this build then stops at MPI (or runs under it).
+    let forced = tessera(&with(
+        &boiling(),
+        &["--devices-per-node", "1", "--force", "--out", o],
+    ));
+    assert!(!stderr(&forced).contains("already holds results"));
+    assert_eq!(
+        std::fs::read(dir.path().join("keep.txt")).unwrap(),
+        b"earlier"
+    );
+}
+
+#[test]
+fn bad_values_are_usage_errors_naming_the_option() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = out.to_str().unwrap();
+    let cases = [
+        (
+            "run boiling --devices-per-node 1 --lost-after-s 0",
+            "--lost-after-s",
+        ),
+        (
+            "run boiling --devices-per-node 1 --home-block-pages 0",
+            "--home-block-pages",
+        ),
+        ("run boiling --budget-mib 0", "--budget-mib"),
+        ("run quake --width 0", "--width"),
+        ("run quake --height 4096", "--height"),
+        ("run quake --frames 0", "--frames"),
+        ("run raytrace --frames 0", "--frames"),
+        ("run raytrace --devices 65", "--devices"),
+        ("run raytrace --width 0", "--width"),
+        ("run stencil --steps 0", "--steps"),
+        ("run stencil --devices 0", "--devices"),
+        ("run convolution --steps 0", "--steps"),
+        ("bench overhead --size 0", "--size"),
+        ("bench overhead --rounds 0", "--rounds"),
+        ("bench scaling --frames 0", "--frames"),
+        ("bench oversubscription --rounds 0", "--rounds"),
+        ("sweep devices --frames 0", "--frames"),
+        ("sweep page-size --size 9000", "--size"),
+    ];
+    for (line, needle) in cases {
+        let mut args = argv(line);
+        if !line.starts_with("bench") || line.starts_with("bench oversubscription") {
+            args.extend(["--out", o]);
+        }
+        refused(&args, 2, needle);
+    }
+    assert!(!out.exists());
+    // A good value still runs: the parsers refuse only what is out of range.
+    let printed = stdout(&tessera(&with(&boiling(), &["--out", o])));
+    assert!(printed.contains("field_checksum="), "{printed}");
+}
