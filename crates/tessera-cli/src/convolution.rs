@@ -45,7 +45,7 @@ pub struct ConvolutionOpts {
     /// Image side N: the image is N × N f32 pixels (at most 16384).
     #[arg(long, default_value_t = 1024)]
     size: u32,
-    /// Filter side F: odd, 3 to 31 (GPU-SM: 3 and 5; the issue: up to 11).
+    /// Filter side F: odd, 3 to 31 (GPU-SM used 3 and 5).
     #[arg(long, default_value_t = 5)]
     filter: u32,
     /// Where the filter matrix lives.
