@@ -7,7 +7,9 @@
 //! side effect; both fail with the same typed [`RuntimeError`]s. This file holds only what
 //! both sides share: the trait, the modes, the bound object's address constants, the limits.
 
-use tessera_core::{GlobalPage, ObjectDesc, ObjectEntry, ObjectId, TexelFormat};
+use tessera_core::{
+    Addressing, GlobalPage, MipLayout, ObjectDesc, ObjectEntry, ObjectId, TexelFormat,
+};
 
 use crate::cpu::{Invocation, Plain};
 use crate::error::RuntimeError;
@@ -178,6 +180,9 @@ pub struct Bound {
     pub(crate) words_per_texel: u64,
     pub(crate) slot_words: u64,
     pub(crate) format: Option<TexelFormat>,
+    /// A mipmapped texture's chain layout and addressing: its texels are read by level
+    /// (`load_rgba8_level`, `sample_rgba8`), never by the plain accesses.
+    pub(crate) mip: Option<(MipLayout, Addressing)>,
 }
 
 impl Bound {
@@ -197,6 +202,7 @@ impl Bound {
                 words_per_texel: format.bytes() as u64 / 4,
                 slot_words: page.texels() * format.bytes() as u64 / 4,
                 format: Some(format),
+                mip: None,
             },
             // Buffers are addressed in 32-bit words: "x" is the word index.
             ObjectDesc::Buffer { len, page_bytes } => Bound {
@@ -211,7 +217,30 @@ impl Bound {
                 words_per_texel: 1,
                 slot_words: page_bytes / 4,
                 format: None,
+                mip: None,
             },
+            ObjectDesc::Mipmapped {
+                layout,
+                format,
+                addressing,
+            } => {
+                let (w, h) = layout.extent(0).unwrap_or((1, 1));
+                let (px, _) = layout.pages_xy(0).unwrap_or((1, 1));
+                Bound {
+                    id: e.id,
+                    page_offset: e.page_offset,
+                    pages_end: e.pages().end,
+                    width: w,
+                    height: h,
+                    pages_x: px,
+                    shift: layout.page().shift(),
+                    mask: layout.page().get() as u64 - 1,
+                    words_per_texel: format.bytes() as u64 / 4,
+                    slot_words: layout.slot_texels() * format.bytes() as u64 / 4,
+                    format: Some(format),
+                    mip: Some((layout, addressing)),
+                }
+            }
         }
     }
 
@@ -237,6 +266,10 @@ impl Bound {
     /// 32-bit words per page slot.
     pub fn slot_words(&self) -> u64 {
         self.slot_words
+    }
+    /// A mipmapped texture's layout and addressing; `None` for other objects.
+    pub fn mip(&self) -> Option<(MipLayout, Addressing)> {
+        self.mip
     }
     /// The texel format; `None` for a buffer.
     pub fn format(&self) -> Option<TexelFormat> {
