@@ -653,19 +653,19 @@ fn bilinear(bi: u32, id: u32, win: vec4<u32>, sa: u32, l: u32, uf: u32, vf: u32)
     return out;
 }
 
-fn sample_in(bi: u32, id: u32, filter: u32, sa: u32, win: vec4<u32>, u: f32, v: f32, lod: f32) -> u32 {
+fn sample_in(bi: u32, id: u32, fmode: u32, sa: u32, win: vec4<u32>, u: f32, v: f32, lod: f32) -> u32 {
     let uf = uv_fixed(u, sa);
     let vf = uv_fixed(v, sa);
     let levels = mip_levels(bi);
     let lf = min(u32(floor(clamp(lod, 0.0, 64.0) * 256.0)), (levels - 1u) * 256u);
     let nl = min((lf + 128u) >> 8u, levels - 1u);
-    if filter == 0u {
+    if fmode == 0u {
         let w = window_at(win, nl);
         let x = min((uf * w.z) >> 16u, w.z - 1u);
         let y = min((vf * w.w) >> 16u, w.w - 1u);
         return mip_texel(bi, id, nl, w.x + x, w.y + y);
     }
-    if filter == 1u {
+    if fmode == 1u {
         return bilinear(bi, id, win, sa, nl, uf, vf);
     }
     let l = lf >> 8u;
@@ -684,7 +684,7 @@ fn sample_in(bi: u32, id: u32, filter: u32, sa: u32, win: vec4<u32>, u: f32, v: 
 
 // A sample of a mipmapped RGBA8 texture at (u, v) over [0, 1)^2 and level of detail lod;
 // filter 0 nearest, 1 bilinear, 2 trilinear; addressing 0 wrap, 1 clamp.
-fn sample_rgba8(id: u32, filter: u32, addressing: u32, u: f32, v: f32, lod: f32) -> u32 {
+fn sample_rgba8(id: u32, fmode: u32, addressing: u32, u: f32, v: f32, lod: f32) -> u32 {
     if g_faulted {
         return 0u;
     }
@@ -693,11 +693,11 @@ fn sample_rgba8(id: u32, filter: u32, addressing: u32, u: f32, v: f32, lod: f32)
         return 0u;
     }
     let win = vec4<u32>(0u, 0u, launch.binds[bi].width, launch.binds[bi].height);
-    return sample_in(bi, id, filter, addressing, win, u, v, lod);
+    return sample_in(bi, id, fmode, addressing, win, u, v, lod);
 }
 
 // As sample_rgba8 over the window (x, y, width, height) of level 0: one texture of an atlas.
-fn sample_rgba8_window(id: u32, filter: u32, addressing: u32, win: vec4<u32>, u: f32, v: f32, lod: f32) -> u32 {
+fn sample_rgba8_window(id: u32, fmode: u32, addressing: u32, win: vec4<u32>, u: f32, v: f32, lod: f32) -> u32 {
     if g_faulted {
         return 0u;
     }
@@ -710,7 +710,7 @@ fn sample_rgba8_window(id: u32, filter: u32, addressing: u32, win: vec4<u32>, u:
         fail(ERR_OUT_OF_RANGE, id, win.x + win.z, win.y + win.w, 0u);
         return 0u;
     }
-    return sample_in(bi, id, filter, addressing, win, u, v, lod);
+    return sample_in(bi, id, fmode, addressing, win, u, v, lod);
 }
 
 // The per-texel entry point. It touches no workgroup memory, so it pays neither the
