@@ -392,6 +392,7 @@ impl StereoRenderer {
                 width: w,
                 height: h,
                 tiles_x: s.tiles_x,
+                filter: None,
             };
             let mut plain = PlainRaster {
                 atlas: &[],
@@ -401,6 +402,7 @@ impl StereoRenderer {
                 width: w,
                 frame: Vec::new(),
                 access: Vec::new(),
+                chain: None,
             };
             for y in 0..h {
                 for x in 0..w {
@@ -616,6 +618,7 @@ impl StereoRenderer {
             width: self.opts.width,
             height: self.opts.height,
             tiles_x: s.tiles_x,
+            filter: None,
         };
         let bound = [&self.atlas_obj, &tris, &bins, frame, access];
         let spec = PassSpec {
