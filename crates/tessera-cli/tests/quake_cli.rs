@@ -313,8 +313,18 @@ fn filtered_runs_equal_the_reference_on_one_or_two_devices() {
 fn run_nearest(dir: &std::path::Path) -> serde_json::Value {
     let out = dir.join("nearest");
     let o = tessera(&[
-        "run", "quake", "--frames", "1", "--width", "32", "--height", "24", "--page", "8",
-        "--out", out.to_str().unwrap(),
+        "run",
+        "quake",
+        "--frames",
+        "1",
+        "--width",
+        "32",
+        "--height",
+        "24",
+        "--page",
+        "8",
+        "--out",
+        out.to_str().unwrap(),
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
@@ -333,7 +343,14 @@ fn bad_filter_options_are_usage_errors() {
         (vec!["--filter", "blurry"], "blurry"),
         (vec!["--filter", "trilinear", "--border", "-1"], "-1"),
     ] {
-        let mut a = vec!["run", "quake", "--frames", "1", "--out", out.to_str().unwrap()];
+        let mut a = vec![
+            "run",
+            "quake",
+            "--frames",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ];
         a.extend(args.iter());
         let o = tessera(&a);
         let err = String::from_utf8_lossy(&o.stderr);

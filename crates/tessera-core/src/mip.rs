@@ -487,6 +487,27 @@ mod tests {
     }
 
     #[test]
+    fn the_box_filter_rounds_halves_up_and_drops_an_odd_last_column() {
+        // 3 × 2 → 1 × 1: column 2 is dropped. Red 1 + 2 + 3 + 4 = 10 → 2.5 → 3; green
+        // 0 + 0 + 0 + 1 = 1 → 0.25 → 0; blue all 255; alpha 7 + 8 + 8 + 8 = 31 → 7.75 → 8.
+        let px = |r: u32, g: u32, b: u32, a: u32| r | g << 8 | b << 16 | a << 24;
+        let src = [
+            px(1, 0, 255, 7),
+            px(2, 0, 255, 8),
+            px(200, 200, 0, 0),
+            px(3, 0, 255, 8),
+            px(4, 1, 255, 8),
+            px(200, 200, 0, 0),
+        ];
+        assert_eq!(box_filter_rgba8(&src, 3, 2), vec![px(3, 0, 255, 8)]);
+        // A side of 1 repeats its one column: 1 × 2 → 1 × 1 averages the two texels twice.
+        assert_eq!(
+            box_filter_rgba8(&[px(10, 0, 0, 0), px(13, 0, 0, 0)], 1, 2),
+            vec![px(12, 0, 0, 0)]
+        );
+    }
+
+    #[test]
     fn a_full_chain_of_a_non_square_texture() {
         // 100 × 20 on pages of 8: 13×3, 7×2, 4×1, 2×1, 1×1, 1×1, 1×1 pages (100 >> 6 = 1).
         let m = MipLayout::new(100, 20, 8, None, 0).unwrap();
