@@ -48,7 +48,7 @@ pub struct RenderOptions {
 }
 
 /// A filtered renderer's atlas: a mip chain sampled by `filter`, its pages bordered by
-/// `border` texels (read-only, so replicated on read).
+/// `border` texels (a bordered atlas is read-only, replicated to its readers).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Filtering {
     pub filter: Filter,
