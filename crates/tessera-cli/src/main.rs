@@ -633,7 +633,15 @@ fn main() -> ExitCode {
         },
         Command::Run {
             which: RunKind::Quake(opts),
-        } => staged(opts, force, |o| &mut o.out, quake::run_quake),
+        } => {
+            if let Some(problem) = opts.usage_problem() {
+                use clap::CommandFactory;
+                Cli::command()
+                    .error(clap::error::ErrorKind::ArgumentConflict, problem)
+                    .exit();
+            }
+            staged(opts, force, |o| &mut o.out, quake::run_quake)
+        }
         Command::Run {
             which: RunKind::Vr(opts),
         } => staged(opts, force, |o| &mut o.out, vr::run),

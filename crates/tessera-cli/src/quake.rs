@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 use tessera_runtime::{Procedure, SystemConfig};
-use tessera_workloads::quake::render::{RenderOptions, Renderer};
+use tessera_workloads::quake::render::{Filtering, RenderOptions, Renderer};
 use tessera_workloads::quake::replay::{replay_all, ReplayOptions, Replayed};
 use tessera_workloads::quake::run::{record, Figures, Footprint, QuakeDevice, TextureFigures};
 use tessera_workloads::quake::trace::{Trace, BLOCK};
@@ -29,6 +29,18 @@ use tessera_workloads::plot::{line_chart, LineChart, Series};
 pub enum SceneKind {
     /// The procedural room of `tessera_workloads::quake::scene` (42 textures, 8x8 to 512x256).
     Generated,
+}
+
+/// `--filter`: how a pixel samples its texture.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FilterKind {
+    /// The nearest texel of the full-resolution atlas (no mip chain): the original renderer.
+    Nearest,
+    /// Four texels of the nearest mip level of a mipmapped atlas.
+    Bilinear,
+    /// Bilinear samples of the two mip levels around the level of detail, blended.
+    Trilinear,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
@@ -129,6 +141,31 @@ pub struct QuakeOpts {
     /// difference fails the command and writes nothing.
     #[arg(long)]
     verify: bool,
+    /// How a pixel samples its texture: nearest (the full-resolution atlas, no mip chain),
+    /// or bilinear / trilinear from a mipmapped atlas at a level of detail from the texture
+    /// coordinates' screen-space derivatives.
+    #[arg(long, value_enum, default_value = "nearest")]
+    filter: FilterKind,
+    /// Border of each atlas page, in texels copied from its neighbours, so that a bilinear
+    /// tap set inside a texture takes one translation (bilinear or trilinear only; at most a
+    /// quarter of --page). A bordered atlas is read-only, replicated to its readers.
+    #[arg(long, value_name = "B", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=128))]
+    border: u32,
+}
+
+/// The filtered renderer's own figures.
+#[derive(Serialize)]
+struct FilterReport {
+    filter: FilterKind,
+    border: u32,
+    /// Levels of the atlas's mip chain.
+    levels: u32,
+    /// Pages of the whole chain (level 0 is `atlas_pages`).
+    chain_pages: u64,
+    /// Memory the borders add to every page: (P + 2B)² / P² − 1.
+    border_overhead: f64,
+    /// Per frame, per mip level: texture page requests of all devices.
+    requests_by_level: Vec<Vec<u64>>,
 }
 
 /// The schema's core (docs/report.schema.json), then the game trace's own section.
@@ -182,6 +219,9 @@ struct QuakeReport {
     texture_footprint: Vec<Footprint>,
     /// Per texture: its pages in the atlas and the requests for them.
     per_texture: Vec<TextureFigures>,
+    /// With --filter bilinear or trilinear.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    filtering: Option<FilterReport>,
 }
 
 /// The mesh, its camera path (`path` frames long) and the scene's name in the report.
@@ -232,7 +272,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     cams.truncate(o.frames as usize);
     let sizes: Vec<(u32, u32)> = mesh.textures.iter().map(|t| (t.width, t.height)).collect();
     let reference_mesh = o.verify.then(|| mesh.clone());
-    let mut r = Renderer::new(
+    let mut r = Renderer::new_with(
         sys,
         mesh,
         RenderOptions {
@@ -244,6 +284,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
             clear_each_frame: o.clear_each_frame,
             drop_unused: o.drop_unused,
         },
+        o.filtering(),
     )?;
     if o.initial_placement == Placement::Random {
         r.place_randomly(o.seed)?;
@@ -286,8 +327,16 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     bar.finish();
     let wall = start.elapsed().as_secs_f64();
     if let (Some(mesh), Some(cam)) = (&reference_mesh, cams.last()) {
-        let (want, _) =
-            reference::render(mesh, &r.atlas, &cam.view_proj(aspect), o.width, o.height)?;
+        // The unpaged reference samples as the paged renderer does (`--filter`).
+        let filter = o.filtering().map(|f| f.filter);
+        let (want, _) = reference::render_filtered(
+            mesh,
+            &r.atlas,
+            &cam.view_proj(aspect),
+            o.width,
+            o.height,
+            filter,
+        )?;
         crate::verify::require_image(&want, &last_image)?;
     }
     let n = o.devices;
@@ -330,6 +379,14 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         triangles_per_frame: rec.triangles,
         texture_footprint: figures.texture_footprint,
         per_texture: figures.per_texture,
+        filtering: r.mip_layout().map(|m| FilterReport {
+            filter: o.filter,
+            border: o.border,
+            levels: m.levels(),
+            chain_pages: m.page_count(),
+            border_overhead: m.border_overhead(),
+            requests_by_level: rec.by_level.clone(),
+        }),
     };
     let json = o.out.join("report.json");
     std::fs::write(&json, serde_json::to_string_pretty(&report)?)
@@ -390,6 +447,38 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
 }
 
 impl QuakeOpts {
+    /// What `--filter` and `--border` ask the renderer for.
+    fn filtering(&self) -> Option<Filtering> {
+        let filter = match self.filter {
+            FilterKind::Nearest => return None,
+            FilterKind::Bilinear => tessera_core::Filter::Bilinear,
+            FilterKind::Trilinear => tessera_core::Filter::Trilinear,
+        };
+        Some(Filtering {
+            filter,
+            border: self.border,
+        })
+    }
+
+    /// A combination of options that cannot work, found before anything runs (a usage
+    /// error, as a bad value of one option is).
+    pub fn usage_problem(&self) -> Option<String> {
+        if self.border > 0 && self.filter == FilterKind::Nearest {
+            return Some(
+                "--border needs --filter bilinear or trilinear: the nearest filter reads the atlas without a mip chain or borders".into(),
+            );
+        }
+        if self.border > self.page.get() / 4 {
+            return Some(format!(
+                "--border {} is too wide for --page {}: at most a quarter of the page side ({})",
+                self.border,
+                self.page.get(),
+                self.page.get() / 4
+            ));
+        }
+        None
+    }
+
     fn procedure_name(&self) -> &'static str {
         match self.procedure {
             Procedure::TwoPass => "two-pass",

@@ -182,3 +182,135 @@ fn bad_input_is_a_clear_error() {
         assert!(!String::from_utf8_lossy(&o.stderr).contains("panicked"));
     }
 }
+
+/// `--filter trilinear --border 1`: two devices render what one does and what the unpaged
+/// rasterizer renders with the same sampler, and the report counts requests per level.
+#[test]
+fn filtered_runs_equal_the_reference_on_one_or_two_devices() {
+    use tessera_workloads::boiling::reference::{checksum_hex, fnv1a};
+    use tessera_workloads::quake::{atlas::Atlas, reference, scene};
+    let dir = tempfile::tempdir().unwrap();
+    let (w, h, frames, page) = (64u32, 48u32, 3u32, 16u32);
+    let run = |devices: &str, name: &str| {
+        let out = dir.path().join(name);
+        let o = tessera(&[
+            "run",
+            "quake",
+            "--frames",
+            &frames.to_string(),
+            "--devices",
+            devices,
+            "--page",
+            &page.to_string(),
+            "--width",
+            &w.to_string(),
+            "--height",
+            &h.to_string(),
+            "--filter",
+            "trilinear",
+            "--border",
+            "1",
+            "--png-every",
+            "0",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+        report
+    };
+    let two = run("2", "two");
+    let one = run("1", "one");
+    assert_eq!(two["checksum"], one["checksum"]);
+    let mesh = scene::generated();
+    let sizes: Vec<(u32, u32)> = mesh.textures.iter().map(|t| (t.width, t.height)).collect();
+    let atlas = Atlas::pack(&sizes, page).unwrap();
+    let cam = scene::camera_path(frames)[frames as usize - 1];
+    let (frame, _) = reference::render_filtered(
+        &mesh,
+        &atlas,
+        &cam.view_proj(w as f64 / h as f64),
+        w,
+        h,
+        Some(tessera_core::Filter::Trilinear),
+    )
+    .unwrap();
+    assert_eq!(two["checksum"], checksum_hex(fnv1a(frame.iter().copied())));
+    let f = &two["filtering"];
+    assert_eq!(f["filter"], "trilinear");
+    assert_eq!(f["border"], 1);
+    // (16 + 2)² / 16² − 1.
+    assert!((f["border_overhead"].as_f64().unwrap() - (324.0 / 256.0 - 1.0)).abs() < 1e-12);
+    let levels = f["levels"].as_u64().unwrap() as usize;
+    let by_level = f["requests_by_level"].as_array().unwrap();
+    assert_eq!(by_level.len(), frames as usize);
+    for (fr, per) in by_level.iter().enumerate() {
+        let per: Vec<u64> = per
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect();
+        assert_eq!(per.len(), levels);
+        let total: u64 = two["requests"][fr]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .sum();
+        assert_eq!(per.iter().sum::<u64>(), total, "frame {fr}");
+    }
+    // The unfiltered report has no filtering section.
+    assert!(run_nearest(dir.path()).get("filtering").is_none());
+}
+
+fn run_nearest(dir: &std::path::Path) -> serde_json::Value {
+    let out = dir.join("nearest");
+    let o = tessera(&[
+        "run",
+        "quake",
+        "--frames",
+        "1",
+        "--width",
+        "32",
+        "--height",
+        "24",
+        "--page",
+        "8",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn bad_filter_options_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    for (args, says) in [
+        (vec!["--border", "1"], "--border needs --filter"),
+        (
+            vec!["--filter", "bilinear", "--page", "16", "--border", "5"],
+            "too wide for --page 16",
+        ),
+        (vec!["--filter", "blurry"], "blurry"),
+        (vec!["--filter", "trilinear", "--border", "-1"], "-1"),
+    ] {
+        let mut a = vec![
+            "run",
+            "quake",
+            "--frames",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        a.extend(args.iter());
+        let o = tessera(&a);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!out.exists(), "{args:?} wrote its output");
+    }
+}

@@ -27,6 +27,12 @@ pub enum CoreError {
     },
     #[error("a buffer object has no mip chain: only textures have levels and bordered pages")]
     MipsOnBuffer,
+    #[error("a mipmapped texture holds Rgba8Unorm texels (the box filter and the samplers are integer RGBA8 arithmetic), not {format}")]
+    MipFormat { format: &'static str },
+    #[error("a mipmapped texture of {width}x{height} is too wide: the samplers' fixed point allows at most {limit} texels a side")]
+    MipTooWide { width: u32, height: u32, limit: u32 },
+    #[error("a bordered texture must be read-only (access mode replicate-read), not {mode}: a store would have to reach every copy of its texel in the neighbours' borders")]
+    BorderOnWritable { mode: &'static str },
     #[error("texel ({x}, {y}) is outside object {object} of {width}x{height}")]
     OutOfRange {
         object: ObjectId,

@@ -65,6 +65,16 @@ pub enum ObjectDesc {
         len: u64,
         page_bytes: u64,
     },
+    /// A texture with its mip chain, every level paged as `layout` says (`crate::mip`), its
+    /// pages bordered by `layout.border()` texels copied under `addressing`, which is also how
+    /// the samplers address it. To the rest of the runtime it is a row of opaque slot-sized
+    /// pages: its host layout is its slots back to back, in page order (`crate::mip::slots`
+    /// builds them from a chain), so paging, copies and the directory need nothing new.
+    Mipmapped {
+        layout: crate::MipLayout,
+        format: TexelFormat,
+        addressing: crate::Addressing,
+    },
 }
 
 impl ObjectDesc {
@@ -112,6 +122,58 @@ impl ObjectDesc {
         Ok(ObjectDesc::Buffer { len, page_bytes })
     }
 
+    /// A validated mipmapped texture: `levels` levels (`None`: the full chain) on pages of
+    /// `page` texels bordered by `border`, addressed (borders and samplers) by `addressing`.
+    pub fn mipmapped(
+        width: u32,
+        height: u32,
+        format: TexelFormat,
+        page: u32,
+        levels: Option<u32>,
+        border: u32,
+        addressing: crate::Addressing,
+    ) -> Result<Self> {
+        let layout = Self::texture(width, height, format, page)?.mip_layout(levels, border)?;
+        if format != TexelFormat::Rgba8Unorm {
+            return Err(CoreError::MipFormat {
+                format: match format {
+                    TexelFormat::R32Float => "R32Float",
+                    TexelFormat::Rgba32Float => "Rgba32Float",
+                    TexelFormat::Rgba8Unorm => "Rgba8Unorm",
+                },
+            });
+        }
+        if width.max(height) > crate::sampler::MAX_SIDE {
+            return Err(CoreError::MipTooWide {
+                width,
+                height,
+                limit: crate::sampler::MAX_SIDE,
+            });
+        }
+        let texels = layout.page_count() * layout.slot_texels();
+        if texels > MAX_OBJECT_TEXELS {
+            return Err(CoreError::Oversized {
+                texels,
+                limit: MAX_OBJECT_TEXELS,
+            });
+        }
+        Ok(ObjectDesc::Mipmapped {
+            layout,
+            format,
+            addressing,
+        })
+    }
+
+    /// The chain's layout and addressing of a mipmapped texture; `None` for other objects.
+    pub fn mip(&self) -> Option<(crate::MipLayout, crate::Addressing)> {
+        match *self {
+            ObjectDesc::Mipmapped {
+                layout, addressing, ..
+            } => Some((layout, addressing)),
+            _ => None,
+        }
+    }
+
     /// The layout of this texture with `levels` mip levels (`None`: the full chain) and pages
     /// bordered by `border` texels (`crate::mip`); a buffer has none.
     pub fn mip_layout(&self, levels: Option<u32>, border: u32) -> Result<crate::MipLayout> {
@@ -123,6 +185,7 @@ impl ObjectDesc {
                 ..
             } => crate::MipLayout::new(width, height, page.get(), levels, border),
             ObjectDesc::Buffer { .. } => Err(CoreError::MipsOnBuffer),
+            ObjectDesc::Mipmapped { layout, .. } => Ok(layout),
         }
     }
 
@@ -130,6 +193,7 @@ impl ObjectDesc {
         match self {
             ObjectDesc::Texture { .. } => "texture",
             ObjectDesc::Buffer { .. } => "buffer",
+            ObjectDesc::Mipmapped { .. } => "mipmapped texture",
         }
     }
 
@@ -146,6 +210,7 @@ impl ObjectDesc {
                 (height as u64).div_ceil(page.get() as u64),
             ),
             ObjectDesc::Buffer { len, page_bytes } => (len.div_ceil(page_bytes), 1),
+            ObjectDesc::Mipmapped { layout, .. } => (layout.page_count(), 1),
         }
     }
 
@@ -160,14 +225,19 @@ impl ObjectDesc {
         match *self {
             ObjectDesc::Texture { format, page, .. } => page.texels() * format.bytes() as u64,
             ObjectDesc::Buffer { page_bytes, .. } => page_bytes,
+            ObjectDesc::Mipmapped { layout, format, .. } => {
+                layout.slot_texels() * format.bytes() as u64
+            }
         }
     }
 
-    /// (width, height) in texels; a buffer is `len` × 1 bytes.
+    /// (width, height) in texels; a buffer is `len` × 1 bytes; a mipmapped texture is its
+    /// slots' texels in one row.
     pub fn extent(&self) -> (u64, u64) {
         match *self {
             ObjectDesc::Texture { width, height, .. } => (width as u64, height as u64),
             ObjectDesc::Buffer { len, .. } => (len, 1),
+            ObjectDesc::Mipmapped { layout, .. } => (layout.page_count() * layout.slot_texels(), 1),
         }
     }
 
@@ -183,6 +253,7 @@ impl ObjectDesc {
                 (s >> sh) + (t >> sh) * pages_x
             }
             ObjectDesc::Buffer { page_bytes, .. } => s / page_bytes,
+            ObjectDesc::Mipmapped { layout, .. } => s / layout.slot_texels(),
         }
     }
 
@@ -195,6 +266,7 @@ impl ObjectDesc {
                 (s & m, t & m)
             }
             ObjectDesc::Buffer { page_bytes, .. } => (s % page_bytes, 0),
+            ObjectDesc::Mipmapped { layout, .. } => (s % layout.slot_texels(), 0),
         }
     }
 
@@ -222,6 +294,7 @@ impl ObjectDesc {
         let (pw, ph) = match *self {
             ObjectDesc::Texture { page, .. } => (page.get() as u64, page.get() as u64),
             ObjectDesc::Buffer { page_bytes, .. } => (page_bytes, 1),
+            ObjectDesc::Mipmapped { layout, .. } => (layout.slot_texels(), 1),
         };
         let (x0, y0) = (px * pw, py * ph);
         (x0, y0, pw.min(w - x0), ph.min(h - y0))
@@ -232,6 +305,7 @@ impl ObjectDesc {
         match *self {
             ObjectDesc::Texture { page, .. } => page.get() as u64,
             ObjectDesc::Buffer { page_bytes, .. } => page_bytes,
+            ObjectDesc::Mipmapped { layout, .. } => layout.slot_texels(),
         }
     }
 
@@ -240,6 +314,7 @@ impl ObjectDesc {
         match *self {
             ObjectDesc::Texture { page, .. } => page.texels(),
             ObjectDesc::Buffer { page_bytes, .. } => page_bytes,
+            ObjectDesc::Mipmapped { layout, .. } => layout.slot_texels(),
         }
     }
 
@@ -253,7 +328,9 @@ impl ObjectDesc {
     /// Bytes per texel (1 for buffers).
     pub fn texel_bytes(&self) -> u64 {
         match *self {
-            ObjectDesc::Texture { format, .. } => format.bytes() as u64,
+            ObjectDesc::Texture { format, .. } | ObjectDesc::Mipmapped { format, .. } => {
+                format.bytes() as u64
+            }
             ObjectDesc::Buffer { .. } => 1,
         }
     }

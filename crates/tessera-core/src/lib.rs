@@ -18,6 +18,7 @@ pub mod page_table;
 pub mod physical;
 pub mod prefetch;
 pub mod protocol;
+pub mod sampler;
 mod search;
 
 pub use access::{AccessMode, Location, RemoteLink, UnknownAccessMode};
@@ -33,6 +34,7 @@ pub use protocol::{
     Access, Action, Coherence, Message, PageRequest, Protocol, ProtocolVariant, RequestBatch,
     RequestId,
 };
+pub use sampler::{Filter, Sampler, Window};
 
 use std::fmt;
 

@@ -230,6 +230,96 @@ impl MipLayout {
     }
 }
 
+/// The next level of an RGBA8 level of `w` × `h` texels (r in the low byte): each texel the
+/// 2 × 2 box of the level above, per channel `(a + b + c + d + 2) >> 2` (exact in integers,
+/// halves rounded up). Where a side is odd its last row or column is dropped (as `W >> 1`
+/// drops it); where a side is 1 the box repeats its one row or column.
+pub fn box_filter_rgba8(src: &[u32], w: u64, h: u64) -> Vec<u32> {
+    let (nw, nh) = ((w >> 1).max(1), (h >> 1).max(1));
+    let mut out = Vec::with_capacity((nw * nh) as usize);
+    for y in 0..nh {
+        let (y0, y1) = ((2 * y).min(h - 1), (2 * y + 1).min(h - 1));
+        for x in 0..nw {
+            let (x0, x1) = ((2 * x).min(w - 1), (2 * x + 1).min(w - 1));
+            let taps =
+                [(x0, y0), (x1, y0), (x0, y1), (x1, y1)].map(|(x, y)| src[(y * w + x) as usize]);
+            let mut v = 0u32;
+            for k in 0..4 {
+                let sum: u32 = taps.iter().map(|t| (t >> (8 * k)) & 255).sum();
+                v |= ((sum + 2) >> 2) << (8 * k);
+            }
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// Every level of `layout`'s chain from its level 0 (RGBA8 words, row-major from the lower
+/// left), each level the box filter of the one before.
+pub fn chain_rgba8(layout: &MipLayout, level0: Vec<u32>) -> Vec<Vec<u32>> {
+    let mut chain = vec![level0];
+    for l in 1..layout.levels {
+        let (w, h) = (
+            (layout.width >> (l - 1)).max(1) as u64,
+            (layout.height >> (l - 1)).max(1) as u64,
+        );
+        let next = box_filter_rgba8(&chain[l as usize - 1], w, h);
+        chain.push(next);
+    }
+    chain
+}
+
+/// The slots of every page of the chain, back to back in page order: the host layout of a
+/// mipmapped object (`ObjectDesc::Mipmapped`). Each slot is filled by [`MipLayout::slot_source`],
+/// its border and the part of an edge page beyond the level included.
+pub fn slots(layout: &MipLayout, chain: &[Vec<u32>], addressing: Addressing) -> Vec<u32> {
+    let side = layout.slot_side();
+    let mut out = Vec::with_capacity((layout.page_count() * layout.slot_texels()) as usize);
+    for l in 0..layout.levels {
+        let (w, _) = layout.extent(l).unwrap_or((1, 1));
+        let (npx, npy) = layout.pages_xy(l).unwrap_or((0, 0));
+        for py in 0..npy {
+            for px in 0..npx {
+                for y in 0..side {
+                    for x in 0..side {
+                        let (s, t) = layout
+                            .slot_source(l, (px, py), (x, y), addressing)
+                            .unwrap_or((0, 0));
+                        out.push(chain[l as usize][(t * w + s) as usize]);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Level `level` read back out of a chain's slots (the inverse of [`slots`] on a level).
+pub fn level_from_slots(layout: &MipLayout, slots: &[u32], level: u32) -> Result<Vec<u32>> {
+    let (w, h) = layout.extent(level)?;
+    let mut out = Vec::with_capacity((w * h) as usize);
+    for t in 0..h {
+        for s in 0..w {
+            let (page, at) = layout.locate(level, s, t)?;
+            out.push(slots[(page * layout.slot_texels() + at) as usize]);
+        }
+    }
+    Ok(out)
+}
+
+/// Words as the little-endian bytes of an object's host layout.
+pub fn words_to_bytes(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// An object's host layout as words.
+pub fn bytes_to_words(bytes: &[u8]) -> Vec<u32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -393,6 +483,27 @@ mod tests {
                 .unwrap()
                 .border_overhead(),
             0.0
+        );
+    }
+
+    #[test]
+    fn the_box_filter_rounds_halves_up_and_drops_an_odd_last_column() {
+        // 3 × 2 → 1 × 1: column 2 is dropped. Red 1 + 2 + 3 + 4 = 10 → 2.5 → 3; green
+        // 0 + 0 + 0 + 1 = 1 → 0.25 → 0; blue all 255; alpha 7 + 8 + 8 + 8 = 31 → 7.75 → 8.
+        let px = |r: u32, g: u32, b: u32, a: u32| r | g << 8 | b << 16 | a << 24;
+        let src = [
+            px(1, 0, 255, 7),
+            px(2, 0, 255, 8),
+            px(200, 200, 0, 0),
+            px(3, 0, 255, 8),
+            px(4, 1, 255, 8),
+            px(200, 200, 0, 0),
+        ];
+        assert_eq!(box_filter_rgba8(&src, 3, 2), vec![px(3, 0, 255, 8)]);
+        // A side of 1 repeats its one column: 1 × 2 → 1 × 1 averages the two texels twice.
+        assert_eq!(
+            box_filter_rgba8(&[px(10, 0, 0, 0), px(13, 0, 0, 0)], 1, 2),
+            vec![px(12, 0, 0, 0)]
         );
     }
 

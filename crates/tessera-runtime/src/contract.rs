@@ -4,7 +4,9 @@
 //! [`Kernel`](crate::Kernel) trait (kernel.rs) and both twins' contexts build on it; it builds
 //! on nothing of the runtime but its error.
 
-use tessera_core::{GlobalPage, ObjectDesc, ObjectEntry, ObjectId, TexelFormat};
+use tessera_core::{
+    Addressing, GlobalPage, MipLayout, ObjectDesc, ObjectEntry, ObjectId, TexelFormat,
+};
 
 use crate::error::RuntimeError;
 
@@ -106,6 +108,9 @@ pub struct Bound {
     pub(crate) words_per_texel: u64,
     pub(crate) slot_words: u64,
     pub(crate) format: Option<TexelFormat>,
+    /// A mipmapped texture's chain layout and addressing: its texels are read by level
+    /// (`load_rgba8_level`, `sample_rgba8`), never by the plain accesses.
+    pub(crate) mip: Option<(MipLayout, Addressing)>,
 }
 
 impl Bound {
@@ -125,6 +130,7 @@ impl Bound {
                 words_per_texel: format.bytes() as u64 / 4,
                 slot_words: page.texels() * format.bytes() as u64 / 4,
                 format: Some(format),
+                mip: None,
             },
             // Buffers are addressed in 32-bit words: "x" is the word index.
             ObjectDesc::Buffer { len, page_bytes } => Bound {
@@ -139,7 +145,30 @@ impl Bound {
                 words_per_texel: 1,
                 slot_words: page_bytes / 4,
                 format: None,
+                mip: None,
             },
+            ObjectDesc::Mipmapped {
+                layout,
+                format,
+                addressing,
+            } => {
+                let (w, h) = layout.extent(0).unwrap_or((1, 1));
+                let (px, _) = layout.pages_xy(0).unwrap_or((1, 1));
+                Bound {
+                    id: e.id,
+                    page_offset: e.page_offset,
+                    pages_end: e.pages().end,
+                    width: w,
+                    height: h,
+                    pages_x: px,
+                    shift: layout.page().shift(),
+                    mask: layout.page().get() as u64 - 1,
+                    words_per_texel: format.bytes() as u64 / 4,
+                    slot_words: layout.slot_texels() * format.bytes() as u64 / 4,
+                    format: Some(format),
+                    mip: Some((layout, addressing)),
+                }
+            }
         }
     }
 
@@ -165,6 +194,10 @@ impl Bound {
     /// 32-bit words per page slot.
     pub fn slot_words(&self) -> u64 {
         self.slot_words
+    }
+    /// A mipmapped texture's layout and addressing; `None` for other objects.
+    pub fn mip(&self) -> Option<(MipLayout, Addressing)> {
+        self.mip
     }
     /// The texel format; `None` for a buffer.
     pub fn format(&self) -> Option<TexelFormat> {

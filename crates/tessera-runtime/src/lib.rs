@@ -27,7 +27,7 @@ pub use backend::{
     Device, Domain, GpuLaunchTime, Launch, LaunchOutcome, MergeOutcome, PeerCopy, PeerMemory,
     Queued, QueuedOutcome, Settled, SlotSink,
 };
-pub use cpu::{run_span_with, Invocation, Plain, PlainInput, PlainOutput, RequestBits};
+pub use cpu::{run_span_with, Invocation, Plain, PlainInput, PlainOutput, RequestBits, MIPMAPPED};
 pub use driver::{DeviceContext, PassSpec, PassStats, Procedure, StageTimes};
 pub use error::{BackendError, Result, RuntimeError};
 pub use kernel::{

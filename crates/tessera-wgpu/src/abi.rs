@@ -128,6 +128,8 @@ abi_consts! {
     FORMAT_R32_FLOAT = 1;
     FORMAT_RGBA8_UNORM = 2;
     FORMAT_RGBA32_FLOAT = 3;
+    /// `Status::error_format` only: a level access or sample expected a mipmapped texture.
+    FORMAT_MIPMAPPED = 4;
     /// `Status::error_kind`: what the first failing invocation did wrong.
     ERR_OUT_OF_RANGE = 1;
     ERR_UNBOUND = 2;
@@ -135,6 +137,11 @@ abi_consts! {
     ERR_WRONG_FORMAT = 4;
     /// The merge found a page mapped outside its physical memory (a host bug, not a kernel's).
     ERR_BAD_SLOT = 5;
+    /// A level access outside the chain or its level; `Status::error_format` is the level.
+    ERR_LEVEL = 6;
+    /// `BindInfo::mip`: set for a mipmapped texture, with levels (bits 0-7), border (8-15)
+    /// and addressing (bit 16: 0 wrap, 1 clamp).
+    MIP_BIT = 0x8000_0000;
     /// Reads of a footprint the tile path keeps windows for.
     FP_MAX = 4;
     /// Remote objects one launch binds (buffers `remote0..3`, memories 4..7 in the prelude).
@@ -172,8 +179,23 @@ abi_struct! {
         /// 0: the object's pages are translated through the page table; k + 1: the object
         /// is remote and its pages are remote buffer k (memory `MAX_MEMORIES + k`).
         remote: u32,
-        _pad1: u32,
+        /// A mipmapped texture's chain: see `MIP_BIT`; 0 for other objects.
+        mip: u32,
         _pad2: u32,
+    }
+}
+
+/// `BindInfo::mip` of a bound object.
+pub fn mip_code(b: &tessera_runtime::Bound) -> u32 {
+    match b.mip() {
+        None => 0,
+        Some((layout, addressing)) => {
+            let a = match addressing {
+                tessera_core::Addressing::Wrap => 0,
+                tessera_core::Addressing::Clamp => 1,
+            };
+            MIP_BIT | layout.levels() | layout.border() << 8 | a << 16
+        }
     }
 }
 

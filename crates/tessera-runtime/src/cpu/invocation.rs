@@ -11,8 +11,10 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use tessera_core::access::{classify_keys, RemoteAccess};
+use tessera_core::sampler::{self, Sampler, Shape, Texels, Window};
 use tessera_core::{
-    Access, CoreError, DeviceId, GlobalPage, Location, ObjectId, PageTable, RemoteLink, TexelFormat,
+    Access, Addressing, CoreError, DeviceId, GlobalPage, Location, MipLayout, ObjectId, PageTable,
+    RemoteLink, TexelFormat,
 };
 
 use super::compact::RequestBits;
@@ -245,6 +247,13 @@ impl<'a> Invocation<'a> {
         i: usize,
     ) -> Result<Option<(&'a [AtomicU32], usize)>, Fault> {
         let b = self.bindings[bi];
+        if b.mip.is_some() {
+            return Err(self.fail(CoreError::WrongKind {
+                object: b.id,
+                expected: kind_name(b.format),
+                actual: MIPMAPPED,
+            }));
+        }
         if x >= b.width || y >= b.height {
             if self.mode == Mode::Request {
                 // A request pass may compute addresses from values it could not load yet.
@@ -384,6 +393,13 @@ impl<'a> Invocation<'a> {
             Mode::Temp => {
                 let bi = self.binding(id)?;
                 let b = self.bindings[bi];
+                if b.mip.is_some() {
+                    return Err(self.fail(CoreError::WrongKind {
+                        object: id,
+                        expected: kind_name(b.format),
+                        actual: MIPMAPPED,
+                    }));
+                }
                 if x as u64 >= b.width || y as u64 >= b.height {
                     return Err(self.fail(CoreError::OutOfRange {
                         object: id,
@@ -444,6 +460,13 @@ impl<'a> Invocation<'a> {
     /// Checks that `id` is a texture of format `want`, or a buffer where `want` is `None`.
     fn check_format(&self, id: ObjectId, want: Option<TexelFormat>) -> Result<(), Fault> {
         let b = self.bindings[self.binding(id)?];
+        if b.mip.is_some() {
+            return Err(self.fail(CoreError::WrongKind {
+                object: id,
+                expected: kind_name(want),
+                actual: MIPMAPPED,
+            }));
+        }
         if b.format != want {
             return Err(self.fail(CoreError::WrongKind {
                 object: id,
@@ -564,7 +587,9 @@ impl<'a> Invocation<'a> {
     pub(crate) fn plain_extent(&self, bi: usize) -> Option<(u32, u32, TexelFormat)> {
         let b = &self.bindings[bi];
         match b.format {
-            Some(f) if b.words_per_texel == 1 => Some((b.width as u32, b.height as u32, f)),
+            Some(f) if b.words_per_texel == 1 && b.mip.is_none() => {
+                Some((b.width as u32, b.height as u32, f))
+            }
             _ => None,
         }
     }
@@ -698,5 +723,220 @@ impl Invocation<'_> {
             }
             true
         });
+    }
+}
+
+/// Mipmapped textures (`ObjectDesc::Mipmapped`): texels by level, and the samplers of
+/// `tessera_core::sampler` over them. Each access translates its page through the table (no
+/// TLB: a sample's taps spread over levels); a quad of a bordered texture is one page.
+impl<'a> Invocation<'a> {
+    fn mip_binding(&self, id: ObjectId) -> Result<(usize, MipLayout, Addressing), Fault> {
+        let bi = self.binding(id)?;
+        let b = self.bindings[bi];
+        match b.mip {
+            Some((layout, addressing)) => Ok((bi, layout, addressing)),
+            None => Err(self.fail(CoreError::WrongKind {
+                object: id,
+                expected: MIPMAPPED,
+                actual: kind_name(b.format),
+            })),
+        }
+    }
+
+    /// Texels `at` (indices in the slot) of local page `local` of binding `bi`; zeros after a
+    /// miss in request mode.
+    fn slot_texels<const N: usize>(
+        &mut self,
+        bi: usize,
+        local: u64,
+        at: [u64; N],
+    ) -> Result<[u32; N], Fault> {
+        let b = self.bindings[bi];
+        let page = b.page_offset + local;
+        if let Some(r) = self.remote[bi] {
+            let mut out = [0; N];
+            for (o, &i) in out.iter_mut().zip(&at) {
+                let (m, w) = self.remote_word(r, page, i * b.words_per_texel, Access::Read, 0);
+                *o = m[w].load(Ordering::Relaxed);
+            }
+            return Ok(out);
+        }
+        let d = self.table.get(GlobalPage(page)).map_err(|e| self.fail(e))?;
+        // Stamped once per run of accesses to the page, not once per texel.
+        if self.touched.last() != Some(&GlobalPage(page)) {
+            self.touched.push(GlobalPage(page));
+        }
+        let Some(slot) = d.slot_addr() else {
+            self.bits.record(GlobalPage(page), Access::Read);
+            return match self.mode {
+                Mode::Request => Ok([0; N]),
+                _ => Err(Fault::Miss),
+            };
+        };
+        let memory = &self.memories[slot.memory as usize];
+        let base = slot.slot as u64 * b.slot_words;
+        Ok(at.map(|i| memory[(base + i * b.words_per_texel) as usize].load(Ordering::Relaxed)))
+    }
+
+    fn level_texel(
+        &mut self,
+        bi: usize,
+        layout: &MipLayout,
+        l: u32,
+        x: u64,
+        y: u64,
+    ) -> Result<u32, Fault> {
+        match layout.locate(l, x, y) {
+            Ok((local, at)) => Ok(self.slot_texels(bi, local, [at])?[0]),
+            // A request pass may compute addresses from values it could not load yet.
+            Err(_) if self.mode == Mode::Request => Ok(0),
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// Loads texel (x, y) of level `level` of a mipmapped RGBA8 texture.
+    pub fn load_rgba8_level(
+        &mut self,
+        id: ObjectId,
+        level: u32,
+        x: u32,
+        y: u32,
+    ) -> Result<[u8; 4], Fault> {
+        let (bi, layout, _) = self.mip_binding(id)?;
+        Ok(self
+            .level_texel(bi, &layout, level, x as u64, y as u64)?
+            .to_le_bytes())
+    }
+
+    /// Samples a mipmapped RGBA8 texture at (u, v) (the texture spans [0, 1)²) and level of
+    /// detail `lod` (`tessera_core::sampler`).
+    pub fn sample_rgba8(
+        &mut self,
+        id: ObjectId,
+        sampler: Sampler,
+        u: f32,
+        v: f32,
+        lod: f32,
+    ) -> Result<[u8; 4], Fault> {
+        let (bi, layout, addressing) = self.mip_binding(id)?;
+        let shape = shape_of(&layout, addressing);
+        self.sample_in(bi, layout, shape, sampler, shape.whole(), (u, v, lod))
+    }
+
+    /// Samples the window `window` (level-0 texels) of a mipmapped RGBA8 texture, (u, v)
+    /// spanning the window and addressing within it: one texture of an atlas.
+    pub fn sample_rgba8_window(
+        &mut self,
+        id: ObjectId,
+        sampler: Sampler,
+        window: Window,
+        u: f32,
+        v: f32,
+        lod: f32,
+    ) -> Result<[u8; 4], Fault> {
+        let (bi, layout, addressing) = self.mip_binding(id)?;
+        let shape = shape_of(&layout, addressing);
+        if window.width == 0
+            || window.height == 0
+            || window.x as u64 + window.width as u64 > shape.width as u64
+            || window.y as u64 + window.height as u64 > shape.height as u64
+        {
+            return Err(self.fail(CoreError::OutOfRange {
+                object: id,
+                x: window.x as u64 + window.width as u64,
+                y: window.y as u64 + window.height as u64,
+                width: shape.width as u64,
+                height: shape.height as u64,
+            }));
+        }
+        self.sample_in(bi, layout, shape, sampler, window, (u, v, lod))
+    }
+
+    fn sample_in(
+        &mut self,
+        bi: usize,
+        layout: MipLayout,
+        shape: Shape,
+        sampler: Sampler,
+        window: Window,
+        uvl: (f32, f32, f32),
+    ) -> Result<[u8; 4], Fault> {
+        let mut t = PagedTexels {
+            inv: self,
+            bi,
+            layout,
+        };
+        Ok(sampler::sample(&mut t, shape, sampler, window, uvl)?.to_le_bytes())
+    }
+}
+
+/// What `kind_name` calls a mipmapped texture in a `WrongKind` error.
+pub const MIPMAPPED: &str = "mipmapped Rgba8Unorm texture";
+
+fn shape_of(layout: &MipLayout, addressing: Addressing) -> Shape {
+    let (w, h) = layout.extent(0).unwrap_or((1, 1));
+    Shape {
+        width: w as u32,
+        height: h as u32,
+        levels: layout.levels(),
+        addressing,
+    }
+}
+
+/// The sampler's view of a bound mipmapped texture.
+struct PagedTexels<'i, 'a> {
+    inv: &'i mut Invocation<'a>,
+    bi: usize,
+    layout: MipLayout,
+}
+
+impl Texels for PagedTexels<'_, '_> {
+    type Error = Fault;
+    fn texel(&mut self, level: u32, x: u32, y: u32) -> Result<u32, Fault> {
+        self.inv
+            .level_texel(self.bi, &self.layout, level, x as u64, y as u64)
+    }
+
+    fn quad(&mut self, level: u32, x0: i32, y0: i32) -> Result<[u32; 4], Fault> {
+        let m = &self.layout;
+        let border = m.border() as i64;
+        let (w, h) = m.extent(level).map_err(|e| self.inv.fail(e))?;
+        if border == 0 {
+            let a = self.inv.bindings[self.bi]
+                .mip
+                .map(|(_, a)| a)
+                .unwrap_or(Addressing::Clamp);
+            let xs = [x0, x0 + 1].map(|x| a.apply(x as i64, w));
+            let ys = [y0, y0 + 1].map(|y| a.apply(y as i64, h));
+            return Ok([
+                self.inv.level_texel(self.bi, m, level, xs[0], ys[0])?,
+                self.inv.level_texel(self.bi, m, level, xs[1], ys[0])?,
+                self.inv.level_texel(self.bi, m, level, xs[0], ys[1])?,
+                self.inv.level_texel(self.bi, m, level, xs[1], ys[1])?,
+            ]);
+        }
+        // The page of the quad's first tap inside the level holds all four taps: its border
+        // reaches one texel below and one beyond, where the others can lie.
+        let (ax, ay) = (
+            (x0 as i64).clamp(0, w as i64 - 1),
+            (y0 as i64).clamp(0, h as i64 - 1),
+        );
+        let (local, _) = m
+            .locate(level, ax as u64, ay as u64)
+            .map_err(|e| self.inv.fail(e))?;
+        let p = m.page().get() as i64;
+        let xs = (x0 as i64 - ax / p * p + border) as u64;
+        let ys = (y0 as i64 - ay / p * p + border) as u64;
+        let side = m.slot_side();
+        self.inv.slot_texels(
+            self.bi,
+            local,
+            [
+                ys * side + xs,
+                ys * side + xs + 1,
+                (ys + 1) * side + xs,
+                (ys + 1) * side + xs + 1,
+            ],
+        )
     }
 }

@@ -25,7 +25,7 @@ mod merge;
 pub(crate) mod unpaged;
 
 pub use compact::RequestBits;
-pub use invocation::{run_span_with, Invocation};
+pub use invocation::{run_span_with, Invocation, MIPMAPPED};
 use memory::{Memory, SharedMemory};
 pub use unpaged::{Plain, PlainInput, PlainOutput};
 

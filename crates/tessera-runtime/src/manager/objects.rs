@@ -66,6 +66,11 @@ impl Manager {
         data: Option<Vec<u8>>,
         mode: AccessMode,
     ) -> Result<ObjectEntry> {
+        if let Some((layout, _)) = desc.mip() {
+            if layout.border() > 0 && mode != AccessMode::ReplicateRead {
+                return Err(tessera_core::CoreError::BorderOnWritable { mode: mode.name() }.into());
+            }
+        }
         let want = host_len(&desc);
         if let Some(d) = &data {
             if d.len() as u64 != want {

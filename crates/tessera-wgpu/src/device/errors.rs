@@ -63,13 +63,46 @@ impl WgpuDevice {
                     height: b.height(),
                 },
             },
+            (abi::ERR_LEVEL, Some(b)) => {
+                let Some((layout, _)) = b.mip() else {
+                    return self.err(WgpuError::Wgpu(format!(
+                        "kernel {kernel}: a level error on object {object}, which has no levels"
+                    )));
+                };
+                let level = st.error_format.0;
+                let source = match layout.extent(level) {
+                    Ok((width, height)) => CoreError::TexelOutOfLevel {
+                        level,
+                        s: st.error_x.0 as u64,
+                        t: st.error_y.0 as u64,
+                        width,
+                        height,
+                    },
+                    Err(e) => e,
+                };
+                RuntimeError::Kernel { kernel, source }
+            }
+            (abi::ERR_WRONG_FORMAT, Some(b)) if st.error_format.0 == abi::FORMAT_MIPMAPPED => {
+                RuntimeError::Kernel {
+                    kernel,
+                    source: CoreError::WrongKind {
+                        object,
+                        expected: tessera_runtime::MIPMAPPED,
+                        actual: kind_name(b.format()),
+                    },
+                }
+            }
             (abi::ERR_WRONG_FORMAT, Some(b)) => match abi::format_of(st.error_format.0) {
                 Some(expected) => RuntimeError::Kernel {
                     kernel,
                     source: CoreError::WrongKind {
                         object,
                         expected: kind_name(expected),
-                        actual: kind_name(b.format()),
+                        actual: if b.mip().is_some() {
+                            tessera_runtime::MIPMAPPED
+                        } else {
+                            kind_name(b.format())
+                        },
                     },
                 },
                 None => self.err(WgpuError::Wgpu(format!(

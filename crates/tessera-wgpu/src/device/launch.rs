@@ -655,6 +655,7 @@ impl WgpuDevice {
                 slot_words: b.slot_words() as u32,
                 format: abi::format_code(b.format()),
                 remote: self.remote_slots.get(i).copied().unwrap_or(0),
+                mip: abi::mip_code(b),
                 ..Default::default()
             };
             // The first binding of each id class wins; the prelude searches for the others.

@@ -220,6 +220,11 @@ fn locate(bi: u32, x: u32, y: u32) -> vec2<u32> {
 
 // Checks an access's format and range; false (after flagging an error where one is due).
 fn in_range(bi: u32, id: u32, x: u32, y: u32, format: u32) -> bool {
+    if (launch.binds[bi].mip & MIP_BIT) != 0u {
+        // Its texels are read by level (load_rgba8_level, sample_rgba8), as on the CPU.
+        fail(ERR_WRONG_FORMAT, id, x, y, select(format, launch.binds[bi].format, format == NONE));
+        return false;
+    }
     if format != NONE && launch.binds[bi].format != format {
         fail(ERR_WRONG_FORMAT, id, x, y, format);
         return false;
@@ -440,6 +445,272 @@ fn load_u32(id: u32, index: u32) -> u32 {
 }
 fn store_u32(id: u32, index: u32, v: u32) {
     store_word(id, index, 0u, 0u, v, FORMAT_BUFFER);
+}
+
+// Mipmapped textures (BindInfo::mip != 0), the twin of the CPU's `load_rgba8_level` and
+// `sample_rgba8*`: level l is max(1, W >> l) x max(1, H >> l) texels on pages of P x P after
+// the pages of the levels before it; a page's slot is (P + 2B)^2 texels, its own at (B, B).
+// The samplers' integer arithmetic is tessera_core::sampler's, line for line.
+fn mip_levels(bi: u32) -> u32 {
+    return launch.binds[bi].mip & 0xffu;
+}
+fn mip_border(bi: u32) -> u32 {
+    return (launch.binds[bi].mip >> 8u) & 0xffu;
+}
+fn mip_addressing(bi: u32) -> u32 {
+    return (launch.binds[bi].mip >> 16u) & 1u;
+}
+fn level_extent(bi: u32, l: u32) -> vec2<u32> {
+    return max(vec2<u32>(1u), vec2<u32>(launch.binds[bi].width >> l, launch.binds[bi].height >> l));
+}
+fn level_pages(bi: u32, l: u32) -> vec2<u32> {
+    let s = launch.binds[bi].shift;
+    return (level_extent(bi, l) + vec2<u32>((1u << s) - 1u)) >> vec2<u32>(s);
+}
+fn slot_side(bi: u32) -> u32 {
+    return (1u << launch.binds[bi].shift) + 2u * mip_border(bi);
+}
+
+// Whether binding bi is mipmapped; flags the error where it is not.
+fn mip_check(bi: u32, id: u32) -> bool {
+    if (launch.binds[bi].mip & MIP_BIT) == 0u {
+        fail(ERR_WRONG_FORMAT, id, 0u, 0u, FORMAT_MIPMAPPED);
+        return false;
+    }
+    return true;
+}
+
+struct Mt {
+    ok: bool,
+    page: u32,
+    at: u32,
+}
+
+// Global page and slot index of texel (x, y) of level l (the error flagged outside it).
+fn mip_locate(bi: u32, id: u32, l: u32, x: u32, y: u32) -> Mt {
+    var m = Mt(false, 0u, 0u);
+    let e = level_extent(bi, min(l, 31u));
+    if l >= mip_levels(bi) || x >= e.x || y >= e.y {
+        if launch.mode != MODE_REQUEST {
+            fail(ERR_LEVEL, id, x, y, l);
+        }
+        return m;
+    }
+    var offset = 0u;
+    for (var k = 0u; k < l; k++) {
+        let n = level_pages(bi, k);
+        offset += n.x * n.y;
+    }
+    let s = launch.binds[bi].shift;
+    let mask = (1u << s) - 1u;
+    let b = mip_border(bi);
+    m.ok = true;
+    m.page = launch.binds[bi].page_offset + offset + (x >> s) + (y >> s) * level_pages(bi, l).x;
+    m.at = ((y & mask) + b) * slot_side(bi) + (x & mask) + b;
+    return m;
+}
+
+// A page translated for reading: its memory and the first word of its slot.
+fn mip_page(bi: u32, page: u32) -> Tr {
+    var r = Tr(false, 0u, 0u);
+    if g_faulted {
+        return r;
+    }
+    let b = launch.binds[bi];
+    if b.remote != 0u {
+        return Tr(true, REMOTE_MEM0 + b.remote - 1u, (page - b.page_offset) * b.slot_words);
+    }
+    stamp(page);
+    let d = page_table[page];
+    if (d.x & 1u) == 0u {
+        record(page, false);
+        if launch.mode != MODE_REQUEST {
+            g_faulted = true;
+        }
+        return r;
+    }
+    return Tr(true, d.x >> 16u, d.y * b.slot_words);
+}
+
+fn mip_texel(bi: u32, id: u32, l: u32, x: u32, y: u32) -> u32 {
+    let m = mip_locate(bi, id, l, x, y);
+    if !m.ok {
+        return 0u;
+    }
+    let t = mip_page(bi, m.page);
+    if !t.ok {
+        return 0u;
+    }
+    return mem_load(t.mem, t.word + m.at);
+}
+
+// Texel (x, y) of level l of a mipmapped RGBA8 texture.
+fn load_rgba8_level(id: u32, l: u32, x: u32, y: u32) -> u32 {
+    if g_faulted {
+        return 0u;
+    }
+    let bi = binding_of(id);
+    if bi == NONE || !mip_check(bi, id) {
+        return 0u;
+    }
+    return mip_texel(bi, id, l, x, y);
+}
+
+// Coordinate c (which may be outside 0..n) brought into it: 0 wrap, 1 clamp.
+fn address(a: u32, c: i32, n: u32) -> u32 {
+    if a == 0u {
+        return u32(((c % i32(n)) + i32(n)) % i32(n));
+    }
+    return u32(clamp(c, 0, i32(n) - 1));
+}
+
+// The 2x2 quad at (x0, y0) of level l, each tap addressed by the object's rule: from one
+// page where the texture is bordered.
+fn mip_quad(bi: u32, id: u32, l: u32, x0: i32, y0: i32) -> array<u32, 4> {
+    var q = array<u32, 4>(0u, 0u, 0u, 0u);
+    let e = level_extent(bi, l);
+    let b = mip_border(bi);
+    if b == 0u {
+        let a = mip_addressing(bi);
+        let xa = address(a, x0, e.x);
+        let xb = address(a, x0 + 1, e.x);
+        let ya = address(a, y0, e.y);
+        let yb = address(a, y0 + 1, e.y);
+        q[0] = mip_texel(bi, id, l, xa, ya);
+        q[1] = mip_texel(bi, id, l, xb, ya);
+        q[2] = mip_texel(bi, id, l, xa, yb);
+        q[3] = mip_texel(bi, id, l, xb, yb);
+        return q;
+    }
+    let ax = u32(clamp(x0, 0, i32(e.x) - 1));
+    let ay = u32(clamp(y0, 0, i32(e.y) - 1));
+    let m = mip_locate(bi, id, l, ax, ay);
+    if !m.ok {
+        return q;
+    }
+    let t = mip_page(bi, m.page);
+    if !t.ok {
+        return q;
+    }
+    let p = 1u << launch.binds[bi].shift;
+    let xs = u32(x0 - i32(ax / p * p) + i32(b));
+    let ys = u32(y0 - i32(ay / p * p) + i32(b));
+    let side = slot_side(bi);
+    q[0] = mem_load(t.mem, t.word + ys * side + xs);
+    q[1] = mem_load(t.mem, t.word + ys * side + xs + 1u);
+    q[2] = mem_load(t.mem, t.word + (ys + 1u) * side + xs);
+    q[3] = mem_load(t.mem, t.word + (ys + 1u) * side + xs + 1u);
+    return q;
+}
+
+fn uv_fixed(c: f32, a: u32) -> u32 {
+    let f = i32(floor(clamp(c, -16384.0, 16384.0) * 65536.0));
+    if a == 0u {
+        return u32(f & 0xffff);
+    }
+    return u32(clamp(f, 0, 65536));
+}
+
+fn window_at(win: vec4<u32>, l: u32) -> vec4<u32> {
+    return vec4<u32>(win.x >> l, win.y >> l, max(1u, win.z >> l), max(1u, win.w >> l));
+}
+
+fn channel(c: u32, k: u32) -> u32 {
+    return (c >> (8u * k)) & 255u;
+}
+
+fn bilinear(bi: u32, id: u32, win: vec4<u32>, sa: u32, l: u32, uf: u32, vf: u32) -> u32 {
+    let w = window_at(win, l);
+    let s = i32((uf * w.z) >> 8u) - 128;
+    let r = i32((vf * w.w) >> 8u) - 128;
+    let a = u32(s & 255);
+    let b = u32(r & 255);
+    let x0 = s >> 8u;
+    let y0 = r >> 8u;
+    let inside = x0 >= 0 && y0 >= 0 && x0 + 1 < i32(w.z) && y0 + 1 < i32(w.w);
+    let e = level_extent(bi, l);
+    let whole = w.x == 0u && w.y == 0u && w.z == e.x && w.w == e.y;
+    var q: array<u32, 4>;
+    if inside || (whole && sa == mip_addressing(bi)) {
+        q = mip_quad(bi, id, l, i32(w.x) + x0, i32(w.y) + y0);
+    } else {
+        let xa = w.x + address(sa, x0, w.z);
+        let xb = w.x + address(sa, x0 + 1, w.z);
+        let ya = w.y + address(sa, y0, w.w);
+        let yb = w.y + address(sa, y0 + 1, w.w);
+        q[0] = mip_texel(bi, id, l, xa, ya);
+        q[1] = mip_texel(bi, id, l, xb, ya);
+        q[2] = mip_texel(bi, id, l, xa, yb);
+        q[3] = mip_texel(bi, id, l, xb, yb);
+    }
+    let wt = array<u32, 4>((256u - a) * (256u - b), a * (256u - b), (256u - a) * b, a * b);
+    var out = 0u;
+    for (var k = 0u; k < 4u; k++) {
+        let sum = channel(q[0], k) * wt[0] + channel(q[1], k) * wt[1]
+            + channel(q[2], k) * wt[2] + channel(q[3], k) * wt[3];
+        out |= ((sum + 32768u) >> 16u) << (8u * k);
+    }
+    return out;
+}
+
+fn sample_in(bi: u32, id: u32, fmode: u32, sa: u32, win: vec4<u32>, u: f32, v: f32, lod: f32) -> u32 {
+    let uf = uv_fixed(u, sa);
+    let vf = uv_fixed(v, sa);
+    let levels = mip_levels(bi);
+    let lf = min(u32(floor(clamp(lod, 0.0, 64.0) * 256.0)), (levels - 1u) * 256u);
+    let nl = min((lf + 128u) >> 8u, levels - 1u);
+    if fmode == 0u {
+        let w = window_at(win, nl);
+        let x = min((uf * w.z) >> 16u, w.z - 1u);
+        let y = min((vf * w.w) >> 16u, w.w - 1u);
+        return mip_texel(bi, id, nl, w.x + x, w.y + y);
+    }
+    if fmode == 1u {
+        return bilinear(bi, id, win, sa, nl, uf, vf);
+    }
+    let l = lf >> 8u;
+    let f = lf & 255u;
+    let c0 = bilinear(bi, id, win, sa, l, uf, vf);
+    if f == 0u {
+        return c0;
+    }
+    let c1 = bilinear(bi, id, win, sa, l + 1u, uf, vf);
+    var out = 0u;
+    for (var k = 0u; k < 4u; k++) {
+        out |= ((channel(c0, k) * (256u - f) + channel(c1, k) * f + 128u) >> 8u) << (8u * k);
+    }
+    return out;
+}
+
+// A sample of a mipmapped RGBA8 texture at (u, v) over [0, 1)^2 and level of detail lod;
+// filter 0 nearest, 1 bilinear, 2 trilinear; addressing 0 wrap, 1 clamp.
+fn sample_rgba8(id: u32, fmode: u32, addressing: u32, u: f32, v: f32, lod: f32) -> u32 {
+    if g_faulted {
+        return 0u;
+    }
+    let bi = binding_of(id);
+    if bi == NONE || !mip_check(bi, id) {
+        return 0u;
+    }
+    let win = vec4<u32>(0u, 0u, launch.binds[bi].width, launch.binds[bi].height);
+    return sample_in(bi, id, fmode, addressing, win, u, v, lod);
+}
+
+// As sample_rgba8 over the window (x, y, width, height) of level 0: one texture of an atlas.
+fn sample_rgba8_window(id: u32, fmode: u32, addressing: u32, win: vec4<u32>, u: f32, v: f32, lod: f32) -> u32 {
+    if g_faulted {
+        return 0u;
+    }
+    let bi = binding_of(id);
+    if bi == NONE || !mip_check(bi, id) {
+        return 0u;
+    }
+    let b = launch.binds[bi];
+    if win.z == 0u || win.w == 0u || win.x + win.z > b.width || win.y + win.w > b.height {
+        fail(ERR_OUT_OF_RANGE, id, win.x + win.z, win.y + win.w, 0u);
+        return 0u;
+    }
+    return sample_in(bi, id, fmode, addressing, win, u, v, lod);
 }
 
 // The per-texel entry point. It touches no workgroup memory, so it pays neither the

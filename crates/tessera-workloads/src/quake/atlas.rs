@@ -11,6 +11,7 @@
 //! Packing is shelf packing, deterministic in the texture sizes and P alone, so a trace replay
 //! rebuilds the same layout for the page size the trace was recorded at.
 
+use super::raster::window_levels;
 use super::QuakeError;
 
 /// One texture's place in the atlas (texels; the padding to whole pages is not part of it).
@@ -142,6 +143,39 @@ impl Atlas {
         }
         let p = (y / self.page) as u64 * self.pages_x() as u64 + (x / self.page) as u64;
         self.texture_of_page(p)
+    }
+
+    /// Levels of the atlas's mip chain: as many as its most finely aligned texture can use
+    /// ([`window_levels`]: a texture's rectangle halves cleanly while its corner and size
+    /// are even), within the atlas's full chain. Each texture's samples stop at its own.
+    pub fn mip_levels(&self) -> u32 {
+        let most = self
+            .rects
+            .iter()
+            .map(|r| window_levels(r.x | r.y << 16, r.w | r.h << 16))
+            .max()
+            .unwrap_or(0);
+        tessera_core::MipLayout::full_levels(self.width, self.height).min(most + 1)
+    }
+
+    /// The mipmapped atlas object: [`Atlas::mip_levels`] levels on the atlas's pages bordered
+    /// by `border`, the border clamped at the atlas's edges (a window's sampler wraps within
+    /// the window itself, never through a border).
+    pub fn mip_desc(&self, border: u32) -> Result<tessera_core::ObjectDesc, QuakeError> {
+        Ok(tessera_core::ObjectDesc::mipmapped(
+            self.width,
+            self.height,
+            tessera_core::TexelFormat::Rgba8Unorm,
+            self.page,
+            Some(self.mip_levels()),
+            border,
+            tessera_core::Addressing::Clamp,
+        )?)
+    }
+
+    /// The chain of the atlas's texels ([`Atlas::texels`]) for `layout`.
+    pub fn mip_chain(&self, texels: &[u8], layout: &tessera_core::MipLayout) -> Vec<Vec<u32>> {
+        tessera_core::mip::chain_rgba8(layout, tessera_core::mip::bytes_to_words(texels))
     }
 
     /// The atlas's texels, RGBA8 rows from the lower left (padding transparent black).

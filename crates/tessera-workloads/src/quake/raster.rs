@@ -6,13 +6,22 @@
 //! builds the trace. A miss is `Err(Fault::Miss)`, passed up with `?`; the runtime fetches the
 //! page and runs the pixel again (or, two-pass, the request pass has fetched it first).
 //!
+//! Filtered (`Raster::filter`): the atlas is a mipmapped object and the pixel samples its
+//! texture's window of the atlas (`tessera_core::sampler`, wrapping within the window) at a
+//! level of detail from the texture coordinates' screen-space derivatives: the planes are
+//! evaluated again one pixel right and one pixel up, and with ρ² the larger squared length of
+//! the two differences, lod = log2(ρ) is read off ρ²'s f32 bits (exponent and mantissa as a
+//! fixed-point log2, `lod_of`), so no transcendental function enters. A texture's levels stop
+//! where its rectangle no longer halves cleanly (`Atlas::levels_of`): below that a level's
+//! texels would mix in a neighbour's, so lod is capped there.
+//!
 //! Exactness: coverage is integer arithmetic with a fill rule that gives every pixel centre
 //! on a shared edge to one triangle (`setup`); depth (1/w, larger is nearer) and the texture
 //! coordinates are f32 planes evaluated in one fixed order, and ties go to the triangle
 //! listed first. A pixel's result depends on nothing but its own inputs, so any split of the
 //! screen over devices, and either procedure, gives the same frame bit for bit.
 
-use tessera_core::ObjectId;
+use tessera_core::{Addressing, Filter, ObjectId, Sampler, Window};
 use tessera_runtime::{Fault, Invocation, Kernel, RuntimeError, WgslKernel};
 
 use super::setup::{word, RECORD_WORDS, SUB, SUB_BITS, TILE};
@@ -23,6 +32,14 @@ pub trait RasterAccess {
     fn load_u32(&mut self, id: ObjectId, index: u32) -> Result<u32, Fault>;
     fn load_rgba8(&mut self, id: ObjectId, x: u32, y: u32) -> Result<[u8; 4], Fault>;
     fn store_rgba8(&mut self, id: ObjectId, x: u32, y: u32, v: [u8; 4]) -> Result<(), Fault>;
+    /// A sample of `window` of the mipmapped atlas (`Invocation::sample_rgba8_window`).
+    fn sample_window(
+        &mut self,
+        id: ObjectId,
+        sampler: Sampler,
+        window: Window,
+        uvl: (f32, f32, f32),
+    ) -> Result<[u8; 4], Fault>;
 }
 
 impl RasterAccess for Invocation<'_> {
@@ -37,6 +54,15 @@ impl RasterAccess for Invocation<'_> {
     #[inline(always)]
     fn store_rgba8(&mut self, id: ObjectId, x: u32, y: u32, v: [u8; 4]) -> Result<(), Fault> {
         Invocation::store_rgba8(self, id, x, y, v)
+    }
+    fn sample_window(
+        &mut self,
+        id: ObjectId,
+        sampler: Sampler,
+        window: Window,
+        (u, v, lod): (f32, f32, f32),
+    ) -> Result<[u8; 4], Fault> {
+        Invocation::sample_rgba8_window(self, id, sampler, window, u, v, lod)
     }
 }
 
@@ -69,6 +95,25 @@ pub struct Raster {
     pub width: u32,
     pub height: u32,
     pub tiles_x: u32,
+    /// `None`: the nearest texel of level 0 through a plain atlas (the original renderer);
+    /// otherwise the filter sampling a mipmapped atlas.
+    pub filter: Option<Filter>,
+}
+
+/// log2 of ρ from ρ² in 1/256 of a level: ρ²'s f32 bits less 1.0's are log2(ρ²) in units
+/// of 2^-23 between powers of two (linear in the mantissa), and the shift by 16 halves it
+/// (log2 ρ = log2(ρ²) / 2) and keeps 8 fraction bits. Exact in both twins: integer work on
+/// the bits. Zero gives a very negative lod (level 0); infinities and NaN a very large one.
+#[inline(always)]
+pub fn lod_of(rho2: f32) -> f32 {
+    ((rho2.to_bits() as i32).wrapping_sub(0x3f80_0000) >> 16) as f32 / 256.0
+}
+
+/// The finest-to-coarsest levels a texture's window of the atlas halves cleanly through:
+/// the trailing zero bits of its corner and size, all at once.
+#[inline(always)]
+pub fn window_levels(rect: u32, size: u32) -> u32 {
+    ((rect & 0xffff) | (rect >> 16) | (size & 0xffff) | (size >> 16)).trailing_zeros()
 }
 
 #[inline(always)]
@@ -167,7 +212,38 @@ impl Raster {
         let vw = plane(a, o.tris, base + word::V, dx, dy)?;
         let tx = (rect & 0xffff) + wrap(uw / best, size & 0xffff);
         let ty = (rect >> 16) + wrap(vw / best, size >> 16);
-        let c = a.load_rgba8(o.atlas, tx, ty)?;
+        let c = match self.filter {
+            None => a.load_rgba8(o.atlas, tx, ty)?,
+            Some(filter) => {
+                let (u0, v0) = (uw / best, vw / best);
+                let iwx = plane(a, o.tris, base + word::INV_W, dx + 1.0, dy)?;
+                let ux = plane(a, o.tris, base + word::U, dx + 1.0, dy)? / iwx;
+                let vx = plane(a, o.tris, base + word::V, dx + 1.0, dy)? / iwx;
+                let iwy = plane(a, o.tris, base + word::INV_W, dx, dy + 1.0)?;
+                let uy = plane(a, o.tris, base + word::U, dx, dy + 1.0)? / iwy;
+                let vy = plane(a, o.tris, base + word::V, dx, dy + 1.0)? / iwy;
+                let (ax, ay, bx, by) = (ux - u0, vx - v0, uy - u0, vy - v0);
+                let rho2 = (ax * ax + ay * ay).max(bx * bx + by * by);
+                let lod = lod_of(rho2).min(window_levels(rect, size) as f32);
+                let (w, h) = (size & 0xffff, size >> 16);
+                let window = Window {
+                    x: rect & 0xffff,
+                    y: rect >> 16,
+                    width: w,
+                    height: h,
+                };
+                let sampler = Sampler {
+                    filter,
+                    addressing: Addressing::Wrap,
+                };
+                a.sample_window(
+                    o.atlas,
+                    sampler,
+                    window,
+                    (u0 / w as f32, v0 / h as f32, lod),
+                )?
+            }
+        };
         a.store_rgba8(o.frame, x, y, c)?;
         a.store_rgba8(o.access, x, y, (tx | ty << 16).to_le_bytes())
     }
@@ -175,7 +251,7 @@ impl Raster {
     /// The WGSL twin's parameter words, in the order `raster.wgsl` reads them.
     pub fn params(&self) -> Vec<u32> {
         let o = self.obj;
-        vec![
+        let mut p = vec![
             o.atlas.0,
             o.tris.0,
             o.bins.0,
@@ -184,7 +260,12 @@ impl Raster {
             self.width,
             self.height,
             self.tiles_x,
-        ]
+        ];
+        // Only a filtered kernel reads word 8 (filter code + 1).
+        if let Some(f) = self.filter {
+            p.push(f.code() + 1);
+        }
+        p
     }
 }
 

@@ -31,6 +31,30 @@ fn raster_wrap(t: f32, size: u32) -> u32 {
     return u32(((i % n) + n) % n);
 }
 
+// The filtered sample (raster.rs, `Raster::filter`): param(8) is the filter code + 1.
+fn raster_filtered(atlas: u32, tris: u32, base: u32, best: f32, dx: f32, dy: f32, uw: f32, vw: f32, rect: u32, size: u32) -> u32 {
+    let u0 = uw / best;
+    let v0 = vw / best;
+    let iwx = raster_plane(tris, base + W_INV_W, dx + 1.0, dy);
+    let ux = raster_plane(tris, base + W_U, dx + 1.0, dy) / iwx;
+    let vx = raster_plane(tris, base + W_V, dx + 1.0, dy) / iwx;
+    let iwy = raster_plane(tris, base + W_INV_W, dx, dy + 1.0);
+    let uy = raster_plane(tris, base + W_U, dx, dy + 1.0) / iwy;
+    let vy = raster_plane(tris, base + W_V, dx, dy + 1.0) / iwy;
+    let ax = ux - u0;
+    let ay = vx - v0;
+    let bx = uy - u0;
+    let by = vy - v0;
+    let rho2 = max(ax * ax + ay * ay, bx * bx + by * by);
+    let lod_raw = f32((bitcast<i32>(rho2) - 0x3f800000) >> 16u) / 256.0;
+    let cap = countTrailingZeros((rect & 0xffffu) | (rect >> 16u) | (size & 0xffffu) | (size >> 16u));
+    let lod = min(lod_raw, f32(cap));
+    let w = size & 0xffffu;
+    let h = size >> 16u;
+    let win = vec4<u32>(rect & 0xffffu, rect >> 16u, w, h);
+    return sample_rgba8_window(atlas, param(8u) - 1u, 0u, win, u0 / f32(w), v0 / f32(h), lod);
+}
+
 fn kernel_main(x: u32, y: u32) {
     let atlas = param(0u);
     let tris = param(1u);
@@ -98,7 +122,12 @@ fn kernel_main(x: u32, y: u32) {
     let vw = raster_plane(tris, base + W_V, dx, dy);
     let tx = (rect & 0xffffu) + raster_wrap(uw / best, size & 0xffffu);
     let ty = (rect >> 16u) + raster_wrap(vw / best, size >> 16u);
-    let c = load_rgba8(atlas, tx, ty);
+    var c = 0u;
+    if param(8u) == 0u {
+        c = load_rgba8(atlas, tx, ty);
+    } else {
+        c = raster_filtered(atlas, tris, base, best, dx, dy, uw, vw, rect, size);
+    }
     store_rgba8(frame, x, y, c);
     store_rgba8(access, x, y, tx | (ty << 16u));
 }

@@ -1,7 +1,8 @@
 //! The unpaged rasterizer: the kernel's body over plain arrays, one device, no tessera node.
 //! What every paged run must equal, pixel for pixel.
 
-use tessera_core::ObjectId;
+use tessera_core::sampler::{self, ChainTexels, Shape};
+use tessera_core::{Filter, ObjectId, Sampler, Window};
 use tessera_runtime::{Fault, RuntimeError};
 
 use super::atlas::Atlas;
@@ -28,6 +29,8 @@ pub struct PlainRaster<'a> {
     /// RGBA8 rows from the lower left.
     pub frame: Vec<u8>,
     pub access: Vec<u32>,
+    /// The atlas's mip chain and its shape, for a filtered kernel.
+    pub chain: Option<(&'a [Vec<u32>], Shape)>,
 }
 
 fn out_of_range(what: &str, i: u64) -> Fault {
@@ -54,6 +57,25 @@ impl RasterAccess for PlainRaster<'_> {
             .map(|s| [s[0], s[1], s[2], s[3]])
             .ok_or_else(|| out_of_range("atlas", i as u64))
     }
+    fn sample_window(
+        &mut self,
+        _id: ObjectId,
+        s: Sampler,
+        window: Window,
+        uvl: (f32, f32, f32),
+    ) -> Result<[u8; 4], Fault> {
+        let Some((levels, shape)) = self.chain else {
+            return Err(Fault::Error(Box::new(RuntimeError::Config(
+                "plain rasterizer: a filtered sample without a mip chain".into(),
+            ))));
+        };
+        let mut t = ChainTexels { levels, shape };
+        let c = match sampler::sample(&mut t, shape, s, window, uvl) {
+            Ok(c) => c,
+            Err(e) => match e {},
+        };
+        Ok(c.to_le_bytes())
+    }
     fn store_rgba8(&mut self, id: ObjectId, x: u32, y: u32, v: [u8; 4]) -> Result<(), Fault> {
         let i = y as usize * self.width as usize + x as usize;
         if id == PLAIN.access {
@@ -79,14 +101,41 @@ pub fn render(
     width: u32,
     height: u32,
 ) -> Result<(Vec<u8>, Vec<u32>), QuakeError> {
+    render_filtered(mesh, atlas, vp, width, height, None)
+}
+
+/// [`render`] with the paged renderer's filtering (`render::Filtering::filter`): the atlas's
+/// chain is built from its texels here, as the paged renderer builds it, and sampled by the
+/// same sampler. A border changes no sample, so there is none here.
+pub fn render_filtered(
+    mesh: &Mesh,
+    atlas: &Atlas,
+    vp: &ViewProj,
+    width: u32,
+    height: u32,
+    filter: Option<Filter>,
+) -> Result<(Vec<u8>, Vec<u32>), QuakeError> {
     check_screen(width, height)?;
     let texels = atlas.texels(&mesh.textures);
+    let chain = match (filter, atlas.mip_desc(0)?.mip()) {
+        (Some(_), Some((layout, addressing))) => {
+            let shape = Shape {
+                width: atlas.width,
+                height: atlas.height,
+                levels: layout.levels(),
+                addressing,
+            };
+            Some((atlas.mip_chain(&texels, &layout), shape))
+        }
+        _ => None,
+    };
     let s = setup(mesh, atlas, vp, width, height);
     let k = Raster {
         obj: PLAIN,
         width,
         height,
         tiles_x: s.tiles_x,
+        filter,
     };
     let mut p = PlainRaster {
         atlas: &texels,
@@ -96,6 +145,7 @@ pub fn render(
         width,
         frame: vec![0; (width * height * 4) as usize],
         access: vec![0; (width * height) as usize],
+        chain: chain.as_ref().map(|(c, s)| (c.as_slice(), *s)),
     };
     for y in 0..height {
         for x in 0..width {

@@ -20,7 +20,8 @@
 use std::sync::Arc;
 
 use tessera_core::{
-    Access, DeviceId, GlobalPage, ObjectDesc, ObjectEntry, PageRequest, TexelFormat,
+    Access, AccessMode, DeviceId, Filter, GlobalPage, MipLayout, ObjectDesc, ObjectEntry,
+    PageRequest, TexelFormat,
 };
 use tessera_runtime::{Bound, Domain, Kernel, PassSpec, PassStats, Procedure, System};
 
@@ -46,6 +47,14 @@ pub struct RenderOptions {
     pub drop_unused: bool,
 }
 
+/// A filtered renderer's atlas: a mip chain sampled by `filter`, its pages bordered by
+/// `border` texels (a bordered atlas is read-only, replicated to its readers).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Filtering {
+    pub filter: Filter,
+    pub border: u32,
+}
+
 /// What one frame did.
 #[derive(Clone, Debug, Default)]
 pub struct FrameStats {
@@ -55,8 +64,12 @@ pub struct FrameStats {
     /// access map).
     pub other_requests: Vec<u64>,
     /// Per texture (the mesh's order), texture page requests of all devices: pages mapped
-    /// back to the texture whose rectangle holds them.
+    /// back to the texture whose rectangle holds them (level 0's pages only, where the atlas
+    /// has levels).
     pub by_texture: Vec<u64>,
+    /// Per mip level of the atlas, texture page requests of all devices (one level, level 0,
+    /// for the unfiltered renderer).
+    pub by_level: Vec<u64>,
     /// Triangles set up (after clipping and fanning).
     pub triangles: u32,
     /// Per device, the pass's stats.
@@ -67,8 +80,11 @@ pub struct Renderer {
     pub sys: System,
     mesh: Mesh,
     pub atlas: Atlas,
+    /// The atlas object's host data (for a mipmapped atlas, its slots).
     texels: Vec<u8>,
     atlas_obj: ObjectEntry,
+    atlas_mode: AccessMode,
+    filtering: Option<Filtering>,
     frame_obj: ObjectEntry,
     access_obj: ObjectEntry,
     buffers: Option<(ObjectEntry, ObjectEntry)>,
@@ -117,20 +133,48 @@ fn read_everywhere(sys: &System, pages: &[GlobalPage]) -> Result<(), QuakeError>
 
 impl Renderer {
     pub fn new(sys: System, mesh: Mesh, opts: RenderOptions) -> Result<Renderer, QuakeError> {
+        Self::new_with(sys, mesh, opts, None)
+    }
+
+    /// A renderer sampling a mipmapped atlas as `filtering` says (`None`: as [`Renderer::new`]).
+    pub fn new_with(
+        sys: System,
+        mesh: Mesh,
+        opts: RenderOptions,
+        filtering: Option<Filtering>,
+    ) -> Result<Renderer, QuakeError> {
         mesh.validate()?;
         check_screen(opts.width, opts.height)?;
         let sizes: Vec<(u32, u32)> = mesh.textures.iter().map(|t| (t.width, t.height)).collect();
         let atlas = Atlas::pack(&sizes, opts.page)?;
-        let texels = atlas.texels(&mesh.textures);
-        let atlas_obj = sys.create(
-            ObjectDesc::texture(
-                atlas.width,
-                atlas.height,
-                TexelFormat::Rgba8Unorm,
-                opts.page,
-            )?,
-            Some(texels.clone()),
-        )?;
+        let mut texels = atlas.texels(&mesh.textures);
+        let (desc, atlas_mode) = match filtering {
+            None => (
+                ObjectDesc::texture(
+                    atlas.width,
+                    atlas.height,
+                    TexelFormat::Rgba8Unorm,
+                    opts.page,
+                )?,
+                AccessMode::Migrate,
+            ),
+            Some(f) => {
+                let desc = atlas.mip_desc(f.border)?;
+                if let Some((layout, addressing)) = desc.mip() {
+                    let chain = atlas.mip_chain(&texels, &layout);
+                    texels = tessera_core::mip::words_to_bytes(&tessera_core::mip::slots(
+                        &layout, &chain, addressing,
+                    ));
+                }
+                let mode = if f.border > 0 {
+                    AccessMode::ReplicateRead
+                } else {
+                    AccessMode::Migrate
+                };
+                (desc, mode)
+            }
+        };
+        let atlas_obj = sys.create_with(desc, Some(texels.clone()), atlas_mode)?;
         let screen =
             ObjectDesc::texture(opts.width, opts.height, TexelFormat::Rgba8Unorm, opts.page)?;
         let frame_obj = sys.create(screen, None)?;
@@ -147,6 +191,8 @@ impl Renderer {
             atlas,
             texels,
             atlas_obj,
+            atlas_mode,
+            filtering,
             frame_obj,
             access_obj,
             buffers: None,
@@ -154,6 +200,15 @@ impl Renderer {
             regions,
             frames: 0,
         })
+    }
+
+    /// The mipmapped atlas's layout; `None` for the unfiltered renderer.
+    pub fn mip_layout(&self) -> Option<MipLayout> {
+        self.atlas_obj.desc.mip().map(|(m, _)| m)
+    }
+
+    pub fn filtering(&self) -> Option<Filtering> {
+        self.filtering
     }
 
     pub fn mesh(&self) -> &Mesh {
@@ -183,9 +238,11 @@ impl Renderer {
         self.buffers = Some((tris, bins));
         if self.opts.clear_each_frame && self.frames > 0 {
             self.sys.mm.free(self.atlas_obj.id)?;
-            self.atlas_obj = self
-                .sys
-                .create(self.atlas_obj.desc, Some(self.texels.clone()))?;
+            self.atlas_obj = self.sys.create_with(
+                self.atlas_obj.desc,
+                Some(self.texels.clone()),
+                self.atlas_mode,
+            )?;
         }
         self.frames += 1;
         let pages: Vec<GlobalPage> = tris.pages().chain(bins.pages()).map(GlobalPage).collect();
@@ -202,6 +259,7 @@ impl Renderer {
             width: w,
             height: h,
             tiles_x: s.tiles_x,
+            filter: self.filtering.map(|f| f.filter),
         };
         let objects = [
             &self.atlas_obj,
@@ -231,14 +289,17 @@ impl Renderer {
         )?;
         let log = self.sys.mm.take_requests()?;
         if self.opts.drop_unused {
+            // The access map names level-0 texels, so only level 0's pages are judged: a
+            // mipmapped atlas keeps its coarser levels.
+            let level0 = self.atlas.page_count();
             let used = self.used_pages()?;
             for (d, used) in used.iter().enumerate() {
                 let unused: Vec<GlobalPage> = self
                     .atlas_obj
                     .pages()
                     .filter(|p| {
-                        used.binary_search(&(p - self.atlas_obj.page_offset))
-                            .is_err()
+                        let local = p - self.atlas_obj.page_offset;
+                        local < level0 && used.binary_search(&local).is_err()
                     })
                     .map(GlobalPage)
                     .collect();
@@ -249,12 +310,16 @@ impl Renderer {
         let n = self.sys.devices();
         let mut requests = vec![0; n];
         let mut by_texture = vec![0; self.mesh.textures.len()];
+        let layout = self.mip_layout();
+        let mut by_level = vec![0; layout.map_or(1, |m| m.levels() as usize)];
         let mut other: Vec<u64> = before.iter().map(|l| l.len() as u64).collect();
         other.resize(n, 0);
         for (d, l) in log.iter().enumerate().take(n) {
             for p in l {
                 if atlas.contains(&p.0) {
                     requests[d] += 1;
+                    let local = p.0 - atlas.start;
+                    by_level[layout.map_or(0, |m| level_of_page(&m, local) as usize)] += 1;
                     if let Some(t) = self.atlas.texture_of_page(p.0 - atlas.start) {
                         by_texture[t as usize] += 1;
                     }
@@ -267,6 +332,7 @@ impl Renderer {
             requests,
             other_requests: other,
             by_texture,
+            by_level,
             triangles: s.triangles,
             passes,
         })
@@ -394,6 +460,14 @@ pub fn place_randomly(sys: &System, obj: &ObjectEntry, seed: u64) -> Result<(), 
     }
     sys.mm.take_requests()?;
     Ok(())
+}
+
+/// The level whose pages hold local page `page` of a chain.
+pub fn level_of_page(m: &MipLayout, page: u64) -> u32 {
+    (1..m.levels())
+        .take_while(|&l| m.level_offset(l).is_ok_and(|o| o <= page))
+        .last()
+        .unwrap_or(0)
 }
 
 /// A small seeded generator (SplitMix64), so random placements repeat.

@@ -20,6 +20,8 @@ pub struct Recorded {
     pub triangles: Vec<u32>,
     /// Per texture, page requests of every device over the run.
     pub by_texture: Vec<u64>,
+    /// Per frame, per mip level of the atlas, texture page requests of every device.
+    pub by_level: Vec<Vec<u64>>,
     /// Per device, summed over frames, seconds.
     pub stages: Vec<StageTimes>,
     /// Per frame, measured wall time of its passes alone.
@@ -64,6 +66,7 @@ pub fn record<E: From<QuakeError>>(
         for (t, r) in out.by_texture.iter_mut().zip(&s.by_texture) {
             *t += r;
         }
+        out.by_level.push(s.by_level);
         out.requests.push(s.requests);
         out.other_requests.push(s.other_requests);
         out.triangles.push(s.triangles);
@@ -124,7 +127,12 @@ impl Figures {
             .map(|d| rec.requests.iter().map(|f| f[d]).sum())
             .collect();
         let residency = r.atlas_residency()?;
-        let page_bytes = page as u64 * page as u64 * 4;
+        // A bordered atlas page takes a bigger slot than P² texels.
+        let page_bytes = r
+            .atlas_entry()
+            .desc
+            .page_bytes()
+            .max(page as u64 * page as u64 * 4);
         let texture_footprint = (0..n)
             .map(|d| {
                 let mine = residency.iter().filter(|&&m| m >> d & 1 == 1);

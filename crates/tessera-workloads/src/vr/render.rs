@@ -428,6 +428,7 @@ impl StereoRenderer {
                 width: w,
                 height: h,
                 tiles_x: s.tiles_x,
+                filter: None,
             };
             let mut plain = PlainRaster {
                 atlas: &[],
@@ -437,6 +438,7 @@ impl StereoRenderer {
                 width: w,
                 frame: Vec::new(),
                 access: Vec::new(),
+                chain: None,
             };
             for y in 0..h {
                 for x in 0..w {
@@ -652,6 +654,7 @@ impl StereoRenderer {
             width: self.opts.width,
             height: self.opts.height,
             tiles_x: s.tiles_x,
+            filter: None,
         };
         let bound = [&self.atlas_obj, &tris, &bins, frame, access];
         let spec = PassSpec {

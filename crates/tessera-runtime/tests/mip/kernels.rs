@@ -1,0 +1,148 @@
+//! The kernels the mip tests run, with both twins, shared by the CPU test (`tests/mip.rs`)
+//! and the lavapipe one (tessera-wgpu's `tests/mip_wgpu.rs`).
+
+use tessera_core::{Addressing, Filter, ObjectId, Sampler, Window};
+use tessera_runtime::{Fault, Invocation, Kernel, WgslKernel};
+
+/// out(x, y) = texel (min(x, w - 1), min(y, h - 1)) of level `level` of `tex`, whose extent
+/// the kernel is told as (w, h): the domain can stay wide enough to split over devices.
+pub struct LevelCopy {
+    pub tex: ObjectId,
+    pub out: ObjectId,
+    pub level: u32,
+    pub extent: (u32, u32),
+}
+
+impl Kernel for LevelCopy {
+    fn name(&self) -> &'static str {
+        "mip_test_level_copy"
+    }
+    fn wgsl(&self) -> Option<WgslKernel> {
+        Some(WgslKernel {
+            source: "fn kernel_main(x: u32, y: u32) {
+                let c = load_rgba8_level(param(0), param(2), min(x, param(3) - 1u), min(y, param(4) - 1u));
+                store_rgba8(param(1), x, y, c);
+            }",
+            params: vec![self.tex.0, self.out.0, self.level, self.extent.0, self.extent.1],
+        })
+    }
+    fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
+        let (w, h) = self.extent;
+        let c = inv.load_rgba8_level(self.tex, self.level, x.min(w - 1), y.min(h - 1))?;
+        inv.store_rgba8(self.out, x, y, c)
+    }
+}
+
+/// out(x, y) = the sample of `tex` at (u, v, lod) = words 3i..3i+3 of the buffer `coords`
+/// (f32 bits) with i = y * COLS + x, over the whole texture or `window`.
+pub struct Samples {
+    pub tex: ObjectId,
+    pub coords: ObjectId,
+    pub out: ObjectId,
+    pub sampler: Sampler,
+    pub window: Option<Window>,
+}
+
+impl Kernel for Samples {
+    fn name(&self) -> &'static str {
+        "mip_test_samples"
+    }
+    fn wgsl(&self) -> Option<WgslKernel> {
+        let w = self.window.unwrap_or(Window {
+            x: 0,
+            y: 0,
+            width: 0,
+            height: 0,
+        });
+        Some(WgslKernel {
+            source: "fn kernel_main(x: u32, y: u32) {
+                let i = y * 64u + x;
+                let u = bitcast<f32>(load_u32(param(1), 3u * i));
+                let v = bitcast<f32>(load_u32(param(1), 3u * i + 1u));
+                let lod = bitcast<f32>(load_u32(param(1), 3u * i + 2u));
+                var c = 0u;
+                if param(5) == 0u {
+                    c = sample_rgba8(param(0), param(3), param(4), u, v, lod);
+                } else {
+                    let win = vec4<u32>(param(6), param(7), param(8), param(9));
+                    c = sample_rgba8_window(param(0), param(3), param(4), win, u, v, lod);
+                }
+                store_rgba8(param(2), x, y, c);
+            }",
+            params: vec![
+                self.tex.0,
+                self.coords.0,
+                self.out.0,
+                self.sampler.filter.code(),
+                match self.sampler.addressing {
+                    Addressing::Wrap => 0,
+                    Addressing::Clamp => 1,
+                },
+                self.window.is_some() as u32,
+                w.x,
+                w.y,
+                w.width,
+                w.height,
+            ],
+        })
+    }
+    fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
+        let i = y * COLS + x;
+        let u = f32::from_bits(inv.load_u32(self.coords, 3 * i)?);
+        let v = f32::from_bits(inv.load_u32(self.coords, 3 * i + 1)?);
+        let lod = f32::from_bits(inv.load_u32(self.coords, 3 * i + 2)?);
+        let c = match self.window {
+            None => inv.sample_rgba8(self.tex, self.sampler, u, v, lod)?,
+            Some(w) => inv.sample_rgba8_window(self.tex, self.sampler, w, u, v, lod)?,
+        };
+        inv.store_rgba8(self.out, x, y, c)
+    }
+}
+
+/// Samples per row of the `Samples` domain (the WGSL twin spells it out).
+pub const COLS: u32 = 64;
+
+/// A level 0 with detail at every scale: no two neighbours alike, channels independent.
+pub fn level0(w: u32, h: u32) -> Vec<u32> {
+    (0..w * h)
+        .map(|i| {
+            let (x, y) = (i % w, i / w);
+            let r = (x * 37 + y * 11) % 256;
+            let g = (x * x + 3 * y * y + 7) % 256;
+            let b = ((x ^ y) * 29) % 256;
+            let a = 255 - (x * 5 + y * 17) % 64;
+            r | g << 8 | b << 16 | a << 24
+        })
+        .collect()
+}
+
+/// (u, v, lod) over a grid that runs past the texture on every side, through texel centres,
+/// edges and between them, and over every level and past the last.
+pub fn grid(levels: u32) -> Vec<(f32, f32, f32)> {
+    let mut out = Vec::new();
+    for i in 0..13 {
+        for j in 0..11 {
+            for k in 0..(levels * 3 + 2) {
+                let u = -1.27 + i as f32 * 0.291;
+                let v = -0.61 + j as f32 * 0.233;
+                let lod = -0.4 + k as f32 * 0.37;
+                out.push((u, v, lod));
+            }
+        }
+    }
+    // Whole rows of COLS, so that the domain splits over devices by rows.
+    while !out.len().is_multiple_of(COLS as usize) {
+        out.push((0.5, 0.5, 0.0));
+    }
+    out
+}
+
+pub fn grid_words(g: &[(f32, f32, f32)]) -> Vec<u8> {
+    g.iter()
+        .flat_map(|&(u, v, l)| [u.to_bits(), v.to_bits(), l.to_bits()])
+        .flat_map(|w| w.to_le_bytes())
+        .collect()
+}
+
+pub const FILTERS: [Filter; 3] = Filter::ALL;
+pub const ADDRESSINGS: [Addressing; 2] = [Addressing::Wrap, Addressing::Clamp];
