@@ -6,6 +6,10 @@
 
 use crate::error::{CoreError, Result};
 
+/// The widest side of a mipmapped texture: the samplers scale a coordinate by a level's side
+/// in 32-bit fixed point (`sampler`).
+pub const MAX_SAMPLED_SIDE: u32 = 1 << 15;
+
 /// Largest object, in texels (or bytes for buffers): keeps every page count and texel address
 /// comfortably inside `u64` and every per-object page count inside `u32`.
 pub const MAX_OBJECT_TEXELS: u64 = 1 << 32;
@@ -143,11 +147,11 @@ impl ObjectDesc {
                 },
             });
         }
-        if width.max(height) > crate::sampler::MAX_SIDE {
+        if width.max(height) > MAX_SAMPLED_SIDE {
             return Err(CoreError::MipTooWide {
                 width,
                 height,
-                limit: crate::sampler::MAX_SIDE,
+                limit: MAX_SAMPLED_SIDE,
             });
         }
         let texels = layout.page_count() * layout.slot_texels();

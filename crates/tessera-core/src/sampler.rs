@@ -26,8 +26,9 @@
 
 use crate::mip::Addressing;
 
-/// The widest side of a sampled texture: `uf * w_l` must fit in 32 bits.
-pub const MAX_SIDE: u32 = 1 << 15;
+/// The widest side of a sampled texture: `uf * w_l` must fit in 32 bits. Kept with the
+/// object descriptions, which refuse a wider mip chain.
+pub use crate::geometry::MAX_SAMPLED_SIDE as MAX_SIDE;
 
 /// How a sample combines texels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]

@@ -1,7 +1,7 @@
 //! Mipmapped textures on the CPU backend: every level read through the page table equals a
 //! chain built here by a naive box filter; a level's texel lands on the page a naive walk of
 //! the chain numbers; samples equal a naive sampler written here from the documented
-//! arithmetic (docs/ARCHITECTURE.md, "Mip chains and samplers"), with and without borders;
+//! arithmetic (docs/TEXTURES.md), with and without borders;
 //! bad inputs are typed errors.
 #![cfg(not(feature = "shuttle"))]
 

@@ -11,7 +11,6 @@
 //! Packing is shelf packing, deterministic in the texture sizes and P alone, so a trace replay
 //! rebuilds the same layout for the page size the trace was recorded at.
 
-use super::raster::window_levels;
 use super::QuakeError;
 
 /// One texture's place in the atlas (texels; the padding to whole pages is not part of it).
@@ -191,6 +190,14 @@ impl Atlas {
         }
         out
     }
+}
+
+/// The finest-to-coarsest levels a texture's window of the atlas halves cleanly through:
+/// the trailing zero bits of its corner and size, all at once.
+// The raster twin calls it per pixel (its WGSL twin is in raster.wgsl).
+#[inline(always)]
+pub fn window_levels(rect: u32, size: u32) -> u32 {
+    ((rect & 0xffff) | (rect >> 16) | (size & 0xffff) | (size >> 16)).trailing_zeros()
 }
 
 #[cfg(test)]

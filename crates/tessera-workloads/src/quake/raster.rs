@@ -24,6 +24,7 @@
 use tessera_core::{Addressing, Filter, ObjectId, Sampler, Window};
 use tessera_runtime::{Fault, Invocation, Kernel, RuntimeError, WgslKernel};
 
+use super::atlas::window_levels;
 use super::setup::{word, RECORD_WORDS, SUB, SUB_BITS, TILE};
 
 /// What the kernel body reads and writes through: paged ([`Invocation`]) or plain arrays
@@ -107,13 +108,6 @@ pub struct Raster {
 #[inline(always)]
 pub fn lod_of(rho2: f32) -> f32 {
     ((rho2.to_bits() as i32).wrapping_sub(0x3f80_0000) >> 16) as f32 / 256.0
-}
-
-/// The finest-to-coarsest levels a texture's window of the atlas halves cleanly through:
-/// the trailing zero bits of its corner and size, all at once.
-#[inline(always)]
-pub fn window_levels(rect: u32, size: u32) -> u32 {
-    ((rect & 0xffff) | (rect >> 16) | (size & 0xffff) | (size >> 16)).trailing_zeros()
 }
 
 #[inline(always)]
