@@ -220,8 +220,7 @@ pub trait Device: Send {
     }
     /// A handle to physical memory `memory` for [`Device::copy_from_peers`] on a device of the
     /// same peer group.
-    fn peer_memory(&self, memory: u16) -> Result<PeerMemory> {
-        let _ = memory;
+    fn peer_memory(&self, _memory: u16) -> Result<PeerMemory> {
         Err(RuntimeError::NoPeerCopies {
             backend: self.describe(),
         })
