@@ -295,13 +295,43 @@ impl Homes for Link {
     fn barrier(&self) -> Result<()> {
         Link::barrier(self)
     }
+    /// An object's latest data in page order (packed), each page from its home.
     fn read_packed(
         &self,
         local: &ManagerHandle,
         id: ObjectId,
     ) -> Result<(tessera_core::ObjectEntry, Vec<u8>)> {
-        Link::read_packed(self, local, id)
+        let (entry, mut pages) = local.read_packed_here(id)?;
+        let bytes = entry.desc.page_bytes() as usize;
+        for home in (0..self.size).filter(|&h| h != self.rank) {
+            let theirs = match self.call(home, |rid| Msg::ReadPacked {
+                id: rid,
+                object: id.0,
+            })? {
+                Body::Bytes(b) => b,
+                other => return Err(unexpected(home, &other)),
+            };
+            if theirs.len() != pages.len() {
+                return Err(RuntimeError::OnNode {
+                    node: home,
+                    message: format!(
+                        "object {id} has {} bytes of pages there and {} here: the nodes' address spaces differ",
+                        theirs.len(),
+                        pages.len()
+                    ),
+                });
+            }
+            for (local, page) in entry.pages().enumerate() {
+                if self.homes.home(GlobalPage(page)).0 as usize == home {
+                    let r = local * bytes..(local + 1) * bytes;
+                    pages[r.clone()].copy_from_slice(&theirs[r]);
+                }
+            }
+        }
+        Ok((entry, pages))
     }
+    /// Acquires a device's batch, split by home, one home at a time in node order; `local` is
+    /// this node's manager. A refused part releases the parts granted before it.
     fn request(
         &self,
         local: &ManagerHandle,
@@ -309,7 +339,56 @@ impl Homes for Link {
         pages: Vec<PageRequest>,
         keep: Vec<GlobalPage>,
     ) -> Result<()> {
-        Link::request(self, local, device, pages, keep)
+        let mut parts: Vec<(Vec<PageRequest>, Vec<GlobalPage>)> =
+            vec![(Vec::new(), Vec::new()); self.size];
+        for r in pages {
+            parts[self.homes.home(r.page).0 as usize].0.push(r);
+        }
+        for p in keep {
+            parts[self.homes.home(p).0 as usize].1.push(p);
+        }
+        let mut granted = Vec::new();
+        let mut res = Ok(());
+        for (home, (pages, keep)) in parts.into_iter().enumerate() {
+            if pages.is_empty() {
+                continue;
+            }
+            let r = if home == self.rank {
+                local
+                    .request_keeping(device, pages, keep)
+                    .wait()
+                    .and_then(|r| r)
+            } else {
+                self.call(home, |id| Msg::Request {
+                    id,
+                    device: device.0,
+                    pages: pages
+                        .iter()
+                        .map(|r| (r.page.0, r.access == Access::Write))
+                        .collect(),
+                    keep: keep.iter().map(|p| p.0).collect(),
+                })
+                .map(|_| ())
+            };
+            match r {
+                Ok(()) => granted.push(home),
+                Err(e) => {
+                    res = Err(e);
+                    break;
+                }
+            }
+        }
+        if res.is_err() {
+            for &home in &granted {
+                self.release_at(local, home, device);
+            }
+            granted.clear();
+        }
+        self.locked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(device.0, granted);
+        res
     }
     fn holds(
         &self,
@@ -317,10 +396,43 @@ impl Homes for Link {
         device: DeviceId,
         pages: Vec<GlobalPage>,
     ) -> Result<bool> {
-        Link::holds(self, local, device, pages)
+        let mut parts = vec![Vec::new(); self.size];
+        for p in pages {
+            parts[self.homes.home(p).0 as usize].push(p);
+        }
+        for (home, part) in parts.into_iter().enumerate() {
+            if part.is_empty() {
+                continue;
+            }
+            let all = if home == self.rank {
+                local.holds_here(device, part)?
+            } else {
+                match self.call(home, |id| Msg::Holds {
+                    id,
+                    device: device.0,
+                    pages: part.iter().map(|p| p.0).collect(),
+                })? {
+                    Body::Bool(b) => b,
+                    other => return Err(unexpected(home, &other)),
+                }
+            };
+            if !all {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
+    /// Releases the device's lock at every home that granted a part of its batch.
     fn release(&self, local: &ManagerHandle, device: DeviceId) {
-        Link::release(self, local, device)
+        let homes = self
+            .locked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&device.0)
+            .unwrap_or_default();
+        for home in homes {
+            self.release_at(local, home, device);
+        }
     }
 }
 
@@ -498,155 +610,12 @@ impl Link {
         rx.recv().map_err(|_| RuntimeError::ThreadGone("router"))?
     }
 
-    /// Acquires a device's batch, split by home, one home at a time in node order; `local` is
-    /// this node's manager. A refused part releases the parts granted before it.
-    pub(crate) fn request(
-        &self,
-        local: &ManagerHandle,
-        device: DeviceId,
-        pages: Vec<PageRequest>,
-        keep: Vec<GlobalPage>,
-    ) -> Result<()> {
-        let mut parts: Vec<(Vec<PageRequest>, Vec<GlobalPage>)> =
-            vec![(Vec::new(), Vec::new()); self.size];
-        for r in pages {
-            parts[self.homes.home(r.page).0 as usize].0.push(r);
-        }
-        for p in keep {
-            parts[self.homes.home(p).0 as usize].1.push(p);
-        }
-        let mut granted = Vec::new();
-        let mut res = Ok(());
-        for (home, (pages, keep)) in parts.into_iter().enumerate() {
-            if pages.is_empty() {
-                continue;
-            }
-            let r = if home == self.rank {
-                local
-                    .request_keeping(device, pages, keep)
-                    .wait()
-                    .and_then(|r| r)
-            } else {
-                self.call(home, |id| Msg::Request {
-                    id,
-                    device: device.0,
-                    pages: pages
-                        .iter()
-                        .map(|r| (r.page.0, r.access == Access::Write))
-                        .collect(),
-                    keep: keep.iter().map(|p| p.0).collect(),
-                })
-                .map(|_| ())
-            };
-            match r {
-                Ok(()) => granted.push(home),
-                Err(e) => {
-                    res = Err(e);
-                    break;
-                }
-            }
-        }
-        if res.is_err() {
-            for &home in &granted {
-                self.release_at(local, home, device);
-            }
-            granted.clear();
-        }
-        self.locked
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(device.0, granted);
-        res
-    }
-
     fn release_at(&self, local: &ManagerHandle, home: usize, device: DeviceId) {
         if home == self.rank {
             local.release(device);
         } else {
             let _ = self.send(home, &Msg::Release { device: device.0 });
         }
-    }
-
-    /// Releases the device's lock at every home that granted a part of its batch.
-    pub(crate) fn release(&self, local: &ManagerHandle, device: DeviceId) {
-        let homes = self
-            .locked
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&device.0)
-            .unwrap_or_default();
-        for home in homes {
-            self.release_at(local, home, device);
-        }
-    }
-
-    pub(crate) fn holds(
-        &self,
-        local: &ManagerHandle,
-        device: DeviceId,
-        pages: Vec<GlobalPage>,
-    ) -> Result<bool> {
-        let mut parts = vec![Vec::new(); self.size];
-        for p in pages {
-            parts[self.homes.home(p).0 as usize].push(p);
-        }
-        for (home, part) in parts.into_iter().enumerate() {
-            if part.is_empty() {
-                continue;
-            }
-            let all = if home == self.rank {
-                local.holds_here(device, part)?
-            } else {
-                match self.call(home, |id| Msg::Holds {
-                    id,
-                    device: device.0,
-                    pages: part.iter().map(|p| p.0).collect(),
-                })? {
-                    Body::Bool(b) => b,
-                    other => return Err(unexpected(home, &other)),
-                }
-            };
-            if !all {
-                return Ok(false);
-            }
-        }
-        Ok(true)
-    }
-
-    /// An object's latest data in page order (packed), each page from its home.
-    pub(crate) fn read_packed(
-        &self,
-        local: &ManagerHandle,
-        id: ObjectId,
-    ) -> Result<(tessera_core::ObjectEntry, Vec<u8>)> {
-        let (entry, mut pages) = local.read_packed_here(id)?;
-        let bytes = entry.desc.page_bytes() as usize;
-        for home in (0..self.size).filter(|&h| h != self.rank) {
-            let theirs = match self.call(home, |rid| Msg::ReadPacked {
-                id: rid,
-                object: id.0,
-            })? {
-                Body::Bytes(b) => b,
-                other => return Err(unexpected(home, &other)),
-            };
-            if theirs.len() != pages.len() {
-                return Err(RuntimeError::OnNode {
-                    node: home,
-                    message: format!(
-                        "object {id} has {} bytes of pages there and {} here: the nodes' address spaces differ",
-                        theirs.len(),
-                        pages.len()
-                    ),
-                });
-            }
-            for (local, page) in entry.pages().enumerate() {
-                if self.homes.home(GlobalPage(page)).0 as usize == home {
-                    let r = local * bytes..(local + 1) * bytes;
-                    pages[r.clone()].copy_from_slice(&theirs[r]);
-                }
-            }
-        }
-        Ok((entry, pages))
     }
 
     /// Every node's traffic counters, in rank order.
