@@ -17,6 +17,7 @@ use tessera_workloads::quake::trace::{Trace, BLOCK};
 use tessera_workloads::quake::{
     map, pictures, reference, scene, Camera, Mesh, Split, MAX_SCREEN_SIDE,
 };
+use tessera_workloads::raytrace::SceneSpec;
 
 use crate::backend;
 use crate::report::write_png;
@@ -24,11 +25,20 @@ use crate::run::progress;
 use crate::{parse_procedure, parse_threads, BackendKind};
 use tessera_workloads::plot::{line_chart, LineChart, Series};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SceneKind {
-    /// The procedural room of `tessera_workloads::quake::scene` (42 textures, 8x8 to 512x256).
-    Generated,
+/// `--scene`: the game trace's own procedural room (`generated`, 42 textures, 8x8 to
+/// 512x256), tessera-scene's generated room with N × N boxes (`generated:N`, the scene of
+/// `run raytrace` and `run vr`), or an OpenArena map (`openarena:MAP`, as `--map MAP`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum QuakeScene {
+    Room,
+    Spec(SceneSpec),
+}
+
+fn parse_scene(s: &str) -> Result<QuakeScene, String> {
+    if s == "generated" {
+        return Ok(QuakeScene::Room);
+    }
+    s.parse().map(QuakeScene::Spec)
 }
 
 /// `--filter`: how a pixel samples its texture.
@@ -69,11 +79,12 @@ fn screen_side(s: &str) -> Result<u32, String> {
 
 #[derive(Args, Clone)]
 pub struct QuakeOpts {
-    /// Where the scene comes from when no `--map` is given.
-    #[arg(long, value_enum, default_value = "generated")]
-    scene: SceneKind,
+    /// The scene: `generated` (the game trace's procedural room), `generated:N`
+    /// (tessera-scene's room with N × N boxes, as in `run raytrace`) or `openarena:MAP`.
+    #[arg(long, value_name = "SCENE", value_parser = parse_scene, conflicts_with = "map")]
+    scene: Option<QuakeScene>,
     /// Render this Quake 3 / OpenArena map (`oa_dm1`; `tessera scene info` lists what a pak
-    /// set holds) along its camera path through the spawn points, instead of `--scene`.
+    /// set holds) along its camera path through the spawn points: `--scene openarena:NAME`.
     #[arg(long, value_name = "NAME")]
     map: Option<String>,
     /// Where the map's pk3 files are (`bash scripts/openarena.sh` installs OpenArena's there).
@@ -226,22 +237,33 @@ struct QuakeReport {
 
 /// The mesh, its camera path (`path` frames long) and the scene's name in the report.
 fn scene_of(o: &QuakeOpts, path: u32) -> Result<(Mesh, Vec<Camera>, String)> {
-    if let Some(name) = &o.map {
-        let loaded = tessera_scene::Scene::load_map(&o.pak_dir, name)
-            .with_context(|| format!("cannot load map {name}"))?;
-        if loaded.triangles.is_empty() {
-            bail!("map {name} has no surfaces to draw");
+    let spec = match (&o.map, &o.scene) {
+        (Some(name), _) => SceneSpec::OpenArena(name.clone()),
+        (None, Some(QuakeScene::Spec(spec))) => spec.clone(),
+        (None, None | Some(QuakeScene::Room)) => {
+            return Ok((
+                scene::generated(),
+                scene::camera_path(path),
+                "generated".into(),
+            ))
         }
-        let cams = map::camera_path(&loaded, path);
-        return Ok((Mesh::from(&loaded), cams, format!("map:{name}")));
+    };
+    let (loaded, name) = match &spec {
+        SceneSpec::OpenArena(name) => (
+            tessera_scene::Scene::load_map(&o.pak_dir, name)
+                .with_context(|| format!("cannot load map {name}"))?,
+            format!("map:{name}"),
+        ),
+        SceneSpec::Generated(n) => (
+            tessera_scene::Scene::generated(*n),
+            format!("generated:{n}"),
+        ),
+    };
+    if loaded.triangles.is_empty() {
+        bail!("scene {name} has no surfaces to draw");
     }
-    match o.scene {
-        SceneKind::Generated => Ok((
-            scene::generated(),
-            scene::camera_path(path),
-            "generated".into(),
-        )),
-    }
+    let cams = map::camera_path(&loaded, path);
+    Ok((Mesh::from(&loaded), cams, name))
 }
 
 fn csv_path(dir: &Path, name: &str) -> PathBuf {
