@@ -51,12 +51,18 @@ fn wgpu_runs_agree_across_devices_and_procedures() {
                 vec![page],
                 argv("--frames 3 --procedure"),
                 vec![procedure],
-                argv("--partition tiles --out"),
+                argv("--partition tiles --verify --out"),
                 vec![dir.path().to_str().unwrap()],
             ]
             .concat(),
         );
+        // `--verify` fails the run on a difference from the unpaged twin on the same adapter.
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("verified: "),
+            "{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
         let r = report(dir.path());
         assert_eq!(r["backend"], "wgpu");
         // Where the adapter has timestamp queries, the stage breakdown has device time.
