@@ -445,6 +445,7 @@ fn raytrace(o: &OversubOpts) -> Result<()> {
         ao_radius: o.ao_radius,
         partition: Partition::Rows,
         procedure: o.procedure,
+        filter: None,
     };
     let page_bytes = o.page.get() as u64 * o.page.get() as u64 * 4;
     let base_cfg = SystemConfig {

@@ -53,6 +53,17 @@ pub enum FilterKind {
     Trilinear,
 }
 
+impl FilterKind {
+    /// The sampler's filter; `None` for the nearest texel of a plain atlas.
+    pub fn filter(self) -> Option<tessera_core::Filter> {
+        match self {
+            FilterKind::Nearest => None,
+            FilterKind::Bilinear => Some(tessera_core::Filter::Bilinear),
+            FilterKind::Trilinear => Some(tessera_core::Filter::Trilinear),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Placement {
@@ -471,11 +482,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
 impl QuakeOpts {
     /// What `--filter` and `--border` ask the renderer for.
     fn filtering(&self) -> Option<Filtering> {
-        let filter = match self.filter {
-            FilterKind::Nearest => return None,
-            FilterKind::Bilinear => tessera_core::Filter::Bilinear,
-            FilterKind::Trilinear => tessera_core::Filter::Trilinear,
-        };
+        let filter = self.filter.filter()?;
         Some(Filtering {
             filter,
             border: self.border,

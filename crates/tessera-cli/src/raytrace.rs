@@ -16,6 +16,7 @@ use tessera_workloads::raytrace::run::{
 use tessera_workloads::raytrace::scene::PagedScene;
 use tessera_workloads::raytrace::{check_budget, SceneSpec};
 
+use crate::quake::FilterKind;
 use crate::report::write_png;
 use crate::run::progress;
 use crate::{
@@ -46,6 +47,11 @@ pub struct RaytraceOpts {
     /// Page side of the textures (atlas, image); buffer pages hold as many bytes (P² × 4).
     #[arg(long, default_value = "32", value_parser = crate::parse_page)]
     page: PageSize,
+    /// How the albedo samples its texture: nearest (the nearest texel of a plain atlas), or
+    /// bilinear or trilinear on a mip chain of the atlas, at the level of the pixel's
+    /// footprint (the neighbouring pixels' rays met on the hit triangle's plane).
+    #[arg(long, value_enum, default_value = "nearest")]
+    filter: FilterKind,
     /// Ambient-occlusion rays per pixel.
     #[arg(long, default_value_t = 4)]
     ao_samples: u32,
@@ -117,6 +123,10 @@ struct Report {
     ao_samples: u32,
     budget_bytes_per_device: u64,
     policy: String,
+    filter: FilterKind,
+    /// Per level of the atlas's chain (one for a plain atlas), pages some device holds at the
+    /// end of the run.
+    atlas_pages_by_level: Vec<u64>,
     per_frame: Vec<FrameReport>,
     /// At the end of the run.
     residency: Vec<ObjectReport>,
@@ -170,6 +180,7 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
         ao_radius: o.ao_radius,
         partition: o.partition,
         procedure: o.procedure,
+        filter: o.filter.filter(),
     };
     let mut r = RayRenderer::new(sys, scene, view, options)?;
     let objects_bytes = r.total_bytes();
@@ -209,6 +220,8 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
         ao_samples: o.ao_samples,
         budget_bytes_per_device: budget,
         policy: o.policy.name().to_string(),
+        filter: o.filter,
+        atlas_pages_by_level: r.atlas_pages_by_level()?,
         per_frame: frames,
         residency,
     };

@@ -178,3 +178,39 @@ fn bench_oversubscription_raytrace_checks_every_image() {
     assert_eq!(csv.lines().count(), 5, "{csv}");
     assert!(csv.lines().skip(1).all(|l| l.ends_with(",true")), "{csv}");
 }
+
+/// `--filter trilinear` samples a mip chain of the atlas: it verifies against the resident
+/// render on two devices, reports the chain's levels, holds pages of coarser levels, and draws
+/// another image than the nearest texel does.
+#[test]
+fn a_filtered_render_verifies_and_reports_its_levels() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |name: &str, filter: &str| -> serde_json::Value {
+        let out = dir.path().join(name);
+        let args = [
+            &argv("run raytrace --scene generated:2 --devices 2 --verify --filter")[..],
+            &[filter, "--out", out.to_str().unwrap()],
+            &SMALL,
+        ]
+        .concat();
+        let (ok, stdout, err) = outcome(&args);
+        assert!(ok, "{stdout}\n{err}");
+        assert!(stdout.contains("verified:"), "{stdout}");
+        report(&out)
+    };
+    let nearest = run("nearest", "nearest");
+    let trilinear = run("trilinear", "trilinear");
+    assert_eq!(trilinear["filter"], "trilinear");
+    let levels: Vec<u64> = trilinear["atlas_pages_by_level"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert!(
+        levels.len() > 1 && levels[1..].iter().sum::<u64>() > 0,
+        "{levels:?}"
+    );
+    assert_eq!(nearest["atlas_pages_by_level"].as_array().unwrap().len(), 1);
+    assert_ne!(nearest["checksum"], trilinear["checksum"]);
+}

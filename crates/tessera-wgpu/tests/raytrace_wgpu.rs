@@ -33,6 +33,7 @@ fn setup() -> (PagedScene, View, RenderOptions) {
         ao_radius: 96.0,
         partition: Partition::Rows,
         procedure: Procedure::Relaunch,
+        filter: None,
     };
     (scene, view, opts)
 }
@@ -72,24 +73,29 @@ fn gpu_render(
     ))
 }
 
+/// Both albedos: the nearest texel of a plain atlas, and a trilinear sample of a mip chain at
+/// the level of the pixel's footprint (which the twins compute alike from f32 bits).
 #[test]
 fn the_wgsl_twin_matches_the_cpu_twin_within_tolerance() {
-    let (scene, view, opts) = setup();
-    let cpu = resident_image(&scene, view, opts).unwrap();
-    let Some((gpu, _, _)) = gpu_render(&scene, view, opts, 1, None) else {
-        return;
-    };
-    let differing = cpu
-        .chunks_exact(4)
-        .zip(gpu.chunks_exact(4))
-        .filter(|(a, b)| a != b)
-        .count();
-    let pixels = (opts.width * opts.height) as usize;
-    eprintln!("CPU vs wgpu: {differing} of {pixels} pixels differ");
-    assert!(
-        differing * 1000 <= pixels * MAX_DIFFERING_PER_MILLE,
-        "{differing} of {pixels} pixels differ"
-    );
+    let (scene, view, plain) = setup();
+    for filter in [None, Some(tessera_core::Filter::Trilinear)] {
+        let opts = RenderOptions { filter, ..plain };
+        let cpu = resident_image(&scene, view, opts).unwrap();
+        let Some((gpu, _, _)) = gpu_render(&scene, view, opts, 1, None) else {
+            return;
+        };
+        let differing = cpu
+            .chunks_exact(4)
+            .zip(gpu.chunks_exact(4))
+            .filter(|(a, b)| a != b)
+            .count();
+        let pixels = (opts.width * opts.height) as usize;
+        eprintln!("{filter:?}: CPU vs wgpu: {differing} of {pixels} pixels differ");
+        assert!(
+            differing * 1000 <= pixels * MAX_DIFFERING_PER_MILLE,
+            "{filter:?}: {differing} of {pixels} pixels differ"
+        );
+    }
 }
 
 #[test]

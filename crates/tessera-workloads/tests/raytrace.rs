@@ -34,6 +34,7 @@ fn setup_paged(
         ao_radius: 96.0,
         partition: Partition::Rows,
         procedure: Procedure::Relaunch,
+        filter: None,
     };
     (scene, view, opts)
 }
@@ -265,6 +266,15 @@ mod plain {
             self.image[at..at + 4].copy_from_slice(&v);
             Ok(())
         }
+        fn sample_window(
+            &mut self,
+            _: ObjectId,
+            _: tessera_core::Sampler,
+            _: tessera_core::Window,
+            _: (f32, f32, f32),
+        ) -> Result<[u8; 4], Fault> {
+            unreachable!("the plain arrays hold no mip chain: these kernels do not filter")
+        }
     }
 }
 
@@ -290,6 +300,7 @@ fn kernel(
         ao_samples: opts.ao_samples,
         ao_radius: opts.ao_radius,
         view,
+        filter: None,
     }
 }
 
@@ -434,4 +445,45 @@ fn rays_resume_from_their_saved_state() {
     }
     assert!(most_attempts > 3, "no pixel needed many attempts");
     assert!(cut.image == whole.image && whole.image == want);
+}
+
+/// A filtered albedo (a mip-chained atlas sampled at the level of the pixel's footprint) is
+/// as exact under paging as the nearest texel: oversubscribed, on several devices and with
+/// both procedures the image is the resident one. Distant surfaces do reach coarser levels.
+#[test]
+fn filtered_renders_equal_the_resident_render_and_use_coarse_levels() {
+    use tessera_core::Filter;
+    let (scene, view, plain) = setup(3, 2, 40, 30);
+    let opts = RenderOptions {
+        filter: Some(Filter::Trilinear),
+        ..plain
+    };
+    let want = resident_image(&scene, view, opts).unwrap();
+    assert!(want != resident_image(&scene, view, plain).unwrap());
+    let sys = System::cpu(&SystemConfig {
+        devices: 1,
+        cpu_threads: 2,
+        ..Default::default()
+    })
+    .unwrap();
+    let mut r = RayRenderer::new(sys, scene.clone(), view, opts).unwrap();
+    r.frame().unwrap();
+    let by_level = r.atlas_pages_by_level().unwrap();
+    assert!(by_level.len() > 1, "{by_level:?}");
+    assert!(by_level[1..].iter().sum::<u64>() > 0, "{by_level:?}");
+    let touched = touched_pages(&scene, view, opts);
+    for (devices, ratio, procedure) in [(2, 4.0, Procedure::Relaunch), (3, 2.0, Procedure::TwoPass)]
+    {
+        // A trilinear tap set may straddle four pages on each of two levels: room for them
+        // beside the ray's other pages.
+        let budget = (touched as f64 / devices as f64 / ratio) as u64 * PAGE_BYTES;
+        let budget = budget.max(16 * PAGE_BYTES);
+        let o = RenderOptions { procedure, ..opts };
+        let (got, evictions, _) = render(&scene, view, o, devices, budget, Policy::Lru);
+        assert!(got == want, "{devices} devices, {ratio}x, {procedure:?}");
+        assert!(
+            evictions > 0,
+            "{devices} devices, {ratio}x: nothing evicted"
+        );
+    }
 }

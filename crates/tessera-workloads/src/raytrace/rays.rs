@@ -17,8 +17,11 @@
 //! device count, policy or procedure gives the same image bit for bit. Directions are hashed
 //! from the pixel index (no RNG state), and the shading is integer.
 
-use tessera_core::ObjectId;
+use tessera_core::{Addressing, Filter, ObjectId, Sampler, Window};
 use tessera_runtime::{Fault, Invocation, Kernel, WgslKernel};
+
+use crate::quake::atlas::window_levels;
+use crate::quake::raster::lod_of;
 
 use super::scene::{LEAF_COUNT_SHIFT, NODE_WORDS, TRI_WORDS};
 
@@ -59,6 +62,15 @@ pub trait RayAccess {
     fn store_u32(&mut self, id: ObjectId, index: u32, v: u32) -> Result<(), Fault>;
     fn load_rgba8(&mut self, id: ObjectId, x: u32, y: u32) -> Result<[u8; 4], Fault>;
     fn store_rgba8(&mut self, id: ObjectId, x: u32, y: u32, v: [u8; 4]) -> Result<(), Fault>;
+    /// A sample of `window` of a mipmapped atlas (`Invocation::sample_rgba8_window`); only a
+    /// filtering kernel ([`Rays::filter`]) calls it.
+    fn sample_window(
+        &mut self,
+        id: ObjectId,
+        sampler: Sampler,
+        window: Window,
+        at: (f32, f32, f32),
+    ) -> Result<[u8; 4], Fault>;
 }
 
 impl RayAccess for Invocation<'_> {
@@ -77,6 +89,16 @@ impl RayAccess for Invocation<'_> {
     #[inline(always)]
     fn store_rgba8(&mut self, id: ObjectId, x: u32, y: u32, v: [u8; 4]) -> Result<(), Fault> {
         Invocation::store_rgba8(self, id, x, y, v)
+    }
+    #[inline(always)]
+    fn sample_window(
+        &mut self,
+        id: ObjectId,
+        sampler: Sampler,
+        window: Window,
+        (u, v, lod): (f32, f32, f32),
+    ) -> Result<[u8; 4], Fault> {
+        Invocation::sample_rgba8_window(self, id, sampler, window, u, v, lod)
     }
 }
 
@@ -138,6 +160,9 @@ pub struct Rays {
     /// AO ray length, world units.
     pub ao_radius: f32,
     pub view: View,
+    /// `None`: the nearest texel of a plain atlas. Otherwise the atlas is a mip chain and the
+    /// albedo samples it with this filter at the level of the pixel's footprint.
+    pub filter: Option<Filter>,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -312,10 +337,36 @@ impl Rays {
         Ok(false)
     }
 
-    /// The albedo at the primary hit: the triangle's texture, nearest texel, repeating.
+    /// Where ray `r` meets the plane of triangle `tri`, as barycentric (u, v), inside the
+    /// triangle or not; `None` when the ray runs parallel to it. The arithmetic is
+    /// [`Rays::triangle`]'s.
+    fn on_plane<A: RayAccess>(
+        &self,
+        a: &mut A,
+        r: &Ray,
+        tri: u32,
+    ) -> Result<Option<(f32, f32)>, Fault> {
+        let at = tri.wrapping_mul(TRI_WORDS);
+        let v0 = Self::vec3(a, self.obj.tris, at)?;
+        let e1 = Self::vec3(a, self.obj.tris, at + 3)?;
+        let e2 = Self::vec3(a, self.obj.tris, at + 6)?;
+        let p = cross(r.d, e2);
+        let det = dot(e1, p);
+        if det == 0.0 {
+            return Ok(None);
+        }
+        let inv = 1.0 / det;
+        let s = sub(r.o, v0);
+        let q = cross(s, e1);
+        Ok(Some((dot(s, p) * inv, dot(r.d, q) * inv)))
+    }
+
+    /// The albedo at pixel (x, y)'s primary hit: the triangle's texture, repeating; the
+    /// nearest texel, or (`filter`) a filtered sample at the level of the pixel's footprint.
     fn albedo<A: RayAccess>(
         &self,
         a: &mut A,
+        (x, y): (u32, u32),
         r: &Ray,
         s: &[u32; SAVED_WORDS],
     ) -> Result<[u8; 4], Fault> {
@@ -332,13 +383,53 @@ impl Rays {
         }
         let rect = a.load_u32(o, at + 6)?;
         let size = a.load_u32(o, at + 7)?;
-        let w0 = 1.0 - u - v;
-        let tu = uv[0] * w0 + uv[2] * u + uv[4] * v;
-        let tv = uv[1] * w0 + uv[3] * u + uv[5] * v;
+        let tex = |(u, v): (f32, f32)| {
+            let w0 = 1.0 - u - v;
+            (
+                uv[0] * w0 + uv[2] * u + uv[4] * v,
+                uv[1] * w0 + uv[3] * u + uv[5] * v,
+            )
+        };
+        let (tu, tv) = tex((u, v));
         let (sw, sh) = (size & 0xffff, size >> 16);
-        let tx = (rect & 0xffff) + wrap(tu * sw as f32, sw);
-        let ty = (rect >> 16) + wrap(tv * sh as f32, sh);
-        a.load_rgba8(self.obj.atlas, tx, ty)
+        let Some(filter) = self.filter else {
+            let tx = (rect & 0xffff) + wrap(tu * sw as f32, sw);
+            let ty = (rect >> 16) + wrap(tv * sh as f32, sh);
+            return a.load_rgba8(self.obj.atlas, tx, ty);
+        };
+        if sw == 0 || sh == 0 {
+            // Only a request pass's zeros (the attributes missed) give an empty window: the
+            // texels are asked for when the compute pass has the attributes.
+            return Ok([0; 4]);
+        }
+        // The pixel's footprint in texels: where the rays through the next pixel right and
+        // the next pixel up meet the hit triangle's plane (ray differentials, taken as the
+        // rasterizer takes its screen-space differences), so a level is chosen as the game
+        // trace chooses it. A neighbour's ray parallel to the plane gives the coarsest level.
+        let mut rho2 = 0.0f32;
+        for n in [self.primary(x + 1, y), self.primary(x, y + 1)] {
+            let d2 = match self.on_plane(a, &n, tri)? {
+                Some(b) => {
+                    let (nu, nv) = tex(b);
+                    let (du, dv) = ((nu - tu) * sw as f32, (nv - tv) * sh as f32);
+                    du * du + dv * dv
+                }
+                None => f32::INFINITY,
+            };
+            rho2 = rho2.max(d2);
+        }
+        let lod = lod_of(rho2).min(window_levels(rect, size) as f32);
+        let window = Window {
+            x: rect & 0xffff,
+            y: rect >> 16,
+            width: sw,
+            height: sh,
+        };
+        let sampler = Sampler {
+            filter,
+            addressing: Addressing::Wrap,
+        };
+        a.sample_window(self.obj.atlas, sampler, window, (tu, tv, lod))
     }
 
     /// AO ray `k` of pixel `pixel`: from just before the primary hit, along the hit
@@ -393,7 +484,7 @@ impl Rays {
                     s[0] = SHADE;
                 }
                 SHADE => {
-                    s[4] = u32::from_le_bytes(self.albedo(a, &primary, s)?);
+                    s[4] = u32::from_le_bytes(self.albedo(a, (x, y), &primary, s)?);
                     s[0] = AO;
                     s[1] = 0;
                     s[5] = 0;
@@ -460,6 +551,8 @@ impl Rays {
         for c in [v.eye, v.forward, v.right, v.up] {
             p.extend(c.map(f32::to_bits));
         }
+        // Word 23: the filter's code + 1, or 0 for the nearest texel of a plain atlas.
+        p.push(self.filter.map_or(0, |f| f.code() + 1));
         p
     }
 }

@@ -199,7 +199,41 @@ fn r_walk(r: Ray, any: bool, skip: u32) -> bool {
     return false;
 }
 
-fn r_albedo(r: Ray) -> u32 {
+struct RPlane {
+    ok: bool,
+    u: f32,
+    v: f32,
+}
+
+// The CPU twin's `on_plane`: where the ray meets the triangle's plane, inside it or not.
+fn r_on_plane(r: Ray, tri: u32) -> RPlane {
+    let tris = param(1u);
+    let at = tri * R_TRI_WORDS;
+    let v0 = r_vec3(tris, at);
+    let e1 = r_vec3(tris, at + 3u);
+    let e2 = r_vec3(tris, at + 6u);
+    if faulted() {
+        return RPlane(false, 0.0, 0.0);
+    }
+    let p = r_cross(r.d, e2);
+    let det = r_dot(e1, p);
+    if det == 0.0 {
+        return RPlane(false, 0.0, 0.0);
+    }
+    let inv = 1.0 / det;
+    let s = r.o - v0;
+    let q = r_cross(s, e1);
+    return RPlane(true, r_dot(s, p) * inv, r_dot(r.d, q) * inv);
+}
+
+fn r_tex(uv: array<f32, 6>, u: f32, v: f32) -> vec2<f32> {
+    let w0 = 1.0 - u - v;
+    return vec2<f32>(uv[0] * w0 + uv[2] * u + uv[4] * v, uv[1] * w0 + uv[3] * u + uv[5] * v);
+}
+
+// The CPU twin's `albedo`: param(23) is the filter's code + 1 (0: the nearest texel of a plain
+// atlas); a filtered sample's level is the pixel's footprint through the neighbours' rays.
+fn r_albedo(x: u32, y: u32, r: Ray) -> u32 {
     let tri = rs[3];
     let h = r_triangle(r, tri, 0.0);
     if faulted() {
@@ -222,14 +256,42 @@ fn r_albedo(r: Ray) -> u32 {
     if faulted() {
         return 0u;
     }
-    let w0 = 1.0 - u - v;
-    let tu = uv[0] * w0 + uv[2] * u + uv[4] * v;
-    let tv = uv[1] * w0 + uv[3] * u + uv[5] * v;
+    let t = r_tex(uv, u, v);
     let sw = size & 0xffffu;
     let sh = size >> 16u;
-    let tx = (rect & 0xffffu) + r_wrap(tu * f32(sw), sw);
-    let ty = (rect >> 16u) + r_wrap(tv * f32(sh), sh);
-    return load_rgba8(param(3u), tx, ty);
+    let fcode = param(23u);
+    if fcode == 0u {
+        let tx = (rect & 0xffffu) + r_wrap(t.x * f32(sw), sw);
+        let ty = (rect >> 16u) + r_wrap(t.y * f32(sh), sh);
+        return load_rgba8(param(3u), tx, ty);
+    }
+    if sw == 0u || sh == 0u {
+        return 0u;
+    }
+    var rho2 = 0.0;
+    for (var k = 0u; k < 2u; k++) {
+        var n = r_primary(x + 1u, y);
+        if k == 1u {
+            n = r_primary(x, y + 1u);
+        }
+        let b = r_on_plane(n, tri);
+        if faulted() {
+            return 0u;
+        }
+        var d2 = bitcast<f32>(0x7f800000u);
+        if b.ok {
+            let nt = r_tex(uv, b.u, b.v);
+            let du = (nt.x - t.x) * f32(sw);
+            let dv = (nt.y - t.y) * f32(sh);
+            d2 = du * du + dv * dv;
+        }
+        rho2 = max(rho2, d2);
+    }
+    let lod_raw = f32((bitcast<i32>(rho2) - 0x3f800000) >> 16u) / 256.0;
+    let cap = countTrailingZeros((rect & 0xffffu) | (rect >> 16u) | (size & 0xffffu) | (size >> 16u));
+    let lod = min(lod_raw, f32(cap));
+    let win = vec4<u32>(rect & 0xffffu, rect >> 16u, sw, sh);
+    return sample_rgba8_window(param(3u), fcode - 1u, 0u, win, t.x, t.y, lod);
 }
 
 fn r_ao_ray(primary: Ray, pixel: u32, k: u32) -> Ray {
@@ -278,7 +340,7 @@ fn r_advance(x: u32, y: u32) -> u32 {
             }
             rs[0] = R_SHADE;
         } else if phase == R_SHADE {
-            let c = r_albedo(primary);
+            let c = r_albedo(x, y, primary);
             if faulted() {
                 return 0u;
             }

@@ -10,12 +10,13 @@
 
 use std::sync::Arc;
 
-use tessera_core::{ObjectDesc, ObjectEntry, ObjectId, TexelFormat};
+use tessera_core::{Filter, ObjectDesc, ObjectEntry, ObjectId, TexelFormat};
 use tessera_runtime::{Bound, Domain, Kernel, Partition, PassSpec, PassStats, Procedure, System};
 
 use super::rays::{Objects, Rays, View, STATE_WORDS};
 use super::scene::PagedScene;
 use super::RaytraceError;
+use crate::quake::render::level_of_page;
 
 /// The largest image side accepted.
 pub const MAX_SIDE: u32 = 4096;
@@ -34,6 +35,10 @@ pub struct RenderOptions {
     pub ao_radius: f32,
     pub partition: Partition,
     pub procedure: Procedure,
+    /// `None`: the albedo is the nearest texel of a plain atlas. Otherwise the atlas is a
+    /// mip chain (no border, so its pages stay `page² × 4` bytes like every other page) and
+    /// the albedo samples it with this filter at the level of the pixel's footprint.
+    pub filter: Option<Filter>,
 }
 
 /// Where one object's pages are.
@@ -100,15 +105,26 @@ impl RayRenderer {
         let nodes = buffer(&scene.nodes)?;
         let tris = buffer(&scene.tris)?;
         let attrs = buffer(&scene.attrs)?;
-        let atlas = sys.create(
-            ObjectDesc::texture(
-                scene.atlas.width,
-                scene.atlas.height,
-                TexelFormat::Rgba8Unorm,
-                opts.page,
+        let atlas = match opts.filter {
+            None => sys.create(
+                ObjectDesc::texture(
+                    scene.atlas.width,
+                    scene.atlas.height,
+                    TexelFormat::Rgba8Unorm,
+                    opts.page,
+                )?,
+                Some(scene.atlas_texels.clone()),
             )?,
-            Some(scene.atlas_texels.clone()),
-        )?;
+            Some(_) => {
+                let desc = scene.atlas.mip_desc(0)?;
+                let (layout, addressing) = desc
+                    .mip()
+                    .ok_or_else(|| RaytraceError::Config("the atlas has no mip chain".into()))?;
+                let chain = scene.atlas.mip_chain(&scene.atlas_texels, &layout);
+                let slots = tessera_core::mip::slots(&layout, &chain, addressing);
+                sys.create(desc, Some(tessera_core::mip::words_to_bytes(&slots)))?
+            }
+        };
         let image = sys.create(
             ObjectDesc::texture(w, h, TexelFormat::Rgba8Unorm, opts.page)?,
             None,
@@ -172,6 +188,7 @@ impl RayRenderer {
             ao_samples: self.opts.ao_samples,
             ao_radius: self.opts.ao_radius,
             view: self.view,
+            filter: self.opts.filter,
         };
         let mut bindings: Vec<Bound> = self.objects.iter().map(|(_, o)| Bound::new(o)).collect();
         bindings.push(Bound::new(&state));
@@ -225,6 +242,22 @@ impl RayRenderer {
                 }
             })
             .collect())
+    }
+
+    /// Per level of the atlas's chain (one entry for a plain atlas), the atlas pages some
+    /// device holds a copy of now.
+    pub fn atlas_pages_by_level(&self) -> Result<Vec<u64>, RaytraceError> {
+        let (_, directory) = self.sys.mm.memory()?;
+        let e = self.entry("atlas");
+        let layout = e.desc.mip().map(|(l, _)| l);
+        let mut out = vec![0u64; layout.map_or(1, |l| l.levels() as usize)];
+        for (local, p) in e.pages().enumerate() {
+            if directory.get(p as usize).is_some_and(|d| d.copies.0 != 0) {
+                let l = layout.map_or(0, |l| level_of_page(&l, local as u64));
+                out[l as usize] += 1;
+            }
+        }
+        Ok(out)
     }
 
     /// Bytes of every object of a frame (the scene, the image and the ray state).
