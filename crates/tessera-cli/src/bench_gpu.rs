@@ -11,6 +11,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde_json::Value;
 
+use tessera_workloads::oversub::median;
+
 use crate::run::progress;
 
 /// The workloads, in the order they run.
@@ -117,12 +119,6 @@ fn args(workload: &str, o: &GpuBenchOpts) -> Vec<String> {
         v.push((o.frames + 1).to_string());
     }
     v
-}
-
-/// The median of `v` (not empty).
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }
 
 /// Seconds per measured frame, from a workload's report.

@@ -5,7 +5,6 @@
 
 use anyhow::Result;
 use tessera_model::Topology;
-use tessera_runtime::SystemConfig;
 use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::modeled::{self, Settings};
 use tessera_workloads::boiling::sim::PagedBoiling;
@@ -26,13 +25,10 @@ pub fn run_boiling(
     o.partition.regions(o.size, o.size, o.devices as u32)?;
     let isolated = o.node.model == ModelKind::Isolated;
     let build = |home_file: Option<std::path::PathBuf>| -> Result<(PagedBoiling, Option<String>)> {
-        let (sys, adapter_name) = crate::backend::system(
-            o.node.backend,
-            &SystemConfig {
-                home_file,
-                ..o.node.config(o.devices)
-            },
-        )?;
+        let (sys, adapter_name) = o
+            .node
+            .base
+            .system(&o.node.config(o.devices).home_file(home_file))?;
         let sim = PagedBoiling::new(sys, o.size, o.size, o.page.get(), BoilingParams::default())?;
         Ok((sim, adapter_name))
     };

@@ -34,12 +34,11 @@
 use anyhow::{bail, Result};
 use clap::Args;
 use tessera_runtime::cpu::CpuDevice;
-use tessera_runtime::SystemConfig;
 use tessera_wgpu::{PlainCopies, PlainTimes};
 use tessera_workloads::oversub::median;
 use tessera_workloads::page_moves::{round, slot_device, Round};
 
-use crate::{backend, parse_threads, BackendKind};
+use crate::{backend, BackendKind, NodeOpts};
 
 /// The largest page a buffer may have (`ObjectDesc::buffer`).
 const MAX_PAGE_KIB: u32 = 1024;
@@ -56,14 +55,11 @@ pub struct PageMovesOpts {
     /// Rounds; the median is reported.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     rounds: u32,
-    /// Device backend. On wgpu the runtime's moves are compared with a host memcpy and with
-    /// plain wgpu moves of the same pages on a device of their own (`queue.write_buffer`,
-    /// `copy_buffer_to_buffer`).
-    #[arg(long, value_enum, default_value = "cpu")]
-    backend: BackendKind,
-    /// CPU threads of the software devices (0: one per core).
-    #[arg(long, default_value_t = 0, value_parser = parse_threads)]
-    threads: usize,
+    // On wgpu the runtime's moves are compared with a host memcpy and with plain wgpu moves
+    // of the same pages on a device of their own (`queue.write_buffer`,
+    // `copy_buffer_to_buffer`).
+    #[command(flatten)]
+    node: NodeOpts,
 }
 
 pub fn parse_page_kib(s: &str) -> Result<crate::lists::List, String> {
@@ -100,19 +96,15 @@ fn round_with(
 }
 
 pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
-    let (sys, adapter) = backend::system(
-        o.backend,
-        &SystemConfig {
-            devices: 2,
-            cpu_threads: o.threads,
-            // The third round times a write-back: under owned pages a read of a page another
-            // device modified is served from the owner with nothing written home, so it runs
-            // under the paper's rule, which writes the page home. The other two rounds move
-            // the same pages under either rule.
-            coherence: tessera_core::Coherence::WriteHome,
-            ..Default::default()
-        },
-    )?;
+    // The third round times a write-back: under owned pages a read of a page another device
+    // modified is served from the owner with nothing written home, so it runs under the
+    // paper's rule, which writes the page home. The other two rounds move the same pages
+    // under either rule.
+    let cfg = o
+        .node
+        .config(2)
+        .coherence(tessera_core::Coherence::WriteHome);
+    let (sys, adapter) = o.node.system(&cfg)?;
     let total = o.mib as u64 * (1 << 20);
     let src: Vec<u8> = (0..total)
         .map(|i| ((i * 2_654_435_761) >> 13) as u8)
@@ -128,7 +120,7 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
     println!(
         "GB/s = 10^9 bytes per second; ratio = the move's throughput / memcpy's of the same bytes"
     );
-    let (c1, c2, c3) = match o.backend {
+    let (c1, c2, c3) = match o.node.backend {
         BackendKind::Cpu => {
             println!("where the time goes: slot write / slot read are the CPU backend's own slot copies alone (no manager); to new Vec is each page copied into a fresh vector, as the manager once handed a page to a worker (a worker now copies from home itself)");
             ("slot write", "slot read", "to new Vec")
@@ -150,7 +142,7 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
         c2,
         c3
     );
-    let plain = match o.backend {
+    let plain = match o.node.backend {
         BackendKind::Cpu => None,
         BackendKind::Wgpu => Some(PlainCopies::new(&backend::adapter_choice(), total)?),
     };
@@ -162,7 +154,7 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
             bail!("--mib {} is smaller than one {kib} KiB page", o.mib);
         }
         // A CPU device of its own for the slot-copy breakdown, one memory of the pages.
-        let mut slots = match o.backend {
+        let mut slots = match o.node.backend {
             BackendKind::Cpu => Some(slot_device(page_bytes, total)?),
             BackendKind::Wgpu => None,
         };
@@ -206,7 +198,7 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
         let plain_m = |f: fn(&PlainTimes) -> f64| {
             median(plains.iter().filter_map(|p| p.as_ref().map(f)).collect())
         };
-        let cols = match o.backend {
+        let cols = match o.node.backend {
             BackendKind::Cpu => [
                 cell(m(|r| r.slot_write), 1),
                 cell(m(|r| r.slot_read), 1),
@@ -235,7 +227,7 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
             memcpy / d2d,
             2.0 * memcpy / wb
         );
-        if o.backend == BackendKind::Wgpu {
+        if o.node.backend == BackendKind::Wgpu {
             // The runtime's moves against plain wgpu's of the same pages: throughput ratios.
             line += &format!(
                 " h2d_vs_write_buffer={:.3} h2d_vs_write_buffer_wait={:.3} d2d_vs_copy_b2b={:.3}",

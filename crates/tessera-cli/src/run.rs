@@ -7,7 +7,7 @@ use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::reference::{checksum_hex, field_checksum, ReferenceBoiling};
 use tessera_workloads::boiling::sim::PagedBoiling;
 
-use crate::animation::{sampled, Animation};
+use tessera_workloads::boiling::animation::{sampled, Animation};
 
 use crate::measure::{run_boiling, Run};
 use crate::report::{write_png, Report};
@@ -66,11 +66,16 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
         Ok(())
     })?;
     bar.finish_and_clear();
-    crate::report::print(&report);
+    print!("{}", report.summary());
     if o.verify {
         let mut reference = ReferenceBoiling::new(o.size, o.size, BoilingParams::default());
         reference.run(total);
-        crate::verify::require_field(o.node.backend, &reference.field, &run.sim.field()?, total)?;
+        crate::verify::require_field(
+            o.node.base.backend,
+            &reference.field,
+            &run.sim.field()?,
+            total,
+        )?;
     }
     let json = write_report(&report, &o.out)?;
     let png = o.out.join("frame.png");

@@ -5,6 +5,7 @@
 //! is the CPU twin of the WGSL shader of the same name; `reference` is the plain, unpaged,
 //! single-device version; `sim` runs it paged on a tessera node; `unpaged` runs the same
 //! kernel bodies on plain arrays for the overhead benchmark.
+pub mod animation;
 pub mod border;
 pub mod buoyancy;
 pub mod cluster;
@@ -15,8 +16,11 @@ pub mod math;
 pub mod modeled;
 pub mod reference;
 pub mod report;
+pub mod scaling;
+pub use summary::remote_table;
 pub mod residency;
 pub mod sim;
+mod summary;
 pub mod sweep;
 pub mod unpaged;
 

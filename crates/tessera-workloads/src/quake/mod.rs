@@ -20,6 +20,8 @@ pub mod raster;
 pub mod reference;
 pub mod render;
 pub mod replay;
+pub mod replay_text;
+pub mod report;
 pub mod run;
 pub mod scene;
 pub mod setup;
