@@ -152,49 +152,17 @@ fn open(_cfg: ClusterConfig) -> Result<Arc<Link>> {
 /// sequential consistency forbids.
 #[cfg(feature = "mpi")]
 pub fn litmus(files: &[std::path::PathBuf], runs: u64, k: usize) -> Result<()> {
-    use tessera_mpi::{run_node, LitmusJob, NodeConfig, Transport};
+    use tessera_mpi::Transport;
     let Some(mpi) = tessera_mpi::mpi_transport::Mpi::init() else {
         bail!("MPI could not be initialized");
     };
     let rank = mpi.rank();
     let runs = u32::try_from(runs).context("--runs is too large")?;
-    let mut forbidden = Vec::new();
-    for path in files {
-        // Every rank reads the same file, so all agree on the test.
-        let test = tessera_litmus::load(path)?;
-        let cfg = NodeConfig {
-            devices_per_node: k,
-            litmus: Some(Arc::new(LitmusJob {
-                test: test.clone(),
-                runs,
-                jitter_us: 300,
-                seed: 0x5eed ^ runs as u64,
-            })),
-            ..Default::default()
-        };
-        let r =
-            run_node(&mpi, &cfg).map_err(|e| anyhow::anyhow!("rank {rank}: {}: {e}", test.name))?;
-        if let Some(l) = r.litmus {
-            if rank == 0 {
-                println!(
-                    "{}: {} runs on {} processes x {k} devices, {} outcomes, {} of {} SC outcomes seen, {} forbidden",
-                    test.name,
-                    l.runs,
-                    r.nodes,
-                    l.outcomes.len(),
-                    l.allowed_seen,
-                    l.allowed,
-                    l.forbidden
-                );
-                for (o, n) in &l.outcomes {
-                    println!("  {n:>6}  {}", test.format_outcome(o, &test.shown_locs()));
-                }
-            }
-            if l.forbidden > 0 {
-                forbidden.push(test.name.clone());
-            }
+    let forbidden = tessera_mpi::litmus::run_files(&mpi, files, runs, k, |test, r, l| {
+        if rank == 0 {
+            print!("{}", l.render(test, r.nodes, k));
         }
-    }
+    })?;
     if !forbidden.is_empty() {
         bail!(
             "outcomes sequential consistency forbids were seen in: {}",

@@ -35,8 +35,7 @@ use anyhow::{bail, Result};
 use clap::Args;
 use tessera_runtime::cpu::CpuDevice;
 use tessera_wgpu::{PlainCopies, PlainTimes};
-use tessera_workloads::oversub::median;
-use tessera_workloads::page_moves::{round, slot_device, Round};
+use tessera_workloads::page_moves::{peer_summary, round, row, slot_device, Round};
 
 use crate::{backend, BackendKind, NodeOpts};
 
@@ -165,94 +164,25 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
             .collect::<Result<Vec<_>>>()?
             .into_iter()
             .unzip();
-        let m = |f: fn(&Round) -> f64| median(rounds.iter().map(f).collect());
-        let memcpy = m(|r| r.memcpy);
-        let gbs = |secs: f64, bytes: u64| bytes as f64 / secs / 1e9;
-        let cell = |secs: f64, copies: u64| {
-            format!(
-                "{:>6.2} ({:>5.1}%)",
-                gbs(secs, copies * total),
-                100.0 * memcpy * copies as f64 / secs
-            )
+        let beside: Vec<[f64; 3]> = match o.node.backend {
+            BackendKind::Cpu => rounds
+                .iter()
+                .map(|r| [r.slot_write, r.slot_read, r.to_new_vec])
+                .collect(),
+            BackendKind::Wgpu => plains
+                .iter()
+                .flatten()
+                .map(|p| [p.write_queued, p.write_done, p.copy_done])
+                .collect(),
         };
-        let (h2d, d2d, wb) = (
-            m(|r| r.to_device),
-            m(|r| r.device_to_device),
-            m(|r| r.write_back_and_read),
-        );
-        // The write-back alone: the composite round less a round of the copy that follows
-        // the write-back (home → device). Two medians' difference, so noisier than the other
-        // columns.
-        let wb_alone = m(|r| r.write_back_and_read - r.to_device);
-        // The fewest pages any round moved as peer copies, of the most any round moved.
-        on_gpu.push((
-            kib,
-            rounds.iter().map(|r| r.on_gpu).min().unwrap_or(0),
-            rounds.iter().map(|r| r.moved).max().unwrap_or(0),
-        ));
-        let derived = if wb_alone > 0.0 {
-            cell(wb_alone, 1)
-        } else {
-            "n/a".to_string()
-        };
-        let plain_m = |f: fn(&PlainTimes) -> f64| {
-            median(plains.iter().filter_map(|p| p.as_ref().map(f)).collect())
-        };
-        let cols = match o.node.backend {
-            BackendKind::Cpu => [
-                cell(m(|r| r.slot_write), 1),
-                cell(m(|r| r.slot_read), 1),
-                cell(m(|r| r.to_new_vec), 1),
-            ],
-            BackendKind::Wgpu => [
-                cell(plain_m(|p| p.write_queued), 1),
-                cell(plain_m(|p| p.write_done), 1),
-                cell(plain_m(|p| p.copy_done), 1),
-            ],
-        };
-        println!(
-            "{kib:>8} {:>9.2} {:>16} {:>18} {:>22} {:>20} {:>17} {:>17} {:>16}",
-            gbs(memcpy, total),
-            cell(h2d, 1),
-            cell(d2d, 1),
-            cell(wb, 2),
-            derived,
-            cols[0],
-            cols[1],
-            cols[2]
-        );
-        let mut line = format!(
-            "page_kib={kib} h2d_ratio={:.3} d2d_ratio={:.3} writeback_read_ratio={:.3}",
-            memcpy / h2d,
-            memcpy / d2d,
-            2.0 * memcpy / wb
-        );
-        if o.node.backend == BackendKind::Wgpu {
-            // The runtime's moves against plain wgpu's of the same pages: throughput ratios.
-            line += &format!(
-                " h2d_vs_write_buffer={:.3} h2d_vs_write_buffer_wait={:.3} d2d_vs_copy_b2b={:.3}",
-                plain_m(|p| p.write_queued) / h2d,
-                plain_m(|p| p.write_done) / h2d,
-                plain_m(|p| p.copy_done) / d2d
-            );
-        }
-        summary.push(line);
+        let row = row(kib, total, &rounds, &beside, o.node.backend == BackendKind::Wgpu);
+        println!("{}", row.line);
+        summary.push(row.summary);
+        on_gpu.push((kib, row.on_gpu, row.moved));
     }
     for s in summary {
         println!("{s}");
     }
-    // Which path the device → device moves took: peer copies (one copy between the memories;
-    // on wgpu on the device, one submission per batch) or through the host.
-    let all = on_gpu.iter().all(|&(_, g, n)| g == n && n > 0);
-    let none = on_gpu.iter().all(|&(_, g, _)| g == 0);
-    if all {
-        println!("device→device: every page a peer copy, straight from the owner's memory (the write-back round's copies come from home)");
-    } else if none {
-        println!("device→device: every page through the host (read back from the owner, written to the reader)");
-    } else {
-        for (kib, g, n) in on_gpu {
-            println!("device→device at {kib} KiB: {g} of {n} pages peer copies");
-        }
-    }
+    println!("{}", peer_summary(&on_gpu));
     Ok(())
 }

@@ -16,9 +16,7 @@ use tessera_workloads::quake::replay_text::{not_compared, requests_csv, PageSwee
 use tessera_workloads::quake::report::{QuakeReport, Ran};
 use tessera_workloads::quake::run::record;
 use tessera_workloads::quake::trace::{Trace, BLOCK};
-use tessera_workloads::quake::{
-    map, pictures, reference, scene, Camera, Mesh, Split, MAX_SCREEN_SIDE,
-};
+use tessera_workloads::quake::{map, pictures, reference, Split, MAX_SCREEN_SIDE};
 
 use crate::backend;
 use crate::report::write_png;
@@ -154,26 +152,6 @@ pub struct QuakeOpts {
     border: u32,
 }
 
-/// The mesh, its camera path (`path` frames long) and the scene's name in the report.
-fn scene_of(o: &QuakeOpts, path: u32) -> Result<(Mesh, Vec<Camera>, String)> {
-    if let Some(name) = &o.map {
-        let loaded = tessera_scene::Scene::load_map(&o.pak_dir, name)
-            .with_context(|| format!("cannot load map {name}"))?;
-        if loaded.triangles.is_empty() {
-            bail!("map {name} has no surfaces to draw");
-        }
-        let cams = map::camera_path(&loaded, path);
-        return Ok((Mesh::from(&loaded), cams, format!("map:{name}")));
-    }
-    match o.scene {
-        SceneKind::Generated => Ok((
-            scene::generated(),
-            scene::camera_path(path),
-            "generated".into(),
-        )),
-    }
-}
-
 fn csv_path(dir: &Path, name: &str) -> PathBuf {
     dir.join(name)
 }
@@ -194,7 +172,9 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     if path < o.frames {
         bail!("--path-frames {path} is shorter than --frames {}", o.frames);
     }
-    let (mesh, mut cams, scene_name) = scene_of(o, path)?;
+    // `--scene generated` is the only scene besides a map.
+    let SceneKind::Generated = o.scene;
+    let (mesh, mut cams, scene_name) = map::load(o.map.as_deref(), &o.pak_dir, path)?;
     cams.truncate(o.frames as usize);
     let sizes: Vec<(u32, u32)> = mesh.textures.iter().map(|t| (t.width, t.height)).collect();
     let reference_mesh = o.verify.then(|| mesh.clone());

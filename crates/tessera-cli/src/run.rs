@@ -94,29 +94,7 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
         );
     }
     let stages = o.out.join("stages");
-    tessera_workloads::plot::stage_bars(
-        &stages,
-        &format!(
-            "Time per stage, boiling {s}x{s}, page {p}, {d} device(s)",
-            s = o.size,
-            p = o.page.get(),
-            d = o.devices
-        ),
-        "device",
-        // Where timestamps timed the kernels, each device's wall bar has its device-time bar.
-        &report
-            .per_device
-            .iter()
-            .flat_map(|d| match d.gpu_stage_seconds {
-                Some(g) => vec![
-                    (format!("device {} wall", d.device), d.stage_seconds),
-                    (format!("device {} on GPU", d.device), g),
-                ],
-                None => vec![(format!("device {}", d.device), d.stage_seconds)],
-            })
-            .collect::<Vec<_>>(),
-        false,
-    )?;
+    report.stage_bars(&stages)?;
     println!(
         "wrote {}.svg and {}.png",
         crate::output::shown(&stages).display(),

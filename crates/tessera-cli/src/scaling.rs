@@ -111,23 +111,18 @@ pub fn scaling(o: &ScalingOpts) -> Result<()> {
     let mut home_runs: Vec<Vec<Figures>> = home_points.iter().map(|_| Vec::new()).collect();
     let mut backend = String::new();
     for r in 1..=o.rounds {
-        for (p, runs) in points.iter().zip(&mut runs) {
-            bar.set_message(format!("round {r}, {} device(s)", p.devices));
+        let all = points.iter().zip(&mut runs).map(|(p, v)| (p, v, ""));
+        let home = home_points.iter().zip(&mut home_runs);
+        for (p, runs, rule) in all.chain(home.map(|(p, v)| (p, v, ", write-home"))) {
+            bar.set_message(format!("round {r}, {} device(s){rule}", p.devices));
             let topo = topology_args::load(&p.node.topology, p.devices)?;
             let run = run_boiling(p, &topo, |_, _| {
                 bar.inc(1);
                 Ok(())
             })?;
-            backend = run.sim.sys.backend().to_string();
-            runs.push(run.figures(p.frames)?);
-        }
-        for (p, runs) in home_points.iter().zip(&mut home_runs) {
-            bar.set_message(format!("round {r}, {} device(s), write-home", p.devices));
-            let topo = topology_args::load(&p.node.topology, p.devices)?;
-            let run = run_boiling(p, &topo, |_, _| {
-                bar.inc(1);
-                Ok(())
-            })?;
+            if rule.is_empty() {
+                backend = run.sim.sys.backend().to_string();
+            }
             runs.push(run.figures(p.frames)?);
         }
     }

@@ -37,24 +37,7 @@ pub fn require_field(backend: BackendKind, want: &[f32], got: &[f32], steps: u32
 /// An RGBA8 image against the unpaged reference's, pixel for pixel: prints the verdict, and
 /// fails the command on a difference.
 pub fn require_image(want: &[u8], got: &[u8]) -> Result<()> {
-    if want.len() != got.len() {
-        bail!(
-            "--verify: the image has {} bytes, the unpaged reference's {}",
-            got.len(),
-            want.len()
-        );
-    }
-    let differing = want
-        .chunks(4)
-        .zip(got.chunks(4))
-        .filter(|(a, b)| a != b)
-        .count();
-    if differing > 0 {
-        bail!(
-            "--verify: {differing} of {} pixels differ from the unpaged reference",
-            want.len() / 4
-        );
-    }
+    tessera_workloads::compare_images(want, got)?;
     println!("verified: equals the unpaged reference pixel for pixel");
     Ok(())
 }

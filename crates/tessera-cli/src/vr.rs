@@ -242,11 +242,8 @@ pub fn sweep(o: &VrSweepOpts) -> Result<()> {
             o.scene.height,
             &run.last_image,
         )?;
-        write(
-            &dir,
-            "measured.json",
-            &serde_json::to_string_pretty(&run.frames)?,
-        )?;
+        let measured = serde_json::to_string_pretty(&run.frames)?;
+        crate::output::write_whole(&dir.join("measured.json"), measured.as_bytes())?;
         runs.push((scheme.clone(), *g, run.frames));
     }
     let find = |s: &str, g: usize| {
@@ -271,9 +268,4 @@ pub fn sweep(o: &VrSweepOpts) -> Result<()> {
         crate::output::shown(&o.out).display()
     );
     Ok(())
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> Result<()> {
-    let p = dir.join(name);
-    std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))
 }

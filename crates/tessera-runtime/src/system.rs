@@ -721,18 +721,7 @@ impl System {
         let bindings: Vec<Bound> = objects.iter().map(|e| Bound::new(e)).collect();
         // The limit every backend checks, refused before any device starts.
         check_launch(&kernel, &bindings)?;
-        let spec = PassSpec {
-            kernel: Arc::new(kernel),
-            bindings: Arc::new(bindings),
-            // Replaced by each device's band.
-            domain: Domain::Rect {
-                x0: 0,
-                y0: 0,
-                x1: 0,
-                y1: 0,
-            },
-            display: false,
-        };
+        let spec = PassSpec::new(Arc::new(kernel), Arc::new(bindings), 0, 0);
         self.run_pass(&spec, width, height, Partition::Rows, Procedure::Relaunch)
     }
 }

@@ -136,11 +136,7 @@ fn naive_sample(
 }
 
 fn system(devices: usize) -> System {
-    System::cpu(&SystemConfig {
-        devices,
-        ..Default::default()
-    })
-    .unwrap()
+    System::cpu(&SystemConfig::new(devices)).unwrap()
 }
 
 fn words(b: &[u8]) -> Vec<u32> {

@@ -19,10 +19,7 @@ use tessera_core::{AccessMode, Addressing, ObjectDesc, ObjectEntry, Sampler, Tex
 use tessera_runtime::{System, SystemConfig};
 
 fn cfg() -> SystemConfig {
-    SystemConfig {
-        devices: 2,
-        ..Default::default()
-    }
+    SystemConfig::new(2)
 }
 
 /// Everything the test reads back from one system, in one order: for each (object addressing,

@@ -82,3 +82,34 @@ impl<S: serde::Serialize> ImageCore<S> {
         }
     }
 }
+
+/// How an image differs from its unpaged reference's (`--verify`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ImageDiff {
+    #[error("--verify: the image has {got} bytes, the unpaged reference's {want}")]
+    Size { got: usize, want: usize },
+    #[error("--verify: {differing} of {pixels} pixels differ from the unpaged reference")]
+    Pixels { differing: usize, pixels: usize },
+}
+
+/// An RGBA8 image against the unpaged reference's, pixel for pixel.
+pub fn compare_images(want: &[u8], got: &[u8]) -> Result<(), ImageDiff> {
+    if want.len() != got.len() {
+        return Err(ImageDiff::Size {
+            got: got.len(),
+            want: want.len(),
+        });
+    }
+    let differing = want
+        .chunks(4)
+        .zip(got.chunks(4))
+        .filter(|(a, b)| a != b)
+        .count();
+    match differing {
+        0 => Ok(()),
+        _ => Err(ImageDiff::Pixels {
+            differing,
+            pixels: want.len() / 4,
+        }),
+    }
+}

@@ -243,3 +243,28 @@ fn in_order(s: &StageTimes) -> [f64; 7] {
         s.display,
     ]
 }
+
+impl Report {
+    /// Draws the time per stage and device at `stem` (.svg, .png); where timestamps timed the
+    /// kernels, each device's wall bar has its device-time bar beside it.
+    pub fn stage_bars(&self, stem: &std::path::Path) -> Result<(), crate::plot::PlotError> {
+        let bars: Vec<_> = self
+            .per_device
+            .iter()
+            .flat_map(|d| match d.gpu_stage_seconds {
+                Some(g) => vec![
+                    (format!("device {} wall", d.device), d.stage_seconds),
+                    (format!("device {} on GPU", d.device), g),
+                ],
+                None => vec![(format!("device {}", d.device), d.stage_seconds)],
+            })
+            .collect();
+        let title = format!(
+            "Time per stage, boiling {s}x{s}, page {p}, {d} device(s)",
+            s = self.size,
+            p = self.page_size,
+            d = self.devices
+        );
+        crate::plot::stage_bars(stem, &title, "device", &bars, false)
+    }
+}

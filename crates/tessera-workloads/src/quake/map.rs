@@ -7,7 +7,7 @@
 
 use tessera_scene::{CameraPath, Scene};
 
-use super::{Camera, Mesh};
+use super::{Camera, Mesh, QuakeError};
 
 impl From<&Scene> for Mesh {
     fn from(s: &Scene) -> Mesh {
@@ -31,6 +31,30 @@ pub fn camera_path(scene: &Scene, frames: u32) -> Vec<Camera> {
             fov_y: c.fov_y,
         })
         .collect()
+}
+
+/// The mesh of map `name` in the pk3 files of `pak_dir` (the generated room where no map is
+/// named), its camera path `frames` cameras long, and its name in reports.
+pub fn load(
+    name: Option<&str>,
+    pak_dir: &std::path::Path,
+    frames: u32,
+) -> Result<(Mesh, Vec<Camera>, String), QuakeError> {
+    let Some(name) = name else {
+        let path = super::scene::camera_path(frames);
+        return Ok((super::scene::generated(), path, "generated".into()));
+    };
+    let loaded = Scene::load_map(pak_dir, name).map_err(|source| QuakeError::Load {
+        name: name.to_string(),
+        source,
+    })?;
+    if loaded.triangles.is_empty() {
+        return Err(QuakeError::Config(format!(
+            "map {name} has no surfaces to draw"
+        )));
+    }
+    let cams = camera_path(&loaded, frames);
+    Ok((Mesh::from(&loaded), cams, format!("map:{name}")))
 }
 
 #[cfg(test)]

@@ -191,6 +191,12 @@ pub enum QuakeError {
     Mesh(String),
     #[error("{0}")]
     Config(String),
+    #[error("cannot load map {name}")]
+    Load {
+        name: String,
+        #[source]
+        source: tessera_scene::SceneError,
+    },
     #[error(transparent)]
     Trace(#[from] trace::TraceError),
     #[error(transparent)]
