@@ -41,16 +41,10 @@ pub fn parse_accesses(s: &str) -> Result<Accesses, String> {
     Ok(Accesses(v))
 }
 
-/// What `run stencil` and `run convolution` share.
+/// What every halo command shares: the steps before the measured ones, the page, the
+/// procedure and the node.
 #[derive(Args, Clone)]
-pub struct HaloRunOpts {
-    /// Number of devices.
-    #[arg(long, default_value_t = 2, value_parser = crate::parse_device_count)]
-    devices: usize,
-    /// explicit (private slabs and hand-written halo copies), migrate (one shared field,
-    /// demand paging) or remote (needs the runtime's remote access mode).
-    #[arg(long, default_value = "migrate", value_parser = parse_access)]
-    access: Access,
+pub struct HaloCommon {
     /// Steps run first and counted nowhere (the pages move in on the first).
     #[arg(long, default_value_t = 1)]
     warmup: u32,
@@ -61,30 +55,61 @@ pub struct HaloRunOpts {
     /// remote (docs/EVALUATION.md says why).
     #[arg(long, value_parser = parse_procedure())]
     procedure: Option<Procedure>,
-    /// Also run the plain single-device reference and compare the field bit for bit (fails
-    /// the command if it differs).
-    #[arg(long)]
-    verify: bool,
     #[command(flatten)]
     node: PagingOpts,
 }
 
-impl HaloRunOpts {
-    /// One run of `kind` on an N-sided field split along `split`, `steps` measured.
-    pub fn run(&self, kind: Kind, size: u32, split: Axis, steps: u32, out: &Path) -> Result<()> {
-        let s = Setup {
+impl HaloCommon {
+    /// A run of `kind` on an N-sided field split along `split` over `devices` in `access`,
+    /// `steps` measured.
+    fn setup(
+        &self,
+        kind: Kind,
+        size: u32,
+        split: Axis,
+        devices: usize,
+        access: Access,
+        steps: u32,
+    ) -> Setup {
+        Setup {
             kind,
             size,
             split,
-            devices: self.devices,
-            access: self.access,
+            devices,
+            access,
             page: self.page.get(),
             steps,
             warmup: self.warmup,
             procedure: self.procedure,
             model: self.node.model.into(),
-        };
-        run_one(&s, &self.node, out, self.verify)
+        }
+    }
+}
+
+/// What `run stencil` and `run convolution` share.
+#[derive(Args, Clone)]
+pub struct HaloRunOpts {
+    /// Number of devices.
+    #[arg(long, default_value_t = 2, value_parser = crate::parse_device_count)]
+    devices: usize,
+    /// explicit (private slabs and hand-written halo copies), migrate (one shared field,
+    /// demand paging) or remote (needs the runtime's remote access mode).
+    #[arg(long, default_value = "migrate", value_parser = parse_access)]
+    access: Access,
+    /// Also run the plain single-device reference and compare the field bit for bit (fails
+    /// the command if it differs).
+    #[arg(long)]
+    verify: bool,
+    #[command(flatten)]
+    common: HaloCommon,
+}
+
+impl HaloRunOpts {
+    /// One run of `kind` on an N-sided field split along `split`, `steps` measured.
+    pub fn run(&self, kind: Kind, size: u32, split: Axis, steps: u32, out: &Path) -> Result<()> {
+        let c = &self.common;
+        let s = c.setup(kind, size, split, self.devices, self.access, steps);
+        run_one(&s, &c.node, out, self.verify)
     }
 }
 
@@ -99,15 +124,8 @@ pub struct HaloSweepOpts {
     access: Accesses,
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     steps: u32,
-    #[arg(long, default_value_t = 1)]
-    warmup: u32,
-    #[arg(long, default_value = "32", value_parser = crate::parse_page)]
-    page: PageSize,
-    /// How passes get their pages; default two-pass for migrate, relaunch otherwise.
-    #[arg(long, value_parser = parse_procedure())]
-    procedure: Option<Procedure>,
     #[command(flatten)]
-    node: PagingOpts,
+    common: HaloCommon,
 }
 
 impl HaloSweepOpts {
@@ -122,26 +140,17 @@ impl HaloSweepOpts {
         size_name: &str,
         out: &Path,
     ) -> Result<()> {
+        let c = &self.common;
         let mut setups = Vec::new();
         for &access in &self.access.0 {
             for &k in &sizes.0 {
                 for &devices in &self.devices.0 {
-                    setups.push(Setup {
-                        kind: kind(k),
-                        size,
-                        split,
-                        devices: devices as usize,
-                        access,
-                        page: self.page.get(),
-                        steps: self.steps,
-                        warmup: self.warmup,
-                        procedure: self.procedure,
-                        model: self.node.model.into(),
-                    });
+                    let d = devices as usize;
+                    setups.push(c.setup(kind(k), size, split, d, access, self.steps));
                 }
             }
         }
-        sweep(setups, &self.node, size_name, out)
+        sweep(setups, &c.node, size_name, out)
     }
 }
 

@@ -20,7 +20,11 @@ pub fn run_boiling(
     after_frame: impl FnMut(&PagedBoiling, u32) -> Result<()>,
 ) -> Result<Run> {
     topo.check_devices(o.devices)?;
-    let make = |home| o.node.base.system(&o.node.config(o.devices).home_file(home));
+    let make = |home| {
+        o.node
+            .base
+            .system(&o.node.config(o.devices).home_file(home))
+    };
     let home = o.node.home_file.as_deref();
     modeled::run_on_nodes(make, home, o.size, &settings(o), topo, after_frame)
 }

@@ -175,7 +175,13 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
                 .map(|p| [p.write_queued, p.write_done, p.copy_done])
                 .collect(),
         };
-        let row = row(kib, total, &rounds, &beside, o.node.backend == BackendKind::Wgpu);
+        let row = row(
+            kib,
+            total,
+            &rounds,
+            &beside,
+            o.node.backend == BackendKind::Wgpu,
+        );
         println!("{}", row.line);
         summary.push(row.summary);
         on_gpu.push((kib, row.on_gpu, row.moved));

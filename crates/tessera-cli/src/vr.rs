@@ -5,7 +5,7 @@
 //! passes measured alone, plus (or, with OO-VR's pre-allocation, overlapped with) the link time
 //! of the texture pages it fetched from other GPMs, plus the composition's link and ROP time.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -21,6 +21,7 @@ use tessera_workloads::vr::report::{
 };
 use tessera_workloads::vr::run::Run as VrRun;
 use tessera_workloads::vr::{by_name, reference_stereo, StereoOptions};
+use tessera_workloads::Made;
 
 use crate::report::write_png;
 use crate::run::progress;
@@ -180,21 +181,24 @@ pub fn run(o: &VrOpts) -> Result<()> {
         let want = reference_stereo(&scene, cam, &stereo_options(&o.scene))?;
         crate::verify::require_image(&want, &run.last_image)?;
     }
-    let report = VrReport::new(
-        &run,
-        Ran {
-            backend: o.scene.node.backend.name(),
-            scene: &name,
-            scheme: &o.scheme,
-            gpms: o.gpms,
-            link,
-            page: o.scene.page.get(),
-            warmup: o.scene.warmup,
-            procedure: o.scene.procedure,
-            width: o.scene.width,
-            height: o.scene.height,
-        },
-    );
+    let made = Made {
+        workload: "vr",
+        backend: o.scene.node.backend.name(),
+        adapter: run.backend.clone(),
+        devices: o.gpms,
+        page_size: o.scene.page.get(),
+        warmup_frames: o.scene.warmup,
+        procedure: o.scene.procedure,
+        split: o.scheme.as_str(),
+    };
+    let ran = Ran {
+        made,
+        scene: &name,
+        link,
+        width: o.scene.width,
+        height: o.scene.height,
+    };
+    let report = VrReport::new(&run, ran);
     let json = o.out.join("report.json");
     std::fs::write(&json, serde_json::to_string_pretty(&report)?)
         .with_context(|| format!("cannot write {}", json.display()))?;

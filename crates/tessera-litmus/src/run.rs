@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 
 use tessera_core::{Coherence, CoreError, ObjectDesc, ObjectEntry, ObjectId, ProtocolVariant};
 use tessera_runtime::{
-    Bound, DeviceContext, Domain, Fault, Invocation, Kernel, PassSpec, Procedure, RuntimeError,
-    System, SystemConfig,
+    Bound, DeviceContext, Fault, Invocation, Kernel, PassSpec, Procedure, RuntimeError, System,
+    SystemConfig,
 };
 
 use crate::ast::{Addr, Op, Outcome, Quantifier, Rmw, Test, Thread};

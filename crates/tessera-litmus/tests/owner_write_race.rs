@@ -24,9 +24,7 @@ use std::time::Duration;
 
 use tessera_core::{ObjectDesc, ObjectId, ProtocolVariant};
 use tessera_litmus::run::{LoadWord, StoreWord};
-use tessera_runtime::{
-    Bound, Domain, Kernel, Launch, Mode, PassSpec, Procedure, System, SystemConfig,
-};
+use tessera_runtime::{Bound, Kernel, Launch, Mode, PassSpec, Procedure, System, SystemConfig};
 
 fn spec(kernel: Arc<dyn Kernel>, bindings: &Arc<Vec<Bound>>) -> PassSpec {
     PassSpec::new(kernel, bindings.clone(), 1, 1)

@@ -11,7 +11,6 @@ mod kernels;
 use kernels::{
     grid, grid_words, level0, upload, LevelCopy, Samples, ADDRESSINGS, FILTERS, H, PAGE, W,
 };
-use tessera_core::mip::{chain_rgba8, slots, words_to_bytes};
 use tessera_core::{
     AccessMode, Addressing, CoreError, Filter, ObjectDesc, ObjectEntry, Sampler, TexelFormat,
     Window,

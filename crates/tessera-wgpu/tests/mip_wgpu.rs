@@ -12,10 +12,10 @@ mod common;
 mod kernels;
 
 use kernels::{
-    grid, grid_words, level0, upload, LevelCopy, Samples, ADDRESSINGS, COLS, FILTERS, H, PAGE, W,
+    grid, grid_words, upload, LevelCopy, Samples, ADDRESSINGS, COLS, FILTERS, H, PAGE, W,
 };
-use tessera_core::mip::{bytes_to_words, chain_rgba8, slots, words_to_bytes};
-use tessera_core::{AccessMode, Addressing, ObjectDesc, ObjectEntry, Sampler, TexelFormat, Window};
+use tessera_core::mip::bytes_to_words;
+use tessera_core::{Addressing, ObjectDesc, Sampler, TexelFormat, Window};
 use tessera_runtime::{System, SystemConfig};
 
 fn cfg() -> SystemConfig {

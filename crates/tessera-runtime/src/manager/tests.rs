@@ -6,7 +6,7 @@ use tessera_core::{
 };
 
 use crate::{
-    Bound, Domain, Fault, Invocation, Kernel, Partition, PassSpec, Procedure, RuntimeError, System,
+    Bound, Fault, Invocation, Kernel, Partition, PassSpec, Procedure, RuntimeError, System,
     SystemConfig,
 };
 

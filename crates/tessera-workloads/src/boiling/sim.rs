@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use tessera_core::{ObjectDesc, ObjectEntry, TexelFormat};
 use tessera_runtime::{
-    Bound, Domain, Kernel, Partition, PassSpec, PassStats, Procedure, Result, RuntimeError, System,
+    Bound, Partition, PassSpec, PassStats, Procedure, Result, RuntimeError, System,
 };
 
 use super::border::Border;

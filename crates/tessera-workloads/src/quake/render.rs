@@ -23,7 +23,7 @@ use tessera_core::{
     Access, AccessMode, DeviceId, Filter, GlobalPage, MipLayout, ObjectDesc, ObjectEntry,
     PageRequest, TexelFormat,
 };
-use tessera_runtime::{Bound, Domain, Kernel, PassSpec, PassStats, Procedure, System};
+use tessera_runtime::{Bound, Domain, PassSpec, PassStats, Procedure, System};
 
 use super::atlas::Atlas;
 use super::raster::{Objects, Raster, NO_ACCESS};

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use tessera_core::{ObjectDesc, ObjectEntry, ObjectId, TexelFormat};
-use tessera_runtime::{Bound, Domain, Kernel, Partition, PassSpec, PassStats, Procedure, System};
+use tessera_runtime::{Bound, Partition, PassSpec, PassStats, Procedure, System};
 
 use super::rays::{Objects, Rays, View, STATE_WORDS};
 use super::scene::PagedScene;

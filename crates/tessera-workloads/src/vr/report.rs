@@ -3,7 +3,6 @@
 use std::fmt::Write as _;
 
 use serde::Serialize;
-use tessera_runtime::Procedure;
 use tessera_scene::Scene;
 
 use super::figures::{link_model, Figures, FOLLOWED};
@@ -75,25 +74,20 @@ pub struct VrReport<'a> {
     pub frame_seconds: &'a [f64],
 }
 
-/// How a run was made, for its report.
+/// How a run was made, for its report: the core's part (the scheme is its split), the scene,
+/// the link model and one eye's size.
 pub struct Ran<'a> {
-    /// `cpu` or `wgpu`.
-    pub backend: &'static str,
+    pub made: Made<&'a str>,
     pub scene: &'a str,
-    pub scheme: &'a str,
-    pub gpms: usize,
     pub link: LinkModel,
-    pub page: u32,
-    pub warmup: u32,
-    pub procedure: Procedure,
-    /// One eye's size.
     pub width: u32,
     pub height: u32,
 }
 
 impl<'a> VrReport<'a> {
     pub fn new(run: &'a Run, ran: Ran<'a>) -> Self {
-        let gpms = ran.gpms;
+        let gpms = ran.made.devices;
+        let scheme = ran.made.split;
         let per_device = (0..gpms)
             .map(|d| VrDevice {
                 device: d,
@@ -111,22 +105,12 @@ impl<'a> VrReport<'a> {
                     .sum(),
             })
             .collect();
-        let made = Made {
-            workload: "vr",
-            backend: ran.backend,
-            adapter: run.backend.clone(),
-            devices: gpms,
-            page_size: ran.page,
-            warmup_frames: ran.warmup,
-            procedure: ran.procedure,
-            split: ran.scheme,
-        };
         VrReport {
-            core: ImageCore::new(made, run.frames.len(), &run.last_image),
+            core: ImageCore::new(ran.made, run.frames.len(), &run.last_image),
             stages: None,
             per_device,
             scene: ran.scene,
-            scheme: ran.scheme,
+            scheme,
             width: ran.width,
             height: ran.height,
             link: ran.link,
