@@ -17,17 +17,27 @@ use tessera_workloads::quake::report::{QuakeReport, Ran};
 use tessera_workloads::quake::run::record;
 use tessera_workloads::quake::trace::{Trace, BLOCK};
 use tessera_workloads::quake::{map, pictures, reference, Split, MAX_SCREEN_SIDE};
+use tessera_workloads::raytrace::SceneSpec;
 
 use crate::backend;
 use crate::report::write_png;
 use crate::run::progress;
 use crate::{parse_procedure, parse_threads, BackendKind};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SceneKind {
-    /// The procedural room of `tessera_workloads::quake::scene` (42 textures, 8x8 to 512x256).
-    Generated,
+/// `--scene`: the game trace's own procedural room (`generated`, 42 textures, 8x8 to
+/// 512x256), tessera-scene's generated room with N × N boxes (`generated:N`, the scene of
+/// `run raytrace` and `run vr`), or an OpenArena map (`openarena:MAP`, as `--map MAP`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum QuakeScene {
+    Room,
+    Spec(SceneSpec),
+}
+
+fn parse_scene(s: &str) -> Result<QuakeScene, String> {
+    if s == "generated" {
+        return Ok(QuakeScene::Room);
+    }
+    s.parse().map(QuakeScene::Spec)
 }
 
 /// `--filter`: how a pixel samples its texture.
@@ -68,11 +78,12 @@ fn screen_side(s: &str) -> Result<u32, String> {
 
 #[derive(Args, Clone)]
 pub struct QuakeOpts {
-    /// Where the scene comes from when no `--map` is given.
-    #[arg(long, value_enum, default_value = "generated")]
-    scene: SceneKind,
+    /// The scene: `generated` (the game trace's procedural room), `generated:N`
+    /// (tessera-scene's room with N × N boxes, as in `run raytrace`) or `openarena:MAP`.
+    #[arg(long, value_name = "SCENE", value_parser = parse_scene, conflicts_with = "map")]
+    scene: Option<QuakeScene>,
     /// Render this Quake 3 / OpenArena map (`oa_dm1`; `tessera scene info` lists what a pak
-    /// set holds) along its camera path through the spawn points, instead of `--scene`.
+    /// set holds) along its camera path through the spawn points: `--scene openarena:NAME`.
     #[arg(long, value_name = "NAME")]
     map: Option<String>,
     /// Where the map's pk3 files are (`bash scripts/openarena.sh` installs OpenArena's there).
@@ -172,9 +183,12 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     if path < o.frames {
         bail!("--path-frames {path} is shorter than --frames {}", o.frames);
     }
-    // `--scene generated` is the only scene besides a map.
-    let SceneKind::Generated = o.scene;
-    let (mesh, mut cams, scene_name) = map::load(o.map.as_deref(), &o.pak_dir, path)?;
+    let spec = match (&o.map, &o.scene) {
+        (Some(name), _) => Some(SceneSpec::OpenArena(name.clone())),
+        (None, Some(QuakeScene::Spec(spec))) => Some(spec.clone()),
+        (None, None | Some(QuakeScene::Room)) => None,
+    };
+    let (mesh, mut cams, scene_name) = map::load(spec.as_ref(), &o.pak_dir, path)?;
     cams.truncate(o.frames as usize);
     let sizes: Vec<(u32, u32)> = mesh.textures.iter().map(|t| (t.width, t.height)).collect();
     let reference_mesh = o.verify.then(|| mesh.clone());

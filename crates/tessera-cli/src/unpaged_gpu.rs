@@ -43,4 +43,13 @@ impl GpuBoiling {
         }
         Ok(self.gpu.finish()?)
     }
+
+    /// The field after the frames run so far: `--verify`'s reference on wgpu.
+    pub fn field(&mut self) -> Result<Vec<f32>> {
+        let bytes = self.gpu.read_object(self.ctx.tex.field)?;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect())
+    }
 }

@@ -109,6 +109,64 @@ fn vr_takes_a_scene_as_the_other_workloads_do() {
     assert!(!dir.path().join("bad").exists());
 }
 
+/// The game trace takes the scenes the other workloads take: `generated:N`, and a map as
+/// `openarena:MAP` or its shorthand `--map MAP`, which render the same frames.
+#[test]
+fn quake_takes_a_scene_as_the_other_workloads_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    common::write_pk3(dir.path(), "pak0.pk3", 1, None, &[]);
+    let quake = argv("run quake --frames 2 --width 32 --height 24 --page 8");
+    let run = |name: &str, extra: &[&str]| {
+        let out = dir.path().join(name);
+        ok(&with(
+            &with(&quake, extra),
+            &["--out", out.to_str().unwrap()],
+        ));
+        report(&out)
+    };
+    let boxes = run("boxes", &["--scene", "generated:1"]);
+    let room = run("room", &[]);
+    let map = run("map", &["--scene", "openarena:generated-1", "--pak-dir", d]);
+    let short = run("short", &["--map", "generated-1", "--pak-dir", d]);
+    assert_eq!(boxes["scene"], "generated:1");
+    assert_eq!(room["scene"], "generated");
+    assert_eq!(map["scene"], "map:generated-1");
+    assert_eq!(map["checksum"], short["checksum"]);
+    assert_ne!(boxes["checksum"], room["checksum"]);
+    let bad = dir.path().join("bad");
+    let bad = bad.to_str().unwrap();
+    refused(
+        &with(&quake, &["--scene", "cave", "--out", bad]),
+        2,
+        "unknown scene",
+    );
+    refused(
+        &with(
+            &quake,
+            &["--scene", "generated:1", "--map", "x", "--out", bad],
+        ),
+        2,
+        "cannot be used with",
+    );
+    refused(
+        &with(
+            &quake,
+            &[
+                "--scene",
+                "openarena:nosuchmap",
+                "--pak-dir",
+                d,
+                "--out",
+                bad,
+            ],
+        ),
+        1,
+        "nosuchmap",
+    );
+    assert!(!dir.path().join("bad").exists());
+}
+
 /// Every workload's `--verify` compares with its unpaged reference and says so.
 #[test]
 fn every_workload_verifies_against_its_unpaged_reference() {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{argv, report, run_report, tessera};
+use common::{argv, report, tessera};
 
 use std::process::Command;
 
@@ -43,13 +43,27 @@ fn wgpu_runs_agree_across_devices_and_procedures() {
     let mut sums = Vec::new();
     for (devices, procedure, page) in [("2", "relaunch", "16"), ("3", "two-pass", "8")] {
         let dir = tempfile::tempdir().unwrap();
-        let r = run_report(
-            &format!(
-                "run boiling --backend wgpu --devices {devices} --size 48 --page {page} \
-                 --frames 3 --procedure {procedure} --partition tiles"
-            ),
-            dir.path(),
+        let o = tessera(
+            &[
+                argv("run boiling --backend wgpu --devices"),
+                vec![devices],
+                argv("--size 48 --page"),
+                vec![page],
+                argv("--frames 3 --procedure"),
+                vec![procedure],
+                argv("--partition tiles --verify --out"),
+                vec![dir.path().to_str().unwrap()],
+            ]
+            .concat(),
         );
+        // `--verify` fails the run on a difference from the unpaged twin on the same adapter.
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains("verified: "),
+            "{}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+        let r = report(dir.path());
         assert_eq!(r["backend"], "wgpu");
         // Where the adapter has timestamp queries, the stage breakdown has device time.
         let gpu = &r["gpu_stage_seconds"];

@@ -33,28 +33,36 @@ pub fn camera_path(scene: &Scene, frames: u32) -> Vec<Camera> {
         .collect()
 }
 
-/// The mesh of map `name` in the pk3 files of `pak_dir` (the generated room where no map is
-/// named), its camera path `frames` cameras long, and its name in reports.
+/// The mesh of the scene `spec` (a map from the pk3 files of `pak_dir`, or tessera-scene's
+/// generated room; the game trace's own room where none is given), its camera path `frames`
+/// cameras long, and its name in reports.
 pub fn load(
-    name: Option<&str>,
+    spec: Option<&crate::raytrace::SceneSpec>,
     pak_dir: &std::path::Path,
     frames: u32,
 ) -> Result<(Mesh, Vec<Camera>, String), QuakeError> {
-    let Some(name) = name else {
+    use crate::raytrace::SceneSpec;
+    let Some(spec) = spec else {
         let path = super::scene::camera_path(frames);
         return Ok((super::scene::generated(), path, "generated".into()));
     };
-    let loaded = Scene::load_map(pak_dir, name).map_err(|source| QuakeError::Load {
-        name: name.to_string(),
-        source,
-    })?;
+    let (loaded, name) = match spec {
+        SceneSpec::OpenArena(name) => (
+            Scene::load_map(pak_dir, name).map_err(|source| QuakeError::Load {
+                name: name.clone(),
+                source,
+            })?,
+            format!("map:{name}"),
+        ),
+        SceneSpec::Generated(n) => (Scene::generated(*n), format!("generated:{n}")),
+    };
     if loaded.triangles.is_empty() {
         return Err(QuakeError::Config(format!(
-            "map {name} has no surfaces to draw"
+            "scene {name} has no surfaces to draw"
         )));
     }
     let cams = camera_path(&loaded, frames);
-    Ok((Mesh::from(&loaded), cams, format!("map:{name}")))
+    Ok((Mesh::from(&loaded), cams, name))
 }
 
 #[cfg(test)]
