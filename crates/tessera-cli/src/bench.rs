@@ -9,10 +9,11 @@
 use std::time::Instant;
 
 use anyhow::Result;
-use tessera_runtime::{Partition, Procedure, SystemConfig};
+use tessera_runtime::{Partition, Procedure};
 use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::sim::PagedBoiling;
 use tessera_workloads::boiling::unpaged::UnpagedBoiling;
+use tessera_workloads::oversub::median;
 
 use crate::backend;
 use crate::run::progress;
@@ -23,7 +24,7 @@ use crate::{BackendKind, BenchOpts};
 type Unpaged = (Box<dyn FnMut() -> Result<()>>, String);
 
 fn unpaged_side(o: &BenchOpts, params: BoilingParams, threads: usize) -> Result<Unpaged> {
-    Ok(match o.backend {
+    Ok(match o.node.backend {
         BackendKind::Cpu => {
             let mut u = UnpagedBoiling::new(o.size, o.size, params, threads)?;
             let frame = move || {
@@ -43,28 +44,18 @@ fn unpaged_side(o: &BenchOpts, params: BoilingParams, threads: usize) -> Result<
     })
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
 pub fn overhead(o: &BenchOpts) -> Result<()> {
     let params = BoilingParams::default();
-    let threads = if o.threads == 0 {
+    let threads = if o.node.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
-        o.threads
+        o.node.threads
     };
-    let cfg = SystemConfig {
-        devices: 1,
-        cpu_threads: threads,
-        deferred: o.deferred,
-        ..Default::default()
-    };
+    let cfg = o.node.config(1).threads(threads).deferred(o.deferred);
     let procs = [Procedure::TwoPass, Procedure::Relaunch];
     let mut paged = Vec::new();
     for _ in procs {
-        let (sys, _) = backend::system(o.backend, &cfg)?;
+        let (sys, _) = o.node.system(&cfg)?;
         paged.push(PagedBoiling::new(
             sys,
             o.size,

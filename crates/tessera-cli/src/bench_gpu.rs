@@ -11,6 +11,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde_json::Value;
 
+use tessera_workloads::oversub::median;
+
 use crate::run::progress;
 
 /// The workloads, in the order they run.
@@ -39,90 +41,40 @@ pub struct GpuBenchOpts {
 
 /// `tessera run WORKLOAD` arguments for `o`, without the backend and `--out`.
 fn args(workload: &str, o: &GpuBenchOpts) -> Vec<String> {
-    let f = o.frames.to_string();
-    let d = o.devices.to_string();
-    let q = o.quick;
-    let v: Vec<&str> = match workload {
-        "boiling" => vec![
-            "--size",
-            if q { "128" } else { "2048" },
-            "--page",
-            "64",
-            "--frames",
-            &f,
-            "--warmup",
-            "1",
-            "--gif-every",
-            "0",
-            "--devices",
-            &d,
-        ],
-        // One more frame than measured: the first is dropped.
-        "quake" => vec![
-            "--scene",
-            "generated",
-            "--width",
-            if q { "160" } else { "640" },
-            "--height",
-            if q { "120" } else { "480" },
-            "--page",
-            "32",
-            "--devices",
-            &d,
-        ],
+    let (f, d) = (o.frames, o.devices);
+    // One more frame than measured where the first is dropped.
+    let f1 = f + 1;
+    let q = |quick: &'static str, full: &'static str| if o.quick { quick } else { full };
+    let line = match workload {
+        "boiling" => format!(
+            "--size {} --page 64 --frames {f} --warmup 1 --gif-every 0 --devices {d}",
+            q("128", "2048")
+        ),
+        "quake" => format!(
+            "--scene generated --width {} --height {} --page 32 --devices {d} --frames {f1}",
+            q("160", "640"),
+            q("120", "480")
+        ),
         // Under a budget: 1 MiB a device, the out-of-core case.
-        "raytrace" => vec![
-            "--scene",
-            if q { "generated:1" } else { "generated:3" },
-            "--width",
-            if q { "64" } else { "320" },
-            "--height",
-            if q { "48" } else { "240" },
-            "--budget-mib",
-            "1",
-            "--devices",
-            &d,
-        ],
-        "stencil" => vec![
-            "--size",
-            if q { "32" } else { "128" },
-            "--halo",
-            "2",
-            "--devices",
-            &d,
-            "--steps",
-            &f,
-            "--warmup",
-            "1",
-        ],
-        "vr" => vec![
-            "--scene",
-            if q { "generated:1" } else { "generated:4" },
-            "--width",
-            if q { "64" } else { "320" },
-            "--height",
-            if q { "48" } else { "240" },
-            "--frames",
-            &f,
-            "--warmup",
-            "1",
-            "--devices",
-            &d,
-        ],
-        _ => vec![],
+        "raytrace" => format!(
+            "--scene {} --width {} --height {} --budget-mib 1 --devices {d} --frames {f1}",
+            q("generated:1", "generated:3"),
+            q("64", "320"),
+            q("48", "240")
+        ),
+        "stencil" => format!(
+            "--size {} --halo 2 --devices {d} --steps {f} --warmup 1",
+            q("32", "128")
+        ),
+        "vr" => format!(
+            "--scene {} --width {} --height {} --frames {f} --warmup 1 --devices {d}",
+            q("generated:1", "generated:4"),
+            q("64", "320"),
+            q("48", "240")
+        ),
+        _ => String::new(),
     };
-    let mut v: Vec<String> = v.into_iter().map(String::from).collect();
-    if matches!(workload, "quake" | "raytrace") {
-        v.push("--frames".into());
-        v.push((o.frames + 1).to_string());
-    }
-    v
-}
-
-/// The median of `v` (not empty).
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
+    line.split_whitespace().map(String::from).collect()
 }
 
 /// Seconds per measured frame, from a workload's report.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::bail;
 use clap::{Args, ValueEnum};
 use tessera_core::ProtocolVariant;
-use tessera_litmus::{load, run_test, Placement, RunConfig, Schedule};
+use tessera_litmus::{run_files, FileOutcome, Placement, RunConfig, Schedule};
 
 #[derive(Args, Clone)]
 pub struct LitmusOpts {
@@ -111,67 +111,13 @@ pub fn litmus(opts: &LitmusOpts) -> anyhow::Result<()> {
         coherence: opts.coherence,
         seed: opts.seed,
     };
-    let mut unreadable = Vec::new();
-    let mut failed = Vec::new();
-    let mut passed = 0;
-    // Tests run, and those in which every outcome SC allows showed up.
-    let (mut ran, mut covered) = (0, 0);
-    for path in &opts.files {
-        // One bad file must not hide the results of the others.
-        let test = match load(path) {
-            Ok(t) => t,
-            Err(e) => {
-                eprintln!("error: {e}");
-                unreadable.push(path.display().to_string());
-                continue;
-            }
-        };
-        match run_test(&test, &config) {
-            Ok(report) => {
-                println!("{}", report.render());
-                ran += 1;
-                let (seen, allowed) = report.coverage();
-                if seen == allowed {
-                    covered += 1;
-                }
-                if report.passed() {
-                    passed += 1;
-                } else {
-                    failed.push(test.name.clone());
-                }
-            }
-            Err(e) => {
-                eprintln!("error: {}: {e}", path.display());
-                failed.push(test.name.clone());
-            }
-        }
-    }
-    let total = opts.files.len();
-    println!(
-        "Summary: {total} files, {passed} passed, {} failed, {} not run (unreadable, malformed or unsupported)",
-        failed.len(),
-        unreadable.len()
-    );
-    println!(
-        "Coverage: every outcome sequential consistency allows seen in {covered} of {ran} tests run"
-    );
-    let mut problems = Vec::new();
-    if !failed.is_empty() {
-        problems.push(format!(
-            "{} tests showed outcomes sequential consistency forbids or failed to run ({})",
-            failed.len(),
-            failed.join(", ")
-        ));
-    }
-    if !unreadable.is_empty() {
-        problems.push(format!(
-            "{} files could not be run: unreadable, malformed or unsupported ({})",
-            unreadable.len(),
-            unreadable.join(", ")
-        ));
-    }
-    if !problems.is_empty() {
-        bail!("{}", problems.join("; "));
+    let tally = run_files(&opts.files, &config, |outcome| match outcome {
+        FileOutcome::Ran(report) => println!("{}", report.render()),
+        FileOutcome::Error(e) => eprintln!("error: {e}"),
+    });
+    println!("{}", tally.summary());
+    if let Some(problems) = tally.problems() {
+        bail!("{problems}");
     }
     Ok(())
 }

@@ -1,6 +1,5 @@
 //! `tessera`: run workloads on a distributed, demand-paged texture memory.
 
-mod animation;
 mod backend;
 mod bench;
 mod bench_gpu;
@@ -164,27 +163,63 @@ impl BackendKind {
 /// The largest field side accepted: five textures of 8192² floats already take 1.3 GiB.
 pub const MAX_SIZE: u32 = 8192;
 
-/// What the node runs on, shared by `run` and `sweep`.
+/// The backend and threads of a command's node: every command that runs one flattens it.
 #[derive(Args, Clone)]
 pub struct NodeOpts {
     /// Device backend.
     #[arg(long, value_enum, default_value = "cpu")]
-    backend: BackendKind,
+    pub backend: BackendKind,
     /// CPU threads for the software devices (0: one per core). Accepts at most 8 per core or 64,
     /// whichever is more: more threads only add switching, and tens of thousands take minutes
     /// just to start.
     #[arg(long, default_value_t = 0, value_parser = parse_threads)]
-    threads: usize,
+    pub threads: usize,
+}
+
+impl NodeOpts {
+    /// The defaults on `devices` devices with these threads; the command adds what it honours.
+    pub fn config(&self, devices: usize) -> tessera_runtime::SystemConfig {
+        tessera_runtime::SystemConfig::new(devices).threads(self.threads)
+    }
+
+    /// A node of `cfg` on the backend, and its adapter's name (crate::backend::system).
+    pub fn system(
+        &self,
+        cfg: &tessera_runtime::SystemConfig,
+    ) -> anyhow::Result<(tessera_runtime::System, Option<String>)> {
+        backend::system(self.backend, cfg)
+    }
+}
+
+/// A device's page cache: the commands whose pages may not all fit flatten it.
+#[derive(Args, Clone)]
+pub struct CacheOpts {
     /// Per-device memory budget in MiB (fractions allowed, e.g. 0.75). It is a page cache:
     /// when a batch needs more slots than it has left, pages are evicted (`--policy`), and a
     /// pass whose pages do not fit at once runs in waves. Too small for one invocation's pages
     /// is an error naming the minimum.
     #[arg(long, default_value = "4096", value_parser = parse_budget)]
-    budget_mib: f64,
+    pub budget_mib: f64,
     /// Which pages a device gives up when its budget is full: lru (the patent's time stamps),
     /// clock (second chance), fifo or random.
     #[arg(long, default_value = "lru", value_parser = parse_policy())]
-    policy: Policy,
+    pub policy: Policy,
+}
+
+impl CacheOpts {
+    pub fn budget_bytes(&self) -> u64 {
+        budget_bytes(self.budget_mib)
+    }
+}
+
+/// What the node of `run boiling`, `sweep` and the halo workloads runs on: every paging
+/// option of the runtime, since all of them settle their frames before timing.
+#[derive(Args, Clone)]
+pub struct PagingOpts {
+    #[command(flatten)]
+    pub base: NodeOpts,
+    #[command(flatten)]
+    pub cache: CacheOpts,
     /// What to do about pages evicted and faulted again in quick succession: pin them for a
     /// while (up to half the budget), or only count them.
     #[arg(long, default_value = "pin", value_parser = parse_thrashing())]
@@ -196,17 +231,17 @@ pub struct NodeOpts {
     /// Asynchronous staging (on or off): under oversubscription, the memory manager copies the
     /// next band's pages into the device while the current band runs. Refused stages change
     /// nothing; the band then asks as usual.
-    #[arg(long, default_value = "off", value_parser = parse_staging(), action = clap::ArgAction::Set)]
+    #[arg(long, default_value = "off", value_parser = on_off(), action = clap::ArgAction::Set)]
     staging: bool,
     /// Whether the relaunch procedure asks for the pages a kernel's footprint names before a
     /// band's first launch (on), or launches, faults and relaunches as the paper's relaunch
     /// does (off). Kernels without a footprint always relaunch on faults.
-    #[arg(long, default_value = "on", value_parser = parse_footprint_ahead(), action = clap::ArgAction::Set)]
+    #[arg(long, default_value = "on", value_parser = on_off(), action = clap::ArgAction::Set)]
     footprint_ahead: bool,
     /// Deferred execution on one device (on or off): a band whose pages the device holds is
     /// queued without waiting for its outcome, and the host waits once a frame. Several
     /// devices always wait per pass.
-    #[arg(long, default_value = "on", value_parser = parse_deferred(), action = clap::ArgAction::Set)]
+    #[arg(long, default_value = "on", value_parser = on_off(), action = clap::ArgAction::Set)]
     deferred: bool,
     /// What a read of a page another device modified does: owned (MOESI's owned state: the
     /// owner keeps the page and serves readers from it; it goes home only when evicted) or
@@ -248,25 +283,22 @@ pub enum ModelKind {
     Concurrent,
 }
 
-impl NodeOpts {
+impl PagingOpts {
     /// The configuration of a node of `devices` devices with these options: every option a
     /// boiling run honours.
     pub fn config(&self, devices: usize) -> tessera_runtime::SystemConfig {
-        tessera_runtime::SystemConfig {
-            devices,
-            cpu_threads: self.threads,
-            budget_bytes: budget_bytes(self.budget_mib),
-            policy: self.policy,
-            thrashing: self.thrashing,
-            prefetch: self.prefetch,
-            staging: self.staging,
-            footprint_ahead: self.footprint_ahead,
-            home_file: self.home_file.clone(),
-            deferred: self.deferred,
-            coherence: self.coherence,
-            variant: self.protocol.into(),
-            ..Default::default()
-        }
+        self.base
+            .config(devices)
+            .budget(self.cache.budget_bytes())
+            .policy(self.cache.policy)
+            .thrashing(self.thrashing)
+            .prefetch(self.prefetch)
+            .staging(self.staging)
+            .footprint_ahead(self.footprint_ahead)
+            .home_file(self.home_file.clone())
+            .deferred(self.deferred)
+            .coherence(self.coherence)
+            .variant(self.protocol.into())
     }
 }
 
@@ -303,7 +335,7 @@ pub struct RunOpts {
     #[arg(long, default_value = "out/boiling")]
     out: PathBuf,
     #[command(flatten)]
-    node: NodeOpts,
+    node: PagingOpts,
     /// Frames run before the measured ones; the report counts none of them.
     #[arg(long, default_value_t = 0)]
     warmup: u32,
@@ -384,15 +416,10 @@ pub struct BenchOpts {
     /// The procedure whose ratio is the last line.
     #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
     procedure: Procedure,
-    /// Device backend.
-    #[arg(long, value_enum, default_value = "cpu")]
-    backend: BackendKind,
-    /// CPU threads for both sides (0: one per core; at most 8 per core or 64, whichever is
-    /// more). The wgpu backend ignores it: both of its sides run on the GPU.
-    #[arg(long, default_value_t = 0, value_parser = parse_threads)]
-    threads: usize,
+    #[command(flatten)]
+    node: NodeOpts,
     /// Deferred execution of held bands (on or off), as on `run`.
-    #[arg(long, default_value = "on", value_parser = parse_deferred(), action = clap::ArgAction::Set)]
+    #[arg(long, default_value = "on", value_parser = on_off(), action = clap::ArgAction::Set)]
     deferred: bool,
 }
 
@@ -510,7 +537,7 @@ where
 }
 
 /// `on` or `off`.
-fn on_off() -> impl clap::builder::TypedValueParser<Value = bool> {
+pub fn on_off() -> impl clap::builder::TypedValueParser<Value = bool> {
     use clap::builder::TypedValueParser;
     clap::builder::PossibleValuesParser::new(["on", "off"]).map(|s: String| s == "on")
 }
@@ -524,20 +551,8 @@ pub fn parse_thrashing() -> impl clap::builder::TypedValueParser<Value = Thrashi
 pub fn parse_prefetch() -> impl clap::builder::TypedValueParser<Value = Prefetch> {
     one_of(&["off", "tree"])
 }
-pub fn parse_staging() -> impl clap::builder::TypedValueParser<Value = bool> {
-    on_off()
-}
-pub fn parse_footprint_ahead() -> impl clap::builder::TypedValueParser<Value = bool> {
-    on_off()
-}
-pub fn parse_against_write_home() -> impl clap::builder::TypedValueParser<Value = bool> {
-    on_off()
-}
 pub fn parse_coherence() -> impl clap::builder::TypedValueParser<Value = tessera_core::Coherence> {
     one_of(&["owned", "write-home"])
-}
-pub fn parse_deferred() -> impl clap::builder::TypedValueParser<Value = bool> {
-    on_off()
 }
 pub fn parse_procedure() -> impl clap::builder::TypedValueParser<Value = Procedure> {
     one_of(&["relaunch", "two-pass"])

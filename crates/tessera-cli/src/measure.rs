@@ -5,50 +5,28 @@
 
 use anyhow::Result;
 use tessera_model::Topology;
-use tessera_runtime::SystemConfig;
-use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::modeled::{self, Settings};
 use tessera_workloads::boiling::sim::PagedBoiling;
 
 pub use tessera_workloads::boiling::modeled::Run;
 
-use crate::{ModelKind, RunOpts};
+use crate::RunOpts;
 
 /// Builds a node and the simulation for `o` (and, in the isolated model, the second node)
-/// and runs them with [`modeled::run`], `after_frame` after every frame.
+/// and runs them with [`modeled::run_on_nodes`], `after_frame` after every frame.
 pub fn run_boiling(
     o: &RunOpts,
     topo: &Topology,
     after_frame: impl FnMut(&PagedBoiling, u32) -> Result<()>,
 ) -> Result<Run> {
     topo.check_devices(o.devices)?;
-    // Validate the partition before creating textures so the error names the real problem.
-    o.partition.regions(o.size, o.size, o.devices as u32)?;
-    let isolated = o.node.model == ModelKind::Isolated;
-    let build = |home_file: Option<std::path::PathBuf>| -> Result<(PagedBoiling, Option<String>)> {
-        let (sys, adapter_name) = crate::backend::system(
-            o.node.backend,
-            &SystemConfig {
-                home_file,
-                ..o.node.config(o.devices)
-            },
-        )?;
-        let sim = PagedBoiling::new(sys, o.size, o.size, o.page.get(), BoilingParams::default())?;
-        Ok((sim, adapter_name))
+    let make = |home| {
+        o.node
+            .base
+            .system(&o.node.config(o.devices).home_file(home))
     };
-    let (sim, adapter_name) = build(o.node.home_file.clone())?;
-    // The isolated node's home copies go beside the user's home file, never into it.
-    let copy = if isolated {
-        let home = o.node.home_file.as_ref().map(|p| {
-            let mut name = p.as_os_str().to_owned();
-            name.push(".isolated");
-            std::path::PathBuf::from(name)
-        });
-        Some(build(home)?.0)
-    } else {
-        None
-    };
-    modeled::run(sim, copy, adapter_name, &settings(o), topo, after_frame)
+    let home = o.node.home_file.as_deref();
+    modeled::run_on_nodes(make, home, o.size, &settings(o), topo, after_frame)
 }
 
 /// The settings of `o` that the runner takes beside its nodes.

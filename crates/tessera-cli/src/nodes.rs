@@ -13,9 +13,8 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use tessera_model::Network;
 use tessera_runtime::cluster::{ClusterConfig, Link};
-use tessera_runtime::{System, SystemConfig};
+use tessera_runtime::System;
 use tessera_workloads::boiling::cluster::{self, Settings};
-use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::sim::PagedBoiling;
 
 pub use tessera_workloads::boiling::cluster::NodesReport;
@@ -26,25 +25,22 @@ use crate::{BackendKind, RunOpts};
 /// Runs `o` as rank `link.rank()` of the cluster behind `link`; every rank returns the same
 /// report (rank 0's clock).
 pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling)> {
-    let nodes = link.size();
     let k = link.devices_per_node();
-    o.partition.regions(o.size, o.size, (nodes * k) as u32)?;
-    let network = network(o, nodes * k)?;
+    let network = network(o, link.size() * k)?;
     // Every rank would create the same home file, and the runtime never stages or defers
     // across nodes; main refuses those options when given.
-    let cfg = SystemConfig {
-        home_file: None,
-        staging: false,
-        deferred: false,
-        ..o.node.config(k)
-    };
-    let sys = match o.node.backend {
+    let cfg = o
+        .node
+        .config(k)
+        .home_file(None)
+        .staging(false)
+        .deferred(false);
+    let sys = match o.node.base.backend {
         BackendKind::Cpu => System::cpu_on_cluster(&cfg, link.clone())?,
         BackendKind::Wgpu => {
             tessera_wgpu::system_on_cluster(&cfg, &crate::backend::adapter_choice(), link.clone())?
         }
     };
-    let sim = PagedBoiling::new(sys, o.size, o.size, o.page.get(), BoilingParams::default())?;
     let bar =
         (link.rank() == 0).then(|| crate::run::progress((o.warmup + o.frames) as u64, "boiling"));
     let settings = Settings {
@@ -57,7 +53,7 @@ pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling
         home_block_pages: o.cluster.home_block_pages,
     };
     let rank = link.rank();
-    let out = cluster::run(sim, &link, &settings, &network, |n, warmup| -> Result<()> {
+    let out = cluster::run_node(sys, &link, &settings, &network, |n, warmup| -> Result<()> {
         if !warmup && o.cluster.abort_rank == Some(rank) && n == o.cluster.abort_after_frames {
             let line = format!("rank {rank} aborts after frame {n}, as asked\n");
             let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
@@ -72,38 +68,6 @@ pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling
         b.finish_and_clear();
     }
     Ok(out)
-}
-
-/// Prints rank 0's summary.
-fn print(r: &NodesReport) {
-    println!(
-        "Boiling {s}x{s}, page {p}, {n} node(s) x {k} device(s) [{be}] = {d} devices, {proc}, homes in blocks of {b} pages, {f} frame(s) after {w} warm-up (measured)",
-        s = r.size,
-        p = r.page,
-        n = r.nodes,
-        k = r.devices_per_node,
-        d = r.devices,
-        be = r.backend,
-        proc = r.procedure,
-        b = r.home_block_pages,
-        f = r.frames,
-        w = r.warmup
-    );
-    println!("ms_per_frame_measured={:.3}", r.ms_per_frame_measured);
-    println!(
-        "inter_node_bytes_per_frame={:.0} (page data {:.0}, {:.1} messages)",
-        r.inter_node_bytes_per_frame,
-        r.inter_node_page_bytes_per_frame,
-        r.inter_node_messages_per_frame
-    );
-    println!(
-        "network_seconds_per_frame_modeled={:.6} (on {}: {:.2} GB/s, {:.1} us a message; each node's messages one after another, the nodes at once)",
-        r.network_seconds_per_frame_modeled,
-        r.network,
-        r.network_bandwidth_gb_per_s,
-        r.network_latency_us
-    );
-    println!("field_checksum={}", r.field_checksum);
 }
 
 /// Rank 0's report.json and frame.png, in `o.out` once both are written.
@@ -147,7 +111,7 @@ pub fn boiling(o: &RunOpts, k: usize, force: bool) -> Result<()> {
     let res = (|| -> Result<()> {
         let (report, sim) = run_on(link.clone(), o)?;
         if rank == 0 {
-            print(&report);
+            println!("{}", report.summary());
             write(&report, &sim, o, force)?;
         }
         Ok(())
@@ -188,49 +152,17 @@ fn open(_cfg: ClusterConfig) -> Result<Arc<Link>> {
 /// sequential consistency forbids.
 #[cfg(feature = "mpi")]
 pub fn litmus(files: &[std::path::PathBuf], runs: u64, k: usize) -> Result<()> {
-    use tessera_mpi::{run_node, LitmusJob, NodeConfig, Transport};
+    use tessera_mpi::Transport;
     let Some(mpi) = tessera_mpi::mpi_transport::Mpi::init() else {
         bail!("MPI could not be initialized");
     };
     let rank = mpi.rank();
     let runs = u32::try_from(runs).context("--runs is too large")?;
-    let mut forbidden = Vec::new();
-    for path in files {
-        // Every rank reads the same file, so all agree on the test.
-        let test = tessera_litmus::load(path)?;
-        let cfg = NodeConfig {
-            devices_per_node: k,
-            litmus: Some(Arc::new(LitmusJob {
-                test: test.clone(),
-                runs,
-                jitter_us: 300,
-                seed: 0x5eed ^ runs as u64,
-            })),
-            ..Default::default()
-        };
-        let r =
-            run_node(&mpi, &cfg).map_err(|e| anyhow::anyhow!("rank {rank}: {}: {e}", test.name))?;
-        if let Some(l) = r.litmus {
-            if rank == 0 {
-                println!(
-                    "{}: {} runs on {} processes x {k} devices, {} outcomes, {} of {} SC outcomes seen, {} forbidden",
-                    test.name,
-                    l.runs,
-                    r.nodes,
-                    l.outcomes.len(),
-                    l.allowed_seen,
-                    l.allowed,
-                    l.forbidden
-                );
-                for (o, n) in &l.outcomes {
-                    println!("  {n:>6}  {}", test.format_outcome(o, &test.shown_locs()));
-                }
-            }
-            if l.forbidden > 0 {
-                forbidden.push(test.name.clone());
-            }
+    let forbidden = tessera_mpi::litmus::run_files(&mpi, files, runs, k, |test, r, l| {
+        if rank == 0 {
+            print!("{}", l.render(test, r.nodes, k));
         }
-    }
+    })?;
     if !forbidden.is_empty() {
         bail!(
             "outcomes sequential consistency forbids were seen in: {}",
@@ -260,71 +192,6 @@ mod tests {
         let mut all = vec!["tessera"];
         all.extend_from_slice(args);
         Cli::parse_from(all).run
-    }
-
-    /// Two nodes of two devices as threads: every node reports the same field as four devices
-    /// on one node (the plain `run boiling` engine), and page data crossed nodes.
-    #[test]
-    fn two_nodes_report_the_one_node_field_and_their_traffic() {
-        let args = [
-            "--size",
-            "64",
-            "--page",
-            "16",
-            "--frames",
-            "2",
-            "--threads",
-            "1",
-            "--model",
-            "concurrent",
-        ];
-        let o = opts(&args);
-        let single = {
-            let mut one = o.clone();
-            one.devices = 4;
-            let topo = crate::topology_args::load(&one.node.topology, 4).unwrap();
-            let (_, report) = crate::run::execute(&one, &topo, |_, _| Ok(())).unwrap();
-            report.field_checksum
-        };
-        let reports: Vec<NodesReport> = InProcess::cluster(2)
-            .into_iter()
-            .map(|t| {
-                let o = o.clone();
-                std::thread::spawn(move || {
-                    let link = Link::start(
-                        move || Ok(ForRuntime(t)),
-                        ClusterConfig {
-                            devices_per_node: 2,
-                            block_pages: 4,
-                            lost_after: Duration::from_secs(20),
-                        },
-                    )
-                    .unwrap();
-                    run_on(link, &o).unwrap().0
-                })
-            })
-            .collect::<Vec<_>>()
-            .into_iter()
-            .map(|h| h.join().unwrap())
-            .collect();
-        for r in &reports {
-            assert_eq!(r.field_checksum, single);
-            assert_eq!((r.nodes, r.devices_per_node, r.devices), (2, 2, 4));
-        }
-        let r = &reports[0];
-        assert!(r.inter_node_page_bytes_per_frame > 0.0);
-        assert!(r.inter_node_bytes_per_frame > r.inter_node_page_bytes_per_frame);
-        assert_eq!(r.bytes_sent_per_frame_by_node.len(), 2);
-        let sum: f64 = r.bytes_sent_per_frame_by_node.iter().sum();
-        assert!((sum - r.inter_node_bytes_per_frame).abs() < 1e-6);
-        // ib-hdr by default: at least the bytes of the busier node at 25 GB/s.
-        assert_eq!(r.network, "ib-hdr");
-        let busiest = r
-            .bytes_sent_per_frame_by_node
-            .iter()
-            .fold(0.0f64, |a, &b| a.max(b));
-        assert!(r.network_seconds_per_frame_modeled >= busiest / 25e9);
-        assert!(r.network_seconds_per_frame_modeled > 0.0);
     }
 
     /// Rank 0 writes as every command does: the files appear in `--out` together, an `--out`

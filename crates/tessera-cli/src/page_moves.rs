@@ -34,12 +34,10 @@
 use anyhow::{bail, Result};
 use clap::Args;
 use tessera_runtime::cpu::CpuDevice;
-use tessera_runtime::SystemConfig;
 use tessera_wgpu::{PlainCopies, PlainTimes};
-use tessera_workloads::oversub::median;
-use tessera_workloads::page_moves::{round, slot_device, Round};
+use tessera_workloads::page_moves::{peer_summary, round, row, slot_device, Round};
 
-use crate::{backend, parse_threads, BackendKind};
+use crate::{backend, BackendKind, NodeOpts};
 
 /// The largest page a buffer may have (`ObjectDesc::buffer`).
 const MAX_PAGE_KIB: u32 = 1024;
@@ -56,14 +54,11 @@ pub struct PageMovesOpts {
     /// Rounds; the median is reported.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     rounds: u32,
-    /// Device backend. On wgpu the runtime's moves are compared with a host memcpy and with
-    /// plain wgpu moves of the same pages on a device of their own (`queue.write_buffer`,
-    /// `copy_buffer_to_buffer`).
-    #[arg(long, value_enum, default_value = "cpu")]
-    backend: BackendKind,
-    /// CPU threads of the software devices (0: one per core).
-    #[arg(long, default_value_t = 0, value_parser = parse_threads)]
-    threads: usize,
+    // On wgpu the runtime's moves are compared with a host memcpy and with plain wgpu moves
+    // of the same pages on a device of their own (`queue.write_buffer`,
+    // `copy_buffer_to_buffer`).
+    #[command(flatten)]
+    node: NodeOpts,
 }
 
 pub fn parse_page_kib(s: &str) -> Result<crate::lists::List, String> {
@@ -100,19 +95,15 @@ fn round_with(
 }
 
 pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
-    let (sys, adapter) = backend::system(
-        o.backend,
-        &SystemConfig {
-            devices: 2,
-            cpu_threads: o.threads,
-            // The third round times a write-back: under owned pages a read of a page another
-            // device modified is served from the owner with nothing written home, so it runs
-            // under the paper's rule, which writes the page home. The other two rounds move
-            // the same pages under either rule.
-            coherence: tessera_core::Coherence::WriteHome,
-            ..Default::default()
-        },
-    )?;
+    // The third round times a write-back: under owned pages a read of a page another device
+    // modified is served from the owner with nothing written home, so it runs under the
+    // paper's rule, which writes the page home. The other two rounds move the same pages
+    // under either rule.
+    let cfg = o
+        .node
+        .config(2)
+        .coherence(tessera_core::Coherence::WriteHome);
+    let (sys, adapter) = o.node.system(&cfg)?;
     let total = o.mib as u64 * (1 << 20);
     let src: Vec<u8> = (0..total)
         .map(|i| ((i * 2_654_435_761) >> 13) as u8)
@@ -128,7 +119,7 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
     println!(
         "GB/s = 10^9 bytes per second; ratio = the move's throughput / memcpy's of the same bytes"
     );
-    let (c1, c2, c3) = match o.backend {
+    let (c1, c2, c3) = match o.node.backend {
         BackendKind::Cpu => {
             println!("where the time goes: slot write / slot read are the CPU backend's own slot copies alone (no manager); to new Vec is each page copied into a fresh vector, as the manager once handed a page to a worker (a worker now copies from home itself)");
             ("slot write", "slot read", "to new Vec")
@@ -150,7 +141,7 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
         c2,
         c3
     );
-    let plain = match o.backend {
+    let plain = match o.node.backend {
         BackendKind::Cpu => None,
         BackendKind::Wgpu => Some(PlainCopies::new(&backend::adapter_choice(), total)?),
     };
@@ -162,7 +153,7 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
             bail!("--mib {} is smaller than one {kib} KiB page", o.mib);
         }
         // A CPU device of its own for the slot-copy breakdown, one memory of the pages.
-        let mut slots = match o.backend {
+        let mut slots = match o.node.backend {
             BackendKind::Cpu => Some(slot_device(page_bytes, total)?),
             BackendKind::Wgpu => None,
         };
@@ -173,94 +164,31 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
             .collect::<Result<Vec<_>>>()?
             .into_iter()
             .unzip();
-        let m = |f: fn(&Round) -> f64| median(rounds.iter().map(f).collect());
-        let memcpy = m(|r| r.memcpy);
-        let gbs = |secs: f64, bytes: u64| bytes as f64 / secs / 1e9;
-        let cell = |secs: f64, copies: u64| {
-            format!(
-                "{:>6.2} ({:>5.1}%)",
-                gbs(secs, copies * total),
-                100.0 * memcpy * copies as f64 / secs
-            )
+        let beside: Vec<[f64; 3]> = match o.node.backend {
+            BackendKind::Cpu => rounds
+                .iter()
+                .map(|r| [r.slot_write, r.slot_read, r.to_new_vec])
+                .collect(),
+            BackendKind::Wgpu => plains
+                .iter()
+                .flatten()
+                .map(|p| [p.write_queued, p.write_done, p.copy_done])
+                .collect(),
         };
-        let (h2d, d2d, wb) = (
-            m(|r| r.to_device),
-            m(|r| r.device_to_device),
-            m(|r| r.write_back_and_read),
-        );
-        // The write-back alone: the composite round less a round of the copy that follows
-        // the write-back (home → device). Two medians' difference, so noisier than the other
-        // columns.
-        let wb_alone = m(|r| r.write_back_and_read - r.to_device);
-        // The fewest pages any round moved as peer copies, of the most any round moved.
-        on_gpu.push((
+        let row = row(
             kib,
-            rounds.iter().map(|r| r.on_gpu).min().unwrap_or(0),
-            rounds.iter().map(|r| r.moved).max().unwrap_or(0),
-        ));
-        let derived = if wb_alone > 0.0 {
-            cell(wb_alone, 1)
-        } else {
-            "n/a".to_string()
-        };
-        let plain_m = |f: fn(&PlainTimes) -> f64| {
-            median(plains.iter().filter_map(|p| p.as_ref().map(f)).collect())
-        };
-        let cols = match o.backend {
-            BackendKind::Cpu => [
-                cell(m(|r| r.slot_write), 1),
-                cell(m(|r| r.slot_read), 1),
-                cell(m(|r| r.to_new_vec), 1),
-            ],
-            BackendKind::Wgpu => [
-                cell(plain_m(|p| p.write_queued), 1),
-                cell(plain_m(|p| p.write_done), 1),
-                cell(plain_m(|p| p.copy_done), 1),
-            ],
-        };
-        println!(
-            "{kib:>8} {:>9.2} {:>16} {:>18} {:>22} {:>20} {:>17} {:>17} {:>16}",
-            gbs(memcpy, total),
-            cell(h2d, 1),
-            cell(d2d, 1),
-            cell(wb, 2),
-            derived,
-            cols[0],
-            cols[1],
-            cols[2]
+            total,
+            &rounds,
+            &beside,
+            o.node.backend == BackendKind::Wgpu,
         );
-        let mut line = format!(
-            "page_kib={kib} h2d_ratio={:.3} d2d_ratio={:.3} writeback_read_ratio={:.3}",
-            memcpy / h2d,
-            memcpy / d2d,
-            2.0 * memcpy / wb
-        );
-        if o.backend == BackendKind::Wgpu {
-            // The runtime's moves against plain wgpu's of the same pages: throughput ratios.
-            line += &format!(
-                " h2d_vs_write_buffer={:.3} h2d_vs_write_buffer_wait={:.3} d2d_vs_copy_b2b={:.3}",
-                plain_m(|p| p.write_queued) / h2d,
-                plain_m(|p| p.write_done) / h2d,
-                plain_m(|p| p.copy_done) / d2d
-            );
-        }
-        summary.push(line);
+        println!("{}", row.line);
+        summary.push(row.summary);
+        on_gpu.push((kib, row.on_gpu, row.moved));
     }
     for s in summary {
         println!("{s}");
     }
-    // Which path the device → device moves took: peer copies (one copy between the memories;
-    // on wgpu on the device, one submission per batch) or through the host.
-    let all = on_gpu.iter().all(|&(_, g, n)| g == n && n > 0);
-    let none = on_gpu.iter().all(|&(_, g, _)| g == 0);
-    if all {
-        println!("device→device: every page a peer copy, straight from the owner's memory (the write-back round's copies come from home)");
-    } else if none {
-        println!("device→device: every page through the host (read back from the owner, written to the reader)");
-    } else {
-        for (kib, g, n) in on_gpu {
-            println!("device→device at {kib} KiB: {g} of {n} pages peer copies");
-        }
-    }
+    println!("{}", peer_summary(&on_gpu));
     Ok(())
 }

@@ -12,18 +12,17 @@ use serde::Serialize;
 use tessera_runtime::{Procedure, SystemConfig};
 use tessera_workloads::quake::render::{Filtering, RenderOptions, Renderer};
 use tessera_workloads::quake::replay::{replay_all, ReplayOptions, Replayed};
-use tessera_workloads::quake::run::{record, Figures, Footprint, QuakeDevice, TextureFigures};
+use tessera_workloads::quake::replay_text::{not_compared, requests_csv, PageSweep};
+use tessera_workloads::quake::report::{QuakeReport, Ran};
+use tessera_workloads::quake::run::record;
 use tessera_workloads::quake::trace::{Trace, BLOCK};
-use tessera_workloads::quake::{
-    map, pictures, reference, scene, Camera, Mesh, Split, MAX_SCREEN_SIDE,
-};
+use tessera_workloads::quake::{map, pictures, reference, Split, MAX_SCREEN_SIDE};
 use tessera_workloads::raytrace::SceneSpec;
 
 use crate::backend;
 use crate::report::write_png;
 use crate::run::progress;
 use crate::{parse_procedure, parse_threads, BackendKind};
-use tessera_workloads::plot::{line_chart, LineChart, Series};
 
 /// `--scene`: the game trace's own procedural room (`generated`, 42 textures, 8x8 to
 /// 512x256), tessera-scene's generated room with N × N boxes (`generated:N`, the scene of
@@ -175,108 +174,6 @@ pub struct QuakeOpts {
     border: u32,
 }
 
-/// The filtered renderer's own figures.
-#[derive(Serialize)]
-struct FilterReport {
-    filter: FilterKind,
-    border: u32,
-    /// Levels of the atlas's mip chain.
-    levels: u32,
-    /// Pages of the whole chain (level 0 is `atlas_pages`).
-    chain_pages: u64,
-    /// Memory the borders add to every page: (P + 2B)² / P² − 1.
-    border_overhead: f64,
-    /// Per frame, per mip level: texture page requests of all devices.
-    requests_by_level: Vec<Vec<u64>>,
-}
-
-/// The schema's core (docs/report.schema.json), then the game trace's own section.
-#[derive(Serialize)]
-struct QuakeReport {
-    schema_version: u32,
-    workload: &'static str,
-    /// `cpu` or `wgpu`.
-    backend: &'static str,
-    /// The devices as the backend describes them (the wgpu adapter's name on wgpu).
-    adapter: String,
-    devices: usize,
-    page_size: u32,
-    frames: u32,
-    warmup_frames: u32,
-    procedure: Procedure,
-    split: &'static str,
-    /// FNV-1a of the last frame's framebuffer (`checksum_kind`: "image").
-    checksum: String,
-    checksum_kind: &'static str,
-    time_kind: &'static str,
-    /// Summed over devices and frames, seconds.
-    stages: tessera_runtime::StageTimes,
-    per_device: Vec<QuakeDevice>,
-    /// `generated`, or `map:NAME`.
-    scene: String,
-    width: u32,
-    height: u32,
-    clear_each_frame: bool,
-    drop_unused: bool,
-    initial_placement: Placement,
-    textures: usize,
-    atlas_width: u32,
-    atlas_height: u32,
-    atlas_pages: u64,
-    /// Atlas pages holding texels of some texture (the rest is padding).
-    texture_pages: u64,
-    /// Measured wall time of the whole loop (set-up, passes, read-backs, files).
-    wall_seconds: f64,
-    /// Per frame, measured wall time of its passes alone (no pictures, no trace).
-    frame_seconds: Vec<f64>,
-    /// Per frame, per device: texture page requests.
-    requests: Vec<Vec<u64>>,
-    /// Per frame, per device: requests for the frame's buffers and the framebuffer.
-    other_requests: Vec<Vec<u64>>,
-    /// Per device, texture page requests over all frames.
-    total_requests: Vec<u64>,
-    mean_requests_per_frame: Vec<f64>,
-    triangles_per_frame: Vec<u32>,
-    /// Per device, atlas pages it holds at the end: only it, and it and another device.
-    texture_footprint: Vec<Footprint>,
-    /// Per texture: its pages in the atlas and the requests for them.
-    per_texture: Vec<TextureFigures>,
-    /// With --filter bilinear or trilinear.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    filtering: Option<FilterReport>,
-}
-
-/// The mesh, its camera path (`path` frames long) and the scene's name in the report.
-fn scene_of(o: &QuakeOpts, path: u32) -> Result<(Mesh, Vec<Camera>, String)> {
-    let spec = match (&o.map, &o.scene) {
-        (Some(name), _) => SceneSpec::OpenArena(name.clone()),
-        (None, Some(QuakeScene::Spec(spec))) => spec.clone(),
-        (None, None | Some(QuakeScene::Room)) => {
-            return Ok((
-                scene::generated(),
-                scene::camera_path(path),
-                "generated".into(),
-            ))
-        }
-    };
-    let (loaded, name) = match &spec {
-        SceneSpec::OpenArena(name) => (
-            tessera_scene::Scene::load_map(&o.pak_dir, name)
-                .with_context(|| format!("cannot load map {name}"))?,
-            format!("map:{name}"),
-        ),
-        SceneSpec::Generated(n) => (
-            tessera_scene::Scene::generated(*n),
-            format!("generated:{n}"),
-        ),
-    };
-    if loaded.triangles.is_empty() {
-        bail!("scene {name} has no surfaces to draw");
-    }
-    let cams = map::camera_path(&loaded, path);
-    Ok((Mesh::from(&loaded), cams, name))
-}
-
 fn csv_path(dir: &Path, name: &str) -> PathBuf {
     dir.join(name)
 }
@@ -290,35 +187,32 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     }
     std::fs::create_dir_all(&o.out)
         .with_context(|| format!("cannot create {}", o.out.display()))?;
-    let cfg = SystemConfig {
-        devices: o.devices,
-        cpu_threads: o.threads,
-        ..Default::default()
-    };
+    let cfg = SystemConfig::new(o.devices).threads(o.threads);
     let (sys, adapter) = backend::system(o.backend, &cfg)?;
     let backend_name = adapter.unwrap_or_else(|| sys.backend().to_string());
     let path = o.path_frames.unwrap_or(o.frames);
     if path < o.frames {
         bail!("--path-frames {path} is shorter than --frames {}", o.frames);
     }
-    let (mesh, mut cams, scene_name) = scene_of(o, path)?;
+    let spec = match (&o.map, &o.scene) {
+        (Some(name), _) => Some(SceneSpec::OpenArena(name.clone())),
+        (None, Some(QuakeScene::Spec(spec))) => Some(spec.clone()),
+        (None, None | Some(QuakeScene::Room)) => None,
+    };
+    let (mesh, mut cams, scene_name) = map::load(spec.as_ref(), &o.pak_dir, path)?;
     cams.truncate(o.frames as usize);
     let sizes: Vec<(u32, u32)> = mesh.textures.iter().map(|t| (t.width, t.height)).collect();
     let reference_mesh = o.verify.then(|| mesh.clone());
-    let mut r = Renderer::new_with(
-        sys,
-        mesh,
-        RenderOptions {
-            width: o.width,
-            height: o.height,
-            page: o.page.get(),
-            split: o.split,
-            procedure: o.procedure,
-            clear_each_frame: o.clear_each_frame,
-            drop_unused: o.drop_unused,
-        },
-        o.filtering(),
-    )?;
+    let options = RenderOptions {
+        width: o.width,
+        height: o.height,
+        page: o.page.get(),
+        split: o.split,
+        procedure: o.procedure,
+        clear_each_frame: o.clear_each_frame,
+        drop_unused: o.drop_unused,
+    };
+    let mut r = Renderer::new_with(sys, mesh, options, o.filtering())?;
     if o.initial_placement == Placement::Random {
         r.place_randomly(o.seed)?;
     }
@@ -330,7 +224,6 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     let aspect = o.width as f64 / o.height as f64;
     let bar = progress(o.frames as u64, "quake");
     let start = Instant::now();
-    let mut checksum = String::new();
     let mut last_image = Vec::new();
     let rec = record(
         &mut r,
@@ -344,7 +237,6 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
                 let image = r.framebuffer()?;
                 write_png(&path, o.width, o.height, &image)?;
                 if last {
-                    checksum = crate::report::fnv1a_hex(&image);
                     last_image = image;
                 }
             }
@@ -372,69 +264,38 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         )?;
         crate::verify::require_image(&want, &last_image)?;
     }
-    let n = o.devices;
-    let figures = Figures::of(&r, &rec, o.page.get())?;
-    let total = figures.total_requests;
-    let requests = rec.requests;
-    let report = QuakeReport {
-        schema_version: crate::report::SCHEMA_VERSION,
-        workload: "quake",
-        backend: o.backend.name(),
-        adapter: backend_name,
-        devices: n,
-        page_size: o.page.get(),
-        frames: o.frames,
-        warmup_frames: 0,
-        procedure: o.procedure,
-        split: o.split.name(),
-        checksum,
-        checksum_kind: "image",
-        time_kind: "measured",
-        stages: figures.stages,
-        per_device: figures.per_device,
-        scene: scene_name,
-        width: o.width,
-        height: o.height,
-        clear_each_frame: o.clear_each_frame,
-        drop_unused: o.drop_unused,
-        initial_placement: o.initial_placement,
-        textures: sizes.len(),
-        atlas_width: r.atlas.width,
-        atlas_height: r.atlas.height,
-        atlas_pages: r.atlas.page_count(),
-        texture_pages: figures.texture_pages,
-        wall_seconds: wall,
-        frame_seconds: rec.frame_seconds,
-        mean_requests_per_frame: total.iter().map(|&t| t as f64 / o.frames as f64).collect(),
-        total_requests: total.clone(),
-        requests: requests.clone(),
-        other_requests: rec.other_requests,
-        triangles_per_frame: rec.triangles,
-        texture_footprint: figures.texture_footprint,
-        per_texture: figures.per_texture,
-        filtering: r.mip_layout().map(|m| FilterReport {
-            filter: o.filter,
+    let report = QuakeReport::new(
+        &r,
+        &rec,
+        &options,
+        Ran {
+            backend: o.backend.name(),
+            adapter: backend_name,
+            scene: scene_name,
+            frames: o.frames,
+            initial_placement: value_name(o.initial_placement),
+            filter: value_name(o.filter),
             border: o.border,
-            levels: m.levels(),
-            chain_pages: m.page_count(),
-            border_overhead: m.border_overhead(),
-            requests_by_level: rec.by_level.clone(),
-        }),
-    };
+            textures: sizes.len(),
+            wall_seconds: wall,
+        },
+        &last_image,
+    )?;
+    let requests = &report.requests;
     let json = o.out.join("report.json");
     std::fs::write(&json, serde_json::to_string_pretty(&report)?)
         .with_context(|| format!("cannot write {}", json.display()))?;
-    write_requests_csv(&csv_path(&o.out, "requests.csv"), &requests)?;
+    write_requests_csv(&csv_path(&o.out, "requests.csv"), requests)?;
     pictures::requests_chart(
         &o.out.join("requests"),
-        &requests,
+        requests,
         o.page.get(),
         o.clear_each_frame,
     )?;
     if let Some(path) = &o.trace {
         let trace = Trace {
             block: BLOCK,
-            devices: n as u32,
+            devices: o.devices as u32,
             width: o.width,
             height: o.height,
             split: o.split,
@@ -449,29 +310,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
             .with_context(|| format!("cannot write {}", path.display()))?;
         println!("trace: {}", crate::output::shown(path).display());
     }
-    println!(
-        "quake: {} frames {}x{} on {n} device(s) ({}), split {}, page {}, {}{}",
-        o.frames,
-        o.width,
-        o.height,
-        report.backend,
-        o.split.name(),
-        o.page.get(),
-        o.procedure_name(),
-        if o.clear_each_frame {
-            ", memory cleared each frame"
-        } else {
-            ""
-        }
-    );
-    for (d, t) in total.iter().enumerate() {
-        println!(
-            "device {d}: {t} texture page requests ({:.1} per frame); holds {} atlas pages only it holds, {} shared",
-            report.mean_requests_per_frame[d],
-            report.texture_footprint[d].unique_pages,
-            report.texture_footprint[d].shared_pages
-        );
-    }
+    print!("{}", report.summary());
     println!(
         "wall time {wall:.2} s; report {}",
         crate::output::shown(&json).display()
@@ -507,23 +346,18 @@ impl QuakeOpts {
         }
         None
     }
+}
 
-    fn procedure_name(&self) -> &'static str {
-        match self.procedure {
-            Procedure::TwoPass => "two-pass",
-            Procedure::Relaunch => "relaunch",
-        }
-    }
+/// The name `--help` gives a value of an option.
+fn value_name(v: impl ValueEnum) -> String {
+    v.to_possible_value()
+        .expect("every value is named")
+        .get_name()
+        .to_string()
 }
 
 fn write_requests_csv(path: &Path, requests: &[Vec<u64>]) -> Result<()> {
-    let mut s = String::from("frame,device,requests\n");
-    for (f, per) in requests.iter().enumerate() {
-        for (d, r) in per.iter().enumerate() {
-            s.push_str(&format!("{f},{d},{r}\n"));
-        }
-    }
-    crate::output::write_whole(path, s.as_bytes())
+    crate::output::write_whole(path, requests_csv(requests).as_bytes())
 }
 
 /// Home only: light grey; padding pages (no texture): white; shared: near black.
@@ -581,41 +415,24 @@ fn read_trace(path: &Path) -> Result<Trace> {
     Trace::decode(&bytes).with_context(|| format!("{}", path.display()))
 }
 
-/// The replay's settings: the options given, the recorded run's otherwise.
-fn settings(o: &ReplayOpts, trace: &Trace) -> (bool, bool, Option<u64>) {
-    let placement = match o.initial_placement {
-        None => trace.random_placement,
-        Some(Placement::Home) => None,
-        Some(Placement::Random) => Some(trace.random_placement.unwrap_or(1)),
-    };
-    (
-        o.clear_each_frame.unwrap_or(trace.clear_each_frame),
-        o.drop_unused.unwrap_or(trace.drop_unused),
-        placement,
+/// The replay's settings at `page`: the options given, the recorded run's otherwise.
+fn settings(o: &ReplayOpts, trace: &Trace, page: u32) -> ReplayOptions {
+    ReplayOptions::of(
+        trace,
+        page,
+        o.procedure,
+        o.clear_each_frame,
+        o.drop_unused,
+        o.initial_placement.map(|p| p == Placement::Random),
     )
 }
 
 fn replay_on(o: &ReplayOpts, trace: &Trace, page: u32, devices: usize) -> Result<(Replayed, f64)> {
-    let (clear_each_frame, drop_unused, random_placement) = settings(o, trace);
-    let sys = tessera_runtime::System::cpu(&SystemConfig {
-        devices,
-        cpu_threads: o.threads,
-        ..Default::default()
-    })?;
+    let options = settings(o, trace, page);
+    let sys = tessera_runtime::System::cpu(&SystemConfig::new(devices).threads(o.threads))?;
     let bar = progress(trace.frames.len() as u64, &format!("replay page {page}"));
     let start = Instant::now();
-    let got = replay_all(
-        &sys,
-        trace,
-        &ReplayOptions {
-            page,
-            clear_each_frame,
-            drop_unused,
-            random_placement,
-            procedure: o.procedure,
-        },
-        |_| bar.inc(1),
-    )?;
+    let got = replay_all(&sys, trace, &options, |_| bar.inc(1))?;
     bar.finish_and_clear();
     Ok((got, start.elapsed().as_secs_f64()))
 }
@@ -635,85 +452,29 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
     }
     let page = o.page.unwrap_or(trace.page);
     let (got, secs) = replay_on(o, &trace, page, devices)?;
-    let (clear, drop_unused, placement) = settings(o, &trace);
-    let frames = got.requests.len().max(1) as f64;
-    println!(
-        "replay: {} frames on {devices} device(s), page {page}{}{}{}, {:.2} s",
-        got.requests.len(),
-        if clear {
-            ", memory cleared each frame"
-        } else {
-            ""
-        },
-        if drop_unused {
-            ", unused pages dropped"
-        } else {
-            ""
-        },
-        if placement.is_some() {
-            ", random initial placement"
-        } else {
-            ""
-        },
-        secs
-    );
-    for d in 0..devices {
-        let t: u64 = got.requests.iter().map(|f| f[d]).sum();
-        println!(
-            "device {d}: {t} texture page requests ({:.1} per frame); at the end {} pages only it holds, {} shared",
-            t as f64 / frames,
-            got.unique_pages[d],
-            got.shared_pages[d]
-        );
-    }
+    let options = settings(o, &trace, page);
+    print!("{}", got.summary(&options, devices, secs));
     if let Some(path) = &o.csv {
         write_requests_csv(path, &got.requests)?;
     }
     if let Some(dir) = &o.out {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         write_requests_csv(&dir.join("requests.csv"), &got.requests)?;
-        pictures::requests_chart(&dir.join("requests"), &got.requests, page, clear)?;
+        pictures::requests_chart(
+            &dir.join("requests"),
+            &got.requests,
+            page,
+            options.clear_each_frame,
+        )?;
         println!(
             "requests: {}",
             crate::output::shown(&dir.join("requests.csv")).display()
         );
     }
-    if page == trace.page
-        && devices == trace.devices as usize
-        && (clear, drop_unused, placement)
-            == (
-                trace.clear_each_frame,
-                trace.drop_unused,
-                trace.random_placement,
-            )
-    {
-        for (f, (g, rec)) in got.requests.iter().zip(&trace.frames).enumerate() {
-            for (d, (a, b)) in g.iter().zip(rec).enumerate() {
-                if *a != b.requests {
-                    bail!(
-                        "frame {f}, device {d}: the replay made {a} requests; the recorded run made {}",
-                        b.requests
-                    );
-                }
-            }
-        }
-        println!("matches the recorded run: every frame and device");
+    if options.as_recorded(&trace, devices) {
+        println!("{}", got.compare(&trace)?);
     } else {
-        println!(
-            "(recorded at page {} on {} device(s){}{}: not compared at other settings)",
-            trace.page,
-            trace.devices,
-            if trace.clear_each_frame {
-                ", cleared each frame"
-            } else {
-                ""
-            },
-            if trace.drop_unused {
-                ", unused pages dropped"
-            } else {
-                ""
-            }
-        );
+        println!("{}", not_compared(&trace));
     }
     Ok(())
 }
@@ -721,83 +482,16 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
 fn sweep(o: &ReplayOpts, trace: &Trace, devices: usize) -> Result<()> {
     let out = o.out.clone().unwrap_or_else(|| PathBuf::from("out/replay"));
     std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
-    let mib = |pages: u64, bytes: u64| (pages * bytes) as f64 / (1u64 << 20) as f64;
-    let mut csv =
-        String::from("page,device,requests,requests_per_frame,unique_mib,shared_mib,seconds\n");
-    let mut req: Vec<Series> = (0..devices)
-        .map(|d| Series {
-            name: format!("device {d}"),
-            points: Vec::new(),
-            secondary: false,
-        })
-        .collect();
-    let mut mem: Vec<Series> = [
-        "unique (all devices)",
-        "shared (per device, summed)",
-        "total",
-    ]
-    .iter()
-    .map(|n| Series {
-        name: n.to_string(),
-        points: Vec::new(),
-        secondary: false,
-    })
-    .collect();
-    let frames = trace.frames.len().max(1) as f64;
+    let mut sweep = PageSweep::new(devices, trace.frames.len());
     for &page in &o.pages {
         let (got, secs) = replay_on(o, trace, page, devices)?;
-        let (mut unique, mut shared) = (0.0, 0.0);
-        for d in 0..devices {
-            let t: u64 = got.requests.iter().map(|f| f[d]).sum();
-            let (u, s) = (
-                mib(got.unique_pages[d], got.page_bytes),
-                mib(got.shared_pages[d], got.page_bytes),
-            );
-            unique += u;
-            shared += s;
-            csv.push_str(&format!(
-                "{page},{d},{t},{:.3},{u:.4},{s:.4},{secs:.3}\n",
-                t as f64 / frames
-            ));
-            req[d].points.push((page as f64, t as f64 / frames));
-            println!(
-                "page {page}: device {d}: {:.1} requests per frame; {u:.3} MiB only it holds, {s:.3} MiB shared ({secs:.2} s)",
-                t as f64 / frames
-            );
-        }
-        mem[0].points.push((page as f64, unique));
-        mem[1].points.push((page as f64, shared));
-        mem[2].points.push((page as f64, unique + shared));
+        print!("{}", sweep.add(page, &got, secs));
     }
     let path = out.join("sweep.csv");
-    std::fs::write(&path, csv).with_context(|| format!("cannot write {}", path.display()))?;
-    let clear = if settings(o, trace).0 {
-        ", memory cleared each frame"
-    } else {
-        ""
-    };
-    line_chart(
-        &out.join("requests"),
-        &LineChart {
-            title: &format!("Texture page requests per frame against page size{clear}"),
-            x_label: "page width (texels)",
-            y_label: "requests per frame",
-            x_log2: true,
-            y_log: false,
-            series: req,
-        },
-    )?;
-    line_chart(
-        &out.join("memory"),
-        &LineChart {
-            title: "Texture memory at the end against page size",
-            x_label: "page width (texels)",
-            y_label: "MiB",
-            x_log2: true,
-            y_log: false,
-            series: mem,
-        },
-    )?;
+    std::fs::write(&path, &sweep.csv)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    let clear = settings(o, trace, trace.page).clear_each_frame;
+    sweep.plots(&out, clear)?;
     println!("sweep: {}", crate::output::shown(&path).display());
     Ok(())
 }

@@ -7,7 +7,7 @@ use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::reference::{checksum_hex, field_checksum, ReferenceBoiling};
 use tessera_workloads::boiling::sim::PagedBoiling;
 
-use crate::animation::{sampled, Animation};
+use tessera_workloads::boiling::animation::{sampled, Animation};
 
 use crate::measure::{run_boiling, Run};
 use crate::report::{write_png, Report};
@@ -67,12 +67,12 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
         Ok(())
     })?;
     bar.finish_and_clear();
-    crate::report::print(&report);
+    print!("{}", report.summary());
     if o.verify {
         // On wgpu the reference is the unpaged GPU twin on the same adapter: the kernels'
         // tanh is the GPU's maths library, which differs from the CPU's libm in the last
         // bits, and the chaotic field amplifies that over frames.
-        let want = match o.node.backend {
+        let want = match o.node.base.backend {
             BackendKind::Cpu => {
                 let mut reference = ReferenceBoiling::new(o.size, o.size, BoilingParams::default());
                 reference.run(total);
@@ -88,7 +88,7 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
                 twin.field()?
             }
         };
-        crate::verify::require_field(o.node.backend, &want, &run.sim.field()?, total)?;
+        crate::verify::require_field(o.node.base.backend, &want, &run.sim.field()?, total)?;
     }
     let json = write_report(&report, &o.out)?;
     let png = o.out.join("frame.png");
@@ -107,29 +107,7 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
         );
     }
     let stages = o.out.join("stages");
-    tessera_workloads::plot::stage_bars(
-        &stages,
-        &format!(
-            "Time per stage, boiling {s}x{s}, page {p}, {d} device(s)",
-            s = o.size,
-            p = o.page.get(),
-            d = o.devices
-        ),
-        "device",
-        // Where timestamps timed the kernels, each device's wall bar has its device-time bar.
-        &report
-            .per_device
-            .iter()
-            .flat_map(|d| match d.gpu_stage_seconds {
-                Some(g) => vec![
-                    (format!("device {} wall", d.device), d.stage_seconds),
-                    (format!("device {} on GPU", d.device), g),
-                ],
-                None => vec![(format!("device {}", d.device), d.stage_seconds)],
-            })
-            .collect::<Vec<_>>(),
-        false,
-    )?;
+    report.stage_bars(&stages)?;
     println!(
         "wrote {}.svg and {}.png",
         crate::output::shown(&stages).display(),

@@ -15,7 +15,7 @@ use tessera_runtime::{Partition, Procedure};
 use crate::lists::{parse_devices, parse_pages, List};
 use crate::report::Report;
 use crate::run::{execute, progress, write_report};
-use crate::{parse_partition, parse_procedure, topology_args, NodeOpts, RunOpts, Workload};
+use crate::{parse_partition, parse_procedure, topology_args, PagingOpts, RunOpts, Workload};
 use tessera_workloads::boiling::sweep as figures;
 
 #[derive(Subcommand)]
@@ -57,7 +57,7 @@ pub struct SweepCommon {
     #[arg(long = "split", alias = "partition", default_value = "rows", value_parser = parse_partition())]
     partition: Partition,
     #[command(flatten)]
-    node: NodeOpts,
+    node: PagingOpts,
     /// Output directory: sweep.csv, per_device.csv, the plots, and a report.json per point.
     #[arg(long, default_value = "out/sweep")]
     pub(crate) out: PathBuf,
@@ -233,7 +233,7 @@ fn sweep(
     }
     let mut wrote = write_csvs(&c.out, &reports)?;
     wrote.extend(figures(&c.out, &reports)?);
-    summary(&reports, what, key);
+    print!("{}", figures::summary(&reports, what, key));
     for p in wrote {
         let plot = if p.extension().is_some() {
             ""
@@ -243,38 +243,4 @@ fn sweep(
         println!("wrote {}{plot}", crate::output::shown(&p).display());
     }
     Ok(())
-}
-
-fn summary(reports: &[Report], what: &str, key: impl Fn(&Report) -> f64) {
-    println!(
-        "modeled on {}; wall time of the measured frames is measured",
-        reports
-            .first()
-            .map_or(String::new(), |r| figures::cell(&figures::json(
-                &r.topology
-            )))
-    );
-    println!(
-        "{what:>7} {:>12} {:>12} {:>12} {:>14} {:>10} {:>10} {:>10}",
-        "fps meas.",
-        "fps modeled",
-        "req/frame",
-        "texels→dev/f",
-        "uniq MiB",
-        "shared MiB",
-        "total MiB"
-    );
-    for r in reports {
-        println!(
-            "{:>7} {:>12.3} {:>12.3} {:>12.1} {:>14.0} {:>10.2} {:>10.2} {:>10.2}",
-            key(r),
-            r.frames_per_second_measured,
-            r.frames_per_second_modeled,
-            r.page_requests_per_frame,
-            r.texels_to_devices_per_frame,
-            r.memory.unique_bytes as f64 / figures::MIB,
-            r.memory.shared_bytes as f64 / figures::MIB,
-            r.memory.total_bytes as f64 / figures::MIB,
-        );
-    }
 }

@@ -24,38 +24,10 @@ pub fn field(backend: BackendKind, want: &[f32], got: &[f32], steps: u32) -> Res
     ))
 }
 
-/// The line `--verify` prints for `v`.
-pub fn describe(v: &Verification) -> String {
-    if v.cells_differing == 0 {
-        "verified: equals the plain single-device reference bit for bit".into()
-    } else if v.passed {
-        format!(
-            "verified: within {:.1e} × {:.3} of the plain single-device reference ({} cells differ, by at most {:.3e}): this GPU's compiler fuses multiply-adds, so bit for bit with the CPU cannot hold",
-            v.tolerance.unwrap_or(0.0),
-            v.scale,
-            v.cells_differing,
-            v.max_abs_diff
-        )
-    } else {
-        format!(
-            "verified: DIFFERS from the plain single-device reference ({} cells, by at most {:.3e}{})",
-            v.cells_differing,
-            v.max_abs_diff,
-            match v.tolerance {
-                Some(t) => format!(
-                    ", beyond the fused multiply-add tolerance {:.3e}",
-                    t * v.scale
-                ),
-                None => String::new(),
-            }
-        )
-    }
-}
-
 /// A field check that must pass: prints the verdict, and fails the command on a difference.
 pub fn require_field(backend: BackendKind, want: &[f32], got: &[f32], steps: u32) -> Result<()> {
     let v = field(backend, want, got, steps)?;
-    println!("{}", describe(&v));
+    println!("{}", v.describe());
     if !v.passed {
         bail!("--verify: the field differs from the plain single-device reference");
     }
@@ -65,24 +37,7 @@ pub fn require_field(backend: BackendKind, want: &[f32], got: &[f32], steps: u32
 /// An RGBA8 image against the unpaged reference's, pixel for pixel: prints the verdict, and
 /// fails the command on a difference.
 pub fn require_image(want: &[u8], got: &[u8]) -> Result<()> {
-    if want.len() != got.len() {
-        bail!(
-            "--verify: the image has {} bytes, the unpaged reference's {}",
-            got.len(),
-            want.len()
-        );
-    }
-    let differing = want
-        .chunks(4)
-        .zip(got.chunks(4))
-        .filter(|(a, b)| a != b)
-        .count();
-    if differing > 0 {
-        bail!(
-            "--verify: {differing} of {} pixels differ from the unpaged reference",
-            want.len() / 4
-        );
-    }
+    tessera_workloads::compare_images(want, got)?;
     println!("verified: equals the unpaged reference pixel for pixel");
     Ok(())
 }

@@ -5,26 +5,27 @@
 //! passes measured alone, plus (or, with OO-VR's pre-allocation, overlapped with) the link time
 //! of the texture pages it fetched from other GPMs, plus the composition's link and ROP time.
 
-use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-use tessera_core::PageSize;
+use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use serde::Serialize;
-use tessera_runtime::{Procedure, SystemConfig};
+use tessera_core::PageSize;
+use tessera_runtime::Procedure;
 use tessera_scene::Scene;
-use tessera_workloads::quake::map::camera_path;
 use tessera_workloads::quake::Camera;
 use tessera_workloads::raytrace::SceneSpec;
-use tessera_workloads::vr::figures::{link_model, Figures, FOLLOWED};
-use tessera_workloads::vr::render::{FrameMeasure, FrameReport};
-use tessera_workloads::vr::run::{summarise, Run as VrRun, Summary};
-use tessera_workloads::vr::{by_name, reference_stereo, LinkModel, StereoOptions, NAMES};
+use tessera_workloads::vr::figures::{link_model, Figures};
+use tessera_workloads::vr::render::FrameMeasure;
+use tessera_workloads::vr::report::{
+    load_scene as load_scene_of, median_run, sweep_plan, Ran, VrReport,
+};
+use tessera_workloads::vr::run::Run as VrRun;
+use tessera_workloads::vr::{by_name, reference_stereo, StereoOptions};
+use tessera_workloads::Made;
 
 use crate::report::write_png;
 use crate::run::progress;
-use crate::{parse_procedure, parse_threads, BackendKind};
+use crate::{parse_procedure, NodeOpts};
 
 /// The most GPMs: the `mcm-8` preset's.
 const MAX_GPMS: usize = 8;
@@ -69,12 +70,9 @@ pub struct SceneOpts {
     /// across frames).
     #[arg(long, default_value = "two-pass", value_parser = parse_procedure())]
     procedure: Procedure,
-    /// CPU threads per software device (0: one per core).
-    #[arg(long, default_value_t = 0, value_parser = parse_threads)]
-    threads: usize,
-    /// Device backend: each GPM is a tessera device of it.
-    #[arg(long, value_enum, default_value = "cpu")]
-    backend: BackendKind,
+    // Each GPM is a tessera device of the backend.
+    #[command(flatten)]
+    node: NodeOpts,
 }
 
 #[derive(Args, Clone)]
@@ -121,23 +119,11 @@ fn load_scene(o: &SceneOpts) -> Result<(Scene, Vec<Camera>, String)> {
         (None, None, Some(n)) => SceneSpec::Generated(n),
         (None, None, None) => bail!("give a scene: --scene generated[:N]|openarena:MAP"),
     };
-    let (scene, name) = match spec {
-        SceneSpec::OpenArena(name) => (
-            Scene::load_map(&o.pak_dir, &name)
-                .with_context(|| format!("cannot load map {name}"))?,
-            format!("map:{name}"),
-        ),
-        SceneSpec::Generated(n) => (Scene::generated(n), format!("generated:{n}")),
-    };
-    if scene.triangles.is_empty() {
-        bail!("{name} has no surfaces to draw");
-    }
-    let total = o
-        .frames
-        .checked_add(o.warmup)
-        .context("--frames plus --warmup is too large")?;
-    let cams = camera_path(&scene, total);
-    Ok((scene, cams, name))
+    Ok(load_scene_of(
+        &spec,
+        &o.pak_dir,
+        o.frames.checked_add(o.warmup),
+    )?)
 }
 
 /// `--devices` of vr, read as clap reads every option (a bad one is a usage error).
@@ -170,14 +156,7 @@ fn execute(
     tick: impl FnMut(),
 ) -> Result<VrRun> {
     let mut scheme = by_name(scheme)?;
-    let (sys, _) = crate::backend::system(
-        o.backend,
-        &SystemConfig {
-            devices: gpms,
-            cpu_threads: o.threads,
-            ..Default::default()
-        },
-    )?;
+    let (sys, _) = o.node.system(&o.node.config(gpms))?;
     Ok(tessera_workloads::vr::run::run(
         sys,
         scene,
@@ -187,56 +166,6 @@ fn execute(
         o.warmup,
         tick,
     )?)
-}
-
-/// One GPM's measured figures, summed over the run's frames.
-#[derive(Serialize)]
-struct VrDevice {
-    device: usize,
-    /// Measured device seconds of its passes.
-    busy_seconds: f64,
-    /// Texture pages it fetched from its own memory, and from the other GPMs.
-    local_texture_pages: u64,
-    remote_texture_pages: u64,
-}
-
-/// The schema's core (docs/report.schema.json), then OO-VR's own section.
-#[derive(Serialize)]
-struct VrReport<'a> {
-    schema_version: u32,
-    workload: &'static str,
-    /// `cpu` or `wgpu`.
-    backend: &'static str,
-    /// The devices as the backend describes them.
-    adapter: &'a str,
-    devices: usize,
-    page_size: u32,
-    frames: usize,
-    warmup_frames: u32,
-    procedure: Procedure,
-    /// How the frame is split across GPMs: the scheme.
-    split: &'a str,
-    /// FNV-1a of the last stereo frame (`checksum_kind`: "image").
-    checksum: String,
-    checksum_kind: &'static str,
-    time_kind: &'static str,
-    /// Not timed stage by stage: a GPM's passes are timed whole (`per_device`).
-    stages: Option<tessera_runtime::StageTimes>,
-    per_device: Vec<VrDevice>,
-    scene: &'a str,
-    scheme: &'a str,
-    width: u32,
-    height: u32,
-    link: LinkModel,
-    /// Means over the frames (modeled; see docs/EVALUATION.md, "OO-VR").
-    summary: Summary,
-    /// Per frame: what was measured and counted.
-    measured: &'a [FrameMeasure],
-    /// Per frame: the modeled figures.
-    modeled: Vec<FrameReport>,
-    wall_seconds: f64,
-    /// Per measured frame, its wall time.
-    frame_seconds: &'a [f64],
 }
 
 pub fn run(o: &VrOpts) -> Result<()> {
@@ -252,78 +181,30 @@ pub fn run(o: &VrOpts) -> Result<()> {
         let want = reference_stereo(&scene, cam, &stereo_options(&o.scene))?;
         crate::verify::require_image(&want, &run.last_image)?;
     }
-    let summary = summarise(&run.frames, &link, o.gpms);
-    let per_device = (0..o.gpms)
-        .map(|d| VrDevice {
-            device: d,
-            busy_seconds: run.frames.iter().map(|m| m.busy[d]).sum(),
-            local_texture_pages: run.frames.iter().map(|m| m.local_pages[d]).sum(),
-            remote_texture_pages: run
-                .frames
-                .iter()
-                .map(|m| {
-                    (0..o.gpms)
-                        .filter(|&from| from != d)
-                        .map(|from| m.texture_pages[from][d])
-                        .sum::<u64>()
-                })
-                .sum(),
-        })
-        .collect();
-    let report = VrReport {
-        schema_version: crate::report::SCHEMA_VERSION,
+    let made = Made {
         workload: "vr",
-        backend: o.scene.backend.name(),
-        adapter: &run.backend,
+        backend: o.scene.node.backend.name(),
+        adapter: run.backend.clone(),
         devices: o.gpms,
         page_size: o.scene.page.get(),
-        frames: run.frames.len(),
         warmup_frames: o.scene.warmup,
         procedure: o.scene.procedure,
-        split: &o.scheme,
-        checksum: crate::report::fnv1a_hex(&run.last_image),
-        checksum_kind: "image",
-        time_kind: "measured",
-        stages: None,
-        per_device,
+        split: o.scheme.as_str(),
+    };
+    let ran = Ran {
+        made,
         scene: &name,
-        scheme: &o.scheme,
+        link,
         width: o.scene.width,
         height: o.scene.height,
-        link,
-        summary: summary.clone(),
-        measured: &run.frames,
-        modeled: run.frames.iter().map(|m| m.cost(&link)).collect(),
-        wall_seconds: run.wall,
-        frame_seconds: &run.frame_seconds,
     };
+    let report = VrReport::new(&run, ran);
     let json = o.out.join("report.json");
     std::fs::write(&json, serde_json::to_string_pretty(&report)?)
         .with_context(|| format!("cannot write {}", json.display()))?;
     let png = o.out.join("stereo.png");
     write_png(&png, 2 * o.scene.width, o.scene.height, &run.last_image)?;
-    println!(
-        "vr: {name}, {} stereo frames {}x{} per eye after {} warm-up, scheme {}, {} GPM(s) at {} GB/s [{}]",
-        run.frames.len(),
-        o.scene.width,
-        o.scene.height,
-        o.scene.warmup,
-        o.scheme,
-        o.gpms,
-        o.link_gbps,
-        run.backend
-    );
-    println!(
-        "modeled latency {:.2} ms/frame (frame interval {:.2} ms); inter-GPM traffic {:.2} MiB texture + {:.2} MiB composition per frame; load balance {:.2}{}",
-        summary.latency_ms,
-        summary.frame_interval_ms,
-        summary.texture_mib,
-        summary.composition_mib,
-        summary.load_balance,
-        summary
-            .prediction_error
-            .map_or(String::new(), |e| format!("; predictor error {:.1}%", e * 100.0))
-    );
+    println!("{}", report.summary_text(o.link_gbps));
     println!(
         "wall time {:.2} s; report {}, image {}",
         run.wall,
@@ -337,13 +218,7 @@ pub fn sweep(o: &VrSweepOpts) -> Result<()> {
     let (scene, cams, name) = load_scene(&o.scene)?;
     std::fs::create_dir_all(&o.out)
         .with_context(|| format!("cannot create {}", o.out.display()))?;
-    // The runs: every scheme on 4 GPMs; the followed schemes on 2 and 8; AFR on 1 GPM, which
-    // is one whole frame in one piece: the single GPU.
-    let mut plan: Vec<(String, usize)> = NAMES.iter().map(|s| (s.to_string(), 4)).collect();
-    for g in [2, 8] {
-        plan.extend(FOLLOWED.iter().map(|s| (s.to_string(), g)));
-    }
-    plan.push(("afr".into(), 1));
+    let plan = sweep_plan();
     let bar = progress(
         (plan.len() * cams.len()) as u64 * o.rounds as u64,
         "vr sweep",
@@ -360,14 +235,8 @@ pub fn sweep(o: &VrSweepOpts) -> Result<()> {
     }
     bar.finish_and_clear();
     let mut runs: Vec<(String, usize, Vec<FrameMeasure>)> = Vec::new();
-    for ((scheme, g), mut tries) in plan.iter().zip(tries) {
-        let link = link_model(*g, 64.0)?;
-        tries.sort_by(|a, b| {
-            let la = summarise(&a.frames, &link, *g).latency_ms;
-            let lb = summarise(&b.frames, &link, *g).latency_ms;
-            la.total_cmp(&lb)
-        });
-        let run = tries.swap_remove(tries.len() / 2);
+    for ((scheme, g), tries) in plan.iter().zip(tries) {
+        let run = median_run(tries, *g)?;
         let dir = o.out.join(format!("{scheme}-{g}"));
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
@@ -377,11 +246,8 @@ pub fn sweep(o: &VrSweepOpts) -> Result<()> {
             o.scene.height,
             &run.last_image,
         )?;
-        write(
-            &dir,
-            "measured.json",
-            &serde_json::to_string_pretty(&run.frames)?,
-        )?;
+        let measured = serde_json::to_string_pretty(&run.frames)?;
+        crate::output::write_whole(&dir.join("measured.json"), measured.as_bytes())?;
         runs.push((scheme.clone(), *g, run.frames));
     }
     let find = |s: &str, g: usize| {
@@ -399,64 +265,11 @@ pub fn sweep(o: &VrSweepOpts) -> Result<()> {
         o.scene.page.get(),
         o.rounds
     );
-    println!("Fig 15/16, 4 GPMs at 64 GB/s:");
-    println!(
-        "{:>9} {:>11} {:>9} {:>10} {:>9} {:>10} {:>10} {:>9} {:>8}",
-        "scheme",
-        "latency ms",
-        "speed-up",
-        "thru-put×",
-        "balance",
-        "tex MiB/f",
-        "comp MiB/f",
-        "traffic",
-        "pred err"
-    );
-    for r in &figures.fig15 {
-        let m = &r.summary;
-        let err = m
-            .prediction_error
-            .map_or("-".to_string(), |e| format!("{:.1}%", e * 100.0));
-        println!(
-            "{:>9} {:>11.2} {:>9.2} {:>10.2} {:>9.2} {:>10.3} {:>10.3} {:>9.2} {err:>8}",
-            r.scheme,
-            m.latency_ms,
-            r.speedup,
-            r.throughput,
-            m.load_balance,
-            m.texture_mib,
-            m.composition_mib,
-            r.traffic
-        );
-    }
-    println!("Fig 17, 4 GPMs, speed-up over the baseline at 64 GB/s:");
-    for c in &figures.fig17 {
-        let mut line = format!("{:>9}:", c.scheme);
-        for (gbps, _, sp) in &c.points {
-            let _ = write!(line, " {gbps} GB/s {sp:.2}");
-        }
-        println!("{line}");
-    }
-    println!(
-        "Fig 18, speed-up over one GPU ({:.2} ms/frame), 64 GB/s:",
-        figures.single_ms
-    );
-    for c in &figures.fig18 {
-        let mut line = format!("{:>9}:", c.scheme);
-        for (g, _, sp) in &c.points {
-            let _ = write!(line, " {g}: {sp:.2}");
-        }
-        println!("{line}");
-    }
+    print!("{}", figures.table());
     figures.write(&o.out)?;
     println!(
         "CSV and plots in {}",
         crate::output::shown(&o.out).display()
     );
     Ok(())
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> Result<()> {
-    let p = dir.join(name);
-    std::fs::write(&p, text).with_context(|| format!("cannot write {}", p.display()))
 }

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{argv, fails, tessera};
+use common::{argv, fails, run_report, tessera};
 
 use std::process::Command;
 
@@ -316,19 +316,10 @@ fn absurd_thread_counts_are_refused_before_any_work() {
 fn small_machines_may_oversubscribe_and_zero_threads_means_one_per_core() {
     for (threads, want) in [("64", Some(64)), ("0", None)] {
         let dir = tempfile::tempdir().unwrap();
-        let o = tessera(
-            &[
-                argv("run boiling --size 16 --page 8 --frames 1 --threads"),
-                vec![threads],
-                argv("--gif-every 0 --out"),
-                vec![dir.path().to_str().unwrap()],
-            ]
-            .concat(),
+        let report = run_report(
+            &format!("run boiling --size 16 --page 8 --frames 1 --threads {threads} --gif-every 0"),
+            dir.path(),
         );
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let report: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap())
-                .unwrap();
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let want = want.unwrap_or(cores);
         assert_eq!(report["adapter"], format!("cpu ({want} threads)"));

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{argv, fails, report, tessera};
+use common::{argv, fails, report, run_report, tessera};
 
 use tessera_workloads::{convolution, stencil};
 
@@ -85,19 +85,13 @@ fn run_convolution_equals_the_reference() {
         ("remote", "remote"),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let o = tessera(
-            &[
-                argv("run convolution --filter-access"),
-                vec![filter_access],
-                argv("--size 32 --filter 7 --devices 2 --access"),
-                vec![access],
-                argv("--steps 1 --page 8 --out"),
-                vec![dir.path().to_str().unwrap()],
-            ]
-            .concat(),
+        let r = run_report(
+            &format!(
+                "run convolution --filter-access {filter_access} --size 32 --filter 7 --devices 2 \
+                 --access {access} --steps 1 --page 8"
+            ),
+            dir.path(),
         );
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let r = report(dir.path());
         assert_eq!(r["checksum"], want.as_str(), "{access}");
         assert_eq!(r["filter"], 7);
     }

@@ -6,27 +6,18 @@
 
 mod common;
 
-use common::{argv, tessera};
+use common::{run_report, tessera};
 
 /// `run boiling` at 512², page 64, 10 frames after 2 of warm-up, no GIF.
 fn boiling(backend: &str, devices: usize, coherence: &str) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
-    let devices = devices.to_string();
-    let o = tessera(
-        &[
-            argv("run boiling --backend"),
-            vec![backend],
-            argv("--devices"),
-            vec![&devices],
-            argv("--size 512 --page 64 --frames 10 --warmup 2 --gif-every 0 --coherence"),
-            vec![coherence],
-            argv("--out"),
-            vec![dir.path().to_str().unwrap()],
-        ]
-        .concat(),
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap()).unwrap()
+    run_report(
+        &format!(
+            "run boiling --backend {backend} --devices {devices} --size 512 --page 64 \
+             --frames 10 --warmup 2 --gif-every 0 --coherence {coherence}"
+        ),
+        dir.path(),
+    )
 }
 
 fn num(v: &serde_json::Value) -> f64 {

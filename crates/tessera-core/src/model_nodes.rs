@@ -49,7 +49,7 @@
 use std::fmt;
 
 use crate::directory::{DeviceSet, Directory, HomeMap};
-use crate::model::{property, CheckReport};
+use crate::model::{property, Batch, CheckReport};
 use crate::nodes::split_by_home;
 use crate::protocol::{
     Access, Action, Coherence, Message, PageRequest, Protocol, ProtocolVariant, RequestBatch,
@@ -167,57 +167,6 @@ pub fn check_nodes(cfg: &NodesConfig) -> Result<CheckReport, String> {
 // ---------------------------------------------------------------------------------------------
 // The state.
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Batch {
-    read: u8,
-    write: u8,
-}
-
-impl Batch {
-    fn pages(self) -> u8 {
-        self.read | self.write
-    }
-    fn access(self, p: usize) -> Option<Access> {
-        if self.write & (1 << p) != 0 {
-            Some(Access::Write)
-        } else if self.read & (1 << p) != 0 {
-            Some(Access::Read)
-        } else {
-            None
-        }
-    }
-    fn all(pages: usize) -> Vec<Batch> {
-        let mut out = Vec::new();
-        for code in 1..3usize.pow(pages as u32) {
-            let (mut c, mut b) = (code, Batch { read: 0, write: 0 });
-            for p in 0..pages {
-                match c % 3 {
-                    1 => b.read |= 1 << p,
-                    2 => b.write |= 1 << p,
-                    _ => {}
-                }
-                c /= 3;
-            }
-            out.push(b);
-        }
-        out
-    }
-}
-
-impl fmt::Display for Batch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut first = true;
-        for p in 0..8 {
-            if let Some(a) = self.access(p) {
-                let sep = if first { "" } else { ", " };
-                first = false;
-                write!(f, "{sep}{a:?} page{p}")?;
-            }
-        }
-        Ok(())
-    }
-}
-
 /// A device's copy of one page. An invalidation clears the flags and keeps the value, so a
 /// device that trusts an old grant reads a stale slot, as a GPU pass would.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -293,7 +242,7 @@ enum Step {
 impl fmt::Display for Step {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Step::Send { device, batch } => write!(f, "device{device} requests [{batch}]"),
+            Step::Send { device, batch } => write!(f, "device{device} requests {batch}"),
             Step::Deliver(m) => write!(f, "deliver {m}"),
             Step::Release { device, writes } => {
                 write!(f, "device{device} reads its pages")?;

@@ -16,6 +16,7 @@
 //! See docs/PROTOCOL.md, "Memory model we promise".
 
 pub mod ast;
+mod files;
 pub mod parse;
 mod rng;
 pub mod run;
@@ -24,6 +25,7 @@ pub mod sc;
 use std::path::Path;
 
 pub use ast::{Loc, Op, Outcome, Prop, Quantifier, Test, Thread};
+pub use files::{run_files, FileOutcome, Tally};
 pub use parse::{parse, parse_bytes, ErrorKind, ParseError};
 pub use run::{run_test, Placement, Report, RunConfig, RunError, Runner, Schedule};
 pub use sc::{sc_outcomes, ScError};

@@ -31,8 +31,8 @@ use std::time::{Duration, Instant};
 
 use tessera_core::{Coherence, CoreError, ObjectDesc, ObjectEntry, ObjectId, ProtocolVariant};
 use tessera_runtime::{
-    Bound, DeviceContext, Domain, Fault, Invocation, Kernel, PassSpec, Procedure, RuntimeError,
-    System, SystemConfig,
+    Bound, DeviceContext, Fault, Invocation, Kernel, PassSpec, Procedure, RuntimeError, System,
+    SystemConfig,
 };
 
 use crate::ast::{Addr, Op, Outcome, Quantifier, Rmw, Test, Thread};
@@ -409,13 +409,12 @@ impl Runner {
 
     fn system(&mut self) -> Result<&System, RuntimeError> {
         if self.sys.is_none() {
-            self.sys = Some(System::cpu(&SystemConfig {
-                devices: self.test.threads.len(),
-                variant: self.config.variant,
-                coherence: self.config.coherence,
-                cpu_threads: 1,
-                ..Default::default()
-            })?);
+            self.sys = Some(System::cpu(
+                &SystemConfig::new(self.test.threads.len())
+                    .variant(self.config.variant)
+                    .coherence(self.config.coherence)
+                    .threads(1),
+            )?);
         }
         Ok(self.sys.as_ref().expect("just built"))
     }
@@ -747,17 +746,7 @@ struct Memory {
 
 impl Memory {
     fn pass(&self, kernel: Arc<dyn Kernel>) -> PassSpec {
-        PassSpec {
-            kernel,
-            bindings: self.bindings.clone(),
-            domain: Domain::Rect {
-                x0: 0,
-                y0: 0,
-                x1: 1,
-                y1: 1,
-            },
-            display: false,
-        }
+        PassSpec::new(kernel, self.bindings.clone(), 1, 1)
     }
 
     fn load(&self, ctx: &mut DeviceContext, var: usize) -> Result<u32, RuntimeError> {

@@ -24,22 +24,10 @@ use std::time::Duration;
 
 use tessera_core::{ObjectDesc, ObjectId, ProtocolVariant};
 use tessera_litmus::run::{LoadWord, StoreWord};
-use tessera_runtime::{
-    Bound, Domain, Kernel, Launch, Mode, PassSpec, Procedure, System, SystemConfig,
-};
+use tessera_runtime::{Bound, Kernel, Launch, Mode, PassSpec, Procedure, System, SystemConfig};
 
 fn spec(kernel: Arc<dyn Kernel>, bindings: &Arc<Vec<Bound>>) -> PassSpec {
-    PassSpec {
-        kernel,
-        bindings: bindings.clone(),
-        domain: Domain::Rect {
-            x0: 0,
-            y0: 0,
-            x1: 1,
-            y1: 1,
-        },
-        display: false,
-    }
+    PassSpec::new(kernel, bindings.clone(), 1, 1)
 }
 
 fn read(sys: &System, d: usize, id: ObjectId, b: &Arc<Vec<Bound>>) -> u32 {
@@ -62,12 +50,11 @@ fn read(sys: &System, d: usize, id: ObjectId, b: &Arc<Vec<Bound>>) -> u32 {
 
 #[test]
 fn a_store_racing_a_downgrade_is_not_lost() {
-    let sys = System::cpu(&SystemConfig {
-        devices: 2,
-        variant: ProtocolVariant::Correct,
-        cpu_threads: 1,
-        ..Default::default()
-    })
+    let sys = System::cpu(
+        &SystemConfig::new(2)
+            .variant(ProtocolVariant::Correct)
+            .threads(1),
+    )
     .unwrap();
     let e = sys
         .create(ObjectDesc::buffer(4, 4).unwrap(), Some(vec![0; 4]))

@@ -131,3 +131,77 @@ impl LitmusReport {
         })
     }
 }
+
+impl LitmusReport {
+    /// What rank 0 prints of `test` run on `nodes` processes of `k` devices: the counts, then
+    /// each outcome seen and how often.
+    pub fn render(&self, test: &Test, nodes: usize, k: usize) -> String {
+        let mut s = format!(
+            "{}: {} runs on {nodes} processes x {k} devices, {} outcomes, {} of {} SC outcomes seen, {} forbidden\n",
+            test.name,
+            self.runs,
+            self.outcomes.len(),
+            self.allowed_seen,
+            self.allowed,
+            self.forbidden
+        );
+        for (o, n) in &self.outcomes {
+            s += &format!("  {n:>6}  {}\n", test.format_outcome(o, &test.shown_locs()));
+        }
+        s
+    }
+}
+
+/// Why a run over litmus files stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum FilesError {
+    #[error(transparent)]
+    Load(#[from] tessera_litmus::LoadError),
+    /// Worded as one line, the node's error included, as every rank reports it.
+    #[error("rank {rank}: {test}: {error}")]
+    Node {
+        rank: usize,
+        test: String,
+        error: crate::NodeError,
+    },
+}
+
+/// Runs the test of each of `files` `runs` times on the multi-node engine over `t`, its threads
+/// dealt round robin to the `k` devices of every node; `each` gets each test with its report
+/// (rank 0's; the other ranks get none). Returns the tests that showed an outcome sequential
+/// consistency forbids.
+pub fn run_files<T: crate::Transport>(
+    t: &T,
+    files: &[std::path::PathBuf],
+    runs: u32,
+    k: usize,
+    mut each: impl FnMut(&Test, &crate::NodeReport, &LitmusReport),
+) -> Result<Vec<String>, FilesError> {
+    let mut forbidden = Vec::new();
+    for path in files {
+        // Every rank reads the same file, so all agree on the test.
+        let test = tessera_litmus::load(path)?;
+        let cfg = crate::NodeConfig {
+            devices_per_node: k,
+            litmus: Some(std::sync::Arc::new(crate::LitmusJob {
+                test: test.clone(),
+                runs,
+                jitter_us: 300,
+                seed: 0x5eed ^ runs as u64,
+            })),
+            ..Default::default()
+        };
+        let r = crate::run_node(t, &cfg).map_err(|error| FilesError::Node {
+            rank: t.rank(),
+            test: test.name.clone(),
+            error,
+        })?;
+        if let Some(l) = &r.litmus {
+            each(&test, &r, l);
+            if l.forbidden > 0 {
+                forbidden.push(test.name.clone());
+            }
+        }
+    }
+    Ok(forbidden)
+}

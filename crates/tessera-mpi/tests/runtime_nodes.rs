@@ -17,10 +17,7 @@ const PAGE: u32 = 8;
 const FRAMES: u32 = 2;
 
 fn config() -> SystemConfig {
-    SystemConfig {
-        cpu_threads: 1,
-        ..Default::default()
-    }
+    SystemConfig::new(1).threads(1)
 }
 
 fn field_bits(sim: &PagedBoiling) -> Vec<u32> {

@@ -176,17 +176,18 @@ pub struct PassSpec {
 }
 
 impl PassSpec {
-    /// A pass of `kernel` over every texel of the `width` × `height` rectangle at the origin,
-    /// binding `objects` in order: the common case of a kernel over a whole object.
-    pub fn over(
-        kernel: impl Kernel + 'static,
-        objects: &[&ObjectEntry],
+    /// A pass of `kernel` binding `bindings` over the `width` × `height` rectangle at the
+    /// origin, not a display pass. A pass split across devices replaces the domain with each
+    /// device's band, so there the rectangle may be empty.
+    pub fn new(
+        kernel: Arc<dyn Kernel>,
+        bindings: Arc<Vec<Bound>>,
         width: u32,
         height: u32,
     ) -> Self {
         PassSpec {
-            kernel: Arc::new(kernel),
-            bindings: Arc::new(objects.iter().map(|e| Bound::new(e)).collect()),
+            kernel,
+            bindings,
             domain: Domain::Rect {
                 x0: 0,
                 y0: 0,
@@ -195,6 +196,18 @@ impl PassSpec {
             },
             display: false,
         }
+    }
+
+    /// A pass of `kernel` over every texel of the `width` × `height` rectangle at the origin,
+    /// binding `objects` in order: the common case of a kernel over a whole object.
+    pub fn over(
+        kernel: impl Kernel + 'static,
+        objects: &[&ObjectEntry],
+        width: u32,
+        height: u32,
+    ) -> Self {
+        let bindings = objects.iter().map(|e| Bound::new(e)).collect();
+        PassSpec::new(Arc::new(kernel), Arc::new(bindings), width, height)
     }
 }
 
@@ -1396,12 +1409,7 @@ mod tests {
     #[cfg(not(feature = "shuttle"))]
     #[test]
     fn a_request_pass_is_skipped_only_when_every_page_is_resident() {
-        let sys = crate::System::cpu(&crate::SystemConfig {
-            devices: 1,
-            cpu_threads: 1,
-            ..Default::default()
-        })
-        .unwrap();
+        let sys = crate::System::cpu(&crate::SystemConfig::new(1).threads(1)).unwrap();
         // Two 8×8 pages each; `a` holds 0, 1, 2, … so a copy from the wrong place shows.
         let desc = ObjectDesc::texture(16, 8, TexelFormat::R32Float, 8).unwrap();
         let data: Vec<u8> = (0..128).flat_map(|i| (i as f32).to_le_bytes()).collect();

@@ -118,6 +118,77 @@ impl Default for SystemConfig {
     }
 }
 
+/// A builder over the defaults, so that a caller names only what it changes and a field added
+/// later needs no edit at every call site:
+/// `SystemConfig::new(2).threads(1).budget(1 << 20).policy(Policy::Clock)`.
+impl SystemConfig {
+    /// The defaults, on `devices` devices.
+    pub fn new(devices: usize) -> Self {
+        SystemConfig {
+            devices,
+            ..Default::default()
+        }
+    }
+    pub fn threads(mut self, cpu_threads: usize) -> Self {
+        self.cpu_threads = cpu_threads;
+        self
+    }
+    /// Per device budget, bytes.
+    pub fn budget(mut self, bytes: u64) -> Self {
+        self.budget_bytes = bytes;
+        self
+    }
+    /// Bytes per physical memory.
+    pub fn memory(mut self, bytes: u64) -> Self {
+        self.memory_bytes = bytes;
+        self
+    }
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+    pub fn thrashing(mut self, thrashing: Thrashing) -> Self {
+        self.thrashing = thrashing;
+        self
+    }
+    pub fn prefetch(mut self, prefetch: Prefetch) -> Self {
+        self.prefetch = prefetch;
+        self
+    }
+    pub fn staging(mut self, on: bool) -> Self {
+        self.staging = on;
+        self
+    }
+    pub fn footprint_ahead(mut self, on: bool) -> Self {
+        self.footprint_ahead = on;
+        self
+    }
+    pub fn deferred(mut self, on: bool) -> Self {
+        self.deferred = on;
+        self
+    }
+    pub fn coherence(mut self, coherence: Coherence) -> Self {
+        self.coherence = coherence;
+        self
+    }
+    pub fn home_file(mut self, path: Option<PathBuf>) -> Self {
+        self.home_file = path;
+        self
+    }
+    pub fn record_trace(mut self, on: bool) -> Self {
+        self.record_trace = on;
+        self
+    }
+    pub fn isolated(mut self, on: bool) -> Self {
+        self.isolated = on;
+        self
+    }
+    pub fn variant(mut self, variant: ProtocolVariant) -> Self {
+        self.variant = variant;
+        self
+    }
+}
+
 type DriverJob = Box<dyn FnOnce(&mut DeviceContext) + Send>;
 
 pub struct System {
@@ -650,18 +721,7 @@ impl System {
         let bindings: Vec<Bound> = objects.iter().map(|e| Bound::new(e)).collect();
         // The limit every backend checks, refused before any device starts.
         check_launch(&kernel, &bindings)?;
-        let spec = PassSpec {
-            kernel: Arc::new(kernel),
-            bindings: Arc::new(bindings),
-            // Replaced by each device's band.
-            domain: Domain::Rect {
-                x0: 0,
-                y0: 0,
-                x1: 0,
-                y1: 0,
-            },
-            display: false,
-        };
+        let spec = PassSpec::new(Arc::new(kernel), Arc::new(bindings), 0, 0);
         self.run_pass(&spec, width, height, Partition::Rows, Procedure::Relaunch)
     }
 }

@@ -66,13 +66,7 @@ fn a_deferred_frame_waits_once_and_a_fault_redoes_what_was_skipped_in_order() {
 }
 
 fn cpu_system() -> System {
-    System::cpu(&SystemConfig {
-        devices: 1,
-        cpu_threads: 1,
-        deferred: true,
-        ..Default::default()
-    })
-    .unwrap()
+    System::cpu(&SystemConfig::new(1).threads(1).deferred(true)).unwrap()
 }
 
 #[test]

@@ -898,23 +898,25 @@ impl Kernel for Wide {
     }
 }
 
+/// An 8 × 2 texture of `bytes` read from and a 2 × 2 one written to, both in pages of 2 × 2.
+fn from_to(sys: &System, bytes: Vec<u8>) -> (ObjectEntry, ObjectEntry) {
+    let texture = |w| ObjectDesc::texture(w, 2, TexelFormat::R32Float, 2).unwrap();
+    let from = sys.create(texture(8), Some(bytes)).unwrap();
+    (from, sys.create(texture(2), None).unwrap())
+}
+
 fn one_invocation(
     sys: &System,
     kernel: Wide,
     bound: &[&ObjectEntry],
     procedure: Procedure,
 ) -> Result<(), RuntimeError> {
-    let spec = PassSpec {
-        kernel: Arc::new(kernel),
-        bindings: Arc::new(bound.iter().map(|e| Bound::new(e)).collect()),
-        domain: Domain::Rect {
-            x0: 0,
-            y0: 0,
-            x1: 1,
-            y1: 1,
-        },
-        display: false,
-    };
+    let spec = PassSpec::new(
+        Arc::new(kernel),
+        Arc::new(bound.iter().map(|e| Bound::new(e)).collect()),
+        1,
+        1,
+    );
     sys.on_device(0, move |c| c.run_pass(&spec, procedure))?
         .wait()?
         .map(|_| ())
@@ -931,14 +933,13 @@ fn an_invocation_larger_than_the_budget_is_budget_too_small() {
                 for policy in Policy::ALL {
                     let what = format!("{procedure:?}, dependent {dependent}, {policy}");
                     // Two slots of one 2×2 page each.
-                    let sys = System::cpu(&SystemConfig {
-                        devices: 1,
-                        cpu_threads: 1,
-                        budget_bytes: 2 * 16,
-                        memory_bytes: 16,
-                        policy,
-                        ..Default::default()
-                    })
+                    let sys = System::cpu(
+                        &SystemConfig::new(1)
+                            .threads(1)
+                            .budget(2 * 16)
+                            .memory(16)
+                            .policy(policy),
+                    )
                     .unwrap();
                     // A row of 4 pages; page k holds k + 1 at its first texel.
                     let mut data = vec![0u32; 8 * 2];
@@ -946,18 +947,7 @@ fn an_invocation_larger_than_the_budget_is_budget_too_small() {
                         data[2 * k] = k as u32 + 1;
                     }
                     let bytes = data.iter().flat_map(|v| v.to_le_bytes()).collect();
-                    let from = sys
-                        .create(
-                            ObjectDesc::texture(8, 2, TexelFormat::R32Float, 2).unwrap(),
-                            Some(bytes),
-                        )
-                        .unwrap();
-                    let to = sys
-                        .create(
-                            ObjectDesc::texture(2, 2, TexelFormat::R32Float, 2).unwrap(),
-                            None,
-                        )
-                        .unwrap();
+                    let (from, to) = from_to(&sys, bytes);
                     let wide = |reads| Wide {
                         from: from.id,
                         to: to.id,
@@ -1005,28 +995,11 @@ fn an_invocation_larger_than_the_budget_is_budget_too_small() {
 fn non_evictable_pages_that_leave_no_room_are_budget_too_small() {
     watchdog(0, Duration::from_secs(120), || {
         for procedure in [Procedure::Relaunch, Procedure::TwoPass] {
-            let sys = System::cpu(&SystemConfig {
-                devices: 1,
-                cpu_threads: 1,
-                budget_bytes: 4 * 16,
-                memory_bytes: 16,
-                ..Default::default()
-            })
-            .unwrap();
+            let sys =
+                System::cpu(&SystemConfig::new(1).threads(1).budget(4 * 16).memory(16)).unwrap();
             let data: Vec<u32> = (0..16).collect();
             let bytes = data.iter().flat_map(|v| v.to_le_bytes()).collect();
-            let from = sys
-                .create(
-                    ObjectDesc::texture(8, 2, TexelFormat::R32Float, 2).unwrap(),
-                    Some(bytes),
-                )
-                .unwrap();
-            let to = sys
-                .create(
-                    ObjectDesc::texture(2, 2, TexelFormat::R32Float, 2).unwrap(),
-                    None,
-                )
-                .unwrap();
+            let (from, to) = from_to(&sys, bytes);
             sys.mm.set_evictable(from.id, false).unwrap();
             // Four loads make all of `from` resident, for good; the store has no slot left.
             let four = || Wide {

@@ -8,17 +8,14 @@
 #[path = "mip/kernels.rs"]
 mod kernels;
 
-use kernels::{grid, grid_words, level0, LevelCopy, Samples, ADDRESSINGS, FILTERS};
-use tessera_core::mip::{chain_rgba8, slots, words_to_bytes};
+use kernels::{
+    grid, grid_words, level0, upload, LevelCopy, Samples, ADDRESSINGS, FILTERS, H, PAGE, W,
+};
 use tessera_core::{
     AccessMode, Addressing, CoreError, Filter, ObjectDesc, ObjectEntry, Sampler, TexelFormat,
     Window,
 };
 use tessera_runtime::{Fault, Invocation, Kernel, RuntimeError, System, SystemConfig};
-
-const W: u32 = 37;
-const H: u32 = 21;
-const PAGE: u32 = 8;
 
 /// The chain by the rule as written: each texel of level l + 1 the rounded mean of the 2 × 2
 /// texels of level l at (2x, 2y), clamped into level l, computed in floating point.
@@ -138,38 +135,7 @@ fn naive_sample(
 }
 
 fn system(devices: usize) -> System {
-    System::cpu(&SystemConfig {
-        devices,
-        ..Default::default()
-    })
-    .unwrap()
-}
-
-/// A mipmapped W × H texture with `border`, uploaded from the chain the runtime's host code
-/// builds (read-only where bordered, as it must be).
-fn upload(sys: &System, addressing: Addressing, border: u32) -> (ObjectEntry, ObjectDesc) {
-    let desc = ObjectDesc::mipmapped(
-        W,
-        H,
-        TexelFormat::Rgba8Unorm,
-        PAGE,
-        None,
-        border,
-        addressing,
-    )
-    .unwrap();
-    let (layout, _) = desc.mip().unwrap();
-    let data = words_to_bytes(&slots(
-        &layout,
-        &chain_rgba8(&layout, level0(W, H)),
-        addressing,
-    ));
-    let mode = if border > 0 {
-        AccessMode::ReplicateRead
-    } else {
-        AccessMode::Migrate
-    };
-    (sys.create_with(desc, Some(data), mode).unwrap(), desc)
+    System::cpu(&SystemConfig::new(devices)).unwrap()
 }
 
 fn words(b: &[u8]) -> Vec<u32> {

@@ -16,14 +16,13 @@ use tessera_runtime::{
 const PAGE: u64 = 64;
 
 fn node(devices: usize, budget_pages: u64, prefetch: Prefetch) -> System {
-    System::cpu(&SystemConfig {
-        devices,
-        cpu_threads: 1,
-        budget_bytes: budget_pages * PAGE,
-        memory_bytes: budget_pages * PAGE,
-        prefetch,
-        ..Default::default()
-    })
+    System::cpu(
+        &SystemConfig::new(devices)
+            .threads(1)
+            .budget(budget_pages * PAGE)
+            .memory(budget_pages * PAGE)
+            .prefetch(prefetch),
+    )
     .unwrap()
 }
 

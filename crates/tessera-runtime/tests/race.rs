@@ -37,13 +37,7 @@ struct Outcome {
 }
 
 fn scenario(variant: ProtocolVariant) -> Outcome {
-    let sys = System::cpu(&SystemConfig {
-        devices: 2,
-        variant,
-        cpu_threads: 1,
-        ..Default::default()
-    })
-    .unwrap();
+    let sys = System::cpu(&SystemConfig::new(2).variant(variant).threads(1)).unwrap();
     // One 8×8 page; device 0 writes the left half, device 1 the right half.
     let t = sys
         .create(
@@ -66,32 +60,16 @@ fn scenario(variant: ProtocolVariant) -> Outcome {
     let (m0, m1) = (s0.clone(), s1.clone());
     let on = |d: usize, f: Step| sys.on_device(d, f).unwrap().wait().unwrap();
     // Second pass of the write procedure on both devices: values into their temporaries.
-    let w0 = sys
-        .on_device(0, move |c| {
-            c.compute_to_temp(
-                &s0,
-                s0.domain.clone(),
-                Vec::new(),
-                &mut PassStats::default(),
-            )
+    let to_temp = |d, s: PassSpec| {
+        sys.on_device(d, move |c| {
+            c.compute_to_temp(&s, s.domain.clone(), Vec::new(), &mut PassStats::default())
         })
         .unwrap()
         .wait()
         .unwrap()
-        .unwrap();
-    let w1 = sys
-        .on_device(1, move |c| {
-            c.compute_to_temp(
-                &s1,
-                s1.domain.clone(),
-                Vec::new(),
-                &mut PassStats::default(),
-            )
-        })
         .unwrap()
-        .wait()
-        .unwrap()
-        .unwrap();
+    };
+    let (w0, w1) = (to_temp(0, s0), to_temp(1, s1));
     assert_eq!((w0.len(), w1.len()), (1, 1), "both write the one page");
     // Device 0's exclusive request is granted.
     on(0, Box::new(move |c| c.acquire(w0))).unwrap();

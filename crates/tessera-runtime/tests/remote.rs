@@ -65,12 +65,7 @@ struct Run {
 }
 
 fn run(devices: usize, mode: AccessMode, place: Option<Partition>) -> Run {
-    let sys = System::cpu(&SystemConfig {
-        devices,
-        cpu_threads: 2,
-        ..Default::default()
-    })
-    .unwrap();
+    let sys = System::cpu(&SystemConfig::new(devices).threads(2)).unwrap();
     let i = sys
         .create_with(desc(), Some(bytes(&input())), mode)
         .unwrap();
@@ -138,12 +133,7 @@ fn link(read: u64, write: u64, batch: u64, spread: u64, batches: u64) -> RemoteL
 fn the_two_pass_procedure_gives_the_same_field_with_remote_and_migrate_objects_mixed() {
     // Input remote (placed in column bands), output migrate: the compute pass's stores go
     // through the temporary and the merge, its remote loads in place.
-    let sys = System::cpu(&SystemConfig {
-        devices: 3,
-        cpu_threads: 2,
-        ..Default::default()
-    })
-    .unwrap();
+    let sys = System::cpu(&SystemConfig::new(3).threads(2)).unwrap();
     let i = sys
         .create_with(desc(), Some(bytes(&input())), AccessMode::Remote)
         .unwrap();
@@ -234,12 +224,7 @@ impl Kernel for Fill {
 
 #[test]
 fn replicate_read_objects_are_read_everywhere_and_refuse_stores() {
-    let sys = System::cpu(&SystemConfig {
-        devices: 2,
-        cpu_threads: 2,
-        ..Default::default()
-    })
-    .unwrap();
+    let sys = System::cpu(&SystemConfig::new(2).threads(2)).unwrap();
     let i = sys
         .create_with(desc(), Some(bytes(&input())), AccessMode::ReplicateRead)
         .unwrap();

@@ -344,14 +344,13 @@ fn eviction_error(
     rounds: u32,
     procedure_of: impl Fn(u32) -> Procedure,
 ) -> Option<String> {
-    let sys = System::cpu(&SystemConfig {
-        devices,
-        variant,
-        cpu_threads: 1,
-        budget_bytes: 4 * PAGE_BYTES,
-        memory_bytes: PAGE_BYTES,
-        ..Default::default()
-    })
+    let sys = System::cpu(
+        &SystemConfig::new(devices)
+            .variant(variant)
+            .threads(1)
+            .budget(4 * PAGE_BYTES)
+            .memory(PAGE_BYTES),
+    )
     .unwrap();
     let data: Vec<u8> = initial().iter().flat_map(|v| v.to_le_bytes()).collect();
     let desc = ObjectDesc::buffer(4 * WORDS as u64, PAGE_BYTES).unwrap();
@@ -485,14 +484,13 @@ fn mirror_shadow(rounds: u32) -> Vec<f32> {
 /// Two devices, each computing its half of the rows, `rounds` times, staging on.
 fn run_staging(rounds: u32, procedure_of: impl Fn(u32) -> Procedure) {
     let desc = ObjectDesc::texture(SW, SH, TexelFormat::R32Float, SP).unwrap();
-    let sys = System::cpu(&SystemConfig {
-        devices: 2,
-        cpu_threads: 1,
-        budget_bytes: STAGE_BUDGET_PAGES * desc.page_bytes(),
-        memory_bytes: STAGE_BUDGET_PAGES * desc.page_bytes(),
-        staging: true,
-        ..Default::default()
-    })
+    let sys = System::cpu(
+        &SystemConfig::new(2)
+            .threads(1)
+            .budget(STAGE_BUDGET_PAGES * desc.page_bytes())
+            .memory(STAGE_BUDGET_PAGES * desc.page_bytes())
+            .staging(true),
+    )
     .unwrap();
     let data: Vec<u8> = mirror_initial()
         .iter()

@@ -11,14 +11,13 @@ use tessera_runtime::{DeviceTraffic, RuntimeError, System, SystemConfig};
 const PAGE: u64 = 64;
 
 fn node(devices: usize, budget_pages: u64, staging: bool) -> System {
-    System::cpu(&SystemConfig {
-        devices,
-        cpu_threads: 1,
-        budget_bytes: budget_pages * PAGE,
-        memory_bytes: budget_pages * PAGE,
-        staging,
-        ..Default::default()
-    })
+    System::cpu(
+        &SystemConfig::new(devices)
+            .threads(1)
+            .budget(budget_pages * PAGE)
+            .memory(budget_pages * PAGE)
+            .staging(staging),
+    )
     .unwrap()
 }
 

@@ -72,12 +72,7 @@ fn run(devices: u32, page: u32, rounds: u32, seed: u32) -> (Vec<u32>, Vec<u32>) 
             }
         }
     }
-    let sys = System::cpu(&SystemConfig {
-        devices: devices as usize,
-        cpu_threads: 2,
-        ..Default::default()
-    })
-    .unwrap();
+    let sys = System::cpu(&SystemConfig::new(devices as usize).threads(2)).unwrap();
     let desc = ObjectDesc::texture(W, H, TexelFormat::R32Float, page).unwrap();
     let bytes: Vec<u8> = init.iter().flat_map(|v| v.to_le_bytes()).collect();
     let mut a: ObjectEntry = sys.create(desc, Some(bytes)).unwrap();

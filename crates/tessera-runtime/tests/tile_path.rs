@@ -77,12 +77,7 @@ fn a_tile_commits_only_the_texels_its_invocations_stored() {
         })
         .collect();
     for procedure in [Procedure::Relaunch, Procedure::TwoPass] {
-        let sys = System::cpu(&SystemConfig {
-            devices: 1,
-            cpu_threads: 2,
-            ..Default::default()
-        })
-        .unwrap();
+        let sys = System::cpu(&SystemConfig::new(1).threads(2)).unwrap();
         // 16-texel pages: every 64-wide tile straddles pages, and the field's right and
         // bottom edges cut its last tiles short.
         let desc = ObjectDesc::texture(W, H, TexelFormat::R32Float, 16).unwrap();

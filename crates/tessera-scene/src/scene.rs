@@ -5,7 +5,7 @@ use std::path::Path;
 use crate::bsp::{self, Bsp, BspError, FaceKind, LIGHTMAP_SIDE};
 use crate::patch::{patch_counts, tessellate};
 use crate::texture::{candidates, decode, placeholder};
-use crate::{bounds_of, Pak, Scene, SceneError, Spawn, TextureImage, Triangle};
+use crate::{bounds_of, CameraPath, Pak, Scene, SceneError, Spawn, TextureImage, Triangle};
 
 /// How many map names a "map not found" error lists.
 const MAPS_LISTED: usize = 8;
@@ -214,6 +214,100 @@ fn floats(s: &str) -> Option<Vec<f32>> {
     s.split_whitespace()
         .map(|x| x.parse::<f32>().ok().filter(|v| v.is_finite()))
         .collect()
+}
+
+/// How many missing texture names [`Scene::summary`] lists.
+const MISSING_LISTED: usize = 5;
+
+/// `println!` into a string.
+macro_rules! ln {
+        ($s:ident, $($t:tt)*) => {{
+            $s.push_str(&format!($($t)*));
+            $s.push('\n');
+        }};
+}
+
+impl Scene {
+    /// What a renderer gets from the scene, a line each: vertices, triangles, textures,
+    /// missing textures, lightmaps, spawn points, bounds and the default camera path.
+    pub fn summary(&self) -> String {
+        let mut s = String::new();
+        let mut surfaces: Vec<u32> = self.triangles.iter().map(|t| t.surface).collect();
+        surfaces.sort_unstable();
+        surfaces.dedup();
+        ln!(s, "vertices: {}", self.vertices.len());
+        ln!(
+            s,
+            "triangles: {} in {} surfaces",
+            self.triangles.len(),
+            surfaces.len()
+        );
+        let by_texels = |t: &&TextureImage| u64::from(t.width) * u64::from(t.height);
+        let size = |t: Option<&TextureImage>| {
+            t.map_or("-".to_string(), |t| format!("{}x{}", t.width, t.height))
+        };
+        ln!(
+            s,
+            "textures: {}, {} texels, smallest {}, largest {}",
+            self.textures.len(),
+            self.texels(),
+            size(self.textures.iter().min_by_key(by_texels)),
+            size(self.textures.iter().max_by_key(by_texels)),
+        );
+        let missing: Vec<&str> = self
+            .missing_textures
+            .iter()
+            .take(MISSING_LISTED)
+            .map(|&i| self.textures[i as usize].name.as_str())
+            .collect();
+        ln!(
+            s,
+            "missing textures: {} (checker placeholders; shader scripts are not parsed){}{}{}",
+            self.missing_textures.len(),
+            if missing.is_empty() { "" } else { ": " },
+            missing.join(", "),
+            if self.missing_textures.len() > MISSING_LISTED {
+                ", …"
+            } else {
+                ""
+            }
+        );
+        ln!(s, "lightmaps: {} (128x128)", self.lightmaps.len());
+        ln!(s, "spawns: {}", self.spawns.len());
+        let (lo, hi) = self.bounds;
+        ln!(
+            s,
+            "bounds: min ({}, {}, {}) max ({}, {}, {}) (Quake units, Z up)",
+            lo[0],
+            lo[1],
+            lo[2],
+            hi[0],
+            hi[1],
+            hi[2]
+        );
+        let path = CameraPath::through_spawns(self, CameraPath::DEFAULT_FRAMES);
+        let length: f32 = path
+            .frames
+            .windows(2)
+            .map(|w| {
+                (0..3)
+                    .map(|k| (w[1].eye[k] - w[0].eye[k]).powi(2))
+                    .sum::<f32>()
+                    .sqrt()
+            })
+            .sum();
+        ln!(
+            s,
+            "camera path: {} frames, {} ({length:.0} units)",
+            path.frames.len(),
+            if self.spawns.len() < 2 {
+                "orbiting the bounds' centre".to_string()
+            } else {
+                format!("a loop through the {} spawns", self.spawns.len())
+            }
+        );
+        s
+    }
 }
 
 #[cfg(test)]

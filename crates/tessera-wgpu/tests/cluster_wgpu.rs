@@ -30,11 +30,7 @@ fn params() -> BoilingParams {
 }
 
 fn cfg() -> SystemConfig {
-    SystemConfig {
-        cpu_threads: 1,
-        memory_bytes: 1 << 20,
-        ..Default::default()
-    }
+    SystemConfig::new(1).threads(1).memory(1 << 20)
 }
 
 fn cpu_field(devices: usize, procedure: Procedure) -> Vec<f32> {

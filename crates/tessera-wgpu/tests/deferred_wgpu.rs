@@ -23,12 +23,7 @@ mod kernels;
 use kernels::{floats, Scene, H, W};
 
 fn cfg() -> SystemConfig {
-    SystemConfig {
-        devices: 1,
-        cpu_threads: 1,
-        deferred: true,
-        ..Default::default()
-    }
+    SystemConfig::new(1).threads(1).deferred(true)
 }
 
 /// One wgpu device on the default adapter with the tile path as asked, or `None` as

@@ -14,12 +14,7 @@ use tessera_workloads::decomp::{Access, Axis};
 use tessera_workloads::stencil;
 
 fn gpu(n: usize) -> Option<System> {
-    common::system(&SystemConfig {
-        devices: n,
-        cpu_threads: 2,
-        memory_bytes: 1 << 20,
-        ..Default::default()
-    })
+    common::system(&SystemConfig::new(n).threads(2).memory(1 << 20))
 }
 
 fn run(mut d: Decomposed, steps: u32, procedure: Procedure) -> Vec<f32> {

@@ -11,45 +11,15 @@ mod common;
 #[path = "../../tessera-runtime/tests/mip/kernels.rs"]
 mod kernels;
 
-use kernels::{grid, grid_words, level0, LevelCopy, Samples, ADDRESSINGS, COLS, FILTERS};
-use tessera_core::mip::{bytes_to_words, chain_rgba8, slots, words_to_bytes};
-use tessera_core::{AccessMode, Addressing, ObjectDesc, ObjectEntry, Sampler, TexelFormat, Window};
+use kernels::{
+    grid, grid_words, upload, LevelCopy, Samples, ADDRESSINGS, COLS, FILTERS, H, PAGE, W,
+};
+use tessera_core::mip::bytes_to_words;
+use tessera_core::{Addressing, ObjectDesc, Sampler, TexelFormat, Window};
 use tessera_runtime::{System, SystemConfig};
 
-const W: u32 = 37;
-const H: u32 = 21;
-const PAGE: u32 = 8;
-
-fn upload(sys: &System, addressing: Addressing, border: u32) -> ObjectEntry {
-    let desc = ObjectDesc::mipmapped(
-        W,
-        H,
-        TexelFormat::Rgba8Unorm,
-        PAGE,
-        None,
-        border,
-        addressing,
-    )
-    .unwrap();
-    let (layout, _) = desc.mip().unwrap();
-    let data = words_to_bytes(&slots(
-        &layout,
-        &chain_rgba8(&layout, level0(W, H)),
-        addressing,
-    ));
-    let mode = if border > 0 {
-        AccessMode::ReplicateRead
-    } else {
-        AccessMode::Migrate
-    };
-    sys.create_with(desc, Some(data), mode).unwrap()
-}
-
 fn cfg() -> SystemConfig {
-    SystemConfig {
-        devices: 2,
-        ..Default::default()
-    }
+    SystemConfig::new(2)
 }
 
 /// Everything the test reads back from one system, in one order: for each (object addressing,
@@ -64,7 +34,7 @@ fn run_all(
     let levels = MipLevels::of();
     for &(addressing, border) in objects {
         {
-            let tex = upload(sys, addressing, border);
+            let (tex, _) = upload(sys, addressing, border);
             for l in 0..levels {
                 let (lw, lh) = ((W >> l).max(1), (H >> l).max(1));
                 let o = sys
@@ -196,7 +166,7 @@ fn level_errors_on_lavapipe_are_the_cpu_twins() {
     };
     let cpu = System::cpu(&SystemConfig::default()).unwrap();
     let errors = |sys: &System| {
-        let tex = upload(sys, Addressing::Clamp, 0);
+        let (tex, _) = upload(sys, Addressing::Clamp, 0);
         let out = sys
             .create(
                 ObjectDesc::texture(W, H, TexelFormat::Rgba8Unorm, PAGE).unwrap(),

@@ -177,12 +177,7 @@ fn pages_moved_on_the_device_hold_what_the_cpu_backend_moves_under_write_home() 
 
 fn moves_match(coherence: tessera_core::Coherence) {
     let home_too = coherence == tessera_core::Coherence::WriteHome;
-    let cfg = SystemConfig {
-        devices: 2,
-        cpu_threads: 1,
-        coherence,
-        ..Default::default()
-    };
+    let cfg = SystemConfig::new(2).threads(1).coherence(coherence);
     let Some(gpu) = common::system(&cfg) else {
         return;
     };
@@ -341,11 +336,7 @@ fn wgpu_error(r: Result<(), RuntimeError>) -> WgpuError {
 /// the GPU or reads a byte back, and the reader's next read sees the moved bytes.
 #[test]
 fn a_batch_of_peer_copies_costs_no_wait_for_the_gpu() {
-    let cfg = SystemConfig {
-        devices: 2,
-        cpu_threads: 1,
-        ..Default::default()
-    };
+    let cfg = SystemConfig::new(2).threads(1);
     let Some(sys) = common::system(&cfg) else {
         return;
     };

@@ -21,10 +21,7 @@ const H: u32 = 96;
 const TOLERANCE: f64 = 0.005;
 
 fn wgpu_system(n: usize) -> Option<System> {
-    common::system(&SystemConfig {
-        devices: n,
-        ..Default::default()
-    })
+    common::system(&SystemConfig::new(n))
 }
 
 fn renderer(sys: System, procedure: Procedure) -> Renderer {
@@ -52,12 +49,7 @@ fn lavapipe_frames_match_the_cpu_within_tolerance() {
         };
         let mut g = renderer(gpu, procedure);
         let mut c = renderer(
-            System::cpu(&SystemConfig {
-                devices: 2,
-                cpu_threads: 2,
-                ..Default::default()
-            })
-            .unwrap(),
+            System::cpu(&SystemConfig::new(2).threads(2)).unwrap(),
             procedure,
         );
         for cam in scene::camera_path(30).into_iter().step_by(15) {
@@ -110,12 +102,7 @@ fn filtered_lavapipe_frames_match_the_cpu_within_tolerance() {
         return;
     };
     let mut g = Renderer::new_with(gpu, scene::generated(), opts, filtering).unwrap();
-    let cpu = System::cpu(&SystemConfig {
-        devices: 2,
-        cpu_threads: 2,
-        ..Default::default()
-    })
-    .unwrap();
+    let cpu = System::cpu(&SystemConfig::new(2).threads(2)).unwrap();
     let mut c = Renderer::new_with(cpu, scene::generated(), opts, filtering).unwrap();
     // One frame: lavapipe takes minutes to compile and run the filtered raster, and the
     // samplers themselves are compared over a whole grid in `tests/mip_wgpu.rs`.

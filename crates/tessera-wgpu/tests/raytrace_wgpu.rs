@@ -46,10 +46,7 @@ fn gpu_render(
     devices: usize,
     budget_bytes: Option<u64>,
 ) -> Option<(Vec<u8>, u64, u64)> {
-    let mut cfg = SystemConfig {
-        devices,
-        ..Default::default()
-    };
+    let mut cfg = SystemConfig::new(devices);
     if let Some(b) = budget_bytes {
         cfg.budget_bytes = b;
         cfg.memory_bytes = b;

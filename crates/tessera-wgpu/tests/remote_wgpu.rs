@@ -45,10 +45,7 @@ fn bytes(v: &[f32]) -> Vec<u8> {
 
 #[test]
 fn remote_objects_are_read_and_written_in_place_on_wgpu() {
-    let Some(sys) = common::system(&SystemConfig {
-        devices: 2,
-        ..Default::default()
-    }) else {
+    let Some(sys) = common::system(&SystemConfig::new(2)) else {
         return;
     };
     let desc = ObjectDesc::texture(8, 8, TexelFormat::R32Float, 4).unwrap();
@@ -96,14 +93,7 @@ fn remote_objects_on_separate_wgpu_devices_are_a_typed_error() {
         };
         devices.push(Box::new(d));
     }
-    let sys = System::with_devices(
-        devices,
-        &SystemConfig {
-            devices: 2,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let sys = System::with_devices(devices, &SystemConfig::new(2)).unwrap();
     let desc = ObjectDesc::texture(8, 8, TexelFormat::R32Float, 4).unwrap();
     let a = sys.create_with(desc, None, AccessMode::Remote).unwrap();
     let b = sys.create_with(desc, None, AccessMode::Remote).unwrap();

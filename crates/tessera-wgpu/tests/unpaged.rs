@@ -109,10 +109,7 @@ fn unpaged_gpu_equals_paged_gpu_bit_for_bit() {
         };
         let device = WgpuDevice::new(DeviceId(0), &AdapterChoice::Default).unwrap();
         let devices: Vec<Box<dyn Device>> = vec![Box::new(device)];
-        let cfg = SystemConfig {
-            devices: 1,
-            ..Default::default()
-        };
+        let cfg = SystemConfig::new(1);
         let sys = System::with_devices(devices, &cfg).unwrap();
         let sim = PagedBoiling::new(sys, size.0, size.1, page, params).unwrap();
         for _ in 0..3 {

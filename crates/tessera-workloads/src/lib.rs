@@ -1,4 +1,13 @@
 //! Workloads that run on tessera: each is a set of kernels plus an unpaged reference.
+
+/// `println!` into a string: the reports' text is made here and printed by the CLI.
+macro_rules! ln {
+    ($s:ident, $($t:tt)*) => {{
+        $s.push_str(&format!($($t)*));
+        $s.push('\n');
+    }};
+}
+
 pub mod access;
 pub mod boiling;
 pub mod convolution;
@@ -15,3 +24,92 @@ pub mod vr;
 /// The version of the report schema (docs/report.schema.json): the core every workload's
 /// report.json shares, before its own section.
 pub const SCHEMA_VERSION: u32 = 1;
+
+/// The schema's core (docs/report.schema.json) of a report whose checksum is an image's: the
+/// ray tracer's, the game trace's and vr's reports flatten it before their own sections.
+#[derive(serde::Serialize)]
+pub struct ImageCore<S: serde::Serialize> {
+    pub schema_version: u32,
+    pub workload: &'static str,
+    /// `cpu` or `wgpu`.
+    pub backend: &'static str,
+    /// The devices as the backend describes them (the wgpu adapter's name on wgpu).
+    pub adapter: String,
+    pub devices: usize,
+    pub page_size: u32,
+    pub frames: usize,
+    pub warmup_frames: u32,
+    pub procedure: tessera_runtime::Procedure,
+    /// How the work is split across devices.
+    pub split: S,
+    /// FNV-1a of the last frame's image (`checksum_kind`: "image").
+    pub checksum: String,
+    pub checksum_kind: &'static str,
+    /// Every time at the top level is measured.
+    pub time_kind: &'static str,
+}
+
+/// How a run was made, as its report's core says.
+pub struct Made<S> {
+    pub workload: &'static str,
+    pub backend: &'static str,
+    pub adapter: String,
+    pub devices: usize,
+    pub page_size: u32,
+    pub warmup_frames: u32,
+    pub procedure: tessera_runtime::Procedure,
+    pub split: S,
+}
+
+impl<S: serde::Serialize> ImageCore<S> {
+    /// The core of a run made as `m`, `frames` measured, the last one's image `image`.
+    pub fn new(m: Made<S>, frames: usize, image: &[u8]) -> Self {
+        use boiling::reference::{checksum_hex, fnv1a};
+        ImageCore {
+            schema_version: SCHEMA_VERSION,
+            workload: m.workload,
+            backend: m.backend,
+            adapter: m.adapter,
+            devices: m.devices,
+            page_size: m.page_size,
+            frames,
+            warmup_frames: m.warmup_frames,
+            procedure: m.procedure,
+            split: m.split,
+            checksum: checksum_hex(fnv1a(image.iter().copied())),
+            checksum_kind: "image",
+            time_kind: "measured",
+        }
+    }
+}
+
+/// How an image differs from its unpaged reference's (`--verify`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ImageDiff {
+    #[error("--verify: the image has {got} bytes, the unpaged reference's {want}")]
+    Size { got: usize, want: usize },
+    #[error("--verify: {differing} of {pixels} pixels differ from the unpaged reference")]
+    Pixels { differing: usize, pixels: usize },
+}
+
+/// An RGBA8 image against the unpaged reference's, pixel for pixel.
+pub fn compare_images(want: &[u8], got: &[u8]) -> Result<(), ImageDiff> {
+    if want.len() != got.len() {
+        return Err(ImageDiff::Size {
+            got: got.len(),
+            want: want.len(),
+        });
+    }
+    let differing = want
+        .chunks(4)
+        .zip(got.chunks(4))
+        .filter(|(a, b)| a != b)
+        .count();
+    match differing {
+        0 => Ok(()),
+        _ => Err(ImageDiff::Pixels {
+            differing,
+            pixels: want.len() / 4,
+        }),
+    }
+}

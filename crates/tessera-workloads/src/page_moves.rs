@@ -167,3 +167,93 @@ pub fn round(
     sys.mm.free(obj.id)?;
     Ok(r)
 }
+
+/// One page size's line of the table and its summary line, from its rounds.
+pub struct Row {
+    pub line: String,
+    pub summary: String,
+    /// The fewest pages any round moved as peer copies, and the most any round moved.
+    pub on_gpu: u64,
+    pub moved: u64,
+}
+
+/// The row for pages of `kib` KiB, `total` bytes moved a round: each round's moves beside its
+/// memcpy, and `beside`, three more timings a round shown after them (the CPU backend's slot
+/// copies, or plain wgpu's moves of the same pages where `plain`, which the summary then
+/// compares the runtime's with).
+pub fn row(kib: u32, total: u64, rounds: &[Round], beside: &[[f64; 3]], plain: bool) -> Row {
+    let median = crate::oversub::median;
+    let m = |f: fn(&Round) -> f64| median(rounds.iter().map(f).collect());
+    let b = |i: usize| median(beside.iter().map(|t| t[i]).collect());
+    let memcpy = m(|r| r.memcpy);
+    let gbs = |secs: f64, bytes: u64| bytes as f64 / secs / 1e9;
+    let cell = |secs: f64, copies: u64| {
+        format!(
+            "{:>6.2} ({:>5.1}%)",
+            gbs(secs, copies * total),
+            100.0 * memcpy * copies as f64 / secs
+        )
+    };
+    let (h2d, d2d, wb) = (
+        m(|r| r.to_device),
+        m(|r| r.device_to_device),
+        m(|r| r.write_back_and_read),
+    );
+    // The write-back alone: the composite round less a round of the copy that follows the
+    // write-back (home → device). Two medians' difference, so noisier than the other columns.
+    let wb_alone = m(|r| r.write_back_and_read - r.to_device);
+    let derived = if wb_alone > 0.0 {
+        cell(wb_alone, 1)
+    } else {
+        "n/a".to_string()
+    };
+    let line = format!(
+        "{kib:>8} {:>9.2} {:>16} {:>18} {:>22} {:>20} {:>17} {:>17} {:>16}",
+        gbs(memcpy, total),
+        cell(h2d, 1),
+        cell(d2d, 1),
+        cell(wb, 2),
+        derived,
+        cell(b(0), 1),
+        cell(b(1), 1),
+        cell(b(2), 1)
+    );
+    let mut summary = format!(
+        "page_kib={kib} h2d_ratio={:.3} d2d_ratio={:.3} writeback_read_ratio={:.3}",
+        memcpy / h2d,
+        memcpy / d2d,
+        2.0 * memcpy / wb
+    );
+    if plain {
+        // The runtime's moves against plain wgpu's of the same pages: throughput ratios.
+        summary += &format!(
+            " h2d_vs_write_buffer={:.3} h2d_vs_write_buffer_wait={:.3} d2d_vs_copy_b2b={:.3}",
+            b(0) / h2d,
+            b(1) / h2d,
+            b(2) / d2d
+        );
+    }
+    Row {
+        line,
+        summary,
+        on_gpu: rounds.iter().map(|r| r.on_gpu).min().unwrap_or(0),
+        moved: rounds.iter().map(|r| r.moved).max().unwrap_or(0),
+    }
+}
+
+/// Which path the device → device moves took, per page size (KiB, peer copies, pages moved):
+/// peer copies (one copy between the memories; on wgpu on the device, one submission per
+/// batch) or through the host.
+pub fn peer_summary(on_gpu: &[(u32, u64, u64)]) -> String {
+    if on_gpu.iter().all(|&(_, g, n)| g == n && n > 0) {
+        return "device→device: every page a peer copy, straight from the owner's memory (the write-back round's copies come from home)".into();
+    }
+    if on_gpu.iter().all(|&(_, g, _)| g == 0) {
+        return "device→device: every page through the host (read back from the owner, written to the reader)".into();
+    }
+    on_gpu
+        .iter()
+        .map(|(kib, g, n)| format!("device→device at {kib} KiB: {g} of {n} pages peer copies"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -15,12 +15,7 @@ fn paged(
     procedure: Procedure,
     frames: u32,
 ) -> Vec<f32> {
-    let sys = System::cpu(&SystemConfig {
-        devices,
-        cpu_threads: 2,
-        ..Default::default()
-    })
-    .unwrap();
+    let sys = System::cpu(&SystemConfig::new(devices).threads(2)).unwrap();
     let sim = PagedBoiling::new(sys, size, size, page, BoilingParams::default()).unwrap();
     for _ in 0..frames {
         sim.frame(partition, procedure).unwrap();
@@ -94,13 +89,7 @@ fn devices_one_at_a_time_equal_the_reference() {
     r.run(frames);
     for procedure in [Procedure::TwoPass, Procedure::Relaunch] {
         for partition in [Partition::Rows, Partition::Tiles] {
-            let sys = System::cpu(&SystemConfig {
-                devices: 3,
-                cpu_threads: 2,
-                isolated: true,
-                ..Default::default()
-            })
-            .unwrap();
+            let sys = System::cpu(&SystemConfig::new(3).threads(2).isolated(true)).unwrap();
             assert_eq!(sys.schedule(), tessera_runtime::Schedule::Isolated);
             let sim = PagedBoiling::new(sys, size, size, 16, BoilingParams::default()).unwrap();
             for _ in 0..frames {
@@ -127,13 +116,7 @@ fn footprint_ahead_relaunches_nothing_and_changes_no_result() {
     for partition in [Partition::Rows, Partition::Tiles] {
         let mut relaunched = [0u64; 2];
         for (i, ahead) in [true, false].into_iter().enumerate() {
-            let sys = System::cpu(&SystemConfig {
-                devices: 4,
-                cpu_threads: 2,
-                footprint_ahead: ahead,
-                ..Default::default()
-            })
-            .unwrap();
+            let sys = System::cpu(&SystemConfig::new(4).threads(2).footprint_ahead(ahead)).unwrap();
             let sim = PagedBoiling::new(sys, size, size, page, BoilingParams::default()).unwrap();
             for _ in 0..frames {
                 let stats = sim.frame(partition, Procedure::Relaunch).unwrap();

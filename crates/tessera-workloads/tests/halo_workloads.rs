@@ -11,12 +11,7 @@ use tessera_workloads::decomp::{Access, Axis, DecompError};
 use tessera_workloads::stencil;
 
 fn sys(devices: usize) -> System {
-    System::cpu(&SystemConfig {
-        devices,
-        cpu_threads: 2,
-        ..Default::default()
-    })
-    .unwrap()
+    System::cpu(&SystemConfig::new(devices).threads(2)).unwrap()
 }
 
 fn bits(v: &[f32]) -> Vec<u32> {

@@ -58,16 +58,15 @@ fn run_staging(
 ) -> Run {
     // Each device touches its band plus a halo; give each the budget for a share of the set.
     let per_device = working_set(size, page) as f64 / devices as f64;
-    let sys = System::cpu(&SystemConfig {
-        devices,
-        cpu_threads: 2,
-        budget_bytes: (per_device / ratio) as u64,
-        memory_bytes: 1 << 20,
-        policy,
-        thrashing,
-        staging,
-        ..Default::default()
-    })
+    let sys = System::cpu(
+        &SystemConfig::new(devices)
+            .threads(2)
+            .budget((per_device / ratio) as u64)
+            .memory(1 << 20)
+            .policy(policy)
+            .thrashing(thrashing)
+            .staging(staging),
+    )
     .unwrap();
     let sim = PagedBoiling::new(sys, size, size, page, BoilingParams::default()).unwrap();
     let (mut splits, mut staged, mut stage_refusals) = (0, 0, 0);

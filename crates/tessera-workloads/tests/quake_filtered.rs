@@ -12,13 +12,7 @@ const W: u32 = 96;
 const H: u32 = 64;
 
 fn sys(devices: usize) -> System {
-    System::cpu(&SystemConfig {
-        devices,
-        cpu_threads: 2,
-        memory_bytes: 1 << 22,
-        ..Default::default()
-    })
-    .unwrap()
+    System::cpu(&SystemConfig::new(devices).threads(2).memory(1 << 22)).unwrap()
 }
 
 fn opts(page: u32, split: Split, procedure: Procedure) -> RenderOptions {

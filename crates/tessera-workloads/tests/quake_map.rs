@@ -49,13 +49,7 @@ fn a_loaded_map_renders_through_paged_memory_as_the_generated_scene_does_unpaged
     let aspect = W as f64 / H as f64;
 
     for procedure in [Procedure::Relaunch, Procedure::TwoPass] {
-        let sys = System::cpu(&SystemConfig {
-            devices: 2,
-            cpu_threads: 2,
-            memory_bytes: 1 << 20,
-            ..Default::default()
-        })
-        .unwrap();
+        let sys = System::cpu(&SystemConfig::new(2).threads(2).memory(1 << 20)).unwrap();
         let mut r = Renderer::new(
             sys,
             Mesh::from(&loaded),

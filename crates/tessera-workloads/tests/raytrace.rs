@@ -47,14 +47,13 @@ fn render(
     budget_bytes: u64,
     policy: Policy,
 ) -> (Vec<u8>, u64, u64) {
-    let sys = System::cpu(&SystemConfig {
-        devices,
-        budget_bytes,
-        memory_bytes: budget_bytes,
-        policy,
-        cpu_threads: 2,
-        ..Default::default()
-    })
+    let sys = System::cpu(
+        &SystemConfig::new(devices)
+            .budget(budget_bytes)
+            .memory(budget_bytes)
+            .policy(policy)
+            .threads(2),
+    )
     .unwrap();
     let mut r = RayRenderer::new(sys, scene.clone(), view, opts).unwrap();
     let stats = r.frame().unwrap();
@@ -85,12 +84,7 @@ fn the_image_is_not_trivial() {
 
 /// Pages each object of a resident one-device render touched, summed.
 fn touched_pages(scene: &PagedScene, view: View, opts: RenderOptions) -> u64 {
-    let sys = System::cpu(&SystemConfig {
-        devices: 1,
-        cpu_threads: 2,
-        ..Default::default()
-    })
-    .unwrap();
+    let sys = System::cpu(&SystemConfig::new(1).threads(2)).unwrap();
     let mut r = RayRenderer::new(sys, scene.clone(), view, opts).unwrap();
     r.frame().unwrap();
     r.residency().unwrap().iter().map(|o| o.per_device[0]).sum()

@@ -13,11 +13,7 @@ const W: u32 = 48;
 const H: u32 = 32;
 
 fn renderer(scene: &Scene, gpms: usize) -> Result<StereoRenderer, VrError> {
-    let sys = System::cpu(&SystemConfig {
-        devices: gpms,
-        cpu_threads: 1,
-        ..Default::default()
-    })?;
+    let sys = System::cpu(&SystemConfig::new(gpms).threads(1))?;
     StereoRenderer::new(
         sys,
         scene,

@@ -47,11 +47,7 @@ pub fn run(mib: u64) -> anyhow::Result<Vec<u64>> {
     // A device's band is half the indices: it reads all of `src` (its half and the mirrored
     // one) and writes half of `dst`. Its budget is a quarter of that.
     let touched = bytes + bytes / 2;
-    let sys = System::cpu(&SystemConfig {
-        devices,
-        budget_bytes: touched / 4,
-        ..Default::default()
-    })?;
+    let sys = System::cpu(&SystemConfig::new(devices).budget(touched / 4))?;
     let values: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2_654_435_761)).collect();
     let src = sys.create(
         ObjectDesc::buffer(bytes, PAGE)?,

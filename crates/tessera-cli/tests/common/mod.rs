@@ -46,6 +46,17 @@ pub fn json(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// Runs `cmd` (its words split at white space) with `--out out`, which must succeed; the
+/// report.json it wrote.
+pub fn run_report(cmd: &str, out: &Path) -> serde_json::Value {
+    let out_arg = out.to_str().expect("a UTF-8 path");
+    let mut args = argv(cmd);
+    args.extend(["--out", out_arg]);
+    let o = tessera(&args);
+    assert!(o.status.success(), "{cmd}: {}", stderr(&o));
+    report(out)
+}
+
 /// The report.json a run wrote into `dir`.
 pub fn report(dir: &Path) -> serde_json::Value {
     json(&dir.join("report.json"))

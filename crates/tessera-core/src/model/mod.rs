@@ -373,6 +373,9 @@ use explore::*;
 use key::*;
 use state::*;
 
+/// The node checker's batches are the same masks.
+pub(crate) use state::Batch;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,17 +5,17 @@ use super::*;
 
 /// One request batch as two page masks; a page is in at most one of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Batch {
-    pub(super) read: u8,
-    pub(super) write: u8,
+pub(crate) struct Batch {
+    pub(crate) read: u8,
+    pub(crate) write: u8,
 }
 
 impl Batch {
-    pub(super) fn pages(self) -> u8 {
+    pub(crate) fn pages(self) -> u8 {
         self.read | self.write
     }
 
-    pub(super) fn access(self, page: usize) -> Option<Access> {
+    pub(crate) fn access(self, page: usize) -> Option<Access> {
         if self.write & (1 << page) != 0 {
             Some(Access::Write)
         } else if self.read & (1 << page) != 0 {
@@ -26,7 +26,7 @@ impl Batch {
     }
 
     /// Every non-empty batch over `pages` pages: each page none, read or write.
-    pub(super) fn all(pages: usize) -> Vec<Batch> {
+    pub(crate) fn all(pages: usize) -> Vec<Batch> {
         let count = 3usize.pow(pages as u32);
         (1..count)
             .map(|mut code| {

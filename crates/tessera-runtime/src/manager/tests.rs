@@ -6,7 +6,7 @@ use tessera_core::{
 };
 
 use crate::{
-    Bound, Domain, Fault, Invocation, Kernel, Partition, PassSpec, Procedure, RuntimeError, System,
+    Bound, Fault, Invocation, Kernel, Partition, PassSpec, Procedure, RuntimeError, System,
     SystemConfig,
 };
 
@@ -49,27 +49,16 @@ fn texels(v: f32) -> Vec<u8> {
 }
 
 fn system(variant: ProtocolVariant) -> System {
-    System::cpu(&SystemConfig {
-        devices: 1,
-        variant,
-        cpu_threads: 1,
-        ..Default::default()
-    })
-    .unwrap()
+    System::cpu(&SystemConfig::new(1).variant(variant).threads(1)).unwrap()
 }
 
 fn pass(sys: &System, kernel: impl Kernel + 'static, objects: &[&ObjectEntry]) {
-    let spec = PassSpec {
-        kernel: Arc::new(kernel),
-        bindings: Arc::new(objects.iter().map(|e| Bound::new(e)).collect()),
-        domain: Domain::Rect {
-            x0: 0,
-            y0: 0,
-            x1: 8,
-            y1: 8,
-        },
-        display: false,
-    };
+    let spec = PassSpec::new(
+        Arc::new(kernel),
+        Arc::new(objects.iter().map(|e| Bound::new(e)).collect()),
+        8,
+        8,
+    );
     sys.run_pass(&spec, 8, 8, Partition::Rows, Procedure::Relaunch)
         .unwrap();
 }
@@ -136,30 +125,19 @@ impl Kernel for Mirror {
 /// Each device writes its page, then reads the other's: the reader's copy comes from the
 /// owner under both rules; under `coherence` it also goes home (write-home) or not (owned).
 fn read_of_a_modified_page(coherence: Coherence) {
-    let sys = System::cpu(&SystemConfig {
-        devices: 2,
-        cpu_threads: 1,
-        coherence,
-        ..Default::default()
-    })
-    .unwrap();
+    let sys = System::cpu(&SystemConfig::new(2).threads(1).coherence(coherence)).unwrap();
     let home_too = coherence == Coherence::WriteHome;
     // Two 8×8 pages side by side; with columns, device d writes and owns page d of `a`.
     let two_pages = ObjectDesc::texture(16, 8, TexelFormat::R32Float, 8).unwrap();
     let a = sys.create(two_pages, None).unwrap();
     let b = sys.create(two_pages, None).unwrap();
     let run = |kernel: Arc<dyn Kernel>, objects: &[&ObjectEntry]| {
-        let spec = PassSpec {
+        let spec = PassSpec::new(
             kernel,
-            bindings: Arc::new(objects.iter().map(|e| Bound::new(e)).collect()),
-            domain: Domain::Rect {
-                x0: 0,
-                y0: 0,
-                x1: 16,
-                y1: 8,
-            },
-            display: false,
-        };
+            Arc::new(objects.iter().map(|e| Bound::new(e)).collect()),
+            16,
+            8,
+        );
         sys.run_pass(&spec, 16, 8, Partition::Cols, Procedure::Relaunch)
             .unwrap();
     };

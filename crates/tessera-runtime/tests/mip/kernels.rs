@@ -1,8 +1,43 @@
 //! The kernels the mip tests run, with both twins, shared by the CPU test (`tests/mip.rs`)
 //! and the lavapipe one (tessera-wgpu's `tests/mip_wgpu.rs`).
 
-use tessera_core::{Addressing, Filter, ObjectId, Sampler, Window};
-use tessera_runtime::{Fault, Invocation, Kernel, WgslKernel};
+use tessera_core::mip::{chain_rgba8, slots, words_to_bytes};
+use tessera_core::{
+    AccessMode, Addressing, Filter, ObjectDesc, ObjectEntry, ObjectId, Sampler, TexelFormat, Window,
+};
+use tessera_runtime::{Fault, Invocation, Kernel, System, WgslKernel};
+
+/// The test texture's sides and page: odd sides, so every level has a ragged edge.
+pub const W: u32 = 37;
+pub const H: u32 = 21;
+pub const PAGE: u32 = 8;
+
+/// A mipmapped W × H texture with `border`, uploaded from the chain the runtime's host code
+/// builds (read-only where bordered, as it must be).
+pub fn upload(sys: &System, addressing: Addressing, border: u32) -> (ObjectEntry, ObjectDesc) {
+    let desc = ObjectDesc::mipmapped(
+        W,
+        H,
+        TexelFormat::Rgba8Unorm,
+        PAGE,
+        None,
+        border,
+        addressing,
+    )
+    .unwrap();
+    let (layout, _) = desc.mip().unwrap();
+    let data = words_to_bytes(&slots(
+        &layout,
+        &chain_rgba8(&layout, level0(W, H)),
+        addressing,
+    ));
+    let mode = if border > 0 {
+        AccessMode::ReplicateRead
+    } else {
+        AccessMode::Migrate
+    };
+    (sys.create_with(desc, Some(data), mode).unwrap(), desc)
+}
 
 /// out(x, y) = texel (min(x, w - 1), min(y, h - 1)) of level `level` of `tex`, whose extent
 /// the kernel is told as (w, h): the domain can stay wide enough to split over devices.

@@ -1,24 +1,14 @@
 //! Buoyancy pass (Table 1: 3 texels read): centre, above and below of the diffusion output.
-use tessera_core::ObjectId;
 use tessera_runtime::Fault;
 
-use super::{math, BoilingPass, Ctx};
+use super::math;
 use crate::access::TexelAccess;
 
-pub struct Buoyancy(pub Ctx);
-
-impl BoilingPass for Buoyancy {
-    const NAME: &'static str = "buoyancy";
-    const WGSL: &'static str = concat!(include_str!("math.wgsl"), include_str!("buoyancy.wgsl"));
-    fn ctx(&self) -> &Ctx {
-        &self.0
-    }
-    fn output(&self) -> ObjectId {
-        self.0.tex.buoyancy
-    }
-    fn reads(&self) -> Vec<(ObjectId, u32)> {
-        vec![(self.0.tex.diffusion, 1)]
-    }
+boiling_pass!(
+    Buoyancy,
+    "buoyancy",
+    writes buoyancy,
+    reads [(diffusion, 1)],
     #[inline]
     fn texel<A: TexelAccess>(&self, a: &mut A, x: u32, y: u32) -> Result<(), Fault> {
         let c = &self.0;
@@ -33,4 +23,4 @@ impl BoilingPass for Buoyancy {
             math::buoyancy(&c.params, centre, above, below),
         )
     }
-}
+);

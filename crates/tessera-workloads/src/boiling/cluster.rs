@@ -9,8 +9,9 @@ use std::time::Instant;
 use serde::Serialize;
 use tessera_model::Network;
 use tessera_runtime::cluster::{Link, NodeCounters};
-use tessera_runtime::{Partition, Procedure, RuntimeError};
+use tessera_runtime::{Partition, Procedure, RuntimeError, System};
 
+use super::math::BoilingParams;
 use super::reference::{checksum_hex, field_checksum};
 use super::sim::PagedBoiling;
 
@@ -63,6 +64,21 @@ pub struct NodesReport {
     /// Bytes each node sent to the others per measured frame.
     pub bytes_sent_per_frame_by_node: Vec<f64>,
     pub field_checksum: String,
+}
+
+/// Builds the field on `sys`, this node of the cluster behind `link`, and runs `s` on it as
+/// [`run`] does; the split is checked against every node's devices first.
+pub fn run_node<E: From<RuntimeError>>(
+    sys: System,
+    link: &Arc<Link>,
+    s: &Settings,
+    network: &Network,
+    after_frame: impl FnMut(u32, bool) -> Result<(), E>,
+) -> Result<(NodesReport, PagedBoiling), E> {
+    let devices = (link.size() * link.devices_per_node()) as u32;
+    s.partition.regions(s.size, s.size, devices)?;
+    let sim = PagedBoiling::new(sys, s.size, s.size, s.page, BoilingParams::default())?;
+    run(sim, link, s, network, after_frame)
 }
 
 /// Runs `s` on `sim`, this node's part of the cluster behind `link`, and models the traffic
@@ -133,4 +149,45 @@ pub fn run<E: From<RuntimeError>>(
         field_checksum: checksum_hex(field_checksum(&field)),
     };
     Ok((report, sim))
+}
+
+impl NodesReport {
+    /// Rank 0's summary as `tessera run boiling --devices-per-node` prints it.
+    pub fn summary(&self) -> String {
+        let r = self;
+        let mut s = String::new();
+        ln!(
+ s,
+        "Boiling {s}x{s}, page {p}, {n} node(s) x {k} device(s) [{be}] = {d} devices, {proc}, homes in blocks of {b} pages, {f} frame(s) after {w} warm-up (measured)",
+        s = r.size,
+        p = r.page,
+        n = r.nodes,
+        k = r.devices_per_node,
+        d = r.devices,
+        be = r.backend,
+        proc = r.procedure,
+        b = r.home_block_pages,
+        f = r.frames,
+        w = r.warmup
+    );
+        ln!(s, "ms_per_frame_measured={:.3}", r.ms_per_frame_measured);
+        ln!(
+            s,
+            "inter_node_bytes_per_frame={:.0} (page data {:.0}, {:.1} messages)",
+            r.inter_node_bytes_per_frame,
+            r.inter_node_page_bytes_per_frame,
+            r.inter_node_messages_per_frame
+        );
+        ln!(
+ s,
+        "network_seconds_per_frame_modeled={:.6} (on {}: {:.2} GB/s, {:.1} us a message; each node's messages one after another, the nodes at once)",
+        r.network_seconds_per_frame_modeled,
+        r.network,
+        r.network_bandwidth_gb_per_s,
+        r.network_latency_us
+    );
+        ln!(s, "field_checksum={}", r.field_checksum);
+        s.pop();
+        s
+    }
 }

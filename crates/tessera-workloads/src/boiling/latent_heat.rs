@@ -1,25 +1,15 @@
 //! Latent-heat pass (Table 1: 9 texels read): the 3×3 of the frame input (the border
 //! output) and the 5-point stencil of the buoyancy output. Writes the next frame's input.
-use tessera_core::ObjectId;
 use tessera_runtime::Fault;
 
-use super::{math, BoilingPass, Ctx};
+use super::math;
 use crate::access::TexelAccess;
 
-pub struct LatentHeat(pub Ctx);
-
-impl BoilingPass for LatentHeat {
-    const NAME: &'static str = "latent_heat";
-    const WGSL: &'static str = concat!(include_str!("math.wgsl"), include_str!("latent_heat.wgsl"));
-    fn ctx(&self) -> &Ctx {
-        &self.0
-    }
-    fn output(&self) -> ObjectId {
-        self.0.tex.field
-    }
-    fn reads(&self) -> Vec<(ObjectId, u32)> {
-        vec![(self.0.tex.border, 1), (self.0.tex.buoyancy, 1)]
-    }
+boiling_pass!(
+    LatentHeat,
+    "latent_heat",
+    writes field,
+    reads [(border, 1), (buoyancy, 1)],
     #[inline]
     fn texel<A: TexelAccess>(&self, a: &mut A, x: u32, y: u32) -> Result<(), Fault> {
         let c = &self.0;
@@ -43,4 +33,4 @@ impl BoilingPass for LatentHeat {
         let t = math::latent_heat(&c.params, input, b_c, b_n, b_s, b_e, b_w);
         a.store_f32(c.tex.field, x, y, t)
     }
-}
+);

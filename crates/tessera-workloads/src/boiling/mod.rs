@@ -5,6 +5,32 @@
 //! is the CPU twin of the WGSL shader of the same name; `reference` is the plain, unpaged,
 //! single-device version; `sim` runs it paged on a tessera node; `unpaged` runs the same
 //! kernel bodies on plain arrays for the overhead benchmark.
+/// A boiling pass: its struct over the shared [`Ctx`], its name and WGSL twin (`NAME.wgsl`
+/// after `math.wgsl`), the texture it writes and those it reads with their reach, and then
+/// its body, `texel`, written in the pass's own file.
+macro_rules! boiling_pass {
+    ($ty:ident, $name:literal, writes $out:ident, reads [$(($read:ident, $reach:expr)),*], $($texel:tt)*) => {
+        pub struct $ty(pub $crate::boiling::Ctx);
+
+        impl $crate::boiling::BoilingPass for $ty {
+            const NAME: &'static str = $name;
+            const WGSL: &'static str =
+                concat!(include_str!("math.wgsl"), include_str!(concat!($name, ".wgsl")));
+            fn ctx(&self) -> &$crate::boiling::Ctx {
+                &self.0
+            }
+            fn output(&self) -> tessera_core::ObjectId {
+                self.0.tex.$out
+            }
+            fn reads(&self) -> Vec<(tessera_core::ObjectId, u32)> {
+                vec![$((self.0.tex.$read, $reach)),*]
+            }
+            $($texel)*
+        }
+    };
+}
+
+pub mod animation;
 pub mod border;
 pub mod buoyancy;
 pub mod cluster;
@@ -15,8 +41,11 @@ pub mod math;
 pub mod modeled;
 pub mod reference;
 pub mod report;
+pub mod scaling;
+pub use summary::remote_table;
 pub mod residency;
 pub mod sim;
+mod summary;
 pub mod sweep;
 pub mod unpaged;
 

@@ -3,15 +3,17 @@
 //! [`run`], which is why a sweep's CSV row and a run's report of the same settings hold the
 //! same counters.
 
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use tessera_core::{CoreError, ObjectDesc, TexelFormat};
 use tessera_model::Topology;
 use tessera_runtime::modeled::{charge, device_work, Model, Modeled, ModeledError};
 use tessera_runtime::{
-    DeviceTraffic, HostCounters, Partition, PassStats, Procedure, RuntimeError, Schedule,
+    DeviceTraffic, HostCounters, Partition, PassStats, Procedure, RuntimeError, Schedule, System,
 };
 
+use super::math::BoilingParams;
 use super::sim::PagedBoiling;
 
 /// What can stop a modeled boiling run.
@@ -45,6 +47,39 @@ pub struct Settings {
     /// Measured frames.
     pub frames: u32,
     pub model: Model,
+}
+
+/// Builds the simulation of a `size`² field on the node `make` builds for a home file
+/// (`home_file`), and in the isolated model a second one whose home copies go beside it
+/// (`PATH.isolated`, never into it), and runs them as [`run`] does.
+pub fn run_on_nodes<E: From<RunError>>(
+    mut make: impl FnMut(Option<PathBuf>) -> Result<(System, Option<String>), E>,
+    home_file: Option<&Path>,
+    size: u32,
+    s: &Settings,
+    topo: &Topology,
+    after_frame: impl FnMut(&PagedBoiling, u32) -> Result<(), E>,
+) -> Result<Run, E> {
+    // Validate the partition before creating textures so the error names the real problem.
+    let checked = s.partition.regions(size, size, s.devices as u32);
+    checked.map_err(RunError::from)?;
+    let mut build = |home: Option<PathBuf>| -> Result<(PagedBoiling, Option<String>), E> {
+        let (sys, adapter_name) = make(home)?;
+        let sim = PagedBoiling::new(sys, size, size, s.page, BoilingParams::default());
+        Ok((sim.map_err(RunError::from)?, adapter_name))
+    };
+    let (sim, adapter_name) = build(home_file.map(Path::to_path_buf))?;
+    let copy = if s.model == Model::Isolated {
+        let home = home_file.map(|p| {
+            let mut name = p.as_os_str().to_owned();
+            name.push(".isolated");
+            PathBuf::from(name)
+        });
+        Some(build(home)?.0)
+    } else {
+        None
+    };
+    run(sim, copy, adapter_name, s, topo, after_frame)
 }
 
 /// One texture of the run: its name, global page range and description.

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use tessera_core::{ObjectDesc, ObjectEntry, TexelFormat};
 use tessera_runtime::{
-    Bound, Domain, Kernel, Partition, PassSpec, PassStats, Procedure, Result, RuntimeError, System,
+    Bound, Partition, PassSpec, PassStats, Procedure, Result, RuntimeError, System,
 };
 
 use super::border::Border;
@@ -25,15 +25,8 @@ pub struct PagedBoiling {
 fn spec<P: BoilingPass>(p: P, reads: &[&ObjectEntry], display: bool) -> PassSpec {
     let bindings = reads.iter().map(|e| Bound::new(e)).collect();
     PassSpec {
-        kernel: Arc::new(Paged(p)) as Arc<dyn Kernel>,
-        bindings: Arc::new(bindings),
-        domain: Domain::Rect {
-            x0: 0,
-            y0: 0,
-            x1: 0,
-            y1: 0,
-        },
         display,
+        ..PassSpec::new(Arc::new(Paged(p)), Arc::new(bindings), 0, 0)
     }
 }
 

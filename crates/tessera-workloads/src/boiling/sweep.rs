@@ -446,6 +446,44 @@ pub fn device_figures(
     Ok(wrote)
 }
 
+/// The sweep's table as printed: a row per point keyed by `key` (named `what`).
+pub fn summary(reports: &[Report], what: &str, key: impl Fn(&Report) -> f64) -> String {
+    let mut s = String::new();
+    s += &format!(
+        "modeled on {}; wall time of the measured frames is measured",
+        reports
+            .first()
+            .map_or(String::new(), |r| cell(&json(&r.topology)))
+    );
+    s.push('\n');
+    s += &format!(
+        "{what:>7} {:>12} {:>12} {:>12} {:>14} {:>10} {:>10} {:>10}",
+        "fps meas.",
+        "fps modeled",
+        "req/frame",
+        "texels→dev/f",
+        "uniq MiB",
+        "shared MiB",
+        "total MiB"
+    );
+    s.push('\n');
+    for r in reports {
+        s += &format!(
+            "{:>7} {:>12.3} {:>12.3} {:>12.1} {:>14.0} {:>10.2} {:>10.2} {:>10.2}",
+            key(r),
+            r.frames_per_second_measured,
+            r.frames_per_second_modeled,
+            r.page_requests_per_frame,
+            r.texels_to_devices_per_frame,
+            r.memory.unique_bytes as f64 / MIB,
+            r.memory.shared_bytes as f64 / MIB,
+            r.memory.total_bytes as f64 / MIB,
+        );
+        s.push('\n');
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

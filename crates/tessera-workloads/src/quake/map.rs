@@ -7,7 +7,7 @@
 
 use tessera_scene::{CameraPath, Scene};
 
-use super::{Camera, Mesh};
+use super::{Camera, Mesh, QuakeError};
 
 impl From<&Scene> for Mesh {
     fn from(s: &Scene) -> Mesh {
@@ -31,6 +31,38 @@ pub fn camera_path(scene: &Scene, frames: u32) -> Vec<Camera> {
             fov_y: c.fov_y,
         })
         .collect()
+}
+
+/// The mesh of the scene `spec` (a map from the pk3 files of `pak_dir`, or tessera-scene's
+/// generated room; the game trace's own room where none is given), its camera path `frames`
+/// cameras long, and its name in reports.
+pub fn load(
+    spec: Option<&crate::raytrace::SceneSpec>,
+    pak_dir: &std::path::Path,
+    frames: u32,
+) -> Result<(Mesh, Vec<Camera>, String), QuakeError> {
+    use crate::raytrace::SceneSpec;
+    let Some(spec) = spec else {
+        let path = super::scene::camera_path(frames);
+        return Ok((super::scene::generated(), path, "generated".into()));
+    };
+    let (loaded, name) = match spec {
+        SceneSpec::OpenArena(name) => (
+            Scene::load_map(pak_dir, name).map_err(|source| QuakeError::Load {
+                name: name.clone(),
+                source,
+            })?,
+            format!("map:{name}"),
+        ),
+        SceneSpec::Generated(n) => (Scene::generated(*n), format!("generated:{n}")),
+    };
+    if loaded.triangles.is_empty() {
+        return Err(QuakeError::Config(format!(
+            "scene {name} has no surfaces to draw"
+        )));
+    }
+    let cams = camera_path(&loaded, frames);
+    Ok((Mesh::from(&loaded), cams, name))
 }
 
 #[cfg(test)]

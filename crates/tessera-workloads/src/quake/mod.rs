@@ -20,6 +20,8 @@ pub mod raster;
 pub mod reference;
 pub mod render;
 pub mod replay;
+pub mod replay_text;
+pub mod report;
 pub mod run;
 pub mod scene;
 pub mod setup;
@@ -189,6 +191,12 @@ pub enum QuakeError {
     Mesh(String),
     #[error("{0}")]
     Config(String),
+    #[error("cannot load map {name}")]
+    Load {
+        name: String,
+        #[source]
+        source: tessera_scene::SceneError,
+    },
     #[error(transparent)]
     Trace(#[from] trace::TraceError),
     #[error(transparent)]

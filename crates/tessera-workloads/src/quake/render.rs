@@ -23,7 +23,7 @@ use tessera_core::{
     Access, AccessMode, DeviceId, Filter, GlobalPage, MipLayout, ObjectDesc, ObjectEntry,
     PageRequest, TexelFormat,
 };
-use tessera_runtime::{Bound, Domain, Kernel, PassSpec, PassStats, Procedure, System};
+use tessera_runtime::{Bound, Domain, PassSpec, PassStats, Procedure, System};
 
 use super::atlas::Atlas;
 use super::raster::{Objects, Raster, NO_ACCESS};
@@ -268,17 +268,12 @@ impl Renderer {
             &self.frame_obj,
             &self.access_obj,
         ];
-        let spec = PassSpec {
-            kernel: Arc::new(kernel) as Arc<dyn Kernel>,
-            bindings: Arc::new(objects.iter().map(|e| Bound::new(e)).collect()),
-            domain: Domain::Rect {
-                x0: 0,
-                y0: 0,
-                x1: 0,
-                y1: 0,
-            },
-            display: false,
-        };
+        let spec = PassSpec::new(
+            Arc::new(kernel),
+            Arc::new(objects.iter().map(|e| Bound::new(e)).collect()),
+            0,
+            0,
+        );
         tessera_runtime::check_launch(spec.kernel.as_ref(), &spec.bindings)?;
         let passes = self.sys.run_pass(
             &spec,

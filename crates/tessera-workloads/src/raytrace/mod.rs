@@ -117,4 +117,26 @@ impl SceneSpec {
             .ok_or_else(|| RaytraceError::Scene("the scene has no camera path".into()))?;
         Ok((crate::quake::Mesh::from(&scene), camera, scene.name.clone()))
     }
+
+    /// The scene paged with pages of side `page`, `instances` copies of it on a grid, the
+    /// view of its first camera for a `width` × `height` image, and its name.
+    pub fn paged(
+        &self,
+        pak_dir: &std::path::Path,
+        instances: u32,
+        page: tessera_core::PageSize,
+        width: u32,
+        height: u32,
+    ) -> Result<(scene::PagedScene, rays::View, String), RaytraceError> {
+        let (mesh, cam, name) = self.load(pak_dir)?;
+        let scene = scene::PagedScene::build(&mesh, instances, page.get())?;
+        let view = rays::View::new(
+            cam.eye,
+            cam.yaw,
+            cam.pitch,
+            cam.fov_y,
+            width as f64 / height as f64,
+        );
+        Ok((scene, view, name))
+    }
 }

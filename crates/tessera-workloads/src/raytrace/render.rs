@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use tessera_core::{Filter, ObjectDesc, ObjectEntry, ObjectId, TexelFormat};
-use tessera_runtime::{Bound, Domain, Kernel, Partition, PassSpec, PassStats, Procedure, System};
+use tessera_runtime::{Bound, Partition, PassSpec, PassStats, Procedure, System};
 
 use super::rays::{Objects, Rays, View, STATE_WORDS};
 use super::scene::PagedScene;
@@ -192,17 +192,7 @@ impl RayRenderer {
         };
         let mut bindings: Vec<Bound> = self.objects.iter().map(|(_, o)| Bound::new(o)).collect();
         bindings.push(Bound::new(&state));
-        let spec = PassSpec {
-            kernel: Arc::new(kernel) as Arc<dyn Kernel>,
-            bindings: Arc::new(bindings),
-            domain: Domain::Rect {
-                x0: 0,
-                y0: 0,
-                x1: 0,
-                y1: 0,
-            },
-            display: false,
-        };
+        let spec = PassSpec::new(Arc::new(kernel), Arc::new(bindings), 0, 0);
         tessera_runtime::check_launch(spec.kernel.as_ref(), &spec.bindings)?;
         Ok(self
             .sys
@@ -280,10 +270,7 @@ pub fn resident_image(
     view: View,
     opts: RenderOptions,
 ) -> Result<Vec<u8>, RaytraceError> {
-    let sys = System::cpu(&tessera_runtime::SystemConfig {
-        devices: 1,
-        ..Default::default()
-    })?;
+    let sys = System::cpu(&tessera_runtime::SystemConfig::new(1))?;
     let mut r = RayRenderer::new(
         sys,
         scene.clone(),

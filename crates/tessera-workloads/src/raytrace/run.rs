@@ -4,10 +4,13 @@
 use std::time::Instant;
 
 use serde::Serialize;
-use tessera_runtime::{PassStats, StageTimes};
+use tessera_runtime::{PassStats, Policy, StageTimes, System};
 
-use super::render::RayRenderer;
+use super::rays::View;
+use super::render::{RayRenderer, RenderOptions};
+use super::scene::PagedScene;
 use super::RaytraceError;
+use crate::{ImageCore, Made};
 
 /// One frame's wall time and counts, summed over devices.
 #[derive(Serialize)]
@@ -108,4 +111,139 @@ pub fn residency(r: &RayRenderer) -> Result<Vec<ObjectReport>, RaytraceError> {
             resident_pages_per_device: o.per_device,
         })
         .collect())
+}
+
+/// The schema's core (docs/report.schema.json), then the ray tracer's own section.
+#[derive(Serialize)]
+pub struct Report {
+    #[serde(flatten)]
+    pub core: ImageCore<tessera_runtime::Partition>,
+    /// Summed over devices and frames, seconds.
+    pub stages: StageTimes,
+    /// Per device, over all frames.
+    pub per_device: Vec<TrafficReport>,
+    pub scene: String,
+    pub instances: u32,
+    pub triangles: u32,
+    pub bvh_nodes: u32,
+    pub scene_bytes: u64,
+    pub objects_bytes: u64,
+    pub width: u32,
+    pub height: u32,
+    pub ao_samples: u32,
+    pub budget_bytes_per_device: u64,
+    pub policy: String,
+    /// The albedo's filter: `nearest` (a plain atlas), `bilinear` or `trilinear`.
+    pub filter: &'static str,
+    /// Per level of the atlas's chain (one for a plain atlas), pages some device holds at the
+    /// end of the run.
+    pub atlas_pages_by_level: Vec<u64>,
+    pub per_frame: Vec<FrameReport>,
+    /// At the end of the run.
+    pub residency: Vec<ObjectReport>,
+}
+
+/// What a run renders, besides its node.
+pub struct RunSpec {
+    pub scene: PagedScene,
+    pub view: View,
+    /// The scene's name in the report.
+    pub name: String,
+    pub instances: u32,
+    pub options: RenderOptions,
+    pub budget_bytes: u64,
+    pub policy: Policy,
+    pub frames: u32,
+}
+
+/// Renders `spec.frames` frames on `sys` (whose backend `backend` names, on the adapter
+/// `adapter` where it has one), calling `tick` after each; returns the report and the last
+/// frame's image.
+pub fn run(
+    sys: System,
+    backend: &'static str,
+    adapter: Option<String>,
+    spec: RunSpec,
+    tick: impl FnMut(),
+) -> Result<(Report, Vec<u8>), RaytraceError> {
+    let adapter = adapter.unwrap_or_else(|| sys.backend().to_string());
+    let devices = sys.devices();
+    let scene_bytes = spec.scene.bytes();
+    let (triangles, bvh_nodes) = (spec.scene.triangle_count, spec.scene.node_count);
+    let o = spec.options;
+    let mut r = RayRenderer::new(sys, spec.scene, spec.view, o)?;
+    let objects_bytes = r.total_bytes();
+    let (per_frame, stages) = record(&mut r, spec.frames, tick)?;
+    let image = r.image()?;
+    let made = Made {
+        workload: "raytrace",
+        backend,
+        adapter,
+        devices,
+        page_size: o.page,
+        warmup_frames: 0,
+        procedure: o.procedure,
+        split: o.partition,
+    };
+    let report = Report {
+        core: ImageCore::new(made, per_frame.len(), &image),
+        stages,
+        per_device: traffic(&r)?,
+        scene: spec.name,
+        instances: spec.instances,
+        triangles,
+        bvh_nodes,
+        scene_bytes,
+        objects_bytes,
+        width: o.width,
+        height: o.height,
+        ao_samples: o.ao_samples,
+        budget_bytes_per_device: spec.budget_bytes,
+        policy: spec.policy.name().to_string(),
+        filter: o.filter.map_or("nearest", |f| f.name()),
+        atlas_pages_by_level: r.atlas_pages_by_level()?,
+        per_frame,
+        residency: residency(&r)?,
+    };
+    Ok((report, image))
+}
+
+impl Report {
+    /// The summary `tessera run raytrace` prints.
+    pub fn summary(&self) -> String {
+        let last = self.per_frame.last();
+        let moved: u64 = self
+            .per_device
+            .iter()
+            .map(|t| t.host_to_device_bytes + t.device_to_device_bytes + t.device_to_host_bytes)
+            .sum();
+        let mut s = format!(
+            "{} x{} ({} triangles, {} BVH nodes, scene {:.1} MiB, objects {:.1} MiB), {}x{}, {} device(s) [{}], budget {:.2} MiB/device, {}, {:?}\n",
+            self.scene,
+            self.instances,
+            self.triangles,
+            self.bvh_nodes,
+            self.scene_bytes as f64 / 1048576.0,
+            self.objects_bytes as f64 / 1048576.0,
+            self.width,
+            self.height,
+            self.core.devices,
+            self.core.adapter,
+            self.budget_bytes_per_device as f64 / 1048576.0,
+            self.policy,
+            self.core.procedure,
+        );
+        if let Some(last) = last {
+            s += &format!(
+                "last frame {:.1} ms (measured), {} launches, {} relaunched ({} with saved state), {} wave splits; {:.2} MiB moved over the run\n",
+                last.wall_ms,
+                last.launches,
+                last.relaunched,
+                last.suspended,
+                last.wave_splits,
+                moved as f64 / 1048576.0
+            );
+        }
+        s + &format!("image {}", self.core.checksum)
+    }
 }

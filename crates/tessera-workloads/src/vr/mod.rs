@@ -12,6 +12,7 @@ pub mod figures;
 pub mod objects;
 pub mod predict;
 pub mod render;
+pub mod report;
 pub mod run;
 pub mod scheme;
 pub mod tsl;
@@ -43,6 +44,12 @@ pub enum VrError {
     Core(#[from] tessera_core::CoreError),
     #[error("{0}")]
     Config(String),
+    #[error("cannot load map {name}")]
+    Load {
+        name: String,
+        #[source]
+        source: tessera_scene::SceneError,
+    },
     /// A scheme's pieces of work did not compose every visible pixel exactly once.
     #[error("scheme {scheme} left {uncomposed} pixels uncomposed and composed {overdrawn} twice")]
     Uncovered {

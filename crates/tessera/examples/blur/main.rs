@@ -78,10 +78,7 @@ pub struct Options {
 /// Blurs a checkerboard `passes` times, ping-ponging between two textures; fails where a texel
 /// differs from the plain loop's. Returns each device's page traffic.
 pub fn run(o: &Options) -> anyhow::Result<Vec<DeviceTraffic>> {
-    let cfg = SystemConfig {
-        devices: o.devices,
-        ..Default::default()
-    };
+    let cfg = SystemConfig::new(o.devices);
     let sys = if o.wgpu {
         tessera::wgpu::system(&cfg, &tessera::wgpu::AdapterChoice::Default)?
     } else {

@@ -4,10 +4,7 @@
 //! texture page lives where it was first touched (the paper's FT policy, §3). Table 2's
 //! rasterizer tile is 16×16; we deal [`BASELINE_TILE`]-pixel tiles, since each tile is a pass
 //! here and a pass has a fixed cost on the software devices.
-use super::{
-    check_gpms, render_all, Composition, FrameInput, FrameTiming, Piece, Region, Render, Scheme,
-};
-use crate::vr::VrError;
+use super::{Composition, FrameInput, Piece, Plan, Region, Scheme, Traits};
 
 /// The side of the screen tiles the baseline deals, in pixels.
 pub const BASELINE_TILE: u32 = 64;
@@ -40,19 +37,11 @@ impl Baseline {
 }
 
 impl Scheme for Baseline {
-    fn name(&self) -> &'static str {
-        "baseline"
+    fn traits(&self) -> Traits {
+        Traits::new("baseline", Composition::InPlace)
     }
-    fn composition(&self) -> Composition {
-        Composition::InPlace
-    }
-    fn frame(
-        &mut self,
-        input: &FrameInput<'_>,
-        render: &mut Render<'_>,
-    ) -> Result<FrameTiming, VrError> {
-        check_gpms(input.gpms)?;
-        render_all(&Self::pieces(input), input.gpms, render)
+    fn plan(&mut self, input: &FrameInput<'_>) -> Plan {
+        Plan::of(Self::pieces(input))
     }
 }
 

@@ -112,21 +112,69 @@ pub enum SchemeError {
     Unknown { name: String },
 }
 
-/// A distribution policy.
-pub trait Scheme {
+/// What sets a scheme apart besides its plan: its name, where it composes and how its GPMs
+/// hold the textures.
+#[derive(Clone, Copy, Debug)]
+pub struct Traits {
     /// The name the CLI takes (`object`, `oo-app`, ...).
-    fn name(&self) -> &'static str;
+    pub name: &'static str,
     /// Where fragments are composed.
-    fn composition(&self) -> Composition;
+    pub composition: Composition,
     /// Whether every GPM holds all textures (AFR pre-allocates the whole memory space in
     /// every GPM, OO-VR §4.1), so that no texture page crosses a link.
-    fn replicated(&self) -> bool {
-        false
-    }
+    pub replicated: bool,
     /// Whether texture pages are pre-allocated ahead of the work (OO-VR's PA units, §5.2), so
     /// their transfer overlaps rendering instead of stalling it.
+    pub preallocates: bool,
+}
+
+impl Traits {
+    pub fn new(name: &'static str, composition: Composition) -> Self {
+        Traits {
+            name,
+            composition,
+            replicated: false,
+            preallocates: false,
+        }
+    }
+}
+
+/// A frame's pieces, all placed before any is drawn, and the batches they make where that is
+/// not one a piece.
+#[derive(Default)]
+pub struct Plan {
+    pub pieces: Vec<Piece>,
+    pub batches: Option<usize>,
+}
+
+impl Plan {
+    pub fn of(pieces: Vec<Piece>) -> Self {
+        Plan {
+            pieces,
+            batches: None,
+        }
+    }
+}
+
+/// A distribution policy.
+pub trait Scheme {
+    fn traits(&self) -> Traits;
+    fn name(&self) -> &'static str {
+        self.traits().name
+    }
+    fn composition(&self) -> Composition {
+        self.traits().composition
+    }
+    fn replicated(&self) -> bool {
+        self.traits().replicated
+    }
     fn preallocates(&self) -> bool {
-        false
+        self.traits().preallocates
+    }
+    /// The frame's pieces, for a scheme that places them all before drawing any; one that
+    /// interleaves overrides [`Scheme::frame`] instead.
+    fn plan(&mut self, _input: &FrameInput<'_>) -> Plan {
+        Plan::default()
     }
     /// Renders the frame: every visible pixel of both eyes drawn by exactly one piece that
     /// holds the object in front there (or every object).
@@ -134,7 +182,15 @@ pub trait Scheme {
         &mut self,
         input: &FrameInput<'_>,
         render: &mut Render<'_>,
-    ) -> Result<FrameTiming, super::VrError>;
+    ) -> Result<FrameTiming, super::VrError> {
+        check_gpms(input.gpms)?;
+        let plan = self.plan(input);
+        let mut t = render_all(&plan.pieces, input.gpms, render)?;
+        if let Some(b) = plan.batches {
+            t.batches = b;
+        }
+        Ok(t)
+    }
 }
 
 /// Every scheme, in the order the figures list them.

@@ -4,10 +4,7 @@
 //! separately"): the application submits the left view's objects, then the right view's, and
 //! the dealing runs on through both, so the two views of one object meet on one GPM only when
 //! the object count is a multiple of the GPM count.
-use super::{
-    check_gpms, merged, render_all, Composition, Eyes, FrameInput, FrameTiming, Render, Scheme,
-};
-use crate::vr::VrError;
+use super::{merged, Composition, Eyes, FrameInput, Plan, Scheme, Traits};
 
 pub struct ObjectRoundRobin;
 
@@ -20,22 +17,15 @@ pub fn deal(objects: usize, gpms: usize) -> Vec<(usize, Eyes, Vec<usize>)> {
 }
 
 impl Scheme for ObjectRoundRobin {
-    fn name(&self) -> &'static str {
-        "object"
+    fn traits(&self) -> Traits {
+        Traits::new("object", Composition::Root)
     }
-    fn composition(&self) -> Composition {
-        Composition::Root
-    }
-    fn frame(
-        &mut self,
-        input: &FrameInput<'_>,
-        render: &mut Render<'_>,
-    ) -> Result<FrameTiming, VrError> {
-        check_gpms(input.gpms)?;
+    fn plan(&mut self, input: &FrameInput<'_>) -> Plan {
         let groups = deal(input.objects.len(), input.gpms);
-        let mut t = render_all(&merged(input, groups), input.gpms, render)?;
-        t.batches = 2 * input.objects.len();
-        Ok(t)
+        Plan {
+            pieces: merged(input, groups),
+            batches: Some(2 * input.objects.len()),
+        }
     }
 }
 

@@ -4,12 +4,9 @@
 //! composition: those are OO-VR's hardware (§5.2–5.3). The round-robin dealing is our reading:
 //! §6 says OO_APP is the programming model only, and round robin is the paper's distribution
 //! for batches before its predictor is fitted (§5.2).
-use super::{
-    check_gpms, merged, render_all, Composition, Eyes, FrameInput, FrameTiming, Render, Scheme,
-};
+use super::{merged, Composition, Eyes, FrameInput, Plan, Scheme, Traits};
 use crate::vr::objects::DrawObject;
 use crate::vr::tsl::batch;
-use crate::vr::VrError;
 
 pub struct OoApp;
 
@@ -24,23 +21,16 @@ pub fn deal(objects: &[DrawObject], gpms: usize) -> Vec<(usize, Eyes, Vec<usize>
 }
 
 impl Scheme for OoApp {
-    fn name(&self) -> &'static str {
-        "oo-app"
+    fn traits(&self) -> Traits {
+        Traits::new("oo-app", Composition::Root)
     }
-    fn composition(&self) -> Composition {
-        Composition::Root
-    }
-    fn frame(
-        &mut self,
-        input: &FrameInput<'_>,
-        render: &mut Render<'_>,
-    ) -> Result<FrameTiming, VrError> {
-        check_gpms(input.gpms)?;
+    fn plan(&mut self, input: &FrameInput<'_>) -> Plan {
         let groups = deal(input.objects, input.gpms);
-        let n = groups.len();
-        let mut t = render_all(&merged(input, groups), input.gpms, render)?;
-        t.batches = n;
-        Ok(t)
+        let batches = Some(groups.len());
+        Plan {
+            pieces: merged(input, groups),
+            batches,
+        }
     }
 }
 

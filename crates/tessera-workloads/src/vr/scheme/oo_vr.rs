@@ -14,7 +14,7 @@
 //!   work to idle GPMs "based on their IDs").
 //! - Composition: distributed, [`Composition::Distributed`].
 use super::{
-    check_gpms, spans, Composition, FrameInput, FrameTiming, Piece, Region, Render, Scheme,
+    check_gpms, spans, Composition, FrameInput, FrameTiming, Piece, Region, Render, Scheme, Traits,
 };
 use crate::vr::predict::{
     fit, schedule, BatchFeatures, Coefficients, DispatchConfig, PredictError, QUEUE_DEPTH,
@@ -47,14 +47,11 @@ fn sum(fs: impl Iterator<Item = BatchFeatures>) -> BatchFeatures {
 }
 
 impl Scheme for OoVr {
-    fn name(&self) -> &'static str {
-        "oo-vr"
-    }
-    fn composition(&self) -> Composition {
-        Composition::Distributed
-    }
-    fn preallocates(&self) -> bool {
-        true
+    fn traits(&self) -> Traits {
+        Traits {
+            preallocates: true,
+            ..Traits::new("oo-vr", Composition::Distributed)
+        }
     }
     fn frame(
         &mut self,

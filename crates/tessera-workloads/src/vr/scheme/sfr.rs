@@ -2,11 +2,7 @@
 //! by side) cut into as many strips as GPMs, vertical (`sfr-v`, GPM 0 on the left) or
 //! horizontal (`sfr-h`, GPM 0 at the bottom, each strip across both eyes); every GPM draws all
 //! objects over its strip, into its own part of the framebuffer.
-use super::{
-    check_gpms, render_all, spans, Composition, FrameInput, FrameTiming, Piece, Region, Render,
-    Scheme,
-};
-use crate::vr::VrError;
+use super::{spans, Composition, FrameInput, Piece, Plan, Region, Scheme, Traits};
 
 pub struct Sfr {
     vertical: bool,
@@ -50,22 +46,11 @@ impl Sfr {
 }
 
 impl Scheme for Sfr {
-    fn name(&self) -> &'static str {
-        if self.vertical {
-            "sfr-v"
-        } else {
-            "sfr-h"
-        }
+    fn traits(&self) -> Traits {
+        let name = if self.vertical { "sfr-v" } else { "sfr-h" };
+        Traits::new(name, Composition::InPlace)
     }
-    fn composition(&self) -> Composition {
-        Composition::InPlace
-    }
-    fn frame(
-        &mut self,
-        input: &FrameInput<'_>,
-        render: &mut Render<'_>,
-    ) -> Result<FrameTiming, VrError> {
-        check_gpms(input.gpms)?;
-        render_all(&self.pieces(input), input.gpms, render)
+    fn plan(&mut self, input: &FrameInput<'_>) -> Plan {
+        Plan::of(self.pieces(input))
     }
 }

@@ -13,10 +13,152 @@
 //! waves. Turning loads into time is a model: the policy's time above resident, scaled by
 //! OPT's loads over the policy's.
 
+mod boiling;
+mod raytrace;
+
 use std::time::Instant;
 
 use tessera_core::eviction::belady_loads;
-use tessera_runtime::{DeviceTraffic, PassStats, RuntimeError, System};
+use tessera_core::{CoreError, PageSize};
+use tessera_runtime::{
+    DeviceTraffic, PassStats, Policy, Prefetch, Procedure, RuntimeError, System, SystemConfig,
+    Thrashing,
+};
+
+use crate::plot::Series;
+
+pub use raytrace::RaytraceScene;
+
+/// Why the bench could not run, or why it failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OversubError {
+    #[error("give at least one {0}")]
+    Empty(&'static str),
+    #[error("--staging on applies to boiling only (the ray kernel has no footprint)")]
+    StagingWithoutFootprint,
+    /// A trial's frame failed; `trial` names its setting.
+    #[error("{trial}")]
+    Trial {
+        trial: String,
+        #[source]
+        source: Box<OversubError>,
+    },
+    /// The caller's node factory refused a configuration.
+    #[error(transparent)]
+    Node(Box<dyn std::error::Error + Send + Sync>),
+    #[error(transparent)]
+    Runtime(#[from] RuntimeError),
+    #[error(transparent)]
+    Core(#[from] CoreError),
+    #[error(transparent)]
+    Raytrace(#[from] crate::raytrace::RaytraceError),
+}
+
+/// What the bench runs, besides the workload: the settings it compares and how it measures.
+pub struct Bench {
+    /// Working set divided by budget, each at least 1.
+    pub ratios: Vec<f64>,
+    pub policies: Vec<Policy>,
+    pub prefetch: Vec<Prefetch>,
+    pub staging: Vec<bool>,
+    /// The node every trial starts from (devices, threads); the bench sets the budget, the
+    /// memories, the policy and the trace recording.
+    pub node: SystemConfig,
+    pub thrashing: Thrashing,
+    pub procedure: Procedure,
+    pub page: PageSize,
+    pub frames: u32,
+    pub rounds: u32,
+}
+
+/// The workload whose working set is oversubscribed.
+pub enum Subject {
+    /// The boiling simulation on a `size` × `size` field.
+    Boiling {
+        size: u32,
+    },
+    Raytrace(Box<RaytraceScene>),
+}
+
+/// Makes a node of a configuration on the caller's backend.
+pub type MakeNode<'a> =
+    dyn FnMut(&SystemConfig) -> Result<System, Box<dyn std::error::Error + Send + Sync>> + 'a;
+
+/// What the bench found, for the caller to print and write.
+pub struct Outcome {
+    /// The table, as printed.
+    pub text: String,
+    pub csv: String,
+    /// The CSV's file name.
+    pub csv_name: &'static str,
+    /// A plot of throughput against the ratio (title, series), where the workload has one.
+    pub chart: Option<(String, Vec<Series>)>,
+    /// Set when a trial's result differs from the resident run's: the failure's message.
+    pub differs: Option<String>,
+    /// The line that says every result agreed.
+    pub agreed: String,
+}
+
+/// Runs the bench on `subject`; `tick` is called after each warm-up frame and each trial's
+/// round, [`ticks`] times in all.
+pub fn run(
+    bench: &Bench,
+    subject: Subject,
+    make: &mut MakeNode,
+    tick: impl FnMut(),
+) -> Result<Outcome, OversubError> {
+    let none = bench.policies.is_empty() || bench.ratios.is_empty();
+    match subject {
+        Subject::Boiling { size } => {
+            if none || bench.prefetch.is_empty() || bench.staging.is_empty() {
+                return Err(OversubError::Empty(
+                    "--policy, --ratios, --prefetch and --staging value",
+                ));
+            }
+            boiling::run(bench, size, make, tick)
+        }
+        Subject::Raytrace(scene) => {
+            if bench.staging.iter().any(|&s| s) {
+                // The ray kernel declares no footprint, so there is no next band to stage.
+                return Err(OversubError::StagingWithoutFootprint);
+            }
+            if none {
+                return Err(OversubError::Empty("--policy and --ratios value"));
+            }
+            raytrace::run(bench, *scene, make, tick)
+        }
+    }
+}
+
+/// How many times [`run`] ticks: a warm-up frame and `rounds` rounds per trial.
+pub fn ticks(bench: &Bench, subject: &Subject) -> u64 {
+    let settings = match subject {
+        Subject::Boiling { .. } => {
+            bench.ratios.len() * bench.policies.len() * bench.prefetch.len() * bench.staging.len()
+        }
+        Subject::Raytrace(_) => bench.ratios.len() * bench.policies.len(),
+    };
+    (settings as u64 + 1) * (bench.rounds as u64 + 1)
+}
+
+fn on_off(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
+}
+
+/// Wraps a trial's frame error with the setting it ran.
+fn in_trial<T, E: Into<OversubError>>(
+    r: Result<T, E>,
+    trial: impl FnOnce() -> String,
+) -> Result<T, OversubError> {
+    r.map_err(|e| OversubError::Trial {
+        trial: trial(),
+        source: Box::new(e.into()),
+    })
+}
 
 /// One configuration of the bench: a workload on its own node.
 pub struct Trial<S, K> {

@@ -21,6 +21,10 @@ use crate::decomp::runner::Decomposed;
 use crate::decomp::{run_phase, square_reads, star_reads, Access, Axis, DecompError, Grid};
 use crate::{convolution, stencil};
 
+mod text;
+
+pub use text::{speedup_chart, sweep_table};
+
 /// What can stop a halo run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum HaloError {
@@ -34,6 +38,14 @@ pub enum HaloError {
     Modeled(#[from] ModeledError),
     #[error(transparent)]
     Topology(#[from] TopologyError),
+    #[error("--size must be between 1 and {max} for the {name} (got {size})")]
+    Size {
+        size: u32,
+        max: u32,
+        name: &'static str,
+    },
+    #[error("the explicit version replicates the filter by hand (a private copy per device): --filter-access must be replicate")]
+    ExplicitSharedFilter,
 }
 
 pub type Result<T, E = HaloError> = std::result::Result<T, E>;
@@ -147,6 +159,24 @@ impl Setup {
             Kind::Stencil { .. } => (MAX_STENCIL, [self.size; 3]),
             Kind::Convolution { .. } => (MAX_IMAGE, [self.size, self.size, 1]),
         }
+    }
+
+    /// Everything about the setup that can be refused before a node starts; its grid.
+    pub fn check(&self) -> Result<Grid> {
+        let max = self.bounds().0;
+        if self.size == 0 || self.size > max {
+            return Err(HaloError::Size {
+                size: self.size,
+                max,
+                name: self.name(),
+            });
+        }
+        if let Kind::Convolution { filter_mode, .. } = self.kind {
+            if self.access == Access::Explicit && filter_mode != AccessMode::Migrate {
+                return Err(HaloError::ExplicitSharedFilter);
+            }
+        }
+        self.grid()
     }
 
     /// The decomposition, once the filter, the split, the halo and the page fit the field.

@@ -1,4 +1,4 @@
-//! `run`'s `frames.gif`: the display texture sampled every few frames, so that a run shows the
+//! `run boiling`'s `frames.gif`: the display texture sampled every few frames, so that a run shows the
 //! simulation evolving rather than its last frame alone.
 
 use std::cell::RefCell;
@@ -7,10 +7,33 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use anyhow::{Context, Result};
 use image::codecs::gif::{GifEncoder, Repeat};
 use image::imageops::{self, FilterType};
 use image::{Delay, Frame, RgbaImage};
+
+/// Why the GIF could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum AnimationError {
+    #[error("cannot write {}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("a {w}x{h} frame needs {bytes} bytes")]
+    FrameSize { w: u32, h: u32, bytes: u64 },
+}
+
+type Result<T, E = AnimationError> = std::result::Result<T, E>;
+
+fn write_error(
+    path: &Path,
+) -> impl FnOnce(Box<dyn std::error::Error + Send + Sync>) -> AnimationError + '_ {
+    move |source| AnimationError::Write {
+        path: path.to_path_buf(),
+        source,
+    }
+}
 
 /// Wider fields are scaled down to this side: an 8192² GIF frame would take the colour
 /// quantiser seconds per frame and the file hundreds of MiB, and shows no more of the boiling.
@@ -46,13 +69,12 @@ pub struct Animation {
 
 impl Animation {
     pub fn create(path: &Path) -> Result<Self> {
-        let file =
-            File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+        let file = File::create(path).map_err(|e| write_error(path)(e.into()))?;
         let file = Shared(Rc::new(RefCell::new(BufWriter::new(file))));
         let mut encoder = GifEncoder::new_with_speed(file.clone(), SPEED);
         encoder
             .set_repeat(Repeat::Infinite)
-            .with_context(|| format!("cannot write {}", path.display()))?;
+            .map_err(|e| write_error(path)(e.into()))?;
         Ok(Animation {
             path: path.to_path_buf(),
             file,
@@ -64,8 +86,13 @@ impl Animation {
     /// Adds a frame from RGBA8 rows stored from the lower left, as the display texture holds
     /// them.
     pub fn push(&mut self, w: u32, h: u32, rgba_lower_left: &[u8]) -> Result<()> {
-        let img = RgbaImage::from_raw(w, h, rgba_lower_left.to_vec())
-            .with_context(|| format!("a {w}x{h} frame needs {} bytes", w as u64 * h as u64 * 4))?;
+        let img = RgbaImage::from_raw(w, h, rgba_lower_left.to_vec()).ok_or(
+            AnimationError::FrameSize {
+                w,
+                h,
+                bytes: w as u64 * h as u64 * 4,
+            },
+        )?;
         let mut img = imageops::flip_vertical(&img);
         if w.max(h) > MAX_SIDE {
             let scale = MAX_SIDE as f64 / w.max(h) as f64;
@@ -78,7 +105,7 @@ impl Animation {
         let delay = Delay::from_numer_denom_ms(DELAY_MS, 1);
         self.encoder
             .encode_frame(Frame::from_parts(img, 0, 0, delay))
-            .with_context(|| format!("cannot write {}", self.path.display()))?;
+            .map_err(|e| write_error(&self.path)(e.into()))?;
         self.frames += 1;
         Ok(())
     }
@@ -92,8 +119,7 @@ impl Animation {
             frames,
         } = self;
         drop(encoder);
-        file.flush()
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        file.flush().map_err(|e| write_error(&path)(e.into()))?;
         Ok((path, frames))
     }
 }

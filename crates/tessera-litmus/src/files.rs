@@ -1,0 +1,106 @@
+//! A run over litmus files: each loaded and run in turn, its report handed on as it completes,
+//! and the tally that says whether the whole run passed.
+
+use std::path::PathBuf;
+
+use crate::run::{run_test, Report, RunConfig};
+
+/// What became of one file.
+pub enum FileOutcome<'a> {
+    /// It ran; its report.
+    Ran(&'a Report),
+    /// It could not be loaded, or its run failed: the message.
+    Error(String),
+}
+
+/// The files run, and which did not pass.
+#[derive(Debug, Default)]
+pub struct Tally {
+    pub files: usize,
+    pub passed: usize,
+    /// Tests that showed an outcome sequential consistency forbids, or whose run failed.
+    pub failed: Vec<String>,
+    /// Files that could not be loaded.
+    pub unreadable: Vec<String>,
+    /// Tests run, and those in which every outcome SC allows showed up.
+    pub ran: usize,
+    pub covered: usize,
+}
+
+/// Runs every file of `files` with `config`, handing each outcome to `each` as it completes;
+/// one bad file does not stop the others.
+pub fn run_files(
+    files: &[PathBuf],
+    config: &RunConfig,
+    mut each: impl FnMut(FileOutcome),
+) -> Tally {
+    let mut t = Tally {
+        files: files.len(),
+        ..Tally::default()
+    };
+    for path in files {
+        let test = match crate::load(path) {
+            Ok(test) => test,
+            Err(e) => {
+                each(FileOutcome::Error(e.to_string()));
+                t.unreadable.push(path.display().to_string());
+                continue;
+            }
+        };
+        match run_test(&test, config) {
+            Ok(report) => {
+                each(FileOutcome::Ran(&report));
+                t.ran += 1;
+                let (seen, allowed) = report.coverage();
+                if seen == allowed {
+                    t.covered += 1;
+                }
+                if report.passed() {
+                    t.passed += 1;
+                } else {
+                    t.failed.push(test.name.clone());
+                }
+            }
+            Err(e) => {
+                each(FileOutcome::Error(format!("{}: {e}", path.display())));
+                t.failed.push(test.name.clone());
+            }
+        }
+    }
+    t
+}
+
+impl Tally {
+    /// The summary and coverage lines.
+    pub fn summary(&self) -> String {
+        format!(
+            "Summary: {} files, {} passed, {} failed, {} not run (unreadable, malformed or unsupported)\nCoverage: every outcome sequential consistency allows seen in {} of {} tests run",
+            self.files,
+            self.passed,
+            self.failed.len(),
+            self.unreadable.len(),
+            self.covered,
+            self.ran
+        )
+    }
+
+    /// Why the run failed, if it did.
+    pub fn problems(&self) -> Option<String> {
+        let mut problems = Vec::new();
+        if !self.failed.is_empty() {
+            problems.push(format!(
+                "{} tests showed outcomes sequential consistency forbids or failed to run ({})",
+                self.failed.len(),
+                self.failed.join(", ")
+            ));
+        }
+        if !self.unreadable.is_empty() {
+            problems.push(format!(
+                "{} files could not be run: unreadable, malformed or unsupported ({})",
+                self.unreadable.len(),
+                self.unreadable.join(", ")
+            ));
+        }
+        (!problems.is_empty()).then(|| problems.join("; "))
+    }
+}

@@ -1,0 +1,157 @@
+//! `tessera bench scaling`'s figures: the median run of each device count, and the tables
+//! that split its modeled frame time into work, link and manager.
+
+use super::modeled::Figures;
+
+/// Each count's run of median modeled time, and the range of the modeled times it was chosen
+/// from.
+pub fn medians(runs: Vec<Vec<Figures>>) -> (Vec<Figures>, Vec<(f64, f64)>) {
+    let mut ranges = Vec::new();
+    let out = runs
+        .into_iter()
+        .map(|mut v| {
+            v.sort_by(|a, b| a.modeled.total_cmp(&b.modeled));
+            let lo = v.first().map_or(0.0, |p| p.modeled);
+            let hi = v.last().map_or(0.0, |p| p.modeled);
+            ranges.push((lo, hi));
+            v.swap_remove(v.len() / 2)
+        })
+        .collect();
+    (out, ranges)
+}
+
+fn ms_list(v: &[f64]) -> String {
+    v.iter()
+        .map(|s| format!("{:.1}", s * 1e3))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The tables of `out` (each count's median run, `ranges` their spread over `rounds` runs)
+/// and, where the write-home rule ran too, of `home_out` beside it; None when no count ran.
+pub fn table(
+    out: &[Figures],
+    ranges: &[(f64, f64)],
+    home_out: &[Figures],
+    rounds: u32,
+) -> Option<String> {
+    let base = out.first().map(|p| (p.devices as f64, p.modeled))?;
+    let mut s = String::new();
+    ln!(s, "modeled ms/frame = slowest device's work alone + busiest link + memory manager (all per frame)");
+    ln!(
+        s,
+        "{:>7} {:>11} {:>9} {:>6} {:>10} {:>9} {:>8} {:>9} {:>9} {:>9} {:>13}",
+        "devices",
+        "modeled ms",
+        "speed-up",
+        "ideal",
+        "efficiency",
+        "work ms",
+        "link ms",
+        "manager",
+        "req/f",
+        "MiB/f",
+        "fps together"
+    );
+    for p in out {
+        let speedup = base.1 / p.modeled;
+        let ideal = p.devices as f64 / base.0;
+        ln!(
+ s,
+            "{:>7} {:>11.2} {:>9.2} {:>6.1} {:>9.0}% {:>9.2} {:>8.3} {:>9.2} {:>9.1} {:>9.2} {:>13.2}",
+            p.devices,
+            p.modeled * 1e3,
+            speedup,
+            ideal,
+            100.0 * speedup / ideal,
+            p.work * 1e3,
+            p.link * 1e3,
+            p.manager * 1e3,
+            p.requests,
+            p.moved_mib,
+            p.measured_fps
+        );
+    }
+    ln!(s, "(fps together: measured wall time with the devices sharing this machine; not a multi-GPU figure)");
+    if rounds > 1 {
+        let spread: Vec<String> = out
+            .iter()
+            .zip(ranges)
+            .map(|(p, (lo, hi))| format!("{}: {:.1}–{:.1}", p.devices, lo * 1e3, hi * 1e3))
+            .collect();
+        ln!(
+            s,
+            "modeled ms/frame over the runs, min–max: {}",
+            spread.join(", ")
+        );
+    }
+    ln!(
+        s,
+        "work per device, ms/frame: alone (the model's) | with all devices together (measured)"
+    );
+    for p in out {
+        let alone: f64 = p.per_device_work.iter().sum();
+        ln!(
+            s,
+            "{:>7}: {} | {}   (sum alone {:.1})",
+            p.devices,
+            ms_list(&p.per_device_work),
+            ms_list(&p.concurrent_work),
+            alone * 1e3
+        );
+    }
+    if let Some(home_base) = home_out.first().map(|p| p.modeled) {
+        ln!(
+ s,
+            "owned pages against the paper's write-home rule, same rounds (busiest link and modeled ms per frame):"
+        );
+        ln!(
+            s,
+            "{:>7} {:>18} {:>13} {:>21} {:>16} {:>19} {:>14}",
+            "devices",
+            "link ms write-home",
+            "link ms owned",
+            "modeled ms write-home",
+            "modeled ms owned",
+            "speed-up write-home",
+            "speed-up owned"
+        );
+        for (h, p) in home_out.iter().zip(out) {
+            ln!(
+                s,
+                "{:>7} {:>18.3} {:>13.3} {:>21.2} {:>16.2} {:>19.2} {:>14.2}",
+                p.devices,
+                h.link * 1e3,
+                p.link * 1e3,
+                h.modeled * 1e3,
+                p.modeled * 1e3,
+                home_base / h.modeled,
+                base.1 / p.modeled
+            );
+        }
+        for h in home_out {
+            ln!(
+                s,
+                "speedup_write_home_{}={:.3} link_ms_write_home_{}={:.4}",
+                h.devices,
+                home_base / h.modeled,
+                h.devices,
+                h.link * 1e3
+            );
+        }
+    }
+    for p in out {
+        ln!(s, "link_ms_{}={:.4}", p.devices, p.link * 1e3);
+    }
+    for p in out {
+        ln!(
+            s,
+            "speedup_{}={:.3} ideal_{}={:.3}",
+            p.devices,
+            base.1 / p.modeled,
+            p.devices,
+            p.devices as f64 / base.0
+        );
+    }
+    Some(s)
+}

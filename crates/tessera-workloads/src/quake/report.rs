@@ -1,0 +1,178 @@
+//! What `tessera run quake` writes to report.json and prints.
+
+use serde::Serialize;
+use tessera_runtime::{Procedure, StageTimes};
+
+use super::render::{RenderOptions, Renderer};
+use super::run::{Figures, Footprint, QuakeDevice, Recorded, TextureFigures};
+use super::QuakeError;
+use crate::{ImageCore, Made};
+
+/// The filtered renderer's own figures.
+#[derive(Serialize)]
+pub struct FilterReport {
+    /// `bilinear` or `trilinear`.
+    pub filter: String,
+    pub border: u32,
+    /// Levels of the atlas's mip chain.
+    pub levels: u32,
+    /// Pages of the whole chain (level 0 is `atlas_pages`).
+    pub chain_pages: u64,
+    /// Memory the borders add to every page: (P + 2B)² / P² − 1.
+    pub border_overhead: f64,
+    /// Per frame, per mip level: texture page requests of all devices.
+    pub requests_by_level: Vec<Vec<u64>>,
+}
+
+/// The schema's core (docs/report.schema.json), then the game trace's own section.
+#[derive(Serialize)]
+pub struct QuakeReport {
+    #[serde(flatten)]
+    pub core: ImageCore<&'static str>,
+    /// Summed over devices and frames, seconds.
+    pub stages: StageTimes,
+    pub per_device: Vec<QuakeDevice>,
+    /// `generated`, or `map:NAME`.
+    pub scene: String,
+    pub width: u32,
+    pub height: u32,
+    pub clear_each_frame: bool,
+    pub drop_unused: bool,
+    /// `home` or `random`.
+    pub initial_placement: String,
+    pub textures: usize,
+    pub atlas_width: u32,
+    pub atlas_height: u32,
+    pub atlas_pages: u64,
+    /// Atlas pages holding texels of some texture (the rest is padding).
+    pub texture_pages: u64,
+    /// Measured wall time of the whole loop (set-up, passes, read-backs, files).
+    pub wall_seconds: f64,
+    /// Per frame, measured wall time of its passes alone (no pictures, no trace).
+    pub frame_seconds: Vec<f64>,
+    /// Per frame, per device: texture page requests.
+    pub requests: Vec<Vec<u64>>,
+    /// Per frame, per device: requests for the frame's buffers and the framebuffer.
+    pub other_requests: Vec<Vec<u64>>,
+    /// Per device, texture page requests over all frames.
+    pub total_requests: Vec<u64>,
+    pub mean_requests_per_frame: Vec<f64>,
+    pub triangles_per_frame: Vec<u32>,
+    /// Per device, atlas pages it holds at the end: only it, and it and another device.
+    pub texture_footprint: Vec<Footprint>,
+    /// Per texture: its pages in the atlas and the requests for them.
+    pub per_texture: Vec<TextureFigures>,
+    /// With --filter bilinear or trilinear.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filtering: Option<FilterReport>,
+}
+
+/// How the run was made, beside its renderer's options.
+pub struct Ran {
+    /// `cpu` or `wgpu`.
+    pub backend: &'static str,
+    pub adapter: String,
+    pub scene: String,
+    pub frames: u32,
+    /// `home` or `random`.
+    pub initial_placement: String,
+    /// The filter's name, and the border of a bordered atlas.
+    pub filter: String,
+    pub border: u32,
+    pub textures: usize,
+    pub wall_seconds: f64,
+}
+
+impl QuakeReport {
+    /// The report of `r` after the frames `rec` recorded, rendered with `o`, the last one's
+    /// image `image`.
+    pub fn new(
+        r: &Renderer,
+        rec: &Recorded,
+        o: &RenderOptions,
+        ran: Ran,
+        image: &[u8],
+    ) -> Result<Self, QuakeError> {
+        let figures = Figures::of(r, rec, o.page)?;
+        let total = figures.total_requests;
+        let made = Made {
+            workload: "quake",
+            backend: ran.backend,
+            adapter: ran.adapter,
+            devices: r.sys.devices(),
+            page_size: o.page,
+            warmup_frames: 0,
+            procedure: o.procedure,
+            split: o.split.name(),
+        };
+        Ok(QuakeReport {
+            core: ImageCore::new(made, ran.frames as usize, image),
+            stages: figures.stages,
+            per_device: figures.per_device,
+            scene: ran.scene,
+            width: o.width,
+            height: o.height,
+            clear_each_frame: o.clear_each_frame,
+            drop_unused: o.drop_unused,
+            initial_placement: ran.initial_placement,
+            textures: ran.textures,
+            atlas_width: r.atlas.width,
+            atlas_height: r.atlas.height,
+            atlas_pages: r.atlas.page_count(),
+            texture_pages: figures.texture_pages,
+            wall_seconds: ran.wall_seconds,
+            frame_seconds: rec.frame_seconds.clone(),
+            mean_requests_per_frame: total
+                .iter()
+                .map(|&t| t as f64 / ran.frames as f64)
+                .collect(),
+            total_requests: total,
+            requests: rec.requests.clone(),
+            other_requests: rec.other_requests.clone(),
+            triangles_per_frame: rec.triangles.clone(),
+            texture_footprint: figures.texture_footprint,
+            per_texture: figures.per_texture,
+            filtering: r.mip_layout().map(|m| FilterReport {
+                filter: ran.filter,
+                border: ran.border,
+                levels: m.levels(),
+                chain_pages: m.page_count(),
+                border_overhead: m.border_overhead(),
+                requests_by_level: rec.by_level.clone(),
+            }),
+        })
+    }
+
+    /// The summary `tessera run quake` prints.
+    pub fn summary(&self) -> String {
+        let c = &self.core;
+        let procedure = match c.procedure {
+            Procedure::TwoPass => "two-pass",
+            Procedure::Relaunch => "relaunch",
+        };
+        let mut s = format!(
+            "quake: {} frames {}x{} on {} device(s) ({}), split {}, page {}, {procedure}{}\n",
+            c.frames,
+            self.width,
+            self.height,
+            c.devices,
+            c.backend,
+            c.split,
+            c.page_size,
+            if self.clear_each_frame {
+                ", memory cleared each frame"
+            } else {
+                ""
+            }
+        );
+        for (d, t) in self.total_requests.iter().enumerate() {
+            s += &format!(
+                "device {d}: {t} texture page requests ({:.1} per frame); holds {} atlas pages only it holds, {} shared\n",
+                self.mean_requests_per_frame[d],
+                self.texture_footprint[d].unique_pages,
+                self.texture_footprint[d].shared_pages
+            );
+        }
+        s
+    }
+}
