@@ -10,9 +10,11 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 use tessera_runtime::{Procedure, SystemConfig};
-use tessera_workloads::quake::render::{Filtering, RenderOptions, Renderer};
+use tessera_workloads::quake::render::{Filtering, Miss, RenderOptions, Renderer, DEFAULT_TAIL};
 use tessera_workloads::quake::replay::{replay_all, ReplayOptions, Replayed};
-use tessera_workloads::quake::run::{record, Figures, Footprint, QuakeDevice, TextureFigures};
+use tessera_workloads::quake::run::{
+    record, DegradeFigures, Figures, Footprint, QuakeDevice, TextureFigures,
+};
 use tessera_workloads::quake::trace::{Trace, BLOCK};
 use tessera_workloads::quake::{
     map, pictures, reference, scene, Camera, Mesh, Split, MAX_SCREEN_SIDE,
@@ -41,6 +43,17 @@ pub enum FilterKind {
     Bilinear,
     /// Bilinear samples of the two mip levels around the level of detail, blended.
     Trilinear,
+}
+
+/// `--miss`: what a filtered sample does when its atlas page is not on its device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MissKind {
+    /// Fault, bring the page, run the pixel again: every frame exact.
+    Relaunch,
+    /// Serve the sample from the finest resident coarser level and bring the page for a
+    /// later frame: no pixel runs twice.
+    Degrade,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
@@ -151,6 +164,11 @@ pub struct QuakeOpts {
     /// quarter of --page). A bordered atlas is read-only, replicated to its readers.
     #[arg(long, value_name = "B", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=128))]
     border: u32,
+    /// What a filtered sample does when its atlas page is not on its device: relaunch (fault
+    /// and run the pixel again, exact) or degrade (a coarser resident level now, the page
+    /// for a later frame; the levels of at most 64x64 texels are replicated on every device).
+    #[arg(long, value_enum, default_value = "relaunch")]
+    miss: MissKind,
 }
 
 /// The filtered renderer's own figures.
@@ -166,6 +184,10 @@ struct FilterReport {
     border_overhead: f64,
     /// Per frame, per mip level: texture page requests of all devices.
     requests_by_level: Vec<Vec<u64>>,
+    miss: MissKind,
+    /// With --miss degrade.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    degrade: Option<DegradeFigures>,
 }
 
 /// The schema's core (docs/report.schema.json), then the game trace's own section.
@@ -343,6 +365,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     let figures = Figures::of(&r, &rec, o.page.get())?;
     let total = figures.total_requests;
     let requests = rec.requests;
+    let degrade = DegradeFigures::of(&r, &rec.degrade);
     let report = QuakeReport {
         schema_version: crate::report::SCHEMA_VERSION,
         workload: "quake",
@@ -386,12 +409,20 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
             chain_pages: m.page_count(),
             border_overhead: m.border_overhead(),
             requests_by_level: rec.by_level.clone(),
+            miss: o.miss,
+            degrade,
         }),
     };
     let json = o.out.join("report.json");
     std::fs::write(&json, serde_json::to_string_pretty(&report)?)
         .with_context(|| format!("cannot write {}", json.display()))?;
     write_requests_csv(&csv_path(&o.out, "requests.csv"), &requests)?;
+    if o.miss == MissKind::Degrade {
+        crate::output::write_whole(
+            &csv_path(&o.out, "degrade.csv"),
+            DegradeFigures::csv(&rec.degrade).as_bytes(),
+        )?;
+    }
     pictures::requests_chart(
         &o.out.join("requests"),
         &requests,
@@ -457,6 +488,10 @@ impl QuakeOpts {
         Some(Filtering {
             filter,
             border: self.border,
+            miss: match self.miss {
+                MissKind::Relaunch => Miss::Relaunch,
+                MissKind::Degrade => Miss::Degrade { tail: DEFAULT_TAIL },
+            },
         })
     }
 
@@ -466,6 +501,16 @@ impl QuakeOpts {
         if self.border > 0 && self.filter == FilterKind::Nearest {
             return Some(
                 "--border needs --filter bilinear or trilinear: the nearest filter reads the atlas without a mip chain or borders".into(),
+            );
+        }
+        if self.miss == MissKind::Degrade && self.filter == FilterKind::Nearest {
+            return Some(
+                "--miss degrade needs --filter bilinear or trilinear: a degrading sample falls back on coarser mip levels, and the nearest filter reads the atlas without a mip chain".into(),
+            );
+        }
+        if self.miss == MissKind::Degrade && self.procedure == Procedure::TwoPass {
+            return Some(
+                "--miss degrade needs --procedure relaunch: two-pass brings every page a frame samples before it runs, so nothing would degrade".into(),
             );
         }
         if self.border > self.page.get() / 4 {

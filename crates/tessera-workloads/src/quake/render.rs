@@ -272,6 +272,11 @@ impl Renderer {
         Ok(r)
     }
 
+    /// Atlas pages asked for (`Miss::Degrade`) and not yet on the device that asked.
+    pub fn waiting_pages(&self) -> u64 {
+        self.waiting.len() as u64
+    }
+
     /// The atlas's replicated tail (`Miss::Degrade`), as local pages.
     pub fn tail_pages(&self) -> std::ops::Range<u64> {
         self.tail.clone()
