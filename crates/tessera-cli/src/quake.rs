@@ -10,11 +10,12 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 use tessera_runtime::{Procedure, SystemConfig};
-use tessera_workloads::quake::render::{Filtering, RenderOptions, Renderer};
+use tessera_workloads::quake::render::{Filtering, Miss, RenderOptions, Renderer, DEFAULT_TAIL};
 use tessera_workloads::quake::replay::{replay_all, ReplayOptions, Replayed};
 use tessera_workloads::quake::replay_text::{not_compared, requests_csv, PageSweep};
 use tessera_workloads::quake::report::{QuakeReport, Ran};
 use tessera_workloads::quake::run::record;
+use tessera_workloads::quake::run::DegradeFigures;
 use tessera_workloads::quake::trace::{Trace, BLOCK};
 use tessera_workloads::quake::{map, pictures, reference, Split, MAX_SCREEN_SIDE};
 use tessera_workloads::raytrace::SceneSpec;
@@ -61,6 +62,17 @@ impl FilterKind {
             FilterKind::Trilinear => Some(tessera_core::Filter::Trilinear),
         }
     }
+}
+
+/// `--miss`: what a filtered sample does when its atlas page is not on its device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MissKind {
+    /// Fault, bring the page, run the pixel again: every frame exact.
+    Relaunch,
+    /// Serve the sample from the finest resident coarser level and bring the page for a
+    /// later frame: no pixel runs twice.
+    Degrade,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
@@ -172,6 +184,11 @@ pub struct QuakeOpts {
     /// quarter of --page). A bordered atlas is read-only, replicated to its readers.
     #[arg(long, value_name = "B", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=128))]
     border: u32,
+    /// What a filtered sample does when its atlas page is not on its device: relaunch (fault
+    /// and run the pixel again, exact) or degrade (a coarser resident level now, the page
+    /// for a later frame; the levels of at most 64x64 texels are replicated on every device).
+    #[arg(long, value_enum, default_value = "relaunch")]
+    miss: MissKind,
 }
 
 fn csv_path(dir: &Path, name: &str) -> PathBuf {
@@ -275,6 +292,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
             frames: o.frames,
             initial_placement: value_name(o.initial_placement),
             filter: value_name(o.filter),
+            miss: value_name(o.miss),
             border: o.border,
             textures: sizes.len(),
             wall_seconds: wall,
@@ -286,6 +304,12 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     std::fs::write(&json, serde_json::to_string_pretty(&report)?)
         .with_context(|| format!("cannot write {}", json.display()))?;
     write_requests_csv(&csv_path(&o.out, "requests.csv"), requests)?;
+    if o.miss == MissKind::Degrade {
+        crate::output::write_whole(
+            &csv_path(&o.out, "degrade.csv"),
+            DegradeFigures::csv(&rec.degrade).as_bytes(),
+        )?;
+    }
     pictures::requests_chart(
         &o.out.join("requests"),
         requests,
@@ -325,6 +349,10 @@ impl QuakeOpts {
         Some(Filtering {
             filter,
             border: self.border,
+            miss: match self.miss {
+                MissKind::Relaunch => Miss::Relaunch,
+                MissKind::Degrade => Miss::Degrade { tail: DEFAULT_TAIL },
+            },
         })
     }
 
@@ -334,6 +362,16 @@ impl QuakeOpts {
         if self.border > 0 && self.filter == FilterKind::Nearest {
             return Some(
                 "--border needs --filter bilinear or trilinear: the nearest filter reads the atlas without a mip chain or borders".into(),
+            );
+        }
+        if self.miss == MissKind::Degrade && self.filter == FilterKind::Nearest {
+            return Some(
+                "--miss degrade needs --filter bilinear or trilinear: a degrading sample falls back on coarser mip levels, and the nearest filter reads the atlas without a mip chain".into(),
+            );
+        }
+        if self.miss == MissKind::Degrade && self.procedure == Procedure::TwoPass {
+            return Some(
+                "--miss degrade needs --procedure relaunch: two-pass brings every page a frame samples before it runs, so nothing would degrade".into(),
             );
         }
         if self.border > self.page.get() / 4 {

@@ -297,6 +297,19 @@ fn bad_filter_options_are_usage_errors() {
         ),
         (vec!["--filter", "blurry"], "blurry"),
         (vec!["--filter", "trilinear", "--border", "-1"], "-1"),
+        (vec!["--miss", "degrade"], "--miss degrade needs --filter"),
+        (
+            vec![
+                "--filter",
+                "trilinear",
+                "--miss",
+                "degrade",
+                "--procedure",
+                "two-pass",
+            ],
+            "--miss degrade needs --procedure relaunch",
+        ),
+        (vec!["--filter", "trilinear", "--miss", "later"], "later"),
     ] {
         let mut a = vec![
             "run",
@@ -313,4 +326,100 @@ fn bad_filter_options_are_usage_errors() {
         assert!(err.contains(says), "{args:?}: {err}");
         assert!(!out.exists(), "{args:?} wrote its output");
     }
+}
+
+/// `--miss degrade`: no pixel runs twice, the cold first frame serves most samples coarser,
+/// what it asks for arrives after one frame, and the figures reach report.json and
+/// degrade.csv.
+#[test]
+fn a_degrading_run_relaunches_nothing_and_reports_its_coarse_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("degrade");
+    let o = tessera(&[
+        "run",
+        "quake",
+        "--frames",
+        "3",
+        "--path-frames",
+        "400",
+        "--devices",
+        "2",
+        "--split",
+        "top-bottom",
+        "--page",
+        "16",
+        "--width",
+        "64",
+        "--height",
+        "64",
+        "--filter",
+        "trilinear",
+        "--miss",
+        "degrade",
+        "--png-every",
+        "0",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let f = &report["filtering"];
+    assert_eq!(f["miss"], "degrade");
+    let d = &f["degrade"];
+    let relaunched: Vec<u64> = d["relaunched"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(relaunched, vec![0, 0, 0]);
+    let coarse: Vec<f64> = d["coarse_fraction"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(coarse.len(), 3);
+    assert!(coarse[0] > 0.5, "{coarse:?}");
+    assert!(coarse[2] < coarse[0], "{coarse:?}");
+    assert!(d["tail_pages"].as_u64().unwrap() > 0);
+    let arrived = d["arrived_after_frames"].as_array().unwrap();
+    assert_eq!(arrived[0], 0);
+    assert!(arrived[1].as_u64().unwrap() > 0);
+    assert_eq!(d["mean_arrival_frames"], 1.0);
+    let csv = std::fs::read_to_string(out.join("degrade.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0],
+        "frame,samples,coarse_samples,coarse_fraction,relaunched,late_requests"
+    );
+    assert_eq!(lines.len(), 4);
+    assert!(lines[1].starts_with("0,"));
+    // The relaunching default writes no degrade file.
+    let exact = dir.path().join("exact");
+    let o = tessera(&[
+        "run",
+        "quake",
+        "--frames",
+        "1",
+        "--page",
+        "16",
+        "--width",
+        "32",
+        "--height",
+        "32",
+        "--filter",
+        "bilinear",
+        "--png-every",
+        "0",
+        "--out",
+        exact.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(!exact.join("degrade.csv").exists());
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(exact.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["filtering"]["miss"], "relaunch");
+    assert!(report["filtering"].get("degrade").is_none());
 }

@@ -34,7 +34,7 @@ pub use protocol::{
     Access, Action, Coherence, Message, PageRequest, Protocol, ProtocolVariant, RequestBatch,
     RequestId,
 };
-pub use sampler::{Filter, Sampler, Window};
+pub use sampler::{Filter, Probe, Sampler, Window};
 
 use std::fmt;
 

@@ -156,12 +156,7 @@ pub fn sample<T: Texels>(
     let lf = level_of_detail(lod, shape.levels);
     let nearest_level = ((lf + 128) >> 8).min(shape.levels - 1);
     match sampler.filter {
-        Filter::Nearest => {
-            let (wx, wy, w, h) = window.at(nearest_level);
-            let x = ((uf * w) >> 16).min(w - 1);
-            let y = ((vf * h) >> 16).min(h - 1);
-            t.texel(nearest_level, wx + x, wy + y)
-        }
+        Filter::Nearest => nearest(t, window, nearest_level, uf, vf),
         Filter::Bilinear => bilinear(t, shape, sampler, window, nearest_level, uf, vf),
         Filter::Trilinear => {
             let (l, f) = (lf >> 8, lf & 255);
@@ -173,6 +168,75 @@ pub fn sample<T: Texels>(
             Ok(blend(c0, c1, f))
         }
     }
+}
+
+/// A store a degrading sample can probe: between [`Probe::begin`] and [`Probe::end`] a tap
+/// whose page is not resident yields zeros instead of failing, and is remembered; with
+/// `record`, it also records the page's read request, as a request pass's load does.
+pub trait Probe: Texels {
+    fn begin(&mut self, record: bool);
+    /// Whether a tap missed since `begin`.
+    fn end(&mut self) -> bool;
+}
+
+/// One sample that never waits for a page (virtual texturing's way to meet a miss): the
+/// exact [`sample`] when every tap it reads is resident; otherwise the pages it missed are
+/// requested, and the sample is the bilinear one (nearest, for a nearest sampler) of the
+/// finest level coarser than the finest wanted level whose taps are all resident, found
+/// without requesting anything. Returns the colour and how many levels coarser than wanted
+/// it was served (0: exact); a chain with no resident level gives zero and
+/// `levels − wanted`.
+///
+/// The exact attempt probes every tap (it does not stop at the first miss), so one frame's
+/// requests bring every page the sample wants, and a view that stays put is exact from the
+/// next frame on.
+pub fn sample_degraded<T: Probe>(
+    t: &mut T,
+    shape: Shape,
+    sampler: Sampler,
+    window: Window,
+    uvl: (f32, f32, f32),
+) -> Result<(u32, u32), T::Error> {
+    t.begin(true);
+    let c = sample(t, shape, sampler, window, uvl);
+    let missed = t.end();
+    let c = c?;
+    if !missed {
+        return Ok((c, 0));
+    }
+    let a = sampler.addressing;
+    let (uf, vf) = (coordinate(uvl.0, a), coordinate(uvl.1, a));
+    let lf = level_of_detail(uvl.2, shape.levels);
+    let wanted = match sampler.filter {
+        Filter::Trilinear => lf >> 8,
+        _ => ((lf + 128) >> 8).min(shape.levels - 1),
+    };
+    for k in wanted + 1..shape.levels {
+        t.begin(false);
+        let c = match sampler.filter {
+            Filter::Nearest => nearest(t, window, k, uf, vf),
+            _ => bilinear(t, shape, sampler, window, k, uf, vf),
+        };
+        let missed = t.end();
+        let c = c?;
+        if !missed {
+            return Ok((c, k - wanted));
+        }
+    }
+    Ok((0, shape.levels - wanted))
+}
+
+fn nearest<T: Texels>(
+    t: &mut T,
+    window: Window,
+    l: u32,
+    uf: u32,
+    vf: u32,
+) -> Result<u32, T::Error> {
+    let (wx, wy, w, h) = window.at(l);
+    let x = ((uf * w) >> 16).min(w - 1);
+    let y = ((vf * h) >> 16).min(h - 1);
+    t.texel(l, wx + x, wy + y)
 }
 
 fn bilinear<T: Texels>(
@@ -257,5 +321,124 @@ impl Texels for ChainTexels<'_> {
             at(x0, y0 + 1),
             at(x0 + 1, y0 + 1),
         ])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Level l is one colour, `0x0101_0101 * (l + 1)`; only the levels of `resident` answer.
+    struct Levels {
+        resident: Vec<u32>,
+        probing: Option<bool>,
+        missed: bool,
+        requested: Vec<u32>,
+    }
+
+    #[derive(Debug, PartialEq)]
+    struct Miss;
+
+    impl Levels {
+        fn new(resident: &[u32]) -> Self {
+            Levels {
+                resident: resident.to_vec(),
+                probing: None,
+                missed: false,
+                requested: Vec::new(),
+            }
+        }
+        fn at(&mut self, level: u32) -> Result<u32, Miss> {
+            if self.resident.contains(&level) {
+                return Ok(0x0101_0101 * (level + 1));
+            }
+            match self.probing {
+                None => Err(Miss),
+                Some(record) => {
+                    self.missed = true;
+                    if record && !self.requested.contains(&level) {
+                        self.requested.push(level);
+                    }
+                    Ok(0)
+                }
+            }
+        }
+    }
+
+    impl Texels for Levels {
+        type Error = Miss;
+        fn texel(&mut self, level: u32, _: u32, _: u32) -> Result<u32, Miss> {
+            self.at(level)
+        }
+        fn quad(&mut self, level: u32, _: i32, _: i32) -> Result<[u32; 4], Miss> {
+            let c = self.at(level)?;
+            Ok([c; 4])
+        }
+    }
+
+    impl Probe for Levels {
+        fn begin(&mut self, record: bool) {
+            self.probing = Some(record);
+            self.missed = false;
+        }
+        fn end(&mut self) -> bool {
+            self.probing = None;
+            self.missed
+        }
+    }
+
+    const SHAPE: Shape = Shape {
+        width: 64,
+        height: 64,
+        levels: 7,
+        addressing: Addressing::Wrap,
+    };
+
+    fn run(filter: Filter, lod: f32, resident: &[u32]) -> ((u32, u32), Vec<u32>) {
+        let mut t = Levels::new(resident);
+        let s = Sampler {
+            filter,
+            addressing: Addressing::Wrap,
+        };
+        let out = sample_degraded(&mut t, SHAPE, s, SHAPE.whole(), (0.3, 0.6, lod)).unwrap();
+        t.requested.sort_unstable();
+        (out, t.requested)
+    }
+
+    #[test]
+    fn a_resident_sample_is_exact_and_requests_nothing() {
+        assert_eq!(run(Filter::Bilinear, 2.0, &[2]), ((0x0303_0303, 0), vec![]));
+        // Trilinear halfway between levels 1 and 2: (2 · 128 + 3 · 128 + 128) >> 8 = 3.
+        assert_eq!(
+            run(Filter::Trilinear, 1.5, &[1, 2]),
+            ((0x0303_0303, 0), vec![])
+        );
+    }
+
+    #[test]
+    fn a_miss_requests_every_wanted_level_and_serves_the_finest_resident_coarser_one() {
+        assert_eq!(
+            run(Filter::Bilinear, 0.0, &[3, 6]),
+            ((0x0404_0404, 3), vec![0])
+        );
+        assert_eq!(run(Filter::Nearest, 1.0, &[4]), ((0x0505_0505, 3), vec![1]));
+        // Both levels of a trilinear sample are probed, and the fallback starts below the
+        // finer one: level 2 (the coarser wanted one) is missing too, so level 3 serves.
+        assert_eq!(
+            run(Filter::Trilinear, 1.5, &[0, 3]),
+            ((0x0404_0404, 2), vec![1, 2])
+        );
+        // The finer wanted level is resident, the coarser is not: served from below both.
+        assert_eq!(
+            run(Filter::Trilinear, 1.5, &[1, 5]),
+            ((0x0606_0606, 4), vec![2])
+        );
+    }
+
+    #[test]
+    fn a_chain_with_nothing_resident_gives_zero_one_past_its_coarsest_level() {
+        assert_eq!(run(Filter::Bilinear, 2.0, &[]), ((0, 5), vec![2]));
+        // A finer level does not serve a miss.
+        assert_eq!(run(Filter::Bilinear, 2.0, &[0, 1]), ((0, 5), vec![2]));
     }
 }

@@ -131,6 +131,9 @@ pub struct PassStats {
     /// Bands of a footprint kernel launched with no request because the device held every
     /// page they name with the rights they need (the steady state, `crate::held`).
     pub held_bands: u64,
+    /// Pages requested by invocations that completed without them (a degrading sample,
+    /// `sampler::sample_degraded`), brought after the pass for a later one.
+    pub late_requests: u64,
 }
 
 impl PassStats {
@@ -162,6 +165,7 @@ impl PassStats {
         self.staged += o.staged;
         self.stage_refusals += o.stage_refusals;
         self.held_bands += o.held_bands;
+        self.late_requests += o.late_requests;
     }
 }
 
@@ -826,6 +830,7 @@ impl DeviceContext {
         // second try with nothing kept (after which it is too big for the budget).
         let mut waves = VecDeque::from([(domain, held, false)]);
         let mut writes = Vec::new();
+        let mut late = Vec::new();
         let mut left = 0;
         'waves: while let Some((mut domain, mut held, mut retried)) = waves.pop_front() {
             if self.staging {
@@ -866,6 +871,7 @@ impl DeviceContext {
                     retried = false;
                 }
                 if out.incomplete.is_empty() {
+                    late.extend(misses);
                     continue 'waves;
                 }
                 left = out.incomplete.len();
@@ -911,7 +917,26 @@ impl DeviceContext {
                 }
             }
         }
+        self.bring_late(late, stats)?;
         Ok(writes)
+    }
+
+    /// Brings the pages that invocations asked for and completed without (degrading
+    /// samples): nothing runs again, a later pass finds them. Pages that do not fit the
+    /// device's budget are left out; they will be asked for again.
+    fn bring_late(&mut self, mut late: Vec<PageRequest>, stats: &mut PassStats) -> Result<()> {
+        if late.is_empty() {
+            return Ok(());
+        }
+        late.sort_unstable_by_key(|r| (r.page, r.access));
+        late.dedup();
+        stats.late_requests += late.len() as u64;
+        let res = self.timed_acquire_ahead(late, stats);
+        self.release();
+        match res {
+            Ok(()) | Err(RuntimeError::OverBudget { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
     }
 
     fn too_small(

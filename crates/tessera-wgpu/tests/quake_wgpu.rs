@@ -84,10 +84,11 @@ fn lavapipe_frames_match_the_cpu_within_tolerance() {
 /// and only the f32 planes and divisions before them may round apart.
 #[test]
 fn filtered_lavapipe_frames_match_the_cpu_within_tolerance() {
-    use tessera_workloads::quake::render::Filtering;
+    use tessera_workloads::quake::render::{Filtering, Miss};
     let filtering = Some(Filtering {
         filter: tessera_core::Filter::Trilinear,
         border: 1,
+        miss: Miss::Relaunch,
     });
     let opts = RenderOptions {
         width: W,

@@ -5,7 +5,7 @@
 use tessera_core::Filter;
 use tessera_runtime::{Procedure, System, SystemConfig};
 use tessera_workloads::quake::atlas::Atlas;
-use tessera_workloads::quake::render::{Filtering, RenderOptions, Renderer};
+use tessera_workloads::quake::render::{Filtering, Miss, RenderOptions, Renderer};
 use tessera_workloads::quake::{reference, scene, Camera, Split};
 
 const W: u32 = 96;
@@ -75,7 +75,11 @@ fn filtered_frames_equal_the_unpaged_rasterizer_on_any_device_count() {
                 sys(devices),
                 mesh.clone(),
                 opts(page, split, procedure),
-                Some(Filtering { filter, border }),
+                Some(Filtering {
+                    filter,
+                    border,
+                    miss: Miss::Relaunch,
+                }),
             )
             .unwrap();
             for (f, (c, frame)) in cams.iter().zip(&want).enumerate() {
@@ -108,6 +112,7 @@ fn a_border_on_a_writable_atlas_cannot_happen_and_a_too_wide_one_is_refused() {
         Some(Filtering {
             filter: Filter::Trilinear,
             border: 5,
+            miss: Miss::Relaunch,
         }),
     );
     assert!(

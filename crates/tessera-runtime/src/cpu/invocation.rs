@@ -125,6 +125,10 @@ pub struct Invocation<'a> {
     remote_log: Vec<u64>,
     /// The current invocation's remote stores, counted when it completes.
     remote_pending: Vec<u64>,
+    /// Inside a degrading sample's probe (`sampler::Probe`): a missing page yields zeros
+    /// instead of faulting, recording its request where `Some(true)`.
+    probe: Option<bool>,
+    probe_missed: bool,
 }
 
 impl<'a> Invocation<'a> {
@@ -168,6 +172,8 @@ impl<'a> Invocation<'a> {
             device,
             remote_log: Vec::new(),
             remote_pending: Vec::new(),
+            probe: None,
+            probe_missed: false,
         }
     }
 
@@ -767,6 +773,13 @@ impl<'a> Invocation<'a> {
             self.touched.push(GlobalPage(page));
         }
         let Some(slot) = d.slot_addr() else {
+            if let Some(record) = self.probe {
+                self.probe_missed = true;
+                if record {
+                    self.bits.record(GlobalPage(page), Access::Read);
+                }
+                return Ok([0; N]);
+            }
             self.bits.record(GlobalPage(page), Access::Read);
             return match self.mode {
                 Mode::Request => Ok([0; N]),
@@ -836,6 +849,36 @@ impl<'a> Invocation<'a> {
     ) -> Result<[u8; 4], Fault> {
         let (bi, layout, addressing) = self.mip_binding(id)?;
         let shape = shape_of(&layout, addressing);
+        self.check_window(id, shape, window)?;
+        self.sample_in(bi, layout, shape, sampler, window, (u, v, lod))
+    }
+
+    /// [`Self::sample_rgba8_window`] that never faults on a missing page
+    /// (`sampler::sample_degraded`): the pages the exact sample misses are requested (the
+    /// driver brings them after the launch) and the finest resident coarser level serves it.
+    /// Also returns how many levels coarser than wanted the sample was served (0: exact).
+    pub fn sample_rgba8_window_degraded(
+        &mut self,
+        id: ObjectId,
+        sampler: Sampler,
+        window: Window,
+        u: f32,
+        v: f32,
+        lod: f32,
+    ) -> Result<([u8; 4], u32), Fault> {
+        let (bi, layout, addressing) = self.mip_binding(id)?;
+        let shape = shape_of(&layout, addressing);
+        self.check_window(id, shape, window)?;
+        let mut t = PagedTexels {
+            inv: self,
+            bi,
+            layout,
+        };
+        let (c, coarser) = sampler::sample_degraded(&mut t, shape, sampler, window, (u, v, lod))?;
+        Ok((c.to_le_bytes(), coarser))
+    }
+
+    fn check_window(&self, id: ObjectId, shape: Shape, window: Window) -> Result<(), Fault> {
         if window.width == 0
             || window.height == 0
             || window.x as u64 + window.width as u64 > shape.width as u64
@@ -849,7 +892,7 @@ impl<'a> Invocation<'a> {
                 height: shape.height as u64,
             }));
         }
-        self.sample_in(bi, layout, shape, sampler, window, (u, v, lod))
+        Ok(())
     }
 
     fn sample_in(
@@ -888,6 +931,17 @@ struct PagedTexels<'i, 'a> {
     inv: &'i mut Invocation<'a>,
     bi: usize,
     layout: MipLayout,
+}
+
+impl sampler::Probe for PagedTexels<'_, '_> {
+    fn begin(&mut self, record: bool) {
+        self.inv.probe = Some(record);
+        self.inv.probe_missed = false;
+    }
+    fn end(&mut self) -> bool {
+        self.inv.probe = None;
+        self.inv.probe_missed
+    }
 }
 
 impl Texels for PagedTexels<'_, '_> {

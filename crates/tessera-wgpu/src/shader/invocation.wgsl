@@ -65,6 +65,11 @@ var<private> g_nst: u32;
 var<private> g_rec: u32;
 // The last page this invocation stamped.
 var<private> g_stamped: u32;
+// Inside a degrading sample's probe (`sample_rgba8_window_degraded`): 0 none; 1 a missing
+// page yields zeros and records its request; 2 it yields zeros and records nothing. Either
+// sets g_missed instead of faulting.
+var<private> g_probe: u32;
+var<private> g_missed: bool;
 // The tile path: the page of the written object under this workgroup's tile (NONE elsewhere).
 var<private> g_tile_write: u32;
 // Direct: (memory, word, value). Temp: (page, word in page, value).
@@ -522,6 +527,13 @@ fn mip_page(bi: u32, page: u32) -> Tr {
     }
     stamp(page);
     let d = page_table[page];
+    if (d.x & 1u) == 0u && g_probe != 0u {
+        g_missed = true;
+        if g_probe == 1u {
+            record(page, false);
+        }
+        return r;
+    }
     if (d.x & 1u) == 0u {
         record(page, false);
         if launch.mode != MODE_REQUEST {
@@ -653,6 +665,13 @@ fn bilinear(bi: u32, id: u32, win: vec4<u32>, sa: u32, l: u32, uf: u32, vf: u32)
     return out;
 }
 
+fn nearest_at(bi: u32, id: u32, win: vec4<u32>, l: u32, uf: u32, vf: u32) -> u32 {
+    let w = window_at(win, l);
+    let x = min((uf * w.z) >> 16u, w.z - 1u);
+    let y = min((vf * w.w) >> 16u, w.w - 1u);
+    return mip_texel(bi, id, l, w.x + x, w.y + y);
+}
+
 fn sample_in(bi: u32, id: u32, fmode: u32, sa: u32, win: vec4<u32>, u: f32, v: f32, lod: f32) -> u32 {
     let uf = uv_fixed(u, sa);
     let vf = uv_fixed(v, sa);
@@ -660,10 +679,7 @@ fn sample_in(bi: u32, id: u32, fmode: u32, sa: u32, win: vec4<u32>, u: f32, v: f
     let lf = min(u32(floor(clamp(lod, 0.0, 64.0) * 256.0)), (levels - 1u) * 256u);
     let nl = min((lf + 128u) >> 8u, levels - 1u);
     if fmode == 0u {
-        let w = window_at(win, nl);
-        let x = min((uf * w.z) >> 16u, w.z - 1u);
-        let y = min((vf * w.w) >> 16u, w.w - 1u);
-        return mip_texel(bi, id, nl, w.x + x, w.y + y);
+        return nearest_at(bi, id, win, nl, uf, vf);
     }
     if fmode == 1u {
         return bilinear(bi, id, win, sa, nl, uf, vf);
@@ -711,6 +727,55 @@ fn sample_rgba8_window(id: u32, fmode: u32, addressing: u32, win: vec4<u32>, u: 
         return 0u;
     }
     return sample_in(bi, id, fmode, addressing, win, u, v, lod);
+}
+
+// As sample_rgba8_window, but a missing page never faults (tessera_core::sampler::
+// sample_degraded, line for line): the exact sample's misses are requested, and the finest
+// level coarser than the finest wanted one whose taps are all resident serves it, probed
+// without requesting. Returns (colour, levels coarser than wanted; 0: exact).
+fn sample_rgba8_window_degraded(id: u32, fmode: u32, addressing: u32, win: vec4<u32>, u: f32, v: f32, lod: f32) -> vec2<u32> {
+    if g_faulted {
+        return vec2<u32>(0u, 0u);
+    }
+    let bi = binding_of(id);
+    if bi == NONE || !mip_check(bi, id) {
+        return vec2<u32>(0u, 0u);
+    }
+    let b = launch.binds[bi];
+    if win.z == 0u || win.w == 0u || win.x + win.z > b.width || win.y + win.w > b.height {
+        fail(ERR_OUT_OF_RANGE, id, win.x + win.z, win.y + win.w, 0u);
+        return vec2<u32>(0u, 0u);
+    }
+    g_probe = 1u;
+    g_missed = false;
+    let c = sample_in(bi, id, fmode, addressing, win, u, v, lod);
+    g_probe = 0u;
+    if !g_missed {
+        return vec2<u32>(c, 0u);
+    }
+    let uf = uv_fixed(u, addressing);
+    let vf = uv_fixed(v, addressing);
+    let levels = mip_levels(bi);
+    let lf = min(u32(floor(clamp(lod, 0.0, 64.0) * 256.0)), (levels - 1u) * 256u);
+    var wanted = min((lf + 128u) >> 8u, levels - 1u);
+    if fmode == 2u {
+        wanted = lf >> 8u;
+    }
+    for (var k = wanted + 1u; k < levels; k++) {
+        g_probe = 2u;
+        g_missed = false;
+        var ck = 0u;
+        if fmode == 0u {
+            ck = nearest_at(bi, id, win, k, uf, vf);
+        } else {
+            ck = bilinear(bi, id, win, addressing, k, uf, vf);
+        }
+        g_probe = 0u;
+        if !g_missed {
+            return vec2<u32>(ck, k - wanted);
+        }
+    }
+    return vec2<u32>(0u, levels - wanted);
 }
 
 // The per-texel entry point. It touches no workgroup memory, so it pays neither the
@@ -803,6 +868,7 @@ fn invocation(gid: vec3<u32>) {
     g_faulted = false;
     g_error = false;
     g_suspended = false;
+    g_probe = 0u;
     g_idx = idx;
     g_nst = 0u;
     g_rec = NONE;

@@ -41,6 +41,18 @@ pub trait RasterAccess {
         window: Window,
         uvl: (f32, f32, f32),
     ) -> Result<[u8; 4], Fault>;
+    /// [`Self::sample_window`] that serves a missing page from a coarser level instead of
+    /// faulting (`Invocation::sample_rgba8_window_degraded`), and how many levels coarser.
+    /// Plain arrays miss nothing: the exact sample.
+    fn sample_window_degraded(
+        &mut self,
+        id: ObjectId,
+        sampler: Sampler,
+        window: Window,
+        uvl: (f32, f32, f32),
+    ) -> Result<([u8; 4], u32), Fault> {
+        Ok((self.sample_window(id, sampler, window, uvl)?, 0))
+    }
 }
 
 impl RasterAccess for Invocation<'_> {
@@ -64,6 +76,15 @@ impl RasterAccess for Invocation<'_> {
         (u, v, lod): (f32, f32, f32),
     ) -> Result<[u8; 4], Fault> {
         Invocation::sample_rgba8_window(self, id, sampler, window, u, v, lod)
+    }
+    fn sample_window_degraded(
+        &mut self,
+        id: ObjectId,
+        sampler: Sampler,
+        window: Window,
+        (u, v, lod): (f32, f32, f32),
+    ) -> Result<([u8; 4], u32), Fault> {
+        Invocation::sample_rgba8_window_degraded(self, id, sampler, window, u, v, lod)
     }
 }
 
@@ -99,6 +120,12 @@ pub struct Raster {
     /// `None`: the nearest texel of level 0 through a plain atlas (the original renderer);
     /// otherwise the filter sampling a mipmapped atlas.
     pub filter: Option<Filter>,
+    /// `None`: a missing atlas page faults and the pixel runs again once it is there (the
+    /// exact renderer). `Some(map)`: a filtered sample degrades instead
+    /// (`RasterAccess::sample_window_degraded`) and the pixel stores into `map` (RGBA8, the
+    /// screen's size) how many levels coarser than wanted it was served (0 where exact or
+    /// where no triangle covers it).
+    pub degrade: Option<ObjectId>,
 }
 
 /// log2 of ρ from ρ² in 1/256 of a level: ρ²'s f32 bits less 1.0's are log2(ρ²) in units
@@ -194,7 +221,11 @@ impl Raster {
         let (cx, cy) = (x as f32 + 0.5, y as f32 + 0.5);
         if winner == 0 {
             a.store_rgba8(o.frame, x, y, BACKGROUND)?;
-            return a.store_rgba8(o.access, x, y, NO_ACCESS.to_le_bytes());
+            a.store_rgba8(o.access, x, y, NO_ACCESS.to_le_bytes())?;
+            if let Some(map) = self.degrade {
+                a.store_rgba8(map, x, y, [0; 4])?;
+            }
+            return Ok(());
         }
         let base = winner * RECORD_WORDS;
         let rect = a.load_u32(o.tris, base + word::RECT)?;
@@ -206,6 +237,7 @@ impl Raster {
         let vw = plane(a, o.tris, base + word::V, dx, dy)?;
         let tx = (rect & 0xffff) + wrap(uw / best, size & 0xffff);
         let ty = (rect >> 16) + wrap(vw / best, size >> 16);
+        let mut coarser = 0u32;
         let c = match self.filter {
             None => a.load_rgba8(o.atlas, tx, ty)?,
             Some(filter) => {
@@ -230,16 +262,22 @@ impl Raster {
                     filter,
                     addressing: Addressing::Wrap,
                 };
-                a.sample_window(
-                    o.atlas,
-                    sampler,
-                    window,
-                    (u0 / w as f32, v0 / h as f32, lod),
-                )?
+                let uvl = (u0 / w as f32, v0 / h as f32, lod);
+                if self.degrade.is_some() {
+                    let (c, k) = a.sample_window_degraded(o.atlas, sampler, window, uvl)?;
+                    coarser = k;
+                    c
+                } else {
+                    a.sample_window(o.atlas, sampler, window, uvl)?
+                }
             }
         };
         a.store_rgba8(o.frame, x, y, c)?;
-        a.store_rgba8(o.access, x, y, (tx | ty << 16).to_le_bytes())
+        a.store_rgba8(o.access, x, y, (tx | ty << 16).to_le_bytes())?;
+        if let Some(map) = self.degrade {
+            a.store_rgba8(map, x, y, coarser.to_le_bytes())?;
+        }
+        Ok(())
     }
 
     /// The WGSL twin's parameter words, in the order `raster.wgsl` reads them.
@@ -255,9 +293,11 @@ impl Raster {
             self.height,
             self.tiles_x,
         ];
-        // Only a filtered kernel reads word 8 (filter code + 1).
+        // Only a filtered kernel reads word 8 (filter code + 1) and word 9 (the degrade
+        // map's id + 1; 0: a miss faults).
         if let Some(f) = self.filter {
             p.push(f.code() + 1);
+            p.push(self.degrade.map_or(0, |m| m.0 + 1));
         }
         p
     }

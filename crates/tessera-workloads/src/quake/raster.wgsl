@@ -31,7 +31,12 @@ fn raster_wrap(t: f32, size: u32) -> u32 {
     return u32(((i % n) + n) % n);
 }
 
-// The filtered sample (raster.rs, `Raster::filter`): param(8) is the filter code + 1.
+// Levels coarser than wanted the pixel's degrading sample was served (raster.rs,
+// `Raster::degrade`).
+var<private> g_coarser: u32;
+
+// The filtered sample (raster.rs, `Raster::filter`): param(8) is the filter code + 1; param(9)
+// the degrade map's id + 1 (0: a miss faults).
 fn raster_filtered(atlas: u32, tris: u32, base: u32, best: f32, dx: f32, dy: f32, uw: f32, vw: f32, rect: u32, size: u32) -> u32 {
     let u0 = uw / best;
     let v0 = vw / best;
@@ -52,6 +57,11 @@ fn raster_filtered(atlas: u32, tris: u32, base: u32, best: f32, dx: f32, dy: f32
     let w = size & 0xffffu;
     let h = size >> 16u;
     let win = vec4<u32>(rect & 0xffffu, rect >> 16u, w, h);
+    if param(9u) != 0u {
+        let cs = sample_rgba8_window_degraded(atlas, param(8u) - 1u, 0u, win, u0 / f32(w), v0 / f32(h), lod);
+        g_coarser = cs.y;
+        return cs.x;
+    }
     return sample_rgba8_window(atlas, param(8u) - 1u, 0u, win, u0 / f32(w), v0 / f32(h), lod);
 }
 
@@ -109,6 +119,9 @@ fn kernel_main(x: u32, y: u32) {
     if winner == 0u {
         store_rgba8(frame, x, y, BACKGROUND);
         store_rgba8(access, x, y, NO_ACCESS);
+        if param(8u) != 0u && param(9u) != 0u {
+            store_rgba8(param(9u) - 1u, x, y, 0u);
+        }
         return;
     }
     let base = winner * RECORD_WORDS;
@@ -123,6 +136,7 @@ fn kernel_main(x: u32, y: u32) {
     let tx = (rect & 0xffffu) + raster_wrap(uw / best, size & 0xffffu);
     let ty = (rect >> 16u) + raster_wrap(vw / best, size >> 16u);
     var c = 0u;
+    g_coarser = 0u;
     if param(8u) == 0u {
         c = load_rgba8(atlas, tx, ty);
     } else {
@@ -130,4 +144,7 @@ fn kernel_main(x: u32, y: u32) {
     }
     store_rgba8(frame, x, y, c);
     store_rgba8(access, x, y, tx | (ty << 16u));
+    if param(8u) != 0u && param(9u) != 0u {
+        store_rgba8(param(9u) - 1u, x, y, g_coarser);
+    }
 }

@@ -136,6 +136,7 @@ pub fn render_filtered(
         height,
         tiles_x: s.tiles_x,
         filter,
+        degrade: None,
     };
     let mut p = PlainRaster {
         atlas: &texels,

@@ -53,6 +53,50 @@ pub struct RenderOptions {
 pub struct Filtering {
     pub filter: Filter,
     pub border: u32,
+    pub miss: Miss,
+}
+
+/// How a frame meets an atlas page its device does not hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Miss {
+    /// The pixel faults and runs again once the page is there: every frame is exact.
+    Relaunch,
+    /// The sample is served from the finest resident coarser level, the page is requested and
+    /// brought after the pass, for a later frame; no pixel runs twice. The levels whose sides
+    /// are both at most `tail` texels are replicated on every device before the first frame,
+    /// so that a fallback always finds one.
+    Degrade { tail: u32 },
+}
+
+/// The default [`Miss::Degrade`] tail: levels of at most 64 × 64 texels.
+pub const DEFAULT_TAIL: u32 = 64;
+
+/// What degrading did in one frame (`Miss::Degrade`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DegradeFrame {
+    /// Pixels that sampled the atlas.
+    pub samples: u64,
+    /// Of those, pixels served at a coarser level than wanted.
+    pub coarse_samples: u64,
+    /// Invocations of the frame's passes that ran again after a fault (all devices).
+    pub relaunched: u64,
+    /// Pages asked for by pixels that completed without them (all devices).
+    pub late_requests: u64,
+    /// Atlas pages that arrived on the device that asked for them by the end of this frame,
+    /// by frames taken (index k: requested k frames before the first frame that finds it;
+    /// 1: brought right after the frame that asked).
+    pub arrived_after: Vec<u64>,
+}
+
+impl DegradeFrame {
+    /// `coarse_samples / samples` (0 with no sample).
+    pub fn coarse_fraction(&self) -> f64 {
+        if self.samples == 0 {
+            0.0
+        } else {
+            self.coarse_samples as f64 / self.samples as f64
+        }
+    }
 }
 
 /// What one frame did.
@@ -74,6 +118,8 @@ pub struct FrameStats {
     pub triangles: u32,
     /// Per device, the pass's stats.
     pub passes: Vec<PassStats>,
+    /// With `Miss::Degrade`.
+    pub degrade: Option<DegradeFrame>,
 }
 
 pub struct Renderer {
@@ -92,6 +138,13 @@ pub struct Renderer {
     blocks: Blocks,
     regions: Vec<Domain>,
     frames: u64,
+    /// With `Miss::Degrade`: the map of levels coarser than wanted, per pixel.
+    coarse_obj: Option<ObjectEntry>,
+    /// The atlas's replicated tail, as local pages (empty without `Miss::Degrade`).
+    tail: std::ops::Range<u64>,
+    /// Atlas pages asked for and not yet on the device that asked: (device, local page) to
+    /// the frame (1-based) that first asked.
+    waiting: std::collections::BTreeMap<(usize, u64), u64>,
 }
 
 fn read_words(b: &[u8]) -> Vec<u32> {
@@ -184,7 +237,19 @@ impl Renderer {
                 .partition()
                 .regions(opts.width, opts.height, sys.devices() as u32)?;
         sys.mm.log_requests(true);
-        Ok(Renderer {
+        let layout = atlas_obj.desc.mip().map(|(m, _)| m);
+        let (coarse_obj, tail) = match (filtering.map(|f| f.miss), layout) {
+            (Some(Miss::Degrade { tail }), Some(m)) => {
+                let first = (0..m.levels()).find(|&l| {
+                    m.extent(l)
+                        .is_ok_and(|(w, h)| w <= tail as u64 && h <= tail as u64)
+                });
+                let start = first.map_or(Ok(m.page_count()), |l| m.level_offset(l))?;
+                (Some(sys.create(screen, None)?), start..m.page_count())
+            }
+            _ => (None, 0..0),
+        };
+        let r = Renderer {
             sys,
             blocks: Blocks::new(&sizes),
             mesh,
@@ -199,7 +264,85 @@ impl Renderer {
             opts,
             regions,
             frames: 0,
-        })
+            coarse_obj,
+            tail,
+            waiting: Default::default(),
+        };
+        r.replicate_tail()?;
+        Ok(r)
+    }
+
+    /// Atlas pages asked for (`Miss::Degrade`) and not yet on the device that asked.
+    pub fn waiting_pages(&self) -> u64 {
+        self.waiting.len() as u64
+    }
+
+    /// The atlas's replicated tail (`Miss::Degrade`), as local pages.
+    pub fn tail_pages(&self) -> std::ops::Range<u64> {
+        self.tail.clone()
+    }
+
+    /// Reads the tail onto every device; its requests are counted in no frame.
+    fn replicate_tail(&self) -> Result<(), QuakeError> {
+        if self.tail.is_empty() {
+            return Ok(());
+        }
+        let base = self.atlas_obj.page_offset;
+        let pages: Vec<GlobalPage> = self.tail.clone().map(|p| GlobalPage(base + p)).collect();
+        read_everywhere(&self.sys, &pages)?;
+        self.sys.mm.take_requests()?;
+        Ok(())
+    }
+
+    /// Gives each device its region's pages of the objects a frame writes, writable, so
+    /// that a degrading frame faults on none of them.
+    fn writable_regions(&self) -> Result<(), QuakeError> {
+        let targets: Vec<&ObjectEntry> = [&self.frame_obj, &self.access_obj]
+            .into_iter()
+            .chain(self.coarse_obj.as_ref())
+            .collect();
+        let p = self.opts.page;
+        let pending: Vec<_> = self
+            .regions
+            .iter()
+            .enumerate()
+            .map(|(d, r)| {
+                let mut req = Vec::new();
+                if let Domain::Rect { x0, y0, x1, y1 } = *r {
+                    for e in &targets {
+                        let (px, _) = e.desc.pages_xy();
+                        for py in y0 / p..y1.div_ceil(p) {
+                            for qx in x0 / p..x1.div_ceil(p) {
+                                req.push(PageRequest {
+                                    page: GlobalPage(e.page_offset + qx as u64 + py as u64 * px),
+                                    access: Access::Write,
+                                });
+                            }
+                        }
+                    }
+                }
+                self.sys.on_device(d, move |ctx| {
+                    if req.is_empty() {
+                        return Ok(());
+                    }
+                    let r = ctx.acquire(req);
+                    ctx.release();
+                    r
+                })
+            })
+            .collect::<Result<_, _>>()?;
+        for p in pending {
+            p.wait()??;
+        }
+        Ok(())
+    }
+
+    /// The last frame's map of levels coarser than wanted per pixel (`Miss::Degrade`).
+    pub fn coarse_map(&self) -> Result<Option<Vec<u32>>, QuakeError> {
+        self.coarse_obj
+            .as_ref()
+            .map(|e| Ok(read_words(&self.sys.mm.read(e.id)?)))
+            .transpose()
     }
 
     /// The mipmapped atlas's layout; `None` for the unfiltered renderer.
@@ -243,10 +386,15 @@ impl Renderer {
                 Some(self.texels.clone()),
                 self.atlas_mode,
             )?;
+            self.waiting.clear();
+            self.replicate_tail()?;
         }
         self.frames += 1;
         let pages: Vec<GlobalPage> = tris.pages().chain(bins.pages()).map(GlobalPage).collect();
         read_everywhere(&self.sys, &pages)?;
+        if self.coarse_obj.is_some() {
+            self.writable_regions()?;
+        }
         let before = self.sys.mm.take_requests()?;
         let kernel = Raster {
             obj: Objects {
@@ -260,14 +408,18 @@ impl Renderer {
             height: h,
             tiles_x: s.tiles_x,
             filter: self.filtering.map(|f| f.filter),
+            degrade: self.coarse_obj.as_ref().map(|e| e.id),
         };
-        let objects = [
+        let objects: Vec<&ObjectEntry> = [
             &self.atlas_obj,
             &tris,
             &bins,
             &self.frame_obj,
             &self.access_obj,
-        ];
+        ]
+        .into_iter()
+        .chain(self.coarse_obj.as_ref())
+        .collect();
         let spec = PassSpec::new(
             Arc::new(kernel),
             Arc::new(objects.iter().map(|e| Bound::new(e)).collect()),
@@ -294,7 +446,9 @@ impl Renderer {
                     .pages()
                     .filter(|p| {
                         let local = p - self.atlas_obj.page_offset;
-                        local < level0 && used.binary_search(&local).is_err()
+                        local < level0
+                            && !self.tail.contains(&local)
+                            && used.binary_search(&local).is_err()
                     })
                     .map(GlobalPage)
                     .collect();
@@ -323,6 +477,10 @@ impl Renderer {
                 }
             }
         }
+        let degrade = match self.coarse_obj {
+            Some(_) => Some(self.degrade_figures(&log, &passes)?),
+            None => None,
+        };
         Ok(FrameStats {
             requests,
             other_requests: other,
@@ -330,7 +488,55 @@ impl Renderer {
             by_level,
             triangles: s.triangles,
             passes,
+            degrade,
         })
+    }
+
+    /// What degrading did in the frame just rendered, whose atlas requests (per device) were
+    /// `log`: the coarse samples from the maps, and which of the pages asked for so far are
+    /// on their devices now.
+    fn degrade_figures(
+        &mut self,
+        log: &[Vec<GlobalPage>],
+        passes: &[PassStats],
+    ) -> Result<DegradeFrame, QuakeError> {
+        let coarse = self.coarse_map()?.unwrap_or_default();
+        let access = self.access_map()?;
+        let mut out = DegradeFrame {
+            relaunched: passes.iter().map(|p| p.relaunched).sum(),
+            late_requests: passes.iter().map(|p| p.late_requests).sum(),
+            ..Default::default()
+        };
+        for (&c, &a) in coarse.iter().zip(&access) {
+            if a != NO_ACCESS {
+                out.samples += 1;
+                out.coarse_samples += (c != 0) as u64;
+            }
+        }
+        let atlas = self.atlas_obj.pages();
+        for (d, l) in log.iter().enumerate() {
+            for p in l.iter().filter(|p| atlas.contains(&p.0)) {
+                self.waiting
+                    .entry((d, p.0 - atlas.start))
+                    .or_insert(self.frames);
+            }
+        }
+        let (_, directory) = self.sys.mm.memory()?;
+        let now = self.frames;
+        self.waiting.retain(|&(d, local), &mut asked| {
+            let held = directory
+                .get((atlas.start + local) as usize)
+                .is_some_and(|e| e.copies.0 >> d & 1 == 1);
+            if held {
+                let k = (now + 1 - asked) as usize;
+                if out.arrived_after.len() <= k {
+                    out.arrived_after.resize(k + 1, 0);
+                }
+                out.arrived_after[k] += 1;
+            }
+            !held
+        });
+        Ok(out)
     }
 
     /// The last frame, RGBA8 rows from the lower left.

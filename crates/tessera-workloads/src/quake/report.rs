@@ -4,7 +4,7 @@ use serde::Serialize;
 use tessera_runtime::{Procedure, StageTimes};
 
 use super::render::{RenderOptions, Renderer};
-use super::run::{Figures, Footprint, QuakeDevice, Recorded, TextureFigures};
+use super::run::{DegradeFigures, Figures, Footprint, QuakeDevice, Recorded, TextureFigures};
 use super::QuakeError;
 use crate::{ImageCore, Made};
 
@@ -22,6 +22,11 @@ pub struct FilterReport {
     pub border_overhead: f64,
     /// Per frame, per mip level: texture page requests of all devices.
     pub requests_by_level: Vec<Vec<u64>>,
+    /// `relaunch` or `degrade`: what a sample does when its page is not on its device.
+    pub miss: String,
+    /// With `--miss degrade`: the coarse samples per frame and how long pages took to arrive.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub degrade: Option<DegradeFigures>,
 }
 
 /// The schema's core (docs/report.schema.json), then the game trace's own section.
@@ -79,6 +84,8 @@ pub struct Ran {
     /// The filter's name, and the border of a bordered atlas.
     pub filter: String,
     pub border: u32,
+    /// `relaunch` or `degrade`.
+    pub miss: String,
     pub textures: usize,
     pub wall_seconds: f64,
 }
@@ -139,6 +146,8 @@ impl QuakeReport {
                 chain_pages: m.page_count(),
                 border_overhead: m.border_overhead(),
                 requests_by_level: rec.by_level.clone(),
+                miss: ran.miss,
+                degrade: DegradeFigures::of(r, &rec.degrade),
             }),
         })
     }

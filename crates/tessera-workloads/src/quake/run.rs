@@ -6,7 +6,7 @@ use std::time::Instant;
 use serde::Serialize;
 use tessera_runtime::{DeviceTraffic, StageTimes};
 
-use super::render::{FrameStats, Renderer};
+use super::render::{DegradeFrame, FrameStats, Renderer};
 use super::trace::DeviceFrame;
 use super::{Camera, QuakeError};
 
@@ -28,6 +28,8 @@ pub struct Recorded {
     pub frame_seconds: Vec<f64>,
     /// Per frame, per device, the texel blocks it accessed (only when asked for a trace).
     pub trace_frames: Vec<Vec<DeviceFrame>>,
+    /// Per frame, what degrading did (`Miss::Degrade` only).
+    pub degrade: Vec<DegradeFrame>,
 }
 
 /// Renders `r` through every camera of `cams` at `aspect` (width / height), recording each
@@ -66,6 +68,7 @@ pub fn record<E: From<QuakeError>>(
         for (t, r) in out.by_texture.iter_mut().zip(&s.by_texture) {
             *t += r;
         }
+        out.degrade.extend(s.degrade);
         out.by_level.push(s.by_level);
         out.requests.push(s.requests);
         out.other_requests.push(s.other_requests);
@@ -193,5 +196,76 @@ impl Figures {
             per_device,
             stages,
         })
+    }
+}
+
+/// What degrading did over a run (`Miss::Degrade`), for the report.
+#[derive(Serialize)]
+pub struct DegradeFigures {
+    /// Atlas pages of the tail replicated on every device before the first frame.
+    pub tail_pages: u64,
+    /// Per frame, the fraction of sampling pixels served at a coarser level than wanted.
+    pub coarse_fraction: Vec<f64>,
+    /// Per frame, invocations run again after a fault, all devices (0 when nothing but
+    /// texture pages was missing).
+    pub relaunched: Vec<u64>,
+    /// Per frame, pages asked for by pixels that completed without them, all devices.
+    pub late_requests: Vec<u64>,
+    /// Pages by the frames they took to arrive (index k: asked k frames before the first
+    /// frame that found them on the device), all frames and devices.
+    pub arrived_after_frames: Vec<u64>,
+    /// Mean of `arrived_after_frames` (0 when nothing arrived).
+    pub mean_arrival_frames: f64,
+    /// Pages asked for that were still not on their device after the last frame.
+    pub waiting_at_end: u64,
+}
+
+impl DegradeFigures {
+    /// The figures of a degrading run; `None` for a relaunching one.
+    pub fn of(r: &Renderer, frames: &[DegradeFrame]) -> Option<Self> {
+        if frames.is_empty() {
+            return None;
+        }
+        let mut arrived = Vec::new();
+        for d in frames {
+            if arrived.len() < d.arrived_after.len() {
+                arrived.resize(d.arrived_after.len(), 0);
+            }
+            for (a, n) in arrived.iter_mut().zip(&d.arrived_after) {
+                *a += n;
+            }
+        }
+        let pages: u64 = arrived.iter().sum();
+        let weighted: u64 = arrived.iter().enumerate().map(|(k, n)| k as u64 * n).sum();
+        Some(DegradeFigures {
+            tail_pages: r.tail_pages().end - r.tail_pages().start,
+            coarse_fraction: frames.iter().map(|d| d.coarse_fraction()).collect(),
+            relaunched: frames.iter().map(|d| d.relaunched).collect(),
+            late_requests: frames.iter().map(|d| d.late_requests).collect(),
+            mean_arrival_frames: if pages == 0 {
+                0.0
+            } else {
+                weighted as f64 / pages as f64
+            },
+            arrived_after_frames: arrived,
+            waiting_at_end: r.waiting_pages(),
+        })
+    }
+
+    /// One line per frame: `frame,samples,coarse_samples,coarse_fraction,relaunched,late_requests`.
+    pub fn csv(frames: &[DegradeFrame]) -> String {
+        let mut s =
+            String::from("frame,samples,coarse_samples,coarse_fraction,relaunched,late_requests\n");
+        for (f, d) in frames.iter().enumerate() {
+            s.push_str(&format!(
+                "{f},{},{},{},{},{}\n",
+                d.samples,
+                d.coarse_samples,
+                d.coarse_fraction(),
+                d.relaunched,
+                d.late_requests
+            ));
+        }
+        s
     }
 }

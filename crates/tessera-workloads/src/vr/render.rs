@@ -429,6 +429,7 @@ impl StereoRenderer {
                 height: h,
                 tiles_x: s.tiles_x,
                 filter: None,
+                degrade: None,
             };
             let mut plain = PlainRaster {
                 atlas: &[],
@@ -655,6 +656,7 @@ impl StereoRenderer {
             height: self.opts.height,
             tiles_x: s.tiles_x,
             filter: None,
+            degrade: None,
         };
         let bound = [&self.atlas_obj, &tris, &bins, frame, access];
         let spec = PassSpec {
