@@ -12,7 +12,7 @@ use serde::Serialize;
 use tessera_runtime::{Procedure, SystemConfig};
 use tessera_workloads::quake::render::{Filtering, Miss, RenderOptions, Renderer, DEFAULT_TAIL};
 use tessera_workloads::quake::replay::{replay_all, ReplayOptions, Replayed};
-use tessera_workloads::quake::replay_text::{not_compared, requests_csv, PageSweep};
+use tessera_workloads::quake::replay_text::{levels_csv, not_compared, requests_csv, PageSweep};
 use tessera_workloads::quake::report::{QuakeReport, Ran};
 use tessera_workloads::quake::run::record;
 use tessera_workloads::quake::run::DegradeFigures;
@@ -316,6 +316,17 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         o.page.get(),
         o.clear_each_frame,
     )?;
+    if r.mip_layout().is_some() {
+        crate::output::write_whole(
+            &csv_path(&o.out, "requests_by_level.csv"),
+            levels_csv(&rec.by_level).as_bytes(),
+        )?;
+        pictures::levels_chart(
+            &o.out.join("requests_by_level"),
+            &rec.by_level,
+            o.page.get(),
+        )?;
+    }
     if let Some(path) = &o.trace {
         let trace = Trace {
             block: BLOCK,

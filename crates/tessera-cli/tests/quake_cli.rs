@@ -245,6 +245,7 @@ fn filtered_runs_equal_the_reference_on_one_or_two_devices() {
     let levels = f["levels"].as_u64().unwrap() as usize;
     let by_level = f["requests_by_level"].as_array().unwrap();
     assert_eq!(by_level.len(), frames as usize);
+    let level_rows = csv(&dir.path().join("two/requests_by_level.csv"));
     for (fr, per) in by_level.iter().enumerate() {
         let per: Vec<u64> = per
             .as_array()
@@ -260,7 +261,34 @@ fn filtered_runs_equal_the_reference_on_one_or_two_devices() {
             .map(|v| v.as_u64().unwrap())
             .sum();
         assert_eq!(per.iter().sum::<u64>(), total, "frame {fr}");
+        for (l, &r) in per.iter().enumerate() {
+            assert!(
+                level_rows.contains(&(fr as u64, l as u64, r)),
+                "requests_by_level.csv lacks frame {fr} level {l}: {r}"
+            );
+        }
     }
+    assert_eq!(level_rows.len(), frames as usize * levels);
+    assert!(dir.path().join("two/requests_by_level.svg").exists());
+    let nums = |k: &str| -> Vec<u64> {
+        f[k].as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect()
+    };
+    let (pages, held) = (nums("pages_by_level"), nums("held_pages_by_level"));
+    assert_eq!(
+        pages.iter().sum::<u64>(),
+        f["chain_pages"].as_u64().unwrap()
+    );
+    assert_eq!(held.len(), levels);
+    assert!(
+        held.iter().zip(&pages).all(|(h, p)| h <= p),
+        "{held:?} of {pages:?}"
+    );
+    assert!(held[1..].iter().sum::<u64>() > 0, "{held:?}");
+    assert_eq!(f["page_bytes"], 18 * 18 * 4);
     // The unfiltered report has no filtering section.
     assert!(run_nearest(dir.path()).get("filtering").is_none());
 }

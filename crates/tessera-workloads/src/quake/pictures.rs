@@ -47,6 +47,34 @@ pub fn requests_chart(
     )
 }
 
+/// Texture page requests per frame by mip level (`by_level`: per frame, per level, all
+/// devices), as an SVG and PNG line chart at `stem`, one line per level.
+pub fn levels_chart(stem: &Path, by_level: &[Vec<u64>], page: u32) -> Result<(), PlotError> {
+    let levels = by_level.first().map_or(0, Vec::len);
+    let title = format!("Texture page requests per frame by mip level, {page}x{page} pages");
+    line_chart(
+        stem,
+        &LineChart {
+            title: &title,
+            x_label: "frame",
+            y_label: "page requests (all devices)",
+            x_log2: false,
+            y_log: false,
+            series: (0..levels)
+                .map(|l| Series {
+                    name: format!("level {l}"),
+                    points: by_level
+                        .iter()
+                        .enumerate()
+                        .map(|(f, per)| (f as f64, per[l] as f64))
+                        .collect(),
+                    secondary: false,
+                })
+                .collect(),
+        },
+    )
+}
+
 /// The atlas's pages as an RGBA8 image, (width, height, pixels): each page in the colour of
 /// the one device holding it, near black when several do, light grey when only home has it,
 /// white for padding (no texture).

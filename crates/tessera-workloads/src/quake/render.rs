@@ -618,6 +618,20 @@ impl Renderer {
 
     /// Per atlas page (local, row-major from the lower left), the devices holding a copy as a
     /// bit set (bit d: device d).
+    /// Per level of the mipmapped atlas (one entry for a plain atlas), the pages some device
+    /// holds a copy of now: the chain's memory on the devices, level by level.
+    pub fn held_pages_by_level(&self) -> Result<Vec<u64>, QuakeError> {
+        let held = self.atlas_residency()?;
+        let layout = self.mip_layout();
+        let mut out = vec![0u64; layout.map_or(1, |m| m.levels() as usize)];
+        for (local, copies) in held.iter().enumerate() {
+            if *copies != 0 {
+                out[layout.map_or(0, |m| level_of_page(&m, local as u64)) as usize] += 1;
+            }
+        }
+        Ok(out)
+    }
+
     pub fn atlas_residency(&self) -> Result<Vec<u64>, QuakeError> {
         let (_, directory) = self.sys.mm.memory()?;
         Ok(self

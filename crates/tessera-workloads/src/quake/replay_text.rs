@@ -61,6 +61,17 @@ pub fn requests_csv(requests: &[Vec<u64>]) -> String {
     s
 }
 
+/// `requests_by_level.csv`: frame, mip level, texture page requests of all devices.
+pub fn levels_csv(by_level: &[Vec<u64>]) -> String {
+    let mut s = String::from("frame,level,requests\n");
+    for (f, per) in by_level.iter().enumerate() {
+        for (l, r) in per.iter().enumerate() {
+            s.push_str(&format!("{f},{l},{r}\n"));
+        }
+    }
+    s
+}
+
 impl Replayed {
     /// The replay as `tessera trace replay` prints it, run with `o` on `devices` devices in
     /// `secs` seconds.

@@ -22,6 +22,11 @@ pub struct FilterReport {
     pub border_overhead: f64,
     /// Per frame, per mip level: texture page requests of all devices.
     pub requests_by_level: Vec<Vec<u64>>,
+    /// Per mip level: the chain's pages, and those some device holds at the end (each page
+    /// `page_bytes` bytes on a device).
+    pub pages_by_level: Vec<u64>,
+    pub held_pages_by_level: Vec<u64>,
+    pub page_bytes: u64,
     /// `relaunch` or `degrade`: what a sample does when its page is not on its device.
     pub miss: String,
     /// With `--miss degrade`: the coarse samples per frame and how long pages took to arrive.
@@ -101,6 +106,7 @@ impl QuakeReport {
         image: &[u8],
     ) -> Result<Self, QuakeError> {
         let figures = Figures::of(r, rec, o.page)?;
+        let held = r.held_pages_by_level()?;
         let total = figures.total_requests;
         let made = Made {
             workload: "quake",
@@ -146,6 +152,11 @@ impl QuakeReport {
                 chain_pages: m.page_count(),
                 border_overhead: m.border_overhead(),
                 requests_by_level: rec.by_level.clone(),
+                pages_by_level: (0..m.levels())
+                    .map(|l| m.pages_xy(l).map_or(0, |(x, y)| x * y))
+                    .collect(),
+                held_pages_by_level: held.clone(),
+                page_bytes: r.atlas_entry().desc.page_bytes(),
                 miss: ran.miss,
                 degrade: DegradeFigures::of(r, &rec.degrade),
             }),
