@@ -52,8 +52,9 @@ pub struct ConvolutionOpts {
     /// device count.
     #[arg(long, default_value = "y", value_parser = parse_split)]
     split: Axis,
-    /// Measured filter applications (ping-pong between two images).
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Measured filter applications, the convolution's frames (ping-pong between two
+    /// images). `--steps` is the older name.
+    #[arg(long = "frames", visible_alias = "steps", value_name = "FRAMES", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     steps: u32,
     /// Output directory for report.json.
     #[arg(long, default_value = "out/convolution")]

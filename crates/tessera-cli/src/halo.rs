@@ -122,7 +122,8 @@ pub struct HaloSweepOpts {
     /// Access modes, a list of explicit, migrate, remote.
     #[arg(long, default_value = "explicit,migrate", value_parser = parse_accesses)]
     access: Accesses,
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Measured time steps per point (a step is a frame). `--steps` is the older name.
+    #[arg(long = "frames", visible_alias = "steps", value_name = "FRAMES", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
     steps: u32,
     #[command(flatten)]
     common: HaloCommon,

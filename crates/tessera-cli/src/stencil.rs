@@ -22,9 +22,9 @@ pub struct StencilOpts {
     /// of the device count.
     #[arg(long, default_value = "z", value_parser = parse_split)]
     split: Axis,
-    /// Measured time steps (run twice in the isolated model: together, then one device at a
-    /// time).
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Measured time steps, the stencil's frames (run twice in the isolated model: together,
+    /// then one device at a time). `--steps` is the older name.
+    #[arg(long = "frames", visible_alias = "steps", value_name = "FRAMES", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     steps: u32,
     /// Output directory for report.json.
     #[arg(long, default_value = "out/stencil")]

@@ -201,7 +201,7 @@ fn every_workload_verifies_against_its_unpaged_reference() {
         ),
         (
             "convolution",
-            argv("run convolution --size 32 --filter 3 --page 8 --steps 1"),
+            argv("run convolution --size 32 --filter 3 --page 8 --frames 1"),
             "bit for bit",
         ),
     ];
@@ -363,9 +363,10 @@ fn bad_values_are_usage_errors_naming_the_option() {
         ("run raytrace --frames 0", "--frames"),
         ("run raytrace --devices 65", "--devices"),
         ("run raytrace --width 0", "--width"),
-        ("run stencil --steps 0", "--steps"),
+        ("run stencil --steps 0", "--frames"),
+        ("run stencil --frames 0", "--frames"),
         ("run stencil --devices 0", "--devices"),
-        ("run convolution --steps 0", "--steps"),
+        ("run convolution --frames 0", "--frames"),
         ("bench overhead --size 0", "--size"),
         ("bench overhead --rounds 0", "--rounds"),
         ("bench scaling --frames 0", "--frames"),
