@@ -162,16 +162,27 @@ fn buffer(sys: &System, words: &[u32]) -> Result<ObjectEntry, QuakeError> {
 /// Requests `pages` for reading on every device (each device's own batch, all at once) and
 /// waits for every grant.
 fn read_everywhere(sys: &System, pages: &[GlobalPage]) -> Result<(), QuakeError> {
-    let pending: Vec<_> = (0..sys.devices())
-        .map(|d| {
-            let req: Vec<PageRequest> = pages
-                .iter()
-                .map(|&page| PageRequest {
-                    page,
-                    access: Access::Read,
-                })
-                .collect();
+    let req: Vec<PageRequest> = pages
+        .iter()
+        .map(|&page| PageRequest {
+            page,
+            access: Access::Read,
+        })
+        .collect();
+    acquire_on_each(sys, vec![req; sys.devices()])
+}
+
+/// Acquires (and releases) `per[d]` on device `d`, every device's batch at once, and waits
+/// for every grant.
+fn acquire_on_each(sys: &System, per: Vec<Vec<PageRequest>>) -> Result<(), QuakeError> {
+    let pending: Vec<_> = per
+        .into_iter()
+        .enumerate()
+        .map(|(d, req)| {
             sys.on_device(d, move |ctx| {
+                if req.is_empty() {
+                    return Ok(());
+                }
                 let r = ctx.acquire(req);
                 ctx.release();
                 r
@@ -302,11 +313,10 @@ impl Renderer {
             .chain(self.coarse_obj.as_ref())
             .collect();
         let p = self.opts.page;
-        let pending: Vec<_> = self
+        let per = self
             .regions
             .iter()
-            .enumerate()
-            .map(|(d, r)| {
+            .map(|r| {
                 let mut req = Vec::new();
                 if let Domain::Rect { x0, y0, x1, y1 } = *r {
                     for e in &targets {
@@ -321,19 +331,10 @@ impl Renderer {
                         }
                     }
                 }
-                self.sys.on_device(d, move |ctx| {
-                    if req.is_empty() {
-                        return Ok(());
-                    }
-                    let r = ctx.acquire(req);
-                    ctx.release();
-                    r
-                })
+                req
             })
-            .collect::<Result<_, _>>()?;
-        for p in pending {
-            p.wait()??;
-        }
+            .collect();
+        acquire_on_each(&self.sys, per)?;
         Ok(())
     }
 
@@ -656,23 +657,7 @@ pub fn place_randomly(sys: &System, obj: &ObjectEntry, seed: u64) -> Result<(), 
             access: Access::Read,
         });
     }
-    let pending: Vec<_> = per
-        .into_iter()
-        .enumerate()
-        .map(|(d, req)| {
-            sys.on_device(d, move |ctx| {
-                if req.is_empty() {
-                    return Ok(());
-                }
-                let r = ctx.acquire(req);
-                ctx.release();
-                r
-            })
-        })
-        .collect::<Result<_, _>>()?;
-    for p in pending {
-        p.wait()??;
-    }
+    acquire_on_each(sys, per)?;
     sys.mm.take_requests()?;
     Ok(())
 }
