@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use anyhow::Result;
-use tessera_runtime::{Partition, Procedure};
+use tessera_runtime::{HostCounters, HostReport, Partition, Procedure};
 use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::sim::PagedBoiling;
 use tessera_workloads::boiling::unpaged::UnpagedBoiling;
@@ -73,18 +73,21 @@ pub fn overhead(o: &BenchOpts) -> Result<()> {
     let bar = progress(o.rounds as u64, "overhead");
     let mut t_unpaged = Vec::new();
     let mut t_paged = vec![Vec::new(); procs.len()];
+    let mut host = vec![HostCounters::default(); procs.len()];
     for _ in 0..o.rounds {
         let t = Instant::now();
         for _ in 0..o.frames {
             unpaged()?;
         }
         t_unpaged.push(t.elapsed().as_secs_f64() / o.frames as f64);
-        for ((sim, p), times) in paged.iter().zip(procs).zip(&mut t_paged) {
+        for (((sim, p), times), h) in paged.iter().zip(procs).zip(&mut t_paged).zip(&mut host) {
+            let before = sim.sys.host_counters()[0];
             let t = Instant::now();
             for _ in 0..o.frames {
                 sim.frame(Partition::Rows, p)?;
             }
             times.push(t.elapsed().as_secs_f64() / o.frames as f64);
+            h.add(&sim.sys.host_counters()[0].since(&before));
         }
         bar.inc(1);
     }
@@ -100,13 +103,23 @@ pub fn overhead(o: &BenchOpts) -> Result<()> {
     );
     println!("unpaged            {:>9.3} ms/frame", u * 1e3);
     let mut last = 0.0;
-    for (p, times) in procs.iter().zip(t_paged) {
+    for ((p, times), h) in procs.iter().zip(t_paged).zip(&host) {
         let m = median(times);
         let name = match p {
             Procedure::TwoPass => "paged two-pass",
             Procedure::Relaunch => "paged relaunch",
         };
         println!("{name:<18} {:>9.3} ms/frame  ratio {:.3}", m * 1e3, m / u);
+        let h = HostReport::of(h, o.rounds * o.frames);
+        println!(
+            "{:<18} host per frame: {:.1} submissions, {:.1} blocking waits, {:.1} GPU waits, {:.0} B read back, {:.1} manager messages",
+            "",
+            h.submissions_per_frame,
+            h.blocking_waits_per_frame,
+            h.device_waits_per_frame,
+            h.bytes_read_back_per_frame,
+            h.manager_messages_per_frame
+        );
         if *p == o.procedure {
             last = m / u;
         }

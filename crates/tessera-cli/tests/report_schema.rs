@@ -76,6 +76,13 @@ fn every_workloads_report_validates_against_the_schema() {
         for (i, d) in per_device.iter().enumerate() {
             assert_eq!(d["device"], i, "{workload}");
         }
+        // The host counters are read from the run, not left at their defaults: every
+        // workload hands its devices work in every measured frame.
+        let submissions: f64 = per_device
+            .iter()
+            .map(|d| d["host"]["submissions_per_frame"].as_f64().unwrap())
+            .sum();
+        assert!(submissions > 0.0, "{workload}: no submissions counted");
     }
 }
 
@@ -101,5 +108,9 @@ fn the_schema_refuses_a_report_that_breaks_the_core() {
     }
     let mut r = good.clone();
     r.as_object_mut().unwrap().remove("split");
+    assert!(!validator.is_valid(&r));
+    // Every device entry carries the host's work.
+    let mut r = good.clone();
+    r["per_device"][0].as_object_mut().unwrap().remove("host");
     assert!(!validator.is_valid(&r));
 }

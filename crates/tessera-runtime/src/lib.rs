@@ -40,6 +40,8 @@ pub use manager::{
 };
 pub use partition::Partition;
 pub use remote::{RemoteBacking, RemoteBindings, RemoteObject};
-pub use stats::{BackendCounters, DeviceMemoryUse, DeviceTraffic, HostCounters, LinkCounters};
+pub use stats::{
+    BackendCounters, DeviceMemoryUse, DeviceTraffic, HostCounters, HostReport, LinkCounters,
+};
 pub use system::{Schedule, System, SystemConfig};
 pub use tessera_core::Policy;

@@ -63,6 +63,35 @@ impl HostCounters {
     }
 }
 
+/// The host's work for one device, per frame of a run: what every report's `per_device[].host`
+/// holds, so that "no host work when nothing faults" can be read off any workload's run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct HostReport {
+    /// Work handed to the device: queue submissions (wgpu), jobs on its worker (CPU).
+    pub submissions_per_frame: f64,
+    /// Times a driver or the memory manager blocked on the device's answer.
+    pub blocking_waits_per_frame: f64,
+    /// Inside the wgpu backend's jobs: waits for the GPU to drain (0 on the CPU backend).
+    pub device_waits_per_frame: f64,
+    pub bytes_read_back_per_frame: f64,
+    /// Messages the device's driver sent the memory manager.
+    pub manager_messages_per_frame: f64,
+}
+
+impl HostReport {
+    /// `h`, counted over `frames` frames, per frame.
+    pub fn of(h: &HostCounters, frames: u32) -> Self {
+        let f = frames.max(1) as f64;
+        HostReport {
+            submissions_per_frame: h.submissions as f64 / f,
+            blocking_waits_per_frame: h.blocking_waits as f64 / f,
+            device_waits_per_frame: h.device_waits as f64 / f,
+            bytes_read_back_per_frame: h.bytes_read_back as f64 / f,
+            manager_messages_per_frame: h.manager_messages as f64 / f,
+        }
+    }
+}
+
 /// A backend's own host counters, kept by the device and read by anyone (atomics: reading
 /// them is no job on the device, so it changes no count).
 #[derive(Debug, Default)]

@@ -113,3 +113,40 @@ pub fn compare_images(want: &[u8], got: &[u8]) -> Result<(), ImageDiff> {
         }),
     }
 }
+
+/// The `host:` rows every run prints: per device, the host's work per frame (a step is a
+/// frame), with one more column where a workload has one to add (`extra`: its heading and a
+/// value per row).
+pub fn host_table(
+    rows: &[(usize, tessera_runtime::HostReport)],
+    extra: Option<(&str, Vec<String>)>,
+) -> String {
+    let mut s = String::new();
+    let (extra_head, extra_cells) = extra.map_or(("", Vec::new()), |(h, c)| (h, c));
+    ln!(
+        s,
+        "{:>6} {:>10} {:>10} {:>10} {:>13} {:>10} {:>10}",
+        "host:",
+        "submit/f",
+        "waits/f",
+        "gpu wait/f",
+        "read-back B/f",
+        "msgs/f",
+        extra_head
+    );
+    for (i, (device, h)) in rows.iter().enumerate() {
+        ln!(
+            s,
+            "{:>6} {:>10.1} {:>10.1} {:>10.1} {:>13.0} {:>10.1} {:>10}",
+            device,
+            h.submissions_per_frame,
+            h.blocking_waits_per_frame,
+            h.device_waits_per_frame,
+            h.bytes_read_back_per_frame,
+            h.manager_messages_per_frame,
+            extra_cells.get(i).map_or("", |c| c.as_str())
+        );
+    }
+    // A table without its extra column ends each line in spaces.
+    s.lines().map(|l| l.trim_end().to_string() + "\n").collect()
+}

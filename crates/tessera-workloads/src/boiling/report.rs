@@ -6,7 +6,9 @@
 use serde::Serialize;
 use tessera_model::Topology;
 use tessera_runtime::modeled::Model;
-use tessera_runtime::{DeviceMemoryUse, LinkCounters, RuntimeError, StageTimes, SystemConfig};
+use tessera_runtime::{
+    DeviceMemoryUse, HostReport, LinkCounters, RuntimeError, StageTimes, SystemConfig,
+};
 
 use super::modeled::{Run, Settings};
 
@@ -105,34 +107,6 @@ impl WriteBacks {
         self.host_read += o.host_read;
         self.free += o.free;
         self.node += o.node;
-    }
-}
-
-/// The host's work for one device, per modeled frame: what "no host work when nothing
-/// faults" is checked by (docs/PROTOCOL.md, "The held set").
-#[derive(Clone, Copy, Debug, Default, Serialize)]
-pub struct HostReport {
-    /// Work handed to the device: queue submissions (wgpu), jobs on its worker (CPU).
-    pub submissions_per_frame: f64,
-    /// Times a driver or the memory manager blocked on the device's answer.
-    pub blocking_waits_per_frame: f64,
-    /// Inside the wgpu backend's jobs: waits for the GPU to drain (0 on the CPU backend).
-    pub device_waits_per_frame: f64,
-    pub bytes_read_back_per_frame: f64,
-    /// Messages the device's driver sent the memory manager.
-    pub manager_messages_per_frame: f64,
-}
-
-impl HostReport {
-    pub fn of(h: &tessera_runtime::HostCounters, frames: u32) -> Self {
-        let f = frames.max(1) as f64;
-        HostReport {
-            submissions_per_frame: h.submissions as f64 / f,
-            blocking_waits_per_frame: h.blocking_waits as f64 / f,
-            device_waits_per_frame: h.device_waits as f64 / f,
-            bytes_read_back_per_frame: h.bytes_read_back as f64 / f,
-            manager_messages_per_frame: h.manager_messages as f64 / f,
-        }
     }
 }
 

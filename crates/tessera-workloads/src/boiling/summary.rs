@@ -143,31 +143,12 @@ impl Report {
                 d.memory.shared_bytes as f64 / 1024.0
             );
         }
-        ln!(
-            s,
-            "{:>6} {:>10} {:>10} {:>10} {:>12} {:>10} {:>10}",
-            "host:",
-            "submit/f",
-            "waits/f",
-            "gpu wait/f",
-            "read-back B/f",
-            "msgs/f",
-            "held bands"
-        );
-        for d in &r.per_device {
-            let h = &d.host;
-            ln!(
-                s,
-                "{:>6} {:>10.1} {:>10.1} {:>10.1} {:>12.0} {:>10.1} {:>10}",
-                d.device,
-                h.submissions_per_frame,
-                h.blocking_waits_per_frame,
-                h.device_waits_per_frame,
-                h.bytes_read_back_per_frame,
-                h.manager_messages_per_frame,
-                d.bands_launched_held
-            );
-        }
+        let rows: Vec<_> = r.per_device.iter().map(|d| (d.device, d.host)).collect();
+        let held = r
+            .per_device
+            .iter()
+            .map(|d| d.bands_launched_held.to_string());
+        s += &crate::host_table(&rows, Some(("held bands", held.collect())));
         let w = &r.write_backs_per_frame;
         ln!(
  s,

@@ -15,7 +15,9 @@ use tessera_model::{Endpoint, RemoteUse, Topology, TopologyError};
 use tessera_runtime::modeled::{
     charge, device_work, remote_uses, transfers, Model, Modeled, ModeledError,
 };
-use tessera_runtime::{PassStats, Procedure, RuntimeError, Schedule, StageTimes, System};
+use tessera_runtime::{
+    HostCounters, HostReport, PassStats, Procedure, RuntimeError, Schedule, StageTimes, System,
+};
 
 use crate::decomp::runner::Decomposed;
 use crate::decomp::{run_phase, square_reads, star_reads, Access, Axis, DecompError, Grid};
@@ -268,6 +270,8 @@ pub struct Measured {
     pub page_requests: u64,
     /// Remote accesses over the modeled steps, per accessor and location.
     pub remote: Vec<RemoteUse>,
+    /// Per device, the host's work over the measured steps with the devices together.
+    pub host: Vec<HostCounters>,
 }
 
 fn step(
@@ -333,6 +337,7 @@ pub fn measure(
     let mut per_device = vec![PassStats::default(); s.devices];
     let mut baseline = run.sys.mm.traffic()?;
     let mut wall = 0.0;
+    let host_before = run.sys.host_counters();
     for _ in 0..s.steps {
         let t = Instant::now();
         let model = (!isolated).then_some((topo, &mut modeled));
@@ -345,6 +350,13 @@ pub fn measure(
         }
         tick();
     }
+    let host = run
+        .sys
+        .host_counters()
+        .iter()
+        .zip(&host_before)
+        .map(|(now, was)| now.since(was))
+        .collect();
     if isolated {
         baseline = run.sys.mm.traffic()?;
         for _ in 0..s.steps {
@@ -381,6 +393,7 @@ pub fn measure(
         moves,
         page_requests,
         remote,
+        host,
     })
 }
 
@@ -417,6 +430,8 @@ pub struct DeviceReport {
     pub stage_seconds: StageTimes,
     pub launches: u64,
     pub relaunched_invocations: u64,
+    /// The host's work for this device per step, over the steps run with the devices together.
+    pub host: HostReport,
 }
 
 /// The report of one run. Times under `modeled_*` are modeled on the topology; `wall_*` is
@@ -692,6 +707,7 @@ pub fn report(
                 stage_seconds: p.stages,
                 launches: p.launches,
                 relaunched_invocations: p.relaunched,
+                host: HostReport::of(&m.host[d], s.steps),
             })
             .collect(),
         checksum: checksum(field),

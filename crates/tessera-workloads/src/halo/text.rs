@@ -115,6 +115,8 @@ impl HaloReport {
                 d.device, d.work_ms_per_step, d.manager_ms_per_step, d.launches, d.relaunched_invocations
             ));
         }
+        let host: Vec<_> = r.per_device.iter().map(|d| (d.device, d.host)).collect();
+        line(crate::host_table(&host, None).trim_end().to_string());
         line(format!("checksum {}", r.checksum));
         if let Some(v) = &r.verification {
             line(v.describe());

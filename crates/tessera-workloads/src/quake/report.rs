@@ -193,6 +193,7 @@ impl QuakeReport {
                 self.texture_footprint[d].shared_pages
             );
         }
-        s
+        let host: Vec<_> = self.per_device.iter().map(|d| (d.device, d.host)).collect();
+        s + &crate::host_table(&host, None)
     }
 }

@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use serde::Serialize;
-use tessera_runtime::{DeviceTraffic, StageTimes};
+use tessera_runtime::{DeviceTraffic, HostCounters, HostReport, StageTimes};
 
 use super::render::{DegradeFrame, FrameStats, Renderer};
 use super::trace::DeviceFrame;
@@ -30,6 +30,8 @@ pub struct Recorded {
     pub trace_frames: Vec<Vec<DeviceFrame>>,
     /// Per frame, what degrading did (`Miss::Degrade` only).
     pub degrade: Vec<DegradeFrame>,
+    /// Per device, the host's work over the frames' passes (pictures and traces aside).
+    pub host: Vec<HostCounters>,
 }
 
 /// Renders `r` through every camera of `cams` at `aspect` (width / height), recording each
@@ -45,12 +47,17 @@ pub fn record<E: From<QuakeError>>(
     let mut out = Recorded {
         by_texture: vec![0; r.mesh().textures.len()],
         stages: vec![StageTimes::default(); r.sys.devices()],
+        host: vec![HostCounters::default(); r.sys.devices()],
         ..Default::default()
     };
     for (f, cam) in cams.iter().enumerate() {
         let t = Instant::now();
+        let before = r.sys.host_counters();
         let s = r.frame(&cam.view_proj(aspect))?;
         out.frame_seconds.push(t.elapsed().as_secs_f64());
+        for ((h, now), was) in out.host.iter_mut().zip(r.sys.host_counters()).zip(&before) {
+            h.add(&now.since(was));
+        }
         if trace {
             let blocks = r.accessed_blocks()?;
             out.trace_frames.push(
@@ -107,6 +114,8 @@ pub struct QuakeDevice {
     pub traffic: DeviceTraffic,
     /// Summed over frames, seconds.
     pub stages: StageTimes,
+    /// The host's work for this device per frame, counted over the frames' passes.
+    pub host: HostReport,
 }
 
 /// The run's figures at its end, from the renderer and what its frames recorded.
@@ -163,13 +172,15 @@ impl Figures {
             .into_iter()
             .zip(&total)
             .zip(&rec.stages)
+            .zip(&rec.host)
             .enumerate()
             .map(
-                |(device, ((traffic, &texture_requests), &stages))| QuakeDevice {
+                |(device, (((traffic, &texture_requests), &stages), host))| QuakeDevice {
                     device,
                     texture_requests,
                     traffic,
                     stages,
+                    host: HostReport::of(host, rec.requests.len() as u32),
                 },
             )
             .collect();

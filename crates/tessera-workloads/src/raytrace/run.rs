@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use serde::Serialize;
-use tessera_runtime::{PassStats, Policy, StageTimes, System};
+use tessera_runtime::{HostCounters, HostReport, PassStats, Policy, StageTimes, System};
 
 use super::rays::View;
 use super::render::{RayRenderer, RenderOptions};
@@ -42,6 +42,8 @@ pub struct TrafficReport {
     pub page_requests: u64,
     pub evictions: u64,
     pub refaults: u64,
+    /// The host's work for this device per frame.
+    pub host: HostReport,
 }
 
 /// Stats of several devices as one.
@@ -53,19 +55,32 @@ pub fn sum_stats(stats: &[PassStats]) -> PassStats {
     all
 }
 
-/// Renders `frames` frames with `r`, calling `tick` after each; returns each frame's report
-/// and the stage times summed over devices and frames.
+/// What the frames of a run recorded.
+pub struct Recorded {
+    pub per_frame: Vec<FrameReport>,
+    /// Summed over devices and frames.
+    pub stages: StageTimes,
+    /// Per device, the host's work over the frames.
+    pub host: Vec<HostCounters>,
+}
+
+/// Renders `frames` frames with `r`, calling `tick` after each.
 pub fn record(
     r: &mut RayRenderer,
     frames: u32,
     mut tick: impl FnMut(),
-) -> Result<(Vec<FrameReport>, StageTimes), RaytraceError> {
+) -> Result<Recorded, RaytraceError> {
     let mut out = Vec::new();
     let mut stages = StageTimes::default();
+    let mut host = vec![HostCounters::default(); r.sys.devices()];
     for _ in 0..frames {
         let t = Instant::now();
+        let before = r.sys.host_counters();
         let stats = r.frame()?;
         let wall = t.elapsed().as_secs_f64();
+        for ((h, now), was) in host.iter_mut().zip(r.sys.host_counters()).zip(&before) {
+            h.add(&now.since(was));
+        }
         let s = sum_stats(&stats);
         stages.add(&s.stages);
         out.push(FrameReport {
@@ -78,17 +93,23 @@ pub fn record(
         });
         tick();
     }
-    Ok((out, stages))
+    Ok(Recorded {
+        per_frame: out,
+        stages,
+        host,
+    })
 }
 
-/// Each device's page moves over the run so far.
-pub fn traffic(r: &RayRenderer) -> Result<Vec<TrafficReport>, RaytraceError> {
+/// Each device's page moves over the run so far, and the host's work per frame of `rec`.
+pub fn traffic(r: &RayRenderer, rec: &Recorded) -> Result<Vec<TrafficReport>, RaytraceError> {
+    let frames = rec.per_frame.len() as u32;
     Ok(r.sys
         .mm
         .traffic()?
         .iter()
+        .zip(&rec.host)
         .enumerate()
-        .map(|(device, t)| TrafficReport {
+        .map(|(device, (t, h))| TrafficReport {
             device,
             host_to_device_bytes: t.host_to_device.bytes,
             device_to_device_bytes: t.device_to_device.bytes,
@@ -96,6 +117,7 @@ pub fn traffic(r: &RayRenderer) -> Result<Vec<TrafficReport>, RaytraceError> {
             page_requests: t.page_requests,
             evictions: t.evictions,
             refaults: t.refaults,
+            host: HostReport::of(h, frames),
         })
         .collect())
 }
@@ -173,7 +195,7 @@ pub fn run(
     let o = spec.options;
     let mut r = RayRenderer::new(sys, spec.scene, spec.view, o)?;
     let objects_bytes = r.total_bytes();
-    let (per_frame, stages) = record(&mut r, spec.frames, tick)?;
+    let rec = record(&mut r, spec.frames, tick)?;
     let image = r.image()?;
     let made = Made {
         workload: "raytrace",
@@ -186,9 +208,9 @@ pub fn run(
         split: o.partition,
     };
     let report = Report {
-        core: ImageCore::new(made, per_frame.len(), &image),
-        stages,
-        per_device: traffic(&r)?,
+        core: ImageCore::new(made, rec.per_frame.len(), &image),
+        stages: rec.stages,
+        per_device: traffic(&r, &rec)?,
         scene: spec.name,
         instances: spec.instances,
         triangles,
@@ -202,7 +224,7 @@ pub fn run(
         policy: spec.policy.name().to_string(),
         filter: o.filter.map_or("nearest", |f| f.name()),
         atlas_pages_by_level: r.atlas_pages_by_level()?,
-        per_frame,
+        per_frame: rec.per_frame,
         residency: residency(&r)?,
     };
     Ok((report, image))
@@ -244,6 +266,8 @@ impl Report {
                 moved as f64 / 1048576.0
             );
         }
+        let host: Vec<_> = self.per_device.iter().map(|d| (d.device, d.host)).collect();
+        s += &crate::host_table(&host, None);
         s + &format!("image {}", self.core.checksum)
     }
 }

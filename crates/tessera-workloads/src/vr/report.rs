@@ -48,6 +48,8 @@ pub struct VrDevice {
     /// Texture pages it fetched from its own memory, and from the other GPMs.
     pub local_texture_pages: u64,
     pub remote_texture_pages: u64,
+    /// The host's work for this device per measured frame.
+    pub host: tessera_runtime::HostReport,
 }
 
 /// The schema's core (docs/report.schema.json), then OO-VR's own section.
@@ -103,6 +105,7 @@ impl<'a> VrReport<'a> {
                             .sum::<u64>()
                     })
                     .sum(),
+                host: tessera_runtime::HostReport::of(&run.host[d], run.frames.len() as u32),
             })
             .collect();
         VrReport {
@@ -125,6 +128,7 @@ impl<'a> VrReport<'a> {
     /// The two lines `tessera run vr` prints; `gbps` is the link's bandwidth as given.
     pub fn summary_text(&self, gbps: f64) -> String {
         let s = &self.summary;
+        let host: Vec<_> = self.per_device.iter().map(|d| (d.device, d.host)).collect();
         format!(
             "vr: {}, {} stereo frames {}x{} per eye after {} warm-up, scheme {}, {} GPM(s) at {gbps} GB/s [{}]\nmodeled latency {:.2} ms/frame (frame interval {:.2} ms); inter-GPM traffic {:.2} MiB texture + {:.2} MiB composition per frame; load balance {:.2}{}",
             self.scene,
@@ -142,7 +146,8 @@ impl<'a> VrReport<'a> {
             s.load_balance,
             s.prediction_error
                 .map_or(String::new(), |e| format!("; predictor error {:.1}%", e * 100.0))
-        )
+        ) + "\n"
+            + crate::host_table(&host, None).trim_end()
     }
 }
 

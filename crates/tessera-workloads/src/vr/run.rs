@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use serde::Serialize;
-use tessera_runtime::System;
+use tessera_runtime::{HostCounters, System};
 use tessera_scene::Scene;
 
 use super::render::{FrameMeasure, FrameReport, LinkModel, StereoOptions, StereoRenderer};
@@ -23,6 +23,8 @@ pub struct Run {
     pub wall: f64,
     /// The devices as the backend describes them.
     pub backend: String,
+    /// Per device, the host's work over the measured frames.
+    pub host: Vec<HostCounters>,
 }
 
 /// Renders `scene` on `sys` through every camera of `cams` with `scheme`; the first `warmup`
@@ -42,10 +44,17 @@ pub fn run(
     let start = Instant::now();
     let mut frames = Vec::new();
     let mut frame_seconds = Vec::new();
+    let mut host = vec![HostCounters::default(); r.sys.devices()];
     for (f, cam) in cams.iter().enumerate() {
         let t = Instant::now();
+        let before = r.sys.host_counters();
         let m = r.frame(cam, scheme)?;
         let seconds = t.elapsed().as_secs_f64();
+        if f >= warmup as usize {
+            for ((h, now), was) in host.iter_mut().zip(r.sys.host_counters()).zip(&before) {
+                h.add(&now.since(was));
+            }
+        }
         if m.uncomposed != 0 || m.overdrawn != 0 {
             return Err(VrError::Uncovered {
                 scheme: m.scheme,
@@ -65,6 +74,7 @@ pub fn run(
         last_image: r.stereo_image(),
         wall: start.elapsed().as_secs_f64(),
         backend,
+        host,
     })
 }
 
