@@ -35,11 +35,11 @@ pub enum RuntimeError {
     #[error("backend error on {device}: {message}")]
     Backend { device: DeviceId, message: String },
     /// A backend's own error, kept typed: [`BackendError::downcast_ref`] gives it back (a
-    /// `tessera_wgpu::WgpuError` on wgpu).
+    /// `tessera_wgpu::WgpuError` on wgpu). Its message is part of this one's, so it is not
+    /// also this error's `source`: a chain printed whole (`{:#}`) would say it twice.
     #[error("{device}: {error}")]
     Device {
         device: DeviceId,
-        #[source]
         error: BackendError,
     },
     #[error("invalid configuration: {0}")]
@@ -203,3 +203,38 @@ impl PartialEq for BackendError {
 }
 
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The whole chain, as `anyhow`'s `{:#}` and the CLI print it.
+    fn chain(e: &dyn std::error::Error) -> String {
+        let mut s = e.to_string();
+        let mut next = e.source();
+        while let Some(c) = next {
+            s += &format!(": {c}");
+            next = c.source();
+        }
+        s
+    }
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("out of GPU memory: a temporary of 256 MiB")]
+    struct Oom;
+
+    #[test]
+    fn a_backends_error_is_said_once_in_the_chain() {
+        let e = RuntimeError::Device {
+            device: DeviceId(0),
+            error: BackendError::new(Oom),
+        };
+        let said = chain(&e);
+        assert_eq!(said.matches("out of GPU memory").count(), 1, "{said}");
+        assert!(said.starts_with("device0: "), "{said}");
+        let RuntimeError::Device { error, .. } = &e else {
+            unreachable!()
+        };
+        assert!(error.downcast_ref::<Oom>().is_some());
+    }
+}
