@@ -467,6 +467,13 @@ fn bench_oversubscription_prints_its_table_and_writes_csv_and_plot() {
             assert_eq!(staged, 0.0, "{r}");
             assert_eq!(during, 0.0, "{r}");
         }
+        // Oversubscribed frames fault, so the host waits on the device and asks the manager.
+        for host in ["blocking_waits_per_frame", "manager_messages_per_frame"] {
+            assert!(
+                cells[col(host)].parse::<f64>().unwrap() > 0.0,
+                "{host}: {r}"
+            );
+        }
     }
     assert!(dir.path().join("oversubscription.png").exists());
     assert!(dir.path().join("oversubscription.svg").exists());

@@ -7,7 +7,8 @@ use tessera_core::{ObjectDesc, TexelFormat};
 use tessera_runtime::{Partition, Policy, Prefetch, StageTimes};
 
 use super::{
-    in_trial, median, on_off, run_rounds, Bench, Loads, MakeNode, Outcome, OversubError, Trial,
+    host_cells, in_trial, median, on_off, run_rounds, Bench, Loads, MakeNode, Outcome,
+    OversubError, Trial, HOST_COLUMNS,
 };
 use crate::boiling::math::BoilingParams;
 use crate::boiling::reference::field_checksum;
@@ -110,14 +111,15 @@ pub(super) fn run(
     .unwrap();
     writeln!(
         text,
-        "resident  {:>9.3} ms/frame, {:.1}% of stage time waiting for requests",
+        "resident  {:>9.3} ms/frame, {:.1}% of stage time waiting for requests, {:.1} blocking waits/frame",
         resident * 1e3,
-        request_pct(&configs[0].stats.stages)
+        request_pct(&configs[0].stats.stages),
+        configs[0].host_per_frame(measured_frames).blocking_waits_per_frame
     )
     .unwrap();
     writeln!(
         text,
-        "{:>6} {:>7} {:>8} {:>7} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8} {:>6} {:>8} {:>8}",
+        "{:>6} {:>7} {:>8} {:>7} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8} {:>6} {:>8} {:>8} {:>8}",
         "ratio",
         "policy",
         "prefetch",
@@ -133,11 +135,12 @@ pub(super) fn run(
         "pf hit%",
         "req%",
         "staged/f",
-        "during/f"
+        "during/f",
+        "waits/f"
     )
     .unwrap();
-    let mut csv = String::from(
-        "ratio,policy,prefetch,staging,budget_bytes,ms_per_frame,throughput_vs_resident,evictions_per_frame,write_backs_per_frame,refaults_per_frame,thrashing_pages,wave_splits_per_frame,loads_per_frame,opt_loads_per_frame,opt_throughput_vs_resident_modeled,throughput_vs_opt_modeled,prefetched_per_frame,prefetch_hits_per_frame,request_wait_pct,staged_batches_per_frame,stage_refusals_per_frame,pages_copied_during_launch_per_frame,field_checksum\n",
+    let mut csv = format!(
+        "ratio,policy,prefetch,staging,budget_bytes,ms_per_frame,throughput_vs_resident,evictions_per_frame,write_backs_per_frame,refaults_per_frame,thrashing_pages,wave_splits_per_frame,loads_per_frame,opt_loads_per_frame,opt_throughput_vs_resident_modeled,throughput_vs_opt_modeled,prefetched_per_frame,prefetch_hits_per_frame,request_wait_pct,staged_batches_per_frame,stage_refusals_per_frame,pages_copied_during_launch_per_frame,{HOST_COLUMNS},field_checksum\n",
     );
     let mut series: Vec<Series> = b
         .policies
@@ -168,6 +171,7 @@ pub(super) fn run(
             continue;
         };
         let t = median(c.times.clone());
+        let host = c.host_per_frame(measured_frames);
         let got = field_checksum(&c.subject.field()?);
         if got != want {
             mismatched.push(format!(
@@ -209,7 +213,7 @@ pub(super) fn run(
         };
         writeln!(
             text,
-            "{:>6} {:>7} {:>8} {:>7} {:>10.3} {:>9.3} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>9.3} {:>9.3} {:>8} {:>6.1} {:>8.1} {:>8.1}",
+            "{:>6} {:>7} {:>8} {:>7} {:>10.3} {:>9.3} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>9.3} {:>9.3} {:>8} {:>6.1} {:>8.1} {:>8.1} {:>8.1}",
             ratio,
             policy.name(),
             prefetch.to_string(),
@@ -226,11 +230,12 @@ pub(super) fn run(
             request_pct(&c.stats.stages),
             per(sum(&|t| t.staged_batches)),
             per(sum(&|t| t.host_to_device_during_launch.pages)),
+            host.blocking_waits_per_frame,
         )
         .unwrap();
         writeln!(
             csv,
-            "{ratio},{policy},{prefetch},{},{budget},{:.6},{:.6},{:.3},{:.3},{:.3},{},{:.3},{:.3},{:.3},{:.6},{:.6},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{got}",
+            "{ratio},{policy},{prefetch},{},{budget},{:.6},{:.6},{:.3},{:.3},{:.3},{},{:.3},{:.3},{:.3},{:.6},{:.6},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{got}",
             on_off(staging),
             t * 1e3,
             resident / t,
@@ -249,6 +254,7 @@ pub(super) fn run(
             per(sum(&|t| t.staged_batches)),
             per(sum(&|t| t.stage_refusals)),
             per(sum(&|t| t.host_to_device_during_launch.pages)),
+            host_cells(&host),
         )
         .unwrap();
         let pi = b.policies.iter().position(|&p| p == policy);

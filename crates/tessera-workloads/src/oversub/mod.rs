@@ -21,8 +21,8 @@ use std::time::Instant;
 use tessera_core::eviction::belady_loads;
 use tessera_core::{CoreError, PageSize};
 use tessera_runtime::{
-    DeviceTraffic, PassStats, Policy, Prefetch, Procedure, RuntimeError, System, SystemConfig,
-    Thrashing,
+    DeviceTraffic, HostCounters, HostReport, PassStats, Policy, Prefetch, Procedure, RuntimeError,
+    System, SystemConfig, Thrashing,
 };
 
 use crate::plot::Series;
@@ -169,6 +169,8 @@ pub struct Trial<S, K> {
     pub times: Vec<f64>,
     /// The measured frames' stats, summed over devices and frames.
     pub stats: PassStats,
+    /// The host's work over the measured frames, summed over devices.
+    pub host: HostCounters,
 }
 
 impl<S, K> Trial<S, K> {
@@ -178,8 +180,29 @@ impl<S, K> Trial<S, K> {
             subject,
             times: Vec::new(),
             stats: PassStats::default(),
+            host: HostCounters::default(),
         }
     }
+
+    /// The host's work per measured frame, all devices together.
+    pub fn host_per_frame(&self, measured_frames: f64) -> HostReport {
+        HostReport::of(&self.host, measured_frames.round() as u32)
+    }
+}
+
+/// The CSV columns of [`host_cells`].
+pub const HOST_COLUMNS: &str =
+    "submissions_per_frame,blocking_waits_per_frame,bytes_read_back_per_frame,manager_messages_per_frame";
+
+/// A trial's host work per frame as CSV cells, in the order of [`HOST_COLUMNS`].
+pub fn host_cells(h: &HostReport) -> String {
+    format!(
+        "{:.3},{:.3},{:.0},{:.3}",
+        h.submissions_per_frame,
+        h.blocking_waits_per_frame,
+        h.bytes_read_back_per_frame,
+        h.manager_messages_per_frame
+    )
 }
 
 /// Runs every trial's warm-up frame, then `rounds` rounds of `frames` frames each, the trials
@@ -209,6 +232,7 @@ pub fn run_rounds<S, K, E: From<RuntimeError>>(
         // round ran measurably slower, round after round).
         for i in 0..n {
             let t = &mut trials[(round + i) % n];
+            let before = system(&t.subject).host_counters();
             let start = Instant::now();
             for _ in 0..frames {
                 for s in frame(&mut t.subject, t.setting.as_ref())? {
@@ -216,6 +240,9 @@ pub fn run_rounds<S, K, E: From<RuntimeError>>(
                 }
             }
             t.times.push(start.elapsed().as_secs_f64() / frames as f64);
+            for (now, was) in system(&t.subject).host_counters().iter().zip(&before) {
+                t.host.add(&now.since(was));
+            }
             tick();
         }
     }

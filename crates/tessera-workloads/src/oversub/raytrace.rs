@@ -5,7 +5,10 @@ use std::fmt::Write as _;
 
 use tessera_runtime::{Partition, Policy};
 
-use super::{in_trial, median, run_rounds, Bench, Loads, MakeNode, Outcome, OversubError, Trial};
+use super::{
+    host_cells, in_trial, median, run_rounds, Bench, Loads, MakeNode, Outcome, OversubError, Trial,
+    HOST_COLUMNS,
+};
 use crate::boiling::reference::{checksum_hex, fnv1a};
 use crate::raytrace::rays::View;
 use crate::raytrace::render::{RayRenderer, RenderOptions};
@@ -115,10 +118,16 @@ pub(super) fn run(
         p = b.page.get(),
     )
     .unwrap();
-    writeln!(text, "resident  {:>9.1} ms/frame", resident * 1e3).unwrap();
     writeln!(
         text,
-        "{:>6} {:>7} {:>10} {:>8} {:>11} {:>11} {:>9} {:>10} {:>9} {:>9} {:>9}",
+        "resident  {:>9.1} ms/frame, {:.1} blocking waits/frame",
+        resident * 1e3,
+        configs[0].host_per_frame(measured).blocking_waits_per_frame
+    )
+    .unwrap();
+    writeln!(
+        text,
+        "{:>6} {:>7} {:>10} {:>8} {:>11} {:>11} {:>9} {:>10} {:>9} {:>9} {:>9} {:>8}",
         "ratio",
         "policy",
         "ms/frame",
@@ -129,10 +138,11 @@ pub(super) fn run(
         "MiB in/f",
         "loads/f",
         "OPT ld/f",
-        "OPT res."
+        "OPT res.",
+        "waits/f"
     )
     .unwrap();
-    let mut csv = String::from("ratio,policy,budget_bytes,ms_per_frame,throughput_vs_resident,relaunched_per_frame,suspended_per_frame,evictions_per_frame,bytes_moved_per_frame,loads_per_frame,opt_loads_per_frame,opt_throughput_vs_resident_modeled,image_equal\n");
+    let mut csv = format!("ratio,policy,budget_bytes,ms_per_frame,throughput_vs_resident,relaunched_per_frame,suspended_per_frame,evictions_per_frame,bytes_moved_per_frame,loads_per_frame,opt_loads_per_frame,opt_throughput_vs_resident_modeled,{HOST_COLUMNS},image_equal\n");
     let mut mismatched = Vec::new();
     for (c, base) in configs.iter().zip(&baseline).skip(1) {
         let Some((ratio, policy)) = c.setting else {
@@ -162,9 +172,10 @@ pub(super) fn run(
         let loads = Loads::of(&c.subject.sys, (budget / page_bytes) as usize)?;
         let (loads_all, opt_all) = (loads.loads, loads.opt);
         let t_opt = loads.opt_time(resident, t);
+        let host = c.host_per_frame(measured);
         writeln!(
             text,
-            "{:>6} {:>7} {:>10.1} {:>8.3} {:>11.0} {:>11.0} {:>9.0} {:>10.2} {:>9.0} {:>9.0} {:>9.3}",
+            "{:>6} {:>7} {:>10.1} {:>8.3} {:>11.0} {:>11.0} {:>9.0} {:>10.2} {:>9.0} {:>9.0} {:>9.3} {:>8.1}",
             ratio,
             policy.name(),
             t * 1e3,
@@ -176,11 +187,12 @@ pub(super) fn run(
             loads_all as f64 / all_frames,
             opt_all as f64 / all_frames,
             resident / t_opt,
+            host.blocking_waits_per_frame,
         )
         .unwrap();
         writeln!(
             csv,
-            "{ratio},{},{},{:.3},{:.4},{:.1},{:.1},{:.1},{:.0},{:.1},{:.1},{:.4},{equal}",
+            "{ratio},{},{},{:.3},{:.4},{:.1},{:.1},{:.1},{:.0},{:.1},{:.1},{:.4},{},{equal}",
             policy.name(),
             budget,
             t * 1e3,
@@ -192,6 +204,7 @@ pub(super) fn run(
             loads_all as f64 / all_frames,
             opt_all as f64 / all_frames,
             resident / t_opt,
+            host_cells(&host),
         )
         .unwrap();
     }
