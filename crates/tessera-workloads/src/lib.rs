@@ -116,8 +116,9 @@ pub fn compare_images(want: &[u8], got: &[u8]) -> Result<(), ImageDiff> {
 
 /// The `host:` rows every run prints: per device, the host's work per frame (a step is a
 /// frame), with one more column where a workload has one to add (`extra`: its heading and a
-/// value per row).
+/// value per row). `first` heads the first column (`host:`, or what its numbers count).
 pub fn host_table(
+    first: &str,
     rows: &[(usize, tessera_runtime::HostReport)],
     extra: Option<(&str, Vec<String>)>,
 ) -> String {
@@ -125,8 +126,8 @@ pub fn host_table(
     let (extra_head, extra_cells) = extra.map_or(("", Vec::new()), |(h, c)| (h, c));
     ln!(
         s,
-        "{:>6} {:>10} {:>10} {:>10} {:>13} {:>10} {:>10}",
-        "host:",
+        "{:>7} {:>10} {:>10} {:>10} {:>13} {:>10} {:>10}",
+        first,
         "submit/f",
         "waits/f",
         "gpu wait/f",
@@ -137,7 +138,7 @@ pub fn host_table(
     for (i, (device, h)) in rows.iter().enumerate() {
         ln!(
             s,
-            "{:>6} {:>10.1} {:>10.1} {:>10.1} {:>13.0} {:>10.1} {:>10}",
+            "{:>7} {:>10.1} {:>10.1} {:>10.1} {:>13.0} {:>10.1} {:>10}",
             device,
             h.submissions_per_frame,
             h.blocking_waits_per_frame,

@@ -10,7 +10,8 @@ use tessera_core::{CoreError, ObjectDesc, TexelFormat};
 use tessera_model::Topology;
 use tessera_runtime::modeled::{charge, device_work, Model, Modeled, ModeledError};
 use tessera_runtime::{
-    DeviceTraffic, HostCounters, Partition, PassStats, Procedure, RuntimeError, Schedule, System,
+    DeviceTraffic, HostCounters, HostReport, Partition, PassStats, Procedure, RuntimeError,
+    Schedule, System,
 };
 
 use super::math::BoilingParams;
@@ -143,6 +144,8 @@ pub struct Figures {
     pub measured_fps: f64,
     pub requests: f64,
     pub moved_mib: f64,
+    /// The host's work per frame, the mean over the devices.
+    pub host: HostReport,
 }
 
 impl Run {
@@ -179,6 +182,13 @@ impl Run {
             measured_fps: f / run.wall,
             requests: requests as f64 / f,
             moved_mib: bytes as f64 / f / (1u64 << 20) as f64,
+            host: {
+                let mut all = HostCounters::default();
+                for h in &run.host {
+                    all.add(h);
+                }
+                HostReport::of(&all, frames * run.host.len().max(1) as u32)
+            },
         })
     }
 }

@@ -100,6 +100,12 @@ pub fn table(
             alone * 1e3
         );
     }
+    ln!(
+        s,
+        "host work per device and frame (mean over the devices of the modeled frames):"
+    );
+    let host: Vec<_> = out.iter().map(|p| (p.devices, p.host)).collect();
+    s += &crate::host_table("devices", &host, None);
     if let Some(home_base) = home_out.first().map(|p| p.modeled) {
         ln!(
  s,

@@ -148,7 +148,7 @@ impl Report {
             .per_device
             .iter()
             .map(|d| d.bands_launched_held.to_string());
-        s += &crate::host_table(&rows, Some(("held bands", held.collect())));
+        s += &crate::host_table("host:", &rows, Some(("held bands", held.collect())));
         let w = &r.write_backs_per_frame;
         ln!(
  s,

@@ -116,7 +116,11 @@ impl HaloReport {
             ));
         }
         let host: Vec<_> = r.per_device.iter().map(|d| (d.device, d.host)).collect();
-        line(crate::host_table(&host, None).trim_end().to_string());
+        line(
+            crate::host_table("host:", &host, None)
+                .trim_end()
+                .to_string(),
+        );
         line(format!("checksum {}", r.checksum));
         if let Some(v) = &r.verification {
             line(v.describe());

@@ -194,6 +194,6 @@ impl QuakeReport {
             );
         }
         let host: Vec<_> = self.per_device.iter().map(|d| (d.device, d.host)).collect();
-        s + &crate::host_table(&host, None)
+        s + &crate::host_table("host:", &host, None)
     }
 }

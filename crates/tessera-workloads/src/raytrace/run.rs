@@ -267,7 +267,7 @@ impl Report {
             );
         }
         let host: Vec<_> = self.per_device.iter().map(|d| (d.device, d.host)).collect();
-        s += &crate::host_table(&host, None);
+        s += &crate::host_table("host:", &host, None);
         s + &format!("image {}", self.core.checksum)
     }
 }

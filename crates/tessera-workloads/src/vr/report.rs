@@ -147,7 +147,7 @@ impl<'a> VrReport<'a> {
             s.prediction_error
                 .map_or(String::new(), |e| format!("; predictor error {:.1}%", e * 100.0))
         ) + "\n"
-            + crate::host_table(&host, None).trim_end()
+            + crate::host_table("host:", &host, None).trim_end()
     }
 }
 
