@@ -23,8 +23,42 @@ pub enum WgpuError {
     TooManyRemote { kernel: String, max: u32 },
     #[error("remote object {object} lives on another wgpu device: the devices of a node must share one (tessera_wgpu::system, or WgpuDevice::on with one SharedGpu)")]
     RemoteAcrossDevices { object: tessera_core::ObjectId },
-    #[error("wgpu: {0}")]
-    Wgpu(String),
+    /// wgpu's own message: it reports these as text, outside any call that returned them.
+    #[error("wgpu reported an error outside any call: {0}")]
+    Uncaptured(String),
+    #[error("a read-back's mapping failed: {0}")]
+    ReadBack(String),
+    #[error("a read-back's mapping never completed")]
+    ReadBackNeverCompleted,
+    /// The status a launch wrote disagrees with itself: a fault in the prelude, not in input.
+    #[error("kernel {kernel}: inconsistent counts in its status (incomplete {incomplete} of {invocations}, requests {requests} of {pages} pages)")]
+    InconsistentLaunch {
+        kernel: String,
+        incomplete: u64,
+        invocations: u64,
+        requests: u64,
+        pages: u64,
+    },
+    #[error("merge: inconsistent counts in its status (written {written}, left {left} of {count}, requests {requests} of {pages} pages)")]
+    InconsistentMerge {
+        written: u64,
+        left: u64,
+        count: u64,
+        requests: u64,
+        pages: u64,
+    },
+    #[error("a queued merge left {left} stores over: the page table changed under queued work")]
+    QueuedMergeLeftStores { left: u64 },
+    #[error("kernel {kernel}: a level error on object {object}, which has no levels")]
+    LevelErrorWithoutLevels { kernel: String, object: ObjectId },
+    #[error("kernel {kernel}: unknown format code {code} in its status")]
+    UnknownFormatCode { kernel: String, code: u32 },
+    #[error("kernel {kernel}: error code {code} on object {object}, which the host cannot decode")]
+    UndecodableError {
+        kernel: String,
+        code: u32,
+        object: ObjectId,
+    },
     #[error("no physical memory {memory} on this device")]
     NoMemory { memory: u16 },
     #[error("slot {slot} outside physical memory {memory}")]

@@ -43,7 +43,7 @@ impl Health {
             return Err(WgpuError::DeviceLost(m));
         }
         match self.uncaptured.lock().ok().and_then(|mut g| g.take()) {
-            Some(m) => Err(WgpuError::Wgpu(m)),
+            Some(m) => Err(WgpuError::Uncaptured(m)),
             None => Ok(()),
         }
     }
@@ -84,13 +84,13 @@ impl Health {
         }
         match result {
             Some(Ok(())) => {}
-            Some(Err(e)) => return Err(WgpuError::Wgpu(format!("read-back: {e}"))),
-            None => return Err(WgpuError::Wgpu("read-back never completed".into())),
+            Some(Err(e)) => return Err(WgpuError::ReadBack(e.to_string())),
+            None => return Err(WgpuError::ReadBackNeverCompleted),
         }
         let out = staging
             .get_mapped_range(..bytes)
             .map(|v| v.to_vec())
-            .map_err(|e| WgpuError::Wgpu(format!("read-back: {e}")));
+            .map_err(|e| WgpuError::ReadBack(e.to_string()));
         staging.unmap();
         out
     }

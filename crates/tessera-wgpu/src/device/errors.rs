@@ -65,9 +65,7 @@ impl WgpuDevice {
             },
             (abi::ERR_LEVEL, Some(b)) => {
                 let Some((layout, _)) = b.mip() else {
-                    return self.err(WgpuError::Wgpu(format!(
-                        "kernel {kernel}: a level error on object {object}, which has no levels"
-                    )));
+                    return self.err(WgpuError::LevelErrorWithoutLevels { kernel, object });
                 };
                 let level = st.error_format.0;
                 let source = match layout.extent(level) {
@@ -105,14 +103,16 @@ impl WgpuDevice {
                         },
                     },
                 },
-                None => self.err(WgpuError::Wgpu(format!(
-                    "kernel {kernel}: unknown format code {} in the status",
-                    st.error_format.0
-                ))),
+                None => self.err(WgpuError::UnknownFormatCode {
+                    kernel,
+                    code: st.error_format.0,
+                }),
             },
-            (kind, _) => self.err(WgpuError::Wgpu(format!(
-                "kernel {kernel}: error {kind} on object {object} that the host cannot decode"
-            ))),
+            (code, _) => self.err(WgpuError::UndecodableError {
+                kernel,
+                code,
+                object,
+            }),
         }
     }
 }

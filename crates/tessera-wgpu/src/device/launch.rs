@@ -211,10 +211,13 @@ impl WgpuDevice {
             return Ok(Ran::Grow(need));
         }
         if ninc > n || head.requests > pages {
-            return Err(self.err(WgpuError::Wgpu(format!(
-                "kernel {label}: inconsistent counts (incomplete {ninc}, requests {})",
-                head.requests
-            ))));
+            return Err(self.err(WgpuError::InconsistentLaunch {
+                kernel: label.to_string(),
+                incomplete: ninc,
+                invocations: n,
+                requests: head.requests,
+                pages,
+            }));
         }
         let incomplete: Vec<u32> = if ninc == 0 {
             Vec::new()
@@ -527,10 +530,13 @@ impl WgpuDevice {
         }
         let (written, left) = (head.status.incomplete.0 as u64, head.status.temp.0 as u64);
         if written + left > count || head.requests > pages {
-            return Err(self.err(WgpuError::Wgpu(format!(
-                "merge: inconsistent counts (written {written}, left {left} of {count}, pages {})",
-                head.requests
-            ))));
+            return Err(self.err(WgpuError::InconsistentMerge {
+                written,
+                left,
+                count,
+                requests: head.requests,
+                pages,
+            }));
         }
         let missing = self.request_list(head, pages)?;
         let out = MergeOutcome {

@@ -168,10 +168,7 @@ impl WgpuDevice {
             Kind::Merge { count } => {
                 let (out, left) = self.merged(head, count, e.pages)?;
                 if left > 0 || !out.missing.is_empty() {
-                    return Err(self.err(WgpuError::Wgpu(format!(
-                        "a queued merge left {left} stores over: the page table changed under \
-                         queued work"
-                    ))));
+                    return Err(self.err(WgpuError::QueuedMergeLeftStores { left }));
                 }
                 return Ok(Some(Settled::Merge(out)));
             }
