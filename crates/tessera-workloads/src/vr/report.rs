@@ -20,19 +20,7 @@ pub fn load_scene(
     pak_dir: &std::path::Path,
     frames: Option<u32>,
 ) -> Result<(Scene, Vec<Camera>, String), VrError> {
-    let (scene, name) = match spec {
-        SceneSpec::OpenArena(name) => (
-            Scene::load_map(pak_dir, name).map_err(|source| VrError::Load {
-                name: name.clone(),
-                source,
-            })?,
-            format!("map:{name}"),
-        ),
-        SceneSpec::Generated(n) => (Scene::generated(*n), format!("generated:{n}")),
-    };
-    if scene.triangles.is_empty() {
-        return Err(VrError::Config(format!("{name} has no surfaces to draw")));
-    }
+    let (scene, name) = crate::quake::map::load_spec(spec, pak_dir)?;
     let frames =
         frames.ok_or_else(|| VrError::Config("--frames plus --warmup is too large".into()))?;
     let cams = camera_path(&scene, frames);
