@@ -1,0 +1,92 @@
+//! `tessera bench overhead`'s measurement: boiling on one device, paged under each procedure
+//! and unpaged, side by side. Rounds alternate the sides so that machine noise hits all of
+//! them; the medians are compared.
+
+use std::time::Instant;
+
+use tessera_runtime::{Partition, Procedure, RuntimeError, System};
+
+use super::math::BoilingParams;
+use super::sim::PagedBoiling;
+use crate::oversub::median;
+
+/// The procedures measured, in the order they are printed.
+pub const PROCEDURES: [Procedure; 2] = [Procedure::TwoPass, Procedure::Relaunch];
+
+/// Median seconds per frame of each side.
+pub struct Overhead {
+    pub unpaged: f64,
+    /// Per procedure of [`PROCEDURES`], in its order.
+    pub paged: Vec<(Procedure, f64)>,
+    /// The paged node's backend, as it describes itself.
+    pub backend: String,
+}
+
+/// Measures `rounds` rounds of `frames` frames of each side on a `size`² field of `page`²
+/// pages: `system` makes the node of each procedure, `unpaged` runs one unpaged frame, and
+/// `tick` is called after every round. Each side runs one frame first, uncounted: the first
+/// paged frame pages everything in, and the steady state is what is compared.
+pub fn measure<E: From<RuntimeError>>(
+    mut system: impl FnMut() -> Result<System, E>,
+    (size, page): (u32, u32),
+    (rounds, frames): (u32, u32),
+    mut unpaged: impl FnMut() -> Result<(), E>,
+    mut tick: impl FnMut(),
+) -> Result<Overhead, E> {
+    let params = BoilingParams::default();
+    let mut paged = Vec::new();
+    for _ in PROCEDURES {
+        paged.push(PagedBoiling::new(system()?, size, size, page, params)?);
+    }
+    unpaged()?;
+    for (sim, p) in paged.iter().zip(PROCEDURES) {
+        sim.frame(Partition::Rows, p)?;
+    }
+    let per_frame = |t: Instant| t.elapsed().as_secs_f64() / frames as f64;
+    let mut t_unpaged = Vec::new();
+    let mut t_paged = vec![Vec::new(); PROCEDURES.len()];
+    for _ in 0..rounds {
+        let t = Instant::now();
+        for _ in 0..frames {
+            unpaged()?;
+        }
+        t_unpaged.push(per_frame(t));
+        for ((sim, p), times) in paged.iter().zip(PROCEDURES).zip(&mut t_paged) {
+            let t = Instant::now();
+            for _ in 0..frames {
+                sim.frame(Partition::Rows, p)?;
+            }
+            times.push(per_frame(t));
+        }
+        tick();
+    }
+    Ok(Overhead {
+        unpaged: median(t_unpaged),
+        paged: PROCEDURES
+            .into_iter()
+            .zip(t_paged.into_iter().map(median))
+            .collect(),
+        backend: paged[0].sys.backend().to_string(),
+    })
+}
+
+impl Overhead {
+    /// The table as `bench overhead` prints it under its header: each side's time per frame
+    /// and its ratio to the unpaged one, then `overhead_ratio=` of `procedure`.
+    pub fn table(&self, procedure: Procedure) -> String {
+        let u = self.unpaged;
+        let mut s = format!("unpaged            {:>9.3} ms/frame\n", u * 1e3);
+        let mut last = 0.0;
+        for &(p, m) in &self.paged {
+            let name = match p {
+                Procedure::TwoPass => "paged two-pass",
+                Procedure::Relaunch => "paged relaunch",
+            };
+            s += &format!("{name:<18} {:>9.3} ms/frame  ratio {:.3}\n", m * 1e3, m / u);
+            if p == procedure {
+                last = m / u;
+            }
+        }
+        s + &format!("overhead_ratio={last:.3}\n")
+    }
+}
