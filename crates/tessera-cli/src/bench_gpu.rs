@@ -11,8 +11,9 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde_json::Value;
 
-use tessera_workloads::oversub::median;
+use tessera_workloads::seconds_per_frame;
 
+use crate::output::create_dir;
 use crate::run::progress;
 
 /// The workloads, in the order they run.
@@ -77,31 +78,6 @@ fn args(workload: &str, o: &GpuBenchOpts) -> Vec<String> {
     line.split_whitespace().map(String::from).collect()
 }
 
-/// Seconds per measured frame, from a workload's report.
-fn seconds_per_frame(workload: &str, r: &Value) -> Result<f64> {
-    let num = |v: &Value| {
-        v.as_f64()
-            .context("report.json lacks a time this bench reads")
-    };
-    let each = |list: &Value, pick: fn(&Value) -> &Value| -> Result<Vec<f64>> {
-        list.as_array()
-            .context("report.json lacks the per-frame times")?
-            .iter()
-            .map(|v| num(pick(v)))
-            .collect()
-    };
-    // Runs without a warm-up: the first frame compiles the kernels on a GPU, so it is left out.
-    let after_first = |t: Vec<f64>| median(if t.len() > 1 { t[1..].to_vec() } else { t });
-    Ok(match workload {
-        "boiling" => num(&r["wall_seconds"])? / num(&r["frames"])?,
-        "quake" => after_first(each(&r["frame_seconds"], |v| v)?),
-        "raytrace" => after_first(each(&r["per_frame"], |v| &v["wall_ms"])?) * 1e-3,
-        "stencil" => num(&r["wall_ms_per_step_measured"])? * 1e-3,
-        "vr" => median(each(&r["frame_seconds"], |v| v)?),
-        _ => bail!("no workload {workload}"),
-    })
-}
-
 /// Runs `tessera run WORKLOAD ARGS --backend BACKEND --out DIR`; its report.
 fn run(exe: &Path, workload: &str, args: &[String], backend: &str, dir: &Path) -> Result<Value> {
     let out = dir.join(format!("{workload}-{backend}"));
@@ -148,8 +124,7 @@ pub fn gpu(o: &GpuBenchOpts) -> Result<()> {
     let exe = std::env::current_exe().context("cannot find this binary")?;
     let scratch =
         Scratch(std::env::temp_dir().join(format!("tessera-bench-gpu-{}", std::process::id())));
-    std::fs::create_dir_all(&scratch.0)
-        .with_context(|| format!("cannot create {}", scratch.0.display()))?;
+    create_dir(&scratch.0)?;
     let bar = progress(2 * o.workloads.len() as u64, "gpu");
     let mut rows = Vec::new();
     let (mut adapter, mut cpu_adapter) = (String::new(), String::new());
@@ -169,11 +144,10 @@ pub fn gpu(o: &GpuBenchOpts) -> Result<()> {
         }
         adapter = gpu["adapter"].as_str().unwrap_or_default().to_string();
         cpu_adapter = cpu["adapter"].as_str().unwrap_or_default().to_string();
-        rows.push((
-            w.clone(),
-            seconds_per_frame(w, &cpu)?,
-            seconds_per_frame(w, &gpu)?,
-        ));
+        let per_frame = |r: &Value| {
+            seconds_per_frame(w, r).context("report.json lacks the times this bench reads")
+        };
+        rows.push((w.clone(), per_frame(&cpu)?, per_frame(&gpu)?));
     }
     bar.finish_and_clear();
     println!(

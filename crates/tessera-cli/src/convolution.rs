@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use tessera_core::AccessMode;
 use tessera_workloads::decomp::Axis;
 
-use crate::halo::{parse_split, HaloRunOpts, HaloSweepOpts, Kind};
+use crate::halo::{HaloRunOpts, HaloSweepOpts, Kind};
 use crate::lists::{parse_list_of, List};
 
 /// Where the filter matrix lives (GPU-SM 6.2). The explicit version always keeps a private
@@ -50,7 +50,7 @@ pub struct ConvolutionOpts {
     filter_access: FilterAccess,
     /// The axis the image is cut along: x (columns) or y (rows). N must be a multiple of the
     /// device count.
-    #[arg(long, default_value = "y", value_parser = parse_split)]
+    #[arg(long, default_value = "y")]
     split: Axis,
     /// Measured filter applications, the convolution's frames (ping-pong between two
     /// images). `--steps` is the older name.
@@ -85,7 +85,7 @@ pub struct ConvolutionSweepOpts {
     /// Filter sides, a list such as 3,5,7,9,11 (each odd).
     #[arg(long, default_value = "3,5,7,9,11", value_parser = parse_filters)]
     filter: List,
-    #[arg(long, default_value = "y", value_parser = parse_split)]
+    #[arg(long, default_value = "y")]
     split: Axis,
     /// Output directory: sweep.csv, reports.json, speedup.svg/png.
     #[arg(long, default_value = "out/sweep-convolution")]

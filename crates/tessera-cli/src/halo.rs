@@ -4,8 +4,7 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
-use serde::Serialize;
+use anyhow::{bail, Result};
 use tessera_model::Topology;
 use tessera_workloads::decomp::{Access, Axis};
 use tessera_workloads::halo::{self, HaloReport, Ran};
@@ -17,14 +16,8 @@ use tessera_core::PageSize;
 use tessera_runtime::Procedure;
 
 use crate::lists::{parse_devices, List};
+use crate::output::{create_dir, shown, write_json};
 use crate::{parse_procedure, PagingOpts};
-
-pub fn parse_access(s: &str) -> Result<Access, String> {
-    s.parse()
-}
-pub fn parse_split(s: &str) -> Result<Axis, String> {
-    s.parse()
-}
 
 /// A comma-separated list of access modes.
 #[derive(Clone, Debug)]
@@ -94,7 +87,7 @@ pub struct HaloRunOpts {
     devices: usize,
     /// explicit (private slabs and hand-written halo copies), migrate (one shared field,
     /// demand paging) or remote (needs the runtime's remote access mode).
-    #[arg(long, default_value = "migrate", value_parser = parse_access)]
+    #[arg(long, default_value = "migrate")]
     access: Access,
     /// Also run the plain single-device reference and compare the field bit for bit (fails
     /// the command if it differs).
@@ -105,11 +98,25 @@ pub struct HaloRunOpts {
 }
 
 impl HaloRunOpts {
-    /// One run of `kind` on an N-sided field split along `split`, `steps` measured.
+    /// `tessera run stencil|convolution`: one run of `kind` on an N-sided field split along
+    /// `split`, `steps` measured, printed and written to `out/report.json`.
     pub fn run(&self, kind: Kind, size: u32, split: Axis, steps: u32, out: &Path) -> Result<()> {
         let c = &self.common;
         let s = c.setup(kind, size, split, self.devices, self.access, steps);
-        run_one(&s, &c.node, out, self.verify)
+        s.check()?;
+        let topo = c.node.topology(s.devices)?;
+        create_dir(out)?;
+        let bar = crate::run::progress(s.simulated_steps() as u64, s.name());
+        let r = run_setup(&s, &c.node, &topo, self.verify, || bar.inc(1))?;
+        bar.finish_and_clear();
+        print!("{}", r.summary());
+        if r.verified == Some(false) {
+            bail!("--verify: the field differs from the plain single-device reference");
+        }
+        let json = out.join("report.json");
+        write_json(&json, &r)?;
+        println!("wrote {}", shown(&json));
+        Ok(())
     }
 }
 
@@ -130,8 +137,10 @@ pub struct HaloSweepOpts {
 }
 
 impl HaloSweepOpts {
-    /// Every access mode, swept size (`sizes` of `kind`, named `size_name`) and device count
-    /// on an N-sided field split along `split`.
+    /// `tessera sweep stencil|convolution`: every access mode, swept size (`sizes` of `kind`,
+    /// named `size_name`) and device count on an N-sided field split along `split`, one CSV
+    /// row each, and the plots. A setup the decomposition refuses (a halo larger than a slab
+    /// at many devices) is skipped with its reason printed.
     pub fn sweep(
         &self,
         size: u32,
@@ -151,7 +160,38 @@ impl HaloSweepOpts {
                 }
             }
         }
-        sweep(setups, &c.node, size_name, out)
+        create_dir(out)?;
+        let mut runnable = Vec::new();
+        for s in setups {
+            match s.check() {
+                Ok(_) => runnable.push(s),
+                Err(e) => println!("skipped {}: {e:#}", s.describe()),
+            }
+        }
+        if runnable.is_empty() {
+            bail!("no point of the sweep can run (see above)");
+        }
+        let total: u64 = runnable.iter().map(|s| s.simulated_steps() as u64).sum();
+        let bar = crate::run::progress(total, "sweep");
+        let mut reports = Vec::new();
+        for s in &runnable {
+            bar.set_message(s.describe());
+            let topo = c.node.topology(s.devices)?;
+            reports.push(run_setup(s, &c.node, &topo, false, || bar.inc(1))?);
+        }
+        bar.finish_and_clear();
+        let points = halo::points(&reports);
+        let (table, csv) = halo::sweep_table(&points, size_name);
+        println!("{table}");
+        let path = out.join("sweep.csv");
+        crate::output::write(&path, csv)?;
+        println!("wrote {}", shown(&path));
+        write_json(&out.join("reports.json"), &reports)?;
+        let stem = out.join("speedup");
+        halo::speedup_chart(&points, size_name, &stem)?;
+        let stem = shown(&stem);
+        println!("wrote {stem}.svg and {stem}.png");
+        Ok(())
     }
 }
 
@@ -171,81 +211,11 @@ fn run_setup(
     let field = m.run.field()?;
     let backend = node.base.backend;
     let steps = m.run.steps();
-    let verification = match verify {
-        true => Some(crate::verify::field(
-            backend,
-            &s.reference(steps),
-            &field,
-            steps,
-        )?),
-        false => None,
-    };
+    let check = || crate::verify::field(backend, &s.reference(steps), &field, steps);
+    let verification = verify.then(check).transpose()?;
     let ran = Ran {
         backend_kind: backend.name(),
         topology: topo,
     };
     Ok(halo::report(s, ran, &m, &field, verification)?)
-}
-
-pub fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
-    std::fs::write(path, serde_json::to_string_pretty(value)?)
-        .with_context(|| format!("cannot write {}", path.display()))
-}
-
-/// `tessera run stencil|convolution`: one run, printed and written to `out/report.json`.
-pub fn run_one(s: &Setup, node: &PagingOpts, out: &Path, verify: bool) -> Result<()> {
-    s.check()?;
-    let topo = crate::topology_args::load(&node.topology, s.devices)?;
-    std::fs::create_dir_all(out)
-        .with_context(|| format!("cannot create output directory {}", out.display()))?;
-    let bar = crate::run::progress(s.simulated_steps() as u64, s.name());
-    let r = run_setup(s, node, &topo, verify, || bar.inc(1))?;
-    bar.finish_and_clear();
-    print!("{}", r.summary());
-    if r.verified == Some(false) {
-        bail!("--verify: the field differs from the plain single-device reference");
-    }
-    let json = out.join("report.json");
-    write_json(&json, &r)?;
-    println!("wrote {}", crate::output::shown(&json).display());
-    Ok(())
-}
-
-/// `tessera sweep stencil|convolution`: every setup, one CSV row each, and the plots. A
-/// setup the decomposition refuses (a halo larger than a slab at many devices) is skipped
-/// with its reason printed. `size_name` names the swept size (halo or filter).
-pub fn sweep(setups: Vec<Setup>, node: &PagingOpts, size_name: &str, out: &Path) -> Result<()> {
-    std::fs::create_dir_all(out)
-        .with_context(|| format!("cannot create output directory {}", out.display()))?;
-    let mut runnable = Vec::new();
-    for s in setups {
-        match s.check() {
-            Ok(_) => runnable.push(s),
-            Err(e) => println!("skipped {}: {e:#}", s.describe()),
-        }
-    }
-    if runnable.is_empty() {
-        bail!("no point of the sweep can run (see above)");
-    }
-    let total: u64 = runnable.iter().map(|s| s.simulated_steps() as u64).sum();
-    let bar = crate::run::progress(total, "sweep");
-    let mut reports = Vec::new();
-    for s in &runnable {
-        bar.set_message(s.describe());
-        let topo = crate::topology_args::load(&node.topology, s.devices)?;
-        reports.push(run_setup(s, node, &topo, false, || bar.inc(1))?);
-    }
-    bar.finish_and_clear();
-    let points = halo::points(&reports);
-    let (table, csv) = halo::sweep_table(&points, size_name);
-    println!("{table}");
-    let path = out.join("sweep.csv");
-    std::fs::write(&path, csv).with_context(|| format!("cannot write {}", path.display()))?;
-    println!("wrote {}", crate::output::shown(&path).display());
-    write_json(&out.join("reports.json"), &reports)?;
-    let stem = out.join("speedup");
-    halo::speedup_chart(&points, size_name, &stem)?;
-    let stem = crate::output::shown(&stem);
-    println!("wrote {}.svg and {}.png", stem.display(), stem.display());
-    Ok(())
 }

@@ -4,8 +4,9 @@
 use std::path::PathBuf;
 
 use anyhow::bail;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use tessera_core::ProtocolVariant;
+use tessera_litmus::run::variant_name;
 use tessera_litmus::{run_files, FileOutcome, Placement, RunConfig, Schedule};
 
 #[derive(Args, Clone)]
@@ -27,14 +28,14 @@ pub struct LitmusOpts {
     /// points; `exhaustive` runs every interleaving of the operations once (stopping at
     /// `--runs`). PCT is the default: it reaches every outcome sequential consistency allows
     /// far more often than `random` (docs/LITMUS.md).
-    #[arg(long, value_enum, default_value = "pct")]
-    schedule: ScheduleArg,
+    #[arg(long, default_value = "pct", value_parser = crate::named(&[Schedule::Random, Schedule::Pct, Schedule::Exhaustive], Schedule::name))]
+    schedule: Schedule,
     /// Coherence protocol. Only `correct` is tessera's: the others are broken on purpose and
     /// exist to show that the runner reports forbidden outcomes when the protocol is wrong.
     /// The `evict-*` ones differ from `correct` only where the runtime evicts, which litmus
     /// runs do not do yet.
-    #[arg(long, value_enum, default_value = "correct")]
-    protocol: ProtocolArg,
+    #[arg(long, default_value = "correct", value_parser = parse_protocol())]
+    protocol: ProtocolVariant,
     /// What a read of a modified page does: owned (the owner keeps it and serves readers) or
     /// write-home (the journal paper's rule). `skip-write-back` breaks write-home only.
     #[arg(long, default_value = "owned", value_parser = crate::parse_coherence())]
@@ -49,48 +50,21 @@ pub struct LitmusOpts {
     pub devices_per_node: Option<usize>,
 }
 
-#[derive(Clone, Copy, ValueEnum)]
-enum ScheduleArg {
-    Random,
-    Pct,
-    Exhaustive,
-}
-
-impl From<ScheduleArg> for Schedule {
-    fn from(s: ScheduleArg) -> Self {
-        match s {
-            ScheduleArg::Random => Schedule::Random,
-            ScheduleArg::Pct => Schedule::Pct,
-            ScheduleArg::Exhaustive => Schedule::Exhaustive,
-        }
-    }
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-pub enum ProtocolArg {
-    Correct,
-    NoMemoryLock,
-    SkipInvalidation,
-    SkipWriteBack,
-    EvictWithoutWriteBack,
-    EvictIgnoringLocks,
-    EvictOwnerWithoutHandover,
-    WriteCopiesFromHome,
-}
-
-impl From<ProtocolArg> for ProtocolVariant {
-    fn from(p: ProtocolArg) -> Self {
-        match p {
-            ProtocolArg::Correct => ProtocolVariant::Correct,
-            ProtocolArg::NoMemoryLock => ProtocolVariant::NoMemoryLock,
-            ProtocolArg::SkipInvalidation => ProtocolVariant::SkipInvalidation,
-            ProtocolArg::SkipWriteBack => ProtocolVariant::SkipWriteBackOnDowngrade,
-            ProtocolArg::EvictWithoutWriteBack => ProtocolVariant::EvictWithoutWriteBack,
-            ProtocolArg::EvictIgnoringLocks => ProtocolVariant::EvictIgnoringLocks,
-            ProtocolArg::EvictOwnerWithoutHandover => ProtocolVariant::EvictOwnerWithoutHandover,
-            ProtocolArg::WriteCopiesFromHome => ProtocolVariant::WriteCopiesFromHome,
-        }
-    }
+/// The broken protocols the command line offers beside the correct one, by the names litmus
+/// reports give them.
+pub fn parse_protocol() -> impl clap::builder::TypedValueParser<Value = ProtocolVariant> {
+    use ProtocolVariant::*;
+    const OFFERED: &[ProtocolVariant] = &[
+        Correct,
+        NoMemoryLock,
+        SkipInvalidation,
+        SkipWriteBackOnDowngrade,
+        EvictWithoutWriteBack,
+        EvictIgnoringLocks,
+        EvictOwnerWithoutHandover,
+        WriteCopiesFromHome,
+    ];
+    crate::named(OFFERED, variant_name)
 }
 
 /// Runs every file, printing each report as it completes; fails if any file is unreadable or
@@ -101,13 +75,13 @@ pub fn litmus(opts: &LitmusOpts) -> anyhow::Result<()> {
     }
     let config = RunConfig {
         runs: opts.runs,
-        schedule: opts.schedule.into(),
+        schedule: opts.schedule,
         placement: if opts.same_page {
             Placement::SamePage
         } else {
             Placement::OwnPage
         },
-        variant: opts.protocol.into(),
+        variant: opts.protocol,
         coherence: opts.coherence,
         seed: opts.seed,
     };

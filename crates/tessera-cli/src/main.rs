@@ -7,20 +7,17 @@ mod convolution;
 mod halo;
 mod lists;
 mod litmus;
-mod measure;
 mod nodes;
 mod output;
 mod oversub;
 mod page_moves;
 mod quake;
 mod raytrace;
-mod report;
 mod run;
 mod scaling;
 mod scene;
 mod stencil;
 mod sweep;
-mod topology_args;
 mod unpaged_gpu;
 mod verify;
 mod vr;
@@ -270,8 +267,8 @@ pub struct PagingOpts {
     model: ModelKind,
     /// Testing: a protocol broken on purpose (as `litmus --protocol`), so that tests can see
     /// `--verify` catch a wrong field.
-    #[arg(long, value_enum, default_value = "correct", hide = true)]
-    protocol: litmus::ProtocolArg,
+    #[arg(long, default_value = "correct", value_parser = litmus::parse_protocol(), hide = true)]
+    protocol: tessera_core::ProtocolVariant,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
@@ -298,7 +295,12 @@ impl PagingOpts {
             .home_file(self.home_file.clone())
             .deferred(self.deferred)
             .coherence(self.coherence)
-            .variant(self.protocol.into())
+            .variant(self.protocol)
+    }
+
+    /// `--topology` for a run of `devices` devices.
+    pub fn topology(&self, devices: usize) -> anyhow::Result<tessera_model::Topology> {
+        Ok(tessera_model::Topology::load(&self.topology, devices)?)
     }
 }
 
@@ -536,6 +538,20 @@ where
     clap::builder::PossibleValuesParser::new(names).try_map(|s: String| s.parse::<T>())
 }
 
+/// One of `values`, by the names `name` gives them (the library's own, as its reports print
+/// them), listed in `--help` and in the error for anything else.
+pub fn named<T: Copy + Send + Sync + 'static>(
+    values: &'static [T],
+    name: fn(T) -> &'static str,
+) -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::TypedValueParser;
+    let names = values.iter().map(move |&v| name(v));
+    clap::builder::PossibleValuesParser::new(names).try_map(move |s: String| {
+        let found = values.iter().copied().find(|&v| name(v) == s);
+        found.ok_or("not one of the possible values")
+    })
+}
+
 /// `on` or `off`.
 pub fn on_off() -> impl clap::builder::TypedValueParser<Value = bool> {
     use clap::builder::TypedValueParser;
@@ -590,42 +606,30 @@ fn replay_out(o: &mut quake::ReplayOpts) -> &mut PathBuf {
 /// Options that parse but cannot apply to the command as given: usage errors (exit 2), as a
 /// bad value is, rather than options silently ignored.
 fn refuse_inapplicable(cli: &Cli, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
-    let given = |m: &clap::ArgMatches, id: &str| {
-        m.value_source(id) == Some(clap::parser::ValueSource::CommandLine)
-    };
-    if let Command::Run {
+    let Command::Run {
         which: RunKind::Boiling(o),
     } = &cli.command
-    {
-        let m = matches
-            .subcommand_matches("run")
-            .and_then(|m| m.subcommand_matches("boiling"));
-        if let (Some(m), Some(_)) = (m, o.cluster.devices_per_node) {
-            // The runtime defers launches only on a node of one device, never across nodes,
-            // and every rank would create the same home file.
-            for (id, why) in [
-                ("deferred", "launches are never deferred across nodes"),
-                ("home_file", "every node would create the same file"),
-            ] {
-                if given(m, id) {
-                    return Err(Cli::command().error(
-                        clap::error::ErrorKind::ArgumentConflict,
-                        format!(
-                            "--{} does not apply with --devices-per-node: {why}",
-                            id.replace('_', "-")
-                        ),
-                    ));
-                }
-            }
-            if o.node.staging {
-                return Err(Cli::command().error(
-                    clap::error::ErrorKind::ArgumentConflict,
-                    "--staging on is not built across nodes (--devices-per-node)",
-                ));
-            }
-        }
+    else {
+        return Ok(());
+    };
+    let m = matches
+        .subcommand_matches("run")
+        .and_then(|m| m.subcommand_matches("boiling"));
+    let (Some(m), Some(_)) = (m, o.cluster.devices_per_node) else {
+        return Ok(());
+    };
+    let given = |id: &str| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+    // The runtime defers launches only on a node of one device, never across nodes, and every
+    // rank would create the same home file.
+    let refused = [
+        (given("deferred"), "--deferred does not apply with --devices-per-node: launches are never deferred across nodes"),
+        (given("home_file"), "--home-file does not apply with --devices-per-node: every node would create the same file"),
+        (o.node.staging, "--staging on is not built across nodes (--devices-per-node)"),
+    ];
+    match refused.into_iter().find(|(applies, _)| *applies) {
+        Some((_, why)) => Err(Cli::command().error(clap::error::ErrorKind::ArgumentConflict, why)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 fn main() -> ExitCode {
@@ -639,30 +643,38 @@ fn main() -> ExitCode {
     output::remove_partial_on_interrupt();
     use output::staged;
     let res = match cli.command {
-        Command::Run {
-            which: RunKind::Boiling(opts),
-        } => match opts.cluster.devices_per_node {
-            // Under mpirun every rank runs this; rank 0 writes the report (`nodes::boiling`).
-            Some(k) => nodes::boiling(&opts, k, force),
-            None => staged(opts, force, |o| &mut o.out, run::boiling),
-        },
-        Command::Run {
-            which: RunKind::Quake(opts),
-        } => {
-            if let Some(problem) = opts.usage_problem() {
-                use clap::CommandFactory;
-                Cli::command()
-                    .error(clap::error::ErrorKind::ArgumentConflict, problem)
-                    .exit();
+        Command::Run { which } => match which {
+            RunKind::Boiling(opts) => match opts.cluster.devices_per_node {
+                // Under mpirun every rank runs this; rank 0 writes the report (`nodes::boiling`).
+                Some(k) => nodes::boiling(&opts, k, force),
+                None => staged(opts, force, |o| &mut o.out, run::boiling),
+            },
+            RunKind::Quake(opts) => {
+                if let Some(problem) = opts.usage_problem() {
+                    Cli::command()
+                        .error(clap::error::ErrorKind::ArgumentConflict, problem)
+                        .exit();
+                }
+                staged(opts, force, |o| &mut o.out, quake::run_quake)
             }
-            staged(opts, force, |o| &mut o.out, quake::run_quake)
-        }
-        Command::Run {
-            which: RunKind::Vr(opts),
-        } => staged(opts, force, |o| &mut o.out, vr::run),
-        Command::Sweep {
-            which: sweep::SweepKind::Vr(opts),
-        } => staged(opts, force, |o| &mut o.out, vr::sweep),
+            RunKind::Vr(opts) => staged(opts, force, |o| &mut o.out, vr::run),
+            RunKind::Stencil(opts) => staged(opts, force, |o| &mut o.out, stencil::run),
+            RunKind::Convolution(opts) => staged(opts, force, |o| &mut o.out, convolution::run),
+            RunKind::Raytrace(opts) => staged(opts, force, |o| &mut o.out, raytrace::run),
+        },
+        Command::Sweep { which } => match which {
+            sweep::SweepKind::PageSize(opts) => {
+                staged(opts, force, |o| &mut o.common.out, sweep::page_size)
+            }
+            sweep::SweepKind::Devices(opts) => {
+                staged(opts, force, |o| &mut o.common.out, sweep::devices)
+            }
+            sweep::SweepKind::Stencil(opts) => staged(opts, force, |o| &mut o.out, stencil::sweep),
+            sweep::SweepKind::Convolution(opts) => {
+                staged(opts, force, |o| &mut o.out, convolution::sweep)
+            }
+            sweep::SweepKind::Vr(opts) => staged(opts, force, |o| &mut o.out, vr::sweep),
+        },
         Command::Trace {
             which: TraceKind::Replay(opts),
         } => {
@@ -674,45 +686,18 @@ fn main() -> ExitCode {
                 quake::trace_replay(&opts)
             }
         }
-        Command::Run {
-            which: RunKind::Stencil(opts),
-        } => staged(opts, force, |o| &mut o.out, stencil::run),
-        Command::Run {
-            which: RunKind::Convolution(opts),
-        } => staged(opts, force, |o| &mut o.out, convolution::run),
-        Command::Run {
-            which: RunKind::Raytrace(opts),
-        } => staged(opts, force, |o| &mut o.out, raytrace::run),
-        Command::Sweep {
-            which: sweep::SweepKind::Stencil(opts),
-        } => staged(opts, force, |o| &mut o.out, stencil::sweep),
-        Command::Sweep {
-            which: sweep::SweepKind::Convolution(opts),
-        } => staged(opts, force, |o| &mut o.out, convolution::sweep),
-        Command::Bench {
-            which: BenchKind::Overhead(opts),
-        } => bench::overhead(&opts),
-        Command::Bench {
-            which: BenchKind::Oversubscription(opts),
-        } => staged(opts, force, |o| &mut o.out, oversub::oversubscription),
-        Command::Bench {
-            which: BenchKind::Scaling(opts),
-        } => scaling::scaling(&opts),
-        Command::Bench {
-            which: BenchKind::PageMoves(opts),
-        } => page_moves::page_moves(&opts),
-        Command::Bench {
-            which: BenchKind::Gpu(opts),
-        } => bench_gpu::gpu(&opts),
+        Command::Bench { which } => match which {
+            BenchKind::Overhead(opts) => bench::overhead(&opts),
+            BenchKind::Oversubscription(opts) => {
+                staged(opts, force, |o| &mut o.out, oversub::oversubscription)
+            }
+            BenchKind::Scaling(opts) => scaling::scaling(&opts),
+            BenchKind::PageMoves(opts) => page_moves::page_moves(&opts),
+            BenchKind::Gpu(opts) => bench_gpu::gpu(&opts),
+        },
         Command::Litmus(opts) => litmus::litmus(&opts),
         Command::Devices => backend::devices(),
         Command::Scene { which } => scene::scene(&which),
-        Command::Sweep {
-            which: sweep::SweepKind::PageSize(opts),
-        } => staged(opts, force, |o| &mut o.common.out, sweep::page_size),
-        Command::Sweep {
-            which: sweep::SweepKind::Devices(opts),
-        } => staged(opts, force, |o| &mut o.common.out, sweep::devices),
     };
     match res {
         Ok(()) => ExitCode::SUCCESS,

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use tessera_model::Network;
 use tessera_runtime::cluster::{ClusterConfig, Link};
 use tessera_runtime::System;
@@ -19,7 +19,7 @@ use tessera_workloads::boiling::sim::PagedBoiling;
 
 pub use tessera_workloads::boiling::cluster::NodesReport;
 
-use crate::report::write_png;
+use crate::output::{shown, write_json, write_png};
 use crate::{BackendKind, RunOpts};
 
 /// Runs `o` as rank `link.rank()` of the cluster behind `link`; every rank returns the same
@@ -74,13 +74,12 @@ pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling
 fn write(report: &NodesReport, sim: &PagedBoiling, o: &RunOpts, force: bool) -> Result<()> {
     let staged = crate::output::Staged::begin(&o.out, force)?;
     let json = staged.path().join("report.json");
-    std::fs::write(&json, serde_json::to_string_pretty(report)?)
-        .with_context(|| format!("cannot write {}", json.display()))?;
+    write_json(&json, report)?;
     let png = staged.path().join("frame.png");
     write_png(&png, o.size, o.size, &sim.display_rgba()?)?;
-    let (json, png) = (crate::output::shown(&json), crate::output::shown(&png));
+    let (json, png) = (shown(&json), shown(&png));
     staged.commit()?;
-    println!("wrote {} and {}", json.display(), png.display());
+    println!("wrote {json} and {png}");
     Ok(())
 }
 
@@ -89,7 +88,7 @@ fn network(o: &RunOpts, devices: usize) -> Result<Network> {
     if let Some(name) = &o.cluster.network {
         return Ok(Network::preset(name)?);
     }
-    let topo = crate::topology_args::load(&o.node.topology, devices)?;
+    let topo = o.node.topology(devices)?;
     Ok(match topo.network() {
         Some(n) => n.clone(),
         None => Network::preset("ib-hdr")?,
@@ -116,15 +115,12 @@ pub fn boiling(o: &RunOpts, k: usize, force: bool) -> Result<()> {
         }
         Ok(())
     })();
-    match res {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            // The others must not wait on this node for the pages it is home to: it goes
-            // silent, and they name it once --lost-after-s has passed.
-            link.kill();
-            Err(e.context(format!("node {rank}")))
-        }
-    }
+    res.map_err(|e| {
+        // The others must not wait on this node for the pages it is home to: it goes silent,
+        // and they name it once --lost-after-s has passed.
+        link.kill();
+        e.context(format!("node {rank}"))
+    })
 }
 
 #[cfg(feature = "mpi")]
@@ -152,6 +148,7 @@ fn open(_cfg: ClusterConfig) -> Result<Arc<Link>> {
 /// sequential consistency forbids.
 #[cfg(feature = "mpi")]
 pub fn litmus(files: &[std::path::PathBuf], runs: u64, k: usize) -> Result<()> {
+    use anyhow::Context;
     use tessera_mpi::Transport;
     let Some(mpi) = tessera_mpi::mpi_transport::Mpi::init() else {
         bail!("MPI could not be initialized");

@@ -148,16 +148,16 @@ fn forget(partial: &Path) {
 
 /// `path` as the user will find it once the run succeeds: under `--out`, not under the
 /// partial folder it is written to. For messages ("wrote ...").
-pub fn shown(path: &Path) -> PathBuf {
+pub fn shown(path: &Path) -> String {
     let Ok(partial) = PARTIAL.lock() else {
-        return path.to_path_buf();
+        return path.display().to_string();
     };
     for (p, out) in partial.iter() {
         if let Ok(rest) = path.strip_prefix(p) {
-            return out.join(rest);
+            return out.join(rest).display().to_string();
         }
     }
-    path.to_path_buf()
+    path.display().to_string()
 }
 
 /// Runs `run` with the options' `--out` (reached through `out`) pointing into a partial
@@ -172,6 +172,21 @@ pub fn staged<O>(
     *out(&mut opts) = s.path().to_path_buf();
     run(&opts)?;
     s.commit()
+}
+
+/// Creates the folder `dir` and those above it.
+pub fn create_dir(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))
+}
+
+/// Writes `bytes` to `path`, naming the file in the error.
+pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
+    std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Writes `value` to `path` as indented JSON (report.json and its kin).
+pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
+    write(path, serde_json::to_string_pretty(value)?)
 }
 
 /// Writes `bytes` to `path` whole or not at all: into a hidden file beside it, renamed over
@@ -190,4 +205,17 @@ pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
         let _ = std::fs::remove_file(&tmp);
         anyhow::anyhow!("cannot write {}: {e}", path.display())
     })
+}
+
+/// Writes RGBA8 rows stored from the lower left as a PNG (whose rows run from the top).
+pub fn write_png(path: &Path, w: u32, h: u32, rgba_lower_left: &[u8]) -> Result<()> {
+    let row = w as usize * 4;
+    let flipped: Vec<u8> = rgba_lower_left
+        .chunks_exact(row)
+        .rev()
+        .flatten()
+        .copied()
+        .collect();
+    image::save_buffer(path, &flipped, w, h, image::ExtendedColorType::Rgba8)
+        .with_context(|| format!("cannot write {}", path.display()))
 }

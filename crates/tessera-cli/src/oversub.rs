@@ -9,13 +9,13 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use tessera_core::PageSize;
 use tessera_runtime::{Policy, Prefetch, Procedure, Thrashing};
-use tessera_workloads::oversub::{run, ticks, Bench, RaytraceScene, Subject};
-use tessera_workloads::plot::{line_chart, LineChart};
+use tessera_workloads::oversub::{ratio_chart, run, ticks, Bench, RaytraceScene, Subject};
 
+use crate::output::{create_dir, shown};
 use crate::run::progress;
 use crate::{parse_policy, parse_prefetch, parse_procedure, parse_thrashing, NodeOpts, Workload};
 
@@ -64,7 +64,7 @@ pub struct OversubOpts {
     #[arg(long, default_value = "out/oversubscription")]
     pub(crate) out: PathBuf,
     /// Raytrace: `openarena:MAP` or `generated[:N]`.
-    #[arg(long, default_value = "generated:3", value_parser = parse_scene)]
+    #[arg(long, default_value = "generated:3")]
     pub(crate) scene: tessera_workloads::raytrace::SceneSpec,
     /// Raytrace: where the map's pk3 files are.
     #[arg(long, value_name = "DIR", default_value = tessera_scene::DEFAULT_PAK_DIR)]
@@ -97,10 +97,6 @@ fn parse_ratio(s: &str) -> Result<f64, String> {
         ));
     }
     Ok(v)
-}
-
-fn parse_scene(s: &str) -> Result<tessera_workloads::raytrace::SceneSpec, String> {
-    s.parse()
 }
 
 /// Runs the bench and writes its CSV (and plot); fails after writing when a trial's result
@@ -147,30 +143,18 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
     let outcome = run(&bench, subject, &mut make, || bar.inc(1))?;
     bar.finish_and_clear();
     print!("{}", outcome.text);
-    std::fs::create_dir_all(&o.out)
-        .with_context(|| format!("cannot create {}", o.out.display()))?;
+    create_dir(&o.out)?;
     let csv_path = o.out.join(outcome.csv_name);
-    std::fs::write(&csv_path, &outcome.csv)
-        .with_context(|| format!("cannot write {}", csv_path.display()))?;
-    let shown = crate::output::shown(&csv_path);
+    crate::output::write(&csv_path, &outcome.csv)?;
+    let csv = shown(&csv_path);
     match outcome.chart {
         Some((title, series)) => {
             let stem = o.out.join("oversubscription");
-            line_chart(
-                &stem,
-                &LineChart {
-                    title: &title,
-                    x_label: "working set / budget",
-                    y_label: "throughput relative to resident",
-                    x_log2: true,
-                    y_log: false,
-                    series,
-                },
-            )?;
-            let stem = crate::output::shown(&stem);
-            println!("wrote {}, {}.{{svg,png}}", shown.display(), stem.display());
+            ratio_chart(&stem, &title, series)?;
+            let stem = shown(&stem);
+            println!("wrote {csv}, {stem}.{{svg,png}}");
         }
-        None => println!("wrote {}", shown.display()),
+        None => println!("wrote {csv}"),
     }
     if let Some(differs) = outcome.differs {
         bail!(differs);

@@ -33,9 +33,8 @@
 
 use anyhow::{bail, Result};
 use clap::Args;
-use tessera_runtime::cpu::CpuDevice;
-use tessera_wgpu::{PlainCopies, PlainTimes};
-use tessera_workloads::page_moves::{peer_summary, round, row, slot_device, Round};
+use tessera_wgpu::PlainCopies;
+use tessera_workloads::page_moves::{measure, peer_summary};
 
 use crate::{backend, BackendKind, NodeOpts};
 
@@ -75,23 +74,6 @@ pub fn parse_page_kib(s: &str) -> Result<crate::lists::List, String> {
             Ok(())
         }
     })
-}
-
-/// One round: the plain wgpu moves first where there are any, then the runtime's.
-fn round_with(
-    sys: &tessera_runtime::System,
-    page_bytes: u64,
-    total: u64,
-    src: &[u8],
-    dst: &mut [u8],
-    slots: Option<&mut CpuDevice>,
-    plain: Option<&PlainCopies>,
-) -> Result<(Round, Option<PlainTimes>)> {
-    let plain = match plain {
-        Some(p) => Some(p.round(src, page_bytes)?),
-        None => None,
-    };
-    Ok((round(sys, page_bytes, total, src, dst, slots)?, plain))
 }
 
 pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
@@ -145,43 +127,19 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
         BackendKind::Cpu => None,
         BackendKind::Wgpu => Some(PlainCopies::new(&backend::adapter_choice(), total)?),
     };
+    let mut plain = plain.as_ref().map(|p| {
+        move |src: &[u8], page_bytes: u64| -> Result<[f64; 3]> {
+            let t = p.round(src, page_bytes)?;
+            Ok([t.write_queued, t.write_done, t.copy_done])
+        }
+    });
     let mut summary = Vec::new();
     let mut on_gpu = Vec::new();
     for &kib in &o.pages_kib.0 {
-        let page_bytes = kib as u64 * 1024;
-        if total < page_bytes {
+        if total < kib as u64 * 1024 {
             bail!("--mib {} is smaller than one {kib} KiB page", o.mib);
         }
-        // A CPU device of its own for the slot-copy breakdown, one memory of the pages.
-        let mut slots = match o.node.backend {
-            BackendKind::Cpu => Some(slot_device(page_bytes, total)?),
-            BackendKind::Wgpu => None,
-        };
-        let pl = plain.as_ref();
-        round_with(&sys, page_bytes, total, &src, &mut dst, slots.as_mut(), pl)?;
-        let (rounds, plains): (Vec<Round>, Vec<Option<PlainTimes>>) = (0..o.rounds)
-            .map(|_| round_with(&sys, page_bytes, total, &src, &mut dst, slots.as_mut(), pl))
-            .collect::<Result<Vec<_>>>()?
-            .into_iter()
-            .unzip();
-        let beside: Vec<[f64; 3]> = match o.node.backend {
-            BackendKind::Cpu => rounds
-                .iter()
-                .map(|r| [r.slot_write, r.slot_read, r.to_new_vec])
-                .collect(),
-            BackendKind::Wgpu => plains
-                .iter()
-                .flatten()
-                .map(|p| [p.write_queued, p.write_done, p.copy_done])
-                .collect(),
-        };
-        let row = row(
-            kib,
-            total,
-            &rounds,
-            &beside,
-            o.node.backend == BackendKind::Wgpu,
-        );
+        let row = measure(&sys, kib, o.rounds, (&src, &mut dst), plain.as_mut())?;
         println!("{}", row.line);
         summary.push(row.summary);
         on_gpu.push((kib, row.on_gpu, row.moved));

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use tessera_core::PageSize;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 use tessera_runtime::{Procedure, SystemConfig};
@@ -14,16 +14,14 @@ use tessera_workloads::quake::render::{Filtering, Miss, RenderOptions, Renderer,
 use tessera_workloads::quake::replay::{replay_all, ReplayOptions, Replayed};
 use tessera_workloads::quake::replay_text::{levels_csv, not_compared, requests_csv, PageSweep};
 use tessera_workloads::quake::report::{QuakeReport, Ran};
-use tessera_workloads::quake::run::record;
-use tessera_workloads::quake::run::DegradeFigures;
+use tessera_workloads::quake::run::{record, DegradeFigures};
 use tessera_workloads::quake::trace::{Trace, BLOCK};
-use tessera_workloads::quake::{map, pictures, reference, Split, MAX_SCREEN_SIDE};
+use tessera_workloads::quake::{map, pictures, Split, MAX_SCREEN_SIDE};
 use tessera_workloads::raytrace::SceneSpec;
 
-use crate::backend;
-use crate::report::write_png;
+use crate::output::{create_dir, shown, write_json, write_png};
 use crate::run::progress;
-use crate::{parse_procedure, parse_threads, BackendKind};
+use crate::{parse_procedure, parse_threads, NodeOpts};
 
 /// `--scene`: the game trace's own procedural room (`generated`, 42 textures, 8x8 to
 /// 512x256), tessera-scene's generated room with N × N boxes (`generated:N`, the scene of
@@ -85,10 +83,6 @@ pub enum Placement {
     Random,
 }
 
-fn parse_split(s: &str) -> Result<Split, String> {
-    s.parse()
-}
-
 /// `--width` and `--height`: 1 to the rasterizer's largest side.
 fn screen_side(s: &str) -> Result<u32, String> {
     match s.trim().parse::<u32>() {
@@ -124,7 +118,7 @@ pub struct QuakeOpts {
     devices: usize,
     /// How the screen is split: left-right (vertical strips, device 0 on the left) or
     /// top-bottom (horizontal strips, device 0 at the bottom).
-    #[arg(long, default_value = "left-right", value_parser = parse_split)]
+    #[arg(long, default_value = "left-right")]
     split: Split,
     /// Page side P in texels (atlas, framebuffer): a power of two from 1 to 512.
     #[arg(long, default_value = "32", value_parser = crate::parse_page)]
@@ -147,12 +141,8 @@ pub struct QuakeOpts {
     /// How each frame's pass gets its pages.
     #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
     procedure: Procedure,
-    /// Device backend.
-    #[arg(long, value_enum, default_value = "cpu")]
-    backend: BackendKind,
-    /// CPU threads for the software devices (0: one per core).
-    #[arg(long, default_value_t = 0, value_parser = parse_threads)]
-    threads: usize,
+    #[command(flatten)]
+    node: NodeOpts,
     /// Write frame-NNNN.png every K frames and after the last (0: only the last).
     #[arg(long, value_name = "K", default_value_t = 50)]
     png_every: u32,
@@ -191,10 +181,6 @@ pub struct QuakeOpts {
     miss: MissKind,
 }
 
-fn csv_path(dir: &Path, name: &str) -> PathBuf {
-    dir.join(name)
-}
-
 pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     if o.clear_each_frame && o.initial_placement == Placement::Random {
         bail!("--initial-placement random and --clear-each-frame do not go together: the placement would be cleared before the first frame uses it");
@@ -202,10 +188,8 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     if o.trace.is_some() && o.page.get() < BLOCK {
         bail!("--trace records {BLOCK}x{BLOCK} texel blocks: it needs --page {BLOCK} or more (got {})", o.page.get());
     }
-    std::fs::create_dir_all(&o.out)
-        .with_context(|| format!("cannot create {}", o.out.display()))?;
-    let cfg = SystemConfig::new(o.devices).threads(o.threads);
-    let (sys, adapter) = backend::system(o.backend, &cfg)?;
+    create_dir(&o.out)?;
+    let (sys, adapter) = o.node.system(&o.node.config(o.devices))?;
     let backend_name = adapter.unwrap_or_else(|| sys.backend().to_string());
     let path = o.path_frames.unwrap_or(o.frames);
     if path < o.frames {
@@ -218,8 +202,6 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     };
     let (mesh, mut cams, scene_name) = map::load(spec.as_ref(), &o.pak_dir, path)?;
     cams.truncate(o.frames as usize);
-    let sizes: Vec<(u32, u32)> = mesh.textures.iter().map(|t| (t.width, t.height)).collect();
-    let reference_mesh = o.verify.then(|| mesh.clone());
     let options = RenderOptions {
         width: o.width,
         height: o.height,
@@ -235,8 +217,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     }
     let residency_dir = o.out.join("residency");
     if o.residency_png {
-        std::fs::create_dir_all(&residency_dir)
-            .with_context(|| format!("cannot create {}", residency_dir.display()))?;
+        create_dir(&residency_dir)?;
     }
     let aspect = o.width as f64 / o.height as f64;
     let bar = progress(o.frames as u64, "quake");
@@ -268,25 +249,15 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     )?;
     bar.finish();
     let wall = start.elapsed().as_secs_f64();
-    if let (Some(mesh), Some(cam)) = (&reference_mesh, cams.last()) {
-        // The unpaged reference samples as the paged renderer does (`--filter`).
-        let filter = o.filtering().map(|f| f.filter);
-        let (want, _) = reference::render_filtered(
-            mesh,
-            &r.atlas,
-            &cam.view_proj(aspect),
-            o.width,
-            o.height,
-            filter,
-        )?;
-        crate::verify::require_image(&want, &last_image)?;
+    if let Some(cam) = cams.last().filter(|_| o.verify) {
+        crate::verify::require_image(&r.reference_image(cam)?, &last_image)?;
     }
     let report = QuakeReport::new(
         &r,
         &rec,
         &options,
         Ran {
-            backend: o.backend.name(),
+            backend: o.node.backend.name(),
             adapter: backend_name,
             scene: scene_name,
             frames: o.frames,
@@ -294,19 +265,18 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
             filter: value_name(o.filter),
             miss: value_name(o.miss),
             border: o.border,
-            textures: sizes.len(),
+            textures: r.mesh().textures.len(),
             wall_seconds: wall,
         },
         &last_image,
     )?;
     let requests = &report.requests;
     let json = o.out.join("report.json");
-    std::fs::write(&json, serde_json::to_string_pretty(&report)?)
-        .with_context(|| format!("cannot write {}", json.display()))?;
-    write_requests_csv(&csv_path(&o.out, "requests.csv"), requests)?;
+    write_json(&json, &report)?;
+    write_requests_csv(&o.out.join("requests.csv"), requests)?;
     if o.miss == MissKind::Degrade {
         crate::output::write_whole(
-            &csv_path(&o.out, "degrade.csv"),
+            &o.out.join("degrade.csv"),
             DegradeFigures::csv(&rec.degrade).as_bytes(),
         )?;
     }
@@ -318,7 +288,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     )?;
     if r.mip_layout().is_some() {
         crate::output::write_whole(
-            &csv_path(&o.out, "requests_by_level.csv"),
+            &o.out.join("requests_by_level.csv"),
             levels_csv(&rec.by_level).as_bytes(),
         )?;
         pictures::levels_chart(
@@ -328,28 +298,13 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         )?;
     }
     if let Some(path) = &o.trace {
-        let trace = Trace {
-            block: BLOCK,
-            devices: o.devices as u32,
-            width: o.width,
-            height: o.height,
-            split: o.split,
-            page: o.page.get(),
-            clear_each_frame: o.clear_each_frame,
-            drop_unused: o.drop_unused,
-            random_placement: (o.initial_placement == Placement::Random).then_some(o.seed),
-            textures: sizes,
-            frames: rec.trace_frames,
-        };
-        std::fs::write(path, trace.encode())
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        println!("trace: {}", crate::output::shown(path).display());
+        let random = (o.initial_placement == Placement::Random).then_some(o.seed);
+        let trace = rec.into_trace(&r, random);
+        crate::output::write(path, trace.encode())?;
+        println!("trace: {}", shown(path));
     }
     print!("{}", report.summary());
-    println!(
-        "wall time {wall:.2} s; report {}",
-        crate::output::shown(&json).display()
-    );
+    println!("wall time {wall:.2} s; report {}", shown(&json));
     Ok(())
 }
 
@@ -459,11 +414,6 @@ pub struct ReplayOpts {
     pub(crate) out: Option<PathBuf>,
 }
 
-fn read_trace(path: &Path) -> Result<Trace> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    Trace::decode(&bytes).with_context(|| format!("{}", path.display()))
-}
-
 /// The replay's settings at `page`: the options given, the recorded run's otherwise.
 fn settings(o: &ReplayOpts, trace: &Trace, page: u32) -> ReplayOptions {
     ReplayOptions::of(
@@ -487,15 +437,8 @@ fn replay_on(o: &ReplayOpts, trace: &Trace, page: u32, devices: usize) -> Result
 }
 
 pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
-    let trace = read_trace(&o.file)?;
-    let devices = o.devices.unwrap_or(trace.devices as usize);
-    if devices == 0 || devices > trace.devices as usize {
-        bail!(
-            "--devices {devices}: the trace was recorded on {} device(s); replay on 1 to {}",
-            trace.devices,
-            trace.devices
-        );
-    }
+    let trace = Trace::read(&o.file)?;
+    let devices = ReplayOptions::devices(&trace, o.devices)?;
     if !o.pages.is_empty() {
         return sweep(o, &trace, devices);
     }
@@ -507,7 +450,7 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
         write_requests_csv(path, &got.requests)?;
     }
     if let Some(dir) = &o.out {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        create_dir(dir)?;
         write_requests_csv(&dir.join("requests.csv"), &got.requests)?;
         pictures::requests_chart(
             &dir.join("requests"),
@@ -515,10 +458,7 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
             page,
             options.clear_each_frame,
         )?;
-        println!(
-            "requests: {}",
-            crate::output::shown(&dir.join("requests.csv")).display()
-        );
+        println!("requests: {}", shown(&dir.join("requests.csv")));
     }
     if options.as_recorded(&trace, devices) {
         println!("{}", got.compare(&trace)?);
@@ -530,17 +470,16 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
 
 fn sweep(o: &ReplayOpts, trace: &Trace, devices: usize) -> Result<()> {
     let out = o.out.clone().unwrap_or_else(|| PathBuf::from("out/replay"));
-    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    create_dir(&out)?;
     let mut sweep = PageSweep::new(devices, trace.frames.len());
     for &page in &o.pages {
         let (got, secs) = replay_on(o, trace, page, devices)?;
         print!("{}", sweep.add(page, &got, secs));
     }
     let path = out.join("sweep.csv");
-    std::fs::write(&path, &sweep.csv)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    crate::output::write(&path, &sweep.csv)?;
     let clear = settings(o, trace, trace.page).clear_each_frame;
     sweep.plots(&out, clear)?;
-    println!("sweep: {}", crate::output::shown(&path).display());
+    println!("sweep: {}", shown(&path));
     Ok(())
 }

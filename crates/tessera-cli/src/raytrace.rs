@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
 use tessera_core::PageSize;
 use tessera_runtime::{Partition, Procedure, SystemConfig};
@@ -11,20 +11,16 @@ use tessera_workloads::raytrace::render::{resident_image, RenderOptions};
 use tessera_workloads::raytrace::run::{run as render, RunSpec};
 use tessera_workloads::raytrace::{check_budget, SceneSpec};
 
+use crate::output::{create_dir, shown, write_json, write_png};
 use crate::quake::FilterKind;
-use crate::report::write_png;
 use crate::run::progress;
 use crate::{parse_partition, parse_procedure, CacheOpts, NodeOpts};
-
-fn parse_scene(s: &str) -> Result<SceneSpec, String> {
-    s.parse()
-}
 
 #[derive(Args, Clone)]
 pub struct RaytraceOpts {
     /// `openarena:MAP` (a Quake 3 / OpenArena map from --pak-dir) or `generated[:N]` (the
     /// generated room with N × N boxes, 3 by default).
-    #[arg(long, default_value = "generated:3", value_parser = parse_scene)]
+    #[arg(long, default_value = "generated:3")]
     scene: SceneSpec,
     /// Where the map's pk3 files are (`bash scripts/openarena.sh` installs OpenArena's there).
     #[arg(long, value_name = "DIR", default_value = tessera_scene::DEFAULT_PAK_DIR)]
@@ -120,18 +116,12 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
         crate::verify::require_image(&resident_image(scene, view, options)?, &image)?;
     }
     // Only now, with the render done, is anything written.
-    std::fs::create_dir_all(&o.out)
-        .with_context(|| format!("cannot create {}", o.out.display()))?;
+    create_dir(&o.out)?;
     let png = o.out.join("image.png");
     write_png(&png, o.width, o.height, &image)?;
     let json = o.out.join("report.json");
-    std::fs::write(&json, serde_json::to_string_pretty(&report)?)
-        .with_context(|| format!("cannot write {}", json.display()))?;
+    write_json(&json, &report)?;
     println!("{}", report.summary());
-    println!(
-        "wrote {}, {}",
-        crate::output::shown(&png).display(),
-        crate::output::shown(&json).display()
-    );
+    println!("wrote {}, {}", shown(&png), shown(&json));
     Ok(())
 }

@@ -1,19 +1,21 @@
-//! `tessera run boiling`.
+//! `tessera run boiling`, and boiling run frame by frame and pass by pass
+//! ([`tessera_workloads::boiling::modeled`]) on nodes built from the options: `run` and both
+//! sweeps go through [`run_boiling`], which is why a sweep's CSV row and a `tessera run`
+//! report of the same settings hold the same counters.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use tessera_model::Topology;
+use tessera_workloads::boiling::animation::{sampled, Animation};
 use tessera_workloads::boiling::math::BoilingParams;
+use tessera_workloads::boiling::modeled::{self, Run, Settings};
 use tessera_workloads::boiling::reference::{checksum_hex, field_checksum, ReferenceBoiling};
+use tessera_workloads::boiling::report::Report;
+use tessera_workloads::boiling::residency;
 use tessera_workloads::boiling::sim::PagedBoiling;
 
-use tessera_workloads::boiling::animation::{sampled, Animation};
-
-use crate::measure::{run_boiling, Run};
-use crate::report::{write_png, Report};
-use crate::BackendKind;
-use crate::{topology_args, RunOpts};
-use tessera_workloads::boiling::residency;
+use crate::output::{create_dir, shown, write_json, write_png};
+use crate::{BackendKind, RunOpts};
 
 pub fn progress(len: u64, what: &str) -> ProgressBar {
     let bar = ProgressBar::new(len);
@@ -38,22 +40,28 @@ pub fn execute(
     let run = run_boiling(o, topo, after_frame)?;
     let field = run.sim.field()?;
     let checksum = checksum_hex(field_checksum(&field));
-    let report = crate::report::collect(&run, o, topo, checksum)?;
+    let report = Report::collect(
+        &run,
+        &settings(o),
+        o.size,
+        o.node.base.backend.name(),
+        &o.node.config(o.devices),
+        topo,
+        checksum,
+    )?;
     Ok((run, report))
 }
 
 pub fn write_report(report: &Report, dir: &std::path::Path) -> Result<std::path::PathBuf> {
     let json = dir.join("report.json");
-    std::fs::write(&json, serde_json::to_string_pretty(report)?)
-        .with_context(|| format!("cannot write {}", json.display()))?;
+    write_json(&json, report)?;
     Ok(json)
 }
 
 pub fn boiling(o: &RunOpts) -> Result<()> {
-    let topo = topology_args::load(&o.node.topology, o.devices)?;
-    std::fs::create_dir_all(&o.out)
-        .with_context(|| format!("cannot create output directory {}", o.out.display()))?;
-    let total = crate::measure::simulated_frames(o);
+    let topo = o.node.topology(o.devices)?;
+    create_dir(&o.out)?;
+    let total = simulated_frames(o);
     let bar = progress(total as u64, "boiling");
     let mut gif = match o.gif_every {
         0 => None,
@@ -93,37 +101,65 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
     let json = write_report(&report, &o.out)?;
     let png = o.out.join("frame.png");
     write_png(&png, o.size, o.size, &run.sim.display_rgba()?)?;
-    println!(
-        "wrote {} and {}",
-        crate::output::shown(&json).display(),
-        crate::output::shown(&png).display()
-    );
+    println!("wrote {} and {}", shown(&json), shown(&png));
     if let Some(gif) = gif {
         let (path, frames) = gif.finish()?;
         println!(
             "wrote {} ({frames} frame(s), one every {} frames)",
-            crate::output::shown(&path).display(),
+            shown(&path),
             o.gif_every
         );
     }
     let stages = o.out.join("stages");
     report.stage_bars(&stages)?;
-    println!(
-        "wrote {}.svg and {}.png",
-        crate::output::shown(&stages).display(),
-        crate::output::shown(&stages).display()
-    );
+    println!("wrote {}.svg and {}.png", shown(&stages), shown(&stages));
     if o.residency_png {
         for path in residency::write_all(
             &run,
             o.size,
             o.page.get(),
-            crate::measure::simulated_frames(o),
+            simulated_frames(o),
             o.partition,
             &o.out,
         )? {
-            println!("wrote {}", crate::output::shown(&path).display());
+            println!("wrote {}", shown(&path));
         }
     }
     Ok(())
+}
+
+/// Builds a node and the simulation for `o` (and, in the isolated model, the second node)
+/// and runs them with [`modeled::run_on_nodes`], `after_frame` after every frame.
+pub fn run_boiling(
+    o: &RunOpts,
+    topo: &Topology,
+    after_frame: impl FnMut(&PagedBoiling, u32) -> Result<()>,
+) -> Result<Run> {
+    topo.check_devices(o.devices)?;
+    let make = |home| {
+        o.node
+            .base
+            .system(&o.node.config(o.devices).home_file(home))
+    };
+    let home = o.node.home_file.as_deref();
+    modeled::run_on_nodes(make, home, o.size, &settings(o), topo, after_frame)
+}
+
+/// The settings of `o` that the runner takes beside its nodes.
+pub fn settings(o: &RunOpts) -> Settings {
+    Settings {
+        devices: o.devices,
+        page: o.page.get(),
+        partition: o.partition,
+        procedure: o.procedure,
+        warmup: o.warmup,
+        frames: o.frames,
+        model: o.node.model.into(),
+    }
+}
+
+/// Frames of the field `run_boiling` simulates for `o`: what its `after_frame` counts up to.
+/// The model never changes it.
+pub fn simulated_frames(o: &RunOpts) -> u32 {
+    o.warmup + o.frames
 }

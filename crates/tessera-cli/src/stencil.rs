@@ -7,7 +7,7 @@ use anyhow::Result;
 use clap::Args;
 use tessera_workloads::decomp::Axis;
 
-use crate::halo::{parse_split, HaloRunOpts, HaloSweepOpts, Kind};
+use crate::halo::{HaloRunOpts, HaloSweepOpts, Kind};
 use crate::lists::{parse_list_of, List};
 
 #[derive(Args, Clone)]
@@ -20,7 +20,7 @@ pub struct StencilOpts {
     halo: u32,
     /// The axis the field is cut along, one slab per device: x, y or z. N must be a multiple
     /// of the device count.
-    #[arg(long, default_value = "z", value_parser = parse_split)]
+    #[arg(long, default_value = "z")]
     split: Axis,
     /// Measured time steps, the stencil's frames (run twice in the isolated model: together,
     /// then one device at a time). `--steps` is the older name.
@@ -56,7 +56,7 @@ pub struct StencilSweepOpts {
     /// Halo widths, a list such as 2,4,8,16.
     #[arg(long, default_value = "2,4,8,16", value_parser = parse_halos)]
     halo: List,
-    #[arg(long, default_value = "z", value_parser = parse_split)]
+    #[arg(long, default_value = "z")]
     split: Axis,
     /// Output directory: sweep.csv, reports.json, speedup.svg/png.
     #[arg(long, default_value = "out/sweep-stencil")]

@@ -13,9 +13,10 @@ use tessera_core::PageSize;
 use tessera_runtime::{Partition, Procedure};
 
 use crate::lists::{parse_devices, parse_pages, List};
-use crate::report::Report;
+use crate::output::{create_dir, shown};
 use crate::run::{execute, progress, write_report};
-use crate::{parse_partition, parse_procedure, topology_args, PagingOpts, RunOpts, Workload};
+use crate::{parse_partition, parse_procedure, PagingOpts, RunOpts, Workload};
+use tessera_workloads::boiling::report::Report;
 use tessera_workloads::boiling::sweep as figures;
 
 #[derive(Subcommand)]
@@ -35,29 +36,60 @@ pub enum SweepKind {
     Vr(crate::vr::VrSweepOpts),
 }
 
+/// What a boiling point of a sweep or of `bench scaling` runs with, beside its device count
+/// and page.
+#[derive(Args, Clone)]
+pub struct PointOpts {
+    /// Field side in texels.
+    #[arg(long, default_value_t = 1024, value_parser = crate::parse_size)]
+    pub(crate) size: u32,
+    /// Measured frames per point (in the isolated model on two nodes side by side: the
+    /// devices together, and one at a time for the model).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) frames: u32,
+    /// Frames run before the measured ones at every point and counted nowhere (pages move
+    /// in on the first).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) warmup: u32,
+    /// How passes get their pages.
+    #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
+    pub(crate) procedure: Procedure,
+    /// How each pass's domain is split across devices.
+    #[arg(long = "split", alias = "partition", default_value = "rows", value_parser = parse_partition())]
+    pub(crate) partition: Partition,
+    #[command(flatten)]
+    pub(crate) node: PagingOpts,
+}
+
+impl PointOpts {
+    /// The run of one point: `devices` devices, pages of `page`, its report.json in `out`.
+    pub fn point(&self, devices: usize, page: PageSize, out: PathBuf) -> RunOpts {
+        RunOpts {
+            devices,
+            size: self.size,
+            page,
+            frames: self.frames,
+            warmup: self.warmup,
+            procedure: self.procedure,
+            partition: self.partition,
+            out,
+            node: self.node.clone(),
+            residency_png: false,
+            gif_every: 0,
+            verify: false,
+            cluster: Default::default(),
+        }
+    }
+}
+
 #[derive(Args, Clone)]
 pub struct SweepCommon {
     /// The workload to run at every point: boiling, the only one these sweeps run (the ray
     /// tracer's sweep is `bench oversubscription --workload raytrace`).
     #[arg(long, default_value = "boiling", value_parser = parse_workload)]
     workload: Workload,
-    /// Field side in texels.
-    #[arg(long, default_value_t = 1024, value_parser = crate::parse_size)]
-    size: u32,
-    /// Measured frames per point.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
-    frames: u32,
-    /// Frames run before the measured ones at every point (pages move in on the first).
-    #[arg(long, default_value_t = 1)]
-    warmup: u32,
-    /// How passes get their pages.
-    #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
-    procedure: Procedure,
-    /// How each pass's domain is split across devices.
-    #[arg(long = "split", alias = "partition", default_value = "rows", value_parser = parse_partition())]
-    partition: Partition,
     #[command(flatten)]
-    node: PagingOpts,
+    point: PointOpts,
     /// Output directory: sweep.csv, per_device.csv, the plots, and a report.json per point.
     #[arg(long, default_value = "out/sweep")]
     pub(crate) out: PathBuf,
@@ -98,24 +130,6 @@ fn parse_workload(s: &str) -> Result<Workload, String> {
     }
 }
 
-fn point_opts(c: &SweepCommon, devices: usize, page: PageSize, out: PathBuf) -> RunOpts {
-    RunOpts {
-        devices,
-        size: c.size,
-        page,
-        frames: c.frames,
-        warmup: c.warmup,
-        procedure: c.procedure,
-        partition: c.partition,
-        out,
-        node: c.node.clone(),
-        residency_png: false,
-        gif_every: 0,
-        verify: false,
-        cluster: Default::default(),
-    }
-}
-
 /// Checks every point before the first runs, so a bad point fails in seconds, not after an
 /// hour of good ones.
 pub fn check_points(points: &[RunOpts]) -> Result<()> {
@@ -130,7 +144,7 @@ pub fn check_points(points: &[RunOpts]) -> Result<()> {
         o.partition
             .regions(o.size, o.size, o.devices as u32)
             .with_context(|| format!("--devices {}", o.devices))?;
-        topology_args::load(&o.node.topology, o.devices)?;
+        o.node.topology(o.devices)?;
     }
     Ok(())
 }
@@ -140,15 +154,14 @@ pub fn check_points(points: &[RunOpts]) -> Result<()> {
 fn run_points(points: &[RunOpts], label: impl Fn(&RunOpts) -> String) -> Result<Vec<Report>> {
     let total: u64 = points
         .iter()
-        .map(|o| crate::measure::simulated_frames(o) as u64)
+        .map(|o| crate::run::simulated_frames(o) as u64)
         .sum();
     let bar = progress(total, "sweep");
     let mut reports = Vec::new();
     for o in points {
         bar.set_message(label(o));
-        let topo = topology_args::load(&o.node.topology, o.devices)?;
-        std::fs::create_dir_all(&o.out)
-            .with_context(|| format!("cannot create output directory {}", o.out.display()))?;
+        let topo = o.node.topology(o.devices)?;
+        create_dir(&o.out)?;
         let (_, report) = execute(o, &topo, |_, _| {
             bar.inc(1);
             Ok(())
@@ -161,16 +174,6 @@ fn run_points(points: &[RunOpts], label: impl Fn(&RunOpts) -> String) -> Result<
     Ok(reports)
 }
 
-/// Writes sweep.csv and per_device.csv into `dir`.
-fn write_csvs(dir: &Path, reports: &[Report]) -> Result<Vec<PathBuf>> {
-    let (main, dev) = figures::csvs(reports);
-    let (a, b) = (dir.join("sweep.csv"), dir.join("per_device.csv"));
-    for (path, text) in [(&a, main), (&b, dev)] {
-        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    Ok(vec![a, b])
-}
-
 pub fn page_size(o: &PageSweepOpts) -> Result<()> {
     let c = &o.common;
     let points: Vec<RunOpts> = o
@@ -178,12 +181,8 @@ pub fn page_size(o: &PageSweepOpts) -> Result<()> {
         .0
         .iter()
         .map(|&p| {
-            Ok(point_opts(
-                c,
-                o.devices,
-                PageSize::new(p)?,
-                c.out.join(format!("page-{p}")),
-            ))
+            let out = c.out.join(format!("page-{p}"));
+            Ok(c.point.point(o.devices, PageSize::new(p)?, out))
         })
         .collect::<Result<_>>()?;
     sweep(
@@ -192,7 +191,7 @@ pub fn page_size(o: &PageSweepOpts) -> Result<()> {
         "page",
         |o| format!("page {}", o.page.get()),
         |r| r.page_size as f64,
-        |dir, reports| figures::page_size_figures(dir, reports, c.size, o.devices),
+        |dir, reports| figures::page_size_figures(dir, reports, c.point.size, o.devices),
     )
 }
 
@@ -202,7 +201,10 @@ pub fn devices(o: &DeviceSweepOpts) -> Result<()> {
         .devices
         .0
         .iter()
-        .map(|&d| point_opts(c, d as usize, o.page, c.out.join(format!("devices-{d}"))))
+        .map(|&d| {
+            c.point
+                .point(d as usize, o.page, c.out.join(format!("devices-{d}")))
+        })
         .collect();
     sweep(
         c,
@@ -210,7 +212,7 @@ pub fn devices(o: &DeviceSweepOpts) -> Result<()> {
         "devices",
         |o| format!("{} device(s)", o.devices),
         |r| r.devices as f64,
-        |dir, reports| figures::device_figures(dir, reports, c.size, o.page.get()),
+        |dir, reports| figures::device_figures(dir, reports, c.point.size, o.page.get()),
     )
 }
 
@@ -225,13 +227,15 @@ fn sweep(
     figures: impl FnOnce(&Path, &[Report]) -> Result<Vec<PathBuf>, tessera_workloads::plot::PlotError>,
 ) -> Result<()> {
     check_points(points)?;
-    std::fs::create_dir_all(&c.out)
-        .with_context(|| format!("cannot create output directory {}", c.out.display()))?;
+    create_dir(&c.out)?;
     let reports = run_points(points, label)?;
     if reports.is_empty() {
         bail!("the sweep ran no point");
     }
-    let mut wrote = write_csvs(&c.out, &reports)?;
+    let (main, dev) = figures::csvs(&reports);
+    let mut wrote = vec![c.out.join("sweep.csv"), c.out.join("per_device.csv")];
+    crate::output::write(&wrote[0], main)?;
+    crate::output::write(&wrote[1], dev)?;
     wrote.extend(figures(&c.out, &reports)?);
     print!("{}", figures::summary(&reports, what, key));
     for p in wrote {
@@ -240,7 +244,7 @@ fn sweep(
         } else {
             ".svg/.png"
         };
-        println!("wrote {}{plot}", crate::output::shown(&p).display());
+        println!("wrote {}{plot}", shown(&p));
     }
     Ok(())
 }

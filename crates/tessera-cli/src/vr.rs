@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::Args;
 use tessera_core::PageSize;
 use tessera_runtime::Procedure;
@@ -15,15 +15,14 @@ use tessera_scene::Scene;
 use tessera_workloads::quake::Camera;
 use tessera_workloads::raytrace::SceneSpec;
 use tessera_workloads::vr::figures::{link_model, Figures};
-use tessera_workloads::vr::render::FrameMeasure;
 use tessera_workloads::vr::report::{
-    load_scene as load_scene_of, median_run, sweep_plan, Ran, VrReport,
+    load_scene as load_scene_of, sweep_medians, sweep_plan, Ran, VrReport,
 };
 use tessera_workloads::vr::run::Run as VrRun;
 use tessera_workloads::vr::{by_name, reference_stereo, StereoOptions};
 use tessera_workloads::Made;
 
-use crate::report::write_png;
+use crate::output::{create_dir, shown, write_json, write_png};
 use crate::run::progress;
 use crate::{parse_procedure, NodeOpts};
 
@@ -36,7 +35,7 @@ pub struct SceneOpts {
     /// The scene, drawn along its camera path: `generated[:N]` (the generated room with N × N
     /// boxes, 3 by default; 0 is the bare room) or `openarena:MAP` (a Quake 3 / OpenArena map
     /// from --pak-dir).
-    #[arg(long, value_parser = parse_scene, group = "source")]
+    #[arg(long, group = "source")]
     scene: Option<SceneSpec>,
     /// Shorthand for `--scene openarena:NAME`.
     #[arg(long, value_name = "NAME", group = "source")]
@@ -143,10 +142,6 @@ fn stereo_options(o: &SceneOpts) -> StereoOptions {
     }
 }
 
-fn parse_scene(s: &str) -> Result<SceneSpec, String> {
-    s.parse()
-}
-
 fn execute(
     o: &SceneOpts,
     scene: &Scene,
@@ -172,8 +167,7 @@ pub fn run(o: &VrOpts) -> Result<()> {
     by_name(&o.scheme)?;
     let link = link_model(o.gpms, o.link_gbps)?;
     let (scene, cams, name) = load_scene(&o.scene)?;
-    std::fs::create_dir_all(&o.out)
-        .with_context(|| format!("cannot create {}", o.out.display()))?;
+    create_dir(&o.out)?;
     let bar = progress(cams.len() as u64, "vr");
     let run = execute(&o.scene, &scene, &cams, &o.scheme, o.gpms, || bar.inc(1))?;
     bar.finish_and_clear();
@@ -200,62 +194,40 @@ pub fn run(o: &VrOpts) -> Result<()> {
     };
     let report = VrReport::new(&run, ran);
     let json = o.out.join("report.json");
-    std::fs::write(&json, serde_json::to_string_pretty(&report)?)
-        .with_context(|| format!("cannot write {}", json.display()))?;
+    write_json(&json, &report)?;
     let png = o.out.join("stereo.png");
     write_png(&png, 2 * o.scene.width, o.scene.height, &run.last_image)?;
     println!("{}", report.summary_text(o.link_gbps));
     println!(
         "wall time {:.2} s; report {}, image {}",
         run.wall,
-        crate::output::shown(&json).display(),
-        crate::output::shown(&png).display()
+        shown(&json),
+        shown(&png)
     );
     Ok(())
 }
 
 pub fn sweep(o: &VrSweepOpts) -> Result<()> {
     let (scene, cams, name) = load_scene(&o.scene)?;
-    std::fs::create_dir_all(&o.out)
-        .with_context(|| format!("cannot create {}", o.out.display()))?;
-    let plan = sweep_plan();
-    let bar = progress(
-        (plan.len() * cams.len()) as u64 * o.rounds as u64,
-        "vr sweep",
-    );
-    let mut tries: Vec<Vec<VrRun>> = plan.iter().map(|_| Vec::new()).collect();
+    create_dir(&o.out)?;
+    let points = (sweep_plan().len() * cams.len()) as u64;
+    let bar = progress(points * o.rounds as u64, "vr sweep");
     let mut backend = String::new();
-    for round in 1..=o.rounds {
-        for ((scheme, g), tries) in plan.iter().zip(&mut tries) {
-            bar.set_message(format!("round {round}: {scheme} on {g} GPM(s)"));
-            let run = execute(&o.scene, &scene, &cams, scheme, *g, || bar.inc(1))?;
-            backend = run.backend.clone();
-            tries.push(run);
-        }
-    }
+    let runs = sweep_medians(o.rounds, |round, scheme, g| -> Result<VrRun> {
+        bar.set_message(format!("round {round}: {scheme} on {g} GPM(s)"));
+        let run = execute(&o.scene, &scene, &cams, scheme, g, || bar.inc(1))?;
+        backend = run.backend.clone();
+        Ok(run)
+    })?;
     bar.finish_and_clear();
-    let mut runs: Vec<(String, usize, Vec<FrameMeasure>)> = Vec::new();
-    for ((scheme, g), tries) in plan.iter().zip(tries) {
-        let run = median_run(tries, *g)?;
+    for (scheme, g, run) in &runs {
         let dir = o.out.join(format!("{scheme}-{g}"));
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("cannot create {}", dir.display()))?;
-        write_png(
-            &dir.join("stereo.png"),
-            2 * o.scene.width,
-            o.scene.height,
-            &run.last_image,
-        )?;
-        let measured = serde_json::to_string_pretty(&run.frames)?;
-        crate::output::write_whole(&dir.join("measured.json"), measured.as_bytes())?;
-        runs.push((scheme.clone(), *g, run.frames));
+        create_dir(&dir)?;
+        let (w, h) = (2 * o.scene.width, o.scene.height);
+        write_png(&dir.join("stereo.png"), w, h, &run.last_image)?;
+        write_json(&dir.join("measured.json"), &run.frames)?;
     }
-    let find = |s: &str, g: usize| {
-        runs.iter()
-            .find(|r| r.0 == s && r.1 == g)
-            .map(|r| r.2.as_slice())
-    };
-    let figures = Figures::of(find)?;
+    let figures = Figures::of_runs(&runs)?;
     println!(
         "vr sweep: {name}, {} stereo frames {}x{} per eye after {} warm-up, page {} [{backend}], median of {} run(s) per point; modeled latency = slowest GPM (device work alone + texture link) + composition",
         cams.len() - o.scene.warmup as usize,
@@ -267,9 +239,6 @@ pub fn sweep(o: &VrSweepOpts) -> Result<()> {
     );
     print!("{}", figures.table());
     figures.write(&o.out)?;
-    println!(
-        "CSV and plots in {}",
-        crate::output::shown(&o.out).display()
-    );
+    println!("CSV and plots in {}", shown(&o.out));
     Ok(())
 }

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{argv, fails, run_report, tessera};
+use common::{argv, fails, ok_in, run_report, tessera};
 
 use std::process::Command;
 
@@ -331,14 +331,10 @@ fn run_writes_an_animation_of_the_display() {
     use image::AnimationDecoder;
 
     let dir = tempfile::tempdir().unwrap();
-    let o = tessera(
-        &[
-            argv("run boiling --size 32 --page 8 --warmup 1 --frames 4 --gif-every 2 --out"),
-            vec![dir.path().to_str().unwrap()],
-        ]
-        .concat(),
+    let printed = ok_in(
+        "run boiling --size 32 --page 8 --warmup 1 --frames 4 --gif-every 2",
+        dir.path(),
     );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let file = std::fs::File::open(dir.path().join("frames.gif")).unwrap();
     let frames = image::codecs::gif::GifDecoder::new(std::io::BufReader::new(file))
         .unwrap()
@@ -355,17 +351,13 @@ fn run_writes_an_animation_of_the_display() {
         frames[2].buffer(),
         "the simulation moved between samples"
     );
-    assert!(String::from_utf8_lossy(&o.stdout).contains("frames.gif (3 frame(s)"));
+    assert!(printed.contains("frames.gif (3 frame(s)"));
 
     let none = tempfile::tempdir().unwrap();
-    let o = tessera(
-        &[
-            argv("run boiling --size 16 --page 8 --frames 2 --gif-every 0 --out"),
-            vec![none.path().to_str().unwrap()],
-        ]
-        .concat(),
+    ok_in(
+        "run boiling --size 16 --page 8 --frames 2 --gif-every 0",
+        none.path(),
     );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(none.path().join("frame.png").exists());
     assert!(!none.path().join("frames.gif").exists());
 }
@@ -373,14 +365,10 @@ fn run_writes_an_animation_of_the_display() {
 #[test]
 fn sweep_legends_name_the_backend_that_ran() {
     let dir = tempfile::tempdir().unwrap();
-    let o = tessera(
-        &[
-            argv("sweep devices --size 16 --page 8 --devices 1,2 --frames 1 --out"),
-            vec![dir.path().to_str().unwrap()],
-        ]
-        .concat(),
+    ok_in(
+        "sweep devices --size 16 --page 8 --devices 1,2 --frames 1",
+        dir.path(),
     );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let svg = std::fs::read_to_string(dir.path().join("speedup.svg")).unwrap();
     assert!(svg.contains("measured (cpu)"), "{svg}");
 }
@@ -390,20 +378,7 @@ fn an_oversubscribed_run_evicts_and_gives_the_resident_field() {
     let dir = tempfile::tempdir().unwrap();
     let run = |sub: &str, budget: &str, prefetch: &str, staging: &str| -> serde_json::Value {
         let out = dir.path().join(sub);
-        let o = tessera(
-            &[
-                argv("run boiling --devices 2 --size 64 --page 8 --frames 3 --budget-mib"),
-                vec![budget],
-                argv("--policy clock --prefetch"),
-                vec![prefetch],
-                argv("--staging"),
-                vec![staging],
-                argv("--gif-every 0 --out"),
-                vec![out.to_str().unwrap()],
-            ]
-            .concat(),
-        );
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        ok_in(&format!("run boiling --devices 2 --size 64 --page 8 --frames 3 --budget-mib {budget} --policy clock --prefetch {prefetch} --staging {staging} --gif-every 0"), &out);
         serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
     };
     // Five 64² float textures are 80 KiB, 40 KiB per device: 16 KiB is 2.5x oversubscribed.
@@ -432,9 +407,7 @@ fn an_oversubscribed_run_evicts_and_gives_the_resident_field() {
 #[test]
 fn bench_oversubscription_prints_its_table_and_writes_csv_and_plot() {
     let dir = tempfile::tempdir().unwrap();
-    let o = tessera(&[argv("bench oversubscription --size 32 --page 8 --frames 1 --rounds 1 --ratios 1.5,4 --policy lru,fifo --prefetch off,tree --staging off,on --out"), vec![dir.path().to_str().unwrap()]].concat());
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = ok_in("bench oversubscription --size 32 --page 8 --frames 1 --rounds 1 --ratios 1.5,4 --policy lru,fifo --prefetch off,tree --staging off,on", dir.path());
     assert!(stdout.contains("every field checksum equals the resident run's"));
     let csv = std::fs::read_to_string(dir.path().join("oversubscription.csv")).unwrap();
     let rows: Vec<&str> = csv.lines().collect();
@@ -576,14 +549,10 @@ fn frames_n_is_n_frames_in_either_model() {
 fn a_page_that_does_not_divide_the_field_gives_partial_edge_pages() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let o = tessera(
-        &[
-            argv("run boiling --devices 2 --size 100 --page 32 --frames 3 --gif-every 0 --out"),
-            vec![out.to_str().unwrap()],
-        ]
-        .concat(),
+    ok_in(
+        "run boiling --devices 2 --size 100 --page 32 --frames 3 --gif-every 0",
+        &out,
     );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
     let mut r = ReferenceBoiling::new(100, 100, BoilingParams::default());

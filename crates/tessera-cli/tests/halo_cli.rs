@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{argv, fails, report, run_report, tessera};
+use common::{argv, fails, ok_in, report, run_report};
 
 use tessera_workloads::{convolution, stencil};
 
@@ -28,19 +28,7 @@ fn run_stencil_in_every_version_equals_the_reference() {
         ("remote", "y"),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let o = tessera(
-            &[
-                argv("run stencil --size 16 --halo 2 --devices 4 --split"),
-                vec![split],
-                argv("--access"),
-                vec![access],
-                argv("--steps 2 --page 8 --verify --out"),
-                vec![dir.path().to_str().unwrap()],
-            ]
-            .concat(),
-        );
-        let stdout = String::from_utf8_lossy(&o.stdout);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let stdout = ok_in(&format!("run stencil --size 16 --halo 2 --devices 4 --split {split} --access {access} --steps 2 --page 8 --verify"), dir.path());
         assert!(stdout.contains("equals the plain single-device reference"));
         assert!(stdout.contains("measured wall time"));
         let r = report(dir.path());
@@ -100,9 +88,7 @@ fn run_convolution_equals_the_reference() {
 #[test]
 fn sweep_stencil_writes_csv_and_plot_and_skips_impossible_points() {
     let dir = tempfile::tempdir().unwrap();
-    let o = tessera(&[argv("sweep stencil --size 16 --halo 2,8 --devices 1,4 --access explicit,migrate --steps 1 --page 8 --out"), vec![dir.path().to_str().unwrap()]].concat());
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = ok_in("sweep stencil --size 16 --halo 2,8 --devices 1,4 --access explicit,migrate --steps 1 --page 8", dir.path());
     // Halo 8 on 4 devices of 16: slabs of 4 are thinner than the halo.
     assert!(stdout.contains("skipped"), "{stdout}");
     let csv = std::fs::read_to_string(dir.path().join("sweep.csv")).unwrap();

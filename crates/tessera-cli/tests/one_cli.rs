@@ -15,6 +15,18 @@ fn with<'a>(base: &[&'a str], extra: &[&'a str]) -> Vec<&'a str> {
     base.iter().chain(extra).copied().collect()
 }
 
+/// Each case (extra words, exit status, what the message names) added to `base` with
+/// `--out out` is refused.
+fn refused_each(base: &[&str], out: &str, cases: &[(&str, i32, &str)]) {
+    for &(extra, code, says) in cases {
+        refused(
+            &with(&with(base, &argv(extra)), &["--out", out]),
+            code,
+            says,
+        );
+    }
+}
+
 #[test]
 fn split_is_the_option_everywhere_and_partition_still_works() {
     for cmd in [
@@ -84,27 +96,15 @@ fn vr_takes_a_scene_as_the_other_workloads_do() {
     assert_eq!(sums[0], sums[1]);
     let out = dir.path().join("bad");
     let out = out.to_str().unwrap();
-    refused(&with(&VR, &["--out", out]), 2, "--scene");
-    refused(
-        &with(&VR, &["--scene", "cave", "--out", out]),
-        2,
-        "unknown scene",
-    );
-    refused(
-        &with(
-            &VR,
-            &["--scene", "generated:1", "--map", "oa_dm1", "--out", out],
-        ),
-        2,
-        "cannot be used with",
-    );
-    refused(
-        &with(
-            &VR,
-            &["--scene", "generated:1", "--link-gbps", "0", "--out", out],
-        ),
-        2,
-        "--link-gbps",
+    refused_each(
+        &VR,
+        out,
+        &[
+            ("", 2, "--scene"),
+            ("--scene cave", 2, "unknown scene"),
+            ("--scene generated:1 --map oa_dm1", 2, "cannot be used with"),
+            ("--scene generated:1 --link-gbps 0", 2, "--link-gbps"),
+        ],
     );
     assert!(!dir.path().join("bad").exists());
 }
@@ -136,33 +136,15 @@ fn quake_takes_a_scene_as_the_other_workloads_do() {
     assert_ne!(boxes["checksum"], room["checksum"]);
     let bad = dir.path().join("bad");
     let bad = bad.to_str().unwrap();
-    refused(
-        &with(&quake, &["--scene", "cave", "--out", bad]),
-        2,
-        "unknown scene",
-    );
-    refused(
-        &with(
-            &quake,
-            &["--scene", "generated:1", "--map", "x", "--out", bad],
-        ),
-        2,
-        "cannot be used with",
-    );
-    refused(
-        &with(
-            &quake,
-            &[
-                "--scene",
-                "openarena:nosuchmap",
-                "--pak-dir",
-                d,
-                "--out",
-                bad,
-            ],
-        ),
-        1,
-        "nosuchmap",
+    let missing = format!("--scene openarena:nosuchmap --pak-dir {d}");
+    refused_each(
+        &quake,
+        bad,
+        &[
+            ("--scene cave", 2, "unknown scene"),
+            ("--scene generated:1 --map x", 2, "cannot be used with"),
+            (&missing, 1, "nosuchmap"),
+        ],
     );
     assert!(!dir.path().join("bad").exists());
 }

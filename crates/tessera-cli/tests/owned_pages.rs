@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{run_report, tessera};
+use common::{adapter_or_skip, run_report};
 
 /// `run boiling` at 512², page 64, 10 frames after 2 of warm-up, no GIF.
 fn boiling(backend: &str, devices: usize, coherence: &str) -> serde_json::Value {
@@ -22,6 +22,11 @@ fn boiling(backend: &str, devices: usize, coherence: &str) -> serde_json::Value 
 
 fn num(v: &serde_json::Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// The sum of `f` over the report's devices.
+fn per_device(r: &serde_json::Value, f: impl Fn(&serde_json::Value) -> f64) -> f64 {
+    r["per_device"].as_array().unwrap().iter().map(f).sum()
 }
 
 /// Pages written home per frame for a reason a resident frame should not have.
@@ -41,40 +46,25 @@ fn resident_boundary_pages_stay_on_their_owners() {
         assert_eq!(owned["coherence"], "owned", "{ctx}");
         assert_eq!(avoidable(&owned), 0.0, "{ctx}");
         // The boundary pages still move every frame, from their owners.
-        let d2d: f64 = owned["per_device"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| num(&d["device_to_device_via_host_per_frame"]["pages"]))
-            .sum();
+        let d2d: f64 = per_device(&owned, |d| {
+            num(&d["device_to_device_via_host_per_frame"]["pages"])
+        });
         assert!(d2d > 0.0, "{ctx}");
         // A resident frame asks only for what a device lacks: a boundary page to read (one
         // page copied to it) or the right to write its own page back from a reader (none
         // copied). Asking for a band's whole footprint whenever one page is missing sends
         // the held pages too, over 20 times as many at this size.
-        let per_device = owned["per_device"].as_array().unwrap();
-        let requests: f64 = per_device
-            .iter()
-            .map(|d| num(&d["page_requests_per_frame"]))
-            .sum();
-        let copied: f64 = per_device
-            .iter()
-            .map(|d| {
-                // Every device → device move (peer copies are a part of these).
-                num(&d["device_to_device_via_host_per_frame"]["pages"])
-                    + num(&d["host_to_device_per_frame"]["pages"])
-            })
-            .sum();
+        let requests = per_device(&owned, |d| num(&d["page_requests_per_frame"]));
+        // Every device → device move (peer copies are a part of these).
+        let copied = per_device(&owned, |d| {
+            num(&d["device_to_device_via_host_per_frame"]["pages"])
+                + num(&d["host_to_device_per_frame"]["pages"])
+        });
         assert!(
             requests <= 2.0 * copied,
             "{ctx}: {requests} requests for {copied} pages copied"
         );
-        let to_home: f64 = owned["per_device"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|d| num(&d["device_to_host_per_frame"]["bytes"]))
-            .sum();
+        let to_home: f64 = per_device(&owned, |d| num(&d["device_to_host_per_frame"]["bytes"]));
         assert_eq!(to_home, 0.0, "{ctx}");
         // The paper's rule writes them home: 384 KiB or more per frame at this size.
         let w = num(&home["write_backs_per_frame"]["coherence"]);
@@ -87,13 +77,7 @@ fn resident_boundary_pages_stay_on_their_owners() {
 
 #[test]
 fn on_wgpu_boundary_pages_move_with_no_read_back() {
-    let listing = String::from_utf8_lossy(&tessera(&["devices"]).stdout).to_string();
-    if !listing.contains("--backend wgpu uses:") {
-        assert!(
-            std::env::var("TESSERA_REQUIRE_VULKAN").as_deref() != Ok("1"),
-            "TESSERA_REQUIRE_VULKAN=1 but no adapter: {listing}"
-        );
-        eprintln!("SKIPPED: no wgpu adapter ({listing})");
+    if !adapter_or_skip() {
         return;
     }
     let owned = boiling("wgpu", 2, "owned");

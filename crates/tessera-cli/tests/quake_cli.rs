@@ -2,9 +2,22 @@
 
 mod common;
 
-use common::{argv, fails, tessera};
+use std::path::Path;
+use std::process::Output;
 
-fn csv(path: &std::path::Path) -> Vec<(u64, u64, u64)> {
+use common::{argv, f64s, fails, refused, run_report, stderr, tessera, u64s};
+
+/// Runs `trace replay TRACE` with `args` (words) and, where given, `--out DIR`.
+fn replay(trace: &Path, args: &str, out: Option<&Path>) -> Output {
+    let mut a = vec!["trace", "replay", trace.to_str().unwrap()];
+    a.extend(argv(args));
+    if let Some(out) = out {
+        a.extend(["--out", out.to_str().unwrap()]);
+    }
+    tessera(&a)
+}
+
+fn csv(path: &Path) -> Vec<(u64, u64, u64)> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
@@ -21,8 +34,8 @@ fn run_quake_writes_its_files_and_replay_matches_them() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let trace = dir.path().join("t.trace");
-    let o = tessera(&[argv("run quake --frames 6 --devices 2 --split left-right --page 16 --width 80 --height 60 --out"), vec![out.to_str().unwrap()], argv("--trace"), vec![trace.to_str().unwrap()], argv("--png-every 2 --residency-png --procedure two-pass --drop-unused --initial-placement random")].concat());
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let cmd = format!("run quake --frames 6 --devices 2 --split left-right --page 16 --width 80 --height 60 --trace {} --png-every 2 --residency-png --procedure two-pass --drop-unused --initial-placement random", trace.display());
+    let report = run_report(&cmd, &out);
     for f in [
         "report.json",
         "requests.csv",
@@ -36,8 +49,6 @@ fn run_quake_writes_its_files_and_replay_matches_them() {
     ] {
         assert!(out.join(f).exists(), "{f} missing");
     }
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["workload"], "quake");
     assert_eq!(report["devices"], 2);
     assert_eq!(report["procedure"], "two-pass");
@@ -59,29 +70,15 @@ fn run_quake_writes_its_files_and_replay_matches_them() {
     // Replaying at the recorded page size and devices reproduces the run exactly (the command
     // checks every frame and device, and says so).
     let replay_csv = dir.path().join("replay.csv");
-    let o = tessera(&[
-        "trace",
-        "replay",
-        trace.to_str().unwrap(),
-        "--csv",
-        replay_csv.to_str().unwrap(),
-    ]);
+    let o = replay(&trace, &format!("--csv {}", replay_csv.display()), None);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(stdout.contains("matches the recorded run"), "{stdout}");
     assert_eq!(csv(&replay_csv), rows);
     // A page-size sweep on one device (the strips merged) writes its CSV and plots.
     let sweep = dir.path().join("sweep");
-    let o = tessera(
-        &[
-            argv("trace replay"),
-            vec![trace.to_str().unwrap()],
-            argv("--pages 4,16,64 --devices 1 --out"),
-            vec![sweep.to_str().unwrap()],
-        ]
-        .concat(),
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = replay(&trace, "--pages 4,16,64 --devices 1", Some(&sweep));
+    assert!(o.status.success(), "{}", stderr(&o));
     let lines = std::fs::read_to_string(sweep.join("sweep.csv")).unwrap();
     assert_eq!(lines.lines().count(), 4, "{lines}");
     for f in ["requests.svg", "requests.png", "memory.svg", "memory.png"] {
@@ -89,15 +86,7 @@ fn run_quake_writes_its_files_and_replay_matches_them() {
     }
     // Replay's folders obey the rule of every command: results already there are refused
     // without --force, and a replay that fails leaves no folder and no partial one.
-    let again = tessera(
-        &[
-            argv("trace replay"),
-            vec![trace.to_str().unwrap()],
-            argv("--pages 4,16 --out"),
-            vec![sweep.to_str().unwrap()],
-        ]
-        .concat(),
-    );
+    let again = replay(&trace, "--pages 4,16", Some(&sweep));
     assert_eq!(again.status.code(), Some(1));
     assert_eq!(
         std::fs::read_to_string(sweep.join("sweep.csv")).unwrap(),
@@ -105,21 +94,8 @@ fn run_quake_writes_its_files_and_replay_matches_them() {
     );
     let before: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     let failed = dir.path().join("failed");
-    let o = tessera(
-        &[
-            argv("trace replay"),
-            vec![trace.to_str().unwrap()],
-            argv("--devices 3 --out"),
-            vec![failed.to_str().unwrap()],
-        ]
-        .concat(),
-    );
-    assert_eq!(
-        o.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let o = replay(&trace, "--devices 3", Some(&failed));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(!failed.exists());
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), before.len());
 }
@@ -192,33 +168,8 @@ fn filtered_runs_equal_the_reference_on_one_or_two_devices() {
     let dir = tempfile::tempdir().unwrap();
     let (w, h, frames, page) = (64u32, 48u32, 3u32, 16u32);
     let run = |devices: &str, name: &str| {
-        let out = dir.path().join(name);
-        let o = tessera(&[
-            "run",
-            "quake",
-            "--frames",
-            &frames.to_string(),
-            "--devices",
-            devices,
-            "--page",
-            &page.to_string(),
-            "--width",
-            &w.to_string(),
-            "--height",
-            &h.to_string(),
-            "--filter",
-            "trilinear",
-            "--border",
-            "1",
-            "--png-every",
-            "0",
-            "--out",
-            out.to_str().unwrap(),
-        ]);
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        let report: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
-        report
+        let cmd = format!("run quake --frames {frames} --devices {devices} --page {page} --width {w} --height {h} --filter trilinear --border 1 --png-every 0");
+        run_report(&cmd, &dir.path().join(name))
     };
     let two = run("2", "two");
     let one = run("1", "one");
@@ -247,19 +198,9 @@ fn filtered_runs_equal_the_reference_on_one_or_two_devices() {
     assert_eq!(by_level.len(), frames as usize);
     let level_rows = csv(&dir.path().join("two/requests_by_level.csv"));
     for (fr, per) in by_level.iter().enumerate() {
-        let per: Vec<u64> = per
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap())
-            .collect();
+        let per = u64s(per);
         assert_eq!(per.len(), levels);
-        let total: u64 = two["requests"][fr]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap())
-            .sum();
+        let total: u64 = u64s(&two["requests"][fr]).iter().sum();
         assert_eq!(per.iter().sum::<u64>(), total, "frame {fr}");
         for (l, &r) in per.iter().enumerate() {
             assert!(
@@ -270,14 +211,7 @@ fn filtered_runs_equal_the_reference_on_one_or_two_devices() {
     }
     assert_eq!(level_rows.len(), frames as usize * levels);
     assert!(dir.path().join("two/requests_by_level.svg").exists());
-    let nums = |k: &str| -> Vec<u64> {
-        f[k].as_array()
-            .unwrap()
-            .iter()
-            .map(|v| v.as_u64().unwrap())
-            .collect()
-    };
-    let (pages, held) = (nums("pages_by_level"), nums("held_pages_by_level"));
+    let (pages, held) = (u64s(&f["pages_by_level"]), u64s(&f["held_pages_by_level"]));
     assert_eq!(
         pages.iter().sum::<u64>(),
         f["chain_pages"].as_u64().unwrap()
@@ -293,24 +227,9 @@ fn filtered_runs_equal_the_reference_on_one_or_two_devices() {
     assert!(run_nearest(dir.path()).get("filtering").is_none());
 }
 
-fn run_nearest(dir: &std::path::Path) -> serde_json::Value {
-    let out = dir.join("nearest");
-    let o = tessera(&[
-        "run",
-        "quake",
-        "--frames",
-        "1",
-        "--width",
-        "32",
-        "--height",
-        "24",
-        "--page",
-        "8",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
+fn run_nearest(dir: &Path) -> serde_json::Value {
+    let cmd = "run quake --frames 1 --width 32 --height 24 --page 8";
+    run_report(cmd, &dir.join("nearest"))
 }
 
 #[test]
@@ -348,10 +267,7 @@ fn bad_filter_options_are_usage_errors() {
             out.to_str().unwrap(),
         ];
         a.extend(args.iter());
-        let o = tessera(&a);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(says), "{args:?}: {err}");
+        refused(&a, 2, says);
         assert!(!out.exists(), "{args:?} wrote its output");
     }
 }
@@ -363,51 +279,14 @@ fn bad_filter_options_are_usage_errors() {
 fn a_degrading_run_relaunches_nothing_and_reports_its_coarse_samples() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("degrade");
-    let o = tessera(&[
-        "run",
-        "quake",
-        "--frames",
-        "3",
-        "--path-frames",
-        "400",
-        "--devices",
-        "2",
-        "--split",
-        "top-bottom",
-        "--page",
-        "16",
-        "--width",
-        "64",
-        "--height",
-        "64",
-        "--filter",
-        "trilinear",
-        "--miss",
-        "degrade",
-        "--png-every",
-        "0",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let cmd = "run quake --frames 3 --path-frames 400 --devices 2 --split top-bottom --page 16 --width 64 --height 64 --filter trilinear --miss degrade --png-every 0";
+    let report = run_report(cmd, &out);
     let f = &report["filtering"];
     assert_eq!(f["miss"], "degrade");
     let d = &f["degrade"];
-    let relaunched: Vec<u64> = d["relaunched"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .collect();
+    let relaunched = u64s(&d["relaunched"]);
     assert_eq!(relaunched, vec![0, 0, 0]);
-    let coarse: Vec<f64> = d["coarse_fraction"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_f64().unwrap())
-        .collect();
+    let coarse = f64s(&d["coarse_fraction"]);
     assert_eq!(coarse.len(), 3);
     assert!(coarse[0] > 0.5, "{coarse:?}");
     assert!(coarse[2] < coarse[0], "{coarse:?}");
@@ -426,28 +305,10 @@ fn a_degrading_run_relaunches_nothing_and_reports_its_coarse_samples() {
     assert!(lines[1].starts_with("0,"));
     // The relaunching default writes no degrade file.
     let exact = dir.path().join("exact");
-    let o = tessera(&[
-        "run",
-        "quake",
-        "--frames",
-        "1",
-        "--page",
-        "16",
-        "--width",
-        "32",
-        "--height",
-        "32",
-        "--filter",
-        "bilinear",
-        "--png-every",
-        "0",
-        "--out",
-        exact.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let cmd =
+        "run quake --frames 1 --page 16 --width 32 --height 32 --filter bilinear --png-every 0";
+    let report = run_report(cmd, &exact);
     assert!(!exact.join("degrade.csv").exists());
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(exact.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["filtering"]["miss"], "relaunch");
     assert!(report["filtering"].get("degrade").is_none());
 }

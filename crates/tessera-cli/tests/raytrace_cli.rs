@@ -4,9 +4,7 @@
 
 mod common;
 
-use common::{argv, outcome, write_pk3};
-
-use std::path::Path;
+use common::{argv, outcome, report, u64s, write_pk3};
 
 use tessera_scene::{bsp, Scene};
 
@@ -21,8 +19,11 @@ const SMALL: [&str; 8] = [
     "2",
 ];
 
-fn report(out: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
+/// `run raytrace` of the SMALL image with `--pak-dir pak_dir --out out` and `extra`: whether
+/// it succeeded, and what it printed on stdout and stderr.
+fn raytrace(pak_dir: &str, out: &str, extra: &[&str]) -> (bool, String, String) {
+    let base = ["run", "raytrace", "--pak-dir", pak_dir, "--out", out];
+    outcome(&[&base[..], &SMALL, extra].concat())
 }
 
 #[test]
@@ -32,14 +33,7 @@ fn a_map_renders_as_the_generated_scene_at_any_budget() {
     write_pk3(dir.path(), "pak0.pk3", 2, None, &[]);
     let run = |name: &str, extra: &[&str]| -> serde_json::Value {
         let out = dir.path().join(name);
-        let o = out.to_str().unwrap();
-        let args = [
-            &["run", "raytrace", "--pak-dir", d, "--out", o][..],
-            &SMALL,
-            extra,
-        ]
-        .concat();
-        let (ok, stdout, err) = outcome(&args);
+        let (ok, stdout, err) = raytrace(d, out.to_str().unwrap(), extra);
         assert!(ok, "{stdout}\n{err}");
         assert!(
             stdout.contains("relaunched") && stdout.contains("wrote"),
@@ -97,13 +91,7 @@ fn bad_input_fails_clearly_and_writes_nothing() {
     let out = dir.path().join("out");
     let o = out.to_str().unwrap();
     let fails = |pak_dir: &str, extra: &[&str], want: &str| {
-        let args = [
-            &["run", "raytrace", "--pak-dir", pak_dir, "--out", o][..],
-            &SMALL,
-            extra,
-        ]
-        .concat();
-        let (ok, stdout, err) = outcome(&args);
+        let (ok, stdout, err) = raytrace(pak_dir, o, extra);
         assert!(!ok, "{extra:?} succeeded: {stdout}");
         assert!(err.contains(want), "{extra:?}: no {want:?} in {err}");
         assert!(!out.exists(), "{extra:?} wrote {}", out.display());
@@ -201,12 +189,7 @@ fn a_filtered_render_verifies_and_reports_its_levels() {
     let nearest = run("nearest", "nearest");
     let trilinear = run("trilinear", "trilinear");
     assert_eq!(trilinear["filter"], "trilinear");
-    let levels: Vec<u64> = trilinear["atlas_pages_by_level"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .collect();
+    let levels = u64s(&trilinear["atlas_pages_by_level"]);
     assert!(
         levels.len() > 1 && levels[1..].iter().sum::<u64>() > 0,
         "{levels:?}"

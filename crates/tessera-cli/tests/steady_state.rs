@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{argv, tessera};
+use common::{adapter_or_skip, argv, tessera};
 
 /// Runs `run boiling` at 512² (page 64, one warm-up frame, no GIF) and returns its report.
 fn boiling(backend: &str, devices: &str, procedure: &str) -> serde_json::Value {
@@ -111,13 +111,7 @@ fn deferred_off_waits_per_launch_and_gives_the_same_field() {
 
 #[test]
 fn a_resident_frame_sends_nothing_to_the_memory_manager_on_wgpu() {
-    let listing = String::from_utf8_lossy(&tessera(&["devices"]).stdout).to_string();
-    if !listing.contains("--backend wgpu uses:") {
-        assert!(
-            std::env::var("TESSERA_REQUIRE_VULKAN").as_deref() != Ok("1"),
-            "TESSERA_REQUIRE_VULKAN=1 but no adapter: {listing}"
-        );
-        eprintln!("SKIPPED: no wgpu adapter ({listing})");
+    if !adapter_or_skip() {
         return;
     }
     check_steady("wgpu");

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{argv, report, tessera};
+use common::{adapter_or_skip, argv, ok_in, report, tessera};
 
 use std::process::Command;
 
@@ -17,21 +17,6 @@ fn devices_lists_adapters_or_says_there_are_none() {
         text.contains("--backend wgpu uses:") || text.contains("no GPU adapter found"),
         "{text}"
     );
-}
-
-/// Whether `--backend wgpu` can run here; without an adapter the caller skips (saying so),
-/// unless `TESSERA_REQUIRE_VULKAN=1`.
-fn adapter_or_skip() -> bool {
-    let listing = String::from_utf8_lossy(&tessera(&["devices"]).stdout).to_string();
-    if listing.contains("--backend wgpu uses:") {
-        return true;
-    }
-    assert!(
-        std::env::var("TESSERA_REQUIRE_VULKAN").as_deref() != Ok("1"),
-        "TESSERA_REQUIRE_VULKAN=1 but no adapter: {listing}"
-    );
-    eprintln!("SKIPPED: no wgpu adapter ({listing})");
-    false
 }
 
 #[test]
@@ -146,9 +131,7 @@ fn remote_stencil_on_wgpu_equals_the_reference() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let o = tessera(&[argv("run stencil --backend wgpu --size 12 --halo 2 --devices 2 --split z --access remote --steps 1 --page 4 --verify --out"), vec![dir.path().to_str().unwrap()]].concat());
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let stdout = String::from_utf8_lossy(&o.stdout);
+    let stdout = ok_in("run stencil --backend wgpu --size 12 --halo 2 --devices 2 --split z --access remote --steps 1 --page 4 --verify", dir.path());
     assert!(
         stdout.contains("equals the plain single-device reference"),
         "{stdout}"
@@ -259,8 +242,7 @@ fn vr_on_wgpu_draws_the_cpu_frame() {
     for backend in ["cpu", "wgpu"] {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
-        let o = tessera(&[argv("run vr --generated 2 --frames 2 --warmup 0 --width 48 --height 32 --page 8 --devices 2 --backend"), vec![backend], argv("--out"), vec![out.to_str().unwrap()]].concat());
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        ok_in(&format!("run vr --generated 2 --frames 2 --warmup 0 --width 48 --height 32 --page 8 --devices 2 --backend {backend}"), &out);
         let r = report(&out);
         assert!(
             r["backend"].as_str().unwrap().starts_with(backend),

@@ -112,6 +112,8 @@ pub enum TopologyError {
     UnknownPreset { name: String },
     #[error("{origin}: {message}")]
     Parse { origin: String, message: String },
+    #[error("cannot read topology file {path}: {message}")]
+    Read { path: String, message: String },
     #[error("{at}: bandwidth must be a positive, finite number of GB/s (got {value})")]
     BadBandwidth { at: Location, value: f64 },
     #[error("{at}: latency must be a non-negative, finite number of microseconds (got {value})")]
@@ -924,6 +926,28 @@ impl Topology {
 
     pub fn links(&self) -> &[Link] {
         &self.links
+    }
+
+    /// `--topology NAME|FILE` for a run of `devices` devices: a preset by name, else a TOML
+    /// file by path.
+    pub fn load(spec: &str, devices: usize) -> Result<Self> {
+        if PRESETS.contains(&spec) {
+            return Topology::preset(spec, devices);
+        }
+        let path = std::path::Path::new(spec);
+        if !path.exists() {
+            // A bare word is most likely a misspelt preset; say so rather than "no such file".
+            return Err(TopologyError::UnknownPreset {
+                name: spec.to_string(),
+            });
+        }
+        let text = std::fs::read_to_string(path).map_err(|e| TopologyError::Read {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        let topo = Topology::from_toml_str(&text, &path.display().to_string())?;
+        topo.check_devices(devices)?;
+        Ok(topo)
     }
 
     /// Fails unless devices `0..wanted` all exist here.

@@ -21,6 +21,26 @@ pub mod raytrace;
 pub mod stencil;
 pub mod vr;
 
+/// Seconds per measured frame in a `workload`'s report.json, without what a first frame adds
+/// (a GPU compiles its kernels on their first launch): the workloads run with a warm-up report
+/// their measured frames only; the others report each frame, and the first is dropped. `None`
+/// for an unknown workload or a report without the times it should hold.
+pub fn seconds_per_frame(workload: &str, r: &serde_json::Value) -> Option<f64> {
+    use serde_json::Value;
+    let each = |list: &Value, pick: fn(&Value) -> &Value| -> Option<Vec<f64>> {
+        list.as_array()?.iter().map(|v| pick(v).as_f64()).collect()
+    };
+    let after_first = |t: Vec<f64>| oversub::median(if t.len() > 1 { t[1..].to_vec() } else { t });
+    Some(match workload {
+        "boiling" => r["wall_seconds"].as_f64()? / r["frames"].as_f64()?,
+        "quake" => after_first(each(&r["frame_seconds"], |v| v)?),
+        "raytrace" => after_first(each(&r["per_frame"], |v| &v["wall_ms"])?) * 1e-3,
+        "stencil" => r["wall_ms_per_step_measured"].as_f64()? * 1e-3,
+        "vr" => oversub::median(each(&r["frame_seconds"], |v| v)?),
+        _ => return None,
+    })
+}
+
 /// The version of the report schema (docs/report.schema.json): the core every workload's
 /// report.json shares, before its own section.
 pub const SCHEMA_VERSION: u32 = 1;

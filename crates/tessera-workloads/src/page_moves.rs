@@ -168,6 +168,38 @@ pub fn round(
     Ok(r)
 }
 
+/// The row of pages of `kib` KiB ([`row`]) moved between `src` and `dst` (memcpy's target):
+/// a warm-up round, which also creates the devices' physical memories, then `rounds`
+/// counted ones. On wgpu `plain` times plain moves of the same pages before each of the
+/// runtime's rounds (given the data and the page size); without it, the CPU backend's slot
+/// copies are timed on a [`slot_device`] of their own.
+pub fn measure<E: From<PageMovesError>>(
+    sys: &System,
+    kib: u32,
+    rounds: u32,
+    (src, dst): (&[u8], &mut [u8]),
+    mut plain: Option<impl FnMut(&[u8], u64) -> Result<[f64; 3], E>>,
+) -> Result<Row, E> {
+    let (page_bytes, total) = (kib as u64 * 1024, src.len() as u64);
+    let mut slots = match plain {
+        Some(_) => None,
+        None => Some(slot_device(page_bytes, total)?),
+    };
+    let (mut counted, mut beside) = (Vec::new(), Vec::new());
+    for i in 0..=rounds {
+        let p = match plain.as_mut() {
+            Some(f) => Some(f(src, page_bytes)?),
+            None => None,
+        };
+        let r = round(sys, page_bytes, total, src, dst, slots.as_mut())?;
+        if i > 0 {
+            beside.push(p.unwrap_or([r.slot_write, r.slot_read, r.to_new_vec]));
+            counted.push(r);
+        }
+    }
+    Ok(row(kib, total, &counted, &beside, plain.is_some()))
+}
+
 /// One page size's line of the table and its summary line, from its rounds.
 pub struct Row {
     pub line: String,

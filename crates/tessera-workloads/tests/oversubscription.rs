@@ -28,34 +28,46 @@ struct Run {
     during_launch: u64,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run(
-    size: u32,
-    page: u32,
+/// Every run here: a 48² field in pages of 8, for 3 frames.
+const SIZE: u32 = 48;
+const PAGE: u32 = 8;
+const FRAMES: u32 = 3;
+
+/// One run under memory pressure: each device's budget its share of the working set over
+/// `ratio`.
+#[derive(Clone, Copy)]
+struct Trial {
     devices: usize,
     ratio: f64,
     policy: Policy,
     thrashing: Thrashing,
     procedure: Procedure,
-    frames: u32,
-) -> Run {
-    run_staging(
-        size, page, devices, ratio, policy, thrashing, procedure, frames, false,
-    )
+    staging: bool,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run_staging(
-    size: u32,
-    page: u32,
-    devices: usize,
-    ratio: f64,
-    policy: Policy,
-    thrashing: Thrashing,
-    procedure: Procedure,
-    frames: u32,
-    staging: bool,
-) -> Run {
+impl Default for Trial {
+    fn default() -> Self {
+        Trial {
+            devices: 1,
+            ratio: 2.0,
+            policy: Policy::Lru,
+            thrashing: Thrashing::Pin,
+            procedure: Procedure::Relaunch,
+            staging: false,
+        }
+    }
+}
+
+fn run(t: Trial) -> Run {
+    let Trial {
+        devices,
+        ratio,
+        policy,
+        thrashing,
+        procedure,
+        staging,
+    } = t;
+    let (size, page, frames) = (SIZE, PAGE, FRAMES);
     // Each device touches its band plus a halo; give each the budget for a share of the set.
     let per_device = working_set(size, page) as f64 / devices as f64;
     let sys = System::cpu(
@@ -92,30 +104,26 @@ fn run_staging(
     }
 }
 
-fn reference(size: u32, frames: u32) -> Vec<u32> {
-    let mut r = ReferenceBoiling::new(size, size, BoilingParams::default());
-    r.run(frames);
+fn reference() -> Vec<u32> {
+    let mut r = ReferenceBoiling::new(SIZE, SIZE, BoilingParams::default());
+    r.run(FRAMES);
     r.field.iter().map(|f| f.to_bits()).collect()
 }
 
 #[test]
 fn same_field_at_1_5x_and_4x_for_every_policy_and_procedure() {
-    let (size, page, frames) = (48, 8, 3);
-    let want = reference(size, frames);
+    let want = reference();
     for ratio in [1.5, 4.0] {
         for policy in Policy::ALL {
             for procedure in [Procedure::Relaunch, Procedure::TwoPass] {
                 for devices in [1, 2] {
-                    let r = run(
-                        size,
-                        page,
+                    let r = run(Trial {
                         devices,
                         ratio,
                         policy,
-                        Thrashing::Pin,
                         procedure,
-                        frames,
-                    );
+                        ..Trial::default()
+                    });
                     let what = format!("{ratio}x {policy} {procedure:?} {devices} devices");
                     assert!(r.field == want, "field differs: {what}");
                     assert!(r.evictions > 0, "nothing was evicted: {what}");
@@ -130,41 +138,29 @@ fn same_field_at_1_5x_and_4x_for_every_policy_and_procedure() {
 
 #[test]
 fn thrashing_response_changes_no_result() {
-    let (size, page, frames) = (48, 8, 3);
-    let want = reference(size, frames);
-    for t in [Thrashing::Off, Thrashing::Pin] {
-        let r = run(
-            size,
-            page,
-            1,
-            2.0,
-            Policy::Lru,
-            t,
-            Procedure::Relaunch,
-            frames,
-        );
-        assert!(r.field == want, "{t:?}");
+    let want = reference();
+    for thrashing in [Thrashing::Off, Thrashing::Pin] {
+        let r = run(Trial {
+            thrashing,
+            ..Trial::default()
+        });
+        assert!(r.field == want, "{thrashing:?}");
     }
 }
 
 #[test]
 fn staging_gives_the_same_field_at_1_5x_and_4x_for_both_procedures() {
-    let (size, page, frames) = (48, 8, 3);
-    let want = reference(size, frames);
+    let want = reference();
     for ratio in [4.0, 1.5] {
         for procedure in [Procedure::TwoPass, Procedure::Relaunch] {
             for devices in [1, 2] {
-                let r = run_staging(
-                    size,
-                    page,
+                let r = run(Trial {
                     devices,
                     ratio,
-                    Policy::Lru,
-                    Thrashing::Pin,
                     procedure,
-                    frames,
-                    true,
-                );
+                    staging: true,
+                    ..Trial::default()
+                });
                 let what = format!("{ratio}x {procedure:?} {devices} devices");
                 assert!(r.field == want, "field differs with staging: {what}");
                 assert!(r.evictions > 0, "nothing was evicted: {what}");

@@ -2,7 +2,7 @@
 //! both splits and both procedures; a hand-computed frame; trace replay against the run that
 //! recorded it.
 
-use tessera_runtime::{Procedure, System, SystemConfig};
+use tessera_runtime::{Procedure, System};
 use tessera_workloads::quake::atlas::Atlas;
 use tessera_workloads::quake::raster::NO_ACCESS;
 use tessera_workloads::quake::render::{RenderOptions, Renderer};
@@ -12,22 +12,18 @@ use tessera_workloads::quake::{
     reference, scene, Camera, Mesh, QuakeError, Split, TextureImage, Triangle, Vertex,
 };
 
-const W: u32 = 96;
-const H: u32 = 64;
+mod common;
+
+use common::{H, W};
 
 fn sys(devices: usize) -> System {
-    System::cpu(&SystemConfig::new(devices).threads(2).memory(1 << 20)).unwrap()
+    common::cpu(devices, 1 << 20)
 }
 
 fn opts(page: u32, split: Split, procedure: Procedure, clear: bool) -> RenderOptions {
     RenderOptions {
-        width: W,
-        height: H,
-        page,
-        split,
-        procedure,
         clear_each_frame: clear,
-        drop_unused: false,
+        ..common::opts(page, split, procedure)
     }
 }
 

@@ -3,33 +3,20 @@
 //! the exact frame of the unpaged rasterizer.
 
 use tessera_core::Filter;
-use tessera_runtime::{Procedure, System, SystemConfig};
+use tessera_runtime::{Procedure, System};
 use tessera_workloads::quake::render::{Filtering, Miss, RenderOptions, Renderer, DEFAULT_TAIL};
 use tessera_workloads::quake::{reference, scene, Split};
 
-const W: u32 = 96;
-const H: u32 = 64;
+mod common;
+
+use common::{H, W};
 
 fn sys(devices: usize) -> System {
-    System::cpu(&SystemConfig {
-        devices,
-        cpu_threads: 2,
-        memory_bytes: 1 << 22,
-        ..Default::default()
-    })
-    .unwrap()
+    common::cpu(devices, 1 << 22)
 }
 
 fn opts(split: Split) -> RenderOptions {
-    RenderOptions {
-        width: W,
-        height: H,
-        page: 16,
-        split,
-        procedure: Procedure::Relaunch,
-        clear_each_frame: false,
-        drop_unused: false,
-    }
+    common::opts(16, split, Procedure::Relaunch)
 }
 
 #[test]

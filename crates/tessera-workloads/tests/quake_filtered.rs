@@ -3,28 +3,17 @@
 //! devices; requests per mip level.
 
 use tessera_core::Filter;
-use tessera_runtime::{Procedure, System, SystemConfig};
+use tessera_runtime::{Procedure, System};
 use tessera_workloads::quake::atlas::Atlas;
-use tessera_workloads::quake::render::{Filtering, Miss, RenderOptions, Renderer};
+use tessera_workloads::quake::render::{Filtering, Miss, Renderer};
 use tessera_workloads::quake::{reference, scene, Camera, Split};
 
-const W: u32 = 96;
-const H: u32 = 64;
+mod common;
+
+use common::{opts, H, W};
 
 fn sys(devices: usize) -> System {
-    System::cpu(&SystemConfig::new(devices).threads(2).memory(1 << 22)).unwrap()
-}
-
-fn opts(page: u32, split: Split, procedure: Procedure) -> RenderOptions {
-    RenderOptions {
-        width: W,
-        height: H,
-        page,
-        split,
-        procedure,
-        clear_each_frame: false,
-        drop_unused: false,
-    }
+    common::cpu(devices, 1 << 22)
 }
 
 #[test]

@@ -197,6 +197,7 @@ mod plain {
     //! The kernel body over plain arrays, with loads refused on purpose.
     use tessera_core::ObjectId;
     use tessera_runtime::Fault;
+    use tessera_workloads::access::BufferAccess;
     use tessera_workloads::raytrace::rays::{Objects, RayAccess};
 
     pub struct Plain<'a> {
@@ -218,6 +219,14 @@ mod plain {
     }
 
     impl RayAccess for Plain<'_> {
+        fn store_u32(&mut self, id: ObjectId, i: u32, v: u32) -> Result<(), Fault> {
+            assert_eq!(id, self.obj.state);
+            self.stores.push((i, v));
+            Ok(())
+        }
+    }
+
+    impl BufferAccess for Plain<'_> {
         fn load_u32(&mut self, id: ObjectId, i: u32) -> Result<u32, Fault> {
             if id == self.obj.state {
                 return Ok(self.state[i as usize]);
@@ -235,11 +244,6 @@ mod plain {
                 self.attrs
             };
             Ok(b[i as usize])
-        }
-        fn store_u32(&mut self, id: ObjectId, i: u32, v: u32) -> Result<(), Fault> {
-            assert_eq!(id, self.obj.state);
-            self.stores.push((i, v));
-            Ok(())
         }
         fn load_rgba8(&mut self, _: ObjectId, x: u32, y: u32) -> Result<[u8; 4], Fault> {
             if self.no_atlas || self.loads_left == 0 {

@@ -46,14 +46,18 @@ pub fn json(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// Runs `cmd` (its words split at white space) with `--out out`, which must succeed; what it
+/// printed.
+pub fn ok_in(cmd: &str, out: &Path) -> String {
+    let mut args = argv(cmd);
+    args.extend(["--out", out.to_str().expect("a UTF-8 path")]);
+    ok(&args)
+}
+
 /// Runs `cmd` (its words split at white space) with `--out out`, which must succeed; the
 /// report.json it wrote.
 pub fn run_report(cmd: &str, out: &Path) -> serde_json::Value {
-    let out_arg = out.to_str().expect("a UTF-8 path");
-    let mut args = argv(cmd);
-    args.extend(["--out", out_arg]);
-    let o = tessera(&args);
-    assert!(o.status.success(), "{cmd}: {}", stderr(&o));
+    ok_in(cmd, out);
     report(out)
 }
 
@@ -119,4 +123,31 @@ pub fn fails(args: &[&str], needle: &str) -> String {
         "{args:?}: expected {needle:?} in {err}"
     );
     err
+}
+
+/// Whether `--backend wgpu` can run here; without an adapter the caller skips (saying so),
+/// unless `TESSERA_REQUIRE_VULKAN=1`.
+pub fn adapter_or_skip() -> bool {
+    let listing = String::from_utf8_lossy(&tessera(&["devices"]).stdout).to_string();
+    if listing.contains("--backend wgpu uses:") {
+        return true;
+    }
+    assert!(
+        std::env::var("TESSERA_REQUIRE_VULKAN").as_deref() != Ok("1"),
+        "TESSERA_REQUIRE_VULKAN=1 but no adapter: {listing}"
+    );
+    eprintln!("SKIPPED: no wgpu adapter ({listing})");
+    false
+}
+
+/// A JSON array of whole numbers.
+pub fn u64s(v: &serde_json::Value) -> Vec<u64> {
+    let all = v.as_array().expect("an array").iter();
+    all.map(|v| v.as_u64().expect("a whole number")).collect()
+}
+
+/// A JSON array of numbers.
+pub fn f64s(v: &serde_json::Value) -> Vec<f64> {
+    let all = v.as_array().expect("an array").iter();
+    all.map(|v| v.as_f64().expect("a number")).collect()
 }

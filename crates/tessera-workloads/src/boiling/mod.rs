@@ -39,6 +39,7 @@ pub mod display;
 pub mod latent_heat;
 pub mod math;
 pub mod modeled;
+pub mod overhead;
 pub mod reference;
 pub mod report;
 pub mod scaling;

@@ -3,6 +3,33 @@
 
 use super::modeled::Figures;
 
+/// Runs every count `rounds` times, interleaved (round 1 runs every count, then round 2 ...):
+/// `run(round, count, write_home)` for each of the `counts` counts and, where
+/// `against_write_home`, each again under the write-home rule after them. Each count's runs,
+/// and its write-home runs (none where not asked for).
+#[allow(clippy::type_complexity)]
+pub fn run_rounds<E>(
+    counts: usize,
+    rounds: u32,
+    against_write_home: bool,
+    mut run: impl FnMut(u32, usize, bool) -> Result<Figures, E>,
+) -> Result<(Vec<Vec<Figures>>, Vec<Vec<Figures>>), E> {
+    let mut runs: [Vec<Vec<Figures>>; 2] = Default::default();
+    let rules = if against_write_home { 2 } else { 1 };
+    for rule in runs.iter_mut().take(rules) {
+        rule.resize_with(counts, Vec::new);
+    }
+    for r in 1..=rounds {
+        for (rule, counts) in runs.iter_mut().enumerate() {
+            for (i, v) in counts.iter_mut().enumerate() {
+                v.push(run(r, i, rule == 1)?);
+            }
+        }
+    }
+    let [runs, home_runs] = runs;
+    Ok((runs, home_runs))
+}
+
 /// Each count's run of median modeled time, and the range of the modeled times it was chosen
 /// from.
 pub fn medians(runs: Vec<Vec<Figures>>) -> (Vec<Figures>, Vec<(f64, f64)>) {

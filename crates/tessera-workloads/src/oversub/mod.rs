@@ -25,7 +25,7 @@ use tessera_runtime::{
     System, SystemConfig, Thrashing,
 };
 
-use crate::plot::Series;
+use crate::plot::{line_chart, LineChart, PlotError, Series};
 
 pub use raytrace::RaytraceScene;
 
@@ -97,6 +97,24 @@ pub struct Outcome {
     pub differs: Option<String>,
     /// The line that says every result agreed.
     pub agreed: String,
+}
+
+/// Draws an outcome's chart, `title` and `series`, as `stem`.svg and `stem`.png:
+/// throughput relative to resident against the ratio.
+pub fn ratio_chart(
+    stem: &std::path::Path,
+    title: &str,
+    series: Vec<Series>,
+) -> Result<(), PlotError> {
+    let chart = LineChart {
+        title,
+        x_label: "working set / budget",
+        y_label: "throughput relative to resident",
+        x_log2: true,
+        y_log: false,
+        series,
+    };
+    line_chart(stem, &chart)
 }
 
 /// Runs the bench on `subject`; `tick` is called after each warm-up frame and each trial's

@@ -42,6 +42,14 @@ fn round_up(v: u32, p: u32) -> u64 {
 }
 
 impl Atlas {
+    /// The atlas of `textures` in pages of `page`, and its texels.
+    pub fn of(textures: &[super::TextureImage], page: u32) -> Result<(Atlas, Vec<u8>), QuakeError> {
+        let sizes: Vec<(u32, u32)> = textures.iter().map(|t| (t.width, t.height)).collect();
+        let atlas = Atlas::pack(&sizes, page)?;
+        let texels = atlas.texels(textures);
+        Ok((atlas, texels))
+    }
+
     /// Packs textures of these sizes for page side `page` (a power of two, checked by the
     /// caller through `PageSize`).
     pub fn pack(sizes: &[(u32, u32)], page: u32) -> Result<Atlas, QuakeError> {
@@ -155,6 +163,17 @@ impl Atlas {
             .max()
             .unwrap_or(0);
         tessera_core::MipLayout::full_levels(self.width, self.height).min(most + 1)
+    }
+
+    /// The plain atlas object: one RGBA8 texture on the atlas's pages, no mip chain.
+    pub fn desc(&self) -> Result<tessera_core::ObjectDesc, QuakeError> {
+        use tessera_core::{ObjectDesc, TexelFormat};
+        Ok(ObjectDesc::texture(
+            self.width,
+            self.height,
+            TexelFormat::Rgba8Unorm,
+            self.page,
+        )?)
     }
 
     /// The mipmapped atlas object: [`Atlas::mip_levels`] levels on the atlas's pages bordered

@@ -33,19 +33,13 @@ pub fn camera_path(scene: &Scene, frames: u32) -> Vec<Camera> {
         .collect()
 }
 
-/// The mesh of the scene `spec` (a map from the pk3 files of `pak_dir`, or tessera-scene's
-/// generated room; the game trace's own room where none is given), its camera path `frames`
-/// cameras long, and its name in reports.
-pub fn load(
-    spec: Option<&crate::raytrace::SceneSpec>,
+/// The scene `spec` names (a map from the pk3 files of `pak_dir`, or tessera-scene's generated
+/// room) and its name in reports; a scene with nothing to draw is refused.
+pub fn load_spec(
+    spec: &crate::raytrace::SceneSpec,
     pak_dir: &std::path::Path,
-    frames: u32,
-) -> Result<(Mesh, Vec<Camera>, String), QuakeError> {
+) -> Result<(Scene, String), QuakeError> {
     use crate::raytrace::SceneSpec;
-    let Some(spec) = spec else {
-        let path = super::scene::camera_path(frames);
-        return Ok((super::scene::generated(), path, "generated".into()));
-    };
     let (loaded, name) = match spec {
         SceneSpec::OpenArena(name) => (
             Scene::load_map(pak_dir, name).map_err(|source| QuakeError::Load {
@@ -61,6 +55,22 @@ pub fn load(
             "scene {name} has no surfaces to draw"
         )));
     }
+    Ok((loaded, name))
+}
+
+/// The mesh of the scene `spec` (a map from the pk3 files of `pak_dir`, or tessera-scene's
+/// generated room; the game trace's own room where none is given), its camera path `frames`
+/// cameras long, and its name in reports.
+pub fn load(
+    spec: Option<&crate::raytrace::SceneSpec>,
+    pak_dir: &std::path::Path,
+    frames: u32,
+) -> Result<(Mesh, Vec<Camera>, String), QuakeError> {
+    let Some(spec) = spec else {
+        let path = super::scene::camera_path(frames);
+        return Ok((super::scene::generated(), path, "generated".into()));
+    };
+    let (loaded, name) = load_spec(spec, pak_dir)?;
     let cams = camera_path(&loaded, frames);
     Ok((Mesh::from(&loaded), cams, name))
 }

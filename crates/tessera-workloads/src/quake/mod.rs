@@ -50,6 +50,11 @@ pub const MAX_TEXTURE_SIDE: u32 = 4096;
 pub const MAX_SCREEN_SIDE: u32 = 2048;
 
 impl Mesh {
+    /// Each texture's (width, height), in order.
+    pub fn texture_sizes(&self) -> Vec<(u32, u32)> {
+        self.textures.iter().map(|t| (t.width, t.height)).collect()
+    }
+
     /// Checks every index and texture, so the renderer never meets a bad one.
     pub fn validate(&self) -> Result<(), QuakeError> {
         if self.textures.is_empty() {
@@ -120,18 +125,25 @@ pub const NEAR: f64 = 4.0;
 /// z = w − NEAR, so the near plane is z = 0 and there is no far plane.
 pub type ViewProj = [[f64; 4]; 4];
 
+/// The view's forward, right and up vectors for `yaw` about +Z from +X and `pitch` up from
+/// the horizon (Quake's conventions): what the rasterizer's and the ray tracer's cameras share.
+pub fn basis(yaw: f32, pitch: f32) -> [[f64; 3]; 3] {
+    let (sy, cy) = (yaw as f64).sin_cos();
+    let (sp, cp) = (pitch as f64).sin_cos();
+    let f = [cp * cy, cp * sy, sp];
+    let r = [sy, -cy, 0.0];
+    // u = r × f
+    let u = [
+        r[1] * f[2] - r[2] * f[1],
+        r[2] * f[0] - r[0] * f[2],
+        r[0] * f[1] - r[1] * f[0],
+    ];
+    [f, r, u]
+}
+
 impl Camera {
     pub fn view_proj(&self, aspect: f64) -> ViewProj {
-        let (sy, cy) = (self.yaw as f64).sin_cos();
-        let (sp, cp) = (self.pitch as f64).sin_cos();
-        let f = [cp * cy, cp * sy, sp];
-        let r = [sy, -cy, 0.0];
-        // u = r × f
-        let u = [
-            r[1] * f[2] - r[2] * f[1],
-            r[2] * f[0] - r[0] * f[2],
-            r[0] * f[1] - r[1] * f[0],
-        ];
+        let [f, r, u] = basis(self.yaw, self.pitch);
         let e = self.eye.map(|c| c as f64);
         let dot = |a: [f64; 3], b: [f64; 3]| a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
         let ky = 1.0 / (self.fov_y as f64 * 0.5).tan();

@@ -26,24 +26,14 @@ use tessera_runtime::{Fault, Invocation, Kernel, RuntimeError, WgslKernel};
 
 use super::atlas::window_levels;
 use super::setup::{word, RECORD_WORDS, SUB, SUB_BITS, TILE};
+use crate::access::BufferAccess;
 
-/// What the kernel body reads and writes through: paged ([`Invocation`]) or plain arrays
-/// (`reference`). The runtime's `TexelAccess` has no buffer loads, hence this trait.
-pub trait RasterAccess {
-    fn load_u32(&mut self, id: ObjectId, index: u32) -> Result<u32, Fault>;
-    fn load_rgba8(&mut self, id: ObjectId, x: u32, y: u32) -> Result<[u8; 4], Fault>;
-    fn store_rgba8(&mut self, id: ObjectId, x: u32, y: u32, v: [u8; 4]) -> Result<(), Fault>;
-    /// A sample of `window` of the mipmapped atlas (`Invocation::sample_rgba8_window`).
-    fn sample_window(
-        &mut self,
-        id: ObjectId,
-        sampler: Sampler,
-        window: Window,
-        uvl: (f32, f32, f32),
-    ) -> Result<[u8; 4], Fault>;
-    /// [`Self::sample_window`] that serves a missing page from a coarser level instead of
-    /// faulting (`Invocation::sample_rgba8_window_degraded`), and how many levels coarser.
-    /// Plain arrays miss nothing: the exact sample.
+/// What the kernel body reads and writes through ([`BufferAccess`]), and how a filtered
+/// sample meets a missing page.
+pub trait RasterAccess: BufferAccess {
+    /// [`BufferAccess::sample_window`] that serves a missing page from a coarser level
+    /// instead of faulting (`Invocation::sample_rgba8_window_degraded`), and how many levels
+    /// coarser. Plain arrays miss nothing: the exact sample.
     fn sample_window_degraded(
         &mut self,
         id: ObjectId,
@@ -56,27 +46,6 @@ pub trait RasterAccess {
 }
 
 impl RasterAccess for Invocation<'_> {
-    #[inline(always)]
-    fn load_u32(&mut self, id: ObjectId, index: u32) -> Result<u32, Fault> {
-        Invocation::load_u32(self, id, index)
-    }
-    #[inline(always)]
-    fn load_rgba8(&mut self, id: ObjectId, x: u32, y: u32) -> Result<[u8; 4], Fault> {
-        Invocation::load_rgba8(self, id, x, y)
-    }
-    #[inline(always)]
-    fn store_rgba8(&mut self, id: ObjectId, x: u32, y: u32, v: [u8; 4]) -> Result<(), Fault> {
-        Invocation::store_rgba8(self, id, x, y, v)
-    }
-    fn sample_window(
-        &mut self,
-        id: ObjectId,
-        sampler: Sampler,
-        window: Window,
-        (u, v, lod): (f32, f32, f32),
-    ) -> Result<[u8; 4], Fault> {
-        Invocation::sample_rgba8_window(self, id, sampler, window, u, v, lod)
-    }
     fn sample_window_degraded(
         &mut self,
         id: ObjectId,

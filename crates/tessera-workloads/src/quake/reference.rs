@@ -9,6 +9,7 @@ use super::atlas::Atlas;
 use super::raster::{Objects, Raster, RasterAccess};
 use super::setup::setup;
 use super::{Mesh, QuakeError, ViewProj, MAX_SCREEN_SIDE};
+use crate::access::BufferAccess;
 
 /// The ids the plain run gives its arrays.
 pub const PLAIN: Objects = Objects {
@@ -39,7 +40,9 @@ fn out_of_range(what: &str, i: u64) -> Fault {
     ))))
 }
 
-impl RasterAccess for PlainRaster<'_> {
+impl RasterAccess for PlainRaster<'_> {}
+
+impl BufferAccess for PlainRaster<'_> {
     fn load_u32(&mut self, id: ObjectId, index: u32) -> Result<u32, Fault> {
         let b = if id == PLAIN.tris {
             self.tris

@@ -209,19 +209,9 @@ impl Renderer {
     ) -> Result<Renderer, QuakeError> {
         mesh.validate()?;
         check_screen(opts.width, opts.height)?;
-        let sizes: Vec<(u32, u32)> = mesh.textures.iter().map(|t| (t.width, t.height)).collect();
-        let atlas = Atlas::pack(&sizes, opts.page)?;
-        let mut texels = atlas.texels(&mesh.textures);
+        let (atlas, mut texels) = Atlas::of(&mesh.textures, opts.page)?;
         let (desc, atlas_mode) = match filtering {
-            None => (
-                ObjectDesc::texture(
-                    atlas.width,
-                    atlas.height,
-                    TexelFormat::Rgba8Unorm,
-                    opts.page,
-                )?,
-                AccessMode::Migrate,
-            ),
+            None => (atlas.desc()?, AccessMode::Migrate),
             Some(f) => {
                 let desc = atlas.mip_desc(f.border)?;
                 if let Some((layout, addressing)) = desc.mip() {
@@ -262,7 +252,7 @@ impl Renderer {
         };
         let r = Renderer {
             sys,
-            blocks: Blocks::new(&sizes),
+            blocks: Blocks::new(&mesh.texture_sizes()),
             mesh,
             atlas,
             texels,

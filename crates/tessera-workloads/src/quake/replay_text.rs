@@ -8,6 +8,16 @@ use super::trace::Trace;
 use super::QuakeError;
 use crate::plot::{line_chart, LineChart, PlotError, Series};
 
+impl Trace {
+    /// The trace in the file at `path`.
+    pub fn read(path: &Path) -> Result<Trace, QuakeError> {
+        let at = path.display();
+        let bytes = std::fs::read(path)
+            .map_err(|e| QuakeError::Config(format!("cannot read {at}: {e}")))?;
+        Trace::decode(&bytes).map_err(|e| QuakeError::Config(format!("{at}: {e}")))
+    }
+}
+
 impl ReplayOptions {
     /// The settings of a replay at `page`: those given, the recorded run's otherwise.
     /// `random`: `Some(true)` places the pages at random first (with the recorded run's seed,
@@ -31,6 +41,18 @@ impl ReplayOptions {
             },
             procedure,
         }
+    }
+
+    /// The devices a replay of `trace` runs on: `asked` (adjacent strips merge), or as many
+    /// as recorded; never more than recorded.
+    pub fn devices(trace: &Trace, asked: Option<usize>) -> Result<usize, QuakeError> {
+        let (devices, recorded) = (asked.unwrap_or(trace.devices as usize), trace.devices);
+        if devices == 0 || devices > recorded as usize {
+            return Err(QuakeError::Config(format!(
+                "--devices {devices}: the trace was recorded on {recorded} device(s); replay on 1 to {recorded}"
+            )));
+        }
+        Ok(devices)
     }
 
     /// Whether these are the recorded run's settings on `devices` devices, so that the replay

@@ -6,8 +6,9 @@ use std::time::Instant;
 use serde::Serialize;
 use tessera_runtime::{DeviceTraffic, HostCounters, HostReport, StageTimes};
 
+use super::reference::render_filtered;
 use super::render::{DegradeFrame, FrameStats, Renderer};
-use super::trace::DeviceFrame;
+use super::trace::{DeviceFrame, Trace, BLOCK};
 use super::{Camera, QuakeError};
 
 /// What the frames of a run recorded.
@@ -82,6 +83,39 @@ pub fn record<E: From<QuakeError>>(
         out.triangles.push(s.triangles);
     }
     Ok(out)
+}
+
+impl Recorded {
+    /// The trace of a run of `r` recorded with `trace` set: its settings and every frame's
+    /// blocks. `random_placement`: the seed of the run's random initial placement, if any.
+    pub fn into_trace(self, r: &Renderer, random_placement: Option<u64>) -> Trace {
+        let o = &r.opts;
+        Trace {
+            block: BLOCK,
+            devices: r.sys.devices() as u32,
+            width: o.width,
+            height: o.height,
+            split: o.split,
+            page: o.page,
+            clear_each_frame: o.clear_each_frame,
+            drop_unused: o.drop_unused,
+            random_placement,
+            textures: r.mesh().texture_sizes(),
+            frames: self.trace_frames,
+        }
+    }
+}
+
+impl Renderer {
+    /// The unpaged rasterizer's image through `cam`, sampled as this renderer samples (its
+    /// filter on the same atlas): what `--verify` holds a frame against.
+    pub fn reference_image(&self, cam: &Camera) -> Result<Vec<u8>, QuakeError> {
+        let o = &self.opts;
+        let vp = cam.view_proj(o.width as f64 / o.height as f64);
+        let filter = self.filtering().map(|f| f.filter);
+        let (image, _) = render_filtered(self.mesh(), &self.atlas, &vp, o.width, o.height, filter)?;
+        Ok(image)
+    }
 }
 
 /// Atlas pages one device holds at the end: only it, and it and another device.

@@ -20,6 +20,7 @@
 use tessera_core::{Addressing, Filter, ObjectId, Sampler, Window};
 use tessera_runtime::{Fault, Invocation, Kernel, WgslKernel};
 
+use crate::access::BufferAccess;
 use crate::quake::atlas::window_levels;
 use crate::quake::raster::lod_of;
 
@@ -56,49 +57,16 @@ const TINY: f32 = f32::from_bits(0x1f80_0000);
 /// The AO offset's scale per hash step: 1.5 / 1024.
 const OFFSET_STEP: f32 = f32::from_bits(0x3ac0_0000);
 
-/// What the body reads and writes through (paged [`Invocation`], or plain arrays in tests).
-pub trait RayAccess {
-    fn load_u32(&mut self, id: ObjectId, index: u32) -> Result<u32, Fault>;
+/// What the body reads and writes through ([`BufferAccess`]; its atlas samples only a
+/// filtering kernel, [`Rays::filter`], takes), and the ray state's stores.
+pub trait RayAccess: BufferAccess {
     fn store_u32(&mut self, id: ObjectId, index: u32, v: u32) -> Result<(), Fault>;
-    fn load_rgba8(&mut self, id: ObjectId, x: u32, y: u32) -> Result<[u8; 4], Fault>;
-    fn store_rgba8(&mut self, id: ObjectId, x: u32, y: u32, v: [u8; 4]) -> Result<(), Fault>;
-    /// A sample of `window` of a mipmapped atlas (`Invocation::sample_rgba8_window`); only a
-    /// filtering kernel ([`Rays::filter`]) calls it.
-    fn sample_window(
-        &mut self,
-        id: ObjectId,
-        sampler: Sampler,
-        window: Window,
-        at: (f32, f32, f32),
-    ) -> Result<[u8; 4], Fault>;
 }
 
 impl RayAccess for Invocation<'_> {
     #[inline(always)]
-    fn load_u32(&mut self, id: ObjectId, index: u32) -> Result<u32, Fault> {
-        Invocation::load_u32(self, id, index)
-    }
-    #[inline(always)]
     fn store_u32(&mut self, id: ObjectId, index: u32, v: u32) -> Result<(), Fault> {
         Invocation::store_u32(self, id, index, v)
-    }
-    #[inline(always)]
-    fn load_rgba8(&mut self, id: ObjectId, x: u32, y: u32) -> Result<[u8; 4], Fault> {
-        Invocation::load_rgba8(self, id, x, y)
-    }
-    #[inline(always)]
-    fn store_rgba8(&mut self, id: ObjectId, x: u32, y: u32, v: [u8; 4]) -> Result<(), Fault> {
-        Invocation::store_rgba8(self, id, x, y, v)
-    }
-    #[inline(always)]
-    fn sample_window(
-        &mut self,
-        id: ObjectId,
-        sampler: Sampler,
-        window: Window,
-        (u, v, lod): (f32, f32, f32),
-    ) -> Result<[u8; 4], Fault> {
-        Invocation::sample_rgba8_window(self, id, sampler, window, u, v, lod)
     }
 }
 
@@ -130,15 +98,7 @@ impl View {
     /// The view of a scene camera (`tessera_scene::Camera` conventions: Z up, yaw about Z
     /// from +X, pitch up) for an image of aspect `width / height`.
     pub fn new(eye: [f32; 3], yaw: f32, pitch: f32, fov_y: f32, aspect: f64) -> View {
-        let (sy, cy) = (yaw as f64).sin_cos();
-        let (sp, cp) = (pitch as f64).sin_cos();
-        let f = [cp * cy, cp * sy, sp];
-        let r = [sy, -cy, 0.0];
-        let u = [
-            r[1] * f[2] - r[2] * f[1],
-            r[2] * f[0] - r[0] * f[2],
-            r[0] * f[1] - r[1] * f[0],
-        ];
+        let [f, r, u] = crate::quake::basis(yaw, pitch);
         let ty = (fov_y as f64 * 0.5).tan();
         View {
             eye,
@@ -256,32 +216,13 @@ impl Rays {
         tri: u32,
         t_min: f32,
     ) -> Result<Option<(f32, f32, f32)>, Fault> {
-        let at = tri.wrapping_mul(TRI_WORDS);
-        let v0 = Self::vec3(a, self.obj.tris, at)?;
-        let e1 = Self::vec3(a, self.obj.tris, at + 3)?;
-        let e2 = Self::vec3(a, self.obj.tris, at + 6)?;
-        let p = cross(r.d, e2);
-        let det = dot(e1, p);
-        if det == 0.0 {
+        let Some((t, u, v)) = self.on_plane(a, r, tri)? else {
+            return Ok(None);
+        };
+        if !(0.0..=1.0).contains(&u) || v < 0.0 || u + v > 1.0 {
             return Ok(None);
         }
-        let inv = 1.0 / det;
-        let s = sub(r.o, v0);
-        let u = dot(s, p) * inv;
-        if !(0.0..=1.0).contains(&u) {
-            return Ok(None);
-        }
-        let q = cross(s, e1);
-        let v = dot(r.d, q) * inv;
-        if v < 0.0 || u + v > 1.0 {
-            return Ok(None);
-        }
-        let t = dot(e2, q) * inv;
-        if t > t_min {
-            Ok(Some((t, u, v)))
-        } else {
-            Ok(None)
-        }
+        Ok((t > t_min).then_some((t, u, v)))
     }
 
     /// Walks the BVH from the state's node. Nearest hit (`any` false): updates the state's
@@ -337,15 +278,15 @@ impl Rays {
         Ok(false)
     }
 
-    /// Where ray `r` meets the plane of triangle `tri`, as barycentric (u, v), inside the
-    /// triangle or not; `None` when the ray runs parallel to it. The arithmetic is
-    /// [`Rays::triangle`]'s.
+    /// Where ray `r` meets the plane of triangle `tri` (Möller–Trumbore): its distance and
+    /// barycentric coordinates (t, u, v), inside the triangle or not; `None` when the ray runs
+    /// parallel to it.
     fn on_plane<A: RayAccess>(
         &self,
         a: &mut A,
         r: &Ray,
         tri: u32,
-    ) -> Result<Option<(f32, f32)>, Fault> {
+    ) -> Result<Option<(f32, f32, f32)>, Fault> {
         let at = tri.wrapping_mul(TRI_WORDS);
         let v0 = Self::vec3(a, self.obj.tris, at)?;
         let e1 = Self::vec3(a, self.obj.tris, at + 3)?;
@@ -358,7 +299,7 @@ impl Rays {
         let inv = 1.0 / det;
         let s = sub(r.o, v0);
         let q = cross(s, e1);
-        Ok(Some((dot(s, p) * inv, dot(r.d, q) * inv)))
+        Ok(Some((dot(e2, q) * inv, dot(s, p) * inv, dot(r.d, q) * inv)))
     }
 
     /// The albedo at pixel (x, y)'s primary hit: the triangle's texture, repeating; the
@@ -409,8 +350,8 @@ impl Rays {
         let mut rho2 = 0.0f32;
         for n in [self.primary(x + 1, y), self.primary(x, y + 1)] {
             let d2 = match self.on_plane(a, &n, tri)? {
-                Some(b) => {
-                    let (nu, nv) = tex(b);
+                Some((_, u, v)) => {
+                    let (nu, nv) = tex((u, v));
                     let (du, dv) = ((nu - tu) * sw as f32, (nv - tv) * sh as f32);
                     du * du + dv * dv
                 }

@@ -101,38 +101,13 @@ struct RHit {
     v: f32,
 }
 
-// Möller–Trumbore; the caller checks `faulted()`.
+// Möller–Trumbore: the hit with t > t_min, if any; the caller checks `faulted()`.
 fn r_triangle(r: Ray, tri: u32, t_min: f32) -> RHit {
-    var none = RHit(false, 0.0, 0.0, 0.0);
-    let tris = param(1u);
-    let at = tri * R_TRI_WORDS;
-    let v0 = r_vec3(tris, at);
-    let e1 = r_vec3(tris, at + 3u);
-    let e2 = r_vec3(tris, at + 6u);
-    if faulted() {
-        return none;
+    let h = r_on_plane(r, tri);
+    if !h.ok || !(h.u >= 0.0 && h.u <= 1.0) || h.v < 0.0 || h.u + h.v > 1.0 || !(h.t > t_min) {
+        return RHit(false, 0.0, 0.0, 0.0);
     }
-    let p = r_cross(r.d, e2);
-    let det = r_dot(e1, p);
-    if det == 0.0 {
-        return none;
-    }
-    let inv = 1.0 / det;
-    let s = r.o - v0;
-    let u = r_dot(s, p) * inv;
-    if !(u >= 0.0 && u <= 1.0) {
-        return none;
-    }
-    let q = r_cross(s, e1);
-    let v = r_dot(r.d, q) * inv;
-    if v < 0.0 || u + v > 1.0 {
-        return none;
-    }
-    let t = r_dot(e2, q) * inv;
-    if t > t_min {
-        return RHit(true, t, u, v);
-    }
-    return none;
+    return h;
 }
 
 // The CPU twin's `walk`; the caller checks `faulted()`.
@@ -199,31 +174,26 @@ fn r_walk(r: Ray, any: bool, skip: u32) -> bool {
     return false;
 }
 
-struct RPlane {
-    ok: bool,
-    u: f32,
-    v: f32,
-}
-
-// The CPU twin's `on_plane`: where the ray meets the triangle's plane, inside it or not.
-fn r_on_plane(r: Ray, tri: u32) -> RPlane {
+// The CPU twin's `on_plane`: where the ray meets the triangle's plane, inside it or not
+// (`ok` false when parallel to it); the caller checks `faulted()`.
+fn r_on_plane(r: Ray, tri: u32) -> RHit {
     let tris = param(1u);
     let at = tri * R_TRI_WORDS;
     let v0 = r_vec3(tris, at);
     let e1 = r_vec3(tris, at + 3u);
     let e2 = r_vec3(tris, at + 6u);
     if faulted() {
-        return RPlane(false, 0.0, 0.0);
+        return RHit(false, 0.0, 0.0, 0.0);
     }
     let p = r_cross(r.d, e2);
     let det = r_dot(e1, p);
     if det == 0.0 {
-        return RPlane(false, 0.0, 0.0);
+        return RHit(false, 0.0, 0.0, 0.0);
     }
     let inv = 1.0 / det;
     let s = r.o - v0;
     let q = r_cross(s, e1);
-    return RPlane(true, r_dot(s, p) * inv, r_dot(r.d, q) * inv);
+    return RHit(true, r_dot(e2, q) * inv, r_dot(s, p) * inv, r_dot(r.d, q) * inv);
 }
 
 fn r_tex(uv: array<f32, 6>, u: f32, v: f32) -> vec2<f32> {

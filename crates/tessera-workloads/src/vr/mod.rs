@@ -44,12 +44,6 @@ pub enum VrError {
     Core(#[from] tessera_core::CoreError),
     #[error("{0}")]
     Config(String),
-    #[error("cannot load map {name}")]
-    Load {
-        name: String,
-        #[source]
-        source: tessera_scene::SceneError,
-    },
     /// A scheme's pieces of work did not compose every visible pixel exactly once.
     #[error("scheme {scheme} left {uncomposed} pixels uncomposed and composed {overdrawn} twice")]
     Uncovered {

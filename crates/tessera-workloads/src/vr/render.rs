@@ -315,18 +315,8 @@ impl StereoRenderer {
                 sys.devices()
             )));
         }
-        let sizes: Vec<(u32, u32)> = mesh.textures.iter().map(|t| (t.width, t.height)).collect();
-        let atlas = Atlas::pack(&sizes, opts.page)?;
-        let texels = atlas.texels(&mesh.textures);
-        let atlas_obj = sys.create(
-            ObjectDesc::texture(
-                atlas.width,
-                atlas.height,
-                TexelFormat::Rgba8Unorm,
-                opts.page,
-            )?,
-            Some(texels),
-        )?;
+        let (atlas, texels) = Atlas::of(&mesh.textures, opts.page)?;
+        let atlas_obj = sys.create(atlas.desc()?, Some(texels))?;
         let screen =
             ObjectDesc::texture(opts.width, opts.height, TexelFormat::Rgba8Unorm, opts.page)?;
         let targets = (0..sys.devices())

@@ -20,19 +20,7 @@ pub fn load_scene(
     pak_dir: &std::path::Path,
     frames: Option<u32>,
 ) -> Result<(Scene, Vec<Camera>, String), VrError> {
-    let (scene, name) = match spec {
-        SceneSpec::OpenArena(name) => (
-            Scene::load_map(pak_dir, name).map_err(|source| VrError::Load {
-                name: name.clone(),
-                source,
-            })?,
-            format!("map:{name}"),
-        ),
-        SceneSpec::Generated(n) => (Scene::generated(*n), format!("generated:{n}")),
-    };
-    if scene.triangles.is_empty() {
-        return Err(VrError::Config(format!("{name} has no surfaces to draw")));
-    }
+    let (scene, name) = crate::quake::map::load_spec(spec, pak_dir)?;
     let frames =
         frames.ok_or_else(|| VrError::Config("--frames plus --warmup is too large".into()))?;
     let cams = camera_path(&scene, frames);
@@ -173,7 +161,34 @@ pub fn median_run(mut tries: Vec<Run>, gpms: usize) -> Result<Run, VrError> {
     Ok(tries.swap_remove(tries.len() / 2))
 }
 
+/// The sweep: every point of [`sweep_plan`] run `rounds` times by `run(round, scheme, gpms)`,
+/// interleaved (round 1 runs every point, then round 2 ...); each point with its median run.
+pub fn sweep_medians<E: From<VrError>>(
+    rounds: u32,
+    mut run: impl FnMut(u32, &str, usize) -> Result<Run, E>,
+) -> Result<Vec<(String, usize, Run)>, E> {
+    let plan = sweep_plan();
+    let mut tries: Vec<Vec<Run>> = plan.iter().map(|_| Vec::new()).collect();
+    for round in 1..=rounds {
+        for ((scheme, g), tries) in plan.iter().zip(&mut tries) {
+            tries.push(run(round, scheme, *g)?);
+        }
+    }
+    let medians = plan.into_iter().zip(tries);
+    medians
+        .map(|((scheme, g), tries)| Ok((scheme, g, median_run(tries, g)?)))
+        .collect()
+}
+
 impl Figures {
+    /// The figures of the sweep's `runs` ([`sweep_medians`]).
+    pub fn of_runs(runs: &[(String, usize, Run)]) -> Result<Self, VrError> {
+        Figures::of(|s, g| {
+            let run = runs.iter().find(|r| r.0 == s && r.1 == g);
+            run.map(|r| r.2.frames.as_slice())
+        })
+    }
+
     /// Figures 15 to 18 as `tessera sweep vr` prints them.
     pub fn table(&self) -> String {
         let mut s = String::from("Fig 15/16, 4 GPMs at 64 GB/s:\n");
