@@ -293,6 +293,16 @@ fn bench_gpu_prints_a_ratio_per_workload() {
             .parse()
             .unwrap();
         assert!(ratio.is_finite() && ratio > 0.0, "{w}: {ratio}");
+        // The GPU run's host work, read from its report: it submitted work every frame.
+        let submissions: f64 = out
+            .lines()
+            .skip_while(|l| !l.starts_with("the host's work"))
+            .find(|l| l.starts_with(w))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .unwrap_or_else(|| panic!("no host row for {w}: {out}"))
+            .parse()
+            .unwrap();
+        assert!(submissions > 0.0, "{w}: {out}");
     }
     assert!(
         !out.contains("gpu_vs_cpu_vr"),
