@@ -12,7 +12,7 @@ use crate::error::RuntimeError;
 
 /// How many objects one launch may bind.
 pub const MAX_BINDINGS: usize = 8;
-/// Parameter words a kernel's WGSL twin may read with `param(i)`.
+/// 32-bit words a kernel's parameter struct may take ([`KernelParams`]).
 pub const MAX_PARAMS: usize = 64;
 /// Stores one invocation may make. A GPU keeps an invocation's stores in registers until it
 /// completes (that is what makes a faulting invocation side-effect free), so the room is
@@ -71,12 +71,149 @@ pub struct Footprint {
 }
 
 /// A kernel's WGSL twin: the body (a WGSL source defining `fn kernel_main(x: u32, y: u32)`,
-/// written against the backend's prelude: `load_f32`, `store_f32`, `store_rgba8`, `param`)
-/// and the parameter words it reads with `param(i)` (ids, sizes, constants as bits).
+/// written against the backend's prelude: `load_f32`, `store_f32`, `store_rgba8`, …) and
+/// its parameters, a [`KernelParams`] struct the body reads as `params.<field>`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WgslKernel {
     pub source: &'static str,
-    pub params: Vec<u32>,
+    /// The parameter struct's bytes (`bytemuck::bytes_of`).
+    pub params: Vec<u8>,
+    /// Its fields, from which the backend declares the WGSL `struct Params`.
+    pub fields: &'static [ParamField],
+}
+
+impl WgslKernel {
+    pub fn new<P: KernelParams>(source: &'static str, params: &P) -> Self {
+        WgslKernel {
+            source,
+            params: bytemuck::bytes_of(params).to_vec(),
+            fields: P::wgsl_fields(),
+        }
+    }
+
+    /// The 32-bit words the parameters take in a launch (at most [`MAX_PARAMS`]).
+    pub fn param_words(&self) -> usize {
+        self.params.len().div_ceil(4)
+    }
+}
+
+/// The WGSL scalar type of a parameter field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScalarKind {
+    U32,
+    I32,
+    F32,
+}
+
+impl ScalarKind {
+    pub fn wgsl(self) -> &'static str {
+        match self {
+            ScalarKind::U32 => "u32",
+            ScalarKind::I32 => "i32",
+            ScalarKind::F32 => "f32",
+        }
+    }
+}
+
+/// A field of a kernel's parameter struct: its name (the same in Rust and WGSL), its type,
+/// and its byte offset in the Rust struct.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParamField {
+    pub name: &'static str,
+    pub kind: ScalarKind,
+    pub offset: usize,
+}
+
+/// A type a parameter field may have: a 4-byte scalar WGSL has too. Sealed, so that every
+/// field of a [`KernelParams`] struct is 4 bytes wide and 4-aligned, and the struct has no
+/// padding and the same layout in Rust's `repr(C)` as in a WGSL uniform.
+pub trait ParamScalar: sealed::Sealed {
+    const KIND: ScalarKind;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for u32 {}
+    impl Sealed for i32 {}
+    impl Sealed for f32 {}
+}
+
+impl ParamScalar for u32 {
+    const KIND: ScalarKind = ScalarKind::U32;
+}
+impl ParamScalar for i32 {
+    const KIND: ScalarKind = ScalarKind::I32;
+}
+impl ParamScalar for f32 {
+    const KIND: ScalarKind = ScalarKind::F32;
+}
+
+/// A kernel's parameters: one `#[repr(C)]` struct both twins read, the CPU twin as a Rust
+/// value and the WGSL twin as `params`, whose `struct Params` the backend declares from
+/// [`KernelParams::wgsl_fields`]. Declare it with [`kernel_params!`](crate::kernel_params),
+/// which writes the struct and its field table together, so that they cannot disagree.
+pub trait KernelParams: bytemuck::Pod {
+    fn wgsl_fields() -> &'static [ParamField];
+}
+
+/// A kernel with no parameters.
+impl KernelParams for () {
+    fn wgsl_fields() -> &'static [ParamField] {
+        &[]
+    }
+}
+
+/// Declares a kernel's parameter struct and its [`KernelParams`](crate::KernelParams) field
+/// table in one place. Fields are `u32`, `i32` or `f32`; the WGSL twin reads field `f` as
+/// `params.f`, so a name WGSL reserves (`filter`, `from`, …) fails to compile here, not on
+/// the GPU. The crate using it depends on
+/// `bytemuck` (with its `derive` feature), which the derives expand to.
+///
+/// ```
+/// tessera_runtime::kernel_params! {
+///     /// What the blur reads.
+///     pub struct BlurParams {
+///         pub src: u32,
+///         pub dst: u32,
+///         pub weight: f32,
+///     }
+/// }
+/// ```
+///
+/// ```compile_fail,E0080
+/// tessera_runtime::kernel_params! {
+///     struct Copy2 {
+///         from: u32, // reserved in WGSL
+///     }
+/// }
+/// ```
+#[macro_export]
+macro_rules! kernel_params {
+    ($(#[$meta:meta])* $vis:vis struct $name:ident {
+        $($(#[$fmeta:meta])* $fvis:vis $field:ident: $ty:ty),* $(,)?
+    }) => {
+        $(#[$meta])*
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+        $vis struct $name {
+            $($(#[$fmeta])* $fvis $field: $ty,)*
+        }
+
+        $(const _: () = assert!(
+            $crate::wgsl_name_ok(stringify!($field)),
+            concat!("kernel parameter `", stringify!($field), "` is a reserved word in WGSL"),
+        );)*
+
+        impl $crate::KernelParams for $name {
+            fn wgsl_fields() -> &'static [$crate::ParamField] {
+                &[$($crate::ParamField {
+                    name: stringify!($field),
+                    kind: <$ty as $crate::ParamScalar>::KIND,
+                    offset: ::std::mem::offset_of!($name, $field),
+                },)*]
+            }
+        }
+    };
 }
 
 /// How a launch treats misses and stores.
@@ -223,4 +360,50 @@ pub struct TempStore {
     pub page: GlobalPage,
     pub word: u32,
     pub value: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    crate::kernel_params! {
+        struct Sample {
+            id: u32,
+            scale: f32,
+            shift: i32,
+        }
+    }
+
+    /// The field table is the struct's fields in order, each 4 bytes after the last, and the
+    /// bytes a kernel carries are the struct's own.
+    #[test]
+    fn params_carry_the_struct_and_its_fields() {
+        let p = Sample {
+            id: 7,
+            scale: 0.5,
+            shift: -3,
+        };
+        let w = WgslKernel::new("", &p);
+        let table: Vec<_> = w
+            .fields
+            .iter()
+            .map(|f| (f.name, f.kind, f.offset))
+            .collect();
+        assert_eq!(
+            table,
+            [
+                ("id", ScalarKind::U32, 0),
+                ("scale", ScalarKind::F32, 4),
+                ("shift", ScalarKind::I32, 8),
+            ]
+        );
+        assert_eq!(w.param_words(), 3);
+        let words: Vec<u32> = w
+            .params
+            .chunks_exact(4)
+            .map(|b| u32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        assert_eq!(words, [7, 0.5f32.to_bits(), (-3i32) as u32]);
+        assert_eq!(WgslKernel::new("", &()).param_words(), 0);
+    }
 }

@@ -24,10 +24,10 @@ pub fn check_launch(kernel: &dyn Kernel, bindings: &[Bound]) -> Result<(), Runti
         });
     }
     if let Some(w) = kernel.wgsl() {
-        if w.params.len() > MAX_PARAMS {
+        if w.param_words() > MAX_PARAMS {
             return Err(RuntimeError::TooManyParams {
                 kernel: kernel.name().into(),
-                words: w.params.len(),
+                words: w.param_words(),
                 max: MAX_PARAMS,
             });
         }
@@ -79,5 +79,41 @@ pub trait Kernel: Send + Sync {
     ) -> Result<(), Fault> {
         let _ = (plain, xs, ys);
         Err(Fault::Miss)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A kernel whose parameters take one word more than a launch carries.
+    struct Wide;
+
+    impl Kernel for Wide {
+        fn name(&self) -> &'static str {
+            "wide"
+        }
+        fn wgsl(&self) -> Option<WgslKernel> {
+            Some(WgslKernel {
+                source: "",
+                params: vec![0; 4 * (MAX_PARAMS + 1)],
+                fields: &[],
+            })
+        }
+        fn invoke(&self, _: &mut Invocation<'_>, _: u32, _: u32) -> Result<(), Fault> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn too_many_parameter_words_are_refused() {
+        assert_eq!(
+            check_launch(&Wide, &[]),
+            Err(RuntimeError::TooManyParams {
+                kernel: "wide".into(),
+                words: MAX_PARAMS + 1,
+                max: MAX_PARAMS,
+            })
+        );
     }
 }

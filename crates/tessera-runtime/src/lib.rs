@@ -21,6 +21,7 @@ pub mod remote;
 pub mod stats;
 mod sync;
 pub mod system;
+mod wgsl_words;
 pub mod worker;
 
 pub use backend::{
@@ -31,8 +32,9 @@ pub use cpu::{run_span_with, Invocation, Plain, PlainInput, PlainOutput, Request
 pub use driver::{DeviceContext, PassSpec, PassStats, Procedure, StageTimes};
 pub use error::{BackendError, Result, RuntimeError};
 pub use kernel::{
-    check_launch, kind_name, Bound, Fault, Footprint, Kernel, Mode, TempStore, TexelAccess,
-    WgslKernel, MAX_BINDINGS, MAX_PARAMS, MAX_STORES,
+    check_launch, kind_name, Bound, Fault, Footprint, Kernel, KernelParams, Mode, ParamField,
+    ParamScalar, ScalarKind, TempStore, TexelAccess, WgslKernel, MAX_BINDINGS, MAX_PARAMS,
+    MAX_STORES,
 };
 pub use manager::{
     LaunchStarter, ManagerHandle, Prefetch, Thrashing, PIN_BATCHES, PREFETCH_REGION, THRASH_EVENTS,
@@ -45,3 +47,6 @@ pub use stats::{
 };
 pub use system::{Schedule, System, SystemConfig};
 pub use tessera_core::Policy;
+// For `kernel_params!`, whose expansion checks each name with it.
+#[doc(hidden)]
+pub use wgsl_words::wgsl_name_ok;

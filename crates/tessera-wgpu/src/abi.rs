@@ -10,12 +10,15 @@
 //! a struct to its alignment). The tests parse the header with naga and compare every
 //! member's offset and every struct's size with Rust's.
 //!
+//! A kernel's own parameters are a struct of its crate ([`tessera_runtime::KernelParams`]);
+//! [`params_declaration`] writes its WGSL twin from its field table when the kernel compiles.
+//!
 //! The limits come from `tessera_runtime::kernel`, where the CPU backend reads them too.
 
 use bytemuck::{Pod, Zeroable};
 use tessera_core::TexelFormat;
 use tessera_runtime::kernel as limits;
-use tessera_runtime::Mode;
+use tessera_runtime::{Mode, ParamField};
 
 /// Physical memories one kernel can bind (the prelude's `switch` has this many arms).
 pub const MAX_MEMORIES: usize = 4;
@@ -202,6 +205,10 @@ pub fn mip_code(b: &tessera_runtime::Bound) -> u32 {
 abi_struct! {
     /// The prelude's launch uniform.
     LaunchInfo {
+        /// The kernel's parameter struct ([`tessera_runtime::KernelParams`]), first so that
+        /// the prelude can bind these words again, at offset 0 of the same buffer, as the
+        /// kernel's `params: Params`.
+        params: [Vec4U32; vec4s(limits::MAX_PARAMS)],
         mode: u32,
         is_list: u32,
         x0: u32,
@@ -221,7 +228,6 @@ abi_struct! {
         temp_k: u32,
         temp_base: u32,
         binds: [BindInfo; limits::MAX_BINDINGS],
-        params: [Vec4U32; vec4s(limits::MAX_PARAMS)],
         /// Binding + 1 of the object whose id is i mod BY_ID_SLOTS (0: none, or look
         /// further): one uniform load finds a binding in the common case.
         by_id: [Vec4U32; vec4s(BY_ID_SLOTS as usize)],
@@ -327,11 +333,12 @@ abi_struct! {
 abi_struct! {
     /// The unpaged prelude's launch uniform.
     UnpagedLaunch {
+        /// The kernel's parameter struct, bound again as `params` (see `LaunchInfo`).
+        params: [Vec4U32; vec4s(limits::MAX_PARAMS)],
         width: u32,
         height: u32,
         _pad0: u32,
         _pad1: u32,
-        params: [Vec4U32; vec4s(limits::MAX_PARAMS)],
     }
 }
 
@@ -376,6 +383,38 @@ pub fn header() -> String {
 /// A shader as compiled: the generated header, then the hand-written sources.
 pub fn shader(sources: &[&str]) -> String {
     let mut s = header();
+    for src in sources {
+        s.push('\n');
+        s += src;
+    }
+    s
+}
+
+/// Bytes a kernel's parameters are bound with: every word a launch may carry, whatever the
+/// kernel's own struct (`LaunchInfo::params`).
+pub const PARAMS_BYTES: u64 = limits::MAX_PARAMS as u64 * 4;
+
+/// The WGSL declaration of a kernel's parameter struct, `Params`, that the preludes bind as
+/// `params`: the Rust struct's fields in order, under their names. Every field is a 4-byte
+/// scalar ([`tessera_runtime::ParamScalar`]), so both sides put field i at byte 4i, in a
+/// uniform too; the tests check it with naga. WGSL has no empty struct: a kernel with no
+/// parameters gets one unused word.
+pub fn params_declaration(fields: &[ParamField]) -> String {
+    let mut s = String::from("struct Params {\n");
+    for f in fields {
+        s += &format!("    {}: {},\n", f.name, f.kind.wgsl());
+    }
+    if fields.is_empty() {
+        s += "    _unused: u32,\n";
+    }
+    s + "}\n"
+}
+
+/// A shader that includes a prelude: the header, the kernel's `Params` (see
+/// [`params_declaration`]), then the sources.
+pub fn kernel_shader(fields: &[ParamField], sources: &[&str]) -> String {
+    let mut s = header();
+    s += &params_declaration(fields);
     for src in sources {
         s.push('\n');
         s += src;
@@ -464,9 +503,9 @@ mod tests {
     /// A struct as WGSL lays it out: name, (member, offset), size.
     type Laid = (String, Vec<(String, u32)>, u32);
 
-    /// Parses the header as the device does and lays out its structs by WGSL's rules.
-    fn wgsl_layouts() -> Vec<Laid> {
-        let module = naga::front::wgsl::parse_str(&header()).expect("the header parses");
+    /// Parses `code` as the device does and lays out its structs by WGSL's rules.
+    fn wgsl_layouts(code: &str) -> Vec<Laid> {
+        let module = naga::front::wgsl::parse_str(code).expect("the header parses");
         let mut layouter = naga::proc::Layouter::default();
         layouter
             .update(module.to_ctx())
@@ -494,7 +533,7 @@ mod tests {
     /// place elsewhere, fails here.
     #[test]
     fn wgsl_layout_is_rust_layout() {
-        let wgsl = wgsl_layouts();
+        let wgsl = wgsl_layouts(&header());
         let rust = structs();
         for (name, _, fields, size) in &rust {
             let (_, members, span) = wgsl
@@ -522,37 +561,92 @@ mod tests {
         }
     }
 
+    tessera_runtime::kernel_params! {
+        /// A parameter struct of every field kind.
+        struct Sample {
+            out: u32,
+            scale: f32,
+            shift: i32,
+            count: u32,
+            last: f32,
+        }
+    }
+
+    /// A kernel's `Params` as WGSL lays it out in a uniform is the Rust struct's layout:
+    /// the same members at the same offsets, and no larger than Rust's (the binding carries
+    /// only the Rust struct's bytes).
+    #[test]
+    fn wgsl_params_layout_is_rust_layout() {
+        use tessera_runtime::KernelParams;
+        let code = kernel_shader(
+            Sample::wgsl_fields(),
+            &["@group(0) @binding(0) var<uniform> params: Params;"],
+        );
+        let wgsl = wgsl_layouts(&code);
+        let (_, members, span) = wgsl
+            .iter()
+            .find(|(n, _, _)| n == "Params")
+            .expect("Params is declared");
+        let rust: Vec<(String, u32)> = Sample::wgsl_fields()
+            .iter()
+            .map(|f| (f.name.to_string(), f.offset as u32))
+            .collect();
+        assert_eq!(
+            members, &rust,
+            "WGSL members (left) differ from Rust's (right)"
+        );
+        assert_eq!(*span as usize, std::mem::size_of::<Sample>());
+        assert!(PARAMS_BYTES as usize >= std::mem::size_of::<Sample>());
+        let empty = wgsl_layouts(&kernel_shader(&[], &[]));
+        assert!(empty.iter().any(|(n, _, _)| n == "Params"));
+    }
+
     /// The hand-written shaders compile after the header (naga's full validation, no GPU
     /// needed), so none of them declares again what the header declares, and none uses a
     /// name the header lacks.
     #[test]
     fn shaders_compile_after_the_header() {
-        let kernel = "fn kernel_main(x: u32, y: u32) { store_f32(param(0u), x, y, 1.0); }";
+        use tessera_runtime::KernelParams;
+        let kernel =
+            "fn kernel_main(x: u32, y: u32) { store_f32(params.out, x, y, params.scale); }";
+        let fields = Sample::wgsl_fields();
         for (what, code) in [
             (
                 "prelude",
-                shader(&[crate::ANY_MEMORY, crate::PRELUDE, crate::STAMP_EACH, kernel]),
+                kernel_shader(
+                    fields,
+                    &[crate::ANY_MEMORY, crate::PRELUDE, crate::STAMP_EACH, kernel],
+                ),
             ),
             (
                 "prelude, tile path, one memory",
-                shader(&[
-                    crate::ONE_MEMORY,
-                    crate::PRELUDE,
-                    crate::STAMP_GROUP,
-                    kernel,
-                ]),
+                kernel_shader(
+                    fields,
+                    &[
+                        crate::ONE_MEMORY,
+                        crate::PRELUDE,
+                        crate::STAMP_GROUP,
+                        kernel,
+                    ],
+                ),
             ),
             (
                 "merge",
-                shader(&[
-                    crate::ANY_MEMORY,
-                    crate::PRELUDE,
-                    crate::STAMP_EACH,
-                    crate::MERGE,
-                ]),
+                kernel_shader(
+                    &[],
+                    &[
+                        crate::ANY_MEMORY,
+                        crate::PRELUDE,
+                        crate::STAMP_EACH,
+                        crate::MERGE,
+                    ],
+                ),
             ),
             ("compact", shader(&[crate::COMPACT])),
-            ("unpaged", shader(&[crate::UNPAGED_PRELUDE, kernel])),
+            (
+                "unpaged",
+                kernel_shader(fields, &[crate::UNPAGED_PRELUDE, kernel]),
+            ),
         ] {
             let module = naga::front::wgsl::parse_str(&code)
                 .unwrap_or_else(|e| panic!("{what}: {}", e.emit_to_string(&code)));

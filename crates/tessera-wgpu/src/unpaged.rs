@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::num::NonZeroU64;
 
 use tessera_core::{ObjectId, TexelFormat};
-use tessera_runtime::Kernel;
+use tessera_runtime::{Kernel, WgslKernel};
 
 use crate::abi::{self, UnpagedLaunch, UnpagedObject, UnpagedObjects, Vec4U32};
 use crate::error::WgpuError;
@@ -166,6 +166,8 @@ impl UnpagedGpu {
                 // One launch uniform per pass, chosen by a dynamic offset, so that a frame's
                 // passes can be encoded together without a buffer or bind group each.
                 entry(2, wgpu::BufferBindingType::Uniform, true),
+                // The kernel's `params`: the first words of the same launch uniform.
+                entry(3, wgpu::BufferBindingType::Uniform, true),
             ],
         });
         let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
@@ -191,6 +193,14 @@ impl UnpagedGpu {
                         buffer: &launch,
                         offset: 0,
                         size: NonZeroU64::new(launch_bytes),
+                    }),
+                },
+                wgpu::BindGroupEntry {
+                    binding: 3,
+                    resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                        buffer: &launch,
+                        offset: 0,
+                        size: NonZeroU64::new(abi::PARAMS_BYTES),
                     }),
                 },
             ],
@@ -274,12 +284,12 @@ impl UnpagedGpu {
     fn pipeline(
         &mut self,
         name: &'static str,
-        source: &str,
+        wgsl: &WgslKernel,
     ) -> Result<wgpu::ComputePipeline, WgpuError> {
         if let Some(p) = self.pipelines.get(name) {
             return Ok(p.clone());
         }
-        let code = abi::shader(&[crate::UNPAGED_PRELUDE, source]);
+        let code = abi::kernel_shader(wgsl.fields, &[crate::UNPAGED_PRELUDE, wgsl.source]);
         let p = gpu::compile(&self.device, &self.pipeline_layout, name, code, "main")?;
         self.pipelines.insert(name, p.clone());
         Ok(p)
@@ -293,10 +303,10 @@ impl UnpagedGpu {
         let wgsl = kernel.wgsl().ok_or_else(|| WgpuError::NoWgsl {
             kernel: name.into(),
         })?;
-        if wgsl.params.len() > tessera_runtime::MAX_PARAMS {
+        if wgsl.param_words() > tessera_runtime::MAX_PARAMS {
             return Err(tessera_runtime::RuntimeError::TooManyParams {
                 kernel: name.into(),
-                words: wgsl.params.len(),
+                words: wgsl.param_words(),
                 max: tessera_runtime::MAX_PARAMS,
             }
             .into());
@@ -310,7 +320,7 @@ impl UnpagedGpu {
                 height: size.1,
             });
         }
-        let pipeline = self.pipeline(name, wgsl.source)?;
+        let pipeline = self.pipeline(name, &wgsl)?;
         if gx == 0 || gy == 0 {
             return Ok(());
         }
@@ -340,7 +350,8 @@ impl UnpagedGpu {
         });
         pass.set_pipeline(&pipeline);
         // Offsets below LAUNCH_SLOTS * stride: well inside u32.
-        pass.set_bind_group(0, &self.group, &[offset as u32]);
+        // Both launch bindings (the prelude's and the kernel's `params`) start at the slot.
+        pass.set_bind_group(0, &self.group, &[offset as u32, offset as u32]);
         pass.dispatch_workgroups(gx, gy, 1);
         Ok(())
     }
@@ -363,10 +374,8 @@ impl UnpagedGpu {
     }
 }
 
-/// Lays parameter words into a uniform's vec4s (`param(i)` reads word i % 4 of vec4 i / 4).
-/// The caller has checked that they fit.
-pub(crate) fn fill_params(to: &mut [Vec4U32], words: &[u32]) {
-    for (v, chunk) in to.iter_mut().zip(words.chunks(4)) {
-        v.0[..chunk.len()].copy_from_slice(chunk);
-    }
+/// Lays a kernel's parameter bytes into a uniform's words, from the first. The caller has
+/// checked that they fit.
+pub(crate) fn fill_params(to: &mut [Vec4U32], bytes: &[u8]) {
+    bytemuck::cast_slice_mut::<Vec4U32, u8>(to)[..bytes.len()].copy_from_slice(bytes);
 }

@@ -214,14 +214,23 @@ impl tessera_runtime::Kernel for Twice {
         })
     }
     fn wgsl(&self) -> Option<tessera_runtime::WgslKernel> {
-        Some(tessera_runtime::WgslKernel {
-            source: "fn kernel_main(x: u32, y: u32) {
-                let v = load_f32(param(1), x, y) + load_f32(param(0), x, y);
-                store_f32(param(1), x, y, v);
-                store_f32(param(1), x, y, v + 1.0);
+        tessera_runtime::kernel_params! {
+            struct Objects {
+                a: u32,
+                b: u32,
+            }
+        }
+        Some(tessera_runtime::WgslKernel::new(
+            "fn kernel_main(x: u32, y: u32) {
+                let v = load_f32(params.b, x, y) + load_f32(params.a, x, y);
+                store_f32(params.b, x, y, v);
+                store_f32(params.b, x, y, v + 1.0);
             }",
-            params: vec![self.a.0, self.b.0],
-        })
+            &Objects {
+                a: self.a.0,
+                b: self.b.0,
+            },
+        ))
     }
 }
 

@@ -45,25 +45,34 @@ impl Kernel for Degraded {
         "degrade_test_samples"
     }
     fn wgsl(&self) -> Option<WgslKernel> {
-        Some(WgslKernel {
-            source: "fn kernel_main(x: u32, y: u32) {
+        tessera_runtime::kernel_params! {
+            struct Params {
+                tex: u32,
+                coords: u32,
+                out: u32,
+                coarser: u32,
+                filter_code: u32,
+            }
+        }
+        Some(WgslKernel::new(
+            "fn kernel_main(x: u32, y: u32) {
                 let i = y * 32u + x;
-                let u = bitcast<f32>(load_u32(param(1), 3u * i));
-                let v = bitcast<f32>(load_u32(param(1), 3u * i + 1u));
-                let lod = bitcast<f32>(load_u32(param(1), 3u * i + 2u));
+                let u = bitcast<f32>(load_u32(params.coords, 3u * i));
+                let v = bitcast<f32>(load_u32(params.coords, 3u * i + 1u));
+                let lod = bitcast<f32>(load_u32(params.coords, 3u * i + 2u));
                 let win = vec4<u32>(8u, 4u, 16u, 8u);
-                let c = sample_rgba8_window_degraded(param(0), param(4), 0u, win, u, v, lod);
-                store_rgba8(param(2), x, y, c.x);
-                store_rgba8(param(3), x, y, c.y);
+                let c = sample_rgba8_window_degraded(params.tex, params.filter_code, 0u, win, u, v, lod);
+                store_rgba8(params.out, x, y, c.x);
+                store_rgba8(params.coarser, x, y, c.y);
             }",
-            params: vec![
-                self.tex.0,
-                self.coords.0,
-                self.out.0,
-                self.coarser.0,
-                self.filter.code(),
-            ],
-        })
+            &Params {
+                tex: self.tex.0,
+                coords: self.coords.0,
+                out: self.out.0,
+                coarser: self.coarser.0,
+                filter_code: self.filter.code(),
+            },
+        ))
     }
     fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
         let i = y * COLS + x;

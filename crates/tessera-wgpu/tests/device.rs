@@ -33,10 +33,18 @@ struct Probe {
     dst: ObjectId,
 }
 
+tessera_runtime::kernel_params! {
+    /// The parameters of a kernel from `src` into `dst`.
+    struct SrcDst {
+        src: u32,
+        dst: u32,
+    }
+}
+
 const PROBE_WGSL: &str = r#"
 fn kernel_main(x: u32, y: u32) {
-    let src = param(0u);
-    let dst = param(1u);
+    let src = params.src;
+    let dst = params.dst;
     store_f32(dst, x, y, f32(x) + 0.5);
     let v = load_f32(src, x, y);
     let w = load_f32(src, x / 2u, y / 2u);
@@ -49,10 +57,13 @@ impl Kernel for Probe {
         "probe"
     }
     fn wgsl(&self) -> Option<WgslKernel> {
-        Some(WgslKernel {
-            source: PROBE_WGSL,
-            params: vec![self.src.0, self.dst.0],
-        })
+        Some(WgslKernel::new(
+            PROBE_WGSL,
+            &SrcDst {
+                src: self.src.0,
+                dst: self.dst.0,
+            },
+        ))
     }
     fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
         inv.store_f32(self.dst, x, y, x as f32 + 0.5)?;
@@ -73,10 +84,19 @@ impl Kernel for Bad {
         "bad"
     }
     fn wgsl(&self) -> Option<WgslKernel> {
-        Some(WgslKernel {
-            source: "fn kernel_main(x: u32, y: u32) { store_f32(param(0u), param(1u), y, 1.0); }",
-            params: vec![self.id.0, self.x],
-        })
+        tessera_runtime::kernel_params! {
+            struct Where {
+                id: u32,
+                x: u32,
+            }
+        }
+        Some(WgslKernel::new(
+            "fn kernel_main(x: u32, y: u32) { store_f32(params.id, params.x, y, 1.0); }",
+            &Where {
+                id: self.id.0,
+                x: self.x,
+            },
+        ))
     }
     fn invoke(&self, inv: &mut Invocation<'_>, _x: u32, y: u32) -> Result<(), Fault> {
         inv.store_f32(self.id, self.x, y, 1.0)

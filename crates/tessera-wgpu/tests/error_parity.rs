@@ -9,7 +9,7 @@
 
 mod common;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use tessera_core::{
     AddressSpace, CoreError, DeviceId, GlobalPage, ObjectDesc, ObjectEntry, ObjectId,
@@ -17,8 +17,8 @@ use tessera_core::{
 };
 use tessera_runtime::cpu::CpuDevice;
 use tessera_runtime::{
-    Bound, Device, Domain, Fault, Invocation, Kernel, Launch, Mode, RuntimeError, WgslKernel,
-    MAX_BINDINGS, MAX_PARAMS, MAX_STORES,
+    Bound, Device, Domain, Fault, Invocation, Kernel, KernelParams, Launch, Mode, ParamField,
+    RuntimeError, ScalarKind, WgslKernel, MAX_BINDINGS, MAX_PARAMS, MAX_STORES,
 };
 use tessera_wgpu::{AdapterChoice, WgpuDevice};
 
@@ -83,10 +83,47 @@ struct Misuse {
     extra_params: usize,
 }
 
+tessera_runtime::kernel_params! {
+    struct MisuseParams {
+        op: u32,
+        tex: u32,
+        out: u32,
+        rgba: u32,
+        buf: u32,
+        nbad: u32,
+        bad0_x: u32,
+        bad0_y: u32,
+        bad1_x: u32,
+        bad1_y: u32,
+        bad2_x: u32,
+        bad2_y: u32,
+    }
+}
+
+/// `MisuseParams`' fields, then unused ones up to one more word than `MAX_PARAMS`.
+fn padded_fields() -> &'static [ParamField] {
+    static FIELDS: OnceLock<Vec<ParamField>> = OnceLock::new();
+    FIELDS.get_or_init(|| {
+        let own = MisuseParams::wgsl_fields();
+        let pads = (own.len()..=MAX_PARAMS).map(|i| ParamField {
+            // Made once per test process: the names live as long as it.
+            name: Box::leak(format!("pad{i}").into_boxed_str()),
+            kind: ScalarKind::U32,
+            offset: 4 * i,
+        });
+        own.iter().copied().chain(pads).collect()
+    })
+}
+
 const MISUSE_WGSL: &str = r#"
 fn is_bad(x: u32, y: u32) -> bool {
-    for (var i = 0u; i < param(5u); i++) {
-        if x == param(6u + 2u * i) && y == param(7u + 2u * i) {
+    var bad = array<vec2<u32>, 3>(
+        vec2<u32>(params.bad0_x, params.bad0_y),
+        vec2<u32>(params.bad1_x, params.bad1_y),
+        vec2<u32>(params.bad2_x, params.bad2_y),
+    );
+    for (var i = 0u; i < params.nbad; i++) {
+        if x == bad[i].x && y == bad[i].y {
             return true;
         }
     }
@@ -94,12 +131,12 @@ fn is_bad(x: u32, y: u32) -> bool {
 }
 
 fn kernel_main(x: u32, y: u32) {
-    let tex = param(1u);
-    let out = param(2u);
-    let rgba = param(3u);
-    let buf = param(4u);
+    let tex = params.tex;
+    let out = params.out;
+    let rgba = params.rgba;
+    let buf = params.buf;
     if is_bad(x, y) {
-        switch param(0u) {
+        switch params.op {
             case 1u: { _ = load_f32(tex, x + 1000u, y); }
             case 2u: { store_f32(tex, x, y + 1000u, 1.0); }
             case 3u: { _ = load_u32(buf, 5000u + x + y); }
@@ -132,20 +169,27 @@ impl Kernel for Misuse {
         "misuse"
     }
     fn wgsl(&self) -> Option<WgslKernel> {
-        let mut params = vec![
-            self.op as u32,
-            self.o.tex.id.0,
-            self.o.out.id.0,
-            self.o.rgba.id.0,
-            self.o.buf.id.0,
-            self.nbad,
-        ];
-        params.extend(BAD.iter().flat_map(|&(x, y)| [x, y]));
-        params.resize(params.len() + self.extra_params, 0);
-        Some(WgslKernel {
-            source: MISUSE_WGSL,
-            params,
-        })
+        let [(bad0_x, bad0_y), (bad1_x, bad1_y), (bad2_x, bad2_y)] = BAD;
+        let params = MisuseParams {
+            op: self.op as u32,
+            tex: self.o.tex.id.0,
+            out: self.o.out.id.0,
+            rgba: self.o.rgba.id.0,
+            buf: self.o.buf.id.0,
+            nbad: self.nbad,
+            bad0_x,
+            bad0_y,
+            bad1_x,
+            bad1_y,
+            bad2_x,
+            bad2_y,
+        };
+        let mut w = WgslKernel::new(MISUSE_WGSL, &params);
+        // Unused fields after the struct's own, to reach the limit.
+        let n = w.fields.len() + self.extra_params;
+        w.params.resize(4 * n, 0);
+        w.fields = &padded_fields()[..n];
+        Some(w)
     }
     fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
         let Objects {
@@ -378,7 +422,7 @@ fn every_kernel_error_is_the_same_on_both_backends() {
             extra_params,
         })
     };
-    let base_params = ok(0).wgsl().unwrap().params.len();
+    let base_params = ok(0).wgsl().unwrap().param_words();
     let full: Vec<Bound> = bound(&o).into_iter().cycle().take(MAX_BINDINGS).collect();
     let over: Vec<Bound> = bound(&o)
         .into_iter()

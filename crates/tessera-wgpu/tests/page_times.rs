@@ -47,9 +47,9 @@ struct BoxSum {
 
 const BOX_WGSL: &str = r#"
 fn kernel_main(x: u32, y: u32) {
-    let src = param(0u);
-    let dst = param(1u);
-    let last = param(2u) - 1u;
+    let src = params.src;
+    let dst = params.dst;
+    let last = params.side - 1u;
     var s = 0.0;
     for (var dy = 0u; dy < 3u; dy++) {
         for (var dx = 0u; dx < 3u; dx++) {
@@ -84,10 +84,21 @@ impl Kernel for BoxSum {
         "page-times-box"
     }
     fn wgsl(&self) -> Option<WgslKernel> {
-        Some(WgslKernel {
-            source: BOX_WGSL,
-            params: vec![self.src.0, self.dst.0, self.side],
-        })
+        tessera_runtime::kernel_params! {
+            struct Params {
+                src: u32,
+                dst: u32,
+                side: u32,
+            }
+        }
+        Some(WgslKernel::new(
+            BOX_WGSL,
+            &Params {
+                src: self.src.0,
+                dst: self.dst.0,
+                side: self.side,
+            },
+        ))
     }
     fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
         self.body(inv, x, y)
@@ -122,8 +133,8 @@ struct Pair {
 
 const PAIR_WGSL: &str = r#"
 fn kernel_main(x: u32, y: u32) {
-    let v = load_f32(param(0u), x, y) + load_f32(param(0u), x / 2u, y / 2u);
-    store_f32(param(1u), x, y, v);
+    let v = load_f32(params.src, x, y) + load_f32(params.src, x / 2u, y / 2u);
+    store_f32(params.dst, x, y, v);
 }
 "#;
 
@@ -132,10 +143,19 @@ impl Kernel for Pair {
         "page-times-pair"
     }
     fn wgsl(&self) -> Option<WgslKernel> {
-        Some(WgslKernel {
-            source: PAIR_WGSL,
-            params: vec![self.src.0, self.dst.0],
-        })
+        tessera_runtime::kernel_params! {
+            struct Params {
+                src: u32,
+                dst: u32,
+            }
+        }
+        Some(WgslKernel::new(
+            PAIR_WGSL,
+            &Params {
+                src: self.src.0,
+                dst: self.dst.0,
+            },
+        ))
     }
     fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
         let v = inv.load_f32(self.src, x, y)? + inv.load_f32(self.src, x / 2, y / 2)?;

@@ -15,6 +15,13 @@ use tessera_runtime::{
 };
 use tessera_wgpu::{AdapterChoice, SharedGpu, WgpuDevice, WgpuError};
 
+tessera_runtime::kernel_params! {
+    /// The parameters of a kernel of one object.
+    struct One {
+        a: u32,
+    }
+}
+
 /// a = 2a + 1, in place: every run changes every texel, so stale bytes show.
 struct Bump {
     a: ObjectId,
@@ -29,13 +36,13 @@ impl Kernel for Bump {
         inv.store_f32(self.a, x, y, 2.0 * v + 1.0)
     }
     fn wgsl(&self) -> Option<WgslKernel> {
-        Some(WgslKernel {
-            source: "fn kernel_main(x: u32, y: u32) {
-                let v = load_f32(param(0), x, y);
-                store_f32(param(0), x, y, 2.0 * v + 1.0);
+        Some(WgslKernel::new(
+            "fn kernel_main(x: u32, y: u32) {
+                let v = load_f32(params.a, x, y);
+                store_f32(params.a, x, y, 2.0 * v + 1.0);
             }",
-            params: vec![self.a.0],
-        })
+            &One { a: self.a.0 },
+        ))
     }
 }
 
@@ -56,14 +63,14 @@ impl Kernel for Half {
         Ok(())
     }
     fn wgsl(&self) -> Option<WgslKernel> {
-        Some(WgslKernel {
-            source: "fn kernel_main(x: u32, y: u32) {
+        Some(WgslKernel::new(
+            "fn kernel_main(x: u32, y: u32) {
                 if (x % 2u == 0u) {
-                    store_f32(param(0), x, y, -1.0);
+                    store_f32(params.a, x, y, -1.0);
                 }
             }",
-            params: vec![self.a.0],
-        })
+            &One { a: self.a.0 },
+        ))
     }
 }
 
@@ -82,12 +89,22 @@ impl Kernel for Copy {
         inv.store_f32(self.to, x, y, v)
     }
     fn wgsl(&self) -> Option<WgslKernel> {
-        Some(WgslKernel {
-            source: "fn kernel_main(x: u32, y: u32) {
-                store_f32(param(1), x, y, load_f32(param(0), x, y));
+        tessera_runtime::kernel_params! {
+            // Not `from`: a reserved word in WGSL.
+            struct Objects {
+                src: u32,
+                dst: u32,
+            }
+        }
+        Some(WgslKernel::new(
+            "fn kernel_main(x: u32, y: u32) {
+                store_f32(params.dst, x, y, load_f32(params.src, x, y));
             }",
-            params: vec![self.from.0, self.to.0],
-        })
+            &Objects {
+                src: self.from.0,
+                dst: self.to.0,
+            },
+        ))
     }
 }
 

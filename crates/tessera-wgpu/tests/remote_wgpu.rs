@@ -28,14 +28,25 @@ impl Kernel for Step {
         inv.store_f32(self.b, x, y, v * 2.0)
     }
     fn wgsl(&self) -> Option<tessera_runtime::WgslKernel> {
-        Some(tessera_runtime::WgslKernel {
-            source: "fn kernel_main(x: u32, y: u32) {
-                let v = load_f32(param(0), x, y);
-                store_f32(param(2), x, y, v + 1.0);
-                store_f32(param(1), x, y, v * 2.0);
+        tessera_runtime::kernel_params! {
+            struct Objects {
+                a: u32,
+                b: u32,
+                out: u32,
+            }
+        }
+        Some(tessera_runtime::WgslKernel::new(
+            "fn kernel_main(x: u32, y: u32) {
+                let v = load_f32(params.a, x, y);
+                store_f32(params.out, x, y, v + 1.0);
+                store_f32(params.b, x, y, v * 2.0);
             }",
-            params: vec![self.a.0, self.b.0, self.out.0],
-        })
+            &Objects {
+                a: self.a.0,
+                b: self.b.0,
+                out: self.out.0,
+            },
+        ))
     }
 }
 

@@ -156,10 +156,21 @@ impl Kernel for Shifted {
         self.name
     }
     fn wgsl(&self) -> Option<WgslKernel> {
-        Some(WgslKernel {
-            source: self.source,
-            params: vec![self.src, self.dst, self.shift],
-        })
+        tessera_runtime::kernel_params! {
+            struct Params {
+                src: u32,
+                dst: u32,
+                shift: u32,
+            }
+        }
+        Some(WgslKernel::new(
+            self.source,
+            &Params {
+                src: self.src,
+                dst: self.dst,
+                shift: self.shift,
+            },
+        ))
     }
     fn invoke(&self, _: &mut Invocation<'_>, _: u32, _: u32) -> Result<(), Fault> {
         Ok(())
@@ -167,7 +178,7 @@ impl Kernel for Shifted {
 }
 
 const SHIFTED: &str = "fn kernel_main(x: u32, y: u32) {
-    store_f32(param(1u), x + param(2u), y, f32(x) + 0.5 + load_f32(param(0u), x, y));
+    store_f32(params.dst, x + params.shift, y, f32(x) + 0.5 + load_f32(params.src, x, y));
 }";
 
 struct CpuOnly;

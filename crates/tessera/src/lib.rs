@@ -62,10 +62,12 @@ pub use tessera_core::{
     AccessMode, Coherence, CoreError, DeviceId, ObjectDesc, ObjectEntry, ObjectId, PageSize,
     Policy, TexelFormat,
 };
+/// Declares a kernel's parameter struct, which both twins read (see [`KernelParams`]).
+pub use tessera_runtime::kernel_params;
 pub use tessera_runtime::{
     BackendError, Bound, DeviceTraffic, Domain, Fault, Footprint, HostCounters, Invocation, Kernel,
-    Partition, PassSpec, PassStats, Plain, Prefetch, Procedure, RuntimeError, StageTimes, System,
-    SystemConfig, TexelAccess, Thrashing, WgslKernel,
+    KernelParams, ParamField, Partition, PassSpec, PassStats, Plain, Prefetch, Procedure,
+    RuntimeError, ScalarKind, StageTimes, System, SystemConfig, TexelAccess, Thrashing, WgslKernel,
 };
 
 /// GPUs through wgpu: Vulkan, Metal or DX12, and Mesa's lavapipe on a machine without a GPU.

@@ -53,13 +53,28 @@ impl Kernel for LevelCopy {
         "mip_test_level_copy"
     }
     fn wgsl(&self) -> Option<WgslKernel> {
-        Some(WgslKernel {
-            source: "fn kernel_main(x: u32, y: u32) {
-                let c = load_rgba8_level(param(0), param(2), min(x, param(3) - 1u), min(y, param(4) - 1u));
-                store_rgba8(param(1), x, y, c);
+        tessera_runtime::kernel_params! {
+            struct Params {
+                tex: u32,
+                out: u32,
+                level: u32,
+                w: u32,
+                h: u32,
+            }
+        }
+        Some(WgslKernel::new(
+            "fn kernel_main(x: u32, y: u32) {
+                let c = load_rgba8_level(params.tex, params.level, min(x, params.w - 1u), min(y, params.h - 1u));
+                store_rgba8(params.out, x, y, c);
             }",
-            params: vec![self.tex.0, self.out.0, self.level, self.extent.0, self.extent.1],
-        })
+            &Params {
+                tex: self.tex.0,
+                out: self.out.0,
+                level: self.level,
+                w: self.extent.0,
+                h: self.extent.1,
+            },
+        ))
     }
     fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
         let (w, h) = self.extent;
@@ -89,37 +104,51 @@ impl Kernel for Samples {
             width: 0,
             height: 0,
         });
-        Some(WgslKernel {
-            source: "fn kernel_main(x: u32, y: u32) {
+        tessera_runtime::kernel_params! {
+            struct Params {
+                tex: u32,
+                coords: u32,
+                out: u32,
+                filter_code: u32,
+                clamped: u32,
+                windowed: u32,
+                wx: u32,
+                wy: u32,
+                ww: u32,
+                wh: u32,
+            }
+        }
+        Some(WgslKernel::new(
+            "fn kernel_main(x: u32, y: u32) {
                 let i = y * 64u + x;
-                let u = bitcast<f32>(load_u32(param(1), 3u * i));
-                let v = bitcast<f32>(load_u32(param(1), 3u * i + 1u));
-                let lod = bitcast<f32>(load_u32(param(1), 3u * i + 2u));
+                let u = bitcast<f32>(load_u32(params.coords, 3u * i));
+                let v = bitcast<f32>(load_u32(params.coords, 3u * i + 1u));
+                let lod = bitcast<f32>(load_u32(params.coords, 3u * i + 2u));
                 var c = 0u;
-                if param(5) == 0u {
-                    c = sample_rgba8(param(0), param(3), param(4), u, v, lod);
+                if params.windowed == 0u {
+                    c = sample_rgba8(params.tex, params.filter_code, params.clamped, u, v, lod);
                 } else {
-                    let win = vec4<u32>(param(6), param(7), param(8), param(9));
-                    c = sample_rgba8_window(param(0), param(3), param(4), win, u, v, lod);
+                    let win = vec4<u32>(params.wx, params.wy, params.ww, params.wh);
+                    c = sample_rgba8_window(params.tex, params.filter_code, params.clamped, win, u, v, lod);
                 }
-                store_rgba8(param(2), x, y, c);
+                store_rgba8(params.out, x, y, c);
             }",
-            params: vec![
-                self.tex.0,
-                self.coords.0,
-                self.out.0,
-                self.sampler.filter.code(),
-                match self.sampler.addressing {
+            &Params {
+                tex: self.tex.0,
+                coords: self.coords.0,
+                out: self.out.0,
+                filter_code: self.sampler.filter.code(),
+                clamped: match self.sampler.addressing {
                     Addressing::Wrap => 0,
                     Addressing::Clamp => 1,
                 },
-                self.window.is_some() as u32,
-                w.x,
-                w.y,
-                w.width,
-                w.height,
-            ],
-        })
+                windowed: self.window.is_some() as u32,
+                wx: w.x,
+                wy: w.y,
+                ww: w.width,
+                wh: w.height,
+            },
+        ))
     }
     fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
         let i = y * COLS + x;

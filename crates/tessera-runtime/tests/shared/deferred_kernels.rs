@@ -76,14 +76,25 @@ impl Kernel for Sum {
         })
     }
     fn wgsl(&self) -> Option<WgslKernel> {
-        Some(WgslKernel {
-            source: "fn kernel_main(x: u32, y: u32) {
-                let b = load_f32(param(2), x, y);
-                let s = load_f32(param(0), x, y) + load_f32(param(1), x, y);
-                store_f32(param(2), x, y, b + s);
+        tessera_runtime::kernel_params! {
+            struct Objects {
+                a: u32,
+                e: u32,
+                b: u32,
+            }
+        }
+        Some(WgslKernel::new(
+            "fn kernel_main(x: u32, y: u32) {
+                let b = load_f32(params.b, x, y);
+                let s = load_f32(params.a, x, y) + load_f32(params.e, x, y);
+                store_f32(params.b, x, y, b + s);
             }",
-            params: vec![self.a.0, self.e.0, self.b.0],
-        })
+            &Objects {
+                a: self.a.0,
+                e: self.e.0,
+                b: self.b.0,
+            },
+        ))
     }
 }
 
@@ -108,13 +119,22 @@ impl Kernel for Accumulate {
         })
     }
     fn wgsl(&self) -> Option<WgslKernel> {
-        Some(WgslKernel {
-            source: "fn kernel_main(x: u32, y: u32) {
-                let c = load_f32(param(1), x, y);
-                store_f32(param(1), x, y, c + load_f32(param(0), x, y));
+        tessera_runtime::kernel_params! {
+            struct Objects {
+                b: u32,
+                c: u32,
+            }
+        }
+        Some(WgslKernel::new(
+            "fn kernel_main(x: u32, y: u32) {
+                let c = load_f32(params.c, x, y);
+                store_f32(params.c, x, y, c + load_f32(params.b, x, y));
             }",
-            params: vec![self.b.0, self.c.0],
-        })
+            &Objects {
+                b: self.b.0,
+                c: self.c.0,
+            },
+        ))
     }
 }
 

@@ -292,6 +292,11 @@ impl WgpuDevice {
                 .unwrap_or(&self.spare)
                 .as_entire_binding()
         };
+        let params = wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+            buffer: &s.launch,
+            offset: 0,
+            size: std::num::NonZeroU64::new(abi::PARAMS_BYTES),
+        });
         let entries = [
             self.table_buf.as_entire_binding(),
             mem(0),
@@ -311,6 +316,7 @@ impl WgpuDevice {
             remote(1),
             remote(2),
             remote(3),
+            params,
         ];
         let entries: Vec<wgpu::BindGroupEntry> = entries
             .into_iter()
@@ -471,7 +477,7 @@ impl WgpuDevice {
             return Ok(None);
         }
         let one_memory = self.memories.len() <= 1;
-        let pipeline = self.pipeline("tessera merge", crate::MERGE, "merge", one_memory)?;
+        let pipeline = self.pipeline("tessera merge", (crate::MERGE, &[]), "merge", one_memory)?;
         let pages = self.table.len() as u64;
         let bit_words = pages.div_ceil(32).max(1);
         let max = gpu::max_storage_bytes(&self.limits);
@@ -567,7 +573,7 @@ impl WgpuDevice {
         }
         if l.domain.is_empty() {
             let one_memory = self.memories.len() <= 1 && l.remote.iter().all(Option::is_none);
-            self.pipeline(name, wgsl.source, "main", one_memory)?;
+            self.pipeline(name, (wgsl.source, wgsl.fields), "main", one_memory)?;
             return Ok(None);
         }
         // Before it runs: a launch that fails has stamped pages all the same.
@@ -600,7 +606,7 @@ impl WgpuDevice {
         let entry = if fp_n > 0 { "main_tiles" } else { "main" };
         // `bind_remote` has run for this launch.
         let one_memory = self.memories.len() <= 1 && self.remote.is_empty();
-        let pipeline = self.pipeline(name, wgsl.source, entry, one_memory)?;
+        let pipeline = self.pipeline(name, (wgsl.source, wgsl.fields), entry, one_memory)?;
         let n = domain.len();
         if n > u32::MAX as u64 {
             return Err(self.err(WgpuError::OutOfMemory(format!(

@@ -13,8 +13,8 @@ use tessera_core::{
 };
 use tessera_runtime::{
     kind_name, BackendCounters, Bound, Device, Domain, Footprint, GpuLaunchTime, Launch,
-    LaunchOutcome, MergeOutcome, Mode, PeerCopy, PeerMemory, Queued, QueuedOutcome, RemoteBacking,
-    RemoteObject, Result, RuntimeError, Settled, SlotSink, WgslKernel, MAX_STORES,
+    LaunchOutcome, MergeOutcome, Mode, ParamField, PeerCopy, PeerMemory, Queued, QueuedOutcome,
+    RemoteBacking, RemoteObject, Result, RuntimeError, Settled, SlotSink, WgslKernel, MAX_STORES,
 };
 
 use crate::abi::{self, BindInfo, CompactInfo, LaunchInfo, MergeInfo, RequestsHead, Status};
@@ -227,6 +227,8 @@ impl WgpuDevice {
                 storage(15, false),
                 storage(16, false),
                 storage(17, false),
+                // The kernel's `params`: the first words of the launch uniform (binding 5).
+                uniform(18),
             ],
         });
         let kernel_pipeline_layout =
@@ -443,7 +445,7 @@ impl WgpuDevice {
     fn pipeline(
         &mut self,
         name: &'static str,
-        source: &str,
+        wgsl: (&str, &[ParamField]),
         entry: &'static str,
         one_memory: bool,
     ) -> Result<wgpu::ComputePipeline> {
@@ -460,7 +462,8 @@ impl WgpuDevice {
         } else {
             crate::ANY_MEMORY
         };
-        let code = abi::shader(&[memories, crate::PRELUDE, stamps, source]);
+        let (source, fields) = wgsl;
+        let code = abi::kernel_shader(fields, &[memories, crate::PRELUDE, stamps, source]);
         let p = gpu::compile(
             &self.device,
             &self.pipes.kernel_pipeline_layout,

@@ -51,6 +51,9 @@
 @group(0) @binding(15) var<storage, read_write> remote1: array<u32>;
 @group(0) @binding(16) var<storage, read_write> remote2: array<u32>;
 @group(0) @binding(17) var<storage, read_write> remote3: array<u32>;
+// The kernel's parameters: LaunchInfo::params (the first bytes of `launch`) as the kernel's own
+// struct, which the host declares from its Rust twin's (abi::params_declaration).
+@group(0) @binding(18) var<uniform> params: Params;
 
 var<private> g_faulted: bool;
 // Set by `fail`: an invocation with an error cannot suspend.
@@ -74,10 +77,6 @@ var<private> g_missed: bool;
 var<private> g_tile_write: u32;
 // Direct: (memory, word, value). Temp: (page, word in page, value).
 var<private> g_st: array<vec3<u32>, MAX_STORES>;
-
-fn param(i: u32) -> u32 {
-    return launch.params[i / 4u][i % 4u];
-}
 
 // ONE_MEMORY (a constant the host compiles in per pipeline): every descriptor names memory 0.
 fn mem_load(m: u32, i: u32) -> u32 {

@@ -1,7 +1,7 @@
 // tessera unpaged prelude: the twin of prelude.wgsl without paging, for the "unpaged original"
 // the overhead benchmark compares against.
 //
-// The same kernel bodies compile after it: it defines `param`, `load_f32` / `store_f32` /
+// The same kernel bodies compile after it: it binds `params`, defines `load_f32` / `store_f32` /
 // `load_rgba8` / `store_rgba8` / `load_u32` / `store_u32` with the paged prelude's signatures
 // and calls `kernel_main(x, y)` over a rectangle. Every object is a plain row-major array in
 // one storage buffer of words, so an access is a range check, an address and a load or a
@@ -23,10 +23,8 @@
 @group(0) @binding(0) var<storage, read_write> words: array<u32>;
 @group(0) @binding(1) var<uniform> objects: UnpagedObjects;
 @group(0) @binding(2) var<uniform> launch: UnpagedLaunch;
-
-fn param(i: u32) -> u32 {
-    return launch.params[i / 4u][i % 4u];
-}
+// The kernel's parameters: UnpagedLaunch::params as the kernel's own struct (abi::params_declaration).
+@group(0) @binding(3) var<uniform> params: Params;
 
 // Word of texel (x, y) of object `id`, or NONE outside it.
 fn address(id: u32, x: u32, y: u32) -> u32 {

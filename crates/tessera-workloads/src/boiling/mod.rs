@@ -129,37 +129,69 @@ impl Ctx {
     }
 }
 
+tessera_runtime::kernel_params! {
+    /// What the boiling WGSL twins read as `params` (`math.wgsl`): a [`Ctx`] flattened, the
+    /// texture ids, the field size and the [`BoilingParams`] fields in declaration order.
+    pub struct BoilingKernelParams {
+        pub field: u32,
+        pub border: u32,
+        pub diffusion: u32,
+        pub buoyancy: u32,
+        pub display: u32,
+        pub width: u32,
+        pub height: u32,
+        pub t_hot: f32,
+        pub t_cold: f32,
+        pub t_c: f32,
+        pub alpha: f32,
+        pub k_diff: f32,
+        pub k_buoy: f32,
+        pub k_latent: f32,
+        pub t_min: f32,
+        pub t_max: f32,
+        pub noise: f32,
+        pub hot_jitter: f32,
+    }
+}
+
 impl Ctx {
-    /// The parameter words of the WGSL twins, in the order `math.wgsl` reads them.
-    pub fn wgsl_params(&self) -> Vec<u32> {
+    /// The parameters of the WGSL twins.
+    pub fn wgsl_params(&self) -> BoilingKernelParams {
         let t = &self.tex;
-        let p = &self.params;
-        let mut w = vec![
-            t.field.0,
-            t.border.0,
-            t.diffusion.0,
-            t.buoyancy.0,
-            t.display.0,
-            self.width,
-            self.height,
-        ];
-        w.extend(
-            [
-                p.t_hot,
-                p.t_cold,
-                p.t_c,
-                p.alpha,
-                p.k_diff,
-                p.k_buoy,
-                p.k_latent,
-                p.t_min,
-                p.t_max,
-                p.noise,
-                p.hot_jitter,
-            ]
-            .map(f32::to_bits),
-        );
-        w
+        // Destructured, so that a field added to BoilingParams is a compile error here.
+        let BoilingParams {
+            t_hot,
+            t_cold,
+            t_c,
+            alpha,
+            k_diff,
+            k_buoy,
+            k_latent,
+            t_min,
+            t_max,
+            noise,
+            hot_jitter,
+        } = self.params;
+        BoilingKernelParams {
+            field: t.field.0,
+            border: t.border.0,
+            diffusion: t.diffusion.0,
+            buoyancy: t.buoyancy.0,
+            display: t.display.0,
+            width: self.width,
+            height: self.height,
+            t_hot,
+            t_cold,
+            t_c,
+            alpha,
+            k_diff,
+            k_buoy,
+            k_latent,
+            t_min,
+            t_max,
+            noise,
+            hot_jitter,
+        }
     }
 }
 
@@ -190,10 +222,10 @@ impl<P: BoilingPass> tessera_runtime::Kernel for Paged<P> {
         P::NAME
     }
     fn wgsl(&self) -> Option<tessera_runtime::WgslKernel> {
-        Some(tessera_runtime::WgslKernel {
-            source: P::WGSL,
-            params: self.0.ctx().wgsl_params(),
-        })
+        Some(tessera_runtime::WgslKernel::new(
+            P::WGSL,
+            &self.0.ctx().wgsl_params(),
+        ))
     }
     #[inline]
     fn invoke(

@@ -5,6 +5,27 @@ use tessera_runtime::{Fault, Invocation, Kernel, WgslKernel};
 
 use crate::decomp::{Box3, Order};
 
+tessera_runtime::kernel_params! {
+    /// What `convolution.wgsl` reads as `params`: the objects (`weights` is the filter
+    /// buffer; `filter` is a reserved word in WGSL), the image size, the objects' box
+    /// (origin, extent), the launch order and the filter side F.
+    pub struct ConvolutionParams {
+        pub input: u32,
+        pub output: u32,
+        pub weights: u32,
+        pub nx: u32,
+        pub ny: u32,
+        pub ox: u32,
+        pub oy: u32,
+        pub oz: u32,
+        pub ex: u32,
+        pub ey: u32,
+        pub ez: u32,
+        pub order: u32,
+        pub size: u32,
+    }
+}
+
 pub struct Convolution {
     pub input: ObjectId,
     pub output: ObjectId,
@@ -49,18 +70,30 @@ impl Kernel for Convolution {
         "convolution"
     }
     fn wgsl(&self) -> Option<WgslKernel> {
-        let mut params = vec![self.input.0, self.output.0, self.filter.0];
-        params.extend(self.dims);
-        params.extend(self.bx.words());
-        params.push(self.order.word());
-        params.push(self.size);
-        Some(WgslKernel {
-            source: concat!(
+        let [ox, oy, oz] = self.bx.origin;
+        let [ex, ey, ez] = self.bx.extent;
+        let params = ConvolutionParams {
+            input: self.input.0,
+            output: self.output.0,
+            weights: self.filter.0,
+            nx: self.dims[0],
+            ny: self.dims[1],
+            ox,
+            oy,
+            oz,
+            ex,
+            ey,
+            ez,
+            order: self.order.word(),
+            size: self.size,
+        };
+        Some(WgslKernel::new(
+            concat!(
                 include_str!("../decomp/grid.wgsl"),
                 include_str!("convolution.wgsl")
             ),
-            params,
-        })
+            &params,
+        ))
     }
     #[inline]
     fn invoke(&self, inv: &mut Invocation<'_>, u: u32, v: u32) -> Result<(), Fault> {

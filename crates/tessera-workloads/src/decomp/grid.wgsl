@@ -1,13 +1,5 @@
 // Shared by the halo workloads' WGSL twins (decomp/mod.rs): boxes of cells on a tall texture.
-// A box is six parameter words from `at`: origin x, y, z, then extent x, y, z.
-
-fn box_origin(at: u32) -> vec3<u32> {
-    return vec3<u32>(param(at), param(at + 1u), param(at + 2u));
-}
-
-fn box_extent(at: u32) -> vec3<u32> {
-    return vec3<u32>(param(at + 3u), param(at + 4u), param(at + 5u));
-}
+// A box is an origin and an extent, each three parameter fields (`ox, oy, oz`, `ex, ey, ez`).
 
 // The box-local cell of invocation (u, v): order 0 is v = z * ny + y, 1 is v = y * nz + z.
 fn unlaunch(e: vec3<u32>, order: u32, u: u32, v: u32) -> vec3<u32> {

@@ -49,11 +49,34 @@ impl Side {
             inv.store_f32(self.id, x, y, f32::from_bits(v))
         }
     }
+}
 
-    fn words(&self) -> Vec<u32> {
-        let mut w = vec![self.id.0, self.buffer as u32];
-        w.extend(self.bx.words());
-        w
+tessera_runtime::kernel_params! {
+    /// What `halo_copy.wgsl` reads as `params`: each side's object, whether it is a buffer
+    /// and its box (origin, extent), then the region's box.
+    pub struct HaloCopyParams {
+        pub src: u32,
+        pub src_buffer: u32,
+        pub src_ox: u32,
+        pub src_oy: u32,
+        pub src_oz: u32,
+        pub src_ex: u32,
+        pub src_ey: u32,
+        pub src_ez: u32,
+        pub dst: u32,
+        pub dst_buffer: u32,
+        pub dst_ox: u32,
+        pub dst_oy: u32,
+        pub dst_oz: u32,
+        pub dst_ex: u32,
+        pub dst_ey: u32,
+        pub dst_ez: u32,
+        pub ox: u32,
+        pub oy: u32,
+        pub oz: u32,
+        pub ex: u32,
+        pub ey: u32,
+        pub ez: u32,
     }
 }
 
@@ -94,13 +117,35 @@ impl Kernel for HaloCopy {
         "halo_copy"
     }
     fn wgsl(&self) -> Option<WgslKernel> {
-        let mut params = self.src.words();
-        params.extend(self.dst.words());
-        params.extend(self.region.words());
-        Some(WgslKernel {
-            source: concat!(include_str!("grid.wgsl"), include_str!("halo_copy.wgsl")),
-            params,
-        })
+        let (s, d, r) = (&self.src, &self.dst, &self.region);
+        let params = HaloCopyParams {
+            src: s.id.0,
+            src_buffer: s.buffer as u32,
+            src_ox: s.bx.origin[0],
+            src_oy: s.bx.origin[1],
+            src_oz: s.bx.origin[2],
+            src_ex: s.bx.extent[0],
+            src_ey: s.bx.extent[1],
+            src_ez: s.bx.extent[2],
+            dst: d.id.0,
+            dst_buffer: d.buffer as u32,
+            dst_ox: d.bx.origin[0],
+            dst_oy: d.bx.origin[1],
+            dst_oz: d.bx.origin[2],
+            dst_ex: d.bx.extent[0],
+            dst_ey: d.bx.extent[1],
+            dst_ez: d.bx.extent[2],
+            ox: r.origin[0],
+            oy: r.origin[1],
+            oz: r.origin[2],
+            ex: r.extent[0],
+            ey: r.extent[1],
+            ez: r.extent[2],
+        };
+        Some(WgslKernel::new(
+            concat!(include_str!("grid.wgsl"), include_str!("halo_copy.wgsl")),
+            &params,
+        ))
     }
     #[inline]
     fn invoke(&self, inv: &mut Invocation<'_>, u: u32, v: u32) -> Result<(), Fault> {

@@ -1,22 +1,19 @@
 // WGSL twin of halo_copy.rs: copy the region's cells from the source side to the destination
-// side. Params: source (id, is-buffer, box), destination (id, is-buffer, box), region box.
+// side; `params` is its `HaloCopyParams`. A side is an object, whether it is a buffer, and the
+// box it holds (origin o, extent e).
 
-fn side_load(at: u32, g: vec3<u32>) -> u32 {
-    let id = param(at);
-    let l = g - box_origin(at + 2u);
-    let e = box_extent(at + 2u);
-    if param(at + 1u) == 1u {
+fn side_load(id: u32, buffer: u32, o: vec3<u32>, e: vec3<u32>, g: vec3<u32>) -> u32 {
+    let l = g - o;
+    if buffer == 1u {
         return load_u32(id, cell_word(e, l));
     }
     let t = cell_texel(e, l);
     return bitcast<u32>(load_f32(id, t.x, t.y));
 }
 
-fn side_store(at: u32, g: vec3<u32>, w: u32) {
-    let id = param(at);
-    let l = g - box_origin(at + 2u);
-    let e = box_extent(at + 2u);
-    if param(at + 1u) == 1u {
+fn side_store(id: u32, buffer: u32, o: vec3<u32>, e: vec3<u32>, g: vec3<u32>, w: u32) {
+    let l = g - o;
+    if buffer == 1u {
         store_u32(id, cell_word(e, l), w);
         return;
     }
@@ -25,8 +22,21 @@ fn side_store(at: u32, g: vec3<u32>, w: u32) {
 }
 
 fn kernel_main(u: u32, v: u32) {
-    let e = box_extent(16u);
-    let g = box_origin(16u) + unlaunch(e, 0u, u, v);
-    let w = side_load(0u, g);
-    side_store(8u, g, w);
+    let e = vec3<u32>(params.ex, params.ey, params.ez);
+    let g = vec3<u32>(params.ox, params.oy, params.oz) + unlaunch(e, 0u, u, v);
+    let w = side_load(
+        params.src,
+        params.src_buffer,
+        vec3<u32>(params.src_ox, params.src_oy, params.src_oz),
+        vec3<u32>(params.src_ex, params.src_ey, params.src_ez),
+        g,
+    );
+    side_store(
+        params.dst,
+        params.dst_buffer,
+        vec3<u32>(params.dst_ox, params.dst_oy, params.dst_oz),
+        vec3<u32>(params.dst_ex, params.dst_ey, params.dst_ez),
+        g,
+        w,
+    );
 }

@@ -196,13 +196,6 @@ impl Box3 {
             y1: h,
         }
     }
-
-    /// The parameter words the WGSL twins read for a box: origin, then extent.
-    pub fn words(&self) -> [u32; 6] {
-        let [a, b, c] = self.origin;
-        let [d, e, f] = self.extent;
-        [a, b, c, d, e, f]
-    }
 }
 
 /// How an invocation's v coordinate is made of y and z (module docs).

@@ -249,26 +249,42 @@ impl Raster {
         Ok(())
     }
 
-    /// The WGSL twin's parameter words, in the order `raster.wgsl` reads them.
-    pub fn params(&self) -> Vec<u32> {
+    /// The WGSL twin's parameters.
+    pub fn params(&self) -> RasterParams {
         let o = self.obj;
-        let mut p = vec![
-            o.atlas.0,
-            o.tris.0,
-            o.bins.0,
-            o.frame.0,
-            o.access.0,
-            self.width,
-            self.height,
-            self.tiles_x,
-        ];
-        // Only a filtered kernel reads word 8 (filter code + 1) and word 9 (the degrade
-        // map's id + 1; 0: a miss faults).
-        if let Some(f) = self.filter {
-            p.push(f.code() + 1);
-            p.push(self.degrade.map_or(0, |m| m.0 + 1));
+        RasterParams {
+            atlas: o.atlas.0,
+            tris: o.tris.0,
+            bins: o.bins.0,
+            frame: o.frame.0,
+            access: o.access.0,
+            width: self.width,
+            height: self.height,
+            tiles_x: self.tiles_x,
+            filter_code: self.filter.map_or(0, |f| f.code() + 1),
+            degrade: match self.filter {
+                Some(_) => self.degrade.map_or(0, |m| m.0 + 1),
+                None => 0,
+            },
         }
-        p
+    }
+}
+
+tessera_runtime::kernel_params! {
+    /// What `raster.wgsl` reads as `params`: the objects, the frame's size and tiles, the
+    /// filter's code + 1 (0: unfiltered) and, for a filtered kernel, the degrade map's id + 1
+    /// (0: a miss faults).
+    pub struct RasterParams {
+        pub atlas: u32,
+        pub tris: u32,
+        pub bins: u32,
+        pub frame: u32,
+        pub access: u32,
+        pub width: u32,
+        pub height: u32,
+        pub tiles_x: u32,
+        pub filter_code: u32,
+        pub degrade: u32,
     }
 }
 
@@ -277,10 +293,7 @@ impl Kernel for Raster {
         "raster"
     }
     fn wgsl(&self) -> Option<WgslKernel> {
-        Some(WgslKernel {
-            source: include_str!("raster.wgsl"),
-            params: self.params(),
-        })
+        Some(WgslKernel::new(include_str!("raster.wgsl"), &self.params()))
     }
     fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
         self.pixel(inv, x, y)

@@ -1,7 +1,7 @@
 // WGSL twin of `Raster` in raster.rs, after tessera's prelude (load_u32, load_rgba8,
-// store_rgba8, param): the same walk over the tile's triangles, the same integer coverage
-// test and fill rule, the same f32 planes in the same order, the same wrap and the same
-// stores. Record layout and constants: setup.rs.
+// store_rgba8; `params` is its `RasterParams`): the same walk over the tile's triangles, the
+// same integer coverage test and fill rule, the same f32 planes in the same order, the same
+// wrap and the same stores. Record layout and constants: setup.rs.
 const TILE: u32 = 16u;
 const SUB_BITS: u32 = 3u;
 const HALF_SUB: i32 = 4;
@@ -35,8 +35,8 @@ fn raster_wrap(t: f32, size: u32) -> u32 {
 // `Raster::degrade`).
 var<private> g_coarser: u32;
 
-// The filtered sample (raster.rs, `Raster::filter`): param(8) is the filter code + 1; param(9)
-// the degrade map's id + 1 (0: a miss faults).
+// The filtered sample (raster.rs, `Raster::filter`): `params.filter_code` is the filter code + 1,
+// `params.degrade` the degrade map's id + 1 (0: a miss faults).
 fn raster_filtered(atlas: u32, tris: u32, base: u32, best: f32, dx: f32, dy: f32, uw: f32, vw: f32, rect: u32, size: u32) -> u32 {
     let u0 = uw / best;
     let v0 = vw / best;
@@ -57,21 +57,21 @@ fn raster_filtered(atlas: u32, tris: u32, base: u32, best: f32, dx: f32, dy: f32
     let w = size & 0xffffu;
     let h = size >> 16u;
     let win = vec4<u32>(rect & 0xffffu, rect >> 16u, w, h);
-    if param(9u) != 0u {
-        let cs = sample_rgba8_window_degraded(atlas, param(8u) - 1u, 0u, win, u0 / f32(w), v0 / f32(h), lod);
+    if params.degrade != 0u {
+        let cs = sample_rgba8_window_degraded(atlas, params.filter_code - 1u, 0u, win, u0 / f32(w), v0 / f32(h), lod);
         g_coarser = cs.y;
         return cs.x;
     }
-    return sample_rgba8_window(atlas, param(8u) - 1u, 0u, win, u0 / f32(w), v0 / f32(h), lod);
+    return sample_rgba8_window(atlas, params.filter_code - 1u, 0u, win, u0 / f32(w), v0 / f32(h), lod);
 }
 
 fn kernel_main(x: u32, y: u32) {
-    let atlas = param(0u);
-    let tris = param(1u);
-    let bins = param(2u);
-    let frame = param(3u);
-    let access = param(4u);
-    let tiles_x = param(7u);
+    let atlas = params.atlas;
+    let tris = params.tris;
+    let bins = params.bins;
+    let frame = params.frame;
+    let access = params.access;
+    let tiles_x = params.tiles_x;
     let tile = (y / TILE) * tiles_x + x / TILE;
     let first = load_u32(bins, 2u * tile);
     let count = load_u32(bins, 2u * tile + 1u);
@@ -119,8 +119,8 @@ fn kernel_main(x: u32, y: u32) {
     if winner == 0u {
         store_rgba8(frame, x, y, BACKGROUND);
         store_rgba8(access, x, y, NO_ACCESS);
-        if param(8u) != 0u && param(9u) != 0u {
-            store_rgba8(param(9u) - 1u, x, y, 0u);
+        if params.filter_code != 0u && params.degrade != 0u {
+            store_rgba8(params.degrade - 1u, x, y, 0u);
         }
         return;
     }
@@ -137,14 +137,14 @@ fn kernel_main(x: u32, y: u32) {
     let ty = (rect >> 16u) + raster_wrap(vw / best, size >> 16u);
     var c = 0u;
     g_coarser = 0u;
-    if param(8u) == 0u {
+    if params.filter_code == 0u {
         c = load_rgba8(atlas, tx, ty);
     } else {
         c = raster_filtered(atlas, tris, base, best, dx, dy, uw, vw, rect, size);
     }
     store_rgba8(frame, x, y, c);
     store_rgba8(access, x, y, tx | (ty << 16u));
-    if param(8u) != 0u && param(9u) != 0u {
-        store_rgba8(param(9u) - 1u, x, y, g_coarser);
+    if params.filter_code != 0u && params.degrade != 0u {
+        store_rgba8(params.degrade - 1u, x, y, g_coarser);
     }
 }

@@ -23,6 +23,13 @@ use super::atlas::Atlas;
 use super::trace::{Blocks, Trace, BLOCK};
 use super::QuakeError;
 
+tessera_runtime::kernel_params! {
+    /// What `touch.wgsl` reads as `params`.
+    pub struct TouchParams {
+        pub atlas: u32,
+    }
+}
+
 /// Reads the atlas texel at its own coordinates.
 pub struct Touch {
     pub atlas: ObjectId,
@@ -33,10 +40,12 @@ impl Kernel for Touch {
         "touch"
     }
     fn wgsl(&self) -> Option<WgslKernel> {
-        Some(WgslKernel {
-            source: include_str!("touch.wgsl"),
-            params: vec![self.atlas.0],
-        })
+        Some(WgslKernel::new(
+            include_str!("touch.wgsl"),
+            &TouchParams {
+                atlas: self.atlas.0,
+            },
+        ))
     }
     fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
         inv.load_rgba8(self.atlas, x, y).map(|_| ())

@@ -472,29 +472,68 @@ impl Rays {
         }
     }
 
-    /// The WGSL twin's parameter words, in the order `rays.wgsl` reads them.
-    pub fn params(&self) -> Vec<u32> {
+    /// The WGSL twin's parameters.
+    pub fn params(&self) -> RaysParams {
         let o = self.obj;
         let v = self.view;
-        let mut p = vec![
-            o.nodes.0,
-            o.tris.0,
-            o.attrs.0,
-            o.atlas.0,
-            o.state.0,
-            o.image.0,
-            self.width,
-            self.height,
-            self.node_count,
-            self.ao_samples,
-            self.ao_radius.to_bits(),
-        ];
-        for c in [v.eye, v.forward, v.right, v.up] {
-            p.extend(c.map(f32::to_bits));
+        RaysParams {
+            nodes: o.nodes.0,
+            tris: o.tris.0,
+            attrs: o.attrs.0,
+            atlas: o.atlas.0,
+            state: o.state.0,
+            image: o.image.0,
+            width: self.width,
+            height: self.height,
+            node_count: self.node_count,
+            ao_samples: self.ao_samples,
+            ao_radius: self.ao_radius,
+            eye_x: v.eye[0],
+            eye_y: v.eye[1],
+            eye_z: v.eye[2],
+            forward_x: v.forward[0],
+            forward_y: v.forward[1],
+            forward_z: v.forward[2],
+            right_x: v.right[0],
+            right_y: v.right[1],
+            right_z: v.right[2],
+            up_x: v.up[0],
+            up_y: v.up[1],
+            up_z: v.up[2],
+            filter_code: self.filter.map_or(0, |f| f.code() + 1),
         }
-        // Word 23: the filter's code + 1, or 0 for the nearest texel of a plain atlas.
-        p.push(self.filter.map_or(0, |f| f.code() + 1));
-        p
+    }
+}
+
+tessera_runtime::kernel_params! {
+    /// What `rays.wgsl` reads as `params`: the objects, the image size, the BVH's node
+    /// count, ambient occlusion, the [`View`] by components (a uniform `vec3` would be
+    /// 16-aligned), and the filter's code + 1 (0: the nearest texel of a plain atlas).
+    pub struct RaysParams {
+        pub nodes: u32,
+        pub tris: u32,
+        pub attrs: u32,
+        pub atlas: u32,
+        pub state: u32,
+        pub image: u32,
+        pub width: u32,
+        pub height: u32,
+        pub node_count: u32,
+        pub ao_samples: u32,
+        pub ao_radius: f32,
+        pub eye_x: f32,
+        pub eye_y: f32,
+        pub eye_z: f32,
+        pub forward_x: f32,
+        pub forward_y: f32,
+        pub forward_z: f32,
+        pub right_x: f32,
+        pub right_y: f32,
+        pub right_z: f32,
+        pub up_x: f32,
+        pub up_y: f32,
+        pub up_z: f32,
+        pub filter_code: u32,
     }
 }
 
@@ -503,10 +542,7 @@ impl Kernel for Rays {
         "rays"
     }
     fn wgsl(&self) -> Option<WgslKernel> {
-        Some(WgslKernel {
-            source: include_str!("rays.wgsl"),
-            params: self.params(),
-        })
+        Some(WgslKernel::new(include_str!("rays.wgsl"), &self.params()))
     }
     #[inline]
     fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {

@@ -85,12 +85,12 @@ fn r_vec3(id: u32, at: u32) -> vec3<f32> {
 }
 
 fn r_primary(x: u32, y: u32) -> Ray {
-    let eye = vec3<f32>(bitcast<f32>(param(11u)), bitcast<f32>(param(12u)), bitcast<f32>(param(13u)));
-    let fwd = vec3<f32>(bitcast<f32>(param(14u)), bitcast<f32>(param(15u)), bitcast<f32>(param(16u)));
-    let right = vec3<f32>(bitcast<f32>(param(17u)), bitcast<f32>(param(18u)), bitcast<f32>(param(19u)));
-    let up = vec3<f32>(bitcast<f32>(param(20u)), bitcast<f32>(param(21u)), bitcast<f32>(param(22u)));
-    let sx = (f32(x) + 0.5) * (2.0 / f32(param(6u))) - 1.0;
-    let sy = (f32(y) + 0.5) * (2.0 / f32(param(7u))) - 1.0;
+    let eye = vec3<f32>(params.eye_x, params.eye_y, params.eye_z);
+    let fwd = vec3<f32>(params.forward_x, params.forward_y, params.forward_z);
+    let right = vec3<f32>(params.right_x, params.right_y, params.right_z);
+    let up = vec3<f32>(params.up_x, params.up_y, params.up_z);
+    let sx = (f32(x) + 0.5) * (2.0 / f32(params.width)) - 1.0;
+    let sy = (f32(y) + 0.5) * (2.0 / f32(params.height)) - 1.0;
     return r_ray(eye, fwd + right * sx + up * sy);
 }
 
@@ -112,8 +112,8 @@ fn r_triangle(r: Ray, tri: u32, t_min: f32) -> RHit {
 
 // The CPU twin's `walk`; the caller checks `faulted()`.
 fn r_walk(r: Ray, any: bool, skip: u32) -> bool {
-    let nodes = param(0u);
-    let end = param(8u);
+    let nodes = params.nodes;
+    let end = params.node_count;
     loop {
         if rs[1] >= end {
             break;
@@ -177,7 +177,7 @@ fn r_walk(r: Ray, any: bool, skip: u32) -> bool {
 // The CPU twin's `on_plane`: where the ray meets the triangle's plane, inside it or not
 // (`ok` false when parallel to it); the caller checks `faulted()`.
 fn r_on_plane(r: Ray, tri: u32) -> RHit {
-    let tris = param(1u);
+    let tris = params.tris;
     let at = tri * R_TRI_WORDS;
     let v0 = r_vec3(tris, at);
     let e1 = r_vec3(tris, at + 3u);
@@ -201,8 +201,8 @@ fn r_tex(uv: array<f32, 6>, u: f32, v: f32) -> vec2<f32> {
     return vec2<f32>(uv[0] * w0 + uv[2] * u + uv[4] * v, uv[1] * w0 + uv[3] * u + uv[5] * v);
 }
 
-// The CPU twin's `albedo`: param(23) is the filter's code + 1 (0: the nearest texel of a plain
-// atlas); a filtered sample's level is the pixel's footprint through the neighbours' rays.
+// The CPU twin's `albedo`: `params.filter_code` is the filter's code + 1 (0: the nearest
+// texel of a plain atlas); a filtered sample's level is the pixel's footprint through the neighbours' rays.
 fn r_albedo(x: u32, y: u32, r: Ray) -> u32 {
     let tri = rs[3];
     let h = r_triangle(r, tri, 0.0);
@@ -215,7 +215,7 @@ fn r_albedo(x: u32, y: u32, r: Ray) -> u32 {
         u = h.u;
         v = h.v;
     }
-    let o = param(2u);
+    let o = params.attrs;
     let at = tri * R_ATTR_WORDS;
     var uv: array<f32, 6>;
     for (var k = 0u; k < 6u; k++) {
@@ -229,11 +229,11 @@ fn r_albedo(x: u32, y: u32, r: Ray) -> u32 {
     let t = r_tex(uv, u, v);
     let sw = size & 0xffffu;
     let sh = size >> 16u;
-    let fcode = param(23u);
+    let fcode = params.filter_code;
     if fcode == 0u {
         let tx = (rect & 0xffffu) + r_wrap(t.x * f32(sw), sw);
         let ty = (rect >> 16u) + r_wrap(t.y * f32(sh), sh);
-        return load_rgba8(param(3u), tx, ty);
+        return load_rgba8(params.atlas, tx, ty);
     }
     if sw == 0u || sh == 0u {
         return 0u;
@@ -261,11 +261,11 @@ fn r_albedo(x: u32, y: u32, r: Ray) -> u32 {
     let cap = countTrailingZeros((rect & 0xffffu) | (rect >> 16u) | (size & 0xffffu) | (size >> 16u));
     let lod = min(lod_raw, f32(cap));
     let win = vec4<u32>(rect & 0xffffu, rect >> 16u, sw, sh);
-    return sample_rgba8_window(param(3u), fcode - 1u, 0u, win, t.x, t.y, lod);
+    return sample_rgba8_window(params.atlas, fcode - 1u, 0u, win, t.x, t.y, lod);
 }
 
 fn r_ao_ray(primary: Ray, pixel: u32, k: u32) -> Ray {
-    let tris = param(1u);
+    let tris = params.tris;
     let at = rs[3] * R_TRI_WORDS;
     let e1 = r_vec3(tris, at + 3u);
     let e2 = r_vec3(tris, at + 6u);
@@ -288,14 +288,14 @@ fn r_ao_ray(primary: Ray, pixel: u32, k: u32) -> Ray {
     }
     let t = bitcast<f32>(rs[2]) * bitcast<f32>(0x3f7fc000u);
     let o = primary.o + primary.d * t;
-    return r_ray(o, d * bitcast<f32>(param(10u)));
+    return r_ray(o, d * params.ao_radius);
 }
 
 // The CPU twin's `advance`: the pixel's colour, or (after a miss, `faulted()`) 0 with `rs`
 // saying how far the ray got.
 fn r_advance(x: u32, y: u32) -> u32 {
     let primary = r_primary(x, y);
-    let samples = param(9u);
+    let samples = params.ao_samples;
     loop {
         let phase = rs[0] & 0xffu;
         if phase == R_START {
@@ -329,7 +329,7 @@ fn r_advance(x: u32, y: u32) -> u32 {
                 let b = ((c >> 16u) & 0xffu) * lit / (4u * n);
                 return r | (g << 8u) | (b << 16u) | 0xff000000u;
             }
-            let ray = r_ao_ray(primary, y * param(6u) + x, k);
+            let ray = r_ao_ray(primary, y * params.width + x, k);
             if faulted() {
                 return 0u;
             }
@@ -350,8 +350,8 @@ fn r_advance(x: u32, y: u32) -> u32 {
 }
 
 fn kernel_main(x: u32, y: u32) {
-    let state = param(4u);
-    let base = (y * param(6u) + x) * R_STATE_WORDS;
+    let state = params.state;
+    let base = (y * params.width + x) * R_STATE_WORDS;
     for (var i = 0u; i < 6u; i++) {
         rs[i] = load_u32(state, base + i);
     }
@@ -374,5 +374,5 @@ fn kernel_main(x: u32, y: u32) {
         }
         return;
     }
-    store_rgba8(param(5u), x, y, c);
+    store_rgba8(params.image, x, y, c);
 }

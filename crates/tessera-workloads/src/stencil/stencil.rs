@@ -4,6 +4,30 @@ use tessera_runtime::{Fault, Invocation, Kernel, WgslKernel};
 
 use crate::decomp::{Box3, Order};
 
+tessera_runtime::kernel_params! {
+    /// What `stencil.wgsl` reads as `params`: the objects, the grid's size, the objects' box
+    /// (origin, extent), the launch order, the radius and the weights.
+    pub struct StencilParams {
+        pub input: u32,
+        pub output: u32,
+        pub nx: u32,
+        pub ny: u32,
+        pub nz: u32,
+        pub ox: u32,
+        pub oy: u32,
+        pub oz: u32,
+        pub ex: u32,
+        pub ey: u32,
+        pub ez: u32,
+        pub order: u32,
+        pub radius: u32,
+        pub w0: f32,
+        pub wx: f32,
+        pub wy: f32,
+        pub wz: f32,
+    }
+}
+
 pub struct Stencil {
     pub input: ObjectId,
     pub output: ObjectId,
@@ -55,19 +79,35 @@ impl Kernel for Stencil {
         "stencil"
     }
     fn wgsl(&self) -> Option<WgslKernel> {
-        let mut params = vec![self.input.0, self.output.0];
-        params.extend(self.dims);
-        params.extend(self.bx.words());
-        params.push(self.order.word());
-        params.push(self.radius);
-        params.extend(self.w.map(f32::to_bits));
-        Some(WgslKernel {
-            source: concat!(
+        let [ox, oy, oz] = self.bx.origin;
+        let [ex, ey, ez] = self.bx.extent;
+        let [w0, wx, wy, wz] = self.w;
+        let params = StencilParams {
+            input: self.input.0,
+            output: self.output.0,
+            nx: self.dims[0],
+            ny: self.dims[1],
+            nz: self.dims[2],
+            ox,
+            oy,
+            oz,
+            ex,
+            ey,
+            ez,
+            order: self.order.word(),
+            radius: self.radius,
+            w0,
+            wx,
+            wy,
+            wz,
+        };
+        Some(WgslKernel::new(
+            concat!(
                 include_str!("../decomp/grid.wgsl"),
                 include_str!("stencil.wgsl")
             ),
-            params,
-        })
+            &params,
+        ))
     }
     #[inline]
     fn invoke(&self, inv: &mut Invocation<'_>, u: u32, v: u32) -> Result<(), Fault> {

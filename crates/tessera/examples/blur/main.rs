@@ -13,14 +13,16 @@ use tessera::{
     DeviceTraffic, Fault, Invocation, Kernel, ObjectId, System, SystemConfig, WgslKernel,
 };
 
-/// One texel of the blur: the mean of the 3×3 texels of `src` around (x, y), clamped to the
-/// edge, into `dst`. A load of a page this device does not hold yet is `Err(Fault::Miss)`;
-/// `?` hands it to the runtime, which fetches the page and runs the texel again.
-struct Blur {
-    src: ObjectId,
-    dst: ObjectId,
-    width: u32,
-    height: u32,
+tessera::kernel_params! {
+    /// One texel of the blur: the mean of the 3×3 texels of `src` around (x, y), clamped to
+    /// the edge, into `dst`. The struct is the kernel's parameters too: `blur.wgsl` reads the
+    /// same fields as `params.src`, `params.width`, …
+    struct Blur {
+        src: u32,
+        dst: u32,
+        width: u32,
+        height: u32,
+    }
 }
 
 impl Kernel for Blur {
@@ -28,21 +30,20 @@ impl Kernel for Blur {
         "blur"
     }
     fn wgsl(&self) -> Option<WgslKernel> {
-        let params = vec![self.src.0, self.dst.0, self.width, self.height];
-        Some(WgslKernel {
-            source: include_str!("blur.wgsl"),
-            params,
-        })
+        Some(WgslKernel::new(include_str!("blur.wgsl"), self))
     }
+    /// A load of a page this device does not hold yet is `Err(Fault::Miss)`; `?` hands it to
+    /// the runtime, which fetches the page and runs the texel again.
     fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
+        let (src, dst) = (ObjectId(self.src), ObjectId(self.dst));
         let mut sum = 0.0;
         for dy in -1..=1 {
             for dx in -1..=1 {
                 let (cx, cy) = (clamp(x, dx, self.width), clamp(y, dy, self.height));
-                sum += inv.load_f32(self.src, cx, cy)?;
+                sum += inv.load_f32(src, cx, cy)?;
             }
         }
-        inv.store_f32(self.dst, x, y, sum * (1.0 / 9.0))
+        inv.store_f32(dst, x, y, sum * (1.0 / 9.0))
     }
 }
 
@@ -93,8 +94,8 @@ pub fn run(o: &Options) -> anyhow::Result<Vec<DeviceTraffic>> {
     let mut dst = sys.create_f32(w, h, o.page, None)?;
     for _ in 0..o.passes {
         let blur = Blur {
-            src: src.id,
-            dst: dst.id,
+            src: src.id.0,
+            dst: dst.id.0,
             width: w,
             height: h,
         };
