@@ -11,7 +11,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde_json::Value;
 
-use tessera_workloads::seconds_per_frame;
+use tessera_workloads::{gpu_vs_cpu_table, mean_host, seconds_per_frame, GpuVsCpu};
 
 use crate::output::create_dir;
 use crate::run::progress;
@@ -147,53 +147,18 @@ pub fn gpu(o: &GpuBenchOpts) -> Result<()> {
         let per_frame = |r: &Value| {
             seconds_per_frame(w, r).context("report.json lacks the times this bench reads")
         };
-        rows.push((
-            w.clone(),
-            per_frame(&cpu)?,
-            per_frame(&gpu)?,
-            host_means(&gpu),
-        ));
+        rows.push(GpuVsCpu {
+            workload: w.clone(),
+            cpu: per_frame(&cpu)?,
+            gpu: per_frame(&gpu)?,
+            gpu_host: mean_host(&gpu),
+        });
     }
     bar.finish_and_clear();
     println!(
         "each workload on {} device(s), the CPU backend ({}) against wgpu on {adapter}; measured ms per frame, first frame or warm-up left out",
         o.devices, cpu_adapter,
     );
-    println!("workload        cpu ms/frame   gpu ms/frame   cpu/gpu");
-    for (w, c, g, _) in &rows {
-        println!("{w:<14} {:>13.2} {:>14.2} {:>9.2}", c * 1e3, g * 1e3, c / g);
-    }
-    println!("the host's work per device and frame on the GPU (mean over the devices):");
-    println!("workload         submit/f    waits/f gpu wait/f read-back B/f     msgs/f");
-    for (w, _, _, h) in &rows {
-        println!(
-            "{w:<14} {:>10.1} {:>10.1} {:>10.1} {:>13.0} {:>10.1}",
-            h[0], h[1], h[2], h[3], h[4]
-        );
-    }
-    for (w, c, g, _) in &rows {
-        println!("gpu_vs_cpu_{w}={:.3}", c / g);
-    }
+    print!("{}", gpu_vs_cpu_table(&rows));
     Ok(())
-}
-
-/// A report's `per_device[].host` counters, each the mean over the devices, in the order the
-/// table prints them.
-fn host_means(r: &Value) -> [f64; 5] {
-    const KEYS: [&str; 5] = [
-        "submissions_per_frame",
-        "blocking_waits_per_frame",
-        "device_waits_per_frame",
-        "bytes_read_back_per_frame",
-        "manager_messages_per_frame",
-    ];
-    let devices = r["per_device"].as_array().map_or(&[][..], |v| v.as_slice());
-    let n = devices.len().max(1) as f64;
-    KEYS.map(|k| {
-        devices
-            .iter()
-            .filter_map(|d| d["host"][k].as_f64())
-            .sum::<f64>()
-            / n
-    })
 }

@@ -41,6 +41,77 @@ pub fn seconds_per_frame(workload: &str, r: &serde_json::Value) -> Option<f64> {
     })
 }
 
+/// One workload's row of `tessera bench gpu`: measured seconds per frame on each backend, and
+/// the host's work per device and frame of the GPU run.
+pub struct GpuVsCpu {
+    pub workload: String,
+    pub cpu: f64,
+    pub gpu: f64,
+    pub gpu_host: tessera_runtime::HostReport,
+}
+
+/// A report's `per_device[].host`, the mean over its devices (zeros where it has none).
+pub fn mean_host(r: &serde_json::Value) -> tessera_runtime::HostReport {
+    let devices = r["per_device"].as_array().map_or(&[][..], |v| v.as_slice());
+    let n = devices.len().max(1) as f64;
+    let mean = |k: &str| {
+        devices
+            .iter()
+            .filter_map(|d| d["host"][k].as_f64())
+            .sum::<f64>()
+            / n
+    };
+    tessera_runtime::HostReport {
+        submissions_per_frame: mean("submissions_per_frame"),
+        blocking_waits_per_frame: mean("blocking_waits_per_frame"),
+        device_waits_per_frame: mean("device_waits_per_frame"),
+        bytes_read_back_per_frame: mean("bytes_read_back_per_frame"),
+        manager_messages_per_frame: mean("manager_messages_per_frame"),
+    }
+}
+
+/// `tessera bench gpu`'s table under its header: each workload's times and ratio, the GPU
+/// runs' host work, and a `gpu_vs_cpu_<workload>=` line each.
+pub fn gpu_vs_cpu_table(rows: &[GpuVsCpu]) -> String {
+    let mut s = String::new();
+    ln!(s, "workload        cpu ms/frame   gpu ms/frame   cpu/gpu");
+    for r in rows {
+        ln!(
+            s,
+            "{:<14} {:>13.2} {:>14.2} {:>9.2}",
+            r.workload,
+            r.cpu * 1e3,
+            r.gpu * 1e3,
+            r.cpu / r.gpu
+        );
+    }
+    ln!(
+        s,
+        "the host's work per device and frame on the GPU (mean over the devices):"
+    );
+    ln!(
+        s,
+        "workload         submit/f    waits/f gpu wait/f read-back B/f     msgs/f"
+    );
+    for r in rows {
+        let h = &r.gpu_host;
+        ln!(
+            s,
+            "{:<14} {:>10.1} {:>10.1} {:>10.1} {:>13.0} {:>10.1}",
+            r.workload,
+            h.submissions_per_frame,
+            h.blocking_waits_per_frame,
+            h.device_waits_per_frame,
+            h.bytes_read_back_per_frame,
+            h.manager_messages_per_frame
+        );
+    }
+    for r in rows {
+        ln!(s, "gpu_vs_cpu_{}={:.3}", r.workload, r.cpu / r.gpu);
+    }
+    s
+}
+
 /// The version of the report schema (docs/report.schema.json): the core every workload's
 /// report.json shares, before its own section.
 pub const SCHEMA_VERSION: u32 = 1;
