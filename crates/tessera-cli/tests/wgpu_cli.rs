@@ -297,7 +297,7 @@ fn bench_gpu_prints_a_ratio_per_workload() {
         let submissions: f64 = out
             .lines()
             .skip_while(|l| !l.starts_with("the host's work"))
-            .find(|l| l.starts_with(w))
+            .find(|l| l.trim_start().starts_with(w))
             .and_then(|l| l.split_whitespace().nth(1))
             .unwrap_or_else(|| panic!("no host row for {w}: {out}"))
             .parse()

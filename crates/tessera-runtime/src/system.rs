@@ -422,6 +422,18 @@ impl System {
             .collect()
     }
 
+    /// Adds to `into`, per device of this node, the host's work since `before` (an earlier
+    /// [`System::host_counters`]): how a run sums the frames it measures and skips the rest.
+    pub fn add_host_since(
+        &self,
+        into: &mut [crate::stats::HostCounters],
+        before: &[crate::stats::HostCounters],
+    ) {
+        for ((h, now), was) in into.iter_mut().zip(self.host_counters()).zip(before) {
+            h.add(&now.since(was));
+        }
+    }
+
     /// The cluster this node is part of, if any.
     pub fn link(&self) -> Option<&Arc<Link>> {
         self.link.as_ref()

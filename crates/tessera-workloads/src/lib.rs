@@ -89,23 +89,8 @@ pub fn gpu_vs_cpu_table(rows: &[GpuVsCpu]) -> String {
         s,
         "the host's work per device and frame on the GPU (mean over the devices):"
     );
-    ln!(
-        s,
-        "workload         submit/f    waits/f gpu wait/f read-back B/f     msgs/f"
-    );
-    for r in rows {
-        let h = &r.gpu_host;
-        ln!(
-            s,
-            "{:<14} {:>10.1} {:>10.1} {:>10.1} {:>13.0} {:>10.1}",
-            r.workload,
-            h.submissions_per_frame,
-            h.blocking_waits_per_frame,
-            h.device_waits_per_frame,
-            h.bytes_read_back_per_frame,
-            h.manager_messages_per_frame
-        );
-    }
+    let host: Vec<_> = rows.iter().map(|r| (&r.workload, r.gpu_host)).collect();
+    s += &host_table("workload", &host, None);
     for r in rows {
         ln!(s, "gpu_vs_cpu_{}={:.3}", r.workload, r.cpu / r.gpu);
     }
@@ -207,17 +192,25 @@ pub fn compare_images(want: &[u8], got: &[u8]) -> Result<(), ImageDiff> {
 
 /// The `host:` rows every run prints: per device, the host's work per frame (a step is a
 /// frame), with one more column where a workload has one to add (`extra`: its heading and a
-/// value per row). `first` heads the first column (`host:`, or what its numbers count).
-pub fn host_table(
+/// value per row). `first` heads the first column (`host:`, or what its labels name: device
+/// counts, workloads).
+pub fn host_table<L: std::fmt::Display>(
     first: &str,
-    rows: &[(usize, tessera_runtime::HostReport)],
+    rows: &[(L, tessera_runtime::HostReport)],
     extra: Option<(&str, Vec<String>)>,
 ) -> String {
     let mut s = String::new();
     let (extra_head, extra_cells) = extra.map_or(("", Vec::new()), |(h, c)| (h, c));
+    let labels: Vec<String> = rows.iter().map(|(l, _)| l.to_string()).collect();
+    let w = labels
+        .iter()
+        .map(String::len)
+        .chain([first.len(), 7])
+        .max()
+        .unwrap_or(7);
     ln!(
         s,
-        "{:>7} {:>10} {:>10} {:>10} {:>13} {:>10} {:>10}",
+        "{:>w$} {:>10} {:>10} {:>10} {:>13} {:>10} {:>10}",
         first,
         "submit/f",
         "waits/f",
@@ -226,11 +219,11 @@ pub fn host_table(
         "msgs/f",
         extra_head
     );
-    for (i, (device, h)) in rows.iter().enumerate() {
+    for (i, ((_, h), label)) in rows.iter().zip(&labels).enumerate() {
         ln!(
             s,
-            "{:>7} {:>10.1} {:>10.1} {:>10.1} {:>13.0} {:>10.1} {:>10}",
-            device,
+            "{:>w$} {:>10.1} {:>10.1} {:>10.1} {:>13.0} {:>10.1} {:>10}",
+            label,
             h.submissions_per_frame,
             h.blocking_waits_per_frame,
             h.device_waits_per_frame,

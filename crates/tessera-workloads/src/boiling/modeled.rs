@@ -260,13 +260,7 @@ pub fn run<E: From<RunError>>(
             stats = frame(c, o, topo, &mut modeled, Schedule::Isolated)?;
             *w += t.elapsed().as_secs_f64();
         }
-        for ((h, a), b) in host
-            .iter_mut()
-            .zip(modeled_sim.sys.host_counters())
-            .zip(&host_before)
-        {
-            h.add(&a.since(b));
-        }
+        modeled_sim.sys.add_host_since(&mut host, &host_before);
         for (a, s) in per_device.iter_mut().zip(&stats) {
             a.add(s);
         }

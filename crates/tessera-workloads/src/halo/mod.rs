@@ -350,13 +350,8 @@ pub fn measure(
         }
         tick();
     }
-    let host = run
-        .sys
-        .host_counters()
-        .iter()
-        .zip(&host_before)
-        .map(|(now, was)| now.since(was))
-        .collect();
+    let mut host = vec![HostCounters::default(); s.devices];
+    run.sys.add_host_since(&mut host, &host_before);
     if isolated {
         baseline = run.sys.mm.traffic()?;
         for _ in 0..s.steps {

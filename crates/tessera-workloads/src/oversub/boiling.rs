@@ -114,7 +114,7 @@ pub(super) fn run(
         "resident  {:>9.3} ms/frame, {:.1}% of stage time waiting for requests, {:.1} blocking waits/frame",
         resident * 1e3,
         request_pct(&configs[0].stats.stages),
-        configs[0].host_per_frame(measured_frames).blocking_waits_per_frame
+        configs[0].host_per_frame(b.frames * b.rounds).blocking_waits_per_frame
     )
     .unwrap();
     writeln!(
@@ -171,7 +171,7 @@ pub(super) fn run(
             continue;
         };
         let t = median(c.times.clone());
-        let host = c.host_per_frame(measured_frames);
+        let host = c.host_per_frame(b.frames * b.rounds);
         let got = field_checksum(&c.subject.field()?);
         if got != want {
             mismatched.push(format!(

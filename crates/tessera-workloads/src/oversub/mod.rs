@@ -203,8 +203,8 @@ impl<S, K> Trial<S, K> {
     }
 
     /// The host's work per measured frame, all devices together.
-    pub fn host_per_frame(&self, measured_frames: f64) -> HostReport {
-        HostReport::of(&self.host, measured_frames.round() as u32)
+    pub fn host_per_frame(&self, measured_frames: u32) -> HostReport {
+        HostReport::of(&self.host, measured_frames)
     }
 }
 

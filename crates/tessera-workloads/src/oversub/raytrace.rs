@@ -122,7 +122,9 @@ pub(super) fn run(
         text,
         "resident  {:>9.1} ms/frame, {:.1} blocking waits/frame",
         resident * 1e3,
-        configs[0].host_per_frame(measured).blocking_waits_per_frame
+        configs[0]
+            .host_per_frame(b.frames * b.rounds)
+            .blocking_waits_per_frame
     )
     .unwrap();
     writeln!(
@@ -172,7 +174,7 @@ pub(super) fn run(
         let loads = Loads::of(&c.subject.sys, (budget / page_bytes) as usize)?;
         let (loads_all, opt_all) = (loads.loads, loads.opt);
         let t_opt = loads.opt_time(resident, t);
-        let host = c.host_per_frame(measured);
+        let host = c.host_per_frame(b.frames * b.rounds);
         writeln!(
             text,
             "{:>6} {:>7} {:>10.1} {:>8.3} {:>11.0} {:>11.0} {:>9.0} {:>10.2} {:>9.0} {:>9.0} {:>9.3} {:>8.1}",

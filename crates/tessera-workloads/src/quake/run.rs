@@ -56,9 +56,7 @@ pub fn record<E: From<QuakeError>>(
         let before = r.sys.host_counters();
         let s = r.frame(&cam.view_proj(aspect))?;
         out.frame_seconds.push(t.elapsed().as_secs_f64());
-        for ((h, now), was) in out.host.iter_mut().zip(r.sys.host_counters()).zip(&before) {
-            h.add(&now.since(was));
-        }
+        r.sys.add_host_since(&mut out.host, &before);
         if trace {
             let blocks = r.accessed_blocks()?;
             out.trace_frames.push(

@@ -78,9 +78,7 @@ pub fn record(
         let before = r.sys.host_counters();
         let stats = r.frame()?;
         let wall = t.elapsed().as_secs_f64();
-        for ((h, now), was) in host.iter_mut().zip(r.sys.host_counters()).zip(&before) {
-            h.add(&now.since(was));
-        }
+        r.sys.add_host_since(&mut host, &before);
         let s = sum_stats(&stats);
         stages.add(&s.stages);
         out.push(FrameReport {

@@ -51,9 +51,7 @@ pub fn run(
         let m = r.frame(cam, scheme)?;
         let seconds = t.elapsed().as_secs_f64();
         if f >= warmup as usize {
-            for ((h, now), was) in host.iter_mut().zip(r.sys.host_counters()).zip(&before) {
-                h.add(&now.since(was));
-            }
+            r.sys.add_host_since(&mut host, &before);
         }
         if m.uncomposed != 0 || m.overdrawn != 0 {
             return Err(VrError::Uncovered {
