@@ -666,7 +666,7 @@ impl DeviceContext {
         keep: Vec<GlobalPage>,
     ) -> Result<()> {
         self.granted = pages.clone();
-        let res = self.mm.request_keeping(self.device, pages, keep).wait()?;
+        let res = self.mm.acquire_keeping(self.device, pages, keep);
         if res.is_err() {
             self.granted.clear();
         }

@@ -184,6 +184,11 @@ pub struct DeviceTraffic {
     /// Remote accesses to pages located on other devices: entry `s` is this device ↔ device
     /// `s`'s memory; shorter than the device count where the later ones saw none.
     pub remote_device: Vec<RemoteLink>,
+    /// Host time, in nanoseconds, that the page copies made for this device's batches and
+    /// stages took (slot reads and writes, copies between devices' memories, home's pages
+    /// written): the part of the device's wait for the memory manager that moves bytes,
+    /// which the isolated-device model charges to the links instead (`crate::modeled`).
+    pub copy_nanos: u64,
 }
 
 impl LinkCounters {
@@ -248,6 +253,7 @@ impl DeviceTraffic {
                 .enumerate()
                 .map(|(s, l)| l.since(&before.remote_device.get(s).copied().unwrap_or_default()))
                 .collect(),
+            copy_nanos: d(self.copy_nanos, before.copy_nanos),
         }
     }
 }

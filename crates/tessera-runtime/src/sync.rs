@@ -4,19 +4,24 @@
 //! are shuttle's, so a test can run the real memory manager, workers and drivers under
 //! shuttle's controlled scheduler (random or PCT): every send, receive, spawn and join is then
 //! a point where shuttle may switch threads, and a schedule that fails can be replayed. Only
-//! what crosses between the runtime's own threads goes through here (the home store's lock
-//! too, which the memory manager shares with the device workers); the CPU backend's
+//! what crosses between the runtime's own threads goes through here (the home store's lock,
+//! which the memory manager shares with the device workers, and the locks behind which a
+//! caller runs the manager's or a worker's queued work itself); the CPU backend's
 //! per-device memory words stay std atomics (see docs/PROTOCOL.md, "Under shuttle").
 
 #[cfg(not(feature = "shuttle"))]
-pub(crate) use std::sync::atomic::AtomicBool;
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicUsize};
+#[cfg(not(feature = "shuttle"))]
+pub(crate) use std::sync::Mutex;
 #[cfg(not(feature = "shuttle"))]
 pub(crate) use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 #[cfg(not(feature = "shuttle"))]
 pub(crate) use std::thread::{Builder, JoinHandle};
 
 #[cfg(feature = "shuttle")]
-pub(crate) use shuttle::sync::atomic::AtomicBool;
+pub(crate) use shuttle::sync::atomic::{AtomicBool, AtomicUsize};
+#[cfg(feature = "shuttle")]
+pub(crate) use shuttle::sync::Mutex;
 #[cfg(feature = "shuttle")]
 pub(crate) use shuttle::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 #[cfg(feature = "shuttle")]

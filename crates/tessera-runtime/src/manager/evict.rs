@@ -91,7 +91,7 @@ impl Manager {
             let stamps: HashMap<GlobalPage, u64> =
                 if self.evictors[d].resident.policy().uses_stamps() {
                     let ask = free_to_go.clone();
-                    let times = self.workers[d].call(move |dev| dev.page_times(&ask))?;
+                    let times = self.workers[d].call_here(move |dev| dev.page_times(&ask))?;
                     free_to_go.iter().copied().zip(times).collect()
                 } else {
                     HashMap::new()

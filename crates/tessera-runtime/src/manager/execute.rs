@@ -120,7 +120,8 @@ impl Manager {
             // Behind the revocations in the worker's queue: once it answers, every launch that
             // could still store into the pages has run (and, on a shared queue, was submitted
             // before any peer copy of this list will be).
-            let job = self.workers[d].submit(move |dev| {
+            let job = self.workers[d].submit_here(move |dev| {
+                let t = std::time::Instant::now();
                 let mut bufs = bufs;
                 // All of the job's slots in one read where the backend batches reads (a GPU:
                 // one wait instead of one per page), else each straight into its buffer.
@@ -160,15 +161,17 @@ impl Manager {
                         dev.read_slot_to(at, h.page_mut(obj, local, bytes)?)?;
                     }
                 }
+                let nanos = t.elapsed().as_nanos() as u64;
                 let handles = mems
                     .into_iter()
                     .map(|m| dev.peer_memory(m).map(|h| (m, h)))
                     .collect::<Result<Vec<_>>>()?;
-                Ok((bufs, handles))
+                Ok((bufs, handles, nanos))
             });
             jobs.push((device, list, back, peer, job));
         }
         let sent = out.finish(&self.workers);
+        self.copy_nanos += out.copy_nanos;
         self.recycle(out.take_spent());
         // Every job is waited for before any error goes out, so none is still writing home
         // when the manager carries on.
@@ -180,7 +183,8 @@ impl Manager {
             .collect();
         sent?;
         for (device, list, back, peer, res) in done {
-            let (bufs, handles) = res?;
+            let (bufs, handles, nanos) = res?;
+            self.copy_nanos += nanos;
             for (m, h) in handles {
                 self.peer_memories.insert((device, m), h);
             }
@@ -245,8 +249,15 @@ impl Manager {
             })
     }
 
-    pub(super) fn read_slot(&self, d: DeviceId, at: SlotAddr) -> Result<Vec<u8>> {
-        self.workers[d.index()].call(move |dev| dev.read_slot(at))
+    /// The slot's bytes, the time the read took added to `copy_nanos`.
+    pub(super) fn read_slot(&mut self, d: DeviceId, at: SlotAddr) -> Result<Vec<u8>> {
+        let (data, nanos) = self.workers[d.index()].call_here(move |dev| {
+            let mut nanos = 0;
+            let data = copied(&mut nanos, || dev.read_slot(at))?;
+            Ok((data, nanos))
+        })?;
+        self.copy_nanos += nanos;
+        Ok(data)
     }
 
     /// Carries out actions in order. Slot writes and descriptor updates are collected per
@@ -270,6 +281,7 @@ impl Manager {
         let res = self.carry_out(&mut out, actions);
         // After an error too: no job of this list is still running when the manager goes on.
         let res = res.and(out.finish(&self.workers));
+        self.copy_nanos += out.copy_nanos;
         let spent = out.take_spent();
         self.recycle(spent);
         res
@@ -379,7 +391,10 @@ impl Manager {
                     if out.reads_home {
                         out.finish(&self.workers)?;
                     }
-                    write_home(&self.home)?.write_page(obj, local, data)?;
+                    let home = &self.home;
+                    copied(&mut self.copy_nanos, || {
+                        write_home(home)?.write_page(obj, local, data)
+                    })?;
                 }
                 Action::Invalidate { page, device } => {
                     let at = self.slot(device, page)?;
@@ -442,11 +457,16 @@ impl Manager {
         let Some(Some(sink)) = self.sinks.get(&(to, at.memory)) else {
             return Ok(false);
         };
-        sink.write_slot(at.slot, read_home(&self.home)?.page(obj, local, bytes)?)
-            .map_err(|message| RuntimeError::Backend {
-                device: to,
-                message: format!("staged copy into physical memory {}: {message}", at.memory),
-            })?;
+        let home = &self.home;
+        copied(&mut self.copy_nanos, || {
+            Ok::<_, RuntimeError>(
+                sink.write_slot(at.slot, read_home(home)?.page(obj, local, bytes)?),
+            )
+        })?
+        .map_err(|message| RuntimeError::Backend {
+            device: to,
+            message: format!("staged copy into physical memory {}: {message}", at.memory),
+        })?;
         self.traffic[to.index()]
             .host_to_device_during_launch
             .add(bytes);
@@ -460,7 +480,7 @@ impl Manager {
     /// the window: launches before it are in the data we read, launches after it fault and
     /// ask the memory manager, which answers only after this batch.
     pub(super) fn revoke_and_read(
-        &self,
+        &mut self,
         out: &mut Outbox,
         owner: DeviceId,
         page: GlobalPage,
@@ -499,7 +519,7 @@ impl Manager {
         let acks: Vec<_> = self
             .workers
             .iter()
-            .map(|w| w.submit(move |d| d.resize_page_table(pages)))
+            .map(|w| w.submit_here(move |d| d.resize_page_table(pages)))
             .collect();
         acks.into_iter().try_for_each(|p| p.wait()?)
     }

@@ -98,7 +98,7 @@ pub(crate) trait Homes: Send + Sync {
 /// The command side of the memory manager; cheap to clone.
 #[derive(Clone)]
 pub struct ManagerHandle {
-    pub(super) tx: Sender<Cmd>,
+    pub(super) inbox: Inbox,
     /// Per device: whether the manager has ever evicted one of its pages. A hint the drivers
     /// read without waiting (it only chooses how they fetch pages, never what is right).
     pub(super) pressed: Arc<Vec<AtomicBool>>,
@@ -118,10 +118,48 @@ pub struct ManagerHandle {
 /// Settles every driver of the node; see [`ManagerHandle::settling_first`].
 pub(crate) type SettleHook = Arc<dyn Fn() -> Result<()> + Send + Sync>;
 
-fn call<R>(tx: &Sender<Cmd>, make: impl FnOnce(Sender<R>) -> Cmd) -> Pending<R> {
-    let (rtx, rrx) = bounded(1);
-    let _ = tx.send(make(rtx));
-    Pending::new(rrx, "memory manager")
+/// Where commands for the memory manager go: its queue, or, for a caller about to wait for
+/// the answer while the manager is idle, the caller's own thread (`Inbox::ask`). A command
+/// handed to the manager's thread costs a wake-up there and another for the answer, tens of
+/// microseconds each; a steady frame of many devices sends dozens of batches.
+#[derive(Clone)]
+pub(crate) struct Inbox {
+    tx: Sender<Cmd>,
+    /// None for a handle to nothing (`ManagerHandle::detached`).
+    shared: Option<Arc<Shared>>,
+}
+
+impl Inbox {
+    pub(super) fn new(tx: Sender<Cmd>, shared: Option<Arc<Shared>>) -> Self {
+        Inbox { tx, shared }
+    }
+    /// Queues a command for the manager's thread, in order behind those queued before.
+    fn post(&self, cmd: Cmd) {
+        if let Some(s) = &self.shared {
+            s.queued.fetch_add(1, Ordering::SeqCst);
+        }
+        // A send fails only when the manager is gone; a reply channel then reports it.
+        let _ = self.tx.send(cmd);
+    }
+    /// Queues a command whose answer comes on a fresh channel.
+    fn call<R>(&self, make: impl FnOnce(Sender<R>) -> Cmd) -> Pending<R> {
+        let (rtx, rrx) = bounded(1);
+        self.post(make(rtx));
+        Pending::new(rrx, "memory manager")
+    }
+    /// [`Inbox::call`] for a caller that waits for the answer at once: run on this thread
+    /// when nothing is queued for the manager or running on it, which is the order the queue
+    /// would give (nothing is ahead). A request the protocol defers is answered later all the
+    /// same, by whichever thread carries out the release that grants it.
+    fn ask<R>(&self, make: impl FnOnce(Sender<R>) -> Cmd) -> Pending<R> {
+        let (rtx, rrx) = bounded(1);
+        let cmd = make(rtx);
+        match &self.shared {
+            Some(s) => s.run_or_post(cmd, |cmd| self.post(cmd)),
+            None => self.post(cmd),
+        }
+        Pending::new(rrx, "memory manager")
+    }
 }
 
 impl ManagerHandle {
@@ -129,7 +167,7 @@ impl ManagerHandle {
     /// of its real handle before joining the threads.
     pub(crate) fn detached(tx: Sender<Cmd>) -> Self {
         ManagerHandle {
-            tx,
+            inbox: Inbox::new(tx, None),
             pressed: Arc::new(Vec::new()),
             remote: RemoteRegistry::default(),
             cluster: None,
@@ -194,7 +232,7 @@ impl ManagerHandle {
     /// Fails every request waiting here, and every later command that moves data, with `e`:
     /// a request deferred for a lost node's release would otherwise wait forever.
     pub(crate) fn fail(&self, e: RuntimeError) {
-        let _ = self.tx.send(Cmd::Fail(e));
+        self.inbox.post(Cmd::Fail(e));
     }
     /// This node's manager alone.
     pub(crate) fn here(&self) -> Self {
@@ -226,7 +264,10 @@ impl ManagerHandle {
         if self.cluster.is_some() && mode == AccessMode::Remote {
             return Err(RuntimeError::RemoteAcrossNodes);
         }
-        let e = call(&self.tx, |r| Cmd::Create(desc, data, mode, r)).wait()?;
+        let e = self
+            .inbox
+            .ask(|r| Cmd::Create(desc, data, mode, r))
+            .wait()?;
         // Every node creates the object before any device asks a home for its pages.
         if let Some(link) = &self.cluster {
             link.barrier()?;
@@ -238,11 +279,11 @@ impl ManagerHandle {
     /// a device that does not exist.
     pub fn place(&self, id: ObjectId, locations: Vec<Location>) -> Result<()> {
         self.settle_first()?;
-        call(&self.tx, |r| Cmd::Place(id, locations, r)).wait()?
+        self.inbox.ask(|r| Cmd::Place(id, locations, r)).wait()?
     }
     /// The object's access mode.
     pub fn access(&self, id: ObjectId) -> Result<AccessMode> {
-        call(&self.tx, |r| Cmd::Access(id, r)).wait()?
+        self.inbox.ask(|r| Cmd::Access(id, r)).wait()?
     }
     /// The remote objects among `bindings`, for a launch (read without waiting on the
     /// manager: the registry is shared).
@@ -254,7 +295,7 @@ impl ManagerHandle {
     pub fn count_remote(&self, device: DeviceId, counts: Vec<(Location, RemoteLink)>) {
         if !counts.is_empty() {
             self.sent(device);
-            let _ = self.tx.send(Cmd::Remote(device, counts));
+            self.inbox.post(Cmd::Remote(device, counts));
         }
     }
     /// Drops every copy of the object and frees its pages.
@@ -264,13 +305,13 @@ impl ManagerHandle {
         if let Some(link) = &self.cluster {
             link.barrier()?;
         }
-        call(&self.tx, |r| Cmd::Free(id, r)).wait()?
+        self.inbox.ask(|r| Cmd::Free(id, r)).wait()?
     }
     /// The object's latest data, row-major from the lower left. Call between passes.
     pub fn read(&self, id: ObjectId) -> Result<Vec<u8>> {
         self.settle_first()?;
         match &self.cluster {
-            None => call(&self.tx, |r| Cmd::Read(id, r)).wait()?,
+            None => self.inbox.ask(|r| Cmd::Read(id, r)).wait()?,
             Some(link) => {
                 let (e, pages) = link.read_packed(&self.here(), id)?;
                 let mut out = vec![0u8; host_len(&e.desc) as usize];
@@ -282,7 +323,7 @@ impl ManagerHandle {
     /// The object's pages, packed, as this node's manager knows them: right for the pages it
     /// is home to.
     pub(crate) fn read_packed_here(&self, id: ObjectId) -> Result<(ObjectEntry, Vec<u8>)> {
-        call(&self.tx, |r| Cmd::ReadPacked(id, r)).wait()?
+        self.inbox.ask(|r| Cmd::ReadPacked(id, r)).wait()?
     }
     /// Sends a request batch; the reply arrives when it is granted (the device is then locked).
     pub fn request(&self, device: DeviceId, pages: Vec<PageRequest>) -> Pending<Result<()>> {
@@ -299,7 +340,7 @@ impl ManagerHandle {
     ) -> Pending<Result<()>> {
         self.sent(device);
         let Some(link) = self.cluster.clone() else {
-            return call(&self.tx, |r| Cmd::Request(device, pages, keep, r));
+            return self.inbox.call(|r| Cmd::Request(device, pages, keep, r));
         };
         // The parts go one home at a time, each waited for: that waiting is the driver's, so
         // it happens on a thread of its own and the caller gets a Pending as before.
@@ -317,6 +358,22 @@ impl ManagerHandle {
             return Pending::new(erx, "memory manager");
         }
         Pending::new(rrx, "memory manager")
+    }
+    /// [`ManagerHandle::request_keeping`] and the wait for its grant: on the calling thread
+    /// when the manager is idle (`Inbox::ask`).
+    pub fn acquire_keeping(
+        &self,
+        device: DeviceId,
+        pages: Vec<PageRequest>,
+        keep: Vec<GlobalPage>,
+    ) -> Result<()> {
+        if self.cluster.is_some() {
+            return self.request_keeping(device, pages, keep).wait()?;
+        }
+        self.sent(device);
+        self.inbox
+            .ask(|r| Cmd::Request(device, pages, keep, r))
+            .wait()?
     }
     /// Asynchronous staging (`ManagerConfig::staging`): from a device whose procedure holds
     /// the memory lock, pages of its next wave or pass. Granted at once (the pages are
@@ -362,19 +419,21 @@ impl ManagerHandle {
             )));
             return Pending::new(rx, "memory manager");
         }
-        call(&self.tx, |r| Cmd::Stage(device, pages, start, r))
+        self.inbox.call(|r| Cmd::Stage(device, pages, start, r))
     }
     /// Marks an object's pages as never evicted (`false`) or evictable again (`true`, the
     /// default). A non-evictable object's resident pages take their share of every device's
     /// budget for good.
     pub fn set_evictable(&self, id: ObjectId, evictable: bool) -> Result<()> {
-        call(&self.tx, |r| Cmd::Evictable(id, evictable, r)).wait()?
+        self.inbox
+            .ask(|r| Cmd::Evictable(id, evictable, r))
+            .wait()?
     }
     /// Per device, every batch's pages together with the pages its wave kept: the sets that
     /// had to be resident at once, in order (recorded when `ManagerConfig::record_trace`).
     /// The input of Belady's OPT (`tessera_core::eviction::belady_loads`).
     pub fn trace(&self) -> Result<Vec<Vec<Vec<GlobalPage>>>> {
-        call(&self.tx, Cmd::Trace).wait()
+        self.inbox.ask(Cmd::Trace).wait()
     }
     /// Whether the directory lists a copy of every one of `pages` on `device`. Answered from
     /// the directory alone, waiting on no device worker and locking nothing, so a driver may
@@ -388,20 +447,20 @@ impl ManagerHandle {
         }
     }
     pub(crate) fn holds_here(&self, device: DeviceId, pages: Vec<GlobalPage>) -> Result<bool> {
-        call(&self.tx, |r| Cmd::Holds(device, pages, r)).wait()
+        self.inbox.ask(|r| Cmd::Holds(device, pages, r)).wait()
     }
     /// Releases the device's memory lock.
     pub fn release(&self, device: DeviceId) {
         self.sent(device);
         match &self.cluster {
             None => {
-                let _ = self.tx.send(Cmd::Release(device));
+                self.inbox.post(Cmd::Release(device));
             }
             Some(link) => link.release(&self.here(), device),
         }
     }
     pub fn traffic(&self) -> Result<Vec<DeviceTraffic>> {
-        call(&self.tx, Cmd::Traffic).wait()
+        self.inbox.ask(Cmd::Traffic).wait()
     }
     /// Drops `device`'s copies of `pages` now (a modified one is written home first), as an
     /// eviction does; pages it does not hold are left alone. Refused while the device is
@@ -410,7 +469,7 @@ impl ManagerHandle {
     pub fn evict(&self, device: DeviceId, pages: Vec<GlobalPage>) -> Result<()> {
         self.settle_first()?;
         self.sent(device);
-        call(&self.tx, |r| Cmd::Evict(device, pages, r)).wait()?
+        self.inbox.ask(|r| Cmd::Evict(device, pages, r)).wait()?
     }
     /// Starts (`true`) or stops keeping, per device, every page each of its request batches
     /// asked for: exactly the pages `DeviceTraffic::page_requests` counts, in order. Off by
@@ -418,15 +477,15 @@ impl ManagerHandle {
     /// trace's texture atlas beside its per-frame buffers) counts the requests of one object
     /// from it, which the per-device totals cannot tell apart.
     pub fn log_requests(&self, on: bool) {
-        let _ = self.tx.send(Cmd::LogRequests(on));
+        self.inbox.post(Cmd::LogRequests(on));
     }
     /// The pages logged since the last take (see [`ManagerHandle::log_requests`]), per device;
     /// the log starts empty again.
     pub fn take_requests(&self) -> Result<Vec<Vec<GlobalPage>>> {
-        call(&self.tx, Cmd::TakeRequests).wait()
+        self.inbox.ask(Cmd::TakeRequests).wait()
     }
     /// Memory per device and the directory, as they stand.
     pub fn memory(&self) -> Result<(Vec<DeviceMemoryUse>, Vec<DirEntry>)> {
-        call(&self.tx, Cmd::Memory).wait()
+        self.inbox.ask(Cmd::Memory).wait()
     }
 }

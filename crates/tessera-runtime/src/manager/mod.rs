@@ -32,7 +32,7 @@ use crate::home::{read_home, write_home, HomeStore, SharedHome};
 use crate::remote::{RemoteBindings, RemoteObject, RemoteRegistry};
 use crate::stats::{DeviceMemoryUse, DeviceTraffic};
 use crate::sync::channel::{bounded, unbounded, Receiver, Sender};
-use crate::sync::{AtomicBool, Builder, JoinHandle, RwLock};
+use crate::sync::{AtomicBool, AtomicUsize, Builder, JoinHandle, Mutex, RwLock};
 use crate::worker::{Pending, WorkerHandle};
 
 mod evict;
@@ -43,7 +43,7 @@ mod outbox;
 mod prefetch;
 mod request;
 
-pub(crate) use handle::{Cmd, Homes, SettleHook};
+pub(crate) use handle::{Cmd, Homes, Inbox, SettleHook};
 pub use handle::{LaunchStarter, ManagerHandle};
 pub use objects::host_len;
 use objects::*;
@@ -238,6 +238,18 @@ struct Manager {
     /// Set when carrying out actions failed half way: the directory no longer matches the
     /// devices, so every later command gets this error rather than wrong data.
     broken: Option<RuntimeError>,
+    /// Host time the page copies of the commands carried out so far took, in nanoseconds
+    /// (`copied`): charged to the requesting device's `DeviceTraffic::copy_nanos`.
+    copy_nanos: u64,
+}
+
+/// Runs `f`, adding the time it took to `nanos`: the page copies the memory manager's jobs
+/// make, which the link model charges as transfers (`DeviceTraffic::copy_nanos`).
+pub(super) fn copied<T>(nanos: &mut u64, f: impl FnOnce() -> T) -> T {
+    let t = std::time::Instant::now();
+    let r = f();
+    *nanos += t.elapsed().as_nanos() as u64;
+    r
 }
 
 /// Starts the memory manager of a node driving these device workers.
@@ -258,9 +270,9 @@ pub fn spawn(
     // Asked before the manager thread starts: no batch can need it earlier.
     let peer_groups = workers
         .iter()
-        .map(|w| w.call(|d| Ok(d.peer_group())))
+        .map(|w| w.call_here(|d| Ok(d.peer_group())))
         .collect::<Result<Vec<_>>>()?;
-    let mut m = Manager {
+    let m = Manager {
         protocol,
         space: AddressSpace::new(),
         home: Arc::new(RwLock::new(home)),
@@ -309,21 +321,27 @@ pub fn spawn(
         modes: HashMap::new(),
         remote: RemoteRegistry::default(),
         broken: None,
+        copy_nanos: 0,
     };
     let (tx, rx) = unbounded();
     let pressed = m.pressed.clone();
     let remote = m.remote.clone();
     let held = m.held.clone();
+    let shared = Arc::new(Shared {
+        manager: Mutex::new(m),
+        queued: AtomicUsize::new(0),
+    });
+    let mine = shared.clone();
     let join = Builder::new()
         .name("tessera-memory-manager".into())
-        .spawn(move || m.run(rx))
+        .spawn(move || mine.run(rx))
         .map_err(|e| RuntimeError::Spawn {
             what: "a thread",
             message: e.to_string(),
         })?;
     Ok((
         ManagerHandle {
-            tx,
+            inbox: Inbox::new(tx, Some(shared)),
             pressed,
             remote,
             cluster: None,
@@ -335,9 +353,47 @@ pub fn spawn(
     ))
 }
 
-impl Manager {
-    fn run(&mut self, rx: Receiver<Cmd>) {
+/// The memory manager as the threads that may run it share it: its own thread runs the
+/// commands queued for it, and a caller that would only wait for the answer runs its command
+/// itself when nothing is queued or running (`Inbox::ask`). One command runs at a time
+/// either way, in the order sent, so the manager is still the one owner of the directory.
+pub(crate) struct Shared {
+    manager: Mutex<Manager>,
+    /// Commands queued for the manager's thread and not yet done.
+    queued: AtomicUsize,
+}
+
+impl Shared {
+    fn run(&self, rx: Receiver<Cmd>) {
         while let Ok(cmd) = rx.recv() {
+            // A command that panicked poisoned the lock; the manager is as it left it, as it
+            // was before there was a lock.
+            self.manager
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .handle(cmd);
+            self.queued.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Runs `cmd` on this thread when the manager is idle, else `post`s it.
+    pub(super) fn run_or_post(&self, cmd: Cmd, post: impl FnOnce(Cmd)) {
+        if self.queued.load(Ordering::SeqCst) == 0 {
+            if let Ok(mut m) = self.manager.try_lock() {
+                // Checked again under the lock: a command queued since was sent first.
+                if self.queued.load(Ordering::SeqCst) == 0 {
+                    m.handle(cmd);
+                    return;
+                }
+            }
+        }
+        post(cmd)
+    }
+}
+
+impl Manager {
+    fn handle(&mut self, cmd: Cmd) {
+        {
             match cmd {
                 Cmd::Create(desc, data, mode, r) => {
                     let _ = r.send(self.guarded(|m| m.create(desc, data, mode)));
@@ -371,8 +427,16 @@ impl Manager {
                         Ok((e, m.read_packed(id)?))
                     }));
                 }
-                Cmd::Request(device, pages, keep, r) => self.request(device, pages, keep, r),
-                Cmd::Stage(device, pages, start, r) => self.stage(device, pages, start, r),
+                Cmd::Request(device, pages, keep, r) => {
+                    let before = self.copy_nanos;
+                    self.request(device, pages, keep, r);
+                    self.charge_copies(device, before);
+                }
+                Cmd::Stage(device, pages, start, r) => {
+                    let before = self.copy_nanos;
+                    self.stage(device, pages, start, r);
+                    self.charge_copies(device, before);
+                }
                 Cmd::Evictable(id, evictable, r) => {
                     let res = self.space.get(id).map(|_| {
                         if evictable {
@@ -462,6 +526,13 @@ impl Manager {
                     let _ = r.send(all);
                 }
             }
+        }
+    }
+
+    /// Charges the page copies made since `before` to `device`, whose batch they served.
+    fn charge_copies(&mut self, device: DeviceId, before: u64) {
+        if let Some(t) = self.traffic.get_mut(device.index()) {
+            t.copy_nanos += self.copy_nanos - before;
         }
     }
 

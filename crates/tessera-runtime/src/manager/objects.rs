@@ -185,7 +185,7 @@ impl Manager {
             .enumerate()
             .filter(|(_, v)| !v.is_empty())
             .map(|(d, v)| {
-                self.workers[d].submit(move |dev| {
+                self.workers[d].submit_here(move |dev| {
                     v.into_iter()
                         .map(|(local, at)| Ok((local, dev.read_slot(at)?)))
                         .collect::<Result<Vec<_>>>()

@@ -89,10 +89,14 @@ pub(super) type HomeBound = (GlobalPage, SlotAddr, ObjectId, u64, u64);
 /// moves more allocates the rest.
 pub(super) const POOL_BYTES: usize = 64 << 20;
 
+/// What a worker's job gives back: the buffers it wrote from (for the pool) and the
+/// nanoseconds its page copies took.
+pub(super) type Spent = (Vec<Vec<u8>>, u64);
+
 /// Per-device queues of collected work and the acknowledgements still to come.
 pub(super) struct Outbox {
     pub(super) ops: Vec<Vec<DeviceOp>>,
-    pub(super) acks: Vec<Pending<Result<Vec<Vec<u8>>>>>,
+    pub(super) acks: Vec<Pending<Result<Spent>>>,
     pub(super) home: SharedHome,
     pub(super) held: Arc<HeldPages>,
     /// Some queued or sent job copies from home: the manager must let them finish before it
@@ -106,6 +110,8 @@ pub(super) struct Outbox {
     /// Slots freed by this list's invalidations, which are queued or sent and not yet
     /// acknowledged: a launch may still map them.
     pub(super) freed: HashSet<(DeviceId, SlotAddr)>,
+    /// Host time the acknowledged jobs spent copying pages, in nanoseconds.
+    pub(super) copy_nanos: u64,
 }
 
 impl Outbox {
@@ -119,6 +125,7 @@ impl Outbox {
             spent: Vec::new(),
             peer_sources: HashSet::new(),
             freed: HashSet::new(),
+            copy_nanos: 0,
         }
     }
 
@@ -139,7 +146,7 @@ impl Outbox {
             return;
         }
         let home = self.home.clone();
-        self.acks.push(workers[d.index()].submit(move |dev| {
+        self.acks.push(workers[d.index()].submit_here(move |dev| {
             // Consecutive slot writes go as one batch (`Device::write_slots`), consecutive peer
             // copies as another (`Device::copy_from_peers`). Each batch is sent before an op of
             // the other kind, so a slot a peer copy fills and a write then reuses (or the other
@@ -147,14 +154,17 @@ impl Outbox {
             // next launch comes after the job anyway.
             let mut peer: Vec<PeerCopy> = Vec::new();
             let mut writes: Vec<SlotWrite> = Vec::new();
+            let mut nanos = 0;
             for op in ops {
                 match op {
                     DeviceOp::PeerCopy(c) => {
-                        write_batch(dev, &home, &mut writes)?;
+                        copied(&mut nanos, || write_batch(dev, &home, &mut writes))?;
                         peer.push(c);
                     }
                     DeviceOp::Write(at, data) => {
-                        dev.copy_from_peers(&std::mem::take(&mut peer))?;
+                        copied(&mut nanos, || {
+                            dev.copy_from_peers(&std::mem::take(&mut peer))
+                        })?;
                         writes.push(SlotWrite::Bytes(at, data));
                     }
                     DeviceOp::WriteFromHome {
@@ -163,7 +173,9 @@ impl Outbox {
                         local,
                         bytes,
                     } => {
-                        dev.copy_from_peers(&std::mem::take(&mut peer))?;
+                        copied(&mut nanos, || {
+                            dev.copy_from_peers(&std::mem::take(&mut peer))
+                        })?;
                         writes.push(SlotWrite::Home {
                             at,
                             obj,
@@ -173,21 +185,22 @@ impl Outbox {
                     }
                     DeviceOp::Create(id, bytes, cap) => {
                         // The memory must exist before a batch writes into it.
-                        write_batch(dev, &home, &mut writes)?;
+                        copied(&mut nanos, || write_batch(dev, &home, &mut writes))?;
                         dev.create_memory(id, bytes, cap)?
                     }
                     DeviceOp::Set(page, desc) => dev.set_page(page, desc)?,
                 }
             }
-            dev.copy_from_peers(&peer)?;
-            write_batch(dev, &home, &mut writes)?;
-            Ok(writes
+            copied(&mut nanos, || dev.copy_from_peers(&peer))?;
+            copied(&mut nanos, || write_batch(dev, &home, &mut writes))?;
+            let spent = writes
                 .into_iter()
                 .filter_map(|w| match w {
                     SlotWrite::Bytes(_, data) => Some(data),
                     SlotWrite::Home { .. } => None,
                 })
-                .collect())
+                .collect();
+            Ok((spent, nanos))
         }));
     }
 
@@ -199,7 +212,10 @@ impl Outbox {
         let mut res = Ok(());
         for p in self.acks.drain(..) {
             match p.wait().and_then(|r| r) {
-                Ok(mut spent) => self.spent.append(&mut spent),
+                Ok((mut spent, nanos)) => {
+                    self.spent.append(&mut spent);
+                    self.copy_nanos += nanos;
+                }
                 Err(e) => {
                     if res.is_ok() {
                         res = Err(e);

@@ -91,7 +91,7 @@ impl Manager {
         let ask: Vec<GlobalPage> = extra.iter().map(|r| r.page).collect();
         let times = {
             let ask = ask.clone();
-            self.workers[device.index()].call(move |dev| dev.page_times(&ask))?
+            self.workers[device.index()].call_here(move |dev| dev.page_times(&ask))?
         };
         let ev = &mut self.evictors[device.index()];
         for (p, t) in ask.into_iter().zip(times) {
@@ -125,7 +125,7 @@ impl Manager {
         let mut now: HashMap<GlobalPage, u64> = HashMap::new();
         if !missing.is_empty() {
             let ask = missing.clone();
-            let times = self.workers[d].call(move |dev| dev.page_times(&ask))?;
+            let times = self.workers[d].call_here(move |dev| dev.page_times(&ask))?;
             now.extend(missing.into_iter().zip(times));
         }
         let ev = &mut self.evictors[d];

@@ -241,7 +241,7 @@ impl Manager {
         if ids.is_empty() {
             return Ok(());
         }
-        let got = self.workers[device.index()].call(move |dev| {
+        let got = self.workers[device.index()].call_here(move |dev| {
             Ok(ids
                 .into_iter()
                 .map(|m| (m, dev.slot_sink(m)))

@@ -139,6 +139,9 @@ pub struct Figures {
     pub work: f64,
     pub link: f64,
     pub manager: f64,
+    /// The page copies made during the devices' waits for the manager, left out of
+    /// `manager` (the links charge them).
+    pub copies: f64,
     pub per_device_work: Vec<f64>,
     pub concurrent_work: Vec<f64>,
     pub measured_fps: f64,
@@ -173,6 +176,7 @@ impl Run {
             work: m.device_seconds / f,
             link: m.transfer_seconds / f,
             manager: m.manager_seconds / f,
+            copies: m.copy_seconds / f,
             per_device_work: m.work_per_device.iter().map(|w| w / f).collect(),
             concurrent_work: run
                 .concurrent_work_per_device
