@@ -314,4 +314,60 @@ mod tests {
         assert_eq!(device_work(&s), 31.0);
         assert_eq!(manager_time(&s), 300.0);
     }
+
+    #[test]
+    fn the_isolated_model_leaves_the_managers_page_copies_to_the_links() {
+        let topo = Topology::preset("pcie3-x16", 2).unwrap();
+        let stats = |wait: f64| {
+            let mut s = PassStats::default();
+            s.stages.compute = 1.0;
+            s.stages.read_requests = wait;
+            s
+        };
+        let per = [stats(0.5), stats(0.25)];
+        let before = vec![DeviceTraffic::default(); 2];
+        let mut after = before.clone();
+        after[0].copy_nanos = 200_000_000;
+        // Copies timed longer than the wait they were part of take the whole wait, no more.
+        after[1].copy_nanos = 900_000_000;
+        let mut isolated = Modeled {
+            manager_per_device: vec![0.0; 2],
+            work_per_device: vec![0.0; 2],
+            ..Default::default()
+        };
+        charge(
+            &topo,
+            &mut isolated,
+            &per,
+            &before,
+            &after,
+            Schedule::Isolated,
+        )
+        .unwrap();
+        assert!(
+            (isolated.manager_seconds - 0.3).abs() < 1e-9,
+            "{isolated:?}"
+        );
+        assert!((isolated.copy_seconds - 0.45).abs() < 1e-9, "{isolated:?}");
+        assert!(
+            (isolated.manager_per_device[1]).abs() < 1e-9,
+            "{isolated:?}"
+        );
+        // The concurrent model has no manager term, and takes nothing out of the waits.
+        let mut concurrent = isolated.clone();
+        concurrent.copy_seconds = 0.0;
+        concurrent.manager_seconds = 0.0;
+        concurrent.manager_per_device = vec![0.0; 2];
+        charge(
+            &topo,
+            &mut concurrent,
+            &per,
+            &before,
+            &after,
+            Schedule::Concurrent,
+        )
+        .unwrap();
+        assert_eq!(concurrent.copy_seconds, 0.0);
+        assert_eq!(concurrent.manager_per_device, vec![0.5, 0.25]);
+    }
 }

@@ -275,6 +275,9 @@ pub struct ModeledReport {
     /// Of `seconds`: the memory manager's time serving the devices' batches, measured with
     /// each device alone and summed over devices (zero in the concurrent model).
     pub manager_seconds_measured: f64,
+    /// The page copies made during the devices' waits for the manager, timed and left out of
+    /// `manager_seconds_measured`: the links charge those moves (isolated model only).
+    pub manager_copy_seconds_left_out: f64,
     /// Per device, its own work summed over the modeled frames (measured; alone in the
     /// isolated model).
     pub work_seconds_per_device: Vec<f64>,
@@ -408,6 +411,7 @@ impl Report {
             device_seconds_measured: m.device_seconds,
             transfer_seconds_modeled: m.transfer_seconds,
             manager_seconds_measured: m.manager_seconds,
+            manager_copy_seconds_left_out: m.copy_seconds,
             work_seconds_per_device: m.work_per_device.clone(),
             manager_seconds_per_device: m.manager_per_device.clone(),
             concurrent_work_seconds_per_device: run.concurrent_work_per_device.clone(),
