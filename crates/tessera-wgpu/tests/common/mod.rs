@@ -1,4 +1,5 @@
-//! What every wgpu test does when it opens a device.
+//! What every wgpu test does when it opens a device, and what the device-level tests (a wgpu
+//! device beside a CPU device, launch by launch) set up alike.
 
 use tessera_runtime::{Fault, Invocation, Kernel};
 use tessera_wgpu::WgpuError;

@@ -17,10 +17,13 @@
 //! - [`runner`]: the versions: `migrate` (one shared object per field, demand paging) and
 //!   `explicit` (private slab objects with ghost cells and hand-written halo copies).
 //! - [`halo_copy`]: the copy kernel of the explicit version (twin of `halo_copy.wgsl`).
+
 /// Declares a kernel's parameter struct (`tessera_runtime::kernel_params!`) with a box between
 /// the fields before and after `..Box3`: the six fields `ox, oy, oz, ex, ey, ez` that
 /// `grid.wgsl` reads as a box. `with_box` gives the box's fields with every other field zero,
-/// for a struct literal to take the box from with `..`.
+/// for a struct literal to take the box from with `..`; such a literal compiles even when it
+/// leaves another field out (that field is zero), so each kernel's tests against its
+/// reference are what catch a missing one.
 macro_rules! box_kernel_params {
     (
         $(#[$meta:meta])*
