@@ -2,9 +2,12 @@
 //! `filter`, through the parser, the oracle (against outcome sets worked out by hand) and
 //! the runner under each schedule; and the Linux kernel's own tests.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use common::litmus_files;
 use tessera_core::ProtocolVariant;
 use tessera_litmus::ast::{addr_of, Addr, BinOp, Expr, Fence, Op, Rmw, RmwRet};
 use tessera_litmus::{
@@ -19,27 +22,10 @@ fn kernel(name: &str) -> Test {
     load(&kernel_dir().join(format!("{name}.litmus"))).unwrap()
 }
 
-/// The Linux kernel's tests sit beside the worktrees, in `../shared/litmus/lkmm`
-/// (`TESSERA_LKMM` overrides); they are not part of this repository.
+/// The Linux kernel's tests (`common::lkmm_path`), or `None` where they are missing.
 fn lkmm_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("TESSERA_LKMM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/litmus/lkmm")
-        });
+    let dir = common::lkmm_path();
     dir.is_dir().then_some(dir)
-}
-
-fn litmus_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            litmus_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "litmus") {
-            out.push(p);
-        }
-    }
-    out.sort();
 }
 
 fn config(runs: u64, schedule: Schedule) -> RunConfig {

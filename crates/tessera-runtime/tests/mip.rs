@@ -9,7 +9,8 @@
 mod kernels;
 
 use kernels::{
-    grid, grid_words, level0, upload, LevelCopy, Samples, ADDRESSINGS, FILTERS, H, PAGE, W,
+    copy_level, grid, grid_words, level0, level_errors, sample_grid, upload, ADDRESSINGS, FILTERS,
+    H, PAGE, W, WINDOWS,
 };
 use tessera_core::{
     AccessMode, Addressing, CoreError, Filter, ObjectDesc, ObjectEntry, Sampler, TexelFormat,
@@ -138,10 +139,6 @@ fn system(devices: usize) -> System {
     System::cpu(&SystemConfig::new(devices)).unwrap()
 }
 
-fn words(b: &[u8]) -> Vec<u32> {
-    tessera_core::mip::bytes_to_words(b)
-}
-
 #[test]
 fn every_level_reads_back_through_the_page_table() {
     let levels = ObjectDesc::mipmapped(
@@ -165,20 +162,7 @@ fn every_level_reads_back_through_the_page_table() {
             let (tex, _) = upload(&sys, addressing, border);
             for l in 0..levels {
                 let (lw, lh) = ((W >> l).max(1), (H >> l).max(1));
-                let out = sys
-                    .create(
-                        ObjectDesc::texture(W, H, TexelFormat::Rgba8Unorm, PAGE).unwrap(),
-                        None,
-                    )
-                    .unwrap();
-                let k = LevelCopy {
-                    tex: tex.id,
-                    out: out.id,
-                    level: l,
-                    extent: (lw, lh),
-                };
-                sys.run_kernel(k, &[&tex, &out], W, H).unwrap();
-                let got = words(&sys.read(&out).unwrap());
+                let (_, got) = copy_level(&sys, &tex, l);
                 let level = &want[l as usize];
                 for y in 0..H {
                     for x in 0..W {
@@ -281,22 +265,7 @@ fn run_samples(
             Some(grid_words(g)),
         )
         .unwrap();
-    let out = sys
-        .create(
-            ObjectDesc::texture(kernels::COLS, rows, TexelFormat::Rgba8Unorm, PAGE).unwrap(),
-            None,
-        )
-        .unwrap();
-    let k = Samples {
-        tex: tex.id,
-        coords: coords.id,
-        out: out.id,
-        sampler,
-        window,
-    };
-    sys.run_kernel(k, &[tex, &coords, &out], kernels::COLS, rows)
-        .unwrap();
-    words(&sys.read(&out).unwrap())
+    sample_grid(sys, tex, &coords, rows, sampler, window).1
 }
 
 #[test]
@@ -305,21 +274,12 @@ fn samples_equal_a_naive_sampler_with_and_without_borders() {
     let levels = naive_chain(W, H, 6).len() as u32;
     let chain = naive_chain(W, H, levels);
     let g = grid(levels);
-    let windows = [
-        None,
-        Some(Window {
-            x: 8,
-            y: 4,
-            width: 16,
-            height: 8,
-        }),
-    ];
     for object in ADDRESSINGS {
         let plain = upload(&sys, object, 0).0;
         let bordered = upload(&sys, object, 1).0;
         for filter in FILTERS {
             for addressing in ADDRESSINGS {
-                for window in windows {
+                for window in WINDOWS {
                     let sampler = Sampler { filter, addressing };
                     let a = run_samples(&sys, &plain, sampler, window, &g);
                     let b = run_samples(&sys, &bordered, sampler, window, &g);
@@ -403,27 +363,8 @@ fn bad_mipmapped_objects_and_accesses_are_typed_errors() {
         ),
         Err(CoreError::MipTooWide { .. })
     ));
-    let (tex, _) = upload(&sys, Addressing::Clamp, 0);
-    let out = sys
-        .create(
-            ObjectDesc::texture(W, H, TexelFormat::Rgba8Unorm, PAGE).unwrap(),
-            None,
-        )
-        .unwrap();
-    // Level 6 of a 6-level chain, and a texel beyond level 2's 9 × 5.
-    let err = sys
-        .run_kernel(
-            LevelCopy {
-                tex: tex.id,
-                out: out.id,
-                level: 6,
-                extent: (1, 1),
-            },
-            &[&tex, &out],
-            1,
-            1,
-        )
-        .unwrap_err();
+    let [level6, texel, kind] = level_errors(&sys);
+    let err = level6;
     assert!(
         matches!(
             &err,
@@ -437,19 +378,7 @@ fn bad_mipmapped_objects_and_accesses_are_typed_errors() {
         ),
         "{err}"
     );
-    let err = sys
-        .run_kernel(
-            LevelCopy {
-                tex: tex.id,
-                out: out.id,
-                level: 2,
-                extent: (10, 5),
-            },
-            &[&tex, &out],
-            10,
-            1,
-        )
-        .unwrap_err();
+    let err = texel;
     assert!(
         matches!(
             &err,
@@ -466,20 +395,7 @@ fn bad_mipmapped_objects_and_accesses_are_typed_errors() {
         ),
         "{err}"
     );
-    // A plain read of a mipmapped texture, and a level read of a plain one.
-    let err = sys
-        .run_kernel(
-            LevelCopy {
-                tex: out.id,
-                out: tex.id,
-                level: 0,
-                extent: (1, 1),
-            },
-            &[&tex, &out],
-            1,
-            1,
-        )
-        .unwrap_err();
+    let err = kind;
     assert!(
         matches!(
             &err,

@@ -9,36 +9,21 @@ mod common;
 
 use std::sync::Arc;
 
+use common::{gpu, CpuOnly, SrcDst, World};
 use tessera_core::{
-    AddressSpace, DeviceId, GlobalPage, ObjectDesc, ObjectEntry, ObjectId, PageDescriptor,
-    SlotAddr, TexelFormat,
+    AddressSpace, DeviceId, GlobalPage, ObjectDesc, ObjectId, PageDescriptor, SlotAddr, TexelFormat,
 };
 use tessera_runtime::cpu::CpuDevice;
 use tessera_runtime::{
     Bound, Device, Domain, Fault, Invocation, Kernel, Launch, Mode, RuntimeError, WgslKernel,
 };
-use tessera_wgpu::{AdapterChoice, WgpuDevice, MAX_MEMORIES};
-
-fn gpu() -> Option<WgpuDevice> {
-    common::opened(
-        WgpuDevice::new(DeviceId(0), &AdapterChoice::Default),
-        "a wgpu device",
-    )
-}
+use tessera_wgpu::{AdapterChoice, MAX_MEMORIES};
 
 /// Stores first, then loads: a fault after the store must drop it. Reads `src` at (x, y) and
 /// at (x/2, y/2), so invocations touch pages other than their own.
 struct Probe {
     src: ObjectId,
     dst: ObjectId,
-}
-
-tessera_runtime::kernel_params! {
-    /// The parameters of a kernel from `src` into `dst`.
-    struct SrcDst {
-        src: u32,
-        dst: u32,
-    }
 }
 
 const PROBE_WGSL: &str = r#"
@@ -103,26 +88,9 @@ impl Kernel for Bad {
     }
 }
 
-struct CpuOnly;
-
-impl Kernel for CpuOnly {
-    fn name(&self) -> &'static str {
-        "cpu-only"
-    }
-    fn invoke(&self, _: &mut Invocation<'_>, _: u32, _: u32) -> Result<(), Fault> {
-        Ok(())
-    }
-}
-
 const SIDE: u32 = 32;
 const PAGE: u32 = 8;
 const SLOT_BYTES: u64 = (PAGE * PAGE * 4) as u64;
-
-struct World {
-    src: ObjectEntry,
-    dst: ObjectEntry,
-    pages: u64,
-}
 
 /// Two 32×32 R32Float textures of 8×8 pages; a mix of read-only, writable and missing pages.
 fn set_up(d: &mut dyn Device) -> World {
@@ -133,26 +101,24 @@ fn set_up(d: &mut dyn Device) -> World {
     let pages = space.page_count();
     d.create_memory(0, SLOT_BYTES, 24).unwrap();
     d.create_memory(1, SLOT_BYTES, 24).unwrap();
-    d.resize_page_table(pages).unwrap();
-    for p in 0..pages {
+    common::map_pages_with(
+        d,
+        pages,
+        SLOT_BYTES,
         // Spread over both memories so the prelude's memory switch is exercised.
-        let at = SlotAddr {
+        |p| SlotAddr {
             memory: (p % 2) as u16,
             slot: (p / 2) as u32,
-        };
+        },
         // Mod 3, so that some invocations store to a writable page and then miss on a load:
         // their buffered store must be dropped.
-        let desc = match p % 3 {
+        |p, at| match p % 3 {
             0 => PageDescriptor::resident(at, false),
             1 => PageDescriptor::resident(at, true),
             _ => PageDescriptor::NOT_RESIDENT,
-        };
-        d.set_page(GlobalPage(p), desc).unwrap();
-        let data: Vec<u8> = (0..SLOT_BYTES / 4)
-            .flat_map(|i| ((p * 1000 + i) as f32 * 0.25).to_le_bytes())
-            .collect();
-        d.write_slot(at, &data).unwrap();
-    }
+        },
+        |p, i| (p * 1000 + i) as f32 * 0.25,
+    );
     World { src, dst, pages }
 }
 
@@ -180,12 +146,7 @@ fn launches_match_the_cpu_device_in_every_mode() {
     let Some(g) = gpu() else { return };
     eprintln!("adapter: {}", g.describe());
     drop(g);
-    let pool = Arc::new(
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap(),
-    );
+    let pool = common::pool(2);
     let list: Vec<(u32, u32)> = (0..SIDE * SIDE)
         .map(|i| ((i * 7) % SIDE, (i * 13 / SIDE) % SIDE))
         .step_by(3)
@@ -358,12 +319,7 @@ fn a_lost_device_is_an_error_on_every_later_call() {
 #[test]
 fn the_temporary_grows_across_launches_of_a_pass() {
     let Some(mut g) = gpu() else { return };
-    let pool = Arc::new(
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(2)
-            .build()
-            .unwrap(),
-    );
+    let pool = common::pool(2);
     let mut c = CpuDevice::new(DeviceId(0), pool);
     let (wc, wg) = (set_up(&mut c), set_up(&mut g));
     let kernel: Arc<dyn Kernel> = Arc::new(Probe {

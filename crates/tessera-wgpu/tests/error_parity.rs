@@ -12,15 +12,15 @@ mod common;
 use std::sync::{Arc, OnceLock};
 
 use tessera_core::{
-    AddressSpace, CoreError, DeviceId, GlobalPage, ObjectDesc, ObjectEntry, ObjectId,
-    PageDescriptor, SlotAddr, TexelFormat,
+    AddressSpace, CoreError, DeviceId, ObjectDesc, ObjectEntry, ObjectId, PageDescriptor,
+    TexelFormat,
 };
 use tessera_runtime::cpu::CpuDevice;
 use tessera_runtime::{
     Bound, Device, Domain, Fault, Invocation, Kernel, KernelParams, Launch, Mode, ParamField,
     RuntimeError, ScalarKind, WgslKernel, MAX_BINDINGS, MAX_PARAMS, MAX_STORES,
 };
-use tessera_wgpu::{AdapterChoice, WgpuDevice};
+use tessera_wgpu::WgpuDevice;
 
 /// The launch domain: 2×2 CPU tiles (64×16), 8 list chunks of the CPU backend (1024).
 const W: u32 = 128;
@@ -245,20 +245,9 @@ fn set_up(d: &mut dyn Device) -> (Objects, u64) {
         buf: create(ObjectDesc::buffer(1024, SLOT_BYTES).unwrap()),
     };
     let pages = space.page_count();
-    d.create_memory(0, SLOT_BYTES, pages as u32).unwrap();
-    d.resize_page_table(pages).unwrap();
-    for p in 0..pages {
-        let at = SlotAddr {
-            memory: 0,
-            slot: p as u32,
-        };
-        d.set_page(GlobalPage(p), PageDescriptor::resident(at, true))
-            .unwrap();
-        let data: Vec<u8> = (0..SLOT_BYTES / 4)
-            .flat_map(|i| ((p * 100 + i) as f32).to_le_bytes())
-            .collect();
-        d.write_slot(at, &data).unwrap();
-    }
+    common::map_pages(d, pages, SLOT_BYTES, |_, at| {
+        PageDescriptor::resident(at, true)
+    });
     (o, pages)
 }
 
@@ -355,18 +344,10 @@ impl Pair {
 
 #[test]
 fn every_kernel_error_is_the_same_on_both_backends() {
-    let Some(mut gpu) = common::opened(
-        WgpuDevice::new(DeviceId(0), &AdapterChoice::Default),
-        "a wgpu device",
-    ) else {
+    let Some(mut gpu) = common::gpu() else {
         return;
     };
-    let pool = Arc::new(
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(4)
-            .build()
-            .unwrap(),
-    );
+    let pool = common::pool(4);
     let mut cpu = CpuDevice::new(DeviceId(0), pool);
     let (o, pages) = set_up(&mut cpu);
     let (og, _) = set_up(&mut gpu);

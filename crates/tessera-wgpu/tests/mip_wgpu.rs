@@ -12,10 +12,10 @@ mod common;
 mod kernels;
 
 use kernels::{
-    grid, grid_words, upload, LevelCopy, Samples, ADDRESSINGS, COLS, FILTERS, H, PAGE, W,
+    copy_level, grid, grid_words, level_errors, sample_grid, upload, ADDRESSINGS, COLS, FILTERS, H,
+    W, WINDOWS,
 };
-use tessera_core::mip::bytes_to_words;
-use tessera_core::{Addressing, ObjectDesc, Sampler, TexelFormat, Window};
+use tessera_core::{Addressing, ObjectDesc, Sampler};
 use tessera_runtime::{System, SystemConfig};
 
 fn cfg() -> SystemConfig {
@@ -36,24 +36,8 @@ fn run_all(
         {
             let (tex, _) = upload(sys, addressing, border);
             for l in 0..levels {
-                let (lw, lh) = ((W >> l).max(1), (H >> l).max(1));
-                let o = sys
-                    .create(
-                        ObjectDesc::texture(W, H, TexelFormat::Rgba8Unorm, PAGE).unwrap(),
-                        None,
-                    )
-                    .unwrap();
-                let k = LevelCopy {
-                    tex: tex.id,
-                    out: o.id,
-                    level: l,
-                    extent: (lw, lh),
-                };
-                sys.run_kernel(k, &[&tex, &o], W, H).unwrap();
-                out.push((
-                    format!("level {l}, border {border}, {addressing:?}"),
-                    bytes_to_words(&sys.read(&o).unwrap()),
-                ));
+                let (o, words) = copy_level(sys, &tex, l);
+                out.push((format!("level {l}, border {border}, {addressing:?}"), words));
                 sys.mm.free(o.id).unwrap();
             }
             let g = grid(levels);
@@ -66,38 +50,17 @@ fn run_all(
                 .unwrap();
             for filter in FILTERS {
                 for sa in samplers(addressing) {
-                    for window in [
-                        None,
-                        Some(Window {
-                            x: 8,
-                            y: 4,
-                            width: 16,
-                            height: 8,
-                        }),
-                    ] {
-                        let o = sys
-                            .create(
-                                ObjectDesc::texture(COLS, rows, TexelFormat::Rgba8Unorm, PAGE)
-                                    .unwrap(),
-                                None,
-                            )
-                            .unwrap();
-                        let k = Samples {
-                            tex: tex.id,
-                            coords: coords.id,
-                            out: o.id,
-                            sampler: Sampler {
-                                filter,
-                                addressing: sa,
-                            },
-                            window,
+                    for window in WINDOWS {
+                        let sampler = Sampler {
+                            filter,
+                            addressing: sa,
                         };
-                        sys.run_kernel(k, &[&tex, &coords, &o], COLS, rows).unwrap();
+                        let (o, words) = sample_grid(sys, &tex, &coords, rows, sampler, window);
                         out.push((
                             format!(
                                 "{filter:?}, sampler {sa:?}, object {addressing:?}, border {border}, window {window:?}"
                             ),
-                            bytes_to_words(&sys.read(&o).unwrap()),
+                            words,
                         ));
                         sys.mm.free(o.id).unwrap();
                     }
@@ -165,42 +128,7 @@ fn level_errors_on_lavapipe_are_the_cpu_twins() {
         return;
     };
     let cpu = System::cpu(&SystemConfig::default()).unwrap();
-    let errors = |sys: &System| {
-        let (tex, _) = upload(sys, Addressing::Clamp, 0);
-        let out = sys
-            .create(
-                ObjectDesc::texture(W, H, TexelFormat::Rgba8Unorm, PAGE).unwrap(),
-                None,
-            )
-            .unwrap();
-        let mut e = Vec::new();
-        for (level, extent, w) in [(6, (1, 1), 1), (2, (10, 5), 10)] {
-            let k = LevelCopy {
-                tex: tex.id,
-                out: out.id,
-                level,
-                extent,
-            };
-            e.push(
-                sys.run_kernel(k, &[&tex, &out], w, 1)
-                    .unwrap_err()
-                    .to_string(),
-            );
-        }
-        // A level read of a plain texture, and a plain store to a mipmapped one.
-        let k = LevelCopy {
-            tex: out.id,
-            out: tex.id,
-            level: 0,
-            extent: (1, 1),
-        };
-        e.push(
-            sys.run_kernel(k, &[&tex, &out], 1, 1)
-                .unwrap_err()
-                .to_string(),
-        );
-        e
-    };
+    let errors = |sys: &System| level_errors(sys).map(|e| e.to_string());
     let (a, b) = (errors(&cpu), errors(&gpu));
     assert_eq!(a, b);
     assert!(a[0].contains("mip level 6 does not exist"), "{}", a[0]);

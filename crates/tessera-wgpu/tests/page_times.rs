@@ -11,6 +11,7 @@ mod common;
 
 use std::sync::Arc;
 
+use common::{gpu, SrcDst, World};
 use tessera_core::{
     AddressSpace, DeviceId, GlobalPage, ObjectDesc, ObjectEntry, ObjectId, PageDescriptor,
     PageRequest, SlotAddr, TexelFormat,
@@ -20,21 +21,10 @@ use tessera_runtime::{
     Bound, Device, Domain, Fault, Footprint, Invocation, Kernel, Launch, Mode, Plain, TexelAccess,
     WgslKernel,
 };
-use tessera_wgpu::{AdapterChoice, TilePath, WgpuDevice};
-
-fn gpu() -> Option<WgpuDevice> {
-    common::opened(
-        WgpuDevice::new(DeviceId(0), &AdapterChoice::Default),
-        "a wgpu device",
-    )
-}
+use tessera_wgpu::TilePath;
 
 fn cpu() -> CpuDevice {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(2)
-        .build()
-        .unwrap();
-    CpuDevice::new(DeviceId(0), Arc::new(pool))
+    CpuDevice::new(DeviceId(0), common::pool(2))
 }
 
 /// A 3×3 box sum of `src` (coordinates clamped to the texture) into `dst`: a footprint of
@@ -143,15 +133,9 @@ impl Kernel for Pair {
         "page-times-pair"
     }
     fn wgsl(&self) -> Option<WgslKernel> {
-        tessera_runtime::kernel_params! {
-            struct Params {
-                src: u32,
-                dst: u32,
-            }
-        }
         Some(WgslKernel::new(
             PAIR_WGSL,
-            &Params {
+            &SrcDst {
                 src: self.src.0,
                 dst: self.dst.0,
             },
@@ -169,12 +153,6 @@ const SIDE: u32 = 48;
 const PAGE: u32 = 8;
 const SLOT_BYTES: u64 = (PAGE * PAGE * 4) as u64;
 
-struct World {
-    src: ObjectEntry,
-    dst: ObjectEntry,
-    pages: u64,
-}
-
 /// Three textures (`src`, `dst`, and one no launch binds), each page in its own slot; with
 /// `mixed`, every fifth page is missing and some others are read-only.
 fn set_up(d: &mut dyn Device, mixed: bool) -> World {
@@ -184,24 +162,11 @@ fn set_up(d: &mut dyn Device, mixed: bool) -> World {
     let dst = space.create(desc).unwrap();
     space.create(desc).unwrap();
     let pages = space.page_count();
-    d.create_memory(0, SLOT_BYTES, pages as u32).unwrap();
-    d.resize_page_table(pages).unwrap();
-    for p in 0..pages {
-        let at = SlotAddr {
-            memory: 0,
-            slot: p as u32,
-        };
-        let desc = match (mixed, p % 5) {
-            (true, 3) => PageDescriptor::NOT_RESIDENT,
-            (true, 1) => PageDescriptor::resident(at, false),
-            _ => PageDescriptor::resident(at, true),
-        };
-        d.set_page(GlobalPage(p), desc).unwrap();
-        let data: Vec<u8> = (0..SLOT_BYTES / 4)
-            .flat_map(|i| ((p * 100 + i) as f32).to_le_bytes())
-            .collect();
-        d.write_slot(at, &data).unwrap();
-    }
+    common::map_pages(d, pages, SLOT_BYTES, |p, at| match (mixed, p % 5) {
+        (true, 3) => PageDescriptor::NOT_RESIDENT,
+        (true, 1) => PageDescriptor::resident(at, false),
+        _ => PageDescriptor::resident(at, true),
+    });
     World { src, dst, pages }
 }
 

@@ -5,11 +5,14 @@
 
 mod common;
 
-use tessera_runtime::{Partition, Policy, Procedure, SystemConfig};
+#[path = "../../tessera-workloads/tests/shared/raytrace.rs"]
+mod shared;
+
+use shared::{evictions, setup_paged};
+use tessera_runtime::{Policy, SystemConfig};
 use tessera_workloads::raytrace::rays::View;
 use tessera_workloads::raytrace::render::{resident_image, RayRenderer, RenderOptions};
 use tessera_workloads::raytrace::scene::PagedScene;
-use tessera_workloads::raytrace::SceneSpec;
 
 const PAGE: u32 = 16;
 const PAGE_BYTES: u64 = (PAGE * PAGE * 4) as u64;
@@ -19,23 +22,7 @@ const PAGE_BYTES: u64 = (PAGE * PAGE * 4) as u64;
 const MAX_DIFFERING_PER_MILLE: usize = 20;
 
 fn setup() -> (PagedScene, View, RenderOptions) {
-    let (mesh, cam, _) = SceneSpec::Generated(3)
-        .load(std::path::Path::new("/nonexistent"))
-        .unwrap();
-    let (w, h) = (24, 18);
-    let scene = PagedScene::build(&mesh, 1, PAGE).unwrap();
-    let view = View::new(cam.eye, cam.yaw, cam.pitch, cam.fov_y, w as f64 / h as f64);
-    let opts = RenderOptions {
-        width: w,
-        height: h,
-        page: PAGE,
-        ao_samples: 2,
-        ao_radius: 96.0,
-        partition: Partition::Rows,
-        procedure: Procedure::Relaunch,
-        filter: None,
-    };
-    (scene, view, opts)
+    setup_paged(3, 1, 24, 18, PAGE)
 }
 
 /// The image and the suspensions of a render on `devices` wgpu devices.
@@ -55,14 +42,7 @@ fn gpu_render(
     let sys = common::system(&cfg)?;
     let mut r = RayRenderer::new(sys, scene.clone(), view, opts).unwrap();
     let stats = r.frame().unwrap();
-    let evictions = r
-        .sys
-        .mm
-        .traffic()
-        .unwrap()
-        .iter()
-        .map(|t| t.evictions)
-        .sum();
+    let evictions = evictions(&r.sys);
     Some((
         r.image().unwrap(),
         stats.iter().map(|s| s.suspended).sum(),

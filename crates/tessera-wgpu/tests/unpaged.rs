@@ -7,6 +7,7 @@
 
 mod common;
 
+use common::CpuOnly;
 use tessera_core::{DeviceId, ObjectId, TexelFormat};
 use tessera_runtime::{Device, WgslKernel};
 use tessera_runtime::{Fault, Invocation, Kernel, Partition, Procedure, System, SystemConfig};
@@ -180,17 +181,6 @@ impl Kernel for Shifted {
 const SHIFTED: &str = "fn kernel_main(x: u32, y: u32) {
     store_f32(params.dst, x + params.shift, y, f32(x) + 0.5 + load_f32(params.src, x, y));
 }";
-
-struct CpuOnly;
-
-impl Kernel for CpuOnly {
-    fn name(&self) -> &'static str {
-        "cpu-only"
-    }
-    fn invoke(&self, _: &mut Invocation<'_>, _: u32, _: u32) -> Result<(), Fault> {
-        Ok(())
-    }
-}
 
 #[test]
 fn out_of_range_and_unknown_objects_touch_nothing() {

@@ -2,6 +2,10 @@
 //! resident image bit for bit, rays resume from saved state, and the BVH walk finds the
 //! triangle a brute-force search over all triangles finds.
 
+#[path = "shared/raytrace.rs"]
+mod shared;
+
+use shared::{evictions, setup_paged};
 use tessera_runtime::{Partition, Policy, Procedure, System, SystemConfig};
 use tessera_workloads::raytrace::rays::View;
 use tessera_workloads::raytrace::render::{resident_image, RayRenderer, RenderOptions};
@@ -12,31 +16,6 @@ const PAGE: u32 = 16;
 
 fn setup(n: u32, instances: u32, w: u32, h: u32) -> (PagedScene, View, RenderOptions) {
     setup_paged(n, instances, w, h, PAGE)
-}
-
-fn setup_paged(
-    n: u32,
-    instances: u32,
-    w: u32,
-    h: u32,
-    page: u32,
-) -> (PagedScene, View, RenderOptions) {
-    let (mesh, cam, _) = SceneSpec::Generated(n)
-        .load(std::path::Path::new("/nonexistent"))
-        .unwrap();
-    let scene = PagedScene::build(&mesh, instances, page).unwrap();
-    let view = View::new(cam.eye, cam.yaw, cam.pitch, cam.fov_y, w as f64 / h as f64);
-    let opts = RenderOptions {
-        width: w,
-        height: h,
-        page,
-        ao_samples: 2,
-        ao_radius: 96.0,
-        partition: Partition::Rows,
-        procedure: Procedure::Relaunch,
-        filter: None,
-    };
-    (scene, view, opts)
 }
 
 fn render(
@@ -57,14 +36,7 @@ fn render(
     .unwrap();
     let mut r = RayRenderer::new(sys, scene.clone(), view, opts).unwrap();
     let stats = r.frame().unwrap();
-    let evictions: u64 = r
-        .sys
-        .mm
-        .traffic()
-        .unwrap()
-        .iter()
-        .map(|t| t.evictions)
-        .sum();
+    let evictions = evictions(&r.sys);
     let suspended = stats.iter().map(|s| s.suspended).sum();
     (r.image().unwrap(), evictions, suspended)
 }

@@ -1,11 +1,11 @@
 //! The kernels the mip tests run, with both twins, shared by the CPU test (`tests/mip.rs`)
 //! and the lavapipe one (tessera-wgpu's `tests/mip_wgpu.rs`).
 
-use tessera_core::mip::{chain_rgba8, slots, words_to_bytes};
+use tessera_core::mip::{bytes_to_words, chain_rgba8, slots, words_to_bytes};
 use tessera_core::{
     AccessMode, Addressing, Filter, ObjectDesc, ObjectEntry, ObjectId, Sampler, TexelFormat, Window,
 };
-use tessera_runtime::{Fault, Invocation, Kernel, System, WgslKernel};
+use tessera_runtime::{Fault, Invocation, Kernel, RuntimeError, System, WgslKernel};
 
 /// The test texture's sides and page: odd sides, so every level has a ragged edge.
 pub const W: u32 = 37;
@@ -82,6 +82,78 @@ impl Kernel for LevelCopy {
         inv.store_rgba8(self.out, x, y, c)
     }
 }
+
+/// Runs the kernel `kernel` makes for a new `w × h` RGBA8 texture `out` over `out`'s
+/// texels, with `inputs` bound before it: that texture, for the caller to free or keep, and
+/// its words.
+fn run_into<K: Kernel + 'static>(
+    sys: &System,
+    inputs: &[&ObjectEntry],
+    (w, h): (u32, u32),
+    kernel: impl FnOnce(ObjectId) -> K,
+) -> (ObjectEntry, Vec<u32>) {
+    let out = sys
+        .create(
+            ObjectDesc::texture(w, h, TexelFormat::Rgba8Unorm, PAGE).unwrap(),
+            None,
+        )
+        .unwrap();
+    let mut bound = inputs.to_vec();
+    bound.push(&out);
+    sys.run_kernel(kernel(out.id), &bound, w, h).unwrap();
+    let words = bytes_to_words(&sys.read(&out).unwrap());
+    (out, words)
+}
+
+/// Level `level` of `tex`, read through the page table by [`LevelCopy`] into a new W × H
+/// texture over the whole domain (the level's last row and column repeated past its extent):
+/// that texture, for the caller to free or keep, and its words.
+pub fn copy_level(sys: &System, tex: &ObjectEntry, level: u32) -> (ObjectEntry, Vec<u32>) {
+    run_into(sys, &[tex], (W, H), |out| LevelCopy {
+        tex: tex.id,
+        out,
+        level,
+        extent: ((W >> level).max(1), (H >> level).max(1)),
+    })
+}
+
+/// The errors of three bad level copies on `sys`, in order: level 6 of the 6-level chain, a
+/// texel beyond level 2's 9 × 5, and a level read of a plain texture (which stores plainly to
+/// the mipmapped one).
+pub fn level_errors(sys: &System) -> [RuntimeError; 3] {
+    let (tex, _) = upload(sys, Addressing::Clamp, 0);
+    let out = sys
+        .create(
+            ObjectDesc::texture(W, H, TexelFormat::Rgba8Unorm, PAGE).unwrap(),
+            None,
+        )
+        .unwrap();
+    [
+        (&tex, &out, 6, (1, 1), 1),
+        (&tex, &out, 2, (10, 5), 10),
+        (&out, &tex, 0, (1, 1), 1),
+    ]
+    .map(|(from, to, level, extent, w)| {
+        let k = LevelCopy {
+            tex: from.id,
+            out: to.id,
+            level,
+            extent,
+        };
+        sys.run_kernel(k, &[&tex, &out], w, 1).unwrap_err()
+    })
+}
+
+/// Where [`Samples`] runs: the whole texture, and a window inside it.
+pub const WINDOWS: [Option<Window>; 2] = [
+    None,
+    Some(Window {
+        x: 8,
+        y: 4,
+        width: 16,
+        height: 8,
+    }),
+];
 
 /// out(x, y) = the sample of `tex` at (u, v, lod) = words 3i..3i+3 of the buffer `coords`
 /// (f32 bits) with i = y * COLS + x, over the whole texture or `window`.
@@ -161,6 +233,25 @@ impl Kernel for Samples {
         };
         inv.store_rgba8(self.out, x, y, c)
     }
+}
+
+/// The samples by [`Samples`] of `tex` at the `rows` rows of COLS coordinates of `coords`,
+/// into a new texture: that texture, for the caller to free or keep, and its words.
+pub fn sample_grid(
+    sys: &System,
+    tex: &ObjectEntry,
+    coords: &ObjectEntry,
+    rows: u32,
+    sampler: Sampler,
+    window: Option<Window>,
+) -> (ObjectEntry, Vec<u32>) {
+    run_into(sys, &[tex, coords], (COLS, rows), |out| Samples {
+        tex: tex.id,
+        coords: coords.id,
+        out,
+        sampler,
+        window,
+    })
 }
 
 /// Samples per row of the `Samples` domain (the WGSL twin spells it out).

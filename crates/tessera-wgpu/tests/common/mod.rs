@@ -1,5 +1,7 @@
-//! What every wgpu test does when it opens a device.
+//! What every wgpu test does when it opens a device, and what the device-level tests (a wgpu
+//! device beside a CPU device, launch by launch) set up alike.
 
+use tessera_runtime::{Fault, Invocation, Kernel};
 use tessera_wgpu::WgpuError;
 
 /// Whether the environment says a Vulkan adapter must exist (CI, after installing lavapipe).
@@ -120,5 +122,106 @@ impl Exactness {
                 "{what}: differs bit for bit from {w} on the same GPU"
             ),
         }
+    }
+}
+
+/// Device 0 on the default adapter, alone, or `None` as [`opened`] says: the device-level tests
+/// drive it launch by launch beside a CPU device.
+#[allow(dead_code)]
+pub fn gpu() -> Option<tessera_wgpu::WgpuDevice> {
+    opened(
+        tessera_wgpu::WgpuDevice::new(
+            tessera_core::DeviceId(0),
+            &tessera_wgpu::AdapterChoice::Default,
+        ),
+        "a wgpu device",
+    )
+}
+
+/// A pool of `threads` threads for the CPU devices the device-level tests compare with.
+#[allow(dead_code)]
+pub fn pool(threads: usize) -> std::sync::Arc<rayon::ThreadPool> {
+    std::sync::Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap(),
+    )
+}
+
+/// A kernel without a WGSL twin, which a wgpu device must refuse with a typed error.
+#[allow(dead_code)]
+pub struct CpuOnly;
+
+impl Kernel for CpuOnly {
+    fn name(&self) -> &'static str {
+        "cpu-only"
+    }
+    fn invoke(&self, _: &mut Invocation<'_>, _: u32, _: u32) -> Result<(), Fault> {
+        Ok(())
+    }
+}
+
+tessera_runtime::kernel_params! {
+    /// The parameters of a kernel from `src` into `dst`.
+    #[allow(dead_code)]
+    pub struct SrcDst {
+        pub src: u32,
+        pub dst: u32,
+    }
+}
+
+/// A source and a destination texture in an address space of `pages` pages, which the
+/// device-level tests bind in that order.
+#[allow(dead_code)]
+pub struct World {
+    pub src: tessera_core::ObjectEntry,
+    pub dst: tessera_core::ObjectEntry,
+    pub pages: u64,
+}
+
+/// [`map_pages_with`] in one memory made here: page p in slot p of memory 0, its words i
+/// p · 100 + i.
+#[allow(dead_code)]
+pub fn map_pages(
+    d: &mut dyn tessera_runtime::Device,
+    pages: u64,
+    slot_bytes: u64,
+    desc: impl Fn(u64, tessera_core::SlotAddr) -> tessera_core::PageDescriptor,
+) {
+    d.create_memory(0, slot_bytes, pages as u32).unwrap();
+    map_pages_with(
+        d,
+        pages,
+        slot_bytes,
+        |p| tessera_core::SlotAddr {
+            memory: 0,
+            slot: p as u32,
+        },
+        desc,
+        |p, i| (p * 100 + i) as f32,
+    );
+}
+
+/// Gives `d` a page table of `pages` pages, page p at slot `at(p)` of the memories the caller
+/// made, described by `desc(p, at(p))`, and fills each slot's words i with `value(p, i)`.
+#[allow(dead_code)]
+pub fn map_pages_with(
+    d: &mut dyn tessera_runtime::Device,
+    pages: u64,
+    slot_bytes: u64,
+    at: impl Fn(u64) -> tessera_core::SlotAddr,
+    desc: impl Fn(u64, tessera_core::SlotAddr) -> tessera_core::PageDescriptor,
+    value: impl Fn(u64, u64) -> f32,
+) {
+    d.resize_page_table(pages).unwrap();
+    for p in 0..pages {
+        let at = at(p);
+        d.set_page(tessera_core::GlobalPage(p), desc(p, at))
+            .unwrap();
+        let data: Vec<u8> = (0..slot_bytes / 4)
+            .flat_map(|i| value(p, i).to_le_bytes())
+            .collect();
+        d.write_slot(at, &data).unwrap();
     }
 }

@@ -12,12 +12,7 @@ boiling_pass!(
     #[inline]
     fn texel<A: TexelAccess>(&self, a: &mut A, x: u32, y: u32) -> Result<(), Fault> {
         let c = &self.0;
-        let i = c.tex.border;
-        let centre = c.at(a, i, x, y, 0, 0)?;
-        let n = c.at(a, i, x, y, 0, 1)?;
-        let s = c.at(a, i, x, y, 0, -1)?;
-        let e = c.at(a, i, x, y, 1, 0)?;
-        let w = c.at(a, i, x, y, -1, 0)?;
+        let [centre, n, s, e, w] = c.five_point(a, c.tex.border, x, y)?;
         a.store_f32(
             c.tex.diffusion,
             x,

@@ -24,12 +24,7 @@ boiling_pass!(
                 (i / 3) as i64 - 1,
             )?;
         }
-        let b = c.tex.buoyancy;
-        let b_c = c.at(a, b, x, y, 0, 0)?;
-        let b_n = c.at(a, b, x, y, 0, 1)?;
-        let b_s = c.at(a, b, x, y, 0, -1)?;
-        let b_e = c.at(a, b, x, y, 1, 0)?;
-        let b_w = c.at(a, b, x, y, -1, 0)?;
+        let [b_c, b_n, b_s, b_e, b_w] = c.five_point(a, c.tex.buoyancy, x, y)?;
         let t = math::latent_heat(&c.params, input, b_c, b_n, b_s, b_e, b_w);
         a.store_f32(c.tex.field, x, y, t)
     }

@@ -18,6 +18,18 @@ fn at(id: u32, x: u32, y: u32, dx: i32, dy: i32) -> f32 {
     return load_f32(id, cx, cy);
 }
 
+// The 5-point stencil of `id` at (x, y): centre, north, south, east, west, read in that order
+// (arguments are evaluated left to right), as `Ctx::five_point` reads them.
+fn five_point(id: u32, x: u32, y: u32) -> array<f32, 5> {
+    return array<f32, 5>(
+        at(id, x, y, 0, 0),
+        at(id, x, y, 0, 1),
+        at(id, x, y, 0, -1),
+        at(id, x, y, 1, 0),
+        at(id, x, y, -1, 0),
+    );
+}
+
 // lowbias32: WGSL u32 arithmetic wraps, as Rust's wrapping_mul does.
 fn hash32(v0: u32) -> u32 {
     var v = v0;

@@ -127,73 +127,66 @@ impl Ctx {
         let cy = math::clamp_coord(y as i64 + dy, self.height);
         a.load_f32(id, cx, cy)
     }
-}
 
-tessera_runtime::kernel_params! {
-    /// What the boiling WGSL twins read as `params` (`math.wgsl`): a [`Ctx`] flattened, the
-    /// texture ids, the field size and the [`BoilingParams`] fields in declaration order.
-    pub struct BoilingKernelParams {
-        pub field: u32,
-        pub border: u32,
-        pub diffusion: u32,
-        pub buoyancy: u32,
-        pub display: u32,
-        pub width: u32,
-        pub height: u32,
-        pub t_hot: f32,
-        pub t_cold: f32,
-        pub t_c: f32,
-        pub alpha: f32,
-        pub k_diff: f32,
-        pub k_buoy: f32,
-        pub k_latent: f32,
-        pub t_min: f32,
-        pub t_max: f32,
-        pub noise: f32,
-        pub hot_jitter: f32,
+    /// The 5-point stencil of `id` at (x, y): centre, north, south, east, west, read in that
+    /// order, as `five_point` in `math.wgsl` reads them (a fault stops both twins at the same
+    /// load).
+    #[inline(always)]
+    pub fn five_point<A: TexelAccess>(
+        &self,
+        a: &mut A,
+        id: ObjectId,
+        x: u32,
+        y: u32,
+    ) -> Result<[f32; 5], tessera_runtime::Fault> {
+        Ok([
+            self.at(a, id, x, y, 0, 0)?,
+            self.at(a, id, x, y, 0, 1)?,
+            self.at(a, id, x, y, 0, -1)?,
+            self.at(a, id, x, y, 1, 0)?,
+            self.at(a, id, x, y, -1, 0)?,
+        ])
     }
 }
 
-impl Ctx {
-    /// The parameters of the WGSL twins.
-    pub fn wgsl_params(&self) -> BoilingKernelParams {
-        let t = &self.tex;
-        // Destructured, so that a field added to BoilingParams is a compile error here.
-        let BoilingParams {
-            t_hot,
-            t_cold,
-            t_c,
-            alpha,
-            k_diff,
-            k_buoy,
-            k_latent,
-            t_min,
-            t_max,
-            noise,
-            hot_jitter,
-        } = self.params;
-        BoilingKernelParams {
-            field: t.field.0,
-            border: t.border.0,
-            diffusion: t.diffusion.0,
-            buoyancy: t.buoyancy.0,
-            display: t.display.0,
-            width: self.width,
-            height: self.height,
-            t_hot,
-            t_cold,
-            t_c,
-            alpha,
-            k_diff,
-            k_buoy,
-            k_latent,
-            t_min,
-            t_max,
-            noise,
-            hot_jitter,
+/// Declares [`BoilingKernelParams`] and [`Ctx::wgsl_params`] from one list of the
+/// [`Textures`] fields and one of the [`BoilingParams`] fields: the lists destructure both, so
+/// that a field added there and not here is a compile error, and the same lists lay out the
+/// WGSL struct and fill it.
+macro_rules! boiling_kernel_params {
+    (textures: $($t:ident),*; params: $($p:ident),* $(,)?) => {
+        tessera_runtime::kernel_params! {
+            /// What the boiling WGSL twins read as `params` (`math.wgsl`): a [`Ctx`] flattened,
+            /// the texture ids, the field size and the [`BoilingParams`] fields in declaration
+            /// order.
+            pub struct BoilingKernelParams {
+                $(pub $t: u32,)*
+                pub width: u32,
+                pub height: u32,
+                $(pub $p: f32,)*
+            }
         }
-    }
+
+        impl Ctx {
+            /// The parameters of the WGSL twins.
+            pub fn wgsl_params(&self) -> BoilingKernelParams {
+                let Textures { $($t),* } = self.tex;
+                let BoilingParams { $($p),* } = self.params;
+                BoilingKernelParams {
+                    $($t: $t.0,)*
+                    width: self.width,
+                    height: self.height,
+                    $($p),*
+                }
+            }
+        }
+    };
 }
+
+boiling_kernel_params!(
+    textures: field, border, diffusion, buoyancy, display;
+    params: t_hot, t_cold, t_c, alpha, k_diff, k_buoy, k_latent, t_min, t_max, noise, hot_jitter,
+);
 
 /// A boiling pass: one texel's work, generic over paged or plain access.
 pub trait BoilingPass: Send + Sync + 'static {

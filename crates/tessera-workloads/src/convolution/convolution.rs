@@ -5,7 +5,7 @@ use tessera_runtime::{Fault, Invocation, Kernel, WgslKernel};
 
 use crate::decomp::{Box3, Order};
 
-tessera_runtime::kernel_params! {
+crate::decomp::box_kernel_params! {
     /// What `convolution.wgsl` reads as `params`: the objects (`weights` is the filter
     /// buffer; `filter` is a reserved word in WGSL), the image size, the objects' box
     /// (origin, extent), the launch order and the filter side F.
@@ -15,12 +15,7 @@ tessera_runtime::kernel_params! {
         pub weights: u32,
         pub nx: u32,
         pub ny: u32,
-        pub ox: u32,
-        pub oy: u32,
-        pub oz: u32,
-        pub ex: u32,
-        pub ey: u32,
-        pub ez: u32,
+        ..Box3,
         pub order: u32,
         pub size: u32,
     }
@@ -70,22 +65,15 @@ impl Kernel for Convolution {
         "convolution"
     }
     fn wgsl(&self) -> Option<WgslKernel> {
-        let [ox, oy, oz] = self.bx.origin;
-        let [ex, ey, ez] = self.bx.extent;
         let params = ConvolutionParams {
             input: self.input.0,
             output: self.output.0,
             weights: self.filter.0,
             nx: self.dims[0],
             ny: self.dims[1],
-            ox,
-            oy,
-            oz,
-            ex,
-            ey,
-            ez,
             order: self.order.word(),
             size: self.size,
+            ..ConvolutionParams::with_box(&self.bx)
         };
         Some(WgslKernel::new(
             concat!(

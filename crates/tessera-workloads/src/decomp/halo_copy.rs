@@ -51,7 +51,7 @@ impl Side {
     }
 }
 
-tessera_runtime::kernel_params! {
+super::box_kernel_params! {
     /// What `halo_copy.wgsl` reads as `params`: each side's object, whether it is a buffer
     /// and its box (origin, extent), then the region's box.
     pub struct HaloCopyParams {
@@ -71,12 +71,7 @@ tessera_runtime::kernel_params! {
         pub dst_ex: u32,
         pub dst_ey: u32,
         pub dst_ez: u32,
-        pub ox: u32,
-        pub oy: u32,
-        pub oz: u32,
-        pub ex: u32,
-        pub ey: u32,
-        pub ez: u32,
+        ..Box3,
     }
 }
 
@@ -135,12 +130,7 @@ impl Kernel for HaloCopy {
             dst_ex: d.bx.extent[0],
             dst_ey: d.bx.extent[1],
             dst_ez: d.bx.extent[2],
-            ox: r.origin[0],
-            oy: r.origin[1],
-            oz: r.origin[2],
-            ex: r.extent[0],
-            ey: r.extent[1],
-            ez: r.extent[2],
+            ..HaloCopyParams::with_box(r)
         };
         Some(WgslKernel::new(
             concat!(include_str!("grid.wgsl"), include_str!("halo_copy.wgsl")),

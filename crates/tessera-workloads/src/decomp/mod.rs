@@ -17,6 +17,56 @@
 //! - [`runner`]: the versions: `migrate` (one shared object per field, demand paging) and
 //!   `explicit` (private slab objects with ghost cells and hand-written halo copies).
 //! - [`halo_copy`]: the copy kernel of the explicit version (twin of `halo_copy.wgsl`).
+
+/// Declares a kernel's parameter struct (`tessera_runtime::kernel_params!`) with a box between
+/// the fields before and after `..Box3`: the six fields `ox, oy, oz, ex, ey, ez` that
+/// `grid.wgsl` reads as a box. `with_box` gives the box's fields with every other field zero,
+/// for a struct literal to take the box from with `..`; such a literal compiles even when it
+/// leaves another field out (that field is zero), so each kernel's tests against its
+/// reference are what catch a missing one.
+macro_rules! box_kernel_params {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $(pub $pre:ident: $pty:ty,)*
+            ..Box3,
+            $(pub $post:ident: $qty:ty),* $(,)?
+        }
+    ) => {
+        tessera_runtime::kernel_params! {
+            $(#[$meta])*
+            pub struct $name {
+                $(pub $pre: $pty,)*
+                pub ox: u32,
+                pub oy: u32,
+                pub oz: u32,
+                pub ex: u32,
+                pub ey: u32,
+                pub ez: u32,
+                $(pub $post: $qty,)*
+            }
+        }
+
+        impl $name {
+            /// `bx` as the box fields, every other field zero.
+            pub fn with_box(bx: &$crate::decomp::Box3) -> Self {
+                let [ox, oy, oz] = bx.origin;
+                let [ex, ey, ez] = bx.extent;
+                $name {
+                    ox,
+                    oy,
+                    oz,
+                    ex,
+                    ey,
+                    ez,
+                    ..Default::default()
+                }
+            }
+        }
+    };
+}
+pub(crate) use box_kernel_params;
+
 pub mod halo_copy;
 pub mod runner;
 

@@ -124,35 +124,30 @@ impl Setup {
 
     /// The settings in words, for titles and the report's first line.
     pub fn describe(&self) -> String {
-        match self.kind {
-            Kind::Stencil { halo } => format!(
-                "stencil {s}^3, halo {halo}, split {}, {} device(s), {} ({}), page {p}",
-                self.split.name(),
-                self.devices,
-                self.access.name(),
-                procedure_name(self.procedure()),
-                s = self.size,
-                p = self.page
-            ),
+        let s = self.size;
+        let kind = match self.kind {
+            Kind::Stencil { halo } => format!("stencil {s}^3, halo {halo}"),
             Kind::Convolution {
                 filter,
                 filter_mode,
             } => format!(
-                "convolution {s}x{s}, filter {filter}x{filter} ({}), split {}, {} device(s), {} ({}), page {p}",
+                "convolution {s}x{s}, filter {filter}x{filter} ({})",
                 match (self.access, filter_mode) {
                     (Access::Explicit, _) => "filter replicated by hand",
                     (_, AccessMode::Remote) => "filter remote in host memory",
                     (_, AccessMode::ReplicateRead) => "filter replicate-read",
                     (_, AccessMode::Migrate) => "filter read copies",
                 },
-                self.split.name(),
-                self.devices,
-                self.access.name(),
-                procedure_name(self.procedure()),
-                s = self.size,
-                p = self.page
             ),
-        }
+        };
+        format!(
+            "{kind}, split {}, {} device(s), {} ({}), page {}",
+            self.split.name(),
+            self.devices,
+            self.access.name(),
+            procedure_name(self.procedure()),
+            self.page
+        )
     }
 
     /// The largest side [`Setup::size`] may have for this workload, and the grid's sides.

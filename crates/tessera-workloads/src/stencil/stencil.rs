@@ -4,7 +4,7 @@ use tessera_runtime::{Fault, Invocation, Kernel, WgslKernel};
 
 use crate::decomp::{Box3, Order};
 
-tessera_runtime::kernel_params! {
+crate::decomp::box_kernel_params! {
     /// What `stencil.wgsl` reads as `params`: the objects, the grid's size, the objects' box
     /// (origin, extent), the launch order, the radius and the weights.
     pub struct StencilParams {
@@ -13,12 +13,7 @@ tessera_runtime::kernel_params! {
         pub nx: u32,
         pub ny: u32,
         pub nz: u32,
-        pub ox: u32,
-        pub oy: u32,
-        pub oz: u32,
-        pub ex: u32,
-        pub ey: u32,
-        pub ez: u32,
+        ..Box3,
         pub order: u32,
         pub radius: u32,
         pub w0: f32,
@@ -79,8 +74,6 @@ impl Kernel for Stencil {
         "stencil"
     }
     fn wgsl(&self) -> Option<WgslKernel> {
-        let [ox, oy, oz] = self.bx.origin;
-        let [ex, ey, ez] = self.bx.extent;
         let [w0, wx, wy, wz] = self.w;
         let params = StencilParams {
             input: self.input.0,
@@ -88,18 +81,13 @@ impl Kernel for Stencil {
             nx: self.dims[0],
             ny: self.dims[1],
             nz: self.dims[2],
-            ox,
-            oy,
-            oz,
-            ex,
-            ey,
-            ez,
             order: self.order.word(),
             radius: self.radius,
             w0,
             wx,
             wy,
             wz,
+            ..StencilParams::with_box(&self.bx)
         };
         Some(WgslKernel::new(
             concat!(
