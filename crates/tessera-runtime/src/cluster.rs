@@ -837,7 +837,7 @@ fn dispatch(link: &Arc<Link>, from: usize, msg: Msg) {
         Msg::Counters { id } => reply(link, from, id, Ok(Body::Counters(link.counters()))),
         Msg::Release { device } => {
             if let Some(s) = served(link) {
-                s.mm.release(DeviceId(device));
+                s.mm.release_queued(DeviceId(device));
             }
         }
         Msg::Request {

@@ -232,6 +232,10 @@ pub struct DeviceContext {
     staging: bool,
     /// Pages of the next band, staged by the next launch if the device is then locked.
     stage_next: Vec<PageRequest>,
+    /// Time the releases since the last pass reported took, after a read-only grant and
+    /// after one with writes: the memory manager's time when the release runs on this
+    /// thread, charged to the next pass's request stages.
+    released_s: [f64; 2],
     /// Relaunch asks for a footprint kernel's pages first (`SystemConfig::footprint_ahead`).
     footprint_ahead: bool,
     /// Launches of held bands are queued without waiting for their outcome (deferred
@@ -291,6 +295,7 @@ impl DeviceContext {
             granted: Vec::new(),
             staging: false,
             stage_next: Vec::new(),
+            released_s: [0.0; 2],
             footprint_ahead: true,
             deferred: false,
             outstanding: Vec::new(),
@@ -675,8 +680,11 @@ impl DeviceContext {
 
     pub fn release(&mut self) {
         if !self.granted.is_empty() {
+            let exclusive = self.granted.iter().any(|p| p.access == Access::Write);
             self.granted.clear();
+            let t = Instant::now();
             self.mm.release(self.device);
+            self.released_s[exclusive as usize] += t.elapsed().as_secs_f64();
         }
     }
 
@@ -800,6 +808,9 @@ impl DeviceContext {
         // not for the next pass.
         self.stage_next.clear();
         self.release();
+        let [read, write] = std::mem::take(&mut self.released_s);
+        stats.stages.read_requests += read;
+        stats.stages.write_requests += write;
         res?;
         if spec.display {
             stats.lump_into_display();

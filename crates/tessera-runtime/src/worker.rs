@@ -112,7 +112,6 @@ impl WorkerHandle {
                     self.seam.jobs.fetch_add(1, Ordering::Relaxed);
                     let r = f(&mut **dev);
                     dev.end_of_job();
-
                     drop(dev);
                     let (tx, rx) = bounded(1);
                     let _ = tx.send(r);

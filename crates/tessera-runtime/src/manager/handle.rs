@@ -147,17 +147,21 @@ impl Inbox {
         self.post(make(rtx));
         Pending::new(rrx, "memory manager")
     }
+    /// Runs a command nobody waits for on this thread when the manager is idle, else queues
+    /// it.
+    fn run_or_post(&self, cmd: Cmd) {
+        match &self.shared {
+            Some(s) => s.run_or_post(cmd, |cmd| self.post(cmd)),
+            None => self.post(cmd),
+        }
+    }
     /// [`Inbox::call`] for a caller that waits for the answer at once: run on this thread
     /// when nothing is queued for the manager or running on it, which is the order the queue
     /// would give (nothing is ahead). A request the protocol defers is answered later all the
     /// same, by whichever thread carries out the release that grants it.
     fn ask<R>(&self, make: impl FnOnce(Sender<R>) -> Cmd) -> Pending<R> {
         let (rtx, rrx) = bounded(1);
-        let cmd = make(rtx);
-        match &self.shared {
-            Some(s) => s.run_or_post(cmd, |cmd| self.post(cmd)),
-            None => self.post(cmd),
-        }
+        self.run_or_post(make(rtx));
         Pending::new(rrx, "memory manager")
     }
 }
@@ -453,11 +457,20 @@ impl ManagerHandle {
     pub fn release(&self, device: DeviceId) {
         self.sent(device);
         match &self.cluster {
-            None => {
-                self.inbox.post(Cmd::Release(device));
-            }
+            // On this thread when the manager is idle: the driver's next batch would
+            // otherwise find the release still queued and queue behind it, waiting for the
+            // manager's thread to wake. A release that grants deferred requests carries out
+            // their actions here, as that thread would.
+            None => self.inbox.run_or_post(Cmd::Release(device)),
             Some(link) => link.release(&self.here(), device),
         }
+    }
+    /// [`ManagerHandle::release`] always through the manager's queue, for a thread that must
+    /// never do the manager's work: the cluster's router, which the manager's jobs on other
+    /// nodes' devices wait on for their replies.
+    pub(crate) fn release_queued(&self, device: DeviceId) {
+        self.sent(device);
+        self.inbox.post(Cmd::Release(device));
     }
     pub fn traffic(&self) -> Result<Vec<DeviceTraffic>> {
         self.inbox.ask(Cmd::Traffic).wait()
