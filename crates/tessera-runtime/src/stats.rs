@@ -186,7 +186,8 @@ pub struct DeviceTraffic {
     pub remote_device: Vec<RemoteLink>,
     /// Host time, in nanoseconds, that the page copies made for this device's batches and
     /// stages took (slot reads and writes, copies between devices' memories, home's pages
-    /// written): the part of the device's wait for the memory manager that moves bytes,
+    /// written; not a stage's copies made beside the launch, which no wait contains): the
+    /// part of the device's wait for the memory manager that moves bytes,
     /// which the isolated-device model charges to the links instead (`crate::modeled`).
     pub copy_nanos: u64,
 }

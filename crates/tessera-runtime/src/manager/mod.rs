@@ -393,138 +393,136 @@ impl Shared {
 
 impl Manager {
     fn handle(&mut self, cmd: Cmd) {
-        {
-            match cmd {
-                Cmd::Create(desc, data, mode, r) => {
-                    let _ = r.send(self.guarded(|m| m.create(desc, data, mode)));
-                }
-                Cmd::Place(id, locations, r) => {
-                    let _ = r.send(self.place(id, locations));
-                }
-                Cmd::Access(id, r) => {
-                    let res = self
-                        .space
-                        .get(id)
-                        .map(|_| self.modes.get(&id).copied().unwrap_or_default());
-                    let _ = r.send(res.map_err(Into::into));
-                }
-                Cmd::Remote(device, counts) => {
-                    if let Some(t) = self.traffic.get_mut(device.index()) {
-                        for (loc, link) in counts {
-                            t.add_remote(loc, &link);
-                        }
+        match cmd {
+            Cmd::Create(desc, data, mode, r) => {
+                let _ = r.send(self.guarded(|m| m.create(desc, data, mode)));
+            }
+            Cmd::Place(id, locations, r) => {
+                let _ = r.send(self.place(id, locations));
+            }
+            Cmd::Access(id, r) => {
+                let res = self
+                    .space
+                    .get(id)
+                    .map(|_| self.modes.get(&id).copied().unwrap_or_default());
+                let _ = r.send(res.map_err(Into::into));
+            }
+            Cmd::Remote(device, counts) => {
+                if let Some(t) = self.traffic.get_mut(device.index()) {
+                    for (loc, link) in counts {
+                        t.add_remote(loc, &link);
                     }
                 }
-                Cmd::Free(id, r) => {
-                    let _ = r.send(self.guarded(|m| m.free(id)));
+            }
+            Cmd::Free(id, r) => {
+                let _ = r.send(self.guarded(|m| m.free(id)));
+            }
+            Cmd::Read(id, r) => {
+                let _ = r.send(self.guarded(|m| m.read(id)));
+            }
+            Cmd::ReadPacked(id, r) => {
+                let _ = r.send(self.guarded(|m| {
+                    let e = *m.space.get(id)?;
+                    Ok((e, m.read_packed(id)?))
+                }));
+            }
+            Cmd::Request(device, pages, keep, r) => {
+                let before = self.copy_nanos;
+                self.request(device, pages, keep, r);
+                self.charge_copies(device, before);
+            }
+            Cmd::Stage(device, pages, start, r) => {
+                let before = self.copy_nanos;
+                self.stage(device, pages, start, r);
+                self.charge_copies(device, before);
+            }
+            Cmd::Evictable(id, evictable, r) => {
+                let res = self.space.get(id).map(|_| {
+                    if evictable {
+                        self.pinned.remove(&id);
+                    } else {
+                        self.pinned.insert(id);
+                    }
+                });
+                let _ = r.send(res.map_err(Into::into));
+            }
+            Cmd::Trace(r) => {
+                let _ = r.send(self.trace.clone().unwrap_or_default());
+            }
+            Cmd::Release(d) => {
+                let res = self.guarded(|m| {
+                    let actions = m.protocol.handle(Message::Release(d))?;
+                    m.execute(actions)
+                });
+                if let Err(e) = res {
+                    self.fail_all(e);
                 }
-                Cmd::Read(id, r) => {
-                    let _ = r.send(self.guarded(|m| m.read(id)));
-                }
-                Cmd::ReadPacked(id, r) => {
-                    let _ = r.send(self.guarded(|m| {
-                        let e = *m.space.get(id)?;
-                        Ok((e, m.read_packed(id)?))
-                    }));
-                }
-                Cmd::Request(device, pages, keep, r) => {
-                    let before = self.copy_nanos;
-                    self.request(device, pages, keep, r);
-                    self.charge_copies(device, before);
-                }
-                Cmd::Stage(device, pages, start, r) => {
-                    let before = self.copy_nanos;
-                    self.stage(device, pages, start, r);
-                    self.charge_copies(device, before);
-                }
-                Cmd::Evictable(id, evictable, r) => {
-                    let res = self.space.get(id).map(|_| {
-                        if evictable {
-                            self.pinned.remove(&id);
-                        } else {
-                            self.pinned.insert(id);
-                        }
-                    });
-                    let _ = r.send(res.map_err(Into::into));
-                }
-                Cmd::Trace(r) => {
-                    let _ = r.send(self.trace.clone().unwrap_or_default());
-                }
-                Cmd::Release(d) => {
-                    let res = self.guarded(|m| {
-                        let actions = m.protocol.handle(Message::Release(d))?;
-                        m.execute(actions)
-                    });
-                    if let Err(e) = res {
+            }
+            Cmd::Traffic(r) => {
+                let res = self.guarded(|m| {
+                    m.count_prefetch_hits()?;
+                    Ok(m.traffic.clone())
+                });
+                match res {
+                    Ok(t) => {
+                        let _ = r.send(t);
+                    }
+                    Err(e) => {
+                        // Counters are still worth having; the error reaches the next
+                        // command that moves data.
+                        let _ = r.send(self.traffic.clone());
                         self.fail_all(e);
                     }
                 }
-                Cmd::Traffic(r) => {
-                    let res = self.guarded(|m| {
-                        m.count_prefetch_hits()?;
-                        Ok(m.traffic.clone())
-                    });
-                    match res {
-                        Ok(t) => {
-                            let _ = r.send(t);
-                        }
-                        Err(e) => {
-                            // Counters are still worth having; the error reaches the next
-                            // command that moves data.
-                            let _ = r.send(self.traffic.clone());
-                            self.fail_all(e);
-                        }
+            }
+            Cmd::Memory(r) => {
+                let _ = r.send(self.memory_use());
+            }
+            Cmd::LogRequests(on) => {
+                let n = self.workers.len();
+                match (on, &self.request_log) {
+                    (true, None) => self.request_log = Some(vec![Vec::new(); n]),
+                    (false, _) => self.request_log = None,
+                    (true, Some(_)) => {}
+                }
+            }
+            Cmd::Evict(device, pages, r) => {
+                let res = self.guarded(|m| {
+                    if device.index() >= m.workers.len() {
+                        return Err(RuntimeError::Core(tessera_core::CoreError::UnknownDevice(
+                            device,
+                        )));
                     }
-                }
-                Cmd::Memory(r) => {
-                    let _ = r.send(self.memory_use());
-                }
-                Cmd::LogRequests(on) => {
-                    let n = self.workers.len();
-                    match (on, &self.request_log) {
-                        (true, None) => self.request_log = Some(vec![Vec::new(); n]),
-                        (false, _) => self.request_log = None,
-                        (true, Some(_)) => {}
-                    }
-                }
-                Cmd::Evict(device, pages, r) => {
-                    let res = self.guarded(|m| {
-                        if device.index() >= m.workers.len() {
-                            return Err(RuntimeError::Core(
-                                tessera_core::CoreError::UnknownDevice(device),
-                            ));
-                        }
-                        // Only pages the device holds: the protocol checks each page exists,
-                        // and the eviction's own bookkeeping wants held pages.
-                        let held: Vec<GlobalPage> = pages
-                            .into_iter()
-                            .filter(|&p| {
-                                m.protocol
-                                    .directory()
-                                    .entry(p)
-                                    .is_ok_and(|e| e.copies.contains(device))
-                            })
-                            .collect();
-                        m.evict(device, held)
-                    });
-                    let _ = r.send(res);
-                }
-                Cmd::Fail(e) => self.fail_all(e),
-                Cmd::TakeRequests(r) => {
-                    let n = self.workers.len();
-                    let taken = match &mut self.request_log {
-                        Some(log) => std::mem::replace(log, vec![Vec::new(); n]),
-                        None => vec![Vec::new(); n],
-                    };
-                    let _ = r.send(taken);
-                }
-                Cmd::Holds(device, pages, r) => {
-                    let directory = self.protocol.directory();
-                    let all = pages
-                        .iter()
-                        .all(|&p| directory.entry(p).is_ok_and(|e| e.copies.contains(device)));
-                    let _ = r.send(all);
-                }
+                    // Only pages the device holds: the protocol checks each page exists,
+                    // and the eviction's own bookkeeping wants held pages.
+                    let held: Vec<GlobalPage> = pages
+                        .into_iter()
+                        .filter(|&p| {
+                            m.protocol
+                                .directory()
+                                .entry(p)
+                                .is_ok_and(|e| e.copies.contains(device))
+                        })
+                        .collect();
+                    m.evict(device, held)
+                });
+                let _ = r.send(res);
+            }
+            Cmd::Fail(e) => self.fail_all(e),
+            Cmd::TakeRequests(r) => {
+                let n = self.workers.len();
+                let taken = match &mut self.request_log {
+                    Some(log) => std::mem::replace(log, vec![Vec::new(); n]),
+                    None => vec![Vec::new(); n],
+                };
+                let _ = r.send(taken);
+            }
+            Cmd::Holds(device, pages, r) => {
+                let directory = self.protocol.directory();
+                let all = pages
+                    .iter()
+                    .all(|&p| directory.entry(p).is_ok_and(|e| e.copies.contains(device)));
+                let _ = r.send(all);
             }
         }
     }
