@@ -14,7 +14,7 @@ fn bench_scaling_prints_speed_ups_and_isolated_work_per_device() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for needle in [
         "isolated-device model",
-        "speedup_1=1.000 ideal_1=1.000",
+        "speedup_1=1.000 ideal_1=1.000 speedup_steady_1=1.000",
         "speedup_2=",
         "ideal_4=4.000",
         "work per device",

@@ -17,7 +17,10 @@
 //! - `fifo`: the eligible page that arrived first.
 //! - `random`: uniformly among the eligible pages, from a seeded generator (runs repeat).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+// Keyed by page numbers, not by anything an attacker chooses: a fast unkeyed hash serves.
+use rustc_hash::FxHashMap as HashMap;
 use std::fmt;
 use std::str::FromStr;
 
@@ -89,7 +92,7 @@ impl Resident {
         Resident {
             policy,
             order: BTreeMap::new(),
-            pages: HashMap::new(),
+            pages: HashMap::default(),
             next: 0,
             hand: 0,
             // xorshift must not start at zero.
@@ -229,7 +232,7 @@ impl Resident {
 /// Steps larger than `capacity` cannot be served by anyone and count every missing page.
 pub fn belady_loads(trace: &[Vec<GlobalPage>], capacity: usize) -> u64 {
     // next_use[i][k]: the next step after i that uses trace[i][k]'s page (or usize::MAX).
-    let mut next_seen: HashMap<GlobalPage, usize> = HashMap::new();
+    let mut next_seen: HashMap<GlobalPage, usize> = HashMap::default();
     let mut next_use: Vec<Vec<usize>> = vec![Vec::new(); trace.len()];
     for i in (0..trace.len()).rev() {
         next_use[i] = trace[i]
@@ -241,7 +244,7 @@ pub fn belady_loads(trace: &[Vec<GlobalPage>], capacity: usize) -> u64 {
         }
     }
     // Resident page → its next use; ordered set of (next use, page) to find the farthest.
-    let mut resident: HashMap<GlobalPage, usize> = HashMap::new();
+    let mut resident: HashMap<GlobalPage, usize> = HashMap::default();
     let mut by_next: std::collections::BTreeSet<(usize, GlobalPage)> = Default::default();
     let mut loads = 0;
     for (i, step) in trace.iter().enumerate() {

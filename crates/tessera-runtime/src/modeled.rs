@@ -62,11 +62,107 @@ pub struct Modeled {
     /// device's work (modeled by `Topology::remote_pass_time`; included in
     /// `device_seconds`).
     pub remote_seconds: f64,
+    /// Every charged pass's figures, for [`Modeled::steady`].
+    pub samples: Vec<PassSample>,
+    /// Frames begun with [`Modeled::next_frame`].
+    pub frames: u32,
+    /// The position in its frame of the next pass charged.
+    pub position: usize,
+}
+
+/// One charged pass, as [`Modeled::steady`] takes it: its position in its frame, each
+/// device's work and the memory manager's time serving it, and the rest of the pass.
+#[derive(Clone, Debug, Default)]
+pub struct PassSample {
+    pub position: usize,
+    pub work: Vec<f64>,
+    pub manager: Vec<f64>,
+    /// What the pass's device part adds to the slowest device's bare work (remote accesses,
+    /// moves during launches).
+    pub beyond_work: f64,
+    pub transfer_seconds: f64,
+}
+
+/// [`Modeled::steady`]'s estimate of one frame.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Steady {
+    /// Σ over a frame's passes of the slowest device's median work.
+    pub device_seconds: f64,
+    pub transfer_seconds: f64,
+    pub manager_seconds: f64,
+}
+
+impl Steady {
+    pub fn seconds(&self) -> f64 {
+        self.device_seconds + self.transfer_seconds + self.manager_seconds
+    }
 }
 
 impl Modeled {
     pub fn seconds(&self) -> f64 {
         self.device_seconds + self.transfer_seconds + self.manager_seconds
+    }
+
+    /// Marks the start of a frame: the passes charged from here on are that frame's, in order.
+    pub fn next_frame(&mut self) {
+        self.frames += 1;
+        self.position = 0;
+    }
+
+    /// One frame in the steady state, from frames that repeat the same passes over the same
+    /// bands (callers mark them with [`Modeled::next_frame`]): per pass position, each device's
+    /// median work and median manager time over the frames, then the slowest device's median,
+    /// the links' median and the manager's medians summed, as [`charge`] combines one pass.
+    ///
+    /// The sum over passes of the slowest device's measured work is an upward-biased estimate
+    /// when each device is timed once per pass on a shared machine: the maximum of several
+    /// noisy timings exceeds the maximum of their typical values, more so with more devices
+    /// (docs/EVALUATION.md, "The steady-state estimate"). A pass position seen in only some
+    /// frames counts in proportion. `None` before any frame was marked.
+    pub fn steady(&self) -> Option<Steady> {
+        if self.frames == 0 || self.samples.is_empty() {
+            return None;
+        }
+        let positions = self.samples.iter().map(|p| p.position).max().unwrap_or(0) + 1;
+        let mut out = Steady::default();
+        for position in 0..positions {
+            let at: Vec<&PassSample> = self
+                .samples
+                .iter()
+                .filter(|p| p.position == position)
+                .collect();
+            if at.is_empty() {
+                continue;
+            }
+            let share = at.len() as f64 / self.frames as f64;
+            let devices = at.iter().map(|p| p.work.len()).max().unwrap_or(0);
+            let per_device = |f: fn(&PassSample) -> &Vec<f64>| -> Vec<f64> {
+                (0..devices)
+                    .map(|d| median(at.iter().map(|p| f(p).get(d).copied().unwrap_or(0.0))))
+                    .collect()
+            };
+            let work = per_device(|p| &p.work).into_iter().fold(0.0, f64::max);
+            let beyond = median(at.iter().map(|p| p.beyond_work));
+            out.device_seconds += share * (work + beyond);
+            out.transfer_seconds += share * median(at.iter().map(|p| p.transfer_seconds));
+            out.manager_seconds += share * per_device(|p| &p.manager).iter().sum::<f64>();
+        }
+        Some(out)
+    }
+}
+
+/// The median of `v` (the mean of the middle two of an even count); 0 for none.
+fn median(v: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = v.collect();
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 
@@ -126,6 +222,18 @@ pub fn charge(
     for (a, s) in modeled.manager_per_device.iter_mut().zip(&serving) {
         *a += s;
     }
+    modeled.samples.push(PassSample {
+        position: modeled.position,
+        beyond_work: pass.device_seconds - busy.iter().copied().fold(0.0, f64::max),
+        work: busy,
+        // The concurrent model has no manager term.
+        manager: match schedule {
+            Schedule::Isolated => serving,
+            Schedule::Concurrent => Vec::new(),
+        },
+        transfer_seconds: pass.transfer_seconds,
+    });
+    modeled.position += 1;
     modeled.device_seconds += pass.device_seconds;
     modeled.transfer_seconds += pass.transfer_seconds;
     modeled.manager_seconds += pass.manager_seconds;
@@ -369,5 +477,54 @@ mod tests {
         .unwrap();
         assert_eq!(concurrent.copy_seconds, 0.0);
         assert_eq!(concurrent.manager_per_device, vec![0.5, 0.25]);
+    }
+
+    #[test]
+    fn the_steady_estimate_takes_each_devices_median_before_the_slowest() {
+        let topo = Topology::preset("pcie3-x16", 2).unwrap();
+        let stats = |work: f64, wait: f64| {
+            let mut s = PassStats::default();
+            s.stages.compute = work;
+            s.stages.read_requests = wait;
+            s
+        };
+        let none = vec![DeviceTraffic::default(); 2];
+        let mut m = Modeled {
+            manager_per_device: vec![0.0; 2],
+            work_per_device: vec![0.0; 2],
+            ..Default::default()
+        };
+        assert_eq!(m.steady(), None);
+        // Three frames of two passes; device 1 is slow once in the first pass (a timing
+        // disturbed by the machine), and the third frame has a third pass.
+        for f in 0..3 {
+            m.next_frame();
+            let slow = if f == 1 { 5.0 } else { 1.0 };
+            for per in [
+                [stats(1.0, 0.1), stats(slow, 0.2)],
+                [stats(2.0, 0.0), stats(3.0, 0.0)],
+            ] {
+                charge(&topo, &mut m, &per, &none, &none, Schedule::Isolated).unwrap();
+            }
+            if f == 2 {
+                let per = [stats(3.0, 0.0), stats(0.0, 0.0)];
+                charge(&topo, &mut m, &per, &none, &none, Schedule::Isolated).unwrap();
+            }
+        }
+        // As measured: (1 + 5 + 1) + 3·3 + 3 over three frames.
+        assert!((m.device_seconds - 19.0).abs() < 1e-9, "{m:?}");
+        let s = m.steady().unwrap();
+        // Medians 1 and 1, then 3, then 3 in one frame of three.
+        assert!((s.device_seconds - (1.0 + 3.0 + 1.0)).abs() < 1e-9, "{s:?}");
+        assert!((s.manager_seconds - 0.3).abs() < 1e-9, "{s:?}");
+        assert_eq!(s.transfer_seconds, 0.0);
+        // The concurrent model has no manager term, in either estimate.
+        let mut c = Modeled::default();
+        c.next_frame();
+        let per = [stats(1.0, 0.1), stats(2.0, 0.2)];
+        charge(&topo, &mut c, &per, &none, &none, Schedule::Concurrent).unwrap();
+        assert_eq!(c.manager_seconds, 0.0);
+        assert_eq!(c.steady().unwrap().manager_seconds, 0.0);
+        assert!((c.steady().unwrap().device_seconds - 2.0).abs() < 1e-9);
     }
 }

@@ -34,24 +34,43 @@ struct Owned {
     queued: AtomicUsize,
 }
 
-/// A reply that will arrive on its own channel.
-pub struct Pending<R>(Receiver<R>, &'static str, Option<Arc<AtomicU64>>);
+/// A reply that will arrive on its own channel, or one that is there already.
+pub struct Pending<R>(Answer<R>, &'static str, Option<Arc<AtomicU64>>);
+
+/// Where a [`Pending`] reply is: a job run on the caller's thread answers at once, with no
+/// channel to make (a boundary batch runs dozens of such jobs).
+enum Answer<R> {
+    Channel(Receiver<R>),
+    Ready(std::cell::Cell<Option<R>>),
+}
 
 impl<R> Pending<R> {
     /// Blocks until the reply comes; a reply from a device worker counts as one of the
     /// device's blocking waits ([`crate::stats::HostCounters`]).
     pub fn wait(self) -> Result<R> {
-        if let Some(c) = &self.2 {
-            c.fetch_add(1, Ordering::Relaxed);
+        match self.0 {
+            Answer::Channel(rx) => {
+                if let Some(c) = &self.2 {
+                    c.fetch_add(1, Ordering::Relaxed);
+                }
+                rx.recv().map_err(|_| RuntimeError::ThreadGone(self.1))
+            }
+            Answer::Ready(r) => r.into_inner().ok_or(RuntimeError::ThreadGone(self.1)),
         }
-        self.0.recv().map_err(|_| RuntimeError::ThreadGone(self.1))
     }
     /// The reply if it has arrived already.
     pub fn try_take(&self) -> Option<R> {
-        self.0.try_recv().ok()
+        match &self.0 {
+            Answer::Channel(rx) => rx.try_recv().ok(),
+            Answer::Ready(r) => r.take(),
+        }
     }
     pub(crate) fn new(rx: Receiver<R>, who: &'static str) -> Self {
-        Pending(rx, who, None)
+        Pending(Answer::Channel(rx), who, None)
+    }
+    /// A reply there already: waiting for it blocks nothing, so it is not counted.
+    pub(crate) fn ready(r: R, who: &'static str) -> Self {
+        Pending(Answer::Ready(std::cell::Cell::new(Some(r))), who, None)
     }
 }
 
@@ -93,7 +112,11 @@ impl WorkerHandle {
                 let _ = tx.send(r);
             }) as Reply
         }));
-        Pending(rx, "device worker", Some(self.seam.waits.clone()))
+        Pending(
+            Answer::Channel(rx),
+            "device worker",
+            Some(self.seam.waits.clone()),
+        )
     }
 
     /// [`WorkerHandle::submit`], but run at once on this thread when the worker has no job
@@ -113,10 +136,7 @@ impl WorkerHandle {
                     let r = f(&mut **dev);
                     dev.end_of_job();
                     drop(dev);
-                    let (tx, rx) = bounded(1);
-                    let _ = tx.send(r);
-                    // Answered already: waiting for it blocks nothing, so it is not counted.
-                    return Pending(rx, "device worker", None);
+                    return Pending::ready(r, "device worker");
                 }
             }
         }

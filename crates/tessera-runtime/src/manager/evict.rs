@@ -32,7 +32,7 @@ impl Manager {
         keep: &[GlobalPage],
     ) -> Result<()> {
         let d = device.index();
-        let mut sizes: HashMap<u64, (u64, u64)> = HashMap::new();
+        let mut sizes: HashMap<u64, (u64, u64)> = HashMap::default();
         for r in pages {
             let (_, _, bytes) = self.page_bytes(r.page)?;
             let e = sizes.entry(bytes).or_default();
@@ -47,13 +47,13 @@ impl Manager {
             }
         }
         let now = self.traffic[d].batches;
-        let requested: HashSet<GlobalPage> = pages.iter().map(|r| r.page).collect();
-        let kept_set: HashSet<GlobalPage> = keep.iter().copied().collect();
         for (bytes, (count, need)) in sizes {
             let room = self.memories[d].room(bytes);
             if need <= room {
                 continue;
             }
+            let requested: HashSet<GlobalPage> = pages.iter().map(|r| r.page).collect();
+            let kept_set: HashSet<GlobalPage> = keep.iter().copied().collect();
             let k = (need - room) as usize;
             // Resident pages of this size by what may happen to them.
             let mut free_to_go = Vec::new();
@@ -94,7 +94,7 @@ impl Manager {
                     let times = self.workers[d].call_here(move |dev| dev.page_times(&ask))?;
                     free_to_go.iter().copied().zip(times).collect()
                 } else {
-                    HashMap::new()
+                    HashMap::default()
                 };
             let go: HashSet<GlobalPage> = free_to_go.into_iter().collect();
             self.resolve_prefetched(device, go.iter().copied(), &stamps)?;

@@ -12,7 +12,10 @@
 //! as device jobs, in order), `outbox` (those jobs per worker, slot writes batched) and
 //! `objects` (create, place, free, host reads).
 
-use std::collections::{HashMap, HashSet};
+// The manager's maps are keyed by page numbers and device ids it made itself, not by anything
+// an attacker chooses, so a fast unkeyed hash serves them: SipHash was a tenth of a boundary
+// batch's bookkeeping (docs/EVALUATION.md, "Owned pages").
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -290,35 +293,35 @@ pub fn spawn(
             .collect(),
         slots: vec![Vec::new(); n],
         workers,
-        waiting: HashMap::new(),
+        waiting: HashMap::default(),
         next_request: 0,
         traffic: vec![DeviceTraffic::default(); n],
         evictors: (0..n)
             .map(|d| Evictor {
                 resident: Resident::new(cfg.policy, cfg.seed.wrapping_add(d as u64)),
-                evicted: HashMap::new(),
-                events: HashMap::new(),
-                pins: HashMap::new(),
-                prefetched: HashMap::new(),
+                evicted: HashMap::default(),
+                events: HashMap::default(),
+                pins: HashMap::default(),
+                prefetched: HashMap::default(),
             })
             .collect(),
-        pinned: HashSet::new(),
+        pinned: HashSet::default(),
         thrashing: cfg.thrashing,
         prefetch: cfg.prefetch,
         trace: cfg.record_trace.then(|| vec![Vec::new(); n]),
         request_log: None,
         evicting: false,
-        read_ahead: HashMap::new(),
-        written_home: HashSet::new(),
+        read_ahead: HashMap::default(),
+        written_home: HashSet::default(),
         pool: Vec::new(),
         peer_groups,
-        peer_memories: HashMap::new(),
-        sinks: HashMap::new(),
+        peer_memories: HashMap::default(),
+        sinks: HashMap::default(),
         copying_during_launch: None,
-        peer_ahead: HashMap::new(),
+        peer_ahead: HashMap::default(),
         pressed: Arc::new((0..n).map(|_| AtomicBool::new(false)).collect()),
         held: Arc::new(HeldPages::new(n)),
-        modes: HashMap::new(),
+        modes: HashMap::default(),
         remote: RemoteRegistry::default(),
         broken: None,
         copy_nanos: 0,

@@ -123,8 +123,8 @@ impl Outbox {
             held,
             reads_home: false,
             spent: Vec::new(),
-            peer_sources: HashSet::new(),
-            freed: HashSet::new(),
+            peer_sources: HashSet::default(),
+            freed: HashSet::default(),
             copy_nanos: 0,
         }
     }

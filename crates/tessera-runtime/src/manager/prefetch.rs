@@ -29,7 +29,7 @@ impl Manager {
             return Ok(Vec::new());
         }
         let asked: HashSet<GlobalPage> = pages.iter().map(|r| r.page).collect();
-        let mut by_object: HashMap<ObjectId, (ObjectEntry, Vec<u64>)> = HashMap::new();
+        let mut by_object: HashMap<ObjectId, (ObjectEntry, Vec<u64>)> = HashMap::default();
         for r in pages {
             // Unknown pages: the protocol refuses the batch with its own error.
             let Some((e, local)) = self.space.object_of(r.page) else {
@@ -122,7 +122,7 @@ impl Manager {
             .copied()
             .filter(|p| !known.contains_key(p))
             .collect();
-        let mut now: HashMap<GlobalPage, u64> = HashMap::new();
+        let mut now: HashMap<GlobalPage, u64> = HashMap::default();
         if !missing.is_empty() {
             let ask = missing.clone();
             let times = self.workers[d].call_here(move |dev| dev.page_times(&ask))?;
@@ -144,7 +144,7 @@ impl Manager {
     pub(super) fn count_prefetch_hits(&mut self) -> Result<()> {
         for d in 0..self.workers.len() {
             let open: Vec<GlobalPage> = self.evictors[d].prefetched.keys().copied().collect();
-            self.resolve_prefetched(DeviceId(d as u8), open, &HashMap::new())?;
+            self.resolve_prefetched(DeviceId(d as u8), open, &HashMap::default())?;
         }
         Ok(())
     }

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use tessera_core::{CoreError, ObjectDesc, TexelFormat};
 use tessera_model::Topology;
-use tessera_runtime::modeled::{charge, device_work, Model, Modeled, ModeledError};
+use tessera_runtime::modeled::{charge, device_work, Model, Modeled, ModeledError, Steady};
 use tessera_runtime::{
     DeviceTraffic, HostCounters, HostReport, Partition, PassStats, Procedure, RuntimeError,
     Schedule, System,
@@ -142,6 +142,8 @@ pub struct Figures {
     /// The page copies made during the devices' waits for the manager, left out of
     /// `manager` (the links charge them).
     pub copies: f64,
+    /// The steady-state estimate of a frame ([`Modeled::steady`]).
+    pub steady: Steady,
     pub per_device_work: Vec<f64>,
     pub concurrent_work: Vec<f64>,
     pub measured_fps: f64,
@@ -177,6 +179,8 @@ impl Run {
             link: m.transfer_seconds / f,
             manager: m.manager_seconds / f,
             copies: m.copy_seconds / f,
+            // Every frame is marked: without passes the estimate is of an empty frame.
+            steady: m.steady().unwrap_or_default(),
             per_device_work: m.work_per_device.iter().map(|w| w / f).collect(),
             concurrent_work: run
                 .concurrent_work_per_device
@@ -304,6 +308,7 @@ fn frame(
 ) -> Result<Vec<PassStats>, RunError> {
     let (w, h) = (sim.ctx.width, sim.ctx.height);
     let mut total = vec![PassStats::default(); sim.sys.devices()];
+    modeled.next_frame();
     for spec in sim.passes() {
         // A display pass reports all its time as display; run it as an ordinary pass to keep
         // its device work apart from its waiting, then lump it as the runtime would.

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 use tessera_model::Topology;
-use tessera_runtime::modeled::Model;
+use tessera_runtime::modeled::{Model, Steady};
 use tessera_runtime::{
     DeviceMemoryUse, HostReport, LinkCounters, RuntimeError, StageTimes, SystemConfig,
 };
@@ -286,6 +286,11 @@ pub struct ModeledReport {
     /// Per device, its work in the `frames` frames run with all devices together (measured):
     /// beside `work_seconds_per_device`, how much sharing the machine slowed each device.
     pub concurrent_work_seconds_per_device: Vec<f64>,
+    /// One frame in the steady state (docs/EVALUATION.md, "The steady-state estimate"): per
+    /// pass, the slowest device's median work over the frames, the links' median and the
+    /// manager's medians. Beside `seconds ÷ frames`, which takes each frame's slowest device
+    /// as measured.
+    pub steady_per_frame: Option<Steady>,
     pub links: Vec<LinkReport>,
 }
 
@@ -415,6 +420,7 @@ impl Report {
             work_seconds_per_device: m.work_per_device.clone(),
             manager_seconds_per_device: m.manager_per_device.clone(),
             concurrent_work_seconds_per_device: run.concurrent_work_per_device.clone(),
+            steady_per_frame: m.steady(),
             links: topo
                 .links()
                 .iter()

@@ -31,12 +31,18 @@ pub fn run_rounds<E>(
 }
 
 /// Each count's run of median modeled time, and the range of the modeled times it was chosen
-/// from.
+/// from. Its steady-state estimate is the median one of the count's runs, whichever run that
+/// came from.
 pub fn medians(runs: Vec<Vec<Figures>>) -> (Vec<Figures>, Vec<(f64, f64)>) {
     let mut ranges = Vec::new();
     let out = runs
         .into_iter()
         .map(|mut v| {
+            v.sort_by(|a, b| a.steady.seconds().total_cmp(&b.steady.seconds()));
+            let steady = v.get(v.len() / 2).map(|p| p.steady).unwrap_or_default();
+            for p in &mut v {
+                p.steady = steady;
+            }
             v.sort_by(|a, b| a.modeled.total_cmp(&b.modeled));
             let lo = v.first().map_or(0.0, |p| p.modeled);
             let hi = v.last().map_or(0.0, |p| p.modeled);
@@ -63,12 +69,14 @@ pub fn table(
     rounds: u32,
 ) -> Option<String> {
     let base = out.first().map(|p| (p.devices as f64, p.modeled))?;
+    let steady_base = out.first().map(|p| p.steady.seconds())?;
     let mut s = String::new();
     ln!(s, "modeled ms/frame = slowest device's work alone + busiest link + memory manager (all per frame)");
     ln!(s, "(copies: the manager's page copies, timed and left out of its time: the links charge those moves)");
+    ln!(s, "(steady: per pass the slowest device's median over the frames, the manager's medians; docs/EVALUATION.md)");
     ln!(
         s,
-        "{:>7} {:>11} {:>9} {:>6} {:>10} {:>9} {:>8} {:>9} {:>8} {:>9} {:>9} {:>13}",
+        "{:>7} {:>11} {:>9} {:>6} {:>10} {:>9} {:>8} {:>9} {:>8} {:>10} {:>7} {:>9} {:>9} {:>13}",
         "devices",
         "modeled ms",
         "speed-up",
@@ -78,6 +86,8 @@ pub fn table(
         "link ms",
         "manager",
         "copies",
+        "steady ms",
+        "steady",
         "req/f",
         "MiB/f",
         "fps together"
@@ -87,7 +97,7 @@ pub fn table(
         let ideal = p.devices as f64 / base.0;
         ln!(
  s,
-            "{:>7} {:>11.2} {:>9.2} {:>6.1} {:>9.0}% {:>9.2} {:>8.3} {:>9.2} {:>8.2} {:>9.1} {:>9.2} {:>13.2}",
+            "{:>7} {:>11.2} {:>9.2} {:>6.1} {:>9.0}% {:>9.2} {:>8.3} {:>9.2} {:>8.2} {:>10.2} {:>7.2} {:>9.1} {:>9.2} {:>13.2}",
             p.devices,
             p.modeled * 1e3,
             speedup,
@@ -97,6 +107,8 @@ pub fn table(
             p.link * 1e3,
             p.manager * 1e3,
             p.copies * 1e3,
+            p.steady.seconds() * 1e3,
+            steady_base / p.steady.seconds().max(f64::MIN_POSITIVE),
             p.requests,
             p.moved_mib,
             p.measured_fps
@@ -182,11 +194,13 @@ pub fn table(
     for p in out {
         ln!(
             s,
-            "speedup_{}={:.3} ideal_{}={:.3}",
+            "speedup_{}={:.3} ideal_{}={:.3} speedup_steady_{}={:.3}",
             p.devices,
             base.1 / p.modeled,
             p.devices,
-            p.devices as f64 / base.0
+            p.devices as f64 / base.0,
+            p.devices,
+            steady_base / p.steady.seconds().max(f64::MIN_POSITIVE)
         );
     }
     Some(s)
