@@ -22,14 +22,20 @@ impl Manager {
     /// neither can happen: a device granted a page is locked, so no later grant in the same
     /// list takes it from it.)
     pub(super) fn read_ahead(&mut self, actions: &[Action]) -> Result<()> {
-        let mut changed: HashSet<(DeviceId, GlobalPage)> = HashSet::default();
-        let mut from_home: HashSet<GlobalPage> = HashSet::default();
+        // Sized once: a boundary batch's sets otherwise grow, and rehash, as they fill.
+        let cap = actions.len();
+        let mut changed: HashSet<(DeviceId, GlobalPage)> =
+            HashSet::with_capacity_and_hasher(cap, Default::default());
+        let mut from_home: HashSet<GlobalPage> =
+            HashSet::with_capacity_and_hasher(cap, Default::default());
         let n = self.workers.len();
         let mut reads: Vec<Vec<(GlobalPage, SlotAddr)>> = vec![Vec::new(); n];
         let mut backs: Vec<Vec<HomeBound>> = vec![Vec::new(); n];
-        let mut wanted: HashSet<(DeviceId, GlobalPage)> = HashSet::default();
+        let mut wanted: HashSet<(DeviceId, GlobalPage)> =
+            HashSet::with_capacity_and_hasher(cap, Default::default());
         let mut peer: Vec<Vec<(GlobalPage, SlotAddr)>> = vec![Vec::new(); n];
-        let mut peer_wanted: HashSet<(DeviceId, GlobalPage)> = HashSet::default();
+        let mut peer_wanted: HashSet<(DeviceId, GlobalPage)> =
+            HashSet::with_capacity_and_hasher(cap, Default::default());
         // A page this list also writes home is read back to the host anyway; the reader is
         // then written from there (one wait), not copied on the device as well (two waits:
         // on the H100, boiling 1024² on 2 devices spent 12.8–13.5 ms a frame in the manager

@@ -114,6 +114,14 @@ impl Report {
         r.modeled.manager_seconds_measured,
         r.modeled.manager_copy_seconds_left_out
     );
+        if let Some(st) = r.modeled.steady_per_frame.filter(|st| st.seconds() > 0.0) {
+            ln!(
+                s,
+                "steady-state estimate (per pass, the slowest device's median over the frames): {:.2} fps, {:.2} ms a frame",
+                1.0 / st.seconds(),
+                st.seconds() * 1e3
+            );
+        }
         if r.wall_seconds_devices_one_at_a_time.is_some() {
             ln!(
                 s,
