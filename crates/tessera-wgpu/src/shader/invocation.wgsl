@@ -575,24 +575,12 @@ fn address(a: u32, c: i32, n: u32) -> u32 {
     return u32(clamp(c, 0, i32(n) - 1));
 }
 
-// The 2x2 quad at (x0, y0) of level l, each tap addressed by the object's rule: from one
-// page where the texture is bordered.
-fn mip_quad(bi: u32, id: u32, l: u32, x0: i32, y0: i32) -> array<u32, 4> {
+// The 2x2 quad at (x0, y0) of level l of a bordered texture, from the one page that holds
+// (x0, y0) clamped to the level: its border holds the taps past the page's edge.
+fn border_quad(bi: u32, id: u32, l: u32, x0: i32, y0: i32) -> array<u32, 4> {
     var q = array<u32, 4>(0u, 0u, 0u, 0u);
     let e = level_extent(bi, l);
     let b = mip_border(bi);
-    if b == 0u {
-        let a = mip_addressing(bi);
-        let xa = address(a, x0, e.x);
-        let xb = address(a, x0 + 1, e.x);
-        let ya = address(a, y0, e.y);
-        let yb = address(a, y0 + 1, e.y);
-        q[0] = mip_texel(bi, id, l, xa, ya);
-        q[1] = mip_texel(bi, id, l, xb, ya);
-        q[2] = mip_texel(bi, id, l, xa, yb);
-        q[3] = mip_texel(bi, id, l, xb, yb);
-        return q;
-    }
     let ax = u32(clamp(x0, 0, i32(e.x) - 1));
     let ay = u32(clamp(y0, 0, i32(e.y) - 1));
     let m = mip_locate(bi, id, l, ax, ay);
@@ -630,30 +618,8 @@ fn channel(c: u32, k: u32) -> u32 {
     return (c >> (8u * k)) & 255u;
 }
 
-fn bilinear(bi: u32, id: u32, win: vec4<u32>, sa: u32, l: u32, uf: u32, vf: u32) -> u32 {
-    let w = window_at(win, l);
-    let s = i32((uf * w.z) >> 8u) - 128;
-    let r = i32((vf * w.w) >> 8u) - 128;
-    let a = u32(s & 255);
-    let b = u32(r & 255);
-    let x0 = s >> 8u;
-    let y0 = r >> 8u;
-    let inside = x0 >= 0 && y0 >= 0 && x0 + 1 < i32(w.z) && y0 + 1 < i32(w.w);
-    let e = level_extent(bi, l);
-    let whole = w.x == 0u && w.y == 0u && w.z == e.x && w.w == e.y;
-    var q: array<u32, 4>;
-    if inside || (whole && sa == mip_addressing(bi)) {
-        q = mip_quad(bi, id, l, i32(w.x) + x0, i32(w.y) + y0);
-    } else {
-        let xa = w.x + address(sa, x0, w.z);
-        let xb = w.x + address(sa, x0 + 1, w.z);
-        let ya = w.y + address(sa, y0, w.w);
-        let yb = w.y + address(sa, y0 + 1, w.w);
-        q[0] = mip_texel(bi, id, l, xa, ya);
-        q[1] = mip_texel(bi, id, l, xb, ya);
-        q[2] = mip_texel(bi, id, l, xa, yb);
-        q[3] = mip_texel(bi, id, l, xb, yb);
-    }
+// The quad weighted by the fractions a (x) and b (y), in 1/256ths.
+fn blend_quad(q: array<u32, 4>, a: u32, b: u32) -> u32 {
     let wt = array<u32, 4>((256u - a) * (256u - b), a * (256u - b), (256u - a) * b, a * b);
     var out = 0u;
     for (var k = 0u; k < 4u; k++) {
@@ -664,35 +630,81 @@ fn bilinear(bi: u32, id: u32, win: vec4<u32>, sa: u32, l: u32, uf: u32, vf: u32)
     return out;
 }
 
-fn nearest_at(bi: u32, id: u32, win: vec4<u32>, l: u32, uf: u32, vf: u32) -> u32 {
+// One level's sample, nearest (fmode 0) or bilinear (else), with tessera_core::sampler's
+// integer arithmetic. Every tap goes through the one `mip_texel` of the tap loop, whose trip
+// count (1 or 4) is known only at run time: a shader compiler inlines every call, and the
+// four calls per quad of a plain WGSL twin, times every level and every sampler entry, made
+// the game trace's raster kernel a function that software Vulkan (lavapipe) took minutes to
+// compile. The taps run in the sampler's order, so they request the same pages and fault
+// at the same one.
+fn level_sample(bi: u32, id: u32, win: vec4<u32>, fmode: u32, sa: u32, l: u32, uf: u32, vf: u32) -> u32 {
     let w = window_at(win, l);
-    let x = min((uf * w.z) >> 16u, w.z - 1u);
-    let y = min((vf * w.w) >> 16u, w.w - 1u);
-    return mip_texel(bi, id, l, w.x + x, w.y + y);
+    var xs: vec2<u32>;
+    var ys: vec2<u32>;
+    var taps = 1u;
+    var a = 0u;
+    var b = 0u;
+    if fmode == 0u {
+        let x = w.x + min((uf * w.z) >> 16u, w.z - 1u);
+        let y = w.y + min((vf * w.w) >> 16u, w.w - 1u);
+        xs = vec2<u32>(x, x);
+        ys = vec2<u32>(y, y);
+    } else {
+        let s = i32((uf * w.z) >> 8u) - 128;
+        let r = i32((vf * w.w) >> 8u) - 128;
+        a = u32(s & 255);
+        b = u32(r & 255);
+        let x0 = s >> 8u;
+        let y0 = r >> 8u;
+        let inside = x0 >= 0 && y0 >= 0 && x0 + 1 < i32(w.z) && y0 + 1 < i32(w.w);
+        let e = level_extent(bi, l);
+        let whole = w.x == 0u && w.y == 0u && w.z == e.x && w.w == e.y;
+        // Where the quad is addressed by the object's own rule, a bordered texture serves it
+        // from one page; an unbordered one's taps are the object's addresses, which the
+        // window's rule gives as well.
+        if mip_border(bi) != 0u && (inside || (whole && sa == mip_addressing(bi))) {
+            return blend_quad(border_quad(bi, id, l, i32(w.x) + x0, i32(w.y) + y0), a, b);
+        }
+        xs = vec2<u32>(w.x + address(sa, x0, w.z), w.x + address(sa, x0 + 1, w.z));
+        ys = vec2<u32>(w.y + address(sa, y0, w.w), w.y + address(sa, y0 + 1, w.w));
+        taps = 4u;
+    }
+    var q = array<u32, 4>(0u, 0u, 0u, 0u);
+    for (var k = 0u; k < taps; k++) {
+        q[k] = mip_texel(bi, id, l, select(xs.x, xs.y, (k & 1u) != 0u), select(ys.x, ys.y, k >= 2u));
+    }
+    if fmode == 0u {
+        return q[0];
+    }
+    return blend_quad(q, a, b);
 }
 
+// Trilinear blends two levels' bilinear samples; the loop over them keeps one level_sample
+// (see there).
 fn sample_in(bi: u32, id: u32, fmode: u32, sa: u32, win: vec4<u32>, u: f32, v: f32, lod: f32) -> u32 {
     let uf = uv_fixed(u, sa);
     let vf = uv_fixed(v, sa);
     let levels = mip_levels(bi);
     let lf = min(u32(floor(clamp(lod, 0.0, 64.0) * 256.0)), (levels - 1u) * 256u);
-    let nl = min((lf + 128u) >> 8u, levels - 1u);
-    if fmode == 0u {
-        return nearest_at(bi, id, win, nl, uf, vf);
-    }
-    if fmode == 1u {
-        return bilinear(bi, id, win, sa, nl, uf, vf);
-    }
-    let l = lf >> 8u;
+    var l = min((lf + 128u) >> 8u, levels - 1u);
     let f = lf & 255u;
-    let c0 = bilinear(bi, id, win, sa, l, uf, vf);
-    if f == 0u {
-        return c0;
+    var n = 1u;
+    if fmode == 2u {
+        l = lf >> 8u;
+        if f != 0u {
+            n = 2u;
+        }
     }
-    let c1 = bilinear(bi, id, win, sa, l + 1u, uf, vf);
+    var c = array<u32, 2>(0u, 0u);
+    for (var i = 0u; i < n; i++) {
+        c[i] = level_sample(bi, id, win, min(fmode, 1u), sa, l + i, uf, vf);
+    }
+    if n == 1u {
+        return c[0];
+    }
     var out = 0u;
     for (var k = 0u; k < 4u; k++) {
-        out |= ((channel(c0, k) * (256u - f) + channel(c1, k) * f + 128u) >> 8u) << (8u * k);
+        out |= ((channel(c[0], k) * (256u - f) + channel(c[1], k) * f + 128u) >> 8u) << (8u * k);
     }
     return out;
 }
@@ -763,12 +775,7 @@ fn sample_rgba8_window_degraded(id: u32, fmode: u32, addressing: u32, win: vec4<
     for (var k = wanted + 1u; k < levels; k++) {
         g_probe = 2u;
         g_missed = false;
-        var ck = 0u;
-        if fmode == 0u {
-            ck = nearest_at(bi, id, win, k, uf, vf);
-        } else {
-            ck = bilinear(bi, id, win, addressing, k, uf, vf);
-        }
+        let ck = level_sample(bi, id, win, min(fmode, 1u), addressing, k, uf, vf);
         g_probe = 0u;
         if !g_missed {
             return vec2<u32>(ck, k - wanted);
