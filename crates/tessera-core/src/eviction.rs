@@ -17,8 +17,6 @@
 //! - `fifo`: the eligible page that arrived first.
 //! - `random`: uniformly among the eligible pages, from a seeded generator (runs repeat).
 
-use std::collections::BTreeMap;
-
 // Keyed by page numbers, not by anything an attacker chooses: a fast unkeyed hash serves.
 use rustc_hash::FxHashMap as HashMap;
 use std::fmt;
@@ -77,11 +75,15 @@ impl FromStr for Policy {
 #[derive(Clone, Debug)]
 pub struct Resident {
     policy: Policy,
-    /// Arrival sequence → page: the FIFO order and the clock's ring.
-    order: BTreeMap<u64, GlobalPage>,
+    /// The FIFO order and the clock's ring: the page that arrived with sequence number `i` is
+    /// at index `i`, and a page that left leaves a hole there. A reader's copy of a boundary
+    /// page leaves (invalidated) and comes back every frame in boiling, which a B-tree served
+    /// with a search and a rebalance each way; here both are O(1), and `compact` renumbers
+    /// once holes outnumber pages.
+    order: Vec<Option<GlobalPage>>,
+    holes: usize,
     /// Page → (arrival sequence, stamp the clock hand last saw; `None` until it passes).
     pages: HashMap<GlobalPage, (u64, Option<u64>)>,
-    next: u64,
     /// The clock hand: the arrival sequence it points at.
     hand: u64,
     rng: u64,
@@ -91,9 +93,9 @@ impl Resident {
     pub fn new(policy: Policy, seed: u64) -> Self {
         Resident {
             policy,
-            order: BTreeMap::new(),
+            order: Vec::new(),
+            holes: 0,
             pages: HashMap::default(),
-            next: 0,
             hand: 0,
             // xorshift must not start at zero.
             rng: seed ^ 0x9E37_79B9_7F4A_7C15 | 1,
@@ -114,7 +116,7 @@ impl Resident {
     }
     /// Resident pages in arrival order.
     pub fn iter(&self) -> impl Iterator<Item = GlobalPage> + '_ {
-        self.order.values().copied()
+        self.order.iter().flatten().copied()
     }
 
     /// A page arrived (a no-op for one already here: an upgrade keeps its slot).
@@ -122,17 +124,49 @@ impl Resident {
         if self.pages.contains_key(&page) {
             return;
         }
-        let seq = self.next;
-        self.next += 1;
-        self.order.insert(seq, page);
+        let seq = self.order.len() as u64;
+        self.order.push(Some(page));
         self.pages.insert(page, (seq, None));
     }
 
     /// A page left (evicted, invalidated by another device's write, or freed).
     pub fn remove(&mut self, page: GlobalPage) {
         if let Some((seq, _)) = self.pages.remove(&page) {
-            self.order.remove(&seq);
+            self.order[seq as usize] = None;
+            self.holes += 1;
+            if self.holes > 64 && self.holes > self.pages.len() {
+                self.compact();
+            }
         }
+    }
+
+    /// Renumbers the pages 0.. in arrival order, without the holes; the clock hand moves to
+    /// the first page at or after it.
+    fn compact(&mut self) {
+        let mut hand = None;
+        let mut kept = Vec::with_capacity(self.pages.len());
+        for (old, slot) in self.order.iter().enumerate() {
+            let Some(p) = *slot else { continue };
+            let new = kept.len() as u64;
+            if hand.is_none() && old as u64 >= self.hand {
+                hand = Some(new);
+            }
+            if let Some(e) = self.pages.get_mut(&p) {
+                e.0 = new;
+            }
+            kept.push(Some(p));
+        }
+        self.hand = hand.unwrap_or(kept.len() as u64);
+        self.order = kept;
+        self.holes = 0;
+    }
+
+    /// The resident pages with their arrival sequence numbers, in arrival order.
+    fn arrivals(&self) -> impl Iterator<Item = (u64, GlobalPage)> + '_ {
+        self.order
+            .iter()
+            .enumerate()
+            .filter_map(|(seq, p)| p.map(|p| (seq as u64, p)))
     }
 
     fn random(&mut self) -> u64 {
@@ -161,10 +195,9 @@ impl Resident {
             Policy::Fifo => self.iter().filter(|&p| eligible(p)).take(n).collect(),
             Policy::Lru => {
                 let mut c: Vec<(u64, u64, GlobalPage)> = self
-                    .order
-                    .iter()
-                    .filter(|(_, &p)| eligible(p))
-                    .map(|(&seq, &p)| (stamp(p), seq, p))
+                    .arrivals()
+                    .filter(|&(_, p)| eligible(p))
+                    .map(|(seq, p)| (stamp(p), seq, p))
                     .collect();
                 let n = n.min(c.len());
                 if n < c.len() {
@@ -197,11 +230,11 @@ impl Resident {
         let mut out = Vec::new();
         // Two sweeps suffice: the first remembers every stamp it passes, so in the second only
         // pages touched in between are spared, and nothing touches pages while we choose.
+        let hand = self.hand;
         let ring: Vec<(u64, GlobalPage)> = self
-            .order
-            .range(self.hand..)
-            .chain(self.order.range(..self.hand))
-            .map(|(&s, &p)| (s, p))
+            .arrivals()
+            .filter(|&(s, _)| s >= hand)
+            .chain(self.arrivals().filter(|&(s, _)| s < hand))
             .collect();
         'sweeps: for _ in 0..2 {
             for &(seq, p) in &ring {
@@ -325,6 +358,89 @@ mod tests {
         // Page 1 is touched again; the hand (past 0) spares it and takes 2.
         stamps[1] = 6;
         assert_eq!(r.choose(1, |_| true, |p| stamps[p.index()]), pages(&[2]));
+    }
+
+    /// The clock over a plain list in arrival order, with sequence numbers never reused: the
+    /// reference `Resident`'s renumbering must agree with.
+    #[derive(Default)]
+    struct PlainClock {
+        pages: Vec<(u64, u64, Option<u64>)>,
+        next: u64,
+        hand: u64,
+    }
+
+    impl PlainClock {
+        fn choose(&mut self, n: usize, stamp: impl Fn(u64) -> u64) -> Vec<u64> {
+            let mut ring: Vec<usize> = (0..self.pages.len()).collect();
+            ring.rotate_left(self.pages.iter().take_while(|e| e.0 < self.hand).count());
+            let mut out = Vec::new();
+            'sweeps: for _ in 0..2 {
+                for &i in &ring {
+                    if out.len() == n {
+                        break 'sweeps;
+                    }
+                    let (seq, page, seen) = &mut self.pages[i];
+                    if out.contains(page) {
+                        continue;
+                    }
+                    let now = stamp(*page);
+                    if *seen == Some(now) {
+                        out.push(*page);
+                    } else {
+                        *seen = Some(now);
+                    }
+                    self.hand = *seq + 1;
+                }
+            }
+            out
+        }
+    }
+
+    #[test]
+    fn arrival_order_survives_many_departures() {
+        // Through enough departures to renumber many times: the arrival order, FIFO's choice
+        // and the clock's (its hand carried across the renumbering) against plain lists.
+        let mut fifo = Resident::new(Policy::Fifo, 1);
+        let mut clock = Resident::new(Policy::Clock, 1);
+        let mut plain = PlainClock::default();
+        let mut x = 12345u64;
+        let mut rand = move || {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            x >> 33
+        };
+        for step in 0..5000u64 {
+            let page = rand() % 300;
+            if plain.pages.iter().any(|e| e.1 == page) {
+                fifo.remove(GlobalPage(page));
+                clock.remove(GlobalPage(page));
+                plain.pages.retain(|e| e.1 != page);
+            } else {
+                fifo.insert(GlobalPage(page));
+                clock.insert(GlobalPage(page));
+                plain.pages.push((plain.next, page, None));
+                plain.next += 1;
+            }
+            let want: Vec<u64> = plain.pages.iter().map(|e| e.1).collect();
+            assert_eq!(
+                fifo.iter().map(|p| p.0).collect::<Vec<_>>(),
+                want,
+                "step {step}"
+            );
+            if step % 7 == 0 {
+                let n = want.len().min(3);
+                assert_eq!(fifo.choose(3, |_| true, |_| 0), pages(&want[..n]));
+                let salt = rand();
+                let stamp = move |p: u64| (p ^ salt) % 2;
+                let got = clock.choose(2, |_| true, |p| stamp(p.0));
+                assert_eq!(got, pages(&plain.choose(2, stamp)), "step {step}");
+            }
+        }
+        assert!(
+            fifo.order.len() <= 2 * fifo.len() + 65,
+            "renumbered as it went"
+        );
     }
 
     #[test]

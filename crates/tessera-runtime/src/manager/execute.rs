@@ -3,6 +3,26 @@
 
 use super::*;
 
+/// The sets `Manager::read_ahead` fills for one action list, emptied before the next.
+#[derive(Default)]
+pub(super) struct AheadSets {
+    changed: HashSet<(DeviceId, GlobalPage)>,
+    from_home: HashSet<GlobalPage>,
+    wanted: HashSet<(DeviceId, GlobalPage)>,
+    peer_wanted: HashSet<(DeviceId, GlobalPage)>,
+    homebound: HashSet<(DeviceId, GlobalPage)>,
+}
+
+impl AheadSets {
+    fn clear(&mut self) {
+        self.changed.clear();
+        self.from_home.clear();
+        self.wanted.clear();
+        self.peer_wanted.clear();
+        self.homebound.clear();
+    }
+}
+
 impl Manager {
     /// Reads, before carrying out `actions`, every page they will read from a device (write-backs
     /// and device-to-device copies): per source device, one job revokes write access to all of
@@ -22,31 +42,27 @@ impl Manager {
     /// neither can happen: a device granted a page is locked, so no later grant in the same
     /// list takes it from it.)
     pub(super) fn read_ahead(&mut self, actions: &[Action]) -> Result<()> {
-        // Sized once: a boundary batch's sets otherwise grow, and rehash, as they fill.
-        let cap = actions.len();
-        let mut changed: HashSet<(DeviceId, GlobalPage)> =
-            HashSet::with_capacity_and_hasher(cap, Default::default());
-        let mut from_home: HashSet<GlobalPage> =
-            HashSet::with_capacity_and_hasher(cap, Default::default());
+        let mut sets = std::mem::take(&mut self.ahead_sets);
+        sets.clear();
+        let AheadSets {
+            changed,
+            from_home,
+            wanted,
+            peer_wanted,
+            homebound,
+        } = &mut sets;
         let n = self.workers.len();
         let mut reads: Vec<Vec<(GlobalPage, SlotAddr)>> = vec![Vec::new(); n];
         let mut backs: Vec<Vec<HomeBound>> = vec![Vec::new(); n];
-        let mut wanted: HashSet<(DeviceId, GlobalPage)> =
-            HashSet::with_capacity_and_hasher(cap, Default::default());
         let mut peer: Vec<Vec<(GlobalPage, SlotAddr)>> = vec![Vec::new(); n];
-        let mut peer_wanted: HashSet<(DeviceId, GlobalPage)> =
-            HashSet::with_capacity_and_hasher(cap, Default::default());
         // A page this list also writes home is read back to the host anyway; the reader is
         // then written from there (one wait), not copied on the device as well (two waits:
         // on the H100, boiling 1024² on 2 devices spent 12.8–13.5 ms a frame in the manager
         // with such pages copied on the device, 9.0–9.7 without; docs/EVALUATION.md).
-        let homebound: HashSet<(DeviceId, GlobalPage)> = actions
-            .iter()
-            .filter_map(|a| match *a {
-                Action::WriteBack { page, from } => Some((from, page)),
-                _ => None,
-            })
-            .collect();
+        homebound.extend(actions.iter().filter_map(|a| match *a {
+            Action::WriteBack { page, from } => Some((from, page)),
+            _ => None,
+        }));
         for a in actions {
             match *a {
                 Action::WriteBack { page, from } => {
@@ -86,6 +102,7 @@ impl Manager {
                 _ => {}
             }
         }
+        self.ahead_sets = sets;
         let mut out = Outbox::new(n, self.home.clone(), self.held.clone());
         let mut jobs = Vec::new();
         for (d, ((list, back), peer)) in reads.into_iter().zip(backs).zip(peer).enumerate() {
