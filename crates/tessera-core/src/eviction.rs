@@ -79,9 +79,8 @@ pub struct Resident {
     /// at index `i`, and a page that left leaves a hole there. A reader's copy of a boundary
     /// page leaves (invalidated) and comes back every frame in boiling, which a B-tree served
     /// with a search and a rebalance each way; here both are O(1), and `compact` renumbers
-    /// once holes outnumber pages.
+    /// once holes (`order.len() - pages.len()`) outnumber pages.
     order: Vec<Option<GlobalPage>>,
-    holes: usize,
     /// Page → (arrival sequence, stamp the clock hand last saw; `None` until it passes).
     pages: HashMap<GlobalPage, (u64, Option<u64>)>,
     /// The clock hand: the arrival sequence it points at.
@@ -94,7 +93,6 @@ impl Resident {
         Resident {
             policy,
             order: Vec::new(),
-            holes: 0,
             pages: HashMap::default(),
             hand: 0,
             // xorshift must not start at zero.
@@ -133,8 +131,8 @@ impl Resident {
     pub fn remove(&mut self, page: GlobalPage) {
         if let Some((seq, _)) = self.pages.remove(&page) {
             self.order[seq as usize] = None;
-            self.holes += 1;
-            if self.holes > 64 && self.holes > self.pages.len() {
+            let holes = self.order.len() - self.pages.len();
+            if holes > 64 && holes > self.pages.len() {
                 self.compact();
             }
         }
@@ -158,7 +156,6 @@ impl Resident {
         }
         self.hand = hand.unwrap_or(kept.len() as u64);
         self.order = kept;
-        self.holes = 0;
     }
 
     /// The resident pages with their arrival sequence numbers, in arrival order.
