@@ -8,6 +8,7 @@
 
 use std::time::{Duration, Instant};
 
+use mpi::collective::CommunicatorCollectives;
 use mpi::environment::Universe;
 use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
 use mpi::topology::{Communicator, SimpleCommunicator};
@@ -36,6 +37,14 @@ impl Mpi {
             _universe: universe,
             world,
         })
+    }
+
+    /// Returns once every rank has called it. Runs on the same ranks one after another need
+    /// it between them: messages carry no run, so a rank still finishing one run would take
+    /// a faster rank's first messages of the next (its `Done` of round 0, say) as its own, and
+    /// the next run would wait for them forever.
+    pub fn barrier(&self) {
+        self.world.barrier();
     }
 }
 

@@ -120,7 +120,10 @@ fn main() -> ExitCode {
 fn litmus(mpi: &Mpi, cfg: &mut NodeConfig, args: &Args) -> ExitCode {
     let rank = mpi.rank();
     let mut failed = false;
-    for path in &args.litmus {
+    for (i, path) in args.litmus.iter().enumerate() {
+        if i > 0 {
+            mpi.barrier();
+        }
         // Every rank parses the file; all see the same bytes, so all agree.
         let test = match tessera_litmus::load(path) {
             Ok(t) => t,
