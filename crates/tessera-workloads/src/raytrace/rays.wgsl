@@ -300,15 +300,6 @@ fn r_advance(x: u32, y: u32) -> u32 {
         let phase = rs[0] & 0xffu;
         if phase == R_START {
             rs = array<u32, 6>(R_PRIMARY, 0u, 0x7f800000u, R_NONE, 0u, 0u);
-        } else if phase == R_PRIMARY {
-            r_walk(primary, false, R_NONE);
-            if faulted() {
-                return 0u;
-            }
-            if rs[3] == R_NONE {
-                return R_SKY;
-            }
-            rs[0] = R_SHADE;
         } else if phase == R_SHADE {
             let c = r_albedo(x, y, primary);
             if faulted() {
@@ -318,9 +309,13 @@ fn r_advance(x: u32, y: u32) -> u32 {
             rs[0] = R_AO;
             rs[1] = 0u;
             rs[5] = 0u;
-        } else if phase == R_AO {
+        } else if phase == R_PRIMARY || phase == R_AO {
+            // The primary ray and the occlusion rays share this one call of `r_walk`: a shader
+            // compiler inlines every call, and the walk (its loads and page-table lookups) is
+            // most of the kernel, so two calls made lavapipe compile it twice.
+            let ao = phase == R_AO;
             let k = rs[0] >> R_SAMPLE_SHIFT;
-            if k >= samples {
+            if ao && k >= samples {
                 let n = max(samples, 1u);
                 let lit = n + 3u * (n - min(rs[5], n));
                 let c = rs[4];
@@ -329,19 +324,31 @@ fn r_advance(x: u32, y: u32) -> u32 {
                 let b = ((c >> 16u) & 0xffu) * lit / (4u * n);
                 return r | (g << 8u) | (b << 16u) | 0xff000000u;
             }
-            let ray = r_ao_ray(primary, y * params.width + x, k);
+            var ray = primary;
+            var skip = R_NONE;
+            if ao {
+                ray = r_ao_ray(primary, y * params.width + x, k);
+                if faulted() {
+                    return 0u;
+                }
+                skip = rs[3];
+            }
+            let hit = r_walk(ray, ao, skip);
             if faulted() {
                 return 0u;
             }
-            let hit = r_walk(ray, true, rs[3]);
-            if faulted() {
-                return 0u;
+            if ao {
+                if hit {
+                    rs[5] += 1u;
+                }
+                rs[0] = R_AO | ((k + 1u) << R_SAMPLE_SHIFT);
+                rs[1] = 0u;
+            } else {
+                if rs[3] == R_NONE {
+                    return R_SKY;
+                }
+                rs[0] = R_SHADE;
             }
-            if hit {
-                rs[5] += 1u;
-            }
-            rs[0] = R_AO | ((k + 1u) << R_SAMPLE_SHIFT);
-            rs[1] = 0u;
         } else {
             return R_BAD_STATE;
         }
