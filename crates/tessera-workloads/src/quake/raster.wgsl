@@ -18,10 +18,17 @@ const BACKGROUND: u32 = 0xff000000u;
 const NO_ACCESS: u32 = 0xffffffffu;
 const COORD_LIMIT: f32 = 16777216.0;
 
-fn raster_plane(tris: u32, at: u32, dx: f32, dy: f32) -> f32 {
-    let f0 = bitcast<f32>(load_u32(tris, at));
-    let fx = bitcast<f32>(load_u32(tris, at + 1u));
-    let fy = bitcast<f32>(load_u32(tris, at + 2u));
+// The words of one triangle record a pixel read, by word index (setup.rs). Every record word
+// goes through this array from one `load_u32` call site per loop: a shader compiler inlines
+// each call of the prelude's translation, and the twenty-odd loads written out one by one made
+// this kernel the slowest to compile on software Vulkan. The loads keep raster.rs's order, so
+// they fault at the same page.
+var<private> g_tri: array<u32, 20>;
+
+fn raster_plane(at: u32, dx: f32, dy: f32) -> f32 {
+    let f0 = bitcast<f32>(g_tri[at]);
+    let fx = bitcast<f32>(g_tri[at + 1u]);
+    let fy = bitcast<f32>(g_tri[at + 2u]);
     return f0 + fx * dx + fy * dy;
 }
 
@@ -37,15 +44,15 @@ var<private> g_coarser: u32;
 
 // The filtered sample (raster.rs, `Raster::filter`): `params.filter_code` is the filter code + 1,
 // `params.degrade` the degrade map's id + 1 (0: a miss faults).
-fn raster_filtered(atlas: u32, tris: u32, base: u32, best: f32, dx: f32, dy: f32, uw: f32, vw: f32, rect: u32, size: u32) -> u32 {
+fn raster_filtered(atlas: u32, best: f32, dx: f32, dy: f32, uw: f32, vw: f32, rect: u32, size: u32) -> u32 {
     let u0 = uw / best;
     let v0 = vw / best;
-    let iwx = raster_plane(tris, base + W_INV_W, dx + 1.0, dy);
-    let ux = raster_plane(tris, base + W_U, dx + 1.0, dy) / iwx;
-    let vx = raster_plane(tris, base + W_V, dx + 1.0, dy) / iwx;
-    let iwy = raster_plane(tris, base + W_INV_W, dx, dy + 1.0);
-    let uy = raster_plane(tris, base + W_U, dx, dy + 1.0) / iwy;
-    let vy = raster_plane(tris, base + W_V, dx, dy + 1.0) / iwy;
+    let iwx = raster_plane(W_INV_W, dx + 1.0, dy);
+    let ux = raster_plane(W_U, dx + 1.0, dy) / iwx;
+    let vx = raster_plane(W_V, dx + 1.0, dy) / iwx;
+    let iwy = raster_plane(W_INV_W, dx, dy + 1.0);
+    let uy = raster_plane(W_U, dx, dy + 1.0) / iwy;
+    let vy = raster_plane(W_V, dx, dy + 1.0) / iwy;
     let ax = ux - u0;
     let ay = vx - v0;
     let bx = uy - u0;
@@ -69,8 +76,6 @@ fn kernel_main(x: u32, y: u32) {
     let atlas = params.atlas;
     let tris = params.tris;
     let bins = params.bins;
-    let frame = params.frame;
-    let access = params.access;
     let tiles_x = params.tiles_x;
     let tile = (y / TILE) * tiles_x + x / TILE;
     let first = load_u32(bins, 2u * tile);
@@ -84,66 +89,73 @@ fn kernel_main(x: u32, y: u32) {
     for (var i = 0u; i < count; i++) {
         let t = load_u32(bins, first + i);
         let base = t * RECORD_WORDS;
-        if load_u32(tris, base + W_SIZE) == 0u {
-            continue;
-        }
-        var v: array<i32, 6>;
-        for (var k = 0u; k < 6u; k++) {
-            v[k] = bitcast<i32>(load_u32(tris, base + W_VERTS + k));
-        }
-        let owns = load_u32(tris, base + W_OWNS);
-        var inside = true;
-        for (var e = 0u; e < 3u; e++) {
-            let ax = v[2u * e];
-            let ay = v[2u * e + 1u];
-            let n = (e + 1u) % 3u;
-            let bx = v[2u * n];
-            let by = v[2u * n + 1u];
-            let f = (bx - ax) * (sy - ay) - (by - ay) * (sx - ax);
-            if !(f > 0 || (f == 0 && ((owns >> e) & 1u) == 1u)) {
-                inside = false;
+        // Size, vertices and owned edges, then origin and 1/w once the pixel is inside.
+        var covered = true;
+        for (var k = W_SIZE; k < W_INV_W + 3u; k++) {
+            g_tri[k] = load_u32(tris, base + k);
+            if k == W_SIZE && g_tri[k] == 0u {
+                covered = false;
                 break;
             }
+            if k == W_OWNS {
+                let owns = g_tri[W_OWNS];
+                for (var e = 0u; e < 3u; e++) {
+                    let ax = bitcast<i32>(g_tri[W_VERTS + 2u * e]);
+                    let ay = bitcast<i32>(g_tri[W_VERTS + 2u * e + 1u]);
+                    let n = (e + 1u) % 3u;
+                    let bx = bitcast<i32>(g_tri[W_VERTS + 2u * n]);
+                    let by = bitcast<i32>(g_tri[W_VERTS + 2u * n + 1u]);
+                    let f = (bx - ax) * (sy - ay) - (by - ay) * (sx - ax);
+                    if !(f > 0 || (f == 0 && ((owns >> e) & 1u) == 1u)) {
+                        covered = false;
+                        break;
+                    }
+                }
+                if !covered {
+                    break;
+                }
+            }
         }
-        if !inside {
+        if !covered {
             continue;
         }
-        let ox = bitcast<f32>(load_u32(tris, base + W_ORIGIN));
-        let oy = bitcast<f32>(load_u32(tris, base + W_ORIGIN + 1u));
-        let iw = raster_plane(tris, base + W_INV_W, cx - ox, cy - oy);
+        let ox = bitcast<f32>(g_tri[W_ORIGIN]);
+        let oy = bitcast<f32>(g_tri[W_ORIGIN + 1u]);
+        let iw = raster_plane(W_INV_W, cx - ox, cy - oy);
         if iw > best {
             best = iw;
             winner = t;
         }
     }
-    if winner == 0u {
-        store_rgba8(frame, x, y, BACKGROUND);
-        store_rgba8(access, x, y, NO_ACCESS);
-        if params.filter_code != 0u && params.degrade != 0u {
-            store_rgba8(params.degrade - 1u, x, y, 0u);
-        }
-        return;
-    }
-    let base = winner * RECORD_WORDS;
-    let rect = load_u32(tris, base + W_RECT);
-    let size = load_u32(tris, base + W_SIZE);
-    let ox = bitcast<f32>(load_u32(tris, base + W_ORIGIN));
-    let oy = bitcast<f32>(load_u32(tris, base + W_ORIGIN + 1u));
-    let dx = cx - ox;
-    let dy = cy - oy;
-    let uw = raster_plane(tris, base + W_U, dx, dy);
-    let vw = raster_plane(tris, base + W_V, dx, dy);
-    let tx = (rect & 0xffffu) + raster_wrap(uw / best, size & 0xffffu);
-    let ty = (rect >> 16u) + raster_wrap(vw / best, size >> 16u);
-    var c = 0u;
+    var c = BACKGROUND;
+    var sampled = NO_ACCESS;
     g_coarser = 0u;
-    if params.filter_code == 0u {
-        c = load_rgba8(atlas, tx, ty);
-    } else {
-        c = raster_filtered(atlas, tris, base, best, dx, dy, uw, vw, rect, size);
+    if winner != 0u {
+        // Rectangle and size, origin, 1/w (filtered only: the derivatives' planes), u and v.
+        let base = winner * RECORD_WORDS;
+        for (var k = W_RECT; k < W_V + 3u; k++) {
+            let unread = (k >= W_VERTS && k < W_ORIGIN) || (k >= W_INV_W && k < W_U && params.filter_code == 0u);
+            if !unread {
+                g_tri[k] = load_u32(tris, base + k);
+            }
+        }
+        let rect = g_tri[W_RECT];
+        let size = g_tri[W_SIZE];
+        let dx = cx - bitcast<f32>(g_tri[W_ORIGIN]);
+        let dy = cy - bitcast<f32>(g_tri[W_ORIGIN + 1u]);
+        let uw = raster_plane(W_U, dx, dy);
+        let vw = raster_plane(W_V, dx, dy);
+        let tx = (rect & 0xffffu) + raster_wrap(uw / best, size & 0xffffu);
+        let ty = (rect >> 16u) + raster_wrap(vw / best, size >> 16u);
+        if params.filter_code == 0u {
+            c = load_rgba8(atlas, tx, ty);
+        } else {
+            c = raster_filtered(atlas, best, dx, dy, uw, vw, rect, size);
+        }
+        sampled = tx | (ty << 16u);
     }
-    store_rgba8(frame, x, y, c);
-    store_rgba8(access, x, y, tx | (ty << 16u));
+    store_rgba8(params.frame, x, y, c);
+    store_rgba8(params.access, x, y, sampled);
     if params.filter_code != 0u && params.degrade != 0u {
         store_rgba8(params.degrade - 1u, x, y, g_coarser);
     }
