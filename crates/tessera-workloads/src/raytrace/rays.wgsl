@@ -77,11 +77,20 @@ fn r_escape(escape: u32, node: u32, end: u32) -> u32 {
     return end;
 }
 
-fn r_vec3(id: u32, at: u32) -> vec3<f32> {
-    let x = bitcast<f32>(load_u32(id, at));
-    let y = bitcast<f32>(load_u32(id, at + 1u));
-    let z = bitcast<f32>(load_u32(id, at + 2u));
-    return vec3<f32>(x, y, z);
+// A record's words `at..at + n` (n ≤ 9) into `g_words`, in order, from one `load_u32` call
+// site: a shader compiler inlines every call of the prelude's translation, so each load
+// written out is another copy of it. Callers read the words as the CPU twin does, in its
+// order, so the loads fault at the same page.
+var<private> g_words: array<u32, 9>;
+
+fn r_words(id: u32, at: u32, n: u32) {
+    for (var k = 0u; k < n; k++) {
+        g_words[k] = load_u32(id, at + k);
+    }
+}
+
+fn r_vec3_at(k: u32) -> vec3<f32> {
+    return vec3<f32>(bitcast<f32>(g_words[k]), bitcast<f32>(g_words[k + 1u]), bitcast<f32>(g_words[k + 2u]));
 }
 
 fn r_primary(x: u32, y: u32) -> Ray {
@@ -120,17 +129,31 @@ fn r_walk(r: Ray, any: bool, skip: u32) -> bool {
         }
         let node = rs[1];
         let at = node * R_NODE_WORDS;
-        let escape = load_u32(nodes, at + 6u);
-        let leaf = load_u32(nodes, at + 7u);
+        // Escape and leaf first, then (outside a leaf) the box, as the CPU twin reads them.
+        let in_leaf = (rs[0] & R_IN_LEAF) != 0u;
+        var node_words = array<u32, 8>(6u, 7u, 0u, 1u, 2u, 3u, 4u, 5u);
+        var box = array<f32, 6>(0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+        var escape = 0u;
+        var leaf = 0u;
+        for (var k = 0u; k < 8u; k++) {
+            if k == 2u && (in_leaf || faulted()) {
+                break;
+            }
+            let w = load_u32(nodes, at + node_words[k]);
+            if k == 0u {
+                escape = w;
+            } else if k == 1u {
+                leaf = w;
+            } else {
+                box[k - 2u] = bitcast<f32>(w);
+            }
+        }
         if faulted() {
             return false;
         }
-        if (rs[0] & R_IN_LEAF) == 0u {
-            let mn = r_vec3(nodes, at);
-            let mx = r_vec3(nodes, at + 3u);
-            if faulted() {
-                return false;
-            }
+        if !in_leaf {
+            let mn = vec3<f32>(box[0], box[1], box[2]);
+            let mx = vec3<f32>(box[3], box[4], box[5]);
             var t_max = bitcast<f32>(rs[2]);
             if any {
                 t_max = 1.0;
@@ -178,13 +201,13 @@ fn r_walk(r: Ray, any: bool, skip: u32) -> bool {
 // (`ok` false when parallel to it); the caller checks `faulted()`.
 fn r_on_plane(r: Ray, tri: u32) -> RHit {
     let tris = params.tris;
-    let at = tri * R_TRI_WORDS;
-    let v0 = r_vec3(tris, at);
-    let e1 = r_vec3(tris, at + 3u);
-    let e2 = r_vec3(tris, at + 6u);
+    r_words(tris, tri * R_TRI_WORDS, 9u);
     if faulted() {
         return RHit(false, 0.0, 0.0, 0.0);
     }
+    let v0 = r_vec3_at(0u);
+    let e1 = r_vec3_at(3u);
+    let e2 = r_vec3_at(6u);
     let p = r_cross(r.d, e2);
     let det = r_dot(e1, p);
     if det == 0.0 {
@@ -217,15 +240,16 @@ fn r_albedo(x: u32, y: u32, r: Ray) -> u32 {
     }
     let o = params.attrs;
     let at = tri * R_ATTR_WORDS;
-    var uv: array<f32, 6>;
-    for (var k = 0u; k < 6u; k++) {
-        uv[k] = bitcast<f32>(load_u32(o, at + k));
-    }
-    let rect = load_u32(o, at + 6u);
-    let size = load_u32(o, at + 7u);
+    r_words(o, at, 8u);
     if faulted() {
         return 0u;
     }
+    var uv: array<f32, 6>;
+    for (var k = 0u; k < 6u; k++) {
+        uv[k] = bitcast<f32>(g_words[k]);
+    }
+    let rect = g_words[6];
+    let size = g_words[7];
     let t = r_tex(uv, u, v);
     let sw = size & 0xffffu;
     let sh = size >> 16u;
@@ -266,9 +290,9 @@ fn r_albedo(x: u32, y: u32, r: Ray) -> u32 {
 
 fn r_ao_ray(primary: Ray, pixel: u32, k: u32) -> Ray {
     let tris = params.tris;
-    let at = rs[3] * R_TRI_WORDS;
-    let e1 = r_vec3(tris, at + 3u);
-    let e2 = r_vec3(tris, at + 6u);
+    r_words(tris, rs[3] * R_TRI_WORDS + 3u, 6u);
+    let e1 = r_vec3_at(0u);
+    let e2 = r_vec3_at(3u);
     var n = r_cross(e1, e2);
     if r_dot(n, primary.d) > 0.0 {
         n = -n;
