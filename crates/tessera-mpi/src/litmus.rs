@@ -178,7 +178,11 @@ pub fn run_files<T: crate::Transport>(
     mut each: impl FnMut(&Test, &crate::NodeReport, &LitmusReport),
 ) -> Result<Vec<String>, FilesError> {
     let mut forbidden = Vec::new();
-    for path in files {
+    for (i, path) in files.iter().enumerate() {
+        // One run per file on the same ranks (`Transport::barrier`).
+        if i > 0 {
+            t.barrier();
+        }
         // Every rank reads the same file, so all agree on the test.
         let test = tessera_litmus::load(path)?;
         let cfg = crate::NodeConfig {

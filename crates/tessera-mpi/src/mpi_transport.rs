@@ -38,14 +38,6 @@ impl Mpi {
             world,
         })
     }
-
-    /// Returns once every rank has called it. Runs on the same ranks one after another need
-    /// it between them: messages carry no run, so a rank still finishing one run would take
-    /// a faster rank's first messages of the next (its `Done` of round 0, say) as its own, and
-    /// the next run would wait for them forever.
-    pub fn barrier(&self) {
-        self.world.barrier();
-    }
 }
 
 impl Transport for Mpi {
@@ -77,5 +69,8 @@ impl Transport for Mpi {
             }
             std::thread::sleep(Duration::from_micros(50));
         }
+    }
+    fn barrier(&self) {
+        self.world.barrier();
     }
 }

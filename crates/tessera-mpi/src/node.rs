@@ -190,7 +190,7 @@ struct Node<'t, T: Transport> {
 
 /// Runs one node of the cluster `t` belongs to until every node is done, or until a node is
 /// lost. Every node must be started with the same `cfg`. Messages carry no run: two runs on
-/// the same transport need a barrier between them (the MPI transport's `barrier`), or a node
+/// the same transport need a barrier between them (`Transport::barrier`), or a node
 /// still finishing the first takes a faster node's first messages of the second as its own.
 pub fn run_node<T: Transport>(t: &T, cfg: &NodeConfig) -> Result<NodeReport, NodeError> {
     let size = t.size();

@@ -3,6 +3,7 @@
 //! threads of one process ([`InProcess`], the tests) or as MPI processes
 //! (`crate::mpi_transport::Mpi`, feature `mpi`).
 
+use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
@@ -19,6 +20,11 @@ pub trait Transport {
     fn send(&self, to: usize, bytes: Vec<u8>) -> Result<(), NodeError>;
     /// The next message from any rank, waiting at most `timeout`; `None` when none came.
     fn recv(&self, timeout: Duration) -> Result<Option<(usize, Vec<u8>)>, NodeError>;
+    /// Returns once every rank has called it. Runs on the same ranks one after another need
+    /// it between them: messages carry no run, so a rank still finishing one run would take
+    /// a faster rank's first messages of the next (its `Done` of round 0, say) as its own, and
+    /// the next run would wait for them forever.
+    fn barrier(&self);
 }
 
 /// Nodes as threads of one process: crossbeam channels, one inbox per rank.
@@ -26,6 +32,7 @@ pub struct InProcess {
     rank: usize,
     inbox: Receiver<(usize, Vec<u8>)>,
     peers: Vec<Sender<(usize, Vec<u8>)>>,
+    barrier: Arc<Barrier>,
 }
 
 impl InProcess {
@@ -33,12 +40,14 @@ impl InProcess {
     pub fn cluster(size: usize) -> Vec<InProcess> {
         let (txs, rxs): (Vec<_>, Vec<_>) =
             (0..size).map(|_| crossbeam_channel::unbounded()).unzip();
+        let barrier = Arc::new(Barrier::new(size));
         rxs.into_iter()
             .enumerate()
             .map(|(rank, inbox)| InProcess {
                 rank,
                 inbox,
                 peers: txs.clone(),
+                barrier: barrier.clone(),
             })
             .collect()
     }
@@ -66,6 +75,9 @@ impl Transport for InProcess {
             // Unreachable while this endpoint holds a sender to itself.
             Err(RecvTimeoutError::Disconnected) => Ok(None),
         }
+    }
+    fn barrier(&self) {
+        self.barrier.wait();
     }
 }
 

@@ -5,7 +5,7 @@
 use std::thread;
 use std::time::Duration;
 
-use tessera_mpi::{run_node, InProcess, NodeConfig, NodeError, NodeReport};
+use tessera_mpi::{run_node, InProcess, NodeConfig, NodeError, NodeReport, Transport};
 
 fn cluster(nodes: usize, cfg: &NodeConfig) -> Vec<Result<NodeReport, NodeError>> {
     let handles: Vec<_> = InProcess::cluster(nodes)
@@ -144,5 +144,66 @@ fn shipped_litmus_tests_show_no_sc_violation_with_threads_on_different_nodes() {
         );
         assert_eq!(l.runs, 30, "{}", path.display());
         assert_eq!(l.forbidden, 0, "{}: {:?}", path.display(), l.outcomes);
+    }
+}
+
+/// A rank that takes its messages late: one that is still finishing a run when the others
+/// have started the next.
+struct Late {
+    inner: InProcess,
+    delay: Duration,
+}
+
+impl Transport for Late {
+    fn rank(&self) -> usize {
+        self.inner.rank()
+    }
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+    fn send(&self, to: usize, bytes: Vec<u8>) -> Result<(), NodeError> {
+        self.inner.send(to, bytes)
+    }
+    fn recv(&self, timeout: Duration) -> Result<Option<(usize, Vec<u8>)>, NodeError> {
+        thread::sleep(self.delay);
+        self.inner.recv(timeout)
+    }
+    fn barrier(&self) {
+        self.inner.barrier()
+    }
+}
+
+/// One litmus file after another on the same ranks (`litmus::run_files`, what `tessera litmus
+/// --devices-per-node` runs under mpirun), with rank 0 late: messages carry no run, so without
+/// a barrier between files rank 0, still finishing one test, took the others' first messages
+/// of the next as its own, and the next test waited for them forever (this test, without the
+/// barrier: a minute, then failed). A hang fails here after a minute instead of holding the
+/// suite.
+#[test]
+fn litmus_files_one_after_another_on_the_same_ranks_finish() {
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/litmus"),
+    )
+    .unwrap()
+    .map(|e| e.unwrap().path())
+    .filter(|p| p.extension().is_some_and(|x| x == "litmus"))
+    .collect();
+    files.sort();
+    assert!(files.len() >= 10, "{files:?}");
+    let (tx, rx) = std::sync::mpsc::channel();
+    for inner in InProcess::cluster(3) {
+        let delay = Duration::from_micros(if inner.rank() == 0 { 500 } else { 0 });
+        let t = Late { inner, delay };
+        let (files, tx) = (files.clone(), tx.clone());
+        thread::spawn(move || {
+            let r = tessera_mpi::litmus::run_files(&t, &files, 3, 2, |_, _, _| {});
+            let _ = tx.send(r.map_err(|e| e.to_string()));
+        });
+    }
+    for _ in 0..3 {
+        let r = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("a rank is still waiting after a minute: a test never finished");
+        assert_eq!(r, Ok(Vec::<String>::new()));
     }
 }
