@@ -20,9 +20,9 @@ const COORD_LIMIT: f32 = 16777216.0;
 
 // The words of one triangle record a pixel read, by word index (setup.rs). Every record word
 // goes through this array from one `load_u32` call site per loop: a shader compiler inlines
-// each call of the prelude's translation, and the twenty-odd loads written out one by one made
-// this kernel the slowest to compile on software Vulkan. The loads keep raster.rs's order, so
-// they fault at the same page.
+// each call of the prelude's translation, and with the loads written out one by one a cold
+// 64×48 `run quake --backend wgpu` took 55–58 s on lavapipe, compile included (6–7 s after;
+// docs/WGPU.md). The loads keep raster.rs's order, so they fault at the same page.
 var<private> g_tri: array<u32, 20>;
 
 fn raster_plane(at: u32, dx: f32, dy: f32) -> f32 {
