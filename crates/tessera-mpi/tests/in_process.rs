@@ -106,8 +106,8 @@ fn a_lost_node_is_named_by_the_others() {
     }
 }
 
-#[test]
-fn shipped_litmus_tests_show_no_sc_violation_with_threads_on_different_nodes() {
+/// The litmus tests the repository ships (`tests/litmus/*.litmus`), in name order.
+fn shipped_litmus_files() -> Vec<std::path::PathBuf> {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/litmus");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("the shipped litmus tests")
@@ -116,7 +116,12 @@ fn shipped_litmus_tests_show_no_sc_violation_with_threads_on_different_nodes() {
         .collect();
     files.sort();
     assert!(files.len() >= 10, "{files:?}");
-    for path in files {
+    files
+}
+
+#[test]
+fn shipped_litmus_tests_show_no_sc_violation_with_threads_on_different_nodes() {
+    for path in shipped_litmus_files() {
         let test = tessera_litmus::load(&path).expect("a shipped test parses");
         // Threads dealt round robin over three nodes: neighbours in the test on different
         // nodes.
@@ -181,15 +186,7 @@ impl Transport for Late {
 /// suite.
 #[test]
 fn litmus_files_one_after_another_on_the_same_ranks_finish() {
-    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/litmus"),
-    )
-    .unwrap()
-    .map(|e| e.unwrap().path())
-    .filter(|p| p.extension().is_some_and(|x| x == "litmus"))
-    .collect();
-    files.sort();
-    assert!(files.len() >= 10, "{files:?}");
+    let files = shipped_litmus_files();
     let (tx, rx) = std::sync::mpsc::channel();
     for inner in InProcess::cluster(3) {
         let delay = Duration::from_micros(if inner.rank() == 0 { 500 } else { 0 });

@@ -32,6 +32,24 @@ fn raster_plane(at: u32, dx: f32, dy: f32) -> f32 {
     return f0 + fx * dx + fy * dy;
 }
 
+// Whether the record in `g_tri` (vertices and owned edges read) covers the sample point
+// (sx, sy): the integer edge functions with the fill rule (setup.rs).
+fn raster_covers(sx: i32, sy: i32) -> bool {
+    let owns = g_tri[W_OWNS];
+    for (var e = 0u; e < 3u; e++) {
+        let ax = bitcast<i32>(g_tri[W_VERTS + 2u * e]);
+        let ay = bitcast<i32>(g_tri[W_VERTS + 2u * e + 1u]);
+        let n = (e + 1u) % 3u;
+        let bx = bitcast<i32>(g_tri[W_VERTS + 2u * n]);
+        let by = bitcast<i32>(g_tri[W_VERTS + 2u * n + 1u]);
+        let f = (bx - ax) * (sy - ay) - (by - ay) * (sx - ax);
+        if !(f > 0 || (f == 0 && ((owns >> e) & 1u) == 1u)) {
+            return false;
+        }
+    }
+    return true;
+}
+
 fn raster_wrap(t: f32, size: u32) -> u32 {
     let i = i32(clamp(floor(t), -COORD_LIMIT, COORD_LIMIT));
     let n = i32(max(size, 1u));
@@ -97,23 +115,9 @@ fn kernel_main(x: u32, y: u32) {
                 covered = false;
                 break;
             }
-            if k == W_OWNS {
-                let owns = g_tri[W_OWNS];
-                for (var e = 0u; e < 3u; e++) {
-                    let ax = bitcast<i32>(g_tri[W_VERTS + 2u * e]);
-                    let ay = bitcast<i32>(g_tri[W_VERTS + 2u * e + 1u]);
-                    let n = (e + 1u) % 3u;
-                    let bx = bitcast<i32>(g_tri[W_VERTS + 2u * n]);
-                    let by = bitcast<i32>(g_tri[W_VERTS + 2u * n + 1u]);
-                    let f = (bx - ax) * (sy - ay) - (by - ay) * (sx - ax);
-                    if !(f > 0 || (f == 0 && ((owns >> e) & 1u) == 1u)) {
-                        covered = false;
-                        break;
-                    }
-                }
-                if !covered {
-                    break;
-                }
+            if k == W_OWNS && !raster_covers(sx, sy) {
+                covered = false;
+                break;
             }
         }
         if !covered {
