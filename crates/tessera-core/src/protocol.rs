@@ -333,6 +333,9 @@ impl Protocol {
                 if self.blocked(&batch) {
                     self.deferred.push_back(batch);
                 } else {
+                    // At most a copy, an install and a downgrade or invalidation per page, most
+                    // often: a boundary batch's list grew one push at a time.
+                    out.reserve(3 * batch.pages.len() + 1);
                     self.grant(&batch, &mut out)?;
                 }
             }
@@ -570,7 +573,9 @@ impl Protocol {
         });
         if self.locking() {
             self.locked.insert(d);
-            self.held[d.index()] = batch.pages.iter().map(|r| r.page).collect();
+            let held = &mut self.held[d.index()];
+            held.clear();
+            held.extend(batch.pages.iter().map(|r| r.page));
         }
         Ok(())
     }

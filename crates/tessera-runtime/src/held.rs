@@ -2,10 +2,10 @@
 //! read without a message: the steady state's "no host work when nothing faults"
 //! (docs/PROTOCOL.md, "The held set").
 //!
-//! The memory manager writes a device's entry for a page at the moment it queues the
-//! descriptor change on the device's worker (`Outbox::push`), so the published set is never
-//! ahead of the device for rights taken away: a downgrade or invalidation shows here before
-//! the worker applies it. Rights are only ever added by the device's own request, while its
+//! The memory manager writes a device's entries as it sends the descriptor changes to the
+//! device's worker (`Outbox::flush`), so for rights taken away the set is never behind the
+//! device: a downgrade or invalidation shows here before the worker applies it. Rights are
+//! only ever added by the device's own request, while its
 //! driver waits for the reply. A driver that finds every page of a band here launches without
 //! asking the memory manager and without its memory lock; if another device takes a page
 //! between the look and the launch, the launch faults on it and the relaunch procedure asks as
@@ -34,28 +34,45 @@ impl HeldPages {
     }
 
     /// Records the descriptor the memory manager is about to give `device` for `page`.
+    #[cfg(all(test, not(feature = "shuttle")))]
     pub(crate) fn set(&self, device: DeviceId, page: GlobalPage, desc: PageDescriptor) {
+        self.set_all(device, std::iter::once((page, desc)));
+    }
+
+    /// Records the descriptors the memory manager is about to give `device`, in order, under
+    /// one lock (a batch's tens of pages took a lock each).
+    pub(crate) fn set_all(
+        &self,
+        device: DeviceId,
+        descs: impl Iterator<Item = (GlobalPage, PageDescriptor)>,
+    ) {
         let Some(lock) = self.devices.get(device.index()) else {
             return;
         };
-        let level = match (desc.is_resident(), desc.is_writable()) {
-            (false, _) => NONE,
-            (true, false) => READ,
-            (true, true) => WRITE,
-        };
+        let mut descs = descs.peekable();
+        if descs.peek().is_none() {
+            return;
+        }
         // A poisoned lock means a driver panicked while reading; the set is a hint, so a
         // missing entry (read as "not held") is always safe.
         let Ok(mut v) = lock.write() else {
             return;
         };
-        let i = page.index();
-        if i >= v.len() {
-            if level == NONE {
-                return;
+        for (page, desc) in descs {
+            let level = match (desc.is_resident(), desc.is_writable()) {
+                (false, _) => NONE,
+                (true, false) => READ,
+                (true, true) => WRITE,
+            };
+            let i = page.index();
+            if i >= v.len() {
+                if level == NONE {
+                    continue;
+                }
+                v.resize(i + 1, NONE);
             }
-            v.resize(i + 1, NONE);
+            v[i] = level;
         }
-        v[i] = level;
     }
 
     /// Whether `device` holds every one of `pages` with at least the access asked for.

@@ -32,22 +32,30 @@ impl Manager {
         keep: &[GlobalPage],
     ) -> Result<()> {
         let d = device.index();
-        let mut sizes: HashMap<u64, (u64, u64)> = HashMap::default();
+        // Per page size: (bytes, pages asked, pages not resident). A batch has one or two
+        // sizes, so a list searched in place beats a map built per batch.
+        let mut sizes: Vec<(u64, u64, u64)> = Vec::new();
         for r in pages {
             let (_, _, bytes) = self.page_bytes(r.page)?;
-            let e = sizes.entry(bytes).or_default();
-            e.0 += 1;
+            let i = match sizes.iter().position(|s| s.0 == bytes) {
+                Some(i) => i,
+                None => {
+                    sizes.push((bytes, 0, 0));
+                    sizes.len() - 1
+                }
+            };
+            sizes[i].1 += 1;
             if self.slots[d]
                 .get(r.page.index())
                 .copied()
                 .flatten()
                 .is_none()
             {
-                e.1 += 1;
+                sizes[i].2 += 1;
             }
         }
         let now = self.traffic[d].batches;
-        for (bytes, (count, need)) in sizes {
+        for (bytes, count, need) in sizes {
             let room = self.memories[d].room(bytes);
             if need <= room {
                 continue;

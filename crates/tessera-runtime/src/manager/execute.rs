@@ -103,7 +103,7 @@ impl Manager {
             }
         }
         self.ahead_sets = sets;
-        let mut out = Outbox::new(n, self.home.clone(), self.held.clone());
+        let mut out = self.outbox();
         let mut jobs = Vec::new();
         for (d, ((list, back), peer)) in reads.into_iter().zip(backs).zip(peer).enumerate() {
             if list.is_empty() && back.is_empty() && peer.is_empty() {
@@ -196,6 +196,7 @@ impl Manager {
         let sent = out.finish(&self.workers);
         self.copy_nanos += out.copy_nanos;
         self.recycle(out.take_spent());
+        self.keep_outbox(out);
         // Every job is waited for before any error goes out, so none is still writing home
         // when the manager carries on.
         let done: Vec<_> = jobs
@@ -300,14 +301,31 @@ impl Manager {
     }
 
     pub(super) fn execute_in_order(&mut self, actions: Vec<Action>) -> Result<()> {
-        let mut out = Outbox::new(self.workers.len(), self.home.clone(), self.held.clone());
+        let mut out = self.outbox();
         let res = self.carry_out(&mut out, actions);
         // After an error too: no job of this list is still running when the manager goes on.
         let res = res.and(out.finish(&self.workers));
         self.copy_nanos += out.copy_nanos;
         let spent = out.take_spent();
         self.recycle(spent);
+        self.keep_outbox(out);
         res
+    }
+
+    /// An idle outbox: the one kept from the last action list, or a new one.
+    pub(super) fn outbox(&mut self) -> Outbox {
+        match self.spare_outbox.take() {
+            Some(out) => out,
+            None => Outbox::new(self.workers.len(), self.home.clone(), self.held.clone()),
+        }
+    }
+
+    /// Keeps a finished outbox for the next action list, its copy time already taken.
+    pub(super) fn keep_outbox(&mut self, mut out: Outbox) {
+        if out.is_idle() {
+            out.copy_nanos = 0;
+            self.spare_outbox = Some(out);
+        }
     }
 
     pub(super) fn carry_out(&mut self, out: &mut Outbox, actions: Vec<Action>) -> Result<()> {

@@ -236,8 +236,11 @@ struct Manager {
     peer_ahead: HashMap<(DeviceId, GlobalPage), SlotAddr>,
     pressed: Arc<Vec<AtomicBool>>,
     /// What each device's page table grants, for the drivers (`crate::held`); written by
-    /// every `Outbox` as it queues a descriptor.
+    /// every `Outbox` as it sends descriptors.
     held: Arc<HeldPages>,
+    /// An idle outbox kept from one action list to the next, with its sets' and op lists'
+    /// room (`Manager::outbox`).
+    spare_outbox: Option<Outbox>,
     /// Objects not in migrate mode (absent: migrate).
     modes: HashMap<ObjectId, AccessMode>,
     /// Remote objects' pages, shared with the drivers.
@@ -326,6 +329,7 @@ pub fn spawn(
         peer_ahead: HashMap::default(),
         pressed: Arc::new((0..n).map(|_| AtomicBool::new(false)).collect()),
         held: Arc::new(HeldPages::new(n)),
+        spare_outbox: None,
         modes: HashMap::default(),
         remote: RemoteRegistry::default(),
         broken: None,
