@@ -155,7 +155,11 @@ pub fn litmus(files: &[std::path::PathBuf], runs: u64, k: usize) -> Result<()> {
     };
     let rank = mpi.rank();
     let runs = u32::try_from(runs).context("--runs is too large")?;
-    let forbidden = tessera_mpi::litmus::run_files(&mpi, files, runs, k, |test, r, l| {
+    let base = tessera_mpi::NodeConfig {
+        devices_per_node: k,
+        ..Default::default()
+    };
+    let forbidden = tessera_mpi::litmus::run_files(&mpi, files, &base, runs, 300, |test, r, l| {
         if rank == 0 {
             print!("{}", l.render(test, r.nodes, k));
         }

@@ -166,15 +166,17 @@ pub enum FilesError {
     },
 }
 
-/// Runs the test of each of `files` `runs` times on the multi-node engine over `t`, its threads
-/// dealt round robin to the `k` devices of every node; `each` gets each test with its report
-/// (rank 0's; the other ranks get none). Returns the tests that showed an outcome sequential
-/// consistency forbids.
+/// Runs the test of each of `files` `runs` times on the multi-node engine over `t`, with
+/// `base` (its `litmus` replaced) and at most `jitter_us` of random delay before each memory
+/// operation; the threads are dealt round robin to the `base.devices_per_node` devices of every
+/// node. `each` gets each test with its report (rank 0's; the other ranks get none). Returns
+/// the tests that showed an outcome sequential consistency forbids.
 pub fn run_files<T: crate::Transport>(
     t: &T,
     files: &[std::path::PathBuf],
+    base: &crate::NodeConfig,
     runs: u32,
-    k: usize,
+    jitter_us: u32,
     mut each: impl FnMut(&Test, &crate::NodeReport, &LitmusReport),
 ) -> Result<Vec<String>, FilesError> {
     let mut forbidden = Vec::new();
@@ -186,14 +188,13 @@ pub fn run_files<T: crate::Transport>(
         // Every rank reads the same file, so all agree on the test.
         let test = tessera_litmus::load(path)?;
         let cfg = crate::NodeConfig {
-            devices_per_node: k,
             litmus: Some(std::sync::Arc::new(crate::LitmusJob {
                 test: test.clone(),
                 runs,
-                jitter_us: 300,
+                jitter_us,
                 seed: 0x5eed ^ runs as u64,
             })),
-            ..Default::default()
+            ..base.clone()
         };
         let r = crate::run_node(t, &cfg).map_err(|error| FilesError::Node {
             rank: t.rank(),

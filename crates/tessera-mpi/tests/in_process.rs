@@ -193,7 +193,11 @@ fn litmus_files_one_after_another_on_the_same_ranks_finish() {
         let t = Late { inner, delay };
         let (files, tx) = (files.clone(), tx.clone());
         thread::spawn(move || {
-            let r = tessera_mpi::litmus::run_files(&t, &files, 3, 2, |_, _, _| {});
+            let base = NodeConfig {
+                devices_per_node: 2,
+                ..NodeConfig::default()
+            };
+            let r = tessera_mpi::litmus::run_files(&t, &files, &base, 3, 300, |_, _, _| {});
             let _ = tx.send(r.map_err(|e| e.to_string()));
         });
     }

@@ -2,12 +2,12 @@
 //! rank (docs/MPI.md). Rank 0 prints the run's report as one JSON line.
 
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
+use tessera_mpi::litmus::{run_files, FilesError};
 use tessera_mpi::mpi_transport::Mpi;
-use tessera_mpi::{run_node, LitmusJob, NodeConfig, NodeError, Transport};
+use tessera_mpi::{run_node, NodeConfig, NodeError, Transport};
 
 /// Writes one line to stderr in a single `write` call. Several ranks share mpirun's stderr, and
 /// `eprintln!` writes its pieces one call each, so two ranks' lines could interleave mid-line
@@ -65,7 +65,7 @@ fn main() -> ExitCode {
         say!("tessera-node: --lost-after must be a positive number of seconds");
         return ExitCode::FAILURE;
     }
-    let mut cfg = NodeConfig {
+    let cfg = NodeConfig {
         devices_per_node: args.devices_per_node,
         pages: args.pages,
         words: args.words,
@@ -77,7 +77,7 @@ fn main() -> ExitCode {
         ..NodeConfig::default()
     };
     if !args.litmus.is_empty() {
-        return litmus(&mpi, &mut cfg, &args);
+        return litmus(&mpi, &cfg, &args);
     }
     match run_node(&mpi, &cfg) {
         Ok(r) => {
@@ -115,52 +115,34 @@ fn main() -> ExitCode {
     }
 }
 
-/// Each litmus file in turn, one cluster run per file; the exit status is non-zero when a test
-/// shows an outcome SC forbids or cannot be run.
-fn litmus(mpi: &Mpi, cfg: &mut NodeConfig, args: &Args) -> ExitCode {
+/// Each litmus file in turn, one cluster run per file (`litmus::run_files`); the exit status is
+/// non-zero when a test shows an outcome SC forbids or cannot be run.
+fn litmus(mpi: &Mpi, cfg: &NodeConfig, args: &Args) -> ExitCode {
     let rank = mpi.rank();
-    let mut failed = false;
-    for (i, path) in args.litmus.iter().enumerate() {
-        if i > 0 {
-            mpi.barrier();
+    let k = cfg.devices_per_node;
+    let res = run_files(
+        mpi,
+        &args.litmus,
+        cfg,
+        args.runs,
+        args.jitter_us,
+        |test, r, l| {
+            print!("{}", l.render(test, r.nodes, k));
+        },
+    );
+    match res {
+        Ok(forbidden) if forbidden.is_empty() => ExitCode::SUCCESS,
+        Ok(_) => {
+            say!("tessera-node: an outcome sequential consistency forbids was seen");
+            ExitCode::FAILURE
         }
-        // Every rank parses the file; all see the same bytes, so all agree.
-        let test = match tessera_litmus::load(path) {
-            Ok(t) => t,
-            Err(e) => {
-                say!("tessera-node: rank {rank}: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-        let name = test.name.clone();
-        cfg.litmus = Some(Arc::new(LitmusJob {
-            test: test.clone(),
-            runs: args.runs,
-            jitter_us: args.jitter_us,
-            seed: 0x5eed ^ args.runs as u64,
-        }));
-        match run_node(mpi, cfg) {
-            Ok(r) => {
-                if let Some(l) = r.litmus {
-                    println!(
-                        "{name}: {} runs on {} ranks, {} outcomes, {} of {} SC outcomes seen, {} forbidden",
-                        l.runs, r.nodes, l.outcomes.len(), l.allowed_seen, l.allowed, l.forbidden
-                    );
-                    for (o, n) in &l.outcomes {
-                        println!("  {n:>6}  {}", test.format_outcome(o, &test.shown_locs()));
-                    }
-                    failed |= l.forbidden > 0;
-                }
-            }
-            Err(e) => {
-                say!("tessera-node: rank {rank}: {name}: error: {e}");
-                return ExitCode::from(3);
-            }
+        Err(e @ FilesError::Load(_)) => {
+            say!("tessera-node: rank {rank}: {e}");
+            ExitCode::FAILURE
+        }
+        Err(e @ FilesError::Node { .. }) => {
+            say!("tessera-node: {e}");
+            ExitCode::from(3)
         }
     }
-    if failed {
-        say!("tessera-node: an outcome sequential consistency forbids was seen");
-        return ExitCode::FAILURE;
-    }
-    ExitCode::SUCCESS
 }
