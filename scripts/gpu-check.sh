@@ -75,7 +75,7 @@ json() {
 
 # Sizes: the real-GPU figures, or tiny ones for a try-out.
 if [ "${GPU_CHECK_QUICK:-}" = 1 ]; then
-    BIG=256 MID=128 FRAMES=2
+    BIG=256 MID=256 FRAMES=2
 else
     BIG=4096 MID=1024 FRAMES=10
 fi
@@ -95,7 +95,7 @@ for n in 1 2; do
 done
 step 60 page-moves $T bench page-moves --backend wgpu --pages-kib 64 --rounds 3
 step 90 oversub $T bench oversubscription --backend wgpu --size $MID --page 64 --frames 3 \
-    --rounds 2 --ratios 1.5,2,4 --policy lru
+    --rounds 2 --ratios 1.5,2,4 --policy lru --out "$OUTDIR/oversub" --force
 # Every workload on the GPU and on the CPU backend of the same machine, side by side (the ray
 # tracer under a 1 MiB budget, the game trace, boiling, the stencil, vr).
 if [ -n "${GPU_CHECK_QUICK:-}" ]; then
@@ -131,7 +131,14 @@ PY
 }
 echo "| boiling ${BIG}² 1 device, per frame: manager messages, requests, submissions, blocking waits, GPU waits, bytes read back | $(host_row "$b1") |"
 echo "| page moves 64 KiB (ratios) | $(grep -o '[a-z0-9_]*ratio=[0-9.]*\|h2d_vs_[a-z_]*=[0-9.]*\|d2d_vs_[a-z_0-9]*=[0-9.]*' "$OUTDIR/page-moves.txt" 2>/dev/null | tr '\n' ' ') |"
-echo "| oversubscription 1.5/2/4×: last lines | $(tail -5 "$OUTDIR/oversub.txt" 2>/dev/null | tr '\n' ';' | cut -c1-400) |"
+# Per ratio: frame time over its transfer bound (goal: at most 1.5), then ms/frame and the bound.
+vs_bound() {
+    awk '$2 == "lru" && $1 ~ /^[0-9.]+$/ { printf "%s×: %s (%s / %s ms); ", $1, $14, $5, $13 }' \
+        "$OUTDIR/oversub.txt" 2>/dev/null
+    grep -o 'host link: [0-9.]* GB/s' "$OUTDIR/oversub.txt" 2>/dev/null
+    grep '^error' "$OUTDIR/oversub.txt" 2>/dev/null | head -1
+}
+echo "| oversubscription ${MID}², frame ÷ transfer bound per ratio (ms/frame / bound) | $(vs_bound | tr '\n' ' ') |"
 echo "| bench gpu: CPU ms/frame ÷ GPU ms/frame per workload | $(grep -o 'gpu_vs_cpu_[a-z]*=[0-9.]*' "$OUTDIR/bench-gpu.txt" 2>/dev/null | tr '\n' ' ') |"
 echo "| probe | $(tail -6 "$OUTDIR/probe.txt" 2>/dev/null | tr '\n' ';' | cut -c1-400) |"
 echo

@@ -440,6 +440,13 @@ fn bench_oversubscription_prints_its_table_and_writes_csv_and_plot() {
             assert_eq!(staged, 0.0, "{r}");
             assert_eq!(during, 0.0, "{r}");
         }
+        // The CPU backend times its host link, so every row has a transfer bound, and the
+        // frame's time over it is the row's own ratio (the columns are where they say).
+        let ms: f64 = cells[col("ms_per_frame")].parse().unwrap();
+        let bound: f64 = cells[col("transfer_bound_ms")].parse().unwrap();
+        let vs: f64 = cells[col("time_vs_transfer_bound")].parse().unwrap();
+        assert!(bound > 0.0 && bound.is_finite(), "{r}");
+        assert!((ms / bound - vs).abs() <= 0.01 * vs.max(1.0), "{r}");
         // Oversubscribed frames fault, so the host waits on the device and asks the manager.
         for host in ["blocking_waits_per_frame", "manager_messages_per_frame"] {
             assert!(

@@ -138,6 +138,13 @@ pub trait Device: Send {
         Ok(())
     }
     fn read_slot(&mut self, at: SlotAddr) -> Result<Vec<u8>>;
+    /// Seconds one copy of `bytes` from host memory into this device's memory takes, waited
+    /// for and nothing else queued: the host link as one large copy sees it, which
+    /// `bench oversubscription` divides the bytes that must cross by for its transfer bound.
+    /// `None` (the default) where the backend has no such copy.
+    fn time_host_copy(&mut self, _bytes: u64) -> Result<Option<f64>> {
+        Ok(None)
+    }
     /// Reads a slot into `out`, which must be exactly a slot long. The memory manager reads
     /// pages into buffers it reuses or straight into their home copy, where a fresh vector per
     /// page cost page faults (`tessera bench page-moves`); the default goes through

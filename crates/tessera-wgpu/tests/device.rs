@@ -421,3 +421,19 @@ fn memory_limits_name_the_binding_limit() {
     assert_eq!(l.max_memories, Some(MAX_MEMORIES as u16));
     assert!(l.max_memory_bytes >= 1 << 20, "{l:?}");
 }
+
+/// `bench oversubscription` divides by the host link one copy measures: on a wgpu device that
+/// is a `write_buffer` into a buffer of its own, waited for, and too large a copy is "cannot
+/// tell", not an error.
+#[test]
+fn one_host_copy_is_timed_and_one_past_the_buffer_limit_is_declined() {
+    let Some(mut d) = gpu() else {
+        return;
+    };
+    let s = d
+        .time_host_copy(4 << 20)
+        .unwrap()
+        .expect("a wgpu device times a copy");
+    assert!(s > 0.0 && s.is_finite(), "{s}");
+    assert_eq!(d.time_host_copy(u64::MAX / 2).unwrap(), None);
+}

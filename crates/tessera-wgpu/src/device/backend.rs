@@ -293,6 +293,28 @@ impl Device for WgpuDevice {
         }))
     }
 
+    fn time_host_copy(&mut self, bytes: u64) -> Result<Option<f64>> {
+        // What is queued already runs first and is not timed.
+        self.wait_queued()?;
+        let size = bytes.max(4).next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
+        if size > self.device.limits().max_buffer_size {
+            return Ok(None);
+        }
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("host link probe"),
+            size,
+            usage: wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let data = vec![1u8; size as usize];
+        let t = std::time::Instant::now();
+        self.queue.write_buffer(&buffer, 0, &data);
+        self.counters.submitted();
+        self.queue.submit([]);
+        self.wait_idle()?;
+        Ok(Some(t.elapsed().as_secs_f64()))
+    }
+
     fn wait_queued(&mut self) -> Result<()> {
         self.check()?;
         // Queued writes (slot uploads, descriptors) run only with a submission: an empty one

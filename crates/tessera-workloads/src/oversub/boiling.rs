@@ -7,8 +7,8 @@ use tessera_core::{ObjectDesc, TexelFormat};
 use tessera_runtime::{Partition, Policy, Prefetch, StageTimes};
 
 use super::{
-    host_cells, in_trial, median, on_off, run_rounds, Bench, Loads, MakeNode, Outcome,
-    OversubError, Trial, HOST_COLUMNS,
+    host_cells, host_link, in_trial, median, on_off, run_rounds, transfer_bound, Bench, Loads,
+    MakeNode, Outcome, OversubError, Trial, HOST_COLUMNS,
 };
 use crate::boiling::math::BoilingParams;
 use crate::boiling::reference::field_checksum;
@@ -94,6 +94,10 @@ pub(super) fn run(
     let measured_frames = (b.frames * b.rounds) as f64;
     let resident = median(configs[0].times.clone());
     let want = field_checksum(&configs[0].subject.field()?);
+    // The host link, timed on the resident node with one copy of the working set (at most
+    // 64 MiB, within a GPU buffer's usual limit).
+    let probe = ws.clamp(1, 64 << 20);
+    let link = host_link(&configs[0].subject.sys, probe)?;
     let mut text = String::new();
     writeln!(
         text,
@@ -117,9 +121,19 @@ pub(super) fn run(
         configs[0].host_per_frame(b.frames * b.rounds).blocking_waits_per_frame
     )
     .unwrap();
+    match link {
+        Some(l) => writeln!(
+            text,
+            "host link: {:.2} GB/s (one copy of {:.1} MiB host to device, the fastest of three); bound = max(resident, (OPT's loads + write-backs) x page / link), the busiest device's",
+            l / 1e9,
+            probe as f64 / (1 << 20) as f64
+        ),
+        None => writeln!(text, "host link: this backend cannot time one copy; no bound"),
+    }
+    .unwrap();
     writeln!(
         text,
-        "{:>6} {:>7} {:>8} {:>7} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>8} {:>6} {:>8} {:>8} {:>8}",
+        "{:>6} {:>7} {:>8} {:>7} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8} {:>6} {:>8} {:>8} {:>8}",
         "ratio",
         "policy",
         "prefetch",
@@ -132,6 +146,8 @@ pub(super) fn run(
         "OPT ld/f",
         "OPT res.",
         "vs OPT",
+        "bound ms",
+        "vs bound",
         "pf hit%",
         "req%",
         "staged/f",
@@ -140,7 +156,7 @@ pub(super) fn run(
     )
     .unwrap();
     let mut csv = format!(
-        "ratio,policy,prefetch,staging,budget_bytes,ms_per_frame,throughput_vs_resident,evictions_per_frame,write_backs_per_frame,refaults_per_frame,thrashing_pages,wave_splits_per_frame,loads_per_frame,opt_loads_per_frame,opt_throughput_vs_resident_modeled,throughput_vs_opt_modeled,prefetched_per_frame,prefetch_hits_per_frame,request_wait_pct,staged_batches_per_frame,stage_refusals_per_frame,pages_copied_during_launch_per_frame,{HOST_COLUMNS},field_checksum\n",
+        "ratio,policy,prefetch,staging,budget_bytes,ms_per_frame,throughput_vs_resident,evictions_per_frame,write_backs_per_frame,refaults_per_frame,thrashing_pages,wave_splits_per_frame,loads_per_frame,opt_loads_per_frame,opt_throughput_vs_resident_modeled,throughput_vs_opt_modeled,prefetched_per_frame,prefetch_hits_per_frame,request_wait_pct,staged_batches_per_frame,stage_refusals_per_frame,pages_copied_during_launch_per_frame,transfer_bound_ms,time_vs_transfer_bound,{HOST_COLUMNS},field_checksum\n",
     );
     let mut series: Vec<Series> = b
         .policies
@@ -202,6 +218,19 @@ pub(super) fn run(
         let t_opt = loads.opt_time(resident, t);
         let per_all = |n: u64| n as f64 / all_frames;
         let per = |n: u64| n as f64 / measured_frames;
+        // The busiest device's bytes over its host link a frame: OPT's loads (over the whole
+        // run, as above) and the write-backs of the measured frames.
+        let opt_dev = Loads::opt_per_device(&c.subject.sys, capacity)?;
+        let busiest = traffic
+            .iter()
+            .zip(&opt_dev)
+            .map(|(t, &o)| per_all(o) + per(t.eviction_write_backs + t.coherence_write_backs))
+            .fold(0.0, f64::max);
+        let bound = link.map(|l| transfer_bound(resident, busiest * desc.page_bytes() as f64, l));
+        let (bound_ms, vs_bound) = match bound {
+            Some(b) => (format!("{:.3}", b * 1e3), format!("{:.3}", t / b)),
+            None => ("-".to_string(), "-".to_string()),
+        };
         let prefetched = sum(&|t| t.prefetched);
         let hit_pct = if prefetched == 0 {
             "-".to_string()
@@ -213,7 +242,7 @@ pub(super) fn run(
         };
         writeln!(
             text,
-            "{:>6} {:>7} {:>8} {:>7} {:>10.3} {:>9.3} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>9.3} {:>9.3} {:>8} {:>6.1} {:>8.1} {:>8.1} {:>8.1}",
+            "{:>6} {:>7} {:>8} {:>7} {:>10.3} {:>9.3} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>9.3} {:>9.3} {:>9} {:>9} {:>8} {:>6.1} {:>8.1} {:>8.1} {:>8.1}",
             ratio,
             policy.name(),
             prefetch.to_string(),
@@ -226,6 +255,8 @@ pub(super) fn run(
             per_all(opt_all),
             resident / t_opt,
             t_opt / t,
+            bound_ms,
+            vs_bound,
             hit_pct,
             request_pct(&c.stats.stages),
             per(sum(&|t| t.staged_batches)),
@@ -235,7 +266,7 @@ pub(super) fn run(
         .unwrap();
         writeln!(
             csv,
-            "{ratio},{policy},{prefetch},{},{budget},{:.6},{:.6},{:.3},{:.3},{:.3},{},{:.3},{:.3},{:.3},{:.6},{:.6},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{got}",
+            "{ratio},{policy},{prefetch},{},{budget},{:.6},{:.6},{:.3},{:.3},{:.3},{},{:.3},{:.3},{:.3},{:.6},{:.6},{:.3},{:.3},{:.3},{:.3},{:.3},{:.3},{},{},{},{got}",
             on_off(staging),
             t * 1e3,
             resident / t,
@@ -254,6 +285,8 @@ pub(super) fn run(
             per(sum(&|t| t.staged_batches)),
             per(sum(&|t| t.stage_refusals)),
             per(sum(&|t| t.host_to_device_during_launch.pages)),
+            if bound_ms == "-" { "" } else { &bound_ms },
+            if vs_bound == "-" { "" } else { &vs_bound },
             host_cells(&host),
         )
         .unwrap();

@@ -300,6 +300,16 @@ impl Loads {
         Ok(Loads { loads, opt })
     }
 
+    /// Belady's OPT's loads over `sys`'s recorded trace, per device.
+    pub fn opt_per_device(sys: &System, capacity: usize) -> Result<Vec<u64>, RuntimeError> {
+        Ok(sys
+            .mm
+            .trace()?
+            .iter()
+            .map(|t| belady_loads(t, capacity))
+            .collect())
+    }
+
     /// The modeled time of a frame had the policy made OPT's loads: the time above
     /// `resident`, scaled by OPT's loads over the policy's.
     pub fn opt_time(&self, resident: f64, t: f64) -> f64 {
@@ -307,9 +317,43 @@ impl Loads {
     }
 }
 
+/// Bytes per second of one copy of `bytes` from host memory into device 0 of `sys`, the
+/// fastest of three (`Device::time_host_copy`); `None` where the backend cannot time one.
+pub fn host_link(sys: &System, bytes: u64) -> Result<Option<f64>, RuntimeError> {
+    let mut best: Option<f64> = None;
+    for _ in 0..3 {
+        let s = sys
+            .on_device(0, move |ctx| {
+                ctx.worker.call(move |d| d.time_host_copy(bytes))
+            })?
+            .wait()??;
+        match s {
+            Some(s) if s > 0.0 => best = Some(best.map_or(s, |b: f64| b.min(s))),
+            _ => return Ok(None),
+        }
+    }
+    Ok(best.map(|s| bytes as f64 / s))
+}
+
+/// The transfer bound of a frame (the GPU-speed goal for oversubscription): the resident
+/// frame, or the time the busiest device's host link needs for the bytes that must cross
+/// it in a frame, whichever is longer. Those bytes are the pages Belady's OPT loads and the
+/// pages written back, per frame; `link` is bytes per second.
+pub fn transfer_bound(resident: f64, bytes_per_frame: f64, link: f64) -> f64 {
+    resident.max(bytes_per_frame / link)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_transfer_bound_is_the_resident_frame_or_the_link_time_whichever_is_longer() {
+        // 10 MB a frame over 1 GB/s is 10 ms; a resident frame of 4 ms is shorter.
+        assert_eq!(transfer_bound(0.004, 10e6, 1e9), 0.01);
+        // Over 10 GB/s it is 1 ms: the resident frame bounds it.
+        assert_eq!(transfer_bound(0.004, 10e6, 10e9), 0.004);
+    }
 
     #[test]
     fn median_takes_the_upper_middle_and_none_is_nan() {
