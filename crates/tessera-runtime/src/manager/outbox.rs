@@ -43,11 +43,14 @@ pub(super) enum SlotWrite {
 }
 
 /// Writes the batch collected so far as one `Device::write_slots`, home's pages read under one
-/// lock, and leaves in `writes` only the buffers the writes came from (for the pool).
+/// lock, empties `writes` and moves the buffers the writes came from into `spent` (for the
+/// pool). Nothing written stays in `writes`: a later batch of the same job wrote it again,
+/// over a slot a peer copy in between may have filled since.
 pub(super) fn write_batch(
     dev: &mut dyn Device,
     home: &SharedHome,
     writes: &mut Vec<SlotWrite>,
+    spent: &mut Vec<Vec<u8>>,
 ) -> Result<()> {
     if writes.is_empty() {
         return Ok(());
@@ -77,7 +80,10 @@ pub(super) fn write_batch(
     dev.write_slots(&batch)?;
     drop(batch);
     drop(guard);
-    writes.retain(|w| matches!(w, SlotWrite::Bytes(..)));
+    spent.extend(writes.drain(..).filter_map(|w| match w {
+        SlotWrite::Bytes(_, data) => Some(data),
+        SlotWrite::Home { .. } => None,
+    }));
     Ok(())
 }
 
@@ -176,14 +182,18 @@ impl Outbox {
             // next launch comes after the job anyway.
             let mut peer: Vec<PeerCopy> = Vec::new();
             let mut writes: Vec<SlotWrite> = Vec::new();
+            let mut spent: Vec<Vec<u8>> = Vec::new();
             let mut nanos = 0;
             // A batch is timed only when it holds something: two clock reads per op showed
             // in the manager's profile.
-            let flush_writes = |nanos: &mut u64, dev: &mut dyn Device, w: &mut Vec<SlotWrite>| {
+            let flush_writes = |nanos: &mut u64,
+                                dev: &mut dyn Device,
+                                w: &mut Vec<SlotWrite>,
+                                spent: &mut Vec<Vec<u8>>| {
                 if w.is_empty() {
                     return Ok(());
                 }
-                copied(nanos, || write_batch(dev, &home, w))
+                copied(nanos, || write_batch(dev, &home, w, spent))
             };
             let flush_peer = |nanos: &mut u64, dev: &mut dyn Device, p: &mut Vec<PeerCopy>| {
                 if p.is_empty() {
@@ -196,7 +206,7 @@ impl Outbox {
             for op in ops.drain(..) {
                 match op {
                     DeviceOp::PeerCopy(c) => {
-                        flush_writes(&mut nanos, dev, &mut writes)?;
+                        flush_writes(&mut nanos, dev, &mut writes, &mut spent)?;
                         peer.push(c);
                     }
                     DeviceOp::Write(at, data) => {
@@ -219,21 +229,14 @@ impl Outbox {
                     }
                     DeviceOp::Create(id, bytes, cap) => {
                         // The memory must exist before a batch writes into it.
-                        flush_writes(&mut nanos, dev, &mut writes)?;
+                        flush_writes(&mut nanos, dev, &mut writes, &mut spent)?;
                         dev.create_memory(id, bytes, cap)?
                     }
                     DeviceOp::Set(page, desc) => dev.set_page(page, desc)?,
                 }
             }
             flush_peer(&mut nanos, dev, &mut peer)?;
-            flush_writes(&mut nanos, dev, &mut writes)?;
-            let spent = writes
-                .into_iter()
-                .filter_map(|w| match w {
-                    SlotWrite::Bytes(_, data) => Some(data),
-                    SlotWrite::Home { .. } => None,
-                })
-                .collect();
+            flush_writes(&mut nanos, dev, &mut writes, &mut spent)?;
             Ok((spent, nanos, ops))
         }));
     }
@@ -266,5 +269,42 @@ impl Outbox {
 
     pub(super) fn take_spent(&mut self) -> Vec<Vec<u8>> {
         std::mem::take(&mut self.spent)
+    }
+}
+
+#[cfg(all(test, not(feature = "shuttle")))]
+mod tests {
+    use super::*;
+    use crate::cpu::CpuDevice;
+    use crate::home::HomeStore;
+    use crate::sync::RwLock;
+
+    /// A slot written by one batch and then filled otherwise (a peer copy into a reused slot)
+    /// keeps the later bytes through the job's next batch.
+    #[test]
+    fn a_written_batch_is_not_written_again_by_the_next() {
+        let pool = Arc::new(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap(),
+        );
+        let mut dev = CpuDevice::new(DeviceId(0), pool);
+        dev.create_memory(0, 4, 2).unwrap();
+        let home: SharedHome = Arc::new(RwLock::new(HomeStore::Memory(Default::default())));
+        let (s0, s1) = (
+            SlotAddr { memory: 0, slot: 0 },
+            SlotAddr { memory: 0, slot: 1 },
+        );
+        let (mut writes, mut spent) = (vec![SlotWrite::Bytes(s0, vec![1; 4])], Vec::new());
+        write_batch(&mut dev, &home, &mut writes, &mut spent).unwrap();
+        assert!(writes.is_empty());
+        assert_eq!(spent, [vec![1; 4]]);
+        dev.write_slot(s0, &[7; 4]).unwrap();
+        writes.push(SlotWrite::Bytes(s1, vec![2; 4]));
+        write_batch(&mut dev, &home, &mut writes, &mut spent).unwrap();
+        assert_eq!(dev.read_slot(s0).unwrap(), [7; 4]);
+        assert_eq!(dev.read_slot(s1).unwrap(), [2; 4]);
+        assert_eq!(spent.len(), 2);
     }
 }
