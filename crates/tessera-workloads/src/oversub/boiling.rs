@@ -213,24 +213,24 @@ pub(super) fn run(
         let all_frames = measured_frames + 1.0;
         let budget = (ws as f64 / ratio) as u64;
         let capacity = (budget / desc.page_bytes()) as usize;
-        let loads = Loads::of(&c.subject.sys, capacity)?;
+        let opt_dev = Loads::opt_per_device(&c.subject.sys, capacity)?;
+        let loads = Loads::with_opt(&c.subject.sys, &opt_dev)?;
         let (loads_all, opt_all) = (loads.loads, loads.opt);
         let t_opt = loads.opt_time(resident, t);
         let per_all = |n: u64| n as f64 / all_frames;
         let per = |n: u64| n as f64 / measured_frames;
         // The busiest device's bytes over its host link a frame: OPT's loads (over the whole
         // run, as above) and the write-backs of the measured frames.
-        let opt_dev = Loads::opt_per_device(&c.subject.sys, capacity)?;
         let busiest = traffic
             .iter()
             .zip(&opt_dev)
             .map(|(t, &o)| per_all(o) + per(t.eviction_write_backs + t.coherence_write_backs))
             .fold(0.0, f64::max);
         let bound = link.map(|l| transfer_bound(resident, busiest * desc.page_bytes() as f64, l));
-        let (bound_ms, vs_bound) = match bound {
-            Some(b) => (format!("{:.3}", b * 1e3), format!("{:.3}", t / b)),
-            None => ("-".to_string(), "-".to_string()),
-        };
+        // The bound and the frame over it, as cells; none where the link was not timed.
+        let cells = bound.map(|b| (format!("{:.3}", b * 1e3), format!("{:.3}", t / b)));
+        let (bound_ms, vs_bound) = cells.clone().unwrap_or(("-".into(), "-".into()));
+        let (bound_csv, vs_bound_csv) = cells.unwrap_or_default();
         let prefetched = sum(&|t| t.prefetched);
         let hit_pct = if prefetched == 0 {
             "-".to_string()
@@ -285,8 +285,8 @@ pub(super) fn run(
             per(sum(&|t| t.staged_batches)),
             per(sum(&|t| t.stage_refusals)),
             per(sum(&|t| t.host_to_device_during_launch.pages)),
-            if bound_ms == "-" { "" } else { &bound_ms },
-            if vs_bound == "-" { "" } else { &vs_bound },
+            bound_csv,
+            vs_bound_csv,
             host_cells(&host),
         )
         .unwrap();

@@ -285,19 +285,22 @@ impl Loads {
     /// Counts `sys`'s loads and replays its recorded trace (`SystemConfig::record_trace`)
     /// under OPT.
     pub fn of(sys: &System, capacity: usize) -> Result<Self, RuntimeError> {
+        Self::with_opt(sys, &Self::opt_per_device(sys, capacity)?)
+    }
+
+    /// Counts `sys`'s loads beside OPT's per device, replayed already
+    /// ([`Loads::opt_per_device`]): the replay is the costly part.
+    pub fn with_opt(sys: &System, opt_per_device: &[u64]) -> Result<Self, RuntimeError> {
         let loads = sys
             .mm
             .traffic()?
             .iter()
             .map(|t| t.host_to_device.pages + t.device_to_device.pages)
             .sum();
-        let opt = sys
-            .mm
-            .trace()?
-            .iter()
-            .map(|t| belady_loads(t, capacity))
-            .sum();
-        Ok(Loads { loads, opt })
+        Ok(Loads {
+            loads,
+            opt: opt_per_device.iter().sum(),
+        })
     }
 
     /// Belady's OPT's loads over `sys`'s recorded trace, per device.
