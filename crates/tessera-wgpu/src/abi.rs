@@ -145,6 +145,10 @@ abi_consts! {
     /// `BindInfo::mip`: set for a mipmapped texture, with levels (bits 0-7), border (8-15)
     /// and addressing (bit 16: 0 wrap, 1 clamp).
     MIP_BIT = 0x8000_0000;
+    /// The per-texel entry point's workgroup (the prelude's `main`, the unpaged twin's): rows
+    /// of 32 invocations, so that a warp reads 128 contiguous bytes of a row.
+    GROUP_X = 32;
+    GROUP_Y = 8;
     /// Reads of a footprint the tile path keeps windows for.
     FP_MAX = 4;
     /// Remote objects one launch binds (buffers `remote0..3`, memories 4..7 in the prelude).
@@ -626,6 +630,18 @@ mod tests {
                         crate::ONE_MEMORY,
                         crate::PRELUDE,
                         crate::STAMP_GROUP,
+                        kernel,
+                    ],
+                ),
+            ),
+            (
+                "prelude, per texel, stamps once per workgroup",
+                kernel_shader(
+                    fields,
+                    &[
+                        crate::ONE_MEMORY,
+                        crate::PRELUDE,
+                        crate::STAMP_CACHE,
                         kernel,
                     ],
                 ),

@@ -59,10 +59,12 @@ pub use unpaged::{UnpagedGpu, UNPAGED_MAX_OBJECTS};
 // Every shader is compiled after `abi::header()`, which declares what host and shaders share.
 /// The prelude every kernel body is compiled after.
 pub const PRELUDE: &str = include_str!("shader/invocation.wgsl");
-/// How the prelude stamps pages: every invocation its own (`stamp_each.wgsl`), or once per
-/// workgroup for the tile's written page on the tile path (`stamp_group.wgsl`).
+/// How the prelude stamps pages: every invocation its own (`stamp_each.wgsl`), once per
+/// workgroup for the tile's written page on the tile path (`stamp_group.wgsl`), or once per
+/// workgroup and page on the per-texel path of a GPU (`stamp_cache.wgsl`).
 pub(crate) const STAMP_EACH: &str = include_str!("shader/stamp_each.wgsl");
 pub(crate) const STAMP_GROUP: &str = include_str!("shader/stamp_group.wgsl");
+pub(crate) const STAMP_CACHE: &str = include_str!("shader/stamp_cache.wgsl");
 /// Compiled before the prelude: whether every descriptor names memory 0 (a device of one
 /// physical memory, a launch that binds no remote object), so that the prelude's memory
 /// accesses skip their switch over eight buffers.

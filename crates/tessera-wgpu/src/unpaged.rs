@@ -23,7 +23,6 @@ use crate::gpu::{self, Health};
 pub const UNPAGED_MAX_OBJECTS: usize = abi::UNPAGED_MAX_OBJECTS as usize;
 /// Launch uniforms queued between two submissions; more passes than this submit early.
 const LAUNCH_SLOTS: u64 = 64;
-const GROUP: u32 = 8;
 
 /// Where an object lives in the word buffer.
 #[derive(Clone, Copy)]
@@ -311,7 +310,7 @@ impl UnpagedGpu {
             }
             .into());
         }
-        let (gx, gy) = (size.0.div_ceil(GROUP), size.1.div_ceil(GROUP));
+        let (gx, gy) = (size.0.div_ceil(abi::GROUP_X), size.1.div_ceil(abi::GROUP_Y));
         let max = self.limits.max_compute_workgroups_per_dimension;
         if gx > max || gy > max {
             return Err(WgpuError::DispatchTooLarge {

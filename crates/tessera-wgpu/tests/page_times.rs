@@ -217,13 +217,22 @@ fn page_times_match_the_cpu_device_on_both_paths_in_every_mode() {
     let Some(g) = gpu() else { return };
     eprintln!("adapter: {}", g.describe());
     drop(g);
-    for tiles in [TilePath::Off, TilePath::On] {
+    // The per-texel path with each stamp variant (once per invocation, once per workgroup
+    // and page), and the tile path.
+    for (tiles, group_stamps) in [
+        (TilePath::Off, false),
+        (TilePath::Off, true),
+        (TilePath::On, false),
+    ] {
         for mixed in [false, true] {
             for mode in [Mode::Request, Mode::Direct, Mode::Temp] {
-                let what = format!("{tiles:?}, {mode:?}, mixed pages: {mixed}");
+                let what = format!(
+                    "{tiles:?}, group stamps: {group_stamps}, {mode:?}, mixed pages: {mixed}"
+                );
                 let mut c = cpu();
                 let mut g = gpu().unwrap();
                 g.set_tile_path(tiles);
+                g.set_group_stamps(group_stamps);
                 assert_eq!(g.tile_path(), tiles == TilePath::On, "{what}");
                 let (wc, wg) = (set_up(&mut c, mixed), set_up(&mut g, mixed));
                 let pages = all_pages(wc.pages);

@@ -628,8 +628,9 @@ impl WgpuDevice {
         let (dispatch, list) = match domain {
             Domain::Rect { x0, y0, x1, y1 } => {
                 (info.x0, info.y0, info.x1, info.y1) = (*x0, *y0, *x1, *y1);
-                let gx = (x1 - x0).div_ceil(GROUP);
-                let gy = (y1 - y0).div_ceil(GROUP);
+                let (wx, wy) = group(entry);
+                let gx = (x1 - x0).div_ceil(wx);
+                let gy = (y1 - y0).div_ceil(wy);
                 if gx > MAX_GROUPS || gy > MAX_GROUPS {
                     return Err(self.err(WgpuError::DispatchTooLarge {
                         kernel: l.kernel.name().into(),
@@ -640,11 +641,12 @@ impl WgpuDevice {
                 ((gx, gy), Vec::new())
             }
             Domain::List(items) => {
-                // Rows of `row` invocations; each workgroup covers 8 of a row and 8 rows.
-                let rows_needed = n.div_ceil(GROUP as u64 * MAX_GROUPS as u64).max(1);
-                let (gx, _, row) = spread(n.div_ceil(rows_needed), GROUP);
+                // Rows of `row` invocations; each workgroup covers wx of a row and wy rows.
+                let (wx, wy) = group(entry);
+                let rows_needed = n.div_ceil(wx as u64 * MAX_GROUPS as u64).max(1);
+                let (gx, _, row) = spread(n.div_ceil(rows_needed), wx);
                 let rows = n.div_ceil(row as u64);
-                let gy = rows.div_ceil(GROUP as u64) as u32;
+                let gy = rows.div_ceil(wy as u64) as u32;
                 info.is_list = 1;
                 info.row = row;
                 let flat: Vec<u32> = items.iter().flat_map(|&(x, y)| [x, y]).collect();
@@ -688,5 +690,14 @@ impl WgpuDevice {
             list,
             info,
         })
+    }
+}
+
+/// The workgroup of an entry point: the tile path's 8 x 8 tiles, or the per-texel shape.
+fn group(entry: &str) -> (u32, u32) {
+    if entry == "main_tiles" {
+        (TILE, TILE)
+    } else {
+        (abi::GROUP_X, abi::GROUP_Y)
     }
 }

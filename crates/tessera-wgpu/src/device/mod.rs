@@ -43,8 +43,8 @@ const BELT_CHUNK: u64 = 4 << 20;
 /// The prelude's mark, in y, on an incomplete invocation that saved its state (`suspend()`).
 const SUSPENDED_BIT: u32 = 0x8000_0000;
 
-/// Invocations per list-launch dispatch row and per workgroup side of a rectangle.
-const GROUP: u32 = 8;
+/// The tile path's workgroup side (`main_tiles`: 8 x 8 tiles).
+const TILE: u32 = 8;
 const MAX_GROUPS: u32 = 65_535;
 
 struct Memory {
@@ -106,6 +106,9 @@ pub struct WgpuDevice {
     health: Health,
     /// Whether launches take the tile path (see [`TilePath`]).
     tiles: bool,
+    /// Whether per-texel launches stamp each page once per workgroup (`stamp_cache.wgsl`)
+    /// rather than once per invocation: on GPUs, not on CPU adapters.
+    group_stamps: bool,
     /// Submissions, waits for the GPU and bytes read back (`HostCounters`).
     counters: Arc<BackendCounters>,
 }
@@ -114,29 +117,20 @@ pub struct WgpuDevice {
 /// memory, one barrier per workgroup) or per texel. Both give the same results and requests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TilePath {
-    /// On, except on a CPU adapter (lavapipe), where the barrier and workgroup memory made
-    /// boiling's paged frame about 3x slower than per texel (docs/EVALUATION.md).
+    /// Per texel. On lavapipe the tile path's barrier and workgroup memory made boiling's paged
+    /// frame about 3x slower; on an H200 the per-texel path, in rows of 32 with stamps once
+    /// per workgroup and page, took 3.5 ms against the tile path's 5.9 (docs/EVALUATION.md).
     #[default]
-    Auto,
-    On,
     Off,
+    On,
 }
 
 impl TilePath {
-    /// From `TESSERA_WGPU_TILES` (`on`, `off`, anything else `auto`).
+    /// From `TESSERA_WGPU_TILES` (`on`; anything else is off).
     pub fn from_env() -> Self {
         match std::env::var("TESSERA_WGPU_TILES").as_deref() {
             Ok("on") => TilePath::On,
-            Ok("off") => TilePath::Off,
-            _ => TilePath::Auto,
-        }
-    }
-
-    fn enabled(self, info: &wgpu::AdapterInfo) -> bool {
-        match self {
-            TilePath::On => true,
-            TilePath::Off => false,
-            TilePath::Auto => info.device_type != wgpu::DeviceType::Cpu,
+            _ => TilePath::Off,
         }
     }
 }
@@ -289,7 +283,8 @@ impl WgpuDevice {
             scratch,
             temp_len: 0,
             timestamps,
-            tiles: TilePath::from_env().enabled(&info),
+            tiles: TilePath::from_env() == TilePath::On,
+            group_stamps: info.device_type != wgpu::DeviceType::Cpu,
             id,
             info,
             limits,
@@ -323,7 +318,17 @@ impl WgpuDevice {
 
     /// Chooses the tile path for later launches (the default is [`TilePath::from_env`]).
     pub fn set_tile_path(&mut self, t: TilePath) {
-        self.tiles = t.enabled(&self.info);
+        self.tiles = t == TilePath::On;
+    }
+
+    /// Chooses how per-texel launches stamp pages: once per workgroup and page, or once per
+    /// invocation (the default is the first on GPUs, the second on CPU adapters). Both stamp
+    /// the same pages.
+    pub fn set_group_stamps(&mut self, on: bool) {
+        if on != self.group_stamps {
+            self.pipes.kernels.clear();
+        }
+        self.group_stamps = on;
     }
 
     /// Whether launches with a footprint take the tile path.
@@ -454,6 +459,8 @@ impl WgpuDevice {
         }
         let stamps = if entry == "main_tiles" {
             crate::STAMP_GROUP
+        } else if self.group_stamps {
+            crate::STAMP_CACHE
         } else {
             crate::STAMP_EACH
         };

@@ -70,7 +70,8 @@ fn store_u32(id: u32, index: u32, v: u32) {
     store_word(id, index, 0u, v);
 }
 
-@compute @workgroup_size(8, 8, 1)
+// The paged prelude's per-texel shape, so that both read memory the same way.
+@compute @workgroup_size(GROUP_X, GROUP_Y, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     if gid.x >= launch.width || gid.y >= launch.height {
         return;
