@@ -101,7 +101,7 @@ step 90 oversub $T bench oversubscription --backend wgpu --size $MID --page 64 -
 if [ -n "${GPU_CHECK_QUICK:-}" ]; then
     step 120 bench-gpu $T bench gpu --quick --frames 2
 else
-    step 150 bench-gpu $T bench gpu --frames 2
+    step 150 bench-gpu $T bench gpu --frames 4
 fi
 if command -v nvcc >/dev/null && [ -f .gpu/paged_limit.cu ]; then
     nvcc -O3 -arch=sm_90 -o /tmp/pl .gpu/paged_limit.cu >>"$LOG" 2>&1 &&

@@ -26,12 +26,16 @@ fn cfg() -> SystemConfig {
     SystemConfig::new(1).threads(1).deferred(true)
 }
 
-/// One wgpu device on the default adapter with the tile path as asked, or `None` as
-/// `common::opened` says.
-fn wgpu_system(tiles: TilePath) -> Option<System> {
+/// One wgpu device on the default adapter with the tile path as asked, and the per-texel
+/// path's stamps once per workgroup where `group` says so (`None`: the adapter's default), or
+/// `None` as `common::opened` says.
+fn wgpu_system(tiles: TilePath, group: Option<bool>) -> Option<System> {
     let gpu = common::opened(SharedGpu::open(&AdapterChoice::Default), "a wgpu device")?;
     let mut d = common::opened(WgpuDevice::on(DeviceId(0), &gpu), "a wgpu device")?;
     d.set_tile_path(tiles);
+    if let Some(g) = group {
+        d.set_group_stamps(g);
+    }
     eprintln!(
         "wgpu adapter: {} (tile path {})",
         d.describe(),
@@ -89,8 +93,8 @@ fn run(sys: System, procedure: Procedure) -> Run {
     Run { frames, c }
 }
 
-fn check(tiles: TilePath, procedure: Procedure) {
-    let Some(sys) = wgpu_system(tiles) else {
+fn check(tiles: TilePath, group: Option<bool>, procedure: Procedure) {
+    let Some(sys) = wgpu_system(tiles, group) else {
         return;
     };
     let gpu = run(sys, procedure);
@@ -126,29 +130,40 @@ fn check(tiles: TilePath, procedure: Procedure) {
 
 #[test]
 fn a_queued_launch_that_faults_gates_the_ones_behind_it_per_texel() {
-    check(TilePath::Off, Procedure::Relaunch);
+    check(TilePath::Off, Some(false), Procedure::Relaunch);
+}
+
+/// The GPU's per-texel variant (stamps once per workgroup and page, in workgroup memory).
+#[test]
+fn a_queued_launch_that_faults_gates_the_ones_behind_it_per_workgroup() {
+    check(TilePath::Off, Some(true), Procedure::Relaunch);
 }
 
 #[test]
 fn a_queued_launch_that_faults_gates_the_ones_behind_it_on_the_tile_path() {
-    check(TilePath::On, Procedure::Relaunch);
+    check(TilePath::On, None, Procedure::Relaunch);
 }
 
 #[test]
 fn a_queued_two_pass_part_that_faults_gates_its_merge_and_the_parts_behind_it() {
-    check(TilePath::Off, Procedure::TwoPass);
+    check(TilePath::Off, Some(false), Procedure::TwoPass);
+}
+
+#[test]
+fn a_queued_two_pass_part_per_workgroup_gates_its_merge_and_the_parts_behind_it() {
+    check(TilePath::Off, Some(true), Procedure::TwoPass);
 }
 
 #[test]
 fn a_queued_two_pass_part_on_the_tile_path() {
-    check(TilePath::On, Procedure::TwoPass);
+    check(TilePath::On, None, Procedure::TwoPass);
 }
 
 /// More passes than the GPU's queue holds between two settles (256): the queue is read back
 /// early to make room, once, and the result is still every pass run in turn.
 #[test]
 fn a_queue_longer_than_its_staging_buffer_is_read_back_early() {
-    let Some(sys) = wgpu_system(TilePath::Off) else {
+    let Some(sys) = wgpu_system(TilePath::Off, None) else {
         return;
     };
     let scene = Scene::new(&sys);
@@ -239,7 +254,7 @@ impl tessera_runtime::Kernel for Twice {
 /// it needed: one wait for the GPU a frame again, and the field of every pass run in turn.
 #[test]
 fn a_queued_compute_pass_short_of_room_runs_again_and_the_next_ones_get_it() {
-    let Some(sys) = wgpu_system(TilePath::Off) else {
+    let Some(sys) = wgpu_system(TilePath::Off, None) else {
         return;
     };
     let desc =

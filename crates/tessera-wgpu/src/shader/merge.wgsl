@@ -16,6 +16,7 @@ fn kernel_main(x: u32, y: u32) {}
 // Written stores of the workgroup, added to the total once per workgroup rather than once per
 // store (one global counter would serialise every store of the merge).
 var<workgroup> wg_written: atomic<u32>;
+var<workgroup> wg_gate_merge: u32;
 
 // Merges entry i; true if it counts as written.
 fn merge_one(i: u32) -> bool {
@@ -53,9 +54,15 @@ fn merge(
 ) {
     let i = gid.y * merge_info.row + gid.x;
     g_idx = i;
+    // The gate, read once per workgroup: one atomic load of one word per stored texel was
+    // the contention the prelude's per-workgroup reads avoid too.
+    if li == 0u {
+        wg_gate_merge = atomicLoad(&status.gate);
+    }
+    let open = launch.seq == 0u || workgroupUniformLoad(&wg_gate_merge) >= launch.seq;
     // No early return: the barrier below must be reached by the whole workgroup. A queued
     // merge behind work that faulted or asked for a page merges nothing.
-    if admitted() && gid.x < merge_info.row && i < merge_info.count && merge_one(i) {
+    if open && gid.x < merge_info.row && i < merge_info.count && merge_one(i) {
         atomicAdd(&wg_written, 1u);
     }
     workgroupBarrier();
