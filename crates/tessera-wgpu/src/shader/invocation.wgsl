@@ -801,8 +801,8 @@ fn sample_rgba8_window_degraded(id: u32, fmode: u32, addressing: u32, win: vec4<
 }
 
 // The per-texel entry point, over workgroups of GROUP_X x GROUP_Y invocations: a warp then
-// reads whole rows of a page's slot (on an H200, 32 x 8 took boiling's paged frame from 6.7 to
-// about 5.4 ms against 8 x 8, and the unpaged one from 1.5 to 1.1). Its only workgroup memory
+// reads whole rows of a page's slot (on an H200, boiling's paged frame took 5.4 ms at 32 x 8
+// against 7.1-7.6 at 8 x 8, and the unpaged one 1.1 against 1.5). Its only workgroup memory
 // is the stamp variant's (`stamp_cache.wgsl`, GPUs only).
 @compute @workgroup_size(GROUP_X, GROUP_Y, 1)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {

@@ -54,8 +54,9 @@ fn merge(
 ) {
     let i = gid.y * merge_info.row + gid.x;
     g_idx = i;
-    // The gate, read once per workgroup: one atomic load of one word per stored texel was
-    // the contention the prelude's per-workgroup reads avoid too.
+    // The gate, read once per workgroup rather than by every stored texel: thousands of
+    // atomic loads of one word (on an H200 the two-pass frame went from 12.9-13.1 to
+    // 12.0-12.1 ms, docs/WGPU.md).
     if li == 0u {
         wg_gate_merge = atomicLoad(&status.gate);
     }
