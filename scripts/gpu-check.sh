@@ -89,6 +89,10 @@ step 60 overhead-two-pass $T bench overhead --backend wgpu --size $BIG --frames 
 # The same relaunch run with wgpu's shader bounds checks off (docs/WGPU.md, "Bounds checks").
 step 60 overhead-unchecked env TESSERA_WGPU_BOUNDS_CHECKS=off $T bench overhead --backend wgpu \
     --size $BIG --frames 5 --rounds 3 --procedure relaunch
+# And with pipelines not specialized to their bindings (docs/WGPU.md, "Specialized per
+# pipeline"), to follow what the constants are worth.
+step 60 overhead-generic env TESSERA_WGPU_SPECIALIZE=off $T bench overhead --backend wgpu \
+    --size $BIG --frames 5 --rounds 3 --procedure relaunch
 for n in 1 2; do
     step 60 "boiling-$n" $T run boiling --backend wgpu --devices "$n" --size $BIG --page 64 \
         --frames $FRAMES --warmup 2 --gif-every 0 --model concurrent --force --out "$OUTDIR/boiling-$n"
@@ -118,6 +122,7 @@ echo "| bench overhead ${BIG}², two-pass | $(val overhead-two-pass overhead_rat
 ms() { grep -o "^$2 *[0-9.]* ms" "$OUTDIR/$1.txt" 2>/dev/null | grep -o '[0-9.]* ms' | head -1 || true; }
 echo "| ${BIG}² unpaged / paged relaunch, bounds checks on | $(ms overhead-relaunch unpaged) / $(ms overhead-relaunch 'paged relaunch') |"
 echo "| ${BIG}² unpaged / paged relaunch, bounds checks off | $(ms overhead-unchecked unpaged) / $(ms overhead-unchecked 'paged relaunch') |"
+echo "| ${BIG}² unpaged / paged relaunch, generic pipelines | $(ms overhead-generic unpaged) / $(ms overhead-generic 'paged relaunch') |"
 fps1=$(json "$b1" 'round(r["frames_per_second_measured"],2)')
 fps2=$(json "$b2" 'round(r["frames_per_second_measured"],2)')
 ratio=$(python3 -c "print(round($fps2 / $fps1, 3))" 2>/dev/null || echo -)

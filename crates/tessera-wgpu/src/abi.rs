@@ -614,12 +614,39 @@ mod tests {
         let kernel =
             "fn kernel_main(x: u32, y: u32) { store_f32(params.out, x, y, params.scale); }";
         let fields = Sample::wgsl_fields();
+        let generic = crate::shape::BindShape::GENERIC.wgsl();
+        // A launch of one texture: every field a constant, no binding search.
+        let mut one = LaunchInfo {
+            nbind: 1,
+            ..Default::default()
+        };
+        one.binds[0] = BindInfo {
+            id: 5,
+            width: 64,
+            height: 64,
+            pages_x: 1,
+            shift: 6,
+            words_per_texel: 1,
+            slot_words: 4096,
+            format: FORMAT_R32_FLOAT,
+            ..Default::default()
+        };
+        one.by_id[1].0[1] = 1;
+        let specialized = crate::shape::BindShape::of(&one).wgsl();
+        assert!(specialized.contains("const EXACT_IDS: bool = true;"));
+        assert!(!specialized.contains("launch.binds"), "{specialized}");
         for (what, code) in [
             (
                 "prelude",
                 kernel_shader(
                     fields,
-                    &[crate::ANY_MEMORY, crate::PRELUDE, crate::STAMP_EACH, kernel],
+                    &[
+                        crate::ANY_MEMORY,
+                        &generic,
+                        crate::PRELUDE,
+                        crate::STAMP_EACH,
+                        kernel,
+                    ],
                 ),
             ),
             (
@@ -628,6 +655,7 @@ mod tests {
                     fields,
                     &[
                         crate::ONE_MEMORY,
+                        &generic,
                         crate::PRELUDE,
                         crate::STAMP_GROUP,
                         kernel,
@@ -635,11 +663,12 @@ mod tests {
                 ),
             ),
             (
-                "prelude, per texel, stamps once per workgroup",
+                "prelude, per texel, stamps once per workgroup, specialized",
                 kernel_shader(
                     fields,
                     &[
                         crate::ONE_MEMORY,
+                        &specialized,
                         crate::PRELUDE,
                         crate::STAMP_CACHE,
                         kernel,
@@ -652,6 +681,7 @@ mod tests {
                     &[],
                     &[
                         crate::ANY_MEMORY,
+                        &generic,
                         crate::PRELUDE,
                         crate::STAMP_EACH,
                         crate::MERGE,

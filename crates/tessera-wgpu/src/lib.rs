@@ -47,6 +47,7 @@ mod gpu;
 mod node;
 mod plain_copy;
 mod scratch;
+mod shape;
 mod unpaged;
 
 pub use device::{TilePath, WgpuDevice, MAX_MEMORIES};

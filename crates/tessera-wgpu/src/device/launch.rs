@@ -477,7 +477,13 @@ impl WgpuDevice {
             return Ok(None);
         }
         let one_memory = self.memories.len() <= 1;
-        let pipeline = self.pipeline("tessera merge", (crate::MERGE, &[]), "merge", one_memory)?;
+        let pipeline = self.pipeline(
+            "tessera merge",
+            (crate::MERGE, &[]),
+            "merge",
+            one_memory,
+            BindShape::GENERIC,
+        )?;
         let pages = self.table.len() as u64;
         let bit_words = pages.div_ceil(32).max(1);
         let max = gpu::max_storage_bytes(&self.limits);
@@ -573,7 +579,10 @@ impl WgpuDevice {
         }
         if l.domain.is_empty() {
             let one_memory = self.memories.len() <= 1 && l.remote.iter().all(Option::is_none);
-            self.pipeline(name, (wgsl.source, wgsl.fields), "main", one_memory)?;
+            let mut info = LaunchInfo::default();
+            self.fill_binds(l, &mut info)?;
+            let shape = BindShape::of(&info);
+            self.pipeline(name, (wgsl.source, wgsl.fields), "main", one_memory, shape)?;
             return Ok(None);
         }
         // Before it runs: a launch that fails has stamped pages all the same.
@@ -604,9 +613,6 @@ impl WgpuDevice {
             _ => 0,
         };
         let entry = if fp_n > 0 { "main_tiles" } else { "main" };
-        // `bind_remote` has run for this launch.
-        let one_memory = self.memories.len() <= 1 && self.remote.is_empty();
-        let pipeline = self.pipeline(name, (wgsl.source, wgsl.fields), entry, one_memory)?;
         let n = domain.len();
         if n > u32::MAX as u64 {
             return Err(self.err(WgpuError::OutOfMemory(format!(
@@ -617,7 +623,6 @@ impl WgpuDevice {
         let mut info = LaunchInfo {
             mode: abi::mode_code(l.mode),
             count: n as u32,
-            nbind: l.bindings.len() as u32,
             bit_words: bit_words as u32,
             fp,
             fp_n,
@@ -653,6 +658,27 @@ impl WgpuDevice {
                 ((gx, gy), flat)
             }
         };
+        self.fill_binds(l, &mut info)?;
+        fill_params(&mut info.params, &wgsl.params);
+        // `bind_remote` has run for this launch.
+        let one_memory = self.memories.len() <= 1 && self.remote.is_empty();
+        let shape = BindShape::of(&info);
+        let pipeline = self.pipeline(name, (wgsl.source, wgsl.fields), entry, one_memory, shape)?;
+        Ok(Work {
+            label: name,
+            pipeline,
+            dispatch,
+            invocations: n,
+            pages: l.pages,
+            bit_words,
+            list,
+            info,
+        })
+    }
+
+    /// Writes the launch's bindings and their by-id slots into `info`.
+    fn fill_binds(&self, l: &Launch, info: &mut LaunchInfo) -> Result<()> {
+        info.nbind = l.bindings.len() as u32;
         let by_id = abi::BY_ID_SLOTS;
         for (i, (b, to)) in l.bindings.iter().zip(&mut info.binds).enumerate() {
             if b.pages_end > u32::MAX as u64 {
@@ -679,17 +705,7 @@ impl WgpuDevice {
                 *h = i as u32 + 1;
             }
         }
-        fill_params(&mut info.params, &wgsl.params);
-        Ok(Work {
-            label: name,
-            pipeline,
-            dispatch,
-            invocations: n,
-            pages: l.pages,
-            bit_words,
-            list,
-            info,
-        })
+        Ok(())
     }
 }
 

@@ -21,6 +21,7 @@ use crate::abi::{self, BindInfo, CompactInfo, LaunchInfo, MergeInfo, RequestsHea
 use crate::error::WgpuError;
 use crate::gpu::{self, AdapterChoice, Health, SharedGpu};
 use crate::scratch::{self, Grow, Timestamps, TIMESTAMPS};
+use crate::shape::BindShape;
 use crate::unpaged::fill_params;
 
 mod backend;
@@ -58,10 +59,20 @@ struct Pipelines {
     kernel_pipeline_layout: wgpu::PipelineLayout,
     compact_layout: wgpu::BindGroupLayout,
     compact: wgpu::ComputePipeline,
-    /// By kernel name, entry point (`main`, or `main_tiles` for the tile path) and whether it
-    /// is built for one memory (`WgpuDevice::pipeline`).
-    kernels: HashMap<(&'static str, &'static str, bool), wgpu::ComputePipeline>,
+    /// By kernel name, entry point (`main`, or `main_tiles` for the tile path), whether it
+    /// is built for one memory and its bindings' shape (`WgpuDevice::pipeline`).
+    kernels: HashMap<PipelineKey, wgpu::ComputePipeline>,
+    /// Specialized shapes built per kernel name and entry point: past
+    /// [`MAX_SHAPES`], launches of new shapes share the generic pipeline.
+    shapes: HashMap<(&'static str, &'static str), usize>,
 }
+
+type PipelineKey = (&'static str, &'static str, bool, BindShape);
+
+/// Pipelines specialized to distinct binding shapes per kernel and entry point. A workload
+/// binds a few shapes over and over; one that binds a new shape every launch would otherwise
+/// compile every launch.
+const MAX_SHAPES: usize = 8;
 
 /// A tessera device on a wgpu device.
 pub struct WgpuDevice {
@@ -109,6 +120,8 @@ pub struct WgpuDevice {
     /// Whether per-texel launches stamp each page once per workgroup (`stamp_cache.wgsl`)
     /// rather than once per invocation: on GPUs, not on CPU adapters.
     group_stamps: bool,
+    /// Whether pipelines are built for their launches' binding shapes (`BindShape`).
+    specialize: bool,
     /// Submissions, waits for the GPU and bytes read back (`HostCounters`).
     counters: Arc<BackendCounters>,
 }
@@ -285,6 +298,7 @@ impl WgpuDevice {
             timestamps,
             tiles: TilePath::from_env() == TilePath::On,
             group_stamps: info.device_type != wgpu::DeviceType::Cpu,
+            specialize: crate::shape::from_env(),
             id,
             info,
             limits,
@@ -303,6 +317,7 @@ impl WgpuDevice {
                 compact_layout,
                 compact,
                 kernels: HashMap::new(),
+                shapes: HashMap::new(),
             },
             health,
             counters: Arc::default(),
@@ -327,8 +342,21 @@ impl WgpuDevice {
     pub fn set_group_stamps(&mut self, on: bool) {
         if on != self.group_stamps {
             self.pipes.kernels.clear();
+            self.pipes.shapes.clear();
         }
         self.group_stamps = on;
+    }
+
+    /// Chooses whether later launches run pipelines built for their bindings' shape (the
+    /// default, unless `TESSERA_WGPU_SPECIALIZE=off`) or the generic prelude. Both compute
+    /// the same.
+    pub fn set_specialize(&mut self, on: bool) {
+        self.specialize = on;
+    }
+
+    /// Kernel pipelines built so far (each kernel, entry point and specialization once).
+    pub fn pipelines_built(&self) -> usize {
+        self.pipes.kernels.len()
     }
 
     /// Whether launches with a footprint take the tile path.
@@ -446,16 +474,33 @@ impl WgpuDevice {
     /// The compute pipeline of a kernel, built once per kernel name, entry point and
     /// specialization: with `one_memory` (a device of one physical memory, a launch that
     /// binds no remote object) every descriptor names memory 0, and the prelude reads and
-    /// writes it directly instead of through its switch over eight buffers.
+    /// writes it directly instead of through its switch over eight buffers; `shape` makes
+    /// the bindings' shared fields constants (`BindShape`), up to [`MAX_SHAPES`] shapes.
     fn pipeline(
         &mut self,
         name: &'static str,
         wgsl: (&str, &[ParamField]),
         entry: &'static str,
         one_memory: bool,
+        shape: BindShape,
     ) -> Result<wgpu::ComputePipeline> {
-        if let Some(p) = self.pipes.kernels.get(&(name, entry, one_memory)) {
+        let mut shape = match self.specialize {
+            true => shape,
+            false => BindShape::GENERIC,
+        };
+        if let Some(p) = self.pipes.kernels.get(&(name, entry, one_memory, shape)) {
             return Ok(p.clone());
+        }
+        if shape != BindShape::GENERIC {
+            let built = self.pipes.shapes.entry((name, entry)).or_default();
+            if *built >= MAX_SHAPES {
+                shape = BindShape::GENERIC;
+                if let Some(p) = self.pipes.kernels.get(&(name, entry, one_memory, shape)) {
+                    return Ok(p.clone());
+                }
+            } else {
+                *built += 1;
+            }
         }
         let stamps = if entry == "main_tiles" {
             crate::STAMP_GROUP
@@ -470,7 +515,11 @@ impl WgpuDevice {
             crate::ANY_MEMORY
         };
         let (source, fields) = wgsl;
-        let code = abi::kernel_shader(fields, &[memories, crate::PRELUDE, stamps, source]);
+        let bindings = shape.wgsl();
+        let code = abi::kernel_shader(
+            fields,
+            &[memories, &bindings, crate::PRELUDE, stamps, source],
+        );
         let p = gpu::compile(
             &self.device,
             &self.pipes.kernel_pipeline_layout,
@@ -481,7 +530,7 @@ impl WgpuDevice {
         .map_err(|e| self.err(e))?;
         self.pipes
             .kernels
-            .insert((name, entry, one_memory), p.clone());
+            .insert((name, entry, one_memory, shape), p.clone());
         Ok(p)
     }
 }

@@ -14,6 +14,10 @@
 // - once an invocation has faulted, later accesses yield zero and record nothing (the CPU twin
 //   has returned at the fault), and its buffered stores are dropped, so a faulting invocation
 //   leaves no side effect and can be relaunched.
+// The bindings' fields are read through `bind_<field>(bi)`, which the host generates per
+// pipeline (`BindShape`): a field every binding of the launches it serves shares is a constant
+// there, so the compiler folds the address arithmetic and the checks that depend on it.
+//
 // WGSL cannot index separate buffers dynamically, so a fixed number of physical memories is
 // bound and selected with a switch.
 //
@@ -126,10 +130,9 @@ fn mem_store(m: u32, i: u32, v: u32) {
 
 // The memory (4 + k) and word of a remote binding's texel at `loc` (page, word in page).
 fn remote_at(bi: u32, loc: vec2<u32>) -> vec2<u32> {
-    let b = launch.binds[bi];
     return vec2<u32>(
-        REMOTE_MEM0 + b.remote - 1u,
-        (loc.x - b.page_offset) * b.slot_words + loc.y,
+        REMOTE_MEM0 + bind_remote(bi) - 1u,
+        (loc.x - bind_page_offset(bi)) * bind_slot_words(bi) + loc.y,
     );
 }
 
@@ -209,11 +212,14 @@ fn stamp(page: u32) {
 fn binding_of(id: u32) -> u32 {
     let slot = id % BY_ID_SLOTS;
     let h = launch.by_id[slot / 4u][slot % 4u];
-    if h != 0u && launch.binds[h - 1u].id == id {
+    if h != 0u && bind_id(h - 1u) == id {
         return h - 1u;
     }
-    for (var i = 0u; i < launch.nbind; i++) {
-        if launch.binds[i].id == id {
+    // EXACT_IDS (compiled in per pipeline): every bound id sits in its own slot, so an id
+    // not found there is not bound.
+    let n = select(launch.nbind, 0u, EXACT_IDS);
+    for (var i = 0u; i < n; i++) {
+        if bind_id(i) == id {
             return i;
         }
     }
@@ -223,29 +229,29 @@ fn binding_of(id: u32) -> u32 {
 
 // Global page (x) and word offset in the page's slot (y) of texel (x, y) of binding bi.
 fn locate(bi: u32, x: u32, y: u32) -> vec2<u32> {
-    let shift = launch.binds[bi].shift;
+    let shift = bind_shift(bi);
     let mask = (1u << shift) - 1u;
-    let base = launch.binds[bi].page_offset;
-    if launch.binds[bi].format == FORMAT_BUFFER {
+    let base = bind_page_offset(bi);
+    if bind_format(bi) == FORMAT_BUFFER {
         return vec2<u32>(base + (x >> shift), x & mask);
     }
-    let local = (x >> shift) + (y >> shift) * launch.binds[bi].pages_x;
-    let off = (((y & mask) << shift) | (x & mask)) * launch.binds[bi].words_per_texel;
+    let local = (x >> shift) + (y >> shift) * bind_pages_x(bi);
+    let off = (((y & mask) << shift) | (x & mask)) * bind_words_per_texel(bi);
     return vec2<u32>(base + local, off);
 }
 
 // Checks an access's format and range; false (after flagging an error where one is due).
 fn in_range(bi: u32, id: u32, x: u32, y: u32, format: u32) -> bool {
-    if (launch.binds[bi].mip & MIP_BIT) != 0u {
+    if (bind_mip(bi) & MIP_BIT) != 0u {
         // Its texels are read by level (load_rgba8_level, sample_rgba8), as on the CPU.
-        fail(ERR_WRONG_FORMAT, id, x, y, select(format, launch.binds[bi].format, format == NONE));
+        fail(ERR_WRONG_FORMAT, id, x, y, select(format, bind_format(bi), format == NONE));
         return false;
     }
-    if format != NONE && launch.binds[bi].format != format {
+    if format != NONE && bind_format(bi) != format {
         fail(ERR_WRONG_FORMAT, id, x, y, format);
         return false;
     }
-    if x >= launch.binds[bi].width || y >= launch.binds[bi].height {
+    if x >= bind_width(bi) || y >= bind_height(bi) {
         // A request pass may compute addresses from values it could not load yet.
         if launch.mode != MODE_REQUEST {
             fail(ERR_OUT_OF_RANGE, id, x, y, 0u);
@@ -275,7 +281,7 @@ fn translate(id: u32, x: u32, y: u32, write: bool, format: u32) -> Tr {
         return r;
     }
     let loc = locate(bi, x, y);
-    if launch.binds[bi].remote != 0u {
+    if bind_remote(bi) != 0u {
         // In place, as the CPU twin's remote_word: no page table, no stamp, never a miss.
         let at = remote_at(bi, loc);
         return Tr(true, at.x, at.y);
@@ -293,7 +299,7 @@ fn translate(id: u32, x: u32, y: u32, write: bool, format: u32) -> Tr {
     }
     r.ok = true;
     r.mem = d.x >> 16u;
-    r.word = d.y * launch.binds[bi].slot_words + loc.y;
+    r.word = d.y * bind_slot_words(bi) + loc.y;
     return r;
 }
 
@@ -317,19 +323,18 @@ fn fill_windows(tile: vec2<u32>, lid: u32) {
     for (var k = 0u; k < g_nwin; k++) {
         let bi = launch.fp[k].x;
         let h = launch.fp[k].y;
-        let b = launch.binds[bi];
         let x0 = select(0u, tile.x - h, tile.x > h);
         let y0 = select(0u, tile.y - h, tile.y > h);
-        let x1 = min(min(tile.x + 8u, launch.x1) + h, b.width);
-        let y1 = min(min(tile.y + 8u, launch.y1) + h, b.height);
+        let x1 = min(min(tile.x + 8u, launch.x1) + h, bind_width(bi));
+        let y1 = min(min(tile.y + 8u, launch.y1) + h, bind_height(bi));
         if x1 <= x0 || y1 <= y0 || x1 - x0 > WIN_SIDE || y1 - y0 > WIN_SIDE {
-            g_win[k] = vec4<u32>(b.id, 0u, 0u, 0u);
+            g_win[k] = vec4<u32>(bind_id(bi), 0u, 0u, 0u);
             continue;
         }
         let w = x1 - x0;
         let n = w * (y1 - y0);
-        g_win[k] = vec4<u32>(b.id, x0, y0, w | ((y1 - y0) << 16u));
-        let mask = (1u << b.shift) - 1u;
+        g_win[k] = vec4<u32>(bind_id(bi), x0, y0, w | ((y1 - y0) << 16u));
+        let mask = (1u << bind_shift(bi)) - 1u;
         for (var j = lid; j < n; j += 64u) {
             let tx = x0 + j % w;
             let ty = y0 + j / w;
@@ -338,7 +343,7 @@ fn fill_windows(tile: vec2<u32>, lid: u32) {
             if (d.x & 1u) == 0u {
                 atomicStore(&wg_bad[k], 1u);
             } else {
-                wg_win[k][j] = mem_load(d.x >> 16u, d.y * b.slot_words + loc.y);
+                wg_win[k][j] = mem_load(d.x >> 16u, d.y * bind_slot_words(bi) + loc.y);
                 // Once per page of the window: at the first texel of its part. Resident pages
                 // only, as the CPU twin's tile copies; a page that is not resident is stamped
                 // by the per-texel loads that then miss on it.
@@ -415,7 +420,7 @@ fn store_word(id: u32, x: u32, y: u32, i: u32, v: u32, format: u32) {
         // Dropped, but a store to an object not bound or in the wrong format is a bug in any
         // mode (the CPU twin checks it too).
         let bi = binding_of(id);
-        if bi != NONE && format != NONE && launch.binds[bi].format != format {
+        if bi != NONE && format != NONE && bind_format(bi) != format {
             fail(ERR_WRONG_FORMAT, id, x, y, format);
         }
         return;
@@ -436,7 +441,7 @@ fn store_word(id: u32, x: u32, y: u32, i: u32, v: u32, format: u32) {
         return;
     }
     let loc = locate(bi, x, y);
-    if launch.binds[bi].remote != 0u {
+    if bind_remote(bi) != 0u {
         let at = remote_at(bi, loc);
         buffer_store(REMOTE_TAG | at.x, at.y + i, v);
         return;
@@ -472,28 +477,28 @@ fn store_u32(id: u32, index: u32, v: u32) {
 // the pages of the levels before it; a page's slot is (P + 2B)^2 texels, its own at (B, B).
 // The samplers' integer arithmetic is tessera_core::sampler's, line for line.
 fn mip_levels(bi: u32) -> u32 {
-    return launch.binds[bi].mip & 0xffu;
+    return bind_mip(bi) & 0xffu;
 }
 fn mip_border(bi: u32) -> u32 {
-    return (launch.binds[bi].mip >> 8u) & 0xffu;
+    return (bind_mip(bi) >> 8u) & 0xffu;
 }
 fn mip_addressing(bi: u32) -> u32 {
-    return (launch.binds[bi].mip >> 16u) & 1u;
+    return (bind_mip(bi) >> 16u) & 1u;
 }
 fn level_extent(bi: u32, l: u32) -> vec2<u32> {
-    return max(vec2<u32>(1u), vec2<u32>(launch.binds[bi].width >> l, launch.binds[bi].height >> l));
+    return max(vec2<u32>(1u), vec2<u32>(bind_width(bi) >> l, bind_height(bi) >> l));
 }
 fn level_pages(bi: u32, l: u32) -> vec2<u32> {
-    let s = launch.binds[bi].shift;
+    let s = bind_shift(bi);
     return (level_extent(bi, l) + vec2<u32>((1u << s) - 1u)) >> vec2<u32>(s);
 }
 fn slot_side(bi: u32) -> u32 {
-    return (1u << launch.binds[bi].shift) + 2u * mip_border(bi);
+    return (1u << bind_shift(bi)) + 2u * mip_border(bi);
 }
 
 // Whether binding bi is mipmapped; flags the error where it is not.
 fn mip_check(bi: u32, id: u32) -> bool {
-    if (launch.binds[bi].mip & MIP_BIT) == 0u {
+    if (bind_mip(bi) & MIP_BIT) == 0u {
         fail(ERR_WRONG_FORMAT, id, 0u, 0u, FORMAT_MIPMAPPED);
         return false;
     }
@@ -521,11 +526,11 @@ fn mip_locate(bi: u32, id: u32, l: u32, x: u32, y: u32) -> Mt {
         let n = level_pages(bi, k);
         offset += n.x * n.y;
     }
-    let s = launch.binds[bi].shift;
+    let s = bind_shift(bi);
     let mask = (1u << s) - 1u;
     let b = mip_border(bi);
     m.ok = true;
-    m.page = launch.binds[bi].page_offset + offset + (x >> s) + (y >> s) * level_pages(bi, l).x;
+    m.page = bind_page_offset(bi) + offset + (x >> s) + (y >> s) * level_pages(bi, l).x;
     m.at = ((y & mask) + b) * slot_side(bi) + (x & mask) + b;
     return m;
 }
@@ -536,9 +541,8 @@ fn mip_page(bi: u32, page: u32) -> Tr {
     if g_faulted {
         return r;
     }
-    let b = launch.binds[bi];
-    if b.remote != 0u {
-        return Tr(true, REMOTE_MEM0 + b.remote - 1u, (page - b.page_offset) * b.slot_words);
+    if bind_remote(bi) != 0u {
+        return Tr(true, REMOTE_MEM0 + bind_remote(bi) - 1u, (page - bind_page_offset(bi)) * bind_slot_words(bi));
     }
     stamp(page);
     let d = page_table[page];
@@ -556,7 +560,7 @@ fn mip_page(bi: u32, page: u32) -> Tr {
         }
         return r;
     }
-    return Tr(true, d.x >> 16u, d.y * b.slot_words);
+    return Tr(true, d.x >> 16u, d.y * bind_slot_words(bi));
 }
 
 fn mip_texel(bi: u32, id: u32, l: u32, x: u32, y: u32) -> u32 {
@@ -607,7 +611,7 @@ fn border_quad(bi: u32, id: u32, l: u32, x0: i32, y0: i32) -> array<u32, 4> {
     if !t.ok {
         return q;
     }
-    let p = 1u << launch.binds[bi].shift;
+    let p = 1u << bind_shift(bi);
     let xs = u32(x0 - i32(ax / p * p) + i32(b));
     let ys = u32(y0 - i32(ay / p * p) + i32(b));
     let side = slot_side(bi);
@@ -735,7 +739,7 @@ fn sample_rgba8(id: u32, fmode: u32, addressing: u32, u: f32, v: f32, lod: f32) 
     if bi == NONE || !mip_check(bi, id) {
         return 0u;
     }
-    let win = vec4<u32>(0u, 0u, launch.binds[bi].width, launch.binds[bi].height);
+    let win = vec4<u32>(0u, 0u, bind_width(bi), bind_height(bi));
     return sample_in(bi, id, fmode, addressing, win, u, v, lod);
 }
 
@@ -748,8 +752,7 @@ fn sample_rgba8_window(id: u32, fmode: u32, addressing: u32, win: vec4<u32>, u: 
     if bi == NONE || !mip_check(bi, id) {
         return 0u;
     }
-    let b = launch.binds[bi];
-    if win.z == 0u || win.w == 0u || win.x + win.z > b.width || win.y + win.w > b.height {
+    if win.z == 0u || win.w == 0u || win.x + win.z > bind_width(bi) || win.y + win.w > bind_height(bi) {
         fail(ERR_OUT_OF_RANGE, id, win.x + win.z, win.y + win.w, 0u);
         return 0u;
     }
@@ -768,8 +771,7 @@ fn sample_rgba8_window_degraded(id: u32, fmode: u32, addressing: u32, win: vec4<
     if bi == NONE || !mip_check(bi, id) {
         return vec2<u32>(0u, 0u);
     }
-    let b = launch.binds[bi];
-    if win.z == 0u || win.w == 0u || win.x + win.z > b.width || win.y + win.w > b.height {
+    if win.z == 0u || win.w == 0u || win.x + win.z > bind_width(bi) || win.y + win.w > bind_height(bi) {
         fail(ERR_OUT_OF_RANGE, id, win.x + win.z, win.y + win.w, 0u);
         return vec2<u32>(0u, 0u);
     }
@@ -863,7 +865,7 @@ fn tile_write_page(tile: vec2<u32>) -> u32 {
         return NONE;
     }
     let bi = launch.fp_write - 1u;
-    if tile.x >= launch.binds[bi].width || tile.y >= launch.binds[bi].height {
+    if tile.x >= bind_width(bi) || tile.y >= bind_height(bi) {
         return NONE;
     }
     return locate(bi, tile.x, tile.y).x;
