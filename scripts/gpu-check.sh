@@ -138,6 +138,7 @@ print(", ".join(str(x) for x in [h["manager_messages_per_frame"], d["page_reques
 PY
 }
 echo "| boiling ${BIG}² 1 device, per frame: manager messages, requests, submissions, blocking waits, GPU waits, bytes read back | $(host_row "$b1") |"
+echo "| boiling ${BIG}² 2 devices, device 0 per frame: the same | $(host_row "$b2") |"
 echo "| page moves 64 KiB (ratios) | $(grep -o '[a-z0-9_]*ratio=[0-9.]*\|h2d_vs_[a-z_]*=[0-9.]*\|d2d_vs_[a-z_0-9]*=[0-9.]*' "$OUTDIR/page-moves.txt" 2>/dev/null | tr '\n' ' ') |"
 # Per ratio: frame time over its transfer bound (goal: at most 1.5), then ms/frame and the bound.
 vs_bound() {

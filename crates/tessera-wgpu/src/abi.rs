@@ -614,7 +614,7 @@ mod tests {
         let kernel =
             "fn kernel_main(x: u32, y: u32) { store_f32(params.out, x, y, params.scale); }";
         let fields = Sample::wgsl_fields();
-        let generic = crate::shape::BindShape::GENERIC.wgsl();
+        let generic = crate::shape::LaunchShape::GENERIC.wgsl();
         // A launch of one texture: every field a constant, no binding search.
         let mut one = LaunchInfo {
             nbind: 1,
@@ -632,7 +632,7 @@ mod tests {
             ..Default::default()
         };
         one.by_id[1].0[1] = 1;
-        let specialized = crate::shape::BindShape::of(&one).wgsl();
+        let specialized = crate::shape::LaunchShape::of(&one).wgsl();
         assert!(specialized.contains("const EXACT_IDS: bool = true;"));
         assert!(!specialized.contains("launch.binds"), "{specialized}");
         for (what, code) in [

@@ -2,7 +2,8 @@
 //! way: watch for errors wgpu reports outside any call, compile a kernel, read a buffer back.
 
 use std::borrow::Cow;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
 
 use crate::error::WgpuError;
 
@@ -64,23 +65,32 @@ impl Health {
         staging: &wgpu::Buffer,
         bytes: u64,
     ) -> Result<Vec<u8>, WgpuError> {
-        let done = Arc::new(Mutex::new(None));
+        let done = Arc::new((Mutex::new(None), Condvar::new()));
         let d = done.clone();
         staging.map_async(wgpu::MapMode::Read, ..bytes, move |r| {
-            if let Ok(mut g) = d.lock() {
+            let (slot, ready) = &*d;
+            if let Ok(mut g) = slot.lock() {
                 *g = Some(r);
+                ready.notify_all();
             }
         });
         // On a shared wgpu device another thread's poll may be the one running this callback,
-        // and this poll can return before that thread has: wait a little for it.
+        // and this poll can return before that thread has: wait for it on the condition
+        // variable, which wakes as soon as it has run (a fixed sleep cost every such race a
+        // whole sleep), then poll again should it still be missing.
         let mut result = None;
+        let (slot, ready) = &*done;
         for _ in 0..MAP_TRIES {
             self.wait(device)?;
-            result = done.lock().ok().and_then(|mut g| g.take());
+            result = slot.lock().ok().and_then(|g| {
+                ready
+                    .wait_timeout_while(g, MAP_RACE, |r| r.is_none())
+                    .ok()
+                    .and_then(|(mut g, _)| g.take())
+            });
             if result.is_some() {
                 break;
             }
-            std::thread::sleep(std::time::Duration::from_micros(200));
         }
         match result {
             Some(Ok(())) => {}
@@ -98,6 +108,8 @@ impl Health {
 
 /// Polls before a read-back is declared lost (each after waiting for the queue to drain).
 const MAP_TRIES: u32 = 1000;
+/// How long, after a poll, a read-back waits for another thread to run its callback.
+const MAP_RACE: Duration = Duration::from_micros(200);
 
 /// Whether shader modules keep wgpu's bounds checks: yes, unless `TESSERA_WGPU_BOUNDS_CHECKS=off`
 /// (docs/WGPU.md, "Bounds checks").

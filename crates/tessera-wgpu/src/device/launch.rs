@@ -482,7 +482,7 @@ impl WgpuDevice {
             (crate::MERGE, &[]),
             "merge",
             one_memory,
-            BindShape::GENERIC,
+            LaunchShape::GENERIC,
         )?;
         let pages = self.table.len() as u64;
         let bit_words = pages.div_ceil(32).max(1);
@@ -579,9 +579,13 @@ impl WgpuDevice {
         }
         if l.domain.is_empty() {
             let one_memory = self.memories.len() <= 1 && l.remote.iter().all(Option::is_none);
-            let mut info = LaunchInfo::default();
+            let mut info = LaunchInfo {
+                mode: abi::mode_code(l.mode),
+                is_list: matches!(l.domain, Domain::List(_)) as u32,
+                ..Default::default()
+            };
             self.fill_binds(l, &mut info)?;
-            let shape = BindShape::of(&info);
+            let shape = LaunchShape::of(&info);
             self.pipeline(name, (wgsl.source, wgsl.fields), "main", one_memory, shape)?;
             return Ok(None);
         }
@@ -662,7 +666,7 @@ impl WgpuDevice {
         fill_params(&mut info.params, &wgsl.params);
         // `bind_remote` has run for this launch.
         let one_memory = self.memories.len() <= 1 && self.remote.is_empty();
-        let shape = BindShape::of(&info);
+        let shape = LaunchShape::of(&info);
         let pipeline = self.pipeline(name, (wgsl.source, wgsl.fields), entry, one_memory, shape)?;
         Ok(Work {
             label: name,

@@ -21,7 +21,7 @@ use crate::abi::{self, BindInfo, CompactInfo, LaunchInfo, MergeInfo, RequestsHea
 use crate::error::WgpuError;
 use crate::gpu::{self, AdapterChoice, Health, SharedGpu};
 use crate::scratch::{self, Grow, Timestamps, TIMESTAMPS};
-use crate::shape::BindShape;
+use crate::shape::LaunchShape;
 use crate::unpaged::fill_params;
 
 mod backend;
@@ -67,7 +67,7 @@ struct Pipelines {
     shapes: HashMap<(&'static str, &'static str), usize>,
 }
 
-type PipelineKey = (&'static str, &'static str, bool, BindShape);
+type PipelineKey = (&'static str, &'static str, bool, LaunchShape);
 
 /// Pipelines specialized to distinct binding shapes per kernel and entry point. A workload
 /// binds a few shapes over and over; one that binds a new shape every launch would otherwise
@@ -120,7 +120,7 @@ pub struct WgpuDevice {
     /// Whether per-texel launches stamp each page once per workgroup (`stamp_cache.wgsl`)
     /// rather than once per invocation: on GPUs, not on CPU adapters.
     group_stamps: bool,
-    /// Whether pipelines are built for their launches' binding shapes (`BindShape`).
+    /// Whether pipelines are built for their launches' binding shapes (`LaunchShape`).
     specialize: bool,
     /// Submissions, waits for the GPU and bytes read back (`HostCounters`).
     counters: Arc<BackendCounters>,
@@ -475,26 +475,26 @@ impl WgpuDevice {
     /// specialization: with `one_memory` (a device of one physical memory, a launch that
     /// binds no remote object) every descriptor names memory 0, and the prelude reads and
     /// writes it directly instead of through its switch over eight buffers; `shape` makes
-    /// the bindings' shared fields constants (`BindShape`), up to [`MAX_SHAPES`] shapes.
+    /// the bindings' shared fields constants (`LaunchShape`), up to [`MAX_SHAPES`] shapes.
     fn pipeline(
         &mut self,
         name: &'static str,
         wgsl: (&str, &[ParamField]),
         entry: &'static str,
         one_memory: bool,
-        shape: BindShape,
+        shape: LaunchShape,
     ) -> Result<wgpu::ComputePipeline> {
         let mut shape = match self.specialize {
             true => shape,
-            false => BindShape::GENERIC,
+            false => LaunchShape::GENERIC,
         };
         if let Some(p) = self.pipes.kernels.get(&(name, entry, one_memory, shape)) {
             return Ok(p.clone());
         }
-        if shape != BindShape::GENERIC {
+        if shape != LaunchShape::GENERIC {
             let built = self.pipes.shapes.entry((name, entry)).or_default();
             if *built >= MAX_SHAPES {
-                shape = BindShape::GENERIC;
+                shape = LaunchShape::GENERIC;
                 if let Some(p) = self.pipes.kernels.get(&(name, entry, one_memory, shape)) {
                     return Ok(p.clone());
                 }

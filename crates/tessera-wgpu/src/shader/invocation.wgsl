@@ -15,7 +15,7 @@
 //   has returned at the fault), and its buffered stores are dropped, so a faulting invocation
 //   leaves no side effect and can be relaunched.
 // The bindings' fields are read through `bind_<field>(bi)`, which the host generates per
-// pipeline (`BindShape`): a field every binding of the launches it serves shares is a constant
+// pipeline (`LaunchShape`): a field every binding of the launches it serves shares is a constant
 // there, so the compiler folds the address arithmetic and the checks that depend on it.
 //
 // WGSL cannot index separate buffers dynamically, so a fixed number of physical memories is
@@ -161,7 +161,7 @@ fn faulted() -> bool {
 // state, then is relaunched. False (a plain fault: stores dropped) outside Mode::Direct, after
 // an error, or without a miss.
 fn suspend() -> bool {
-    if !g_faulted || g_error || launch.mode != MODE_DIRECT {
+    if !g_faulted || g_error || launch_mode() != MODE_DIRECT {
         return false;
     }
     g_faulted = false;
@@ -253,7 +253,7 @@ fn in_range(bi: u32, id: u32, x: u32, y: u32, format: u32) -> bool {
     }
     if x >= bind_width(bi) || y >= bind_height(bi) {
         // A request pass may compute addresses from values it could not load yet.
-        if launch.mode != MODE_REQUEST {
+        if launch_mode() != MODE_REQUEST {
             fail(ERR_OUT_OF_RANGE, id, x, y, 0u);
         }
         return false;
@@ -289,10 +289,10 @@ fn translate(id: u32, x: u32, y: u32, write: bool, format: u32) -> Tr {
     // Before the residency check, as the CPU twin: a miss touches the page too.
     stamp(loc.x);
     let d = page_table[loc.x];
-    let needs_write = write && launch.mode == MODE_DIRECT;
+    let needs_write = write && launch_mode() == MODE_DIRECT;
     if (d.x & 1u) == 0u || (needs_write && (d.x & 2u) == 0u) {
         record(loc.x, write);
-        if launch.mode != MODE_REQUEST {
+        if launch_mode() != MODE_REQUEST {
             g_faulted = true;
         }
         return r;
@@ -416,7 +416,7 @@ fn store_word(id: u32, x: u32, y: u32, i: u32, v: u32, format: u32) {
     if g_faulted {
         return;
     }
-    if launch.mode == MODE_REQUEST {
+    if launch_mode() == MODE_REQUEST {
         // Dropped, but a store to an object not bound or in the wrong format is a bug in any
         // mode (the CPU twin checks it too).
         let bi = binding_of(id);
@@ -425,7 +425,7 @@ fn store_word(id: u32, x: u32, y: u32, i: u32, v: u32, format: u32) {
         }
         return;
     }
-    if launch.mode == MODE_DIRECT {
+    if launch_mode() == MODE_DIRECT {
         let t = translate(id, x, y, true, format);
         if t.ok {
             buffer_store(t.mem, t.word + i, v);
@@ -516,7 +516,7 @@ fn mip_locate(bi: u32, id: u32, l: u32, x: u32, y: u32) -> Mt {
     var m = Mt(false, 0u, 0u);
     let e = level_extent(bi, min(l, 31u));
     if l >= mip_levels(bi) || x >= e.x || y >= e.y {
-        if launch.mode != MODE_REQUEST {
+        if launch_mode() != MODE_REQUEST {
             fail(ERR_LEVEL, id, x, y, l);
         }
         return m;
@@ -555,7 +555,7 @@ fn mip_page(bi: u32, page: u32) -> Tr {
     }
     if (d.x & 1u) == 0u {
         record(page, false);
-        if launch.mode != MODE_REQUEST {
+        if launch_mode() != MODE_REQUEST {
             g_faulted = true;
         }
         return r;
@@ -875,7 +875,7 @@ fn invocation(gid: vec3<u32>) {
     var x: u32;
     var y: u32;
     var idx: u32;
-    if launch.is_list != 0u {
+    if launch_is_list() != 0u {
         idx = gid.y * launch.row + gid.x;
         if gid.x >= launch.row || idx >= launch.count {
             return;
@@ -908,7 +908,7 @@ fn invocation(gid: vec3<u32>) {
         return;
     }
     // Commit: the invocation completed.
-    if launch.mode == MODE_TEMP {
+    if launch_mode() == MODE_TEMP {
         if g_nst > launch.temp_k {
             // No room: the host grows the temporary to the most any invocation needed and
             // runs the launch again, which a Temp launch allows (it writes no page).
