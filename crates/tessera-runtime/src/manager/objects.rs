@@ -186,9 +186,28 @@ impl Manager {
             .filter(|(_, v)| !v.is_empty())
             .map(|(d, v)| {
                 self.workers[d].submit_here(move |dev| {
-                    v.into_iter()
-                        .map(|(local, at)| Ok((local, dev.read_slot(at)?)))
-                        .collect::<Result<Vec<_>>>()
+                    // All of this owner's pages in one read where the backend batches reads
+                    // (a GPU: one wait for the object, not one per page).
+                    let at: Vec<SlotAddr> = v.iter().map(|&(_, at)| at).collect();
+                    let batched = if at.len() > 1 {
+                        dev.read_slots(&at)?
+                    } else {
+                        None
+                    };
+                    match batched {
+                        Some(data) if data.len() == at.len() => {
+                            Ok(v.iter().map(|&(local, _)| local).zip(data).collect())
+                        }
+                        Some(data) => Err(RuntimeError::Internal(format!(
+                            "{} slots read back for {} asked",
+                            data.len(),
+                            at.len()
+                        ))),
+                        None => v
+                            .into_iter()
+                            .map(|(local, at)| Ok((local, dev.read_slot(at)?)))
+                            .collect::<Result<Vec<_>>>(),
+                    }
                 })
             })
             .collect();
