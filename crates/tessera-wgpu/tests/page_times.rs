@@ -265,7 +265,15 @@ fn page_times_match_the_cpu_device_on_both_paths_in_every_mode() {
                 assert_eq!(g.page_times(&some).unwrap(), expect, "{what}: subset");
                 // The table grows: the stamps stay, the new pages were never touched.
                 c.resize_page_table(wc.pages + 40).unwrap();
+                let counters = g.counters().unwrap();
+                let waits = counters
+                    .device_waits
+                    .load(std::sync::atomic::Ordering::Relaxed);
                 g.resize_page_table(wg.pages + 40).unwrap();
+                let after = counters
+                    .device_waits
+                    .load(std::sync::atomic::Ordering::Relaxed);
+                assert_eq!(after, waits, "{what}: growing waited for the GPU");
                 let grown = all_pages(wc.pages + 40);
                 let tc = c.page_times(&grown).unwrap();
                 assert_eq!(tc, g.page_times(&grown).unwrap(), "{what}: after growing");

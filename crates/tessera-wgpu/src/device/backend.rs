@@ -151,10 +151,12 @@ impl Device for WgpuDevice {
                 .device
                 .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
             enc.copy_buffer_to_buffer(&self.stamps, 0, &stamps, 0, keep);
+            // Not waited for (docs/WGPU.md, "Slot reuse"): launches after it bind the new
+            // buffer and read-backs of it come later in the queue, launches before it wrote the
+            // old one before the copy reads it, and wgpu keeps the old buffer until the copy has
+            // run. A resize follows every object created or freed: OO-VR makes two a pass,
+            // and waiting here was most of its waits for the GPU.
             self.submit(enc);
-            // Like every call that submits work, return with none in flight (slot reuse,
-            // docs/WGPU.md). A resize follows objects being created or freed: rare.
-            self.wait_idle()?;
         }
         self.stamps = stamps;
         self.table.resize(pages as usize, 0);
