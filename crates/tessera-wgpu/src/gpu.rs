@@ -65,6 +65,18 @@ impl Health {
         staging: &wgpu::Buffer,
         bytes: u64,
     ) -> Result<Vec<u8>, WgpuError> {
+        self.map_read_with(device, staging, bytes, <[u8]>::to_vec)
+    }
+
+    /// As [`Health::map_read`], handing the mapped bytes to `take` instead of copying them
+    /// into one vector, so that a caller splitting them copies each byte once.
+    pub fn map_read_with<R>(
+        &self,
+        device: &wgpu::Device,
+        staging: &wgpu::Buffer,
+        bytes: u64,
+        take: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, WgpuError> {
         let done = Arc::new((Mutex::new(None), Condvar::new()));
         let d = done.clone();
         staging.map_async(wgpu::MapMode::Read, ..bytes, move |r| {
@@ -99,7 +111,7 @@ impl Health {
         }
         let out = staging
             .get_mapped_range(..bytes)
-            .map(|v| v.to_vec())
+            .map(|v| take(&v))
             .map_err(|e| WgpuError::ReadBack(e.to_string()));
         staging.unmap();
         out
@@ -442,21 +454,40 @@ pub(crate) fn read_back(
         usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: false,
     });
+    read_back_through(device, queue, health, ranges, &staging)
+}
+
+/// [`read_back`] through `staging`, a `MAP_READ | COPY_DST` buffer of at least the ranges'
+/// bytes that is not mapped: a device that reads back often keeps one, where a new buffer
+/// per read costs an allocation and, on first touch, the operating system's zeroing of every
+/// page of it. The mapped bytes are copied once, straight into each range's vector.
+pub(crate) fn read_back_through(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    health: &Health,
+    ranges: &[(&wgpu::Buffer, u64, u64)],
+    staging: &wgpu::Buffer,
+) -> Result<Vec<Vec<u8>>, WgpuError> {
+    let total: u64 = ranges.iter().map(|r| r.2).sum();
+    if total == 0 {
+        return Ok(ranges.iter().map(|_| Vec::new()).collect());
+    }
     let mut enc = device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
     let mut at = 0;
     for &(buf, off, len) in ranges {
         if len > 0 {
-            enc.copy_buffer_to_buffer(buf, off, &staging, at, len);
+            enc.copy_buffer_to_buffer(buf, off, staging, at, len);
         }
         at += len;
     }
     queue.submit([enc.finish()]);
-    let bytes = health.map_read(device, &staging, staging.size())?;
-    let mut out = Vec::with_capacity(ranges.len());
-    let mut at = 0usize;
-    for r in ranges {
-        out.push(bytes[at..at + r.2 as usize].to_vec());
-        at += r.2 as usize;
-    }
-    Ok(out)
+    health.map_read_with(device, staging, total, |bytes| {
+        let mut out = Vec::with_capacity(ranges.len());
+        let mut at = 0usize;
+        for r in ranges {
+            out.push(bytes[at..at + r.2 as usize].to_vec());
+            at += r.2 as usize;
+        }
+        out
+    })
 }

@@ -122,10 +122,11 @@ impl Device for WgpuDevice {
         }
         // Measured on an H100 (`bench page-moves --backend wgpu`, write-back + read): one read
         // for all of a batch took 4 KiB pages from 0.10 to 0.35 GB/s and 64 KiB from 1.1–1.2 to
-        // 1.4, but 256 KiB and 1 MiB pages from 2.5–3.6 down to 1.5. Not measured why; the
-        // likely cost is copying the one large mapping out (three copies a page: mapping to
-        // one vector, to one per slot, into home), which grows with bytes while the waits saved
-        // grow with pages.
+        // 1.4, but 256 KiB and 1 MiB pages from 2.5–3.6 down to 1.5. Not measured why; then
+        // each read made a staging buffer of its own and copied a page three times (mapping to
+        // one vector, to one per slot, into home). Now the staging buffer is kept and the
+        // mapping is copied once per slot (`read_back`); the limit stays until a GPU measures
+        // it again.
         let bytes: u64 = ranges.iter().map(|r| r.2).sum();
         if bytes > BATCHED_READ_MAX_PAGE * ranges.len() as u64 {
             return Ok(None);

@@ -120,6 +120,9 @@ pub struct WgpuDevice {
     /// Whether per-texel launches stamp each page once per workgroup (`stamp_cache.wgsl`)
     /// rather than once per invocation: on GPUs, not on CPU adapters.
     group_stamps: bool,
+    /// What `read_back` copies slots, stamps and lists into: kept and grown, not made per read
+    /// (write-backs read whole batches of pages through it).
+    readback: RefCell<Grow>,
     /// Whether pipelines are built for their launches' binding shapes (`LaunchShape`).
     specialize: bool,
     /// Submissions, waits for the GPU and bytes read back (`HostCounters`).
@@ -299,6 +302,11 @@ impl WgpuDevice {
             tiles: TilePath::from_env() == TilePath::On,
             group_stamps: info.device_type != wgpu::DeviceType::Cpu,
             specialize: crate::shape::from_env(),
+            readback: RefCell::new(Grow::new(
+                &device,
+                "read-back",
+                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            )),
             id,
             info,
             limits,
@@ -404,14 +412,26 @@ impl WgpuDevice {
         self.health.check().map_err(|e| self.err(e))
     }
 
-    /// Copies `ranges` (buffer, offset, bytes) into one staging buffer and reads them back:
-    /// one submission and one wait.
+    /// Copies `ranges` (buffer, offset, bytes) into the device's read-back buffer and reads
+    /// them back: one submission and one wait.
     fn read_back(&self, ranges: &[(&wgpu::Buffer, u64, u64)]) -> Result<Vec<Vec<u8>>> {
         self.flush_table();
         self.counters.submitted();
         self.counters.waited();
-        self.counters.read_back(ranges.iter().map(|r| r.2).sum());
-        gpu::read_back(&self.device, &self.queue, &self.health, ranges).map_err(|e| self.err(e))
+        let total = ranges.iter().map(|r| r.2).sum();
+        self.counters.read_back(total);
+        let mut staging = self.readback.borrow_mut();
+        staging
+            .ensure(&self.device, total, self.limits.max_buffer_size)
+            .map_err(|e| self.err(e))?;
+        gpu::read_back_through(
+            &self.device,
+            &self.queue,
+            &self.health,
+            ranges,
+            &staging.buf,
+        )
+        .map_err(|e| self.err(e))
     }
 
     /// Submits one command buffer, counted.
