@@ -95,3 +95,43 @@ fn a_host_read_waits_once_per_owner_not_once_per_page() {
         );
     }
 }
+
+#[test]
+fn reading_several_objects_waits_once_per_owner() {
+    let Some(sys) = common::system(&SystemConfig::new(2).threads(1)) else {
+        return;
+    };
+    let desc = ObjectDesc::texture(SIDE, SIDE, TexelFormat::R32Float, PAGE).unwrap();
+    let mut objects = Vec::new();
+    let mut want = Vec::new();
+    for k in 0..3 {
+        let init: Vec<f32> = (0..SIDE * SIDE).map(|i| (i + 100 * k) as f32).collect();
+        let bytes: Vec<u8> = init.iter().flat_map(|f| f.to_le_bytes()).collect();
+        let o = sys.create(desc, Some(bytes)).unwrap();
+        // Every object's top half on device 0, its bottom half on device 1.
+        bump(&sys, 0, &o, 0, SIDE / 2);
+        bump(&sys, 1, &o, SIDE / 2, SIDE / 2);
+        want.push(
+            init.iter()
+                .flat_map(|v| (2.0 * v + 1.0).to_le_bytes())
+                .collect::<Vec<u8>>(),
+        );
+        objects.push(o);
+    }
+    let ids: Vec<ObjectId> = objects.iter().map(|o| o.id).collect();
+    let before = sys.host_counters();
+    let got = sys.mm.read_many(&ids).unwrap();
+    let after = sys.host_counters();
+    assert_eq!(got, want);
+    for d in 0..2 {
+        assert_eq!(
+            after[d].device_waits - before[d].device_waits,
+            1,
+            "device {d}: waits for the GPU to read three objects' pages back"
+        );
+    }
+    // The same bytes as reading each alone.
+    for (o, w) in objects.iter().zip(&want) {
+        assert_eq!(&sys.read(o).unwrap(), w);
+    }
+}

@@ -14,6 +14,7 @@ pub(crate) enum Cmd {
     Remote(DeviceId, Vec<(Location, RemoteLink)>),
     Free(ObjectId, Sender<Result<()>>),
     Read(ObjectId, Sender<Result<Vec<u8>>>),
+    ReadMany(Vec<ObjectId>, Sender<Result<Vec<Vec<u8>>>>),
     ReadPacked(ObjectId, Sender<Result<(ObjectEntry, Vec<u8>)>>),
     Request(
         DeviceId,
@@ -322,6 +323,16 @@ impl ManagerHandle {
                 unpack(&e.desc, &pages, &mut out);
                 Ok(out)
             }
+        }
+    }
+    /// Several objects' latest data, as [`ManagerHandle::read`] gives each, in `ids`' order:
+    /// the pages their owners modified come back in one read per owner for all of them (on a
+    /// GPU, one wait per owner, not one per object).
+    pub fn read_many(&self, ids: &[ObjectId]) -> Result<Vec<Vec<u8>>> {
+        self.settle_first()?;
+        match &self.cluster {
+            None => self.inbox.ask(|r| Cmd::ReadMany(ids.to_vec(), r)).wait()?,
+            Some(_) => ids.iter().map(|&id| self.read(id)).collect(),
         }
     }
     /// The object's pages, packed, as this node's manager knows them: right for the pages it

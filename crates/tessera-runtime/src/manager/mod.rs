@@ -432,6 +432,9 @@ impl Manager {
             Cmd::Read(id, r) => {
                 let _ = r.send(self.guarded(|m| m.read(id)));
             }
+            Cmd::ReadMany(ids, r) => {
+                let _ = r.send(self.guarded(|m| m.read_many(&ids)));
+            }
             Cmd::ReadPacked(id, r) => {
                 let _ = r.send(self.guarded(|m| {
                     let e = *m.space.get(id)?;

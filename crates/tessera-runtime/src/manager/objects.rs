@@ -152,34 +152,58 @@ impl Manager {
     }
 
     pub(super) fn read(&mut self, id: ObjectId) -> Result<Vec<u8>> {
-        let e = *self.space.get(id)?;
-        if let Some(r) = self.remote.get(id) {
-            let mut out = vec![0u8; host_len(&e.desc) as usize];
-            unpack(&e.desc, &r.bytes()?, &mut out);
-            return Ok(out);
+        Ok(self.read_many(&[id])?.pop().unwrap_or_default())
+    }
+
+    /// Several objects' latest data, row-major, in `ids`' order.
+    pub(super) fn read_many(&mut self, ids: &[ObjectId]) -> Result<Vec<Vec<u8>>> {
+        let mut out: Vec<Option<Vec<u8>>> = vec![None; ids.len()];
+        let mut paged = Vec::new();
+        for (i, &id) in ids.iter().enumerate() {
+            let e = *self.space.get(id)?;
+            match self.remote.get(id) {
+                Some(r) => {
+                    let mut o = vec![0u8; host_len(&e.desc) as usize];
+                    unpack(&e.desc, &r.bytes()?, &mut o);
+                    out[i] = Some(o);
+                }
+                None => paged.push(i),
+            }
         }
-        let pages = self.read_packed(id)?;
-        let mut out = vec![0u8; host_len(&e.desc) as usize];
-        unpack(&e.desc, &pages, &mut out);
-        Ok(out)
+        let packed = self.read_packed_many(&paged.iter().map(|&i| ids[i]).collect::<Vec<_>>())?;
+        for (i, pages) in paged.into_iter().zip(packed) {
+            let desc = self.space.get(ids[i])?.desc;
+            let mut o = vec![0u8; host_len(&desc) as usize];
+            unpack(&desc, &pages, &mut o);
+            out[i] = Some(o);
+        }
+        Ok(out.into_iter().map(Option::unwrap_or_default).collect())
     }
 
     /// The object's latest pages, packed: home copies, with modified pages from their owners.
     pub(super) fn read_packed(&mut self, id: ObjectId) -> Result<Vec<u8>> {
-        let e = *self.space.get(id)?;
-        if self.remote.get(id).is_some() {
-            return Err(RuntimeError::RemotePagesNotKept { object: id });
-        }
-        let bytes = e.desc.page_bytes() as usize;
-        let mut pages = read_home(&self.home)?.object(id)?.to_vec();
-        // Modified pages come from their owners: one job per device, not one per page.
-        let mut by_owner: Vec<Vec<(usize, SlotAddr)>> = vec![Vec::new(); self.workers.len()];
-        for (local, page) in e.pages().enumerate() {
-            if let Some(o) = self.protocol.directory().entry(GlobalPage(page))?.owner {
-                by_owner[o.index()].push((local, self.slot(o, GlobalPage(page))?));
-                self.traffic[o.index()].host_reads += 1;
+        Ok(self.read_packed_many(&[id])?.pop().unwrap_or_default())
+    }
+
+    /// [`Self::read_packed`] of several objects, with one job per owner for all of them.
+    fn read_packed_many(&mut self, ids: &[ObjectId]) -> Result<Vec<Vec<u8>>> {
+        let mut packed = Vec::with_capacity(ids.len());
+        // Per owner: (object's place in `ids`, page in it, slot).
+        let mut by_owner: Vec<Vec<(usize, usize, SlotAddr)>> = vec![Vec::new(); self.workers.len()];
+        for (k, &id) in ids.iter().enumerate() {
+            let e = *self.space.get(id)?;
+            if self.remote.get(id).is_some() {
+                return Err(RuntimeError::RemotePagesNotKept { object: id });
+            }
+            packed.push(read_home(&self.home)?.object(id)?.to_vec());
+            for (local, page) in e.pages().enumerate() {
+                if let Some(o) = self.protocol.directory().entry(GlobalPage(page))?.owner {
+                    by_owner[o.index()].push((k, local, self.slot(o, GlobalPage(page))?));
+                    self.traffic[o.index()].host_reads += 1;
+                }
             }
         }
+        // Modified pages come from their owners: one job per device, not one per page.
         let jobs: Vec<_> = by_owner
             .into_iter()
             .enumerate()
@@ -187,17 +211,16 @@ impl Manager {
             .map(|(d, v)| {
                 self.workers[d].submit_here(move |dev| {
                     // All of this owner's pages in one read where the backend batches reads
-                    // (a GPU: one wait for the object, not one per page).
-                    let at: Vec<SlotAddr> = v.iter().map(|&(_, at)| at).collect();
+                    // (a GPU: one wait for the objects, not one per page).
+                    let at: Vec<SlotAddr> = v.iter().map(|&(_, _, at)| at).collect();
                     let batched = if at.len() > 1 {
                         dev.read_slots(&at)?
                     } else {
                         None
                     };
+                    let places = v.iter().map(|&(k, local, _)| (k, local));
                     match batched {
-                        Some(data) if data.len() == at.len() => {
-                            Ok(v.iter().map(|&(local, _)| local).zip(data).collect())
-                        }
+                        Some(data) if data.len() == at.len() => Ok(places.zip(data).collect()),
                         Some(data) => Err(RuntimeError::Internal(format!(
                             "{} slots read back for {} asked",
                             data.len(),
@@ -205,18 +228,19 @@ impl Manager {
                         ))),
                         None => v
                             .into_iter()
-                            .map(|(local, at)| Ok((local, dev.read_slot(at)?)))
+                            .map(|(k, local, at)| Ok(((k, local), dev.read_slot(at)?)))
                             .collect::<Result<Vec<_>>>(),
                     }
                 })
             })
             .collect();
         for j in jobs {
-            for (local, data) in j.wait()?? {
-                pages[local * bytes..(local + 1) * bytes].copy_from_slice(&data);
+            for ((k, local), data) in j.wait()?? {
+                let bytes = self.space.get(ids[k])?.desc.page_bytes() as usize;
+                packed[k][local * bytes..(local + 1) * bytes].copy_from_slice(&data);
             }
         }
-        Ok(pages)
+        Ok(packed)
     }
 
     pub(super) fn memory_use(&self) -> (Vec<DeviceMemoryUse>, Vec<DirEntry>) {

@@ -571,8 +571,12 @@ impl StereoRenderer {
             }
             seconds += self.pass(p.gpm, s, (dx0, dy0, dx1, dy1), &mut acc.m, acc.replicated)?;
             let (frame, access) = &self.targets[p.gpm];
-            let colour = self.sys.mm.read(frame.id)?;
-            let access = words(&self.sys.mm.read(access.id)?);
+            // Both in one read: one wait for the GPU per owner, not one per object.
+            let mut both = self.sys.mm.read_many(&[frame.id, access.id])?.into_iter();
+            let (colour, access) = (
+                both.next().unwrap_or_default(),
+                words(&both.next().unwrap_or_default()),
+            );
             let g = acc.gpms as u32;
             for y in dy0..dy1 {
                 for x in dx0..dx1 {
