@@ -146,26 +146,14 @@ impl Manager {
             let job = self.workers[d].submit_here(move |dev| {
                 let t = std::time::Instant::now();
                 let mut bufs = bufs;
-                // All of the job's slots in one read where the backend batches reads (a GPU:
-                // one wait instead of one per page), else each straight into its buffer.
+                // All of the job's slots in one read where the backend batches reads, else
+                // each straight into its buffer.
                 let all: Vec<SlotAddr> = slots
                     .iter()
                     .copied()
                     .chain(home_slots.iter().map(|h| h.0))
                     .collect();
-                let batched = if all.len() > 1 {
-                    dev.read_slots(&all)?
-                } else {
-                    None
-                };
-                if let Some(data) = batched {
-                    if data.len() != all.len() {
-                        return Err(RuntimeError::Internal(format!(
-                            "{} slots read back for {} asked",
-                            data.len(),
-                            all.len()
-                        )));
-                    }
+                if let Some(data) = read_batched(dev, &all)? {
                     let mut data = data.into_iter();
                     for (buf, d) in bufs.iter_mut().zip(data.by_ref()) {
                         copy_slot(buf, &d)?;
@@ -560,5 +548,22 @@ impl Manager {
             .map(|w| w.submit_here(move |d| d.resize_page_table(pages)))
             .collect();
         acks.into_iter().try_for_each(|p| p.wait()?)
+    }
+}
+
+/// The slots `at` in one read where the backend batches reads (a GPU: one wait instead of one
+/// per slot); `None` for a single slot or where the backend declines, and the caller reads
+/// them one by one.
+pub(super) fn read_batched(dev: &mut dyn Device, at: &[SlotAddr]) -> Result<Option<Vec<Vec<u8>>>> {
+    if at.len() < 2 {
+        return Ok(None);
+    }
+    match dev.read_slots(at)? {
+        Some(data) if data.len() != at.len() => Err(RuntimeError::Internal(format!(
+            "{} slots read back for {} asked",
+            data.len(),
+            at.len()
+        ))),
+        batched => Ok(batched),
     }
 }

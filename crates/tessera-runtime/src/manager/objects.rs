@@ -157,27 +157,24 @@ impl Manager {
 
     /// Several objects' latest data, row-major, in `ids`' order.
     pub(super) fn read_many(&mut self, ids: &[ObjectId]) -> Result<Vec<Vec<u8>>> {
-        let mut out: Vec<Option<Vec<u8>>> = vec![None; ids.len()];
-        let mut paged = Vec::new();
-        for (i, &id) in ids.iter().enumerate() {
-            let e = *self.space.get(id)?;
-            match self.remote.get(id) {
-                Some(r) => {
-                    let mut o = vec![0u8; host_len(&e.desc) as usize];
-                    unpack(&e.desc, &r.bytes()?, &mut o);
-                    out[i] = Some(o);
-                }
-                None => paged.push(i),
-            }
-        }
-        let packed = self.read_packed_many(&paged.iter().map(|&i| ids[i]).collect::<Vec<_>>())?;
-        for (i, pages) in paged.into_iter().zip(packed) {
-            let desc = self.space.get(ids[i])?.desc;
+        let paged: Vec<ObjectId> = ids
+            .iter()
+            .copied()
+            .filter(|&id| self.remote.get(id).is_none())
+            .collect();
+        let mut packed = self.read_packed_many(&paged)?.into_iter();
+        let mut out = Vec::with_capacity(ids.len());
+        for &id in ids {
+            let desc = self.space.get(id)?.desc;
+            let pages = match self.remote.get(id) {
+                Some(r) => r.bytes()?,
+                None => packed.next().unwrap_or_default(),
+            };
             let mut o = vec![0u8; host_len(&desc) as usize];
             unpack(&desc, &pages, &mut o);
-            out[i] = Some(o);
+            out.push(o);
         }
-        Ok(out.into_iter().map(Option::unwrap_or_default).collect())
+        Ok(out)
     }
 
     /// The object's latest pages, packed: home copies, with modified pages from their owners.
@@ -188,55 +185,47 @@ impl Manager {
     /// [`Self::read_packed`] of several objects, with one job per owner for all of them.
     fn read_packed_many(&mut self, ids: &[ObjectId]) -> Result<Vec<Vec<u8>>> {
         let mut packed = Vec::with_capacity(ids.len());
-        // Per owner: (object's place in `ids`, page in it, slot).
-        let mut by_owner: Vec<Vec<(usize, usize, SlotAddr)>> = vec![Vec::new(); self.workers.len()];
+        let mut page_bytes = Vec::with_capacity(ids.len());
+        // Per owner: where each of its modified pages goes (object's place in `ids`, page in
+        // it), and the slots they are in, in the same order.
+        let mut places: Vec<Vec<(usize, usize)>> = vec![Vec::new(); self.workers.len()];
+        let mut slots: Vec<Vec<SlotAddr>> = vec![Vec::new(); self.workers.len()];
         for (k, &id) in ids.iter().enumerate() {
             let e = *self.space.get(id)?;
             if self.remote.get(id).is_some() {
                 return Err(RuntimeError::RemotePagesNotKept { object: id });
             }
             packed.push(read_home(&self.home)?.object(id)?.to_vec());
+            page_bytes.push(e.desc.page_bytes() as usize);
             for (local, page) in e.pages().enumerate() {
                 if let Some(o) = self.protocol.directory().entry(GlobalPage(page))?.owner {
-                    by_owner[o.index()].push((k, local, self.slot(o, GlobalPage(page))?));
+                    places[o.index()].push((k, local));
+                    slots[o.index()].push(self.slot(o, GlobalPage(page))?);
                     self.traffic[o.index()].host_reads += 1;
                 }
             }
         }
-        // Modified pages come from their owners: one job per device, not one per page.
-        let jobs: Vec<_> = by_owner
+        // Modified pages come from their owners: one job per device, in one read where the
+        // backend batches reads (a GPU: one wait for the objects, not one per page).
+        let jobs: Vec<_> = places
             .into_iter()
+            .zip(slots)
             .enumerate()
-            .filter(|(_, v)| !v.is_empty())
-            .map(|(d, v)| {
-                self.workers[d].submit_here(move |dev| {
-                    // All of this owner's pages in one read where the backend batches reads
-                    // (a GPU: one wait for the objects, not one per page).
-                    let at: Vec<SlotAddr> = v.iter().map(|&(_, _, at)| at).collect();
-                    let batched = if at.len() > 1 {
-                        dev.read_slots(&at)?
-                    } else {
-                        None
-                    };
-                    let places = v.iter().map(|&(k, local, _)| (k, local));
-                    match batched {
-                        Some(data) if data.len() == at.len() => Ok(places.zip(data).collect()),
-                        Some(data) => Err(RuntimeError::Internal(format!(
-                            "{} slots read back for {} asked",
-                            data.len(),
-                            at.len()
-                        ))),
-                        None => v
-                            .into_iter()
-                            .map(|(k, local, at)| Ok(((k, local), dev.read_slot(at)?)))
-                            .collect::<Result<Vec<_>>>(),
-                    }
-                })
+            .filter(|(_, (places, _))| !places.is_empty())
+            .map(|(d, (places, slots))| {
+                let job =
+                    self.workers[d].submit_here(move |dev| {
+                        match super::execute::read_batched(dev, &slots)? {
+                            Some(data) => Ok(data),
+                            None => slots.iter().map(|&at| dev.read_slot(at)).collect(),
+                        }
+                    });
+                (places, job)
             })
             .collect();
-        for j in jobs {
-            for ((k, local), data) in j.wait()?? {
-                let bytes = self.space.get(ids[k])?.desc.page_bytes() as usize;
+        for (places, job) in jobs {
+            for ((k, local), data) in places.into_iter().zip(job.wait()??) {
+                let bytes = page_bytes[k];
                 packed[k][local * bytes..(local + 1) * bytes].copy_from_slice(&data);
             }
         }

@@ -62,9 +62,6 @@ struct Pipelines {
     /// By kernel name, entry point (`main`, or `main_tiles` for the tile path), whether it
     /// is built for one memory and its bindings' shape (`WgpuDevice::pipeline`).
     kernels: HashMap<PipelineKey, wgpu::ComputePipeline>,
-    /// Specialized shapes built per kernel name and entry point: past
-    /// [`MAX_SHAPES`], launches of new shapes share the generic pipeline.
-    shapes: HashMap<(&'static str, &'static str), usize>,
 }
 
 type PipelineKey = (&'static str, &'static str, bool, LaunchShape);
@@ -325,7 +322,6 @@ impl WgpuDevice {
                 compact_layout,
                 compact,
                 kernels: HashMap::new(),
-                shapes: HashMap::new(),
             },
             health,
             counters: Arc::default(),
@@ -350,7 +346,6 @@ impl WgpuDevice {
     pub fn set_group_stamps(&mut self, on: bool) {
         if on != self.group_stamps {
             self.pipes.kernels.clear();
-            self.pipes.shapes.clear();
         }
         self.group_stamps = on;
     }
@@ -511,15 +506,16 @@ impl WgpuDevice {
         if let Some(p) = self.pipes.kernels.get(&(name, entry, one_memory, shape)) {
             return Ok(p.clone());
         }
-        if shape != LaunchShape::GENERIC {
-            let built = self.pipes.shapes.entry((name, entry)).or_default();
-            if *built >= MAX_SHAPES {
-                shape = LaunchShape::GENERIC;
-                if let Some(p) = self.pipes.kernels.get(&(name, entry, one_memory, shape)) {
-                    return Ok(p.clone());
-                }
-            } else {
-                *built += 1;
+        // Past the cap a new shape shares the generic pipeline. Counted only on a miss, which
+        // the first launch of a shape pays with a compile.
+        let specialized =
+            |k: &&PipelineKey| (k.0, k.1) == (name, entry) && k.3 != LaunchShape::GENERIC;
+        if shape != LaunchShape::GENERIC
+            && self.pipes.kernels.keys().filter(specialized).count() >= MAX_SHAPES
+        {
+            shape = LaunchShape::GENERIC;
+            if let Some(p) = self.pipes.kernels.get(&(name, entry, one_memory, shape)) {
+                return Ok(p.clone());
             }
         }
         let stamps = if entry == "main_tiles" {
