@@ -73,8 +73,10 @@ pub struct LaunchOutcome {
 pub enum Queued<T> {
     /// The backend ran it at once; here is its outcome.
     Ran(T),
-    /// It is on the device's queue; [`Device::settle_queued`] gives its outcome.
-    OnDevice,
+    /// It is on the device's queue, at this place (1, 2, ... since the last settle, in the
+    /// order of a queue the devices of one peer group share); [`Device::settle_queued`]
+    /// gives its outcome.
+    OnDevice(u32),
 }
 
 /// The outcome of work left on the device's queue.
@@ -194,10 +196,26 @@ pub trait Device: Send {
     }
     /// Waits for every launch and merge left on the device by [`Device::queue_launch`] and
     /// [`Device::queue_merge`] (one wait for all of them) and gives their outcomes in queue
-    /// order. Work queued after it starts a fresh queue: nothing in it has faulted.
+    /// order. Work queued after it starts a fresh queue: nothing in it has faulted. Devices of
+    /// one peer group ([`Device::peer_group`]) that queue launches share one queue and its
+    /// gate: work one of them queued behind another's fault skips too, and settling one
+    /// reopens the gate for all, so every device of the group is settled before any queues
+    /// again.
     fn settle_queued(&mut self) -> Result<Vec<QueuedOutcome>> {
+        let out = self.collect_queued()?;
+        self.reopen_queue();
+        Ok(out)
+    }
+    /// [`Device::settle_queued`]'s first half, for devices that share a queue: waits for the
+    /// work queued so far and gives its outcomes, leaving the gate as it is, so that work
+    /// another device still queues behind a fault skips too. The node calls
+    /// [`Device::reopen_queue`] once every device of the group has collected.
+    fn collect_queued(&mut self) -> Result<Vec<QueuedOutcome>> {
         Ok(Vec::new())
     }
+    /// Opens the queue's gate again and starts its places from 1, for every device of the
+    /// group: called with nothing queued on any of them since they collected.
+    fn reopen_queue(&mut self) {}
     /// Merges the temporary of this pass's `Mode::Temp` launches into the pages through its
     /// write mask (paper 3.5, third pass). Stores to pages not held writable stay in the
     /// temporary; their pages are reported so the driver can request them and merge again.

@@ -239,8 +239,18 @@ pub struct DeviceContext {
     /// Relaunch asks for a footprint kernel's pages first (`SystemConfig::footprint_ahead`).
     footprint_ahead: bool,
     /// Launches of held bands are queued without waiting for their outcome (deferred
-    /// execution; on a node of one device only, see `set_deferred`).
+    /// execution; on a node of one device, see `set_deferred`, or of devices sharing one
+    /// queue, see `set_shared`).
     deferred: bool,
+    /// Deferred across the devices of one queue (`set_shared`): bands whose pages must be
+    /// asked for are queued too, and only the node settles, all its devices together.
+    shared: bool,
+    /// What the node's settle found must run again here, in queue order, for the node to run
+    /// in the order of the queue the devices share (`settle_collect`, `redo_next`).
+    redo_queue: VecDeque<Redo>,
+    /// Bands of the last pass that could not be queued (they did not fit the budget whole):
+    /// the node settles, then runs them the ordinary way (`run_left`).
+    left: Vec<PassSpec>,
     /// Held bands queued and not yet settled, in launch order.
     outstanding: Vec<Outstanding>,
     /// Set by a deferred launch that faulted, inside its job: every deferred launch queued
@@ -264,13 +274,27 @@ struct Outstanding {
     replies: Vec<Pending<Result<Deferred>>>,
 }
 
+/// A queue's places count up from 1 until it is reopened, which devices sharing a queue do only
+/// after a fault or past this place (`u32` places; 0 means work not queued).
+const PLACES_BEFORE_REOPEN: u32 = 1 << 30;
+
+/// What one device's half of the node's settle found (`DeviceContext::settle_collect`).
+#[derive(Default)]
+pub struct Collected {
+    /// The places in the shared queue of what must run again, in order.
+    pub places: Vec<u32>,
+    /// Whether the queue must be reopened before anything queues again.
+    pub reopen: bool,
+}
+
 /// What became of deferred work on the worker.
 enum Deferred {
     Ran(Settled),
     /// Skipped behind work that faulted: it did nothing.
     Skipped,
-    /// Left on the device's queue; the settle's `Device::settle_queued` has its outcome.
-    OnDevice,
+    /// Left on the device's queue at this place; the settle's `Device::settle_queued` has its
+    /// outcome.
+    OnDevice(u32),
 }
 
 /// Deferred work that must run again, the ordinary way, once the queue is settled.
@@ -298,6 +322,9 @@ impl DeviceContext {
             released_s: [0.0; 2],
             footprint_ahead: true,
             deferred: false,
+            shared: false,
+            redo_queue: VecDeque::new(),
+            left: Vec::new(),
             outstanding: Vec::new(),
             skip: Arc::default(),
             outstanding_since: None,
@@ -312,6 +339,109 @@ impl DeviceContext {
     /// or from the host, which settles first (`System`'s host handle).
     pub fn set_deferred(&mut self, on: bool) {
         self.deferred = on;
+    }
+
+    /// Turns deferred execution across the devices of one queue on or off (docs/PROTOCOL.md,
+    /// "Deferred across the devices of one queue"). Sound only where every device of the node
+    /// queues its launches on one queue with one gate (`Device::peer_group`, wgpu), and the
+    /// node settles all of them together (`settle_collect`, `redo_next`): a fault on any
+    /// device makes everything queued behind it, on every device, skip, and what skipped runs
+    /// again in the queue's order.
+    pub fn set_shared(&mut self, on: bool) {
+        self.shared = on;
+        self.deferred = on;
+    }
+
+    /// Whether bands that must ask for pages are queued too (see `set_shared`).
+    fn across(&self) -> bool {
+        self.shared && self.deferred
+    }
+
+    /// Whether bands of the last pass wait for the node's settle (`run_left`).
+    pub fn has_left(&self) -> bool {
+        !self.left.is_empty()
+    }
+
+    /// Runs, the ordinary way, the bands of the last pass that could not be queued; the node
+    /// settled first. What they did is reported with the next pass or settle.
+    pub fn run_left(&mut self) {
+        let left = std::mem::take(&mut self.left);
+        let deferred = std::mem::replace(&mut self.deferred, false);
+        let mut stats = std::mem::take(&mut self.settled);
+        for spec in left {
+            let res = self.relaunch(&spec, &mut stats);
+            self.release();
+            if let Err(e) = res {
+                self.settle_error.get_or_insert(e);
+                break;
+            }
+        }
+        self.settled = stats;
+        self.deferred = deferred;
+    }
+
+    /// The node's settle across the devices of one queue, first half: waits for this
+    /// device's deferred work and keeps what must run again, giving back the places in the
+    /// queue of each, for the node to run all devices' in the queue's order (`redo_next`).
+    /// Stats and the first error go where `settle` puts them.
+    pub fn settle_collect(&mut self) -> Collected {
+        if self.outstanding.is_empty() {
+            return Collected::default();
+        }
+        let mut stats = std::mem::take(&mut self.settled);
+        let mut last = 0;
+        let out = match self.collect(&mut stats, &mut last) {
+            Ok(redo) => {
+                let places: Vec<u32> = redo.iter().map(|&(place, _)| place).collect();
+                self.redo_queue = redo.into_iter().map(|(_, r)| r).collect();
+                Collected {
+                    // Something faulted, so the gate is closed; or the places have come far.
+                    reopen: !places.is_empty() || last > PLACES_BEFORE_REOPEN,
+                    places,
+                }
+            }
+            Err(e) => {
+                self.settle_error.get_or_insert(e);
+                Collected {
+                    places: Vec::new(),
+                    reopen: true,
+                }
+            }
+        };
+        self.settled = stats;
+        out
+    }
+
+    /// Reopens the queue this device shares with the node's others, once all have collected
+    /// (`settle_collect`).
+    pub fn reopen_queue(&mut self) {
+        if let Err(e) = self.worker.call(|d| {
+            d.reopen_queue();
+            Ok(())
+        }) {
+            self.settle_error.get_or_insert(e);
+        }
+    }
+
+    /// The node's settle, second half: runs the next thing `settle_collect` kept. False once
+    /// an error stopped this device's settle (nothing more runs).
+    pub fn redo_next(&mut self) -> bool {
+        if self.settle_error.is_some() {
+            self.redo_queue.clear();
+            return false;
+        }
+        let Some(r) = self.redo_queue.pop_front() else {
+            return true;
+        };
+        let mut stats = std::mem::take(&mut self.settled);
+        let res = self.redo(r, &mut stats);
+        self.settled = stats;
+        if let Err(e) = res {
+            self.settle_error.get_or_insert(e);
+            self.redo_queue.clear();
+            return false;
+        }
+        true
     }
 
     /// Waits for every deferred launch (one blocking wait, for the last: the worker answers
@@ -345,13 +475,28 @@ impl DeviceContext {
     }
 
     fn settle_into(&mut self, stats: &mut PassStats) -> Result<()> {
+        for (_, r) in self.collect(stats, &mut 0)? {
+            self.redo(r, stats)?;
+        }
+        Ok(())
+    }
+
+    /// Waits for every deferred launch and accounts for it; gives back what must run again,
+    /// in launch order, each with its place in the device's queue (0 where it keeps none).
+    fn collect(&mut self, stats: &mut PassStats, last: &mut u32) -> Result<Vec<(u32, Redo)>> {
         let mut outstanding = std::mem::take(&mut self.outstanding);
         // One blocking wait: for the device's queue where it keeps one, else for the last
         // reply. The worker answers in order, so every earlier reply is there by then.
         let mut on_device = None;
         let mut tail = None;
         if self.worker.queues_launches() {
-            let queued = self.worker.submit(|d| d.settle_queued()).wait();
+            // Devices that share a queue leave its gate closed: the node reopens it once all
+            // of them have collected (`settle_collect`).
+            let queued = if self.shared {
+                self.worker.submit(|d| d.collect_queued()).wait()
+            } else {
+                self.worker.submit(|d| d.settle_queued()).wait()
+            };
             on_device = Some(queued.and_then(|r| r).map(Vec::into_iter));
         } else if let Some(p) = outstanding.last_mut().and_then(|o| o.replies.pop()) {
             tail = Some(p.wait().and_then(|r| r));
@@ -370,34 +515,42 @@ impl DeviceContext {
             if i + 1 == n {
                 replies.extend(tail.take());
             }
-            let outcomes: Vec<QueuedOutcome> = replies
-                .into_iter()
-                .map(|reply| match reply? {
-                    Deferred::Ran(out) => Ok(Some(out)),
-                    Deferred::Skipped => Ok(None),
-                    Deferred::OnDevice => match on_device.as_mut() {
-                        Some(Ok(outcomes)) => outcomes.next().unwrap_or_else(|| {
-                            Err(RuntimeError::Internal(
-                                "the device settled less work than it queued".into(),
-                            ))
-                        }),
-                        Some(Err(e)) => Err(e.clone()),
-                        None => Err(RuntimeError::Internal(
-                            "work left on a device that keeps no queue".into(),
-                        )),
-                    },
-                })
-                .collect();
-            done.push((o.spec, o.domain, outcomes));
+            let mut place = 0;
+            let mut outcomes: Vec<QueuedOutcome> = Vec::with_capacity(replies.len());
+            for reply in replies {
+                outcomes.push(match reply {
+                    Err(e) => Err(e),
+                    Ok(Deferred::Ran(out)) => Ok(Some(out)),
+                    Ok(Deferred::Skipped) => Ok(None),
+                    Ok(Deferred::OnDevice(at)) => {
+                        if place == 0 {
+                            place = at;
+                        }
+                        *last = (*last).max(at);
+                        match on_device.as_mut() {
+                            Some(Ok(outcomes)) => outcomes.next().unwrap_or_else(|| {
+                                Err(RuntimeError::Internal(
+                                    "the device settled less work than it queued".into(),
+                                ))
+                            }),
+                            Some(Err(e)) => Err(e.clone()),
+                            None => Err(RuntimeError::Internal(
+                                "work left on a device that keeps no queue".into(),
+                            )),
+                        }
+                    }
+                });
+            }
+            done.push((place, o.spec, o.domain, outcomes));
         }
         if let Some(t) = self.outstanding_since.take() {
             stats.stages.compute += t.elapsed().as_secs_f64();
         }
         let mut first_err = None;
         let mut redo = Vec::new();
-        for (spec, domain, outcomes) in done {
+        for (place, spec, domain, outcomes) in done {
             match self.account(spec, domain, outcomes, stats) {
-                Ok(Some(r)) => redo.push(r),
+                Ok(Some(r)) => redo.push((place, r)),
                 Ok(None) => {}
                 Err(e) => {
                     first_err.get_or_insert(e);
@@ -408,24 +561,27 @@ impl DeviceContext {
         if let Some(e) = first_err {
             return Err(e);
         }
-        for r in redo {
-            match r {
-                Redo::Band(spec, domain) => {
-                    self.launch_until_done(&spec, domain, Vec::new(), Mode::Direct, stats)?;
-                }
-                Redo::Part(spec, domain) => {
-                    self.worker.call(|d| {
-                        d.discard_temp();
-                        Ok(())
-                    })?;
-                    self.two_pass_over(&spec, domain, false, stats)?;
-                }
-                Redo::Merge(spec, missing) => {
-                    self.timed_acquire(write_requests(missing), Vec::new(), stats)?;
-                    let merged = self.merge_temp(&spec, stats);
-                    self.release();
-                    merged?;
-                }
+        Ok(redo)
+    }
+
+    /// Runs deferred work that faulted or was skipped again, the ordinary way.
+    fn redo(&mut self, r: Redo, stats: &mut PassStats) -> Result<()> {
+        match r {
+            Redo::Band(spec, domain) => {
+                self.launch_until_done(&spec, domain, Vec::new(), Mode::Direct, stats)?;
+            }
+            Redo::Part(spec, domain) => {
+                self.worker.call(|d| {
+                    d.discard_temp();
+                    Ok(())
+                })?;
+                self.two_pass_over(&spec, domain, false, stats)?;
+            }
+            Redo::Merge(spec, missing) => {
+                self.timed_acquire(write_requests(missing), Vec::new(), stats)?;
+                let merged = self.merge_temp(&spec, stats);
+                self.release();
+                merged?;
             }
         }
         Ok(())
@@ -513,7 +669,7 @@ impl DeviceContext {
                     }
                     Ok(Deferred::Ran(Settled::Merge(m)))
                 }
-                Queued::OnDevice => Ok(Deferred::OnDevice),
+                Queued::OnDevice(at) => Ok(Deferred::OnDevice(at)),
             }
         });
         self.push_outstanding(spec, domain, vec![compute, merge]);
@@ -537,7 +693,7 @@ impl DeviceContext {
                     }
                     Ok(Deferred::Ran(Settled::Launch(out)))
                 }
-                Queued::OnDevice => Ok(Deferred::OnDevice),
+                Queued::OnDevice(at) => Ok(Deferred::OnDevice(at)),
             }
         })
     }
@@ -798,6 +954,26 @@ impl DeviceContext {
 
     /// Runs one pass on this device with the chosen procedure; returns with the lock released.
     pub fn run_pass(&mut self, spec: &PassSpec, procedure: Procedure) -> Result<PassStats> {
+        self.run_pass_deferring(spec, procedure, true)
+    }
+
+    /// [`Self::run_pass`], with deferred execution left off for this pass where `defer` is
+    /// false (the node settled first: a pass its devices cannot queue across one queue, or
+    /// one timed device by device).
+    pub fn run_pass_deferring(
+        &mut self,
+        spec: &PassSpec,
+        procedure: Procedure,
+        defer: bool,
+    ) -> Result<PassStats> {
+        let deferred = self.deferred;
+        self.deferred &= defer;
+        let res = self.run_pass_now(spec, procedure);
+        self.deferred = deferred;
+        res
+    }
+
+    fn run_pass_now(&mut self, spec: &PassSpec, procedure: Procedure) -> Result<PassStats> {
         // What earlier settles outside a pass did belongs to the pass that reports next.
         let mut stats = self.take_settled()?;
         let res = match procedure {
@@ -987,6 +1163,15 @@ impl DeviceContext {
         if self.outstanding.is_empty() {
             return Ok(());
         }
+        if self.shared {
+            // Only the node settles devices that share a queue; it does before any pass they
+            // cannot queue.
+            return Err(RuntimeError::Internal(
+                "deferred work left on a device of a shared queue before a pass that cannot be \
+                 queued"
+                    .into(),
+            ));
+        }
         self.settle_into(stats)
     }
 
@@ -1011,12 +1196,15 @@ impl DeviceContext {
         let mut bands = VecDeque::from([rect]);
         while let Some((x0, y0, x1, y1)) = bands.pop_front() {
             let domain = Domain::Rect { x0, y0, x1, y1 };
-            let Some(pages) = footprint_pages(&spec.bindings, fp, (x0, y0, x1, y1)) else {
-                self.settle_now(stats)?;
-                self.launch_until_done(spec, domain, Vec::new(), Mode::Direct, stats)?;
-                continue;
-            };
+            let pages = footprint_pages(&spec.bindings, fp, (x0, y0, x1, y1)).unwrap_or_default();
             if pages.is_empty() {
+                if self.across() {
+                    // Queued all the same: what it misses faults, the gate stops everything
+                    // behind it on every device of the queue, and the node's settle runs it
+                    // again the ordinary way.
+                    self.defer_launch(spec, domain);
+                    continue;
+                }
                 self.settle_now(stats)?;
                 self.launch_until_done(spec, domain, Vec::new(), Mode::Direct, stats)?;
                 continue;
@@ -1031,6 +1219,44 @@ impl DeviceContext {
                     self.defer_launch(spec, domain);
                 } else {
                     self.launch_until_done(spec, domain, held, Mode::Direct, stats)?;
+                }
+                continue;
+            }
+            if self.across() {
+                // Granted, queued, released: the launch is on the device's queue before the
+                // release lets another device's request change a page here, and what that
+                // request does to this device queues behind it, so the launch finds its pages
+                // as granted (docs/PROTOCOL.md, "Deferred across the devices of one queue").
+                match self.timed_acquire_ahead(pages, stats) {
+                    Ok(()) => {
+                        self.defer_launch(spec, domain);
+                        self.release();
+                    }
+                    Err(RuntimeError::OverBudget {
+                        pages, capacity, ..
+                    }) if y1 - y0 >= 2 => {
+                        stats.wave_splits += 1;
+                        let parts = split(&domain, wave_count(pages, capacity));
+                        for p in parts.into_iter().rev() {
+                            if let Domain::Rect { x0, y0, x1, y1 } = p {
+                                bands.push_front((x0, y0, x1, y1));
+                            }
+                        }
+                    }
+                    // A row that does not fit needs the ordinary waves, which wait for their
+                    // launches: it and the bands after it wait for the node's settle.
+                    Err(RuntimeError::OverBudget { .. }) => {
+                        self.release();
+                        self.left = std::iter::once((x0, y0, x1, y1))
+                            .chain(bands.drain(..))
+                            .map(|(x0, y0, x1, y1)| PassSpec {
+                                domain: Domain::Rect { x0, y0, x1, y1 },
+                                ..spec.clone()
+                            })
+                            .collect();
+                        return Ok(());
+                    }
+                    Err(e) => return Err(e),
                 }
                 continue;
             }
@@ -1136,6 +1362,7 @@ impl DeviceContext {
         if resident.is_some()
             && defer
             && self.deferred
+            && !self.shared
             && self
                 .mm
                 .remote_bindings(&spec.bindings)

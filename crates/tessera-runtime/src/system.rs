@@ -201,6 +201,11 @@ pub struct System {
     link: Option<Arc<Link>>,
     /// This node's device workers, for their host counters.
     workers: Vec<WorkerHandle>,
+    /// Deferred execution across the node's devices, which share one queue
+    /// (`DeviceContext::set_shared`): the node settles them all together.
+    shared: bool,
+    /// Relaunch asks for a footprint kernel's pages first (`SystemConfig::footprint_ahead`).
+    footprint_ahead: bool,
 }
 
 impl System {
@@ -249,14 +254,23 @@ impl System {
             },
         )?;
         joins.push(j);
-        let drivers = Arc::new(spawn_drivers(workers.clone(), &mm, cfg, &mut joins)?);
+        let shared = cfg.deferred && workers.len() > 1 && one_queue(&workers)?;
+        let drivers = Arc::new(spawn_drivers(
+            workers.clone(),
+            &mm,
+            cfg,
+            shared,
+            &mut joins,
+        )?);
         // Only a node that defers needs the host's calls to settle first.
-        let mm = if cfg.deferred && drivers.len() == 1 {
-            mm.settling_first(settle_hook(&drivers))
+        let mm = if cfg.deferred && (drivers.len() == 1 || shared) {
+            mm.settling_first(settle_hook(&drivers, shared))
         } else {
             mm
         };
         Ok(System {
+            shared,
+            footprint_ahead: cfg.footprint_ahead,
             mm,
             drivers,
             backend,
@@ -389,6 +403,7 @@ impl System {
                 staging: false,
                 ..cfg.clone()
             },
+            false,
             &mut joins,
         )?);
         // No node may reach another before that one serves its devices and pages.
@@ -405,6 +420,8 @@ impl System {
             },
             link: Some(link),
             workers,
+            shared: false,
+            footprint_ahead: cfg.footprint_ahead,
         })
     }
 
@@ -529,7 +546,11 @@ impl System {
         d: usize,
         f: impl FnOnce(&mut DeviceContext) -> R + Send + 'static,
     ) -> Result<Pending<R>> {
-        // The caller's job sees the device as the passes before it left it.
+        // The caller's job sees the device as the passes before it left it. Devices that
+        // share a queue settle together.
+        if self.shared {
+            settle_node(&self.drivers, true)?;
+        }
         self.on_driver(d, move |ctx| {
             ctx.settle();
             f(ctx)
@@ -541,6 +562,9 @@ impl System {
     /// the last passes that the pass stats did not hold yet. A caller timing frames calls it
     /// before stopping the clock ([`SystemConfig::deferred`]).
     pub fn settle(&self) -> Result<Vec<PassStats>> {
+        if self.shared {
+            settle_node(&self.drivers, true)?;
+        }
         let pending = (0..self.drivers.len())
             .map(|d| self.on_driver(d, |ctx| ctx.settle_and_take()))
             .collect::<Result<Vec<_>>>()?;
@@ -613,12 +637,29 @@ impl System {
             .skip(first)
             .take(self.devices())
             .collect();
+        // Across one queue a pass is queued, and its barrier is its devices having queued
+        // it, where every device can queue it; otherwise the node settles first and the pass
+        // runs as below, its barrier its devices having run it.
+        let defer = self.shared
+            && schedule == Schedule::Concurrent
+            && procedure == Procedure::Relaunch
+            && self.footprint_ahead
+            && spec.kernel.footprint().is_some()
+            && mine.iter().all(|d| matches!(d, Domain::Rect { .. }));
+        if self.shared && !defer {
+            settle_node(&self.drivers, true)?;
+        }
+        // A node of one device decides for itself, pass by pass.
+        let defer = defer || !self.shared;
         let start = |d: usize, domain: Domain| {
             let spec = PassSpec {
                 domain,
                 ..spec.clone()
             };
-            self.on_driver(d, move |ctx| ctx.run_pass(&spec, procedure))
+            self.on_driver(d, move |ctx| {
+                let stats = ctx.run_pass_deferring(&spec, procedure, defer);
+                (stats, ctx.has_left())
+            })
         };
         let res = match schedule {
             Schedule::Concurrent => {
@@ -629,9 +670,23 @@ impl System {
                     .collect::<Result<_>>()?;
                 // Wait for every device before reporting the first error: the barrier must
                 // hold.
-                let results: Vec<Result<PassStats>> =
-                    pending.into_iter().map(|p| p.wait()?).collect();
-                results.into_iter().collect()
+                let results: Vec<(Result<PassStats>, bool)> = pending
+                    .into_iter()
+                    .map(|p| p.wait())
+                    .collect::<Result<_>>()?;
+                let left: Vec<usize> = (0..results.len()).filter(|&d| results[d].1).collect();
+                if !left.is_empty() {
+                    // Bands that could not be queued run once everything queued has.
+                    settle_node(&self.drivers, true)?;
+                    let runs = left
+                        .into_iter()
+                        .map(|d| self.on_driver(d, |ctx| ctx.run_left()))
+                        .collect::<Result<Vec<_>>>()?;
+                    for r in runs {
+                        r.wait()?;
+                    }
+                }
+                results.into_iter().map(|(r, _)| r).collect()
             }
             // The turn passes when a device's pass has returned, its lock released included,
             // so no two devices' work overlaps. A failed turn ends the pass: nothing else is
@@ -646,7 +701,7 @@ impl System {
                             .iter()
                             .cloned()
                             .enumerate()
-                            .map(|(d, domain)| start(d, domain)?.wait()?)
+                            .map(|(d, domain)| start(d, domain)?.wait()?.0)
                             .collect();
                     }
                     if turn + 1 < turns {
@@ -755,12 +810,23 @@ fn cpu_pool(threads: usize) -> Result<Arc<rayon::ThreadPool>> {
 /// What the host's handle to the memory manager runs before a read, free, eviction or
 /// placement: every driver settles its deferred launches, so the host sees every pass it
 /// ran. Holds the drivers weakly, so handles the host keeps do not keep them alive.
-fn settle_hook(drivers: &Arc<Vec<Sender<DriverJob>>>) -> crate::manager::SettleHook {
+fn settle_hook(drivers: &Arc<Vec<Sender<DriverJob>>>, shared: bool) -> crate::manager::SettleHook {
     let weak = Arc::downgrade(drivers);
     Arc::new(move || {
         let Some(drivers) = weak.upgrade() else {
             return Ok(());
         };
+        settle_node(&drivers, shared)
+    })
+}
+
+/// Settles every driver's deferred work. Devices that share a queue (`shared`) settle in two
+/// steps: each waits for its queued work and keeps what faulted or was skipped, then what
+/// they kept runs again one item at a time in the order of the queue they share, so a band
+/// that read another device's page runs after the band that wrote it, as queued. Each
+/// driver's stats and first error wait in it for the next pass or `settle_and_take`.
+fn settle_node(drivers: &[Sender<DriverJob>], shared: bool) -> Result<()> {
+    if !shared {
         let replies = drivers
             .iter()
             .map(|tx| send_to_driver(tx, |ctx| ctx.settle()))
@@ -768,8 +834,51 @@ fn settle_hook(drivers: &Arc<Vec<Sender<DriverJob>>>) -> crate::manager::SettleH
         for r in replies {
             r.wait()?;
         }
-        Ok(())
-    })
+        return Ok(());
+    }
+    let replies = drivers
+        .iter()
+        .map(|tx| send_to_driver(tx, |ctx| ctx.settle_collect()))
+        .collect::<Result<Vec<_>>>()?;
+    let mut order = Vec::new();
+    let mut reopen = false;
+    for (d, r) in replies.into_iter().enumerate() {
+        let c = r.wait()?;
+        reopen |= c.reopen;
+        order.extend(c.places.into_iter().map(|place| (place, d)));
+    }
+    // Every device has read back all it queued: what any of them queued behind a fault has
+    // found the gate closed, so it may open now, before anything runs again.
+    if reopen {
+        if let Some(tx) = drivers.first() {
+            send_to_driver(tx, |ctx| ctx.reopen_queue())?.wait()?;
+        }
+    }
+    // Within one device its items are in queue order already; the sort is stable.
+    order.sort_by_key(|&(place, _)| place);
+    for (_, d) in order {
+        if !send_to_driver(&drivers[d], |ctx| ctx.redo_next())?.wait()? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Whether every device queues its launches on one queue with one gate: all queue launches
+/// and all answer the same peer group (the wgpu devices of one `SharedGpu`).
+fn one_queue(workers: &[WorkerHandle]) -> Result<bool> {
+    let mut group = None;
+    for w in workers {
+        if !w.queues_launches() {
+            return Ok(false);
+        }
+        let g = w.call_here(|d| Ok(d.peer_group()))?;
+        if g.is_none() || (group.is_some() && group != g) {
+            return Ok(false);
+        }
+        group = g;
+    }
+    Ok(true)
 }
 
 /// One driver thread per device worker, each running the jobs `System::on_device` queues.
@@ -777,6 +886,7 @@ fn spawn_drivers(
     workers: Vec<WorkerHandle>,
     mm: &ManagerHandle,
     cfg: &SystemConfig,
+    shared: bool,
     joins: &mut Vec<JoinHandle<()>>,
 ) -> Result<Vec<Sender<DriverJob>>> {
     let mut drivers = Vec::new();
@@ -786,9 +896,13 @@ fn spawn_drivers(
         let mut ctx = DeviceContext::new(w, mm.clone());
         ctx.set_staging(cfg.staging);
         ctx.set_footprint_ahead(cfg.footprint_ahead);
-        // Only with one device: no other device's request can reach its pages between two
-        // settles (`DeviceContext::set_deferred`). Never across nodes.
+        // With one device no other device's request can reach its pages between two settles
+        // (`DeviceContext::set_deferred`); devices that share a queue settle together
+        // (`DeviceContext::set_shared`). Never across nodes.
         ctx.set_deferred(cfg.deferred && single);
+        if shared {
+            ctx.set_shared(true);
+        }
         let j = Builder::new()
             .name(format!("tessera-driver-{}", ctx.device.0))
             .spawn(move || {

@@ -24,8 +24,8 @@ use tessera_runtime::{Mode, ParamField};
 pub const MAX_MEMORIES: usize = 4;
 
 /// Storage buffers the prelude binds (page table, 4 memories, list, bits, status, incomplete,
-/// temporary, leftover, time stamps, 4 remote buffers).
-pub(crate) const STORAGE_BINDINGS: u32 = 12 + REMOTE_SLOTS;
+/// temporary, leftover, time stamps, 4 remote buffers, the queue's gate).
+pub(crate) const STORAGE_BINDINGS: u32 = 13 + REMOTE_SLOTS;
 
 /// A Rust type the shaders see, and its WGSL name.
 pub trait WgslType {
@@ -242,9 +242,10 @@ abi_struct! {
         /// The launch's time (`Launch::time`) as a 32-bit stamp ([`stamp_of`]): written into
         /// the time stamp of every page the launch translates.
         time: u32,
-        /// Place of a queued launch in its device's queue (1, 2, ...; 0: not queued). The
-        /// launch does nothing if `Status::gate` is below it: a launch queued before it
-        /// faulted or failed, so it runs again after the faults are serviced.
+        /// Place of a queued launch in the wgpu queue its device shares (1, 2, ...; 0: not
+        /// queued). The launch does nothing if the queue's gate ([`GATE_BINDING`]) is below it:
+        /// a launch queued before it, on this tessera device or another on the same wgpu
+        /// device, faulted or failed, so it runs again after the faults are serviced.
         seq: u32,
         /// The tile path in Mode::Direct: binding + 1 of the footprint's written object (0:
         /// none, or remote). Where a workgroup's tile lies in one page of it, that page is
@@ -272,9 +273,10 @@ abi_struct! {
         incomplete: Atomic,
         /// Launch (Temp): the most stores an invocation needed. Merge: stores left over.
         temp: Atomic,
-        /// The lowest `LaunchInfo::seq` of a queued launch that faulted or failed since the
-        /// queue was settled (NONE: none). The per-launch reset leaves it alone
-        /// ([`STATUS_RESET_BYTES`]); settling the queue opens it again.
+        /// In a read-back: the queue's gate as the launch left it ([`GATE_BINDING`]), the
+        /// lowest `LaunchInfo::seq` of a queued launch that faulted or failed since the queue
+        /// was settled (NONE: none). The prelude does not use this word; the per-launch reset
+        /// leaves it alone ([`STATUS_RESET_BYTES`]).
         gate: Atomic,
     }
 }
@@ -483,6 +485,11 @@ pub fn time_of(stamp: u32, now: u64) -> u64 {
     let behind = (stamp_of(now) as u64 + STAMP_CYCLE - stamp as u64) % STAMP_CYCLE;
     now.saturating_sub(behind)
 }
+
+/// The prelude's binding of the queue's gate: one word on the wgpu device, shared by the
+/// tessera devices on it (`gpu::Opened::gate`). After a queued launch it is copied into the
+/// launch's read-back as [`Status::gate`].
+pub const GATE_BINDING: u32 = 19;
 
 /// Bytes of [`Status`] a launch resets before it runs: all but the last word, the gate, which
 /// lives as long as the device's queue of launches.

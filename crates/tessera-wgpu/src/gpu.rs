@@ -238,6 +238,15 @@ pub(crate) struct Opened {
     /// Unique per opened device in this process: the peer group of the tessera devices on it
     /// (`Device::peer_group`), which can then copy pages between their memories on the device.
     pub token: u64,
+    /// The queued launches' gate, one word every tessera device on this wgpu device binds
+    /// (`abi::GATE_BINDING`): a queued launch of any of them that faults closes it at its
+    /// place in the queue, and what any of them queued after it skips (docs/WGPU.md, "Queued
+    /// launches"). One queue, one order, one gate.
+    pub gate: wgpu::Buffer,
+    /// The next queued launch's place in that queue (`LaunchInfo::seq`; 1 when settled).
+    /// Held while a queued launch is encoded and submitted, so places follow the queue's
+    /// order across the tessera devices' threads.
+    pub seq: std::sync::Mutex<u32>,
 }
 
 /// Hands out `Opened::token`s.
@@ -391,6 +400,16 @@ pub(crate) fn open(
         message: e.to_string(),
     })?;
     let health = Health::watch(&device);
+    let gate = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("queue gate"),
+        size: 4,
+        usage: wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_SRC
+            | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    // Open: lands before the first submission.
+    queue.write_buffer(&gate, 0, &crate::abi::NONE.to_le_bytes());
     Ok(Opened {
         info,
         limits,
@@ -398,6 +417,8 @@ pub(crate) fn open(
         queue,
         health,
         token: TOKENS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        gate,
+        seq: std::sync::Mutex::new(1),
     })
 }
 

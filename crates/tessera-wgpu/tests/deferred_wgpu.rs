@@ -280,3 +280,135 @@ fn a_queued_compute_pass_short_of_room_runs_again_and_the_next_ones_get_it() {
     let want: Vec<f32> = a_vals.iter().map(|x| 4.0 * (x + 1.0)).collect();
     assert!(got == want, "first: {:?}, want {:?}", &got[..4], &want[..4]);
 }
+
+/// `c(x, y) += b(x, top - y)`: each row of `c` reads the mirrored row of `b`, so with the rows
+/// split over two devices every texel one device accumulates was summed by the other.
+struct Mirror {
+    b: tessera_core::ObjectId,
+    c: tessera_core::ObjectId,
+}
+
+impl tessera_runtime::Kernel for Mirror {
+    fn name(&self) -> &'static str {
+        "deferred_mirror"
+    }
+    fn invoke(
+        &self,
+        inv: &mut tessera_runtime::Invocation<'_>,
+        x: u32,
+        y: u32,
+    ) -> Result<(), tessera_runtime::Fault> {
+        let v = inv.load_f32(self.c, x, y)? + inv.load_f32(self.b, x, H - 1 - y)?;
+        inv.store_f32(self.c, x, y, v)
+    }
+    fn footprint(&self) -> Option<tessera_runtime::Footprint> {
+        // A halo of the whole height covers the mirrored rows.
+        Some(tessera_runtime::Footprint {
+            reads: vec![(self.b, H), (self.c, 0)],
+            write: self.c,
+        })
+    }
+    fn wgsl(&self) -> Option<tessera_runtime::WgslKernel> {
+        tessera_runtime::kernel_params! {
+            struct Objects {
+                b: u32,
+                c: u32,
+                top: u32,
+            }
+        }
+        Some(tessera_runtime::WgslKernel::new(
+            "fn kernel_main(x: u32, y: u32) {
+                let c = load_f32(params.c, x, y);
+                store_f32(params.c, x, y, c + load_f32(params.b, x, params.top - y));
+            }",
+            &Objects {
+                b: self.b.0,
+                c: self.c.0,
+                top: H - 1,
+            },
+        ))
+    }
+}
+
+/// Four frames of `b += a + e; c(y) += b(top - y)` on two devices, the rows split between
+/// them; before the fourth the host takes half of `e` from device 0, so its queued sum faults.
+/// Returns `c` and, per frame, per device, the host's work.
+fn run_mirrored(sys: &System) -> (Vec<f32>, Vec<Vec<HostCounters>>) {
+    let scene = Scene::new(sys);
+    let mirror = tessera_runtime::PassSpec::over(
+        Mirror {
+            b: scene.b.id,
+            c: scene.c.id,
+        },
+        &[&scene.b, &scene.c],
+        W,
+        H,
+    );
+    let passes = [scene.passes[0].clone(), mirror];
+    let mut frames = Vec::new();
+    for frame in 0..4 {
+        if frame == 3 {
+            sys.mm
+                .evict(DeviceId(0), scene.e_pages(scene.e.desc.page_count() / 2))
+                .unwrap();
+        }
+        let before = sys.host_counters();
+        for p in &passes {
+            sys.run_pass(p, W, H, Partition::Rows, Procedure::Relaunch)
+                .unwrap();
+        }
+        sys.settle().unwrap();
+        let after = sys.host_counters();
+        frames.push(after.iter().zip(&before).map(|(a, b)| a.since(b)).collect());
+    }
+    let c = floats(&sys.mm.read(scene.c.id).unwrap());
+    // Four frames, each pass once and in order: `c(y)` is 1 + 2 + 3 + 4 times `(a + e)(top -
+    // y)`, exactly. A mirror run on a partial `b` from the other device, or run before that
+    // device's sum ran again, leaves rows short.
+    let want: Vec<f32> = (0..(W * H) as usize)
+        .map(|i| {
+            let (x, y) = (i as u32 % W, i as u32 / W);
+            let j = ((H - 1 - y) * W + x) as usize;
+            10.0 * (scene.a_vals[j] + scene.e_vals[j])
+        })
+        .collect();
+    let wrong: Vec<usize> = (0..c.len()).filter(|&i| c[i] != want[i]).collect();
+    assert!(
+        wrong.is_empty(),
+        "{} texels wrong, rows {:?}",
+        wrong.len(),
+        wrong
+            .iter()
+            .map(|i| i / W as usize)
+            .collect::<std::collections::BTreeSet<_>>()
+    );
+    (c, frames)
+}
+
+/// Two tessera devices on one wgpu device share its queue, so held bands and bands whose pages
+/// must first be asked for are queued on both with no wait: a frame waits for the GPU once a
+/// device, when it settles, and the boundary pages move device to device on the GPU. When one
+/// device's queued launch faults, the gate they share makes everything queued behind it, on
+/// both devices, do nothing, and the node runs it all again in queue order: the result is the
+/// CPU backend's, bit for bit.
+#[test]
+fn a_fault_on_one_device_gates_what_both_devices_queued_behind_it() {
+    let cfg = SystemConfig::new(2).threads(1).deferred(true);
+    let Some(sys) = common::system(&cfg) else {
+        return;
+    };
+    let (gpu, frames) = run_mirrored(&sys);
+    let (cpu, _) = run_mirrored(&System::cpu(&cfg).unwrap());
+    assert_eq!(gpu, cpu);
+    // Frames 2 and 3: every texel of `c` reads a row the other device wrote, so both devices
+    // ask for pages every pass, and still wait for the GPU once a frame.
+    for f in &frames[1..3] {
+        for h in f {
+            assert!(h.manager_messages > 0, "{h:?}");
+            assert_eq!(h.device_waits, 1, "{h:?}");
+            assert!(h.bytes_read_back <= 80 * h.submissions, "{h:?}");
+        }
+    }
+    // Frame 4: device 0's sum faulted, and what ran again waited for its launches.
+    assert!(frames[3].iter().map(|h| h.device_waits).sum::<u64>() > 2);
+}

@@ -13,6 +13,9 @@ pub struct Scene {
     pub a_vals: Vec<f32>,
     pub e_vals: Vec<f32>,
     pub e: ObjectEntry,
+    /// Read by the wgpu test's pass across two devices only.
+    #[allow(dead_code)]
+    pub b: ObjectEntry,
     pub c: ObjectEntry,
     pub passes: [PassSpec; 2],
 }
@@ -41,6 +44,7 @@ impl Scene {
             a_vals,
             e_vals,
             e,
+            b,
             c,
             passes,
         }

@@ -233,8 +233,12 @@ impl Device for WgpuDevice {
         self.enqueue(l)
     }
 
-    fn settle_queued(&mut self) -> Result<Vec<QueuedOutcome>> {
-        self.settle()
+    fn collect_queued(&mut self) -> Result<Vec<QueuedOutcome>> {
+        self.collect()
+    }
+
+    fn reopen_queue(&mut self) {
+        self.reopen();
     }
 
     fn merge(&mut self) -> Result<MergeOutcome> {

@@ -317,6 +317,7 @@ impl WgpuDevice {
             remote(2),
             remote(3),
             params,
+            self.gpu.0.gate.as_entire_binding(),
         ];
         let entries: Vec<wgpu::BindGroupEntry> = entries
             .into_iter()
@@ -347,8 +348,9 @@ impl WgpuDevice {
         };
         self.queue
             .write_buffer(&self.scratch.compact, 0, bytemuck::bytes_of(&info));
-        // Queued writes land before the submission's commands. The gate stays: it spans the
-        // launches queued since the last settle.
+        // Queued writes land before the submission's commands. The gate is not in the
+        // status: it spans the launches queued since the last settle, on every tessera device
+        // of the wgpu device.
         self.queue.write_buffer(
             &self.scratch.status,
             0,
@@ -430,6 +432,9 @@ impl WgpuDevice {
             pass.dispatch_workgroups(dispatch.0, dispatch.1, 1);
         }
         enc.copy_buffer_to_buffer(&s.status, 0, dst, at, STATUS_BYTES);
+        // The gate as this launch left it, in the status's last word: whether the launch was
+        // admitted, for a queued one.
+        enc.copy_buffer_to_buffer(&self.gpu.0.gate, 0, dst, at + abi::STATUS_RESET_BYTES, 4);
         enc.copy_buffer_to_buffer(&s.requests.buf, 0, dst, at + HEAD_REQ, REQUESTS_HEAD);
         if let Some(t) = &self.timestamps {
             enc.resolve_query_set(&t.set, 0..TIMESTAMPS, &t.resolve, 0);

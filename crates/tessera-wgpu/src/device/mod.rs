@@ -236,6 +236,9 @@ impl WgpuDevice {
                 storage(17, false),
                 // The kernel's `params`: the first words of the launch uniform (binding 5).
                 uniform(18),
+                // The queue's gate (abi::GATE_BINDING), shared with the other tessera
+                // devices on this wgpu device.
+                storage(abi::GATE_BINDING, false),
             ],
         });
         let kernel_pipeline_layout =
@@ -284,7 +287,7 @@ impl WgpuDevice {
             .contains(wgpu::Features::TIMESTAMP_QUERY)
             .then(|| Timestamps::new(&device, &queue));
         let scratch = Scratch::new(&device);
-        // The gate starts open; launches reset the rest of the status themselves.
+        // Launches reset the status themselves; the gate lives on the wgpu device, open.
         queue.write_buffer(&scratch.status, 0, bytemuck::bytes_of(&Status::initial()));
         let queued = Queue::new(&device);
         Ok(WgpuDevice {

@@ -4,9 +4,9 @@
 //! runtime settles the queue.
 //!
 //! Queued work that faults, fails, asks for a page or runs out of room in the temporary closes
-//! the gate in the status buffer (`Status::gate`) at its own place in the queue; everything
-//! queued after it finds the gate closed below its place and does nothing (the prelude's
-//! `admitted`). Its fault lists stay in their buffers, which nothing later in the queue
+//! the queue's gate (`abi::GATE_BINDING`, one word on the wgpu device) at its own place in the
+//! queue; everything queued after it, by this tessera device or another on the same wgpu
+//! device, finds the gate closed below its place and does nothing (the prelude's `admitted`). Its fault lists stay in their buffers, which nothing later in the queue
 //! writes, and are read back only then.
 
 use super::*;
@@ -42,8 +42,6 @@ pub(super) struct Queue {
     /// Read back early (the staging buffer was full, or a list had to grow), not yet given to
     /// the runtime.
     resolved: Vec<QueuedOutcome>,
-    /// The next entry's place (`LaunchInfo::seq`); 1 when the queue is empty.
-    next_seq: u32,
     /// Per kernel, the room in the temporary its queued `Mode::Temp` launches get: the most
     /// stores an invocation of it has needed, so that only its first launch runs short.
     room: HashMap<&'static str, u64>,
@@ -60,10 +58,18 @@ impl Queue {
             }),
             pending: Vec::new(),
             resolved: Vec::new(),
-            next_seq: 1,
             room: HashMap::new(),
         }
     }
+}
+
+/// The wgpu device's next place in its queue, held while a queued launch or merge is encoded
+/// and submitted.
+fn lock_seq(gpu: &SharedGpu) -> Result<std::sync::MutexGuard<'_, u32>> {
+    gpu.0
+        .seq
+        .lock()
+        .map_err(|_| RuntimeError::Internal("a thread panicked while queuing a launch".into()))
 }
 
 impl WgpuDevice {
@@ -78,13 +84,18 @@ impl WgpuDevice {
             Mode::Temp => self.queued.room.get(work.label).copied().unwrap_or(1),
             _ => 0,
         };
-        let seq = self.queued.next_seq;
+        // The place is taken and the launch submitted under one lock, so places follow the
+        // queue's order across the tessera devices sharing it.
+        let gpu = self.gpu.clone();
+        let mut next = lock_seq(&gpu)?;
+        let seq = *next;
         work.info.seq = seq;
         let (mut enc, group, dispatch) = self.encode_launch(&mut work, room)?;
         let at = self.queued.pending.len() as u64 * QUEUED_HEAD;
         self.compact_and_copy(&mut enc, &group, dispatch, &self.queued.heads, at);
         self.submit(enc);
-        self.queued.next_seq += 1;
+        *next += 1;
+        drop(next);
         self.temp_len += work.invocations * room;
         self.queued.pending.push(Entry {
             seq,
@@ -96,7 +107,7 @@ impl WgpuDevice {
                 room,
             },
         });
-        Ok(Queued::OnDevice)
+        Ok(Queued::OnDevice(seq))
     }
 
     /// Submits a merge of the temporary behind the queued work without waiting for it.
@@ -104,14 +115,17 @@ impl WgpuDevice {
         let pages = self.table.len() as u64;
         self.make_room(0, pages)?;
         let count = self.temp_len;
-        let seq = self.queued.next_seq;
+        let gpu = self.gpu.clone();
+        let mut next = lock_seq(&gpu)?;
+        let seq = *next;
         let Some((mut enc, group, dispatch)) = self.encode_merge(seq)? else {
             return Ok(Queued::Ran(MergeOutcome::default()));
         };
         let at = self.queued.pending.len() as u64 * QUEUED_HEAD;
         self.compact_and_copy(&mut enc, &group, dispatch, &self.queued.heads, at);
         self.submit(enc);
-        self.queued.next_seq += 1;
+        *next += 1;
+        drop(next);
         // A merge that runs leaves nothing over: its compute pass asked for no page, or the
         // gate would have stopped it (`outcome` checks).
         self.temp_len = 0;
@@ -120,23 +134,33 @@ impl WgpuDevice {
             pages,
             kind: Kind::Merge { count },
         });
-        Ok(Queued::OnDevice)
+        Ok(Queued::OnDevice(seq))
     }
 
     /// Reads every queued launch and merge back (one wait) and gives their outcomes in queue
-    /// order; the next work queued starts a queue of its own, with the gate open.
-    pub(super) fn settle(&mut self) -> Result<Vec<QueuedOutcome>> {
+    /// order, keeping the gate as it is (`Device::collect_queued`).
+    pub(super) fn collect(&mut self) -> Result<Vec<QueuedOutcome>> {
         self.flush_queued()?;
-        if self.queued.next_seq != 1 {
-            // Lands before the next submission's commands, after all the queued work.
-            self.queue.write_buffer(
-                &self.scratch.status,
-                abi::STATUS_RESET_BYTES,
-                &abi::NONE.to_le_bytes(),
-            );
-            self.queued.next_seq = 1;
-        }
         Ok(std::mem::take(&mut self.queued.resolved))
+    }
+
+    /// Opens the gate and starts the places from 1 again, for every tessera device on the
+    /// wgpu device (`Device::reopen_queue`): the runtime calls it once all of them have
+    /// collected, and before any queues again.
+    pub(super) fn reopen(&mut self) {
+        let gpu = self.gpu.clone();
+        // A poisoned lock means a thread panicked while queuing: nothing to reopen for.
+        let Ok(mut next) = gpu.0.seq.lock() else {
+            return;
+        };
+        if *next != 1 {
+            // Lands before the next submission's commands, after all the queued work of every
+            // tessera device on the wgpu device: what they queued behind a fault has found the
+            // gate closed already.
+            self.queue
+                .write_buffer(&gpu.0.gate, 0, &abi::NONE.to_le_bytes());
+            *next = 1;
+        }
     }
 
     /// Reads the submitted queued work back into `resolved`, keeping the gate as it is: work

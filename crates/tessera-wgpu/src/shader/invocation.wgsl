@@ -58,6 +58,8 @@
 // The kernel's parameters: LaunchInfo::params (the first bytes of `launch`) as the kernel's own
 // struct, which the host declares from its Rust twin's (abi::params_declaration).
 @group(0) @binding(18) var<uniform> params: Params;
+// The queue's gate, one word shared by every tessera device on this wgpu device.
+@group(0) @binding(19) var<storage, read_write> queue_gate: atomic<u32>;
 
 var<private> g_faulted: bool;
 // Set by `fail`: an invocation with an error cannot suspend.
@@ -818,18 +820,19 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
 }
 
 // Whether this launch runs: false for a queued launch behind one that faulted or failed since
-// the queue was last settled (`status.gate`). Such a launch leaves no trace, not even page
+// the queue was last settled (`queue_gate`, on this tessera device or another on the same wgpu
+// device). Such a launch leaves no trace, not even page
 // stamps, and runs again once the faults are serviced, so results never depend on timing.
 // Within a launch the answer is the same for every invocation: only a launch queued earlier
 // (a lower seq) can close the gate below this one's seq.
 fn admitted() -> bool {
-    return launch.seq == 0u || atomicLoad(&status.gate) >= launch.seq;
+    return launch.seq == 0u || atomicLoad(&queue_gate) >= launch.seq;
 }
 
 // An invocation of a queued launch faulted or failed: the launches queued after it skip.
 fn close_gate() {
     if launch.seq != 0u {
-        atomicMin(&status.gate, launch.seq);
+        atomicMin(&queue_gate, launch.seq);
     }
 }
 

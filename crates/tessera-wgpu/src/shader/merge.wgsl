@@ -58,7 +58,7 @@ fn merge(
     // atomic loads of one word (on an H200 the two-pass frame went from 12.9-13.1 to
     // 12.0-12.1 ms, docs/WGPU.md).
     if li == 0u {
-        wg_gate_merge = atomicLoad(&status.gate);
+        wg_gate_merge = atomicLoad(&queue_gate);
     }
     let open = launch.seq == 0u || workgroupUniformLoad(&wg_gate_merge) >= launch.seq;
     // No early return: the barrier below must be reached by the whole workgroup. A queued
