@@ -97,6 +97,11 @@ for n in 1 2; do
     step 60 "boiling-$n" $T run boiling --backend wgpu --devices "$n" --size $BIG --page 64 \
         --frames $FRAMES --warmup 2 --gif-every 0 --model concurrent --force --out "$OUTDIR/boiling-$n"
 done
+# Two devices again, each waiting for its launches pass by pass (deferred execution off), to
+# follow what queuing across the devices of one GPU is worth (docs/PROTOCOL.md).
+step 60 boiling-2-waiting $T run boiling --backend wgpu --devices 2 --size $BIG --page 64 \
+    --frames $FRAMES --warmup 2 --gif-every 0 --model concurrent --deferred off --force \
+    --out "$OUTDIR/boiling-2-waiting"
 step 60 page-moves $T bench page-moves --backend wgpu --pages-kib 64 --rounds 3
 step 90 oversub $T bench oversubscription --backend wgpu --size $MID --page 64 --frames 3 \
     --rounds 2 --ratios 1.5,2,4 --policy lru --out "$OUTDIR/oversub" --force
@@ -139,6 +144,9 @@ PY
 }
 echo "| boiling ${BIG}² 1 device, per frame: manager messages, requests, submissions, blocking waits, GPU waits, bytes read back | $(host_row "$b1") |"
 echo "| boiling ${BIG}² 2 devices, device 0 per frame: the same | $(host_row "$b2") |"
+b2w="$OUTDIR/boiling-2-waiting/report.json"
+echo "| boiling ${BIG}², fps 2 devices with deferred execution off | $(json "$b2w" 'round(r["frames_per_second_measured"],2)') |"
+echo "| the same, device 0 per frame | $(host_row "$b2w") |"
 echo "| page moves 64 KiB (ratios) | $(grep -o '[a-z0-9_]*ratio=[0-9.]*\|h2d_vs_[a-z_]*=[0-9.]*\|d2d_vs_[a-z_0-9]*=[0-9.]*' "$OUTDIR/page-moves.txt" 2>/dev/null | tr '\n' ' ') |"
 # Per ratio: frame time over its transfer bound (goal: at most 1.5), then ms/frame and the bound.
 vs_bound() {
