@@ -619,8 +619,8 @@ fn refuse_inapplicable(cli: &Cli, matches: &clap::ArgMatches) -> Result<(), clap
         return Ok(());
     };
     let given = |id: &str| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
-    // The runtime defers launches only on a node of one device, never across nodes, and every
-    // rank would create the same home file.
+    // The runtime defers launches on a node of one device or of devices sharing one queue,
+    // never across nodes, and every rank would create the same home file.
     let refused = [
         (given("deferred"), "--deferred does not apply with --devices-per-node: launches are never deferred across nodes"),
         (given("home_file"), "--home-file does not apply with --devices-per-node: every node would create the same file"),

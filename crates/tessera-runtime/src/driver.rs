@@ -1222,46 +1222,19 @@ impl DeviceContext {
                 }
                 continue;
             }
-            if self.across() {
+            // Across one queue the node settles, not the device.
+            if !self.across() {
+                self.settle_now(stats)?;
+            }
+            match self.timed_acquire_ahead(pages, stats) {
                 // Granted, queued, released: the launch is on the device's queue before the
                 // release lets another device's request change a page here, and what that
                 // request does to this device queues behind it, so the launch finds its pages
                 // as granted (docs/PROTOCOL.md, "Deferred across the devices of one queue").
-                match self.timed_acquire_ahead(pages, stats) {
-                    Ok(()) => {
-                        self.defer_launch(spec, domain);
-                        self.release();
-                    }
-                    Err(RuntimeError::OverBudget {
-                        pages, capacity, ..
-                    }) if y1 - y0 >= 2 => {
-                        stats.wave_splits += 1;
-                        let parts = split(&domain, wave_count(pages, capacity));
-                        for p in parts.into_iter().rev() {
-                            if let Domain::Rect { x0, y0, x1, y1 } = p {
-                                bands.push_front((x0, y0, x1, y1));
-                            }
-                        }
-                    }
-                    // A row that does not fit needs the ordinary waves, which wait for their
-                    // launches: it and the bands after it wait for the node's settle.
-                    Err(RuntimeError::OverBudget { .. }) => {
-                        self.release();
-                        self.left = std::iter::once((x0, y0, x1, y1))
-                            .chain(bands.drain(..))
-                            .map(|(x0, y0, x1, y1)| PassSpec {
-                                domain: Domain::Rect { x0, y0, x1, y1 },
-                                ..spec.clone()
-                            })
-                            .collect();
-                        return Ok(());
-                    }
-                    Err(e) => return Err(e),
+                Ok(()) if self.across() => {
+                    self.defer_launch(spec, domain);
+                    self.release();
                 }
-                continue;
-            }
-            self.settle_now(stats)?;
-            match self.timed_acquire_ahead(pages, stats) {
                 Ok(()) => {
                     if self.staging {
                         // The next band's pages, staged while this band's launch runs.
@@ -1283,7 +1256,19 @@ impl DeviceContext {
                         }
                     }
                 }
-                // A single row that does not fit: the ordinary waves take it from here.
+                // A single row that does not fit needs the ordinary waves, which wait for
+                // their launches: across one queue it and the bands after it wait for the
+                // node's settle.
+                Err(RuntimeError::OverBudget { .. }) if self.across() => {
+                    self.left = std::iter::once((x0, y0, x1, y1))
+                        .chain(bands.drain(..))
+                        .map(|(x0, y0, x1, y1)| PassSpec {
+                            domain: Domain::Rect { x0, y0, x1, y1 },
+                            ..spec.clone()
+                        })
+                        .collect();
+                    return Ok(());
+                }
                 Err(RuntimeError::OverBudget { .. }) => {
                     self.launch_until_done(spec, domain, Vec::new(), Mode::Direct, stats)?;
                 }

@@ -70,7 +70,9 @@ pub struct SystemConfig {
     /// row per boundary twice). On by default; off is the paper's relaunch as it stands (3.6):
     /// launch, fault, request, relaunch. Kernels without a footprint relaunch as before.
     pub footprint_ahead: bool,
-    /// Deferred execution (on a node of one device): a band whose pages the device holds is
+    /// Deferred execution (on a node of one device, or of devices that share one queue: the
+    /// wgpu devices of one GPU, which also queue the bands whose pages they must ask for, and
+    /// settle together): a band whose pages the device holds is
     /// queued without waiting for its outcome, and the driver waits once, when it settles:
     /// before anything else it must do, before a job of the host's on the device
     /// ([`System::on_device`]), before the host reads, frees, evicts or places an object, and

@@ -235,7 +235,7 @@ pub struct Report {
     pub staging: bool,
     /// The relaunch procedure asks for footprint pages first (`--footprint-ahead`).
     pub footprint_ahead: bool,
-    /// Deferred execution of held bands (one device only).
+    /// Deferred execution (one device, or devices sharing one queue: wgpu on one GPU).
     pub deferred: bool,
     /// What a read of a modified page does: `owned` or `write-home` (`--coherence`).
     pub coherence: String,

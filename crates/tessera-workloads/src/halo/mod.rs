@@ -288,7 +288,7 @@ fn step(
             t.add(s);
         }
     }
-    // A step ends when its deferred launches do (`SystemConfig::deferred`, one device only):
+    // A step ends when its deferred launches do (`SystemConfig::deferred`):
     // their time belongs to the step that queued them, in the wall time and the model alike.
     let before = run.sys.mm.traffic()?;
     let settled = run.sys.settle()?;
