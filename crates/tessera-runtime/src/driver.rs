@@ -280,11 +280,11 @@ const PLACES_BEFORE_REOPEN: u32 = 1 << 30;
 
 /// What one device's half of the node's settle found (`DeviceContext::settle_collect`).
 #[derive(Default)]
-pub struct Collected {
+pub(crate) struct Collected {
     /// The places in the shared queue of what must run again, in order.
-    pub places: Vec<u32>,
+    pub(crate) places: Vec<u32>,
     /// Whether the queue must be reopened before anything queues again.
-    pub reopen: bool,
+    pub(crate) reopen: bool,
 }
 
 /// What became of deferred work on the worker.
@@ -347,7 +347,7 @@ impl DeviceContext {
     /// node settles all of them together (`settle_collect`, `redo_next`): a fault on any
     /// device makes everything queued behind it, on every device, skip, and what skipped runs
     /// again in the queue's order.
-    pub fn set_shared(&mut self, on: bool) {
+    pub(crate) fn set_shared(&mut self, on: bool) {
         self.shared = on;
         self.deferred = on;
     }
@@ -358,13 +358,13 @@ impl DeviceContext {
     }
 
     /// Whether bands of the last pass wait for the node's settle (`run_left`).
-    pub fn has_left(&self) -> bool {
+    pub(crate) fn has_left(&self) -> bool {
         !self.left.is_empty()
     }
 
     /// Runs, the ordinary way, the bands of the last pass that could not be queued; the node
     /// settled first. What they did is reported with the next pass or settle.
-    pub fn run_left(&mut self) {
+    pub(crate) fn run_left(&mut self) {
         let left = std::mem::take(&mut self.left);
         let deferred = std::mem::replace(&mut self.deferred, false);
         let mut stats = std::mem::take(&mut self.settled);
@@ -384,7 +384,7 @@ impl DeviceContext {
     /// device's deferred work and keeps what must run again, giving back the places in the
     /// queue of each, for the node to run all devices' in the queue's order (`redo_next`).
     /// Stats and the first error go where `settle` puts them.
-    pub fn settle_collect(&mut self) -> Collected {
+    pub(crate) fn settle_collect(&mut self) -> Collected {
         if self.outstanding.is_empty() {
             return Collected::default();
         }
@@ -414,7 +414,7 @@ impl DeviceContext {
 
     /// Reopens the queue this device shares with the node's others, once all have collected
     /// (`settle_collect`).
-    pub fn reopen_queue(&mut self) {
+    pub(crate) fn reopen_queue(&mut self) {
         if let Err(e) = self.worker.call(|d| {
             d.reopen_queue();
             Ok(())
@@ -425,7 +425,7 @@ impl DeviceContext {
 
     /// The node's settle, second half: runs the next thing `settle_collect` kept. False once
     /// an error stopped this device's settle (nothing more runs).
-    pub fn redo_next(&mut self) -> bool {
+    pub(crate) fn redo_next(&mut self) -> bool {
         if self.settle_error.is_some() {
             self.redo_queue.clear();
             return false;
@@ -960,7 +960,7 @@ impl DeviceContext {
     /// [`Self::run_pass`], with deferred execution left off for this pass where `defer` is
     /// false (the node settled first: a pass its devices cannot queue across one queue, or
     /// one timed device by device).
-    pub fn run_pass_deferring(
+    pub(crate) fn run_pass_deferring(
         &mut self,
         spec: &PassSpec,
         procedure: Procedure,

@@ -6,8 +6,9 @@
 //! Queued work that faults, fails, asks for a page or runs out of room in the temporary closes
 //! the queue's gate (`abi::GATE_BINDING`, one word on the wgpu device) at its own place in the
 //! queue; everything queued after it, by this tessera device or another on the same wgpu
-//! device, finds the gate closed below its place and does nothing (the prelude's `admitted`). Its fault lists stay in their buffers, which nothing later in the queue
-//! writes, and are read back only then.
+//! device, finds the gate closed below its place and does nothing (the prelude's `admitted`).
+//! Its fault lists stay in their buffers, which nothing later in the queue writes, and are read
+//! back only then.
 
 use super::*;
 
@@ -84,18 +85,13 @@ impl WgpuDevice {
             Mode::Temp => self.queued.room.get(work.label).copied().unwrap_or(1),
             _ => 0,
         };
-        // The place is taken and the launch submitted under one lock, so places follow the
-        // queue's order across the tessera devices sharing it.
-        let gpu = self.gpu.clone();
-        let mut next = lock_seq(&gpu)?;
-        let seq = *next;
-        work.info.seq = seq;
-        let (mut enc, group, dispatch) = self.encode_launch(&mut work, room)?;
-        let at = self.queued.pending.len() as u64 * QUEUED_HEAD;
-        self.compact_and_copy(&mut enc, &group, dispatch, &self.queued.heads, at);
-        self.submit(enc);
-        *next += 1;
-        drop(next);
+        let Some(seq) = self.submit_at_next_place(|d, seq| {
+            work.info.seq = seq;
+            d.encode_launch(&mut work, room).map(Some)
+        })?
+        else {
+            return Ok(Queued::Ran(LaunchOutcome::default()));
+        };
         self.temp_len += work.invocations * room;
         self.queued.pending.push(Entry {
             seq,
@@ -115,17 +111,9 @@ impl WgpuDevice {
         let pages = self.table.len() as u64;
         self.make_room(0, pages)?;
         let count = self.temp_len;
-        let gpu = self.gpu.clone();
-        let mut next = lock_seq(&gpu)?;
-        let seq = *next;
-        let Some((mut enc, group, dispatch)) = self.encode_merge(seq)? else {
+        let Some(seq) = self.submit_at_next_place(|d, seq| d.encode_merge(seq))? else {
             return Ok(Queued::Ran(MergeOutcome::default()));
         };
-        let at = self.queued.pending.len() as u64 * QUEUED_HEAD;
-        self.compact_and_copy(&mut enc, &group, dispatch, &self.queued.heads, at);
-        self.submit(enc);
-        *next += 1;
-        drop(next);
         // A merge that runs leaves nothing over: its compute pass asked for no page, or the
         // gate would have stopped it (`outcome` checks).
         self.temp_len = 0;
@@ -135,6 +123,27 @@ impl WgpuDevice {
             kind: Kind::Merge { count },
         });
         Ok(Queued::OnDevice(seq))
+    }
+
+    /// Takes the next place in the wgpu device's queue, encodes with it (`None`: nothing to
+    /// queue, no place taken), records the copy of the status into the entry's read-back place
+    /// and submits, all under one lock, so places follow the queue's order across the tessera
+    /// devices sharing it.
+    fn submit_at_next_place(
+        &mut self,
+        encode: impl FnOnce(&mut Self, u32) -> Result<Option<Encoded>>,
+    ) -> Result<Option<u32>> {
+        let gpu = self.gpu.clone();
+        let mut next = lock_seq(&gpu)?;
+        let seq = *next;
+        let Some((mut enc, group, dispatch)) = encode(self, seq)? else {
+            return Ok(None);
+        };
+        let at = self.queued.pending.len() as u64 * QUEUED_HEAD;
+        self.compact_and_copy(&mut enc, &group, dispatch, &self.queued.heads, at);
+        self.submit(enc);
+        *next += 1;
+        Ok(Some(seq))
     }
 
     /// Reads every queued launch and merge back (one wait) and gives their outcomes in queue
@@ -150,7 +159,7 @@ impl WgpuDevice {
     pub(super) fn reopen(&mut self) {
         let gpu = self.gpu.clone();
         // A poisoned lock means a thread panicked while queuing: nothing to reopen for.
-        let Ok(mut next) = gpu.0.seq.lock() else {
+        let Ok(mut next) = lock_seq(&gpu) else {
             return;
         };
         if *next != 1 {
