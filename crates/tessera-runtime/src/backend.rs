@@ -163,6 +163,14 @@ pub trait Device: Send {
     fn read_slots(&mut self, _at: &[SlotAddr]) -> Result<Option<Vec<Vec<u8>>>> {
         Ok(None)
     }
+    /// Starts reading several slots and returns at once: `Some` of a read whose bytes are the
+    /// slots' as they are now, whatever is later written to them, or `None` (the default) for
+    /// "read them now with [`Device::read_slots`]". The memory manager writes an evicted
+    /// page home this way and takes the bytes only when home's copy is needed, so an
+    /// eviction costs no wait for the GPU (docs/WGPU.md, "Write-backs in the background").
+    fn read_slots_later(&mut self, _at: &[SlotAddr]) -> Result<Option<Box<dyn PendingRead>>> {
+        Ok(None)
+    }
     /// The page table follows the global address space.
     fn resize_page_table(&mut self, pages: u64) -> Result<()>;
     fn set_page(&mut self, page: GlobalPage, desc: PageDescriptor) -> Result<()>;
@@ -282,6 +290,12 @@ pub trait Device: Send {
 }
 
 /// Copies a slot's bytes, read back by the backend, into `out`, which must be as long.
+/// A read started by [`Device::read_slots_later`].
+pub trait PendingRead: Send {
+    /// The slots' bytes, in the order asked, waiting for them if they are not back yet.
+    fn wait(self: Box<Self>) -> Result<Vec<Vec<u8>>>;
+}
+
 pub(crate) fn copy_slot(out: &mut [u8], data: &[u8]) -> Result<()> {
     if out.len() != data.len() {
         return Err(RuntimeError::Internal(format!(

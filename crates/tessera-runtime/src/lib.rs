@@ -26,7 +26,7 @@ pub mod worker;
 
 pub use backend::{
     Device, Domain, GpuLaunchTime, Launch, LaunchOutcome, MergeOutcome, PeerCopy, PeerMemory,
-    Queued, QueuedOutcome, Settled, SlotSink,
+    PendingRead, Queued, QueuedOutcome, Settled, SlotSink,
 };
 pub use cpu::{run_span_with, Invocation, Plain, PlainInput, PlainOutput, RequestBits, MIPMAPPED};
 pub use driver::{DeviceContext, PassSpec, PassStats, Procedure, StageTimes};

@@ -77,6 +77,66 @@ impl Health {
         bytes: u64,
         take: impl FnOnce(&[u8]) -> R,
     ) -> Result<R, WgpuError> {
+        let mapping = Mapping::start(staging, bytes);
+        self.finish_map(device, staging, bytes, &mapping, take)
+    }
+
+    /// Waits for `mapping` of `staging`'s first `bytes`, hands them to `take`, and unmaps.
+    pub fn finish_map<R>(
+        &self,
+        device: &wgpu::Device,
+        staging: &wgpu::Buffer,
+        bytes: u64,
+        mapping: &Mapping,
+        take: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, WgpuError> {
+        // On a shared wgpu device another thread's poll may be the one running the callback,
+        // and this poll can return before that thread has: wait for it on the condition
+        // variable, which wakes as soon as it has run (a fixed sleep cost every such race a
+        // whole sleep), then poll again should it still be missing.
+        let (slot, ready) = &*mapping.done;
+        // Already mapped (a read started earlier and found done): no wait for the queue.
+        let mut result = slot.lock().ok().and_then(|mut g| g.take());
+        for _ in 0..MAP_TRIES {
+            if result.is_some() {
+                break;
+            }
+            self.wait(device)?;
+            result = slot.lock().ok().and_then(|g| {
+                ready
+                    .wait_timeout_while(g, MAP_RACE, |r| r.is_none())
+                    .ok()
+                    .and_then(|(mut g, _)| g.take())
+            });
+        }
+        match result {
+            Some(Ok(())) => {}
+            Some(Err(e)) => {
+                // A lost device is said as such, whatever its mapping's callback was told
+                // (a poll is what learns of the loss).
+                self.wait(device)?;
+                return Err(WgpuError::ReadBack(e.to_string()));
+            }
+            None => return Err(WgpuError::ReadBackNeverCompleted),
+        }
+        let out = staging
+            .get_mapped_range(..bytes)
+            .map(|v| take(&v))
+            .map_err(|e| WgpuError::ReadBack(e.to_string()));
+        staging.unmap();
+        out
+    }
+}
+
+/// A `map_async` of a staging buffer, started: its callback's outcome, once it has run.
+pub(crate) struct Mapping {
+    #[allow(clippy::type_complexity)]
+    done: Arc<(Mutex<Option<Result<(), wgpu::BufferAsyncError>>>, Condvar)>,
+}
+
+impl Mapping {
+    /// Asks wgpu to map `staging`'s first `bytes` for reading once the queue has filled them.
+    pub fn start(staging: &wgpu::Buffer, bytes: u64) -> Self {
         let done = Arc::new((Mutex::new(None), Condvar::new()));
         let d = done.clone();
         staging.map_async(wgpu::MapMode::Read, ..bytes, move |r| {
@@ -86,35 +146,13 @@ impl Health {
                 ready.notify_all();
             }
         });
-        // On a shared wgpu device another thread's poll may be the one running this callback,
-        // and this poll can return before that thread has: wait for it on the condition
-        // variable, which wakes as soon as it has run (a fixed sleep cost every such race a
-        // whole sleep), then poll again should it still be missing.
-        let mut result = None;
-        let (slot, ready) = &*done;
-        for _ in 0..MAP_TRIES {
-            self.wait(device)?;
-            result = slot.lock().ok().and_then(|g| {
-                ready
-                    .wait_timeout_while(g, MAP_RACE, |r| r.is_none())
-                    .ok()
-                    .and_then(|(mut g, _)| g.take())
-            });
-            if result.is_some() {
-                break;
-            }
-        }
-        match result {
-            Some(Ok(())) => {}
-            Some(Err(e)) => return Err(WgpuError::ReadBack(e.to_string())),
-            None => return Err(WgpuError::ReadBackNeverCompleted),
-        }
-        let out = staging
-            .get_mapped_range(..bytes)
-            .map(|v| take(&v))
-            .map_err(|e| WgpuError::ReadBack(e.to_string()));
-        staging.unmap();
-        out
+        Mapping { done }
+    }
+
+    /// Whether the mapping is done, after polling the device without blocking.
+    pub fn ready(&self, device: &wgpu::Device) -> bool {
+        let _ = device.poll(wgpu::PollType::Poll);
+        self.done.0.lock().is_ok_and(|g| g.is_some())
     }
 }
 

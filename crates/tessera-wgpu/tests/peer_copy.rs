@@ -8,43 +8,14 @@
 
 mod common;
 
+use common::{Bump, One};
+
 use tessera_core::{DeviceId, ObjectDesc, ObjectEntry, ObjectId, SlotAddr, TexelFormat};
 use tessera_runtime::{
     Device, DeviceTraffic, Fault, Invocation, Kernel, PassSpec, PeerCopy, Procedure, RuntimeError,
     System, SystemConfig, WgslKernel,
 };
 use tessera_wgpu::{AdapterChoice, SharedGpu, WgpuDevice, WgpuError};
-
-tessera_runtime::kernel_params! {
-    /// The parameters of a kernel of one object.
-    struct One {
-        a: u32,
-    }
-}
-
-/// a = 2a + 1, in place: every run changes every texel, so stale bytes show.
-struct Bump {
-    a: ObjectId,
-}
-
-impl Kernel for Bump {
-    fn name(&self) -> &'static str {
-        "peer_copy_bump"
-    }
-    fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
-        let v = inv.load_f32(self.a, x, y)?;
-        inv.store_f32(self.a, x, y, 2.0 * v + 1.0)
-    }
-    fn wgsl(&self) -> Option<WgslKernel> {
-        Some(WgslKernel::new(
-            "fn kernel_main(x: u32, y: u32) {
-                let v = load_f32(params.a, x, y);
-                store_f32(params.a, x, y, 2.0 * v + 1.0);
-            }",
-            &One { a: self.a.0 },
-        ))
-    }
-}
 
 /// a = -1 at even x, nothing else: it stores without loading, so its pages are asked for
 /// writing only, and the texels it leaves must come with the page.

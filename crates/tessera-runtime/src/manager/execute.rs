@@ -132,6 +132,14 @@ impl Manager {
                 .iter()
                 .map(|&(_, at, obj, local, bytes)| (at, obj, local, bytes))
                 .collect();
+            // Whatever is pending for these pages is older than what goes home now.
+            for &(page, ..) in &back {
+                self.later.forget(page);
+            }
+            // An eviction's write-backs are read in the background where the backend can: no
+            // copy from home in the same list reads them (a victim is never asked for), and
+            // anything later that needs home's bytes takes them first (`Manager::settle_home`).
+            let background = self.evicting && !back.is_empty();
             let mut mems: Vec<u16> = peer
                 .iter()
                 .map(|&(_, at)| at.memory)
@@ -146,6 +154,17 @@ impl Manager {
             let job = self.workers[d].submit_here(move |dev| {
                 let t = std::time::Instant::now();
                 let mut bufs = bufs;
+                let later = if background {
+                    let at: Vec<SlotAddr> = home_slots.iter().map(|h| h.0).collect();
+                    dev.read_slots_later(&at)?
+                } else {
+                    None
+                };
+                let home_slots = if later.is_some() {
+                    Vec::new()
+                } else {
+                    home_slots
+                };
                 // All of the job's slots in one read where the backend batches reads, else
                 // each straight into its buffer.
                 let all: Vec<SlotAddr> = slots
@@ -177,7 +196,7 @@ impl Manager {
                     .into_iter()
                     .map(|m| dev.peer_memory(m).map(|h| (m, h)))
                     .collect::<Result<Vec<_>>>()?;
-                Ok((bufs, handles, nanos))
+                Ok((bufs, handles, nanos, later))
             });
             jobs.push((device, list, back, peer, job));
         }
@@ -195,7 +214,7 @@ impl Manager {
             .collect();
         sent?;
         for (device, list, back, peer, res) in done {
-            let (bufs, handles, nanos) = res?;
+            let (bufs, handles, nanos, later) = res?;
             self.copy_nanos += nanos;
             for (m, h) in handles {
                 self.peer_memories.insert((device, m), h);
@@ -206,8 +225,15 @@ impl Manager {
             for ((page, _), data) in list.into_iter().zip(bufs) {
                 self.read_ahead.insert((device, page), data);
             }
-            for (page, ..) in back {
+            for &(page, ..) in &back {
                 self.written_home.insert((device, page));
+            }
+            if let Some(read) = later {
+                let dests = back
+                    .into_iter()
+                    .map(|(page, _, obj, local, bytes)| (page, obj, local, bytes))
+                    .collect();
+                self.later.add(read, dests);
             }
         }
         Ok(())
@@ -343,6 +369,9 @@ impl Manager {
                             }
                         }
                     };
+                    if matches!(fill, Fill::Home) {
+                        self.settle_home([page])?;
+                    }
                     let (at, created) = self.memories[to.index()].alloc(bytes)?;
                     // The slot was freed earlier in this list and a queued peer copy still
                     // reads it: that copy must be done before anything overwrites the slot.
@@ -420,6 +449,7 @@ impl Manager {
                     if out.reads_home {
                         out.finish(&self.workers)?;
                     }
+                    self.later.forget(page);
                     let home = &self.home;
                     copied(&mut self.copy_nanos, || {
                         write_home(home)?.write_page(obj, local, data)

@@ -28,7 +28,7 @@ use tessera_core::{
     SlotAddr,
 };
 
-use crate::backend::{copy_slot, Device, PeerCopy, PeerMemory, SlotSink};
+use crate::backend::{copy_slot, Device, PeerCopy, PeerMemory, PendingRead, SlotSink};
 use crate::error::{Result, RuntimeError};
 use crate::held::HeldPages;
 use crate::home::{read_home, write_home, HomeStore, SharedHome};
@@ -42,6 +42,7 @@ mod evict;
 mod execute;
 use execute::AheadSets;
 mod handle;
+mod later;
 mod objects;
 mod outbox;
 mod prefetch;
@@ -251,6 +252,8 @@ struct Manager {
     /// Host time the page copies of the commands carried out so far took, in nanoseconds
     /// (`copied`): charged to the requesting device's `DeviceTraffic::copy_nanos`.
     copy_nanos: u64,
+    /// Evicted pages read back in the background, not yet home (`later`).
+    later: later::Later,
 }
 
 /// Runs `f`, adding the time it took to `nanos`: the page copies the memory manager's jobs
@@ -327,6 +330,7 @@ pub fn spawn(
         sinks: HashMap::default(),
         copying_during_launch: None,
         peer_ahead: HashMap::default(),
+        later: later::Later::default(),
         pressed: Arc::new((0..n).map(|_| AtomicBool::new(false)).collect()),
         held: Arc::new(HeldPages::new(n)),
         spare_outbox: None,

@@ -137,6 +137,9 @@ impl Manager {
             return Err(err);
         }
         self.space.free(id)?;
+        for p in e.pages() {
+            self.later.forget(GlobalPage(p));
+        }
         if self.modes.remove(&id) == Some(AccessMode::Remote) {
             self.remote.remove(id);
         } else {
@@ -184,6 +187,7 @@ impl Manager {
 
     /// [`Self::read_packed`] of several objects, with one job per owner for all of them.
     fn read_packed_many(&mut self, ids: &[ObjectId]) -> Result<Vec<Vec<u8>>> {
+        self.settle_objects(ids)?;
         let mut packed = Vec::with_capacity(ids.len());
         let mut page_bytes = Vec::with_capacity(ids.len());
         // Per owner: where each of its modified pages goes (object's place in `ids`, page in

@@ -134,6 +134,14 @@ impl Device for WgpuDevice {
         self.read_back(&ranges).map(Some)
     }
 
+    fn read_slots_later(&mut self, at: &[SlotAddr]) -> Result<Option<Box<dyn PendingRead>>> {
+        self.check()?;
+        if at.is_empty() {
+            return Ok(None);
+        }
+        self.read_later(at).map(Some)
+    }
+
     fn resize_page_table(&mut self, pages: u64) -> Result<()> {
         self.check()?;
         if pages > u32::MAX as u64 {

@@ -13,8 +13,9 @@ use tessera_core::{
 };
 use tessera_runtime::{
     kind_name, BackendCounters, Bound, Device, Domain, Footprint, GpuLaunchTime, Launch,
-    LaunchOutcome, MergeOutcome, Mode, ParamField, PeerCopy, PeerMemory, Queued, QueuedOutcome,
-    RemoteBacking, RemoteObject, Result, RuntimeError, Settled, SlotSink, WgslKernel, MAX_STORES,
+    LaunchOutcome, MergeOutcome, Mode, ParamField, PeerCopy, PeerMemory, PendingRead, Queued,
+    QueuedOutcome, RemoteBacking, RemoteObject, Result, RuntimeError, Settled, SlotSink,
+    WgslKernel, MAX_STORES,
 };
 
 use crate::abi::{self, BindInfo, CompactInfo, LaunchInfo, MergeInfo, RequestsHead, Status};
@@ -26,6 +27,7 @@ use crate::unpaged::fill_params;
 
 mod backend;
 mod errors;
+mod later;
 mod launch;
 mod queue;
 mod remote;
@@ -124,6 +126,8 @@ pub struct WgpuDevice {
     specialize: bool,
     /// Submissions, waits for the GPU and bytes read back (`HostCounters`).
     counters: Arc<BackendCounters>,
+    /// Staging buffers of reads taken in the background, for reuse (`Device::read_slots_later`).
+    later_spares: later::Spares,
 }
 
 /// Whether kernels with a footprint run through the prelude's tile path (windows in workgroup
@@ -328,6 +332,7 @@ impl WgpuDevice {
             },
             health,
             counters: Arc::default(),
+            later_spares: Arc::default(),
         })
     }
 

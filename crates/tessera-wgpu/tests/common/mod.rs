@@ -163,6 +163,39 @@ impl Kernel for CpuOnly {
 }
 
 tessera_runtime::kernel_params! {
+    /// The parameters of a kernel of one object.
+    #[allow(dead_code)]
+    pub struct One {
+        pub a: u32,
+    }
+}
+
+/// a = 2a + 1, in place: every run changes every texel, so stale bytes show.
+#[allow(dead_code)]
+pub struct Bump {
+    pub a: tessera_core::ObjectId,
+}
+
+impl Kernel for Bump {
+    fn name(&self) -> &'static str {
+        "bump"
+    }
+    fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
+        let v = inv.load_f32(self.a, x, y)?;
+        inv.store_f32(self.a, x, y, 2.0 * v + 1.0)
+    }
+    fn wgsl(&self) -> Option<tessera_runtime::WgslKernel> {
+        Some(tessera_runtime::WgslKernel::new(
+            "fn kernel_main(x: u32, y: u32) {
+                let v = load_f32(params.a, x, y);
+                store_f32(params.a, x, y, 2.0 * v + 1.0);
+            }",
+            &One { a: self.a.0 },
+        ))
+    }
+}
+
+tessera_runtime::kernel_params! {
     /// The parameters of a kernel from `src` into `dst`.
     #[allow(dead_code)]
     pub struct SrcDst {

@@ -113,12 +113,14 @@ pub(super) fn run(
         p = b.page.get(),
     )
     .unwrap();
+    let resident_host = configs[0].host_per_frame(b.frames * b.rounds);
     writeln!(
         text,
-        "resident  {:>9.3} ms/frame, {:.1}% of stage time waiting for requests, {:.1} blocking waits/frame",
+        "resident  {:>9.3} ms/frame, {:.1}% of stage time waiting for requests, {:.1} blocking waits/frame ({:.1} for the GPU)",
         resident * 1e3,
         request_pct(&configs[0].stats.stages),
-        configs[0].host_per_frame(b.frames * b.rounds).blocking_waits_per_frame
+        resident_host.blocking_waits_per_frame,
+        resident_host.device_waits_per_frame
     )
     .unwrap();
     match link {
@@ -133,7 +135,7 @@ pub(super) fn run(
     .unwrap();
     writeln!(
         text,
-        "{:>6} {:>7} {:>8} {:>7} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8} {:>6} {:>8} {:>8} {:>8}",
+        "{:>6} {:>7} {:>8} {:>7} {:>10} {:>9} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8}",
         "ratio",
         "policy",
         "prefetch",
@@ -152,7 +154,8 @@ pub(super) fn run(
         "req%",
         "staged/f",
         "during/f",
-        "waits/f"
+        "waits/f",
+        "gpu w/f"
     )
     .unwrap();
     let mut csv = format!(
@@ -242,7 +245,7 @@ pub(super) fn run(
         };
         writeln!(
             text,
-            "{:>6} {:>7} {:>8} {:>7} {:>10.3} {:>9.3} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>9.3} {:>9.3} {:>9} {:>9} {:>8} {:>6.1} {:>8.1} {:>8.1} {:>8.1}",
+            "{:>6} {:>7} {:>8} {:>7} {:>10.3} {:>9.3} {:>10.1} {:>10.1} {:>10.1} {:>10.1} {:>9.3} {:>9.3} {:>9} {:>9} {:>8} {:>6.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
             ratio,
             policy.name(),
             prefetch.to_string(),
@@ -262,6 +265,7 @@ pub(super) fn run(
             per(sum(&|t| t.staged_batches)),
             per(sum(&|t| t.host_to_device_during_launch.pages)),
             host.blocking_waits_per_frame,
+            host.device_waits_per_frame,
         )
         .unwrap();
         writeln!(

@@ -210,14 +210,15 @@ impl<S, K> Trial<S, K> {
 
 /// The CSV columns of [`host_cells`].
 pub const HOST_COLUMNS: &str =
-    "submissions_per_frame,blocking_waits_per_frame,bytes_read_back_per_frame,manager_messages_per_frame";
+    "submissions_per_frame,blocking_waits_per_frame,device_waits_per_frame,bytes_read_back_per_frame,manager_messages_per_frame";
 
 /// A trial's host work per frame as CSV cells, in the order of [`HOST_COLUMNS`].
 pub fn host_cells(h: &HostReport) -> String {
     format!(
-        "{:.3},{:.3},{:.0},{:.3}",
+        "{:.3},{:.3},{:.3},{:.0},{:.3}",
         h.submissions_per_frame,
         h.blocking_waits_per_frame,
+        h.device_waits_per_frame,
         h.bytes_read_back_per_frame,
         h.manager_messages_per_frame
     )

@@ -118,18 +118,18 @@ pub(super) fn run(
         p = b.page.get(),
     )
     .unwrap();
+    let resident_host = configs[0].host_per_frame(b.frames * b.rounds);
     writeln!(
         text,
-        "resident  {:>9.1} ms/frame, {:.1} blocking waits/frame",
+        "resident  {:>9.1} ms/frame, {:.1} blocking waits/frame ({:.1} for the GPU)",
         resident * 1e3,
-        configs[0]
-            .host_per_frame(b.frames * b.rounds)
-            .blocking_waits_per_frame
+        resident_host.blocking_waits_per_frame,
+        resident_host.device_waits_per_frame
     )
     .unwrap();
     writeln!(
         text,
-        "{:>6} {:>7} {:>10} {:>8} {:>11} {:>11} {:>9} {:>10} {:>9} {:>9} {:>9} {:>8}",
+        "{:>6} {:>7} {:>10} {:>8} {:>11} {:>11} {:>9} {:>10} {:>9} {:>9} {:>9} {:>8} {:>8}",
         "ratio",
         "policy",
         "ms/frame",
@@ -141,7 +141,8 @@ pub(super) fn run(
         "loads/f",
         "OPT ld/f",
         "OPT res.",
-        "waits/f"
+        "waits/f",
+        "gpu w/f"
     )
     .unwrap();
     let mut csv = format!("ratio,policy,budget_bytes,ms_per_frame,throughput_vs_resident,relaunched_per_frame,suspended_per_frame,evictions_per_frame,bytes_moved_per_frame,loads_per_frame,opt_loads_per_frame,opt_throughput_vs_resident_modeled,{HOST_COLUMNS},image_equal\n");
@@ -177,7 +178,7 @@ pub(super) fn run(
         let host = c.host_per_frame(b.frames * b.rounds);
         writeln!(
             text,
-            "{:>6} {:>7} {:>10.1} {:>8.3} {:>11.0} {:>11.0} {:>9.0} {:>10.2} {:>9.0} {:>9.0} {:>9.3} {:>8.1}",
+            "{:>6} {:>7} {:>10.1} {:>8.3} {:>11.0} {:>11.0} {:>9.0} {:>10.2} {:>9.0} {:>9.0} {:>9.3} {:>8.1} {:>8.1}",
             ratio,
             policy.name(),
             t * 1e3,
@@ -190,6 +191,7 @@ pub(super) fn run(
             opt_all as f64 / all_frames,
             resident / t_opt,
             host.blocking_waits_per_frame,
+            host.device_waits_per_frame,
         )
         .unwrap();
         writeln!(
