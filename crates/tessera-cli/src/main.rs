@@ -235,9 +235,9 @@ pub struct PagingOpts {
     /// does (off). Kernels without a footprint always relaunch on faults.
     #[arg(long, default_value = "on", value_parser = on_off(), action = clap::ArgAction::Set)]
     footprint_ahead: bool,
-    /// Deferred execution on one device (on or off): a band whose pages the device holds is
-    /// queued without waiting for its outcome, and the host waits once a frame. Several
-    /// devices always wait per pass.
+    /// Deferred execution (on or off): a band whose pages the device holds is queued without
+    /// waiting for its outcome, and the host waits once a frame. It applies to one device, and
+    /// to several wgpu devices on one GPU (one queue); other devices wait per pass.
     #[arg(long, default_value = "on", value_parser = on_off(), action = clap::ArgAction::Set)]
     deferred: bool,
     /// What a read of a page another device modified does: owned (MOESI's owned state: the
