@@ -9,6 +9,7 @@
 
 mod common;
 
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use common::{gpu, SrcDst, World};
@@ -281,6 +282,46 @@ fn page_times_match_the_cpu_device_on_both_paths_in_every_mode() {
             }
         }
     }
+}
+
+/// An evicting device is asked for stamps after launch after launch. Once asked, its next
+/// launches copy every stamp back with their own read-back, and the question is answered from
+/// that copy with no wait for the GPU, the same as the CPU device's answer after every launch.
+#[test]
+fn once_asked_the_launches_bring_the_stamps_back_and_no_question_waits() {
+    let Some(mut g) = gpu() else { return };
+    let mut c = cpu();
+    let (wc, wg) = (set_up(&mut c, true), set_up(&mut g, true));
+    let pages = all_pages(wc.pages);
+    let counters = g.counters().unwrap();
+    let waits = || counters.device_waits.load(Relaxed);
+    let w = waits();
+    assert_eq!(g.page_times(&pages).unwrap(), vec![0; pages.len()]);
+    assert_eq!(waits() - w, 1, "the first question reads the stamps");
+    for (k, (lc, lg)) in launches(&wc, Mode::Direct)
+        .iter()
+        .zip(launches(&wg, Mode::Direct))
+        .enumerate()
+    {
+        c.launch(lc).unwrap();
+        g.launch(&lg).unwrap();
+        let w = waits();
+        let times = g.page_times(&pages).unwrap();
+        assert_eq!(waits(), w, "launch {k}: the question waited");
+        assert_eq!(
+            times,
+            c.page_times(&pages).unwrap(),
+            "launch {k}: page times"
+        );
+    }
+    // A table that changed size: the copy no longer covers it, so it is read again.
+    let more = wc.pages + 4;
+    c.resize_page_table(more).unwrap();
+    g.resize_page_table(more).unwrap();
+    let w = waits();
+    let times = g.page_times(&all_pages(more)).unwrap();
+    assert_eq!(waits() - w, 1, "after a resize");
+    assert_eq!(times, c.page_times(&all_pages(more)).unwrap());
 }
 
 #[test]

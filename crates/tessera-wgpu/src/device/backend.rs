@@ -168,6 +168,7 @@ impl Device for WgpuDevice {
             self.submit(enc);
         }
         self.stamps = stamps;
+        self.stamps_seen = None;
         self.table.resize(pages as usize, 0);
         self.table_buf = Self::table_buffer(&self.device, pages);
         // The whole mirror goes up below: nothing is left to flush into the new buffer.
@@ -191,6 +192,14 @@ impl Device for WgpuDevice {
         ) else {
             return Ok(Vec::new());
         };
+        // Eviction asks again after the next launches: let them bring the stamps back.
+        self.stamps_track = STAMP_LAUNCHES;
+        if let Some(seen) = self.stamps_seen.as_ref().filter(|s| s.len() as u64 > hi) {
+            return Ok(pages
+                .iter()
+                .map(|p| abi::time_of(seen[p.index()], self.now))
+                .collect());
+        }
         // One read-back of the span the pages cover: a copy of 4 bytes a page, at most the
         // whole buffer, where a gather of scattered pages would need a kernel of its own.
         let b = self.read_back(&[(&self.stamps, lo * 4, (hi - lo + 1) * 4)])?;

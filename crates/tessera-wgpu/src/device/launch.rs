@@ -125,7 +125,8 @@ impl WgpuDevice {
     /// Runs a prepared launch with room for `per_invocation` stores of each invocation in the
     /// temporary. `Ok(Err(k))`: an invocation stored `k` words, so the launch must run again.
     pub(super) fn launch_once(&mut self, w: &mut Work, per_invocation: u64) -> Result<Ran> {
-        let (enc, compact_group, compact_dispatch) = self.encode_launch(w, per_invocation)?;
+        let (mut enc, compact_group, compact_dispatch) = self.encode_launch(w, per_invocation)?;
+        let carried = self.carry_stamps(&mut enc)?;
         let head = self.finish(
             enc,
             &compact_group,
@@ -133,6 +134,9 @@ impl WgpuDevice {
             w.invocations,
             w.pages,
         )?;
+        if let Some(bytes) = carried {
+            self.take_stamps(bytes)?;
+        }
         let ran = self.ran(w.label, w.invocations, w.pages, per_invocation, &head)?;
         if let Ran::Done(_) = ran {
             self.temp_len += w.invocations * per_invocation;
@@ -143,6 +147,8 @@ impl WgpuDevice {
     /// Records a prepared launch, its compaction not yet: the encoder, with the compaction's
     /// bind group and dispatch for [`Self::finish`] or [`Self::finish_queued`].
     pub(super) fn encode_launch(&mut self, w: &mut Work, per_invocation: u64) -> Result<Encoded> {
+        // The launch stamps pages: what was read back before no longer says what it left.
+        self.stamps_seen = None;
         let n = w.invocations;
         let max_temp = n * per_invocation;
         self.ensure_lists(w.list.len() as u64 * 4, n, w.bit_words, w.pages)?;
@@ -461,6 +467,42 @@ impl WgpuDevice {
             bytes,
             lists,
         }
+    }
+
+    /// Records a copy of every page's stamp behind the launch in `enc`, while the memory
+    /// manager is asking for stamps (`stamps_track`): the bytes copied, for
+    /// [`Self::take_stamps`] once the launch's read-back has waited.
+    pub(super) fn carry_stamps(&mut self, enc: &mut wgpu::CommandEncoder) -> Result<Option<u64>> {
+        let bytes = self.table.len() as u64 * 4;
+        if self.stamps_track == 0 || bytes == 0 {
+            return Ok(None);
+        }
+        self.stamps_track -= 1;
+        let mut back = self.stamps_back.borrow_mut();
+        back.ensure(&self.device, bytes, self.limits.max_buffer_size)
+            .map_err(|e| self.err(e))?;
+        enc.copy_buffer_to_buffer(&self.stamps, 0, &back.buf, 0, bytes);
+        self.counters.read_back(bytes);
+        Ok(Some(bytes))
+    }
+
+    /// Keeps the stamps [`Self::carry_stamps`] copied, after the launch's read-back waited for
+    /// the queue: the mapping is then done at the next poll, which does not block.
+    pub(super) fn take_stamps(&mut self, bytes: u64) -> Result<()> {
+        let back = self.stamps_back.borrow();
+        let mapping = Mapping::start(&back.buf, bytes);
+        if !mapping.ready(&self.device) {
+            self.counters.waited();
+        }
+        let stamps = self
+            .health
+            .finish_map(&self.device, &back.buf, bytes, &mapping, |b| {
+                words(b).collect::<Vec<u32>>()
+            })
+            .map_err(|e| self.err(e))?;
+        drop(back);
+        self.stamps_seen = Some(stamps);
+        Ok(())
     }
 
     /// Maps the first `bytes` of a staging buffer and copies them out: one wait, counted.

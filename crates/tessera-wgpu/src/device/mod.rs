@@ -20,7 +20,7 @@ use tessera_runtime::{
 
 use crate::abi::{self, BindInfo, CompactInfo, LaunchInfo, MergeInfo, RequestsHead, Status};
 use crate::error::WgpuError;
-use crate::gpu::{self, AdapterChoice, Health, SharedGpu};
+use crate::gpu::{self, AdapterChoice, Health, Mapping, SharedGpu};
 use crate::scratch::{self, Grow, Timestamps, TIMESTAMPS};
 use crate::shape::LaunchShape;
 use crate::unpaged::fill_params;
@@ -43,6 +43,10 @@ const BATCHED_READ_MAX_PAGE: u64 = 64 << 10;
 /// Bytes of one chunk of the staging ring slot writes go through: a batch of 64 KiB pages
 /// fills a few.
 const BELT_CHUNK: u64 = 4 << 20;
+/// Launches that carry the stamps back after a `page_times`: an evicting pass asks again
+/// within a few launches, and a device that stopped evicting stops paying 4 bytes a page per
+/// launch soon after.
+const STAMP_LAUNCHES: u32 = 16;
 /// The prelude's mark, in y, on an incomplete invocation that saved its state (`suspend()`).
 const SUSPENDED_BIT: u32 = 0x8000_0000;
 
@@ -128,6 +132,14 @@ pub struct WgpuDevice {
     counters: Arc<BackendCounters>,
     /// Staging buffers of reads taken in the background, for reuse (`Device::read_slots_later`).
     later_spares: later::Spares,
+    /// The stamps as the last launch left them, read back with it (`Self::carry_stamps`);
+    /// `None` once another launch is recorded or the table changes size.
+    stamps_seen: Option<Vec<u32>>,
+    /// Launches that still carry the stamps back: set by every `page_times`, so a device
+    /// whose pages are being evicted answers the next eviction's question without a wait.
+    stamps_track: u32,
+    /// What launches copy the stamps into for that.
+    stamps_back: RefCell<Grow>,
 }
 
 /// Whether kernels with a footprint run through the prelude's tile path (windows in workgroup
@@ -309,6 +321,13 @@ impl WgpuDevice {
             readback: RefCell::new(Grow::new(
                 &device,
                 "read-back",
+                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            )),
+            stamps_seen: None,
+            stamps_track: 0,
+            stamps_back: RefCell::new(Grow::new(
+                &device,
+                "stamps read-back",
                 wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             )),
             id,
