@@ -148,9 +148,10 @@ b2w="$OUTDIR/boiling-2-waiting/report.json"
 echo "| boiling ${BIG}², fps 2 devices with deferred execution off | $(json "$b2w" 'round(r["frames_per_second_measured"],2)') |"
 echo "| the same, device 0 per frame | $(host_row "$b2w") |"
 echo "| page moves 64 KiB (ratios) | $(grep -o '[a-z0-9_]*ratio=[0-9.]*\|h2d_vs_[a-z_]*=[0-9.]*\|d2d_vs_[a-z_0-9]*=[0-9.]*' "$OUTDIR/page-moves.txt" 2>/dev/null | tr '\n' ' ') |"
-# Per ratio: frame time over its transfer bound (goal: at most 1.5), then ms/frame and the bound.
+# Per ratio: frame time over its transfer bound (goal: at most 1.5), then ms/frame, the bound
+# and the waits for the GPU a frame.
 vs_bound() {
-    awk '$2 == "lru" && $1 ~ /^[0-9.]+$/ { printf "%s×: %s (%s / %s ms); ", $1, $14, $5, $13 }' \
+    awk '$2 == "lru" && $1 ~ /^[0-9.]+$/ { printf "%s×: %s (%s / %s ms, %s GPU waits/frame); ", $1, $14, $5, $13, $20 }' \
         "$OUTDIR/oversub.txt" 2>/dev/null
     grep -o 'host link: [0-9.]* GB/s' "$OUTDIR/oversub.txt" 2>/dev/null
     grep '^error' "$OUTDIR/oversub.txt" 2>/dev/null | head -1
