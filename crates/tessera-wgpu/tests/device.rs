@@ -437,3 +437,69 @@ fn one_host_copy_is_timed_and_one_past_the_buffer_limit_is_declined() {
     assert!(s > 0.0 && s.is_finite(), "{s}");
     assert_eq!(d.time_host_copy(u64::MAX / 2).unwrap(), None);
 }
+
+/// A kernel that leaves many invocations incomplete, launch after launch (the ray tracer under
+/// a budget leaves a third to all of them): from its second launch on, the incomplete list
+/// comes back with the launch's own read-back, so a launch costs one wait for the GPU, not
+/// two, and the lists are still the CPU device's.
+#[test]
+fn a_kernel_that_leaves_many_incomplete_reads_its_list_back_with_the_launch() {
+    let Some(mut g) = gpu() else { return };
+    let mut c = CpuDevice::new(DeviceId(0), common::pool(2));
+    const BIG: u32 = 128;
+    let world = |d: &mut dyn Device| {
+        let mut space = AddressSpace::new();
+        let desc = ObjectDesc::texture(BIG, BIG, TexelFormat::R32Float, PAGE).unwrap();
+        let src = space.create(desc).unwrap();
+        let dst = space.create(desc).unwrap();
+        let pages = space.page_count();
+        // Every other source page missing: about half the invocations fault.
+        common::map_pages(d, pages, SLOT_BYTES, |p, at| {
+            if p < src.desc.page_count() && p % 2 == 1 {
+                PageDescriptor::NOT_RESIDENT
+            } else {
+                PageDescriptor::resident(at, true)
+            }
+        });
+        World { src, dst, pages }
+    };
+    let (wc, wg) = (world(&mut c), world(&mut g));
+    let counters = g.counters().unwrap();
+    let waits = || {
+        counters
+            .device_waits
+            .load(std::sync::atomic::Ordering::Relaxed)
+    };
+    let rect = Domain::Rect {
+        x0: 0,
+        y0: 0,
+        x1: BIG,
+        y1: BIG,
+    };
+    let mut per_launch = Vec::new();
+    for _ in 0..3 {
+        let probe = |w: &World| -> Arc<dyn Kernel> {
+            Arc::new(Probe {
+                src: w.src.id,
+                dst: w.dst.id,
+            })
+        };
+        let a = c
+            .launch(&launch(&wc, probe(&wc), rect.clone(), Mode::Direct))
+            .unwrap();
+        let before = waits();
+        let b = g
+            .launch(&launch(&wg, probe(&wg), rect.clone(), Mode::Direct))
+            .unwrap();
+        per_launch.push(waits() - before);
+        assert!(a.incomplete.len() > 4096, "{}", a.incomplete.len());
+        let sorted = |mut v: Vec<(u32, u32)>| {
+            v.sort_unstable();
+            v
+        };
+        assert_eq!(sorted(a.incomplete), sorted(b.incomplete));
+        assert_eq!(a.requests, b.requests);
+    }
+    // The first launch has no history: its long list is a second read.
+    assert_eq!(per_launch, [2, 1, 1]);
+}

@@ -8,6 +8,9 @@ pub(super) const FP_MAX_HALO: u32 = 4;
 /// List entries read back with the counts, before knowing them: a launch that faults on fewer
 /// pages and invocations than this needs one read-back, not two.
 pub(super) const SPECULATIVE: u64 = 1024;
+/// The most incomplete entries read back with a launch beyond its read-back's own (8 bytes
+/// each: 4 MiB).
+pub(super) const INCOMPLETE_AHEAD_MAX: u64 = 1 << 19;
 /// Read-back layout: status, the request list's head, timestamps (32 bytes), then the first
 /// SPECULATIVE entries of the incomplete list and of the request list.
 pub(super) const STATUS_BYTES: u64 = std::mem::size_of::<Status>() as u64;
@@ -52,6 +55,9 @@ pub(super) struct Head {
     /// Whether `bytes` holds the first SPECULATIVE entries of the lists (a queued launch's
     /// does not: its lists are read from their buffers, and only if it faulted).
     pub(super) lists: bool,
+    /// The first entries of the incomplete list beyond what `bytes` holds, read back with the
+    /// launch where its kernel's last launches left many (`WgpuDevice::incomplete_ahead`).
+    pub(super) incomplete: Vec<u8>,
 }
 
 /// Buffers kept from launch to launch (see scratch.rs).
@@ -127,7 +133,8 @@ impl WgpuDevice {
     pub(super) fn launch_once(&mut self, w: &mut Work, per_invocation: u64) -> Result<Ran> {
         let (mut enc, compact_group, compact_dispatch) = self.encode_launch(w, per_invocation)?;
         let carried = self.carry_stamps(&mut enc)?;
-        let head = self.finish(
+        let ahead = self.incomplete_ahead(&mut enc, w.label, w.invocations)?;
+        let mut head = self.finish(
             enc,
             &compact_group,
             compact_dispatch,
@@ -137,7 +144,13 @@ impl WgpuDevice {
         if let Some(bytes) = carried {
             self.take_stamps(bytes)?;
         }
+        if let Some(bytes) = ahead {
+            let back = self.incomplete_back.borrow();
+            head.incomplete = self.take_mapped(&back.buf, bytes, <[u8]>::to_vec)?;
+        }
         let ran = self.ran(w.label, w.invocations, w.pages, per_invocation, &head)?;
+        let ninc = (head.status.incomplete.0 as u64).min(w.invocations);
+        self.incomplete_seen.insert(w.label, (ninc, w.invocations));
         if let Ran::Done(_) = ran {
             self.temp_len += w.invocations * per_invocation;
         }
@@ -229,6 +242,8 @@ impl WgpuDevice {
             Vec::new()
         } else if head.lists && ninc <= SPECULATIVE {
             words(&head.bytes[HEAD_INC as usize..(HEAD_INC + ninc * 8) as usize]).collect()
+        } else if ninc * 8 <= head.incomplete.len() as u64 {
+            words(&head.incomplete[..(ninc * 8) as usize]).collect()
         } else {
             let b = self.read_back(&[(&self.scratch.incomplete.buf, 0, ninc * 8)])?;
             words(&b[0]).collect()
@@ -466,6 +481,7 @@ impl WgpuDevice {
             gpu,
             bytes,
             lists,
+            incomplete: Vec::new(),
         }
     }
 
@@ -490,19 +506,57 @@ impl WgpuDevice {
     /// the queue: the mapping is then done at the next poll, which does not block.
     pub(super) fn take_stamps(&mut self, bytes: u64) -> Result<()> {
         let back = self.stamps_back.borrow();
-        let mapping = Mapping::start(&back.buf, bytes);
-        if !mapping.ready(&self.device) {
-            self.counters.waited();
-        }
-        let stamps = self
-            .health
-            .finish_map(&self.device, &back.buf, bytes, &mapping, |b| {
-                words(b).collect::<Vec<u32>>()
-            })
-            .map_err(|e| self.err(e))?;
+        let stamps = self.take_mapped(&back.buf, bytes, |b| words(b).collect::<Vec<u32>>())?;
         drop(back);
         self.stamps_seen = Some(stamps);
         Ok(())
+    }
+
+    /// Records a copy of the incomplete list's first entries behind the launch in `enc`, as
+    /// many as the kernel's last launch on this device left incomplete for its size, and a
+    /// quarter more, where that is more than the launch's read-back holds: a relaunching
+    /// kernel (the ray tracer under a budget leaves a third to all of a launch incomplete,
+    /// launch after launch) then reads its list back with the launch, not in a second wait.
+    /// The bytes copied, for the caller to take once the launch has waited.
+    pub(super) fn incomplete_ahead(
+        &mut self,
+        enc: &mut wgpu::CommandEncoder,
+        label: &'static str,
+        invocations: u64,
+    ) -> Result<Option<u64>> {
+        let Some(&(ninc, n)) = self.incomplete_seen.get(label) else {
+            return Ok(None);
+        };
+        let expect = (ninc as f64 / n.max(1) as f64 * 1.25 * invocations as f64).ceil() as u64;
+        let entries = expect.min(invocations).min(INCOMPLETE_AHEAD_MAX);
+        if entries <= SPECULATIVE {
+            return Ok(None);
+        }
+        let bytes = entries * 8;
+        let mut back = self.incomplete_back.borrow_mut();
+        back.ensure(&self.device, bytes, self.limits.max_buffer_size)
+            .map_err(|e| self.err(e))?;
+        enc.copy_buffer_to_buffer(&self.scratch.incomplete.buf, 0, &back.buf, 0, bytes);
+        self.counters.read_back(bytes);
+        Ok(Some(bytes))
+    }
+
+    /// The first `bytes` of a staging buffer a launch copied into, after the launch's own
+    /// read-back waited for the queue: the mapping is done at a poll that does not block
+    /// (counted as a wait only should it not be).
+    pub(super) fn take_mapped<R>(
+        &self,
+        staging: &wgpu::Buffer,
+        bytes: u64,
+        take: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R> {
+        let mapping = Mapping::start(staging, bytes);
+        if !mapping.ready(&self.device) {
+            self.counters.waited();
+        }
+        self.health
+            .finish_map(&self.device, staging, bytes, &mapping, take)
+            .map_err(|e| self.err(e))
     }
 
     /// Maps the first `bytes` of a staging buffer and copies them out: one wait, counted.

@@ -140,6 +140,11 @@ pub struct WgpuDevice {
     stamps_track: u32,
     /// What launches copy the stamps into for that.
     stamps_back: RefCell<Grow>,
+    /// Per kernel, how many of its last launch's invocations were incomplete, of how many:
+    /// what the next launch reads back ahead (`incomplete_ahead`).
+    incomplete_seen: HashMap<&'static str, (u64, u64)>,
+    /// What launches copy their incomplete lists into for that.
+    incomplete_back: RefCell<Grow>,
 }
 
 /// Whether kernels with a footprint run through the prelude's tile path (windows in workgroup
@@ -321,6 +326,12 @@ impl WgpuDevice {
             readback: RefCell::new(Grow::new(
                 &device,
                 "read-back",
+                wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            )),
+            incomplete_seen: HashMap::new(),
+            incomplete_back: RefCell::new(Grow::new(
+                &device,
+                "incomplete read-back",
                 wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             )),
             stamps_seen: None,
