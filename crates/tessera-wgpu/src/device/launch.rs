@@ -133,7 +133,8 @@ impl WgpuDevice {
     pub(super) fn launch_once(&mut self, w: &mut Work, per_invocation: u64) -> Result<Ran> {
         let (mut enc, compact_group, compact_dispatch) = self.encode_launch(w, per_invocation)?;
         let carried = self.carry_stamps(&mut enc)?;
-        let ahead = self.incomplete_ahead(&mut enc, w.label, w.invocations)?;
+        let kind = (w.label, !w.list.is_empty());
+        let ahead = self.incomplete_ahead(&mut enc, kind, w.invocations)?;
         let mut head = self.finish(
             enc,
             &compact_group,
@@ -150,7 +151,7 @@ impl WgpuDevice {
         }
         let ran = self.ran(w.label, w.invocations, w.pages, per_invocation, &head)?;
         let ninc = (head.status.incomplete.0 as u64).min(w.invocations);
-        self.incomplete_seen.insert(w.label, (ninc, w.invocations));
+        self.incomplete_seen.insert(kind, (ninc, w.invocations));
         if let Ran::Done(_) = ran {
             self.temp_len += w.invocations * per_invocation;
         }
@@ -513,18 +514,18 @@ impl WgpuDevice {
     }
 
     /// Records a copy of the incomplete list's first entries behind the launch in `enc`, as
-    /// many as the kernel's last launch on this device left incomplete for its size, and a
-    /// quarter more, where that is more than the launch's read-back holds: a relaunching
+    /// many as the kernel's last launch of the same kind (over a rectangle, or a list: a
+    /// relaunch) on this device left incomplete for its size, and a quarter more, where that is more than the launch's read-back holds: a relaunching
     /// kernel (the ray tracer under a budget leaves a third to all of a launch incomplete,
     /// launch after launch) then reads its list back with the launch, not in a second wait.
     /// The bytes copied, for the caller to take once the launch has waited.
     pub(super) fn incomplete_ahead(
         &mut self,
         enc: &mut wgpu::CommandEncoder,
-        label: &'static str,
+        kind: (&'static str, bool),
         invocations: u64,
     ) -> Result<Option<u64>> {
-        let Some(&(ninc, n)) = self.incomplete_seen.get(label) else {
+        let Some(&(ninc, n)) = self.incomplete_seen.get(&kind) else {
             return Ok(None);
         };
         let expect = (ninc as f64 / n.max(1) as f64 * 1.25 * invocations as f64).ceil() as u64;

@@ -140,9 +140,10 @@ pub struct WgpuDevice {
     stamps_track: u32,
     /// What launches copy the stamps into for that.
     stamps_back: RefCell<Grow>,
-    /// Per kernel, how many of its last launch's invocations were incomplete, of how many:
-    /// what the next launch reads back ahead (`incomplete_ahead`).
-    incomplete_seen: HashMap<&'static str, (u64, u64)>,
+    /// Per kernel and kind of launch (over a list or not), how many of its last launch's
+    /// invocations were incomplete, of how many: what the next launch of that kind reads back
+    /// ahead (`incomplete_ahead`).
+    incomplete_seen: HashMap<(&'static str, bool), (u64, u64)>,
     /// What launches copy their incomplete lists into for that.
     incomplete_back: RefCell<Grow>,
 }
