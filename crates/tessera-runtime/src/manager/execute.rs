@@ -236,7 +236,7 @@ impl Manager {
                 self.later.add(read, dests);
             }
         }
-        Ok(())
+        self.bound_later()
     }
 
     /// A page buffer of `bytes` from the pool, or a fresh one.
