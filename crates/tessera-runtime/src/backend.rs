@@ -289,13 +289,13 @@ pub trait Device: Send {
     }
 }
 
-/// Copies a slot's bytes, read back by the backend, into `out`, which must be as long.
 /// A read started by [`Device::read_slots_later`].
 pub trait PendingRead: Send {
     /// The slots' bytes, in the order asked, waiting for them if they are not back yet.
     fn wait(self: Box<Self>) -> Result<Vec<Vec<u8>>>;
 }
 
+/// Copies a slot's bytes, read back by the backend, into `out`, which must be as long.
 pub(crate) fn copy_slot(out: &mut [u8], data: &[u8]) -> Result<()> {
     if out.len() != data.len() {
         return Err(RuntimeError::Internal(format!(

@@ -81,6 +81,25 @@ impl Health {
         self.finish_map(device, staging, bytes, &mapping, take)
     }
 
+    /// [`Health::finish_map`] of a mapping started a while ago: a poll that does not block
+    /// runs its callback if the GPU is done, and only if it is not is `waited` called (a wait
+    /// to count) before the blocking one.
+    pub fn finish_started<R>(
+        &self,
+        device: &wgpu::Device,
+        staging: &wgpu::Buffer,
+        bytes: u64,
+        mapping: &Mapping,
+        waited: impl FnOnce(),
+        take: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, WgpuError> {
+        let _ = device.poll(wgpu::PollType::Poll);
+        if !mapping.done.0.lock().is_ok_and(|g| g.is_some()) {
+            waited();
+        }
+        self.finish_map(device, staging, bytes, mapping, take)
+    }
+
     /// Waits for `mapping` of `staging`'s first `bytes`, hands them to `take`, and unmaps.
     pub fn finish_map<R>(
         &self,
@@ -148,12 +167,18 @@ impl Mapping {
         });
         Mapping { done }
     }
+}
 
-    /// Whether the mapping is done, after polling the device without blocking.
-    pub fn ready(&self, device: &wgpu::Device) -> bool {
-        let _ = device.poll(wgpu::PollType::Poll);
-        self.done.0.lock().is_ok_and(|g| g.is_some())
-    }
+/// `bytes` cut into consecutive pieces of `lens`, each its own vector.
+pub(crate) fn split(bytes: &[u8], lens: impl IntoIterator<Item = u64>) -> Vec<Vec<u8>> {
+    let mut at = 0usize;
+    lens.into_iter()
+        .map(|len| {
+            let piece = bytes[at..at + len as usize].to_vec();
+            at += len as usize;
+            piece
+        })
+        .collect()
 }
 
 /// Polls before a read-back is declared lost (each after waiting for the queue to drain).
@@ -541,12 +566,6 @@ pub(crate) fn read_back_through(
     }
     queue.submit([enc.finish()]);
     health.map_read_with(device, staging, total, |bytes| {
-        let mut out = Vec::with_capacity(ranges.len());
-        let mut at = 0usize;
-        for r in ranges {
-            out.push(bytes[at..at + r.2 as usize].to_vec());
-            at += r.2 as usize;
-        }
-        out
+        split(bytes, ranges.iter().map(|r| r.2))
     })
 }

@@ -33,22 +33,16 @@ struct LaterRead {
 impl PendingRead for LaterRead {
     fn wait(self: Box<Self>) -> Result<Vec<Vec<u8>>> {
         let r = *self;
-        // A poll that does not block runs the callback if the copy is done; only a read the
-        // GPU has not finished is a wait.
-        if !r.mapping.ready(&r.device) {
-            r.counters.waited();
-        }
         let out = r
             .health
-            .finish_map(&r.device, &r.staging, r.total, &r.mapping, |bytes| {
-                let mut out = Vec::with_capacity(r.lens.len());
-                let mut at = 0usize;
-                for &len in &r.lens {
-                    out.push(bytes[at..at + len as usize].to_vec());
-                    at += len as usize;
-                }
-                out
-            })
+            .finish_started(
+                &r.device,
+                &r.staging,
+                r.total,
+                &r.mapping,
+                || r.counters.waited(),
+                |bytes| gpu::split(bytes, r.lens.iter().copied()),
+            )
             .map_err(|e| e.on(r.id))?;
         if let Ok(mut s) = r.spares.lock() {
             if s.len() < SPARE_BUFFERS {
@@ -78,7 +72,7 @@ impl WgpuDevice {
             None => gpu::buffer(
                 &self.device,
                 "write-back",
-                total.max(4),
+                total,
                 wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
                 self.limits.max_buffer_size,
             )
@@ -94,14 +88,14 @@ impl WgpuDevice {
         }
         self.submit(enc);
         self.counters.read_back(total);
-        let mapping = Mapping::start(&staging, total.max(4));
+        let mapping = Mapping::start(&staging, total);
         Ok(Box::new(LaterRead {
             device: self.device.clone(),
             health: self.health.clone(),
             staging,
             mapping,
             lens: ranges.iter().map(|r| r.2).collect(),
-            total: total.max(4),
+            total,
             counters: self.counters.clone(),
             spares: self.later_spares.clone(),
             id: self.id,

@@ -515,10 +515,11 @@ impl WgpuDevice {
 
     /// Records a copy of the incomplete list's first entries behind the launch in `enc`, as
     /// many as the kernel's last launch of the same kind (over a rectangle, or a list: a
-    /// relaunch) on this device left incomplete for its size, and a quarter more, where that is more than the launch's read-back holds: a relaunching
-    /// kernel (the ray tracer under a budget leaves a third to all of a launch incomplete,
-    /// launch after launch) then reads its list back with the launch, not in a second wait.
-    /// The bytes copied, for the caller to take once the launch has waited.
+    /// relaunch) on this device left incomplete for its size, and a quarter more, where that
+    /// is more than the launch's read-back holds: a relaunching kernel (the ray tracer under a
+    /// budget leaves a third to all of a launch incomplete, launch after launch) then reads
+    /// its list back with the launch, not in a second wait. The bytes copied, for the caller
+    /// to take once the launch has waited.
     pub(super) fn incomplete_ahead(
         &mut self,
         enc: &mut wgpu::CommandEncoder,
@@ -552,11 +553,15 @@ impl WgpuDevice {
         take: impl FnOnce(&[u8]) -> R,
     ) -> Result<R> {
         let mapping = Mapping::start(staging, bytes);
-        if !mapping.ready(&self.device) {
-            self.counters.waited();
-        }
         self.health
-            .finish_map(&self.device, staging, bytes, &mapping, take)
+            .finish_started(
+                &self.device,
+                staging,
+                bytes,
+                &mapping,
+                || self.counters.waited(),
+                take,
+            )
             .map_err(|e| self.err(e))
     }
 
