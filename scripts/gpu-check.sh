@@ -125,6 +125,7 @@ echo "| --- | --- |"
 echo "| bench overhead ${BIG}², relaunch (paged/unpaged) | $(val overhead-relaunch overhead_ratio) |"
 echo "| bench overhead ${BIG}², two-pass | $(val overhead-two-pass overhead_ratio) |"
 ms() { grep -o "^$2 *[0-9.]* ms" "$OUTDIR/$1.txt" 2>/dev/null | grep -o '[0-9.]* ms' | head -1 || true; }
+echo "| ${BIG}² paged two-pass, held parts in place / merged always | $(ms overhead-two-pass 'paged two-pass') / $(ms overhead-two-pass 'paged two-pass, merge always') |"
 echo "| ${BIG}² unpaged / paged relaunch, bounds checks on | $(ms overhead-relaunch unpaged) / $(ms overhead-relaunch 'paged relaunch') |"
 echo "| ${BIG}² unpaged / paged relaunch, bounds checks off | $(ms overhead-unchecked unpaged) / $(ms overhead-unchecked 'paged relaunch') |"
 echo "| ${BIG}² unpaged / paged relaunch, generic pipelines | $(ms overhead-generic unpaged) / $(ms overhead-generic 'paged relaunch') |"

@@ -49,7 +49,10 @@ pub fn overhead(o: &BenchOpts) -> Result<()> {
     };
     let cfg = o.node.config(1).threads(threads).deferred(o.deferred);
     let (unpaged, unpaged_desc) = unpaged_side(o, params, threads)?;
-    let system = || o.node.system(&cfg).map(|(sys, _)| sys);
+    let system = |in_place| {
+        let cfg = cfg.clone().held_in_place(in_place);
+        o.node.system(&cfg).map(|(sys, _)| sys)
+    };
     let bar = progress(o.rounds as u64, "overhead");
     let sizes = (o.size, o.page.get());
     let m = measure(system, sizes, (o.rounds, o.frames), unpaged, || bar.inc(1))?;

@@ -240,6 +240,11 @@ pub struct PagingOpts {
     /// to several wgpu devices on one GPU (one queue); other devices wait per pass.
     #[arg(long, default_value = "on", value_parser = on_off(), action = clap::ArgAction::Set)]
     deferred: bool,
+    /// Whether the two-pass procedure runs a part whose pages the device holds with the rights
+    /// it needs in place, one launch storing into the pages (on), or computes it into the
+    /// temporary and merges it, as the paper's third pass does (off).
+    #[arg(long, default_value = "on", value_parser = on_off(), action = clap::ArgAction::Set)]
+    held_in_place: bool,
     /// What a read of a page another device modified does: owned (MOESI's owned state: the
     /// owner keeps the page and serves readers from it; it goes home only when evicted) or
     /// write-home (the journal paper's rule: home is updated on every such read).
@@ -294,6 +299,7 @@ impl PagingOpts {
             .footprint_ahead(self.footprint_ahead)
             .home_file(self.home_file.clone())
             .deferred(self.deferred)
+            .held_in_place(self.held_in_place)
             .coherence(self.coherence)
             .variant(self.protocol)
     }
@@ -623,6 +629,7 @@ fn refuse_inapplicable(cli: &Cli, matches: &clap::ArgMatches) -> Result<(), clap
     // never across nodes, and every rank would create the same home file.
     let refused = [
         (given("deferred"), "--deferred does not apply with --devices-per-node: launches are never deferred across nodes"),
+        (given("held_in_place"), "--held-in-place does not apply with --devices-per-node: across nodes two-pass always computes into the temporary"),
         (given("home_file"), "--home-file does not apply with --devices-per-node: every node would create the same file"),
         (o.node.staging, "--staging on is not built across nodes (--devices-per-node)"),
     ];

@@ -45,11 +45,18 @@ const PASSES: f64 = 5.0;
 
 fn check_steady(backend: &str) {
     let mut sums = Vec::new();
-    for procedure in ["relaunch", "two-pass"] {
-        let r = boiling(backend, "1", procedure);
+    let merged = ["--held-in-place", "off"];
+    for (procedure, extra) in [
+        ("relaunch", &[][..]),
+        ("two-pass", &[][..]),
+        ("two-pass", &merged[..]),
+    ] {
+        let r = boiling_with(backend, "1", procedure, extra);
         let d = &r["per_device"][0];
         let h = &d["host"];
-        let ctx = format!("{backend} {procedure}: {d}");
+        let in_place = extra.is_empty();
+        assert_eq!(r["held_in_place"], in_place);
+        let ctx = format!("{backend} {procedure} {extra:?}: {d}");
         assert_eq!(num(&d["page_requests_per_frame"]), 0.0, "{ctx}");
         assert_eq!(num(&d["request_batches_per_frame"]), 0.0, "{ctx}");
         assert_eq!(num(&h["manager_messages_per_frame"]), 0.0, "{ctx}");
@@ -57,15 +64,22 @@ fn check_steady(backend: &str) {
         assert!(num(&h["submissions_per_frame"]) >= PASSES, "{ctx}");
         assert!(num(&h["blocking_waits_per_frame"]) >= 1.0, "{ctx}");
         // Every pass deferred, and one blocking wait per frame, when the frame settles: a
-        // relaunch band is one submission; a two-pass part two, its compute pass and its
-        // merge (its request pass is skipped: the device holds the part's pages).
-        let per_pass = if procedure == "relaunch" { 1.0 } else { 2.0 };
+        // relaunch band is one submission, and so is a two-pass part held in place; a part
+        // merged two, its compute pass and its merge (its request pass is skipped: the
+        // device holds the part's pages).
+        let per_pass = if in_place { 1.0 } else { 2.0 };
         let submissions = num(&h["submissions_per_frame"]);
         assert!(submissions <= per_pass * PASSES + 1.0, "{ctx}");
         assert!(num(&h["blocking_waits_per_frame"]) <= 1.0, "{ctx}");
-        if procedure == "relaunch" {
-            assert!(d["bands_launched_held"].as_u64().unwrap() > 0, "{ctx}");
+        let held = d["bands_launched_held"].as_u64().unwrap();
+        if in_place {
+            assert!(held > 0, "{ctx}");
         } else {
+            assert_eq!(held, 0, "{ctx}");
+            // The merged parts do run their merge.
+            assert!(submissions > PASSES + 1.0, "{ctx}");
+        }
+        if procedure == "two-pass" {
             assert_eq!(d["request_passes"].as_u64(), Some(0), "{ctx}");
         }
         sums.push(r["checksum"].clone());

@@ -238,6 +238,8 @@ pub struct DeviceContext {
     released_s: [f64; 2],
     /// Relaunch asks for a footprint kernel's pages first (`SystemConfig::footprint_ahead`).
     footprint_ahead: bool,
+    /// Two-pass runs a held part in place (`SystemConfig::held_in_place`).
+    held_in_place: bool,
     /// Launches of held bands are queued without waiting for their outcome (deferred
     /// execution; on a node of one device, see `set_deferred`, or of devices sharing one
     /// queue, see `set_shared`).
@@ -321,6 +323,7 @@ impl DeviceContext {
             stage_next: Vec::new(),
             released_s: [0.0; 2],
             footprint_ahead: true,
+            held_in_place: true,
             deferred: false,
             shared: false,
             redo_queue: VecDeque::new(),
@@ -722,6 +725,12 @@ impl DeviceContext {
     /// launch also when the device is not evicting (`SystemConfig::footprint_ahead`).
     pub fn set_footprint_ahead(&mut self, on: bool) {
         self.footprint_ahead = on;
+    }
+
+    /// Runs a two-pass part the device holds whole in place, with no temporary and no merge
+    /// (`SystemConfig::held_in_place`).
+    pub fn set_held_in_place(&mut self, on: bool) {
+        self.held_in_place = on;
     }
 
     pub fn launch(&mut self, spec: &PassSpec, domain: Domain, mode: Mode) -> Result<LaunchOutcome> {
@@ -1338,6 +1347,24 @@ impl DeviceContext {
         defer: bool,
         stats: &mut PassStats,
     ) -> Result<()> {
+        // A part whose pages the device holds with the rights it needs, writes included, has
+        // nothing to ask for before its compute pass or after it: the temporary would only
+        // copy what the launch stores. It runs in place, as a held relaunch band does. What
+        // it misses (a page taken meanwhile, a load the footprint does not name) faults and
+        // relaunches, so this changes the cost, never the result.
+        if self.held_in_place {
+            if let Some(held) = self.held_footprint(spec, &domain) {
+                stats.request_passes_skipped += 1;
+                stats.held_bands += 1;
+                if defer && self.deferred {
+                    self.defer_launch(spec, domain);
+                } else {
+                    self.settle_now(stats)?;
+                    self.launch_until_done(spec, domain, held, Mode::Direct, stats)?;
+                }
+                return Ok(());
+            }
+        }
         // Pass 1 (paper 3.4): record what the invocations read and fetch it in one batch;
         // pointless when the footprint shows every page resident, since it would ask for
         // nothing (a single device's steady state).
@@ -1385,6 +1412,18 @@ impl DeviceContext {
             }
         }
         self.merge_temp(spec, stats)
+    }
+
+    /// The pages the kernel's footprint names for `domain`, when the device holds every one
+    /// with the access the footprint asks (the written ones writable); `None` when it does
+    /// not, or there is no footprint to ask about. A hint, as [`ManagerHandle::covers`] is.
+    fn held_footprint(&self, spec: &PassSpec, domain: &Domain) -> Option<Vec<GlobalPage>> {
+        let (&Domain::Rect { x0, y0, x1, y1 }, Some(fp)) = (domain, spec.kernel.footprint()) else {
+            return None;
+        };
+        let pages = footprint_pages(&spec.bindings, &fp, (x0, y0, x1, y1))?;
+        (!pages.is_empty() && self.mm.covers(self.device, &pages))
+            .then(|| pages.iter().map(|r| r.page).collect())
     }
 
     /// The pages the kernel's footprint names for `domain`, when the device holds every one

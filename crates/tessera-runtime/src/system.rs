@@ -81,6 +81,14 @@ pub struct SystemConfig {
     /// them again in order, so results never depend on it. Off by default: a caller that
     /// times its passes must call [`System::settle`] before it stops the clock.
     pub deferred: bool,
+    /// The two-pass procedure runs a part whose pages the device holds with the rights it
+    /// needs, writes included, in place: one launch that stores into the pages, as a held
+    /// relaunch band does, instead of a compute pass into the temporary and a merge. Such a
+    /// part has nothing to ask for before its compute pass or after it, so the temporary
+    /// would only copy what the launch stores (docs/PROTOCOL.md, "Procedures"). On by
+    /// default; off is the paper's two-pass as it stands (3.5), which `--held-in-place off`
+    /// keeps for its stage figures.
+    pub held_in_place: bool,
 }
 
 /// How [`System::run_pass`] runs the devices of one pass.
@@ -116,6 +124,7 @@ impl Default for SystemConfig {
             staging: false,
             footprint_ahead: true,
             deferred: false,
+            held_in_place: true,
         }
     }
 }
@@ -167,6 +176,10 @@ impl SystemConfig {
     }
     pub fn deferred(mut self, on: bool) -> Self {
         self.deferred = on;
+        self
+    }
+    pub fn held_in_place(mut self, on: bool) -> Self {
+        self.held_in_place = on;
         self
     }
     pub fn coherence(mut self, coherence: Coherence) -> Self {
@@ -898,6 +911,7 @@ fn spawn_drivers(
         let mut ctx = DeviceContext::new(w, mm.clone());
         ctx.set_staging(cfg.staging);
         ctx.set_footprint_ahead(cfg.footprint_ahead);
+        ctx.set_held_in_place(cfg.held_in_place);
         // With one device no other device's request can reach its pages between two settles
         // (`DeviceContext::set_deferred`); devices that share a queue settle together
         // (`DeviceContext::set_shared`). Never across nodes.

@@ -1,4 +1,5 @@
-//! Deferred execution on a wgpu device: held bands (relaunch) and held parts (two-pass: the
+//! Deferred execution on a wgpu device: held bands (relaunch), held two-pass parts run in
+//! place (one launch) and, with that off, held two-pass parts as the paper runs them (the
 //! compute pass into the temporary and its merge) are queued on the GPU without a wait, a
 //! frame costs one wait for the GPU (reading every queued status back at once), and queued
 //! work that faults closes the gate in device memory, so everything queued behind it does
@@ -22,14 +23,18 @@ mod kernels;
 
 use kernels::{floats, Scene, H, W};
 
-fn cfg() -> SystemConfig {
-    SystemConfig::new(1).threads(1).deferred(true)
+/// `in_place`: two-pass runs a held part in place (`SystemConfig::held_in_place`).
+fn cfg(in_place: bool) -> SystemConfig {
+    SystemConfig::new(1)
+        .threads(1)
+        .deferred(true)
+        .held_in_place(in_place)
 }
 
 /// One wgpu device on the default adapter with the tile path as asked, and the per-texel
 /// path's stamps once per workgroup where `group` says so (`None`: the adapter's default), or
 /// `None` as `common::opened` says.
-fn wgpu_system(tiles: TilePath, group: Option<bool>) -> Option<System> {
+fn wgpu_system(tiles: TilePath, group: Option<bool>, in_place: bool) -> Option<System> {
     let gpu = common::opened(SharedGpu::open(&AdapterChoice::Default), "a wgpu device")?;
     let mut d = common::opened(WgpuDevice::on(DeviceId(0), &gpu), "a wgpu device")?;
     d.set_tile_path(tiles);
@@ -41,7 +46,7 @@ fn wgpu_system(tiles: TilePath, group: Option<bool>) -> Option<System> {
         d.describe(),
         d.tile_path()
     );
-    Some(System::with_devices(vec![Box::new(d) as Box<dyn Device>], &cfg()).unwrap())
+    Some(System::with_devices(vec![Box::new(d) as Box<dyn Device>], &cfg(in_place)).unwrap())
 }
 
 /// What each frame of a run cost the host, and the run's `c`.
@@ -93,17 +98,18 @@ fn run(sys: System, procedure: Procedure) -> Run {
     Run { frames, c }
 }
 
-fn check(tiles: TilePath, group: Option<bool>, procedure: Procedure) {
-    let Some(sys) = wgpu_system(tiles, group) else {
+fn check(tiles: TilePath, group: Option<bool>, procedure: Procedure, in_place: bool) {
+    let Some(sys) = wgpu_system(tiles, group, in_place) else {
         return;
     };
     let gpu = run(sys, procedure);
-    let cpu = run(System::cpu(&cfg()).unwrap(), procedure);
+    let cpu = run(System::cpu(&cfg(in_place)).unwrap(), procedure);
     assert_eq!(gpu.c, cpu.c);
-    // Per pass, a relaunch band is one launch; a two-pass part its compute pass and its merge.
+    // Per pass, a relaunch band is one launch, and so is a two-pass part run in place; a
+    // two-pass part otherwise its compute pass and its merge.
     let per_pass = match procedure {
-        Procedure::Relaunch => 1,
-        Procedure::TwoPass => 2,
+        Procedure::TwoPass if !in_place => 2,
+        _ => 1,
     };
     // Frames 2 and 3: both passes held and queued on the GPU; one submission per launch or
     // merge, and one wait for the GPU, when the frame settles, for the host and inside the
@@ -113,7 +119,10 @@ fn check(tiles: TilePath, group: Option<bool>, procedure: Procedure) {
         assert_eq!(stats.relaunched, 0, "{stats:?}");
         match procedure {
             Procedure::Relaunch => assert_eq!(stats.held_bands, 2, "{stats:?}"),
-            Procedure::TwoPass => assert_eq!(stats.request_passes_skipped, 2, "{stats:?}"),
+            Procedure::TwoPass => {
+                assert_eq!(stats.request_passes_skipped, 2, "{stats:?}");
+                assert_eq!(stats.held_bands, if in_place { 2 } else { 0 }, "{stats:?}");
+            }
         }
         assert_eq!(h.manager_messages, 0, "{h:?}");
         assert_eq!(h.blocking_waits, 1, "{h:?}");
@@ -130,40 +139,53 @@ fn check(tiles: TilePath, group: Option<bool>, procedure: Procedure) {
 
 #[test]
 fn a_queued_launch_that_faults_gates_the_ones_behind_it_per_texel() {
-    check(TilePath::Off, Some(false), Procedure::Relaunch);
+    check(TilePath::Off, Some(false), Procedure::Relaunch, true);
 }
 
 /// The GPU's per-texel variant (stamps once per workgroup and page, in workgroup memory).
 #[test]
 fn a_queued_launch_that_faults_gates_the_ones_behind_it_per_workgroup() {
-    check(TilePath::Off, Some(true), Procedure::Relaunch);
+    check(TilePath::Off, Some(true), Procedure::Relaunch, true);
 }
 
 #[test]
 fn a_queued_launch_that_faults_gates_the_ones_behind_it_on_the_tile_path() {
-    check(TilePath::On, None, Procedure::Relaunch);
+    check(TilePath::On, None, Procedure::Relaunch, true);
 }
 
 #[test]
 fn a_queued_two_pass_part_that_faults_gates_its_merge_and_the_parts_behind_it() {
-    check(TilePath::Off, Some(false), Procedure::TwoPass);
+    check(TilePath::Off, Some(false), Procedure::TwoPass, false);
 }
 
 #[test]
 fn a_queued_two_pass_part_per_workgroup_gates_its_merge_and_the_parts_behind_it() {
-    check(TilePath::Off, Some(true), Procedure::TwoPass);
+    check(TilePath::Off, Some(true), Procedure::TwoPass, false);
 }
 
 #[test]
 fn a_queued_two_pass_part_on_the_tile_path() {
-    check(TilePath::On, None, Procedure::TwoPass);
+    check(TilePath::On, None, Procedure::TwoPass, false);
+}
+
+/// Two-pass, held parts in place: each is one queued launch that stores into the pages, no
+/// temporary and no merge; the one that faults gates the launches behind it and relaunches
+/// what it missed, as a relaunch band does.
+#[test]
+fn a_held_two_pass_part_runs_in_place_and_a_fault_gates_the_ones_behind_it() {
+    check(TilePath::Off, Some(false), Procedure::TwoPass, true);
+}
+
+#[test]
+fn a_held_two_pass_part_runs_in_place_on_the_tile_path() {
+    check(TilePath::On, None, Procedure::TwoPass, true);
 }
 
 /// More passes than the GPU's queue holds between two settles (256): the queue is read back
 /// early to make room, once, and the result is still every pass run in turn.
 #[test]
 fn a_queue_longer_than_its_staging_buffer_is_read_back_early() {
-    let Some(sys) = wgpu_system(TilePath::Off, None) else {
+    let Some(sys) = wgpu_system(TilePath::Off, None, true) else {
         return;
     };
     let scene = Scene::new(&sys);
@@ -254,7 +276,8 @@ impl tessera_runtime::Kernel for Twice {
 /// it needed: one wait for the GPU a frame again, and the field of every pass run in turn.
 #[test]
 fn a_queued_compute_pass_short_of_room_runs_again_and_the_next_ones_get_it() {
-    let Some(sys) = wgpu_system(TilePath::Off, None) else {
+    // The paper's two-pass: a held part computes into the temporary.
+    let Some(sys) = wgpu_system(TilePath::Off, None, false) else {
         return;
     };
     let desc =

@@ -132,7 +132,7 @@ impl Run {
 
 /// A run's figures, per frame: what `tessera bench scaling` sets side by side per device
 /// count.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Figures {
     pub devices: usize,
     pub modeled: f64,

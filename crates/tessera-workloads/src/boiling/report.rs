@@ -237,6 +237,8 @@ pub struct Report {
     pub footprint_ahead: bool,
     /// Deferred execution (one device, or devices sharing one queue: wgpu on one GPU).
     pub deferred: bool,
+    /// Two-pass runs held parts in place (`--held-in-place`).
+    pub held_in_place: bool,
     /// What a read of a modified page does: `owned` or `write-home` (`--coherence`).
     pub coherence: String,
     /// Summed over devices.
@@ -500,6 +502,7 @@ impl Report {
             staging: cfg.staging,
             footprint_ahead: cfg.footprint_ahead,
             deferred: cfg.deferred,
+            held_in_place: cfg.held_in_place,
             coherence: cfg.coherence.to_string(),
             write_backs_per_frame: write_backs,
         })

@@ -60,6 +60,29 @@ fn ms_list(v: &[f64]) -> String {
         .join(" ")
 }
 
+/// Where the runs of one count differ by more than this (slowest modeled frame over fastest),
+/// the speed-ups divide figures that the machine's other work moved.
+const NOISY_SPREAD: f64 = 1.25;
+
+/// A warning when the modeled frames of some count varied between runs by more than
+/// [`NOISY_SPREAD`]: each speed-up is a ratio of two such medians, so it moves by as much, and
+/// a figure above its ideal says nothing about the devices.
+fn noise_warning(out: &[Figures], ranges: &[(f64, f64)]) -> Option<String> {
+    let (devices, spread) = out
+        .iter()
+        .zip(ranges)
+        .filter(|(_, &(lo, _))| lo > 0.0)
+        .map(|(p, &(lo, hi))| (p.devices, hi / lo))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    (spread > NOISY_SPREAD).then(|| {
+        format!(
+            "warning: the modeled frame of {devices} device(s) varied {spread:.2}× between runs \
+             (slowest over fastest): this machine's other work moved the timings, and the \
+             speed-ups above move with them; rerun on an idle machine, or with more --rounds"
+        )
+    })
+}
+
 /// The tables of `out` (each count's median run, `ranges` their spread over `rounds` runs)
 /// and, where the write-home rule ran too, of `home_out` beside it; None when no count ran.
 pub fn table(
@@ -126,6 +149,9 @@ pub fn table(
             "modeled ms/frame over the runs, min–max: {}",
             spread.join(", ")
         );
+        if let Some(w) = noise_warning(out, ranges) {
+            ln!(s, "{w}");
+        }
     }
     ln!(
         s,
@@ -204,4 +230,38 @@ pub fn table(
         );
     }
     Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn counts(devices: &[usize]) -> Vec<Figures> {
+        devices
+            .iter()
+            .map(|&devices| Figures {
+                devices,
+                modeled: 0.1 / devices as f64,
+                ..Figures::default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn runs_that_differ_by_more_than_a_quarter_are_said_to_be_noisy() {
+        let out = counts(&[1, 2, 4]);
+        // 1.20 at most: quiet enough.
+        let quiet = [(0.100, 0.120), (0.050, 0.055), (0.025, 0.026)];
+        assert_eq!(noise_warning(&out, &quiet), None);
+        let t = table(&out, &quiet, &[], 3).unwrap();
+        assert!(!t.contains("warning"), "{t}");
+        // The 2-device runs: 41.8 to 58.1 ms, 1.39×, the widest, is the one named.
+        let noisy = [(0.100, 0.120), (0.0418, 0.0581), (0.025, 0.030)];
+        let w = noise_warning(&out, &noisy).unwrap();
+        assert!(w.contains("of 2 device(s) varied 1.39×"), "{w}");
+        let t = table(&out, &noisy, &[], 3).unwrap();
+        assert!(t.contains(&w), "{t}");
+        // One run has no spread to speak of.
+        assert!(!table(&out, &noisy, &[], 1).unwrap().contains("warning"));
+    }
 }
