@@ -232,7 +232,8 @@ pub struct PagingOpts {
     staging: bool,
     /// Whether the relaunch procedure asks for the pages a kernel's footprint names before a
     /// band's first launch (on), or launches, faults and relaunches as the paper's relaunch
-    /// does (off). Kernels without a footprint always relaunch on faults.
+    /// does (off). Kernels without a footprint always relaunch on faults. With two-pass, on
+    /// asks for those pages in place of the request pass; off runs the request pass.
     #[arg(long, default_value = "on", value_parser = on_off(), action = clap::ArgAction::Set)]
     footprint_ahead: bool,
     /// Deferred execution (on or off): a band whose pages the device holds is queued without

@@ -129,7 +129,8 @@ pub struct PassStats {
     /// Staged batches refused (nothing changed; the band then asks as usual).
     pub stage_refusals: u64,
     /// Bands of a footprint kernel launched with no request because the device held every
-    /// page they name with the rights they need (the steady state, `crate::held`).
+    /// page they name with the rights they need (the steady state, `crate::held`), and
+    /// two-pass parts run in place for the same reason (`SystemConfig::held_in_place`).
     pub held_bands: u64,
     /// Pages requested by invocations that completed without them (a degrading sample,
     /// `sampler::sample_degraded`), brought after the pass for a later one.
@@ -1391,15 +1392,36 @@ impl DeviceContext {
                 stats.request_passes_skipped += 1;
                 pages
             }
-            None => {
-                stats.request_passes += 1;
-                let out = self.timed_launch(spec, domain.clone(), Mode::Request, stats)?;
-                let reads: Vec<GlobalPage> = out.requests.iter().map(|r| r.page).collect();
-                if !out.requests.is_empty() {
-                    self.timed_acquire_ahead(out.requests, stats)?;
+            // The footprint names what the request pass would find, and the written pages:
+            // asked for first (`SystemConfig::footprint_ahead`), as relaunch's bands are, the
+            // part then holds them all, so it runs in place where held parts do. What the
+            // footprint missed faults and relaunches (in place) or is asked for after the
+            // compute pass (into the temporary), so this changes the cost, never the result.
+            // A footprint that does not fit the budget (it may name more than the invocations
+            // read) leaves the part to its request pass, which finds what they do read.
+            None if self.footprint_ahead => match self.footprint_requests(spec, &domain) {
+                Some(pages) => {
+                    let held: Vec<GlobalPage> = pages.iter().map(|r| r.page).collect();
+                    match self.timed_acquire_ahead(pages, stats) {
+                        Ok(()) => {
+                            stats.request_passes_skipped += 1;
+                            if self.held_in_place {
+                                stats.held_bands += 1;
+                                self.launch_until_done(spec, domain, held, Mode::Direct, stats)?;
+                                return Ok(());
+                            }
+                            held
+                        }
+                        Err(RuntimeError::OverBudget { .. }) => {
+                            self.release();
+                            self.request_pass(spec, &domain, stats)?
+                        }
+                        Err(e) => return Err(e),
+                    }
                 }
-                reads
-            }
+                None => self.request_pass(spec, &domain, stats)?,
+            },
+            None => self.request_pass(spec, &domain, stats)?,
         };
         // Pass 2 (paper 3.5): compute into the temporary and its write mask.
         let writes = self.compute_to_temp(spec, domain, reads, stats)?;
@@ -1418,12 +1440,36 @@ impl DeviceContext {
     /// with the access the footprint asks (the written ones writable); `None` when it does
     /// not, or there is no footprint to ask about. A hint, as [`ManagerHandle::covers`] is.
     fn held_footprint(&self, spec: &PassSpec, domain: &Domain) -> Option<Vec<GlobalPage>> {
+        let pages = self.footprint_requests(spec, domain)?;
+        self.mm
+            .covers(self.device, &pages)
+            .then(|| pages.iter().map(|r| r.page).collect())
+    }
+
+    /// What the kernel's footprint names for a rectangle `domain`, reads and writes; `None`
+    /// without a footprint, for a list, or when it names nothing.
+    fn footprint_requests(&self, spec: &PassSpec, domain: &Domain) -> Option<Vec<PageRequest>> {
         let (&Domain::Rect { x0, y0, x1, y1 }, Some(fp)) = (domain, spec.kernel.footprint()) else {
             return None;
         };
-        let pages = footprint_pages(&spec.bindings, &fp, (x0, y0, x1, y1))?;
-        (!pages.is_empty() && self.mm.covers(self.device, &pages))
-            .then(|| pages.iter().map(|r| r.page).collect())
+        footprint_pages(&spec.bindings, &fp, (x0, y0, x1, y1)).filter(|p| !p.is_empty())
+    }
+
+    /// Pass 1 (paper 3.4): the kernel in request-recording mode over `domain`; what it read is
+    /// asked for in one batch. Returns the pages it read.
+    fn request_pass(
+        &mut self,
+        spec: &PassSpec,
+        domain: &Domain,
+        stats: &mut PassStats,
+    ) -> Result<Vec<GlobalPage>> {
+        stats.request_passes += 1;
+        let out = self.timed_launch(spec, domain.clone(), Mode::Request, stats)?;
+        let reads: Vec<GlobalPage> = out.requests.iter().map(|r| r.page).collect();
+        if !out.requests.is_empty() {
+            self.timed_acquire_ahead(out.requests, stats)?;
+        }
+        Ok(reads)
     }
 
     /// The pages the kernel's footprint names for `domain`, when the device holds every one
@@ -1696,7 +1742,11 @@ mod tests {
     #[cfg(not(feature = "shuttle"))]
     #[test]
     fn a_request_pass_is_skipped_only_when_every_page_is_resident() {
-        let sys = crate::System::cpu(&crate::SystemConfig::new(1).threads(1)).unwrap();
+        // The paper's request pass: the footprint does not stand in for it.
+        let cfg = crate::SystemConfig::new(1)
+            .threads(1)
+            .footprint_ahead(false);
+        let sys = crate::System::cpu(&cfg).unwrap();
         // Two 8×8 pages each; `a` holds 0, 1, 2, … so a copy from the wrong place shows.
         let desc = ObjectDesc::texture(16, 8, TexelFormat::R32Float, 8).unwrap();
         let data: Vec<u8> = (0..128).flat_map(|i| (i as f32).to_le_bytes()).collect();
@@ -1741,6 +1791,38 @@ mod tests {
         // `c` was never fetched: the request pass runs again, and the copy is `c`'s zeros.
         assert_eq!(pass(&c), (1, 0));
         assert_eq!(sys.mm.read(b.id).unwrap(), vec![0; 512]);
+    }
+
+    /// With the footprint ahead (the default) no request pass runs: the first pass asks for
+    /// what the footprint names and runs in place; the copy is right either way.
+    #[test]
+    fn the_footprint_stands_in_for_the_request_pass() {
+        for in_place in [true, false] {
+            let cfg = crate::SystemConfig::new(1)
+                .threads(1)
+                .held_in_place(in_place);
+            let sys = crate::System::cpu(&cfg).unwrap();
+            let desc = ObjectDesc::texture(16, 8, TexelFormat::R32Float, 8).unwrap();
+            let data: Vec<u8> = (0..128).flat_map(|i| (i as f32).to_le_bytes()).collect();
+            let a = sys.create(desc, Some(data.clone())).unwrap();
+            let b = sys.create(desc, None).unwrap();
+            let spec = PassSpec::over(
+                Copy2d {
+                    from: a.id,
+                    to: b.id,
+                },
+                &[&a, &b],
+                16,
+                8,
+            );
+            let s = sys
+                .run_pass(&spec, 16, 8, crate::Partition::Rows, Procedure::TwoPass)
+                .unwrap();
+            assert_eq!(s[0].request_passes, 0, "in place {in_place}: {:?}", s[0]);
+            assert_eq!(s[0].request_passes_skipped, 1, "{:?}", s[0]);
+            assert_eq!(s[0].held_bands, u64::from(in_place), "{:?}", s[0]);
+            assert_eq!(sys.mm.read(b.id).unwrap(), data, "in place {in_place}");
+        }
     }
 
     #[test]

@@ -68,7 +68,11 @@ pub struct SystemConfig {
     /// batch in place of a pass of faults and a relaunch (a neighbour's read of a boundary
     /// page leaves the owner's copy read-only, so otherwise every pass rewrites a faulted page
     /// row per boundary twice). On by default; off is the paper's relaunch as it stands (3.6):
-    /// launch, fault, request, relaunch. Kernels without a footprint relaunch as before.
+    /// launch, fault, request, relaunch. Kernels without a footprint relaunch as before. It
+    /// serves two-pass too: a part whose pages the device lacks asks for what the footprint
+    /// names, in place of its request pass (which runs every invocation a second time), and
+    /// then runs in place where [`SystemConfig::held_in_place`] says so; off, the request pass
+    /// runs as the paper's (3.4).
     pub footprint_ahead: bool,
     /// Deferred execution (on a node of one device, or of devices that share one queue: the
     /// wgpu devices of one GPU, which also queue the bands whose pages they must ask for, and

@@ -56,10 +56,12 @@ pub struct DeviceReport {
     pub gpu_stage_seconds: Option<StageTimes>,
     pub launches: u64,
     pub relaunched_invocations: u64,
-    /// Two-pass request passes launched, and skipped because every page was resident.
+    /// Two-pass request passes launched, and skipped because every page was resident or the
+    /// kernel's footprint named the pages (`--footprint-ahead on`).
     pub request_passes: u64,
     pub request_passes_skipped: u64,
-    /// Bands launched with no request, the device holding every page they name.
+    /// Bands launched with no request, the device holding every page they name (relaunch),
+    /// and two-pass parts run in place for that reason.
     pub bands_launched_held: u64,
     /// The host's work for this device per frame, counted (`HostCounters`).
     pub host: HostReport,
