@@ -630,7 +630,6 @@ fn refuse_inapplicable(cli: &Cli, matches: &clap::ArgMatches) -> Result<(), clap
     // never across nodes, and every rank would create the same home file.
     let refused = [
         (given("deferred"), "--deferred does not apply with --devices-per-node: launches are never deferred across nodes"),
-        (given("held_in_place"), "--held-in-place does not apply with --devices-per-node: across nodes two-pass always computes into the temporary"),
         (given("home_file"), "--home-file does not apply with --devices-per-node: every node would create the same file"),
         (o.node.staging, "--staging on is not built across nodes (--devices-per-node)"),
     ];

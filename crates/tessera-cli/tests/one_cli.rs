@@ -286,10 +286,6 @@ fn options_a_command_cannot_honour_are_usage_errors() {
             "--staging on is not built across nodes",
         ),
         (&["--home-file", "h.bin"], "--home-file does not apply"),
-        (
-            &["--held-in-place", "off"],
-            "--held-in-place does not apply",
-        ),
     ] {
         refused(&with(&nodes, extra), 2, needle);
     }
