@@ -53,8 +53,9 @@ pub fn measure<E: From<RuntimeError>>(
     }
     unpaged()?;
     // Two uncounted frames: the first pages everything in; the second is the first steady
-    // one, whose launches may take pipelines the first did not (a held two-pass part runs in
-    // place where the first frame's parts computed into the temporary), compiled on first use.
+    // one, whose launches may take pipelines the first did not (with `--held-in-place off` a
+    // held part computes into the temporary where the first frame's asked and ran in place),
+    // which a GPU compiles on first use.
     for (sim, (p, _)) in paged.iter().zip(SIDES) {
         sim.frame(Partition::Rows, p)?;
         sim.frame(Partition::Rows, p)?;
