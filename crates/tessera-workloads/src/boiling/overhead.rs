@@ -52,10 +52,10 @@ pub fn measure<E: From<RuntimeError>>(
         )?);
     }
     unpaged()?;
-    // Two uncounted frames: the first pages everything in; the second is the first steady
-    // one, whose launches may take pipelines the first did not (with `--held-in-place off` a
-    // held part computes into the temporary where the first frame's asked and ran in place),
-    // which a GPU compiles on first use.
+    // Two uncounted frames: the first pages everything in, and its launches may take other
+    // paths than a steady frame's (relaunches over lists of invocations, a request pass);
+    // the second is the first steady one, so any pipeline only it takes is compiled, on a
+    // GPU, before the clock starts.
     for (sim, (p, _)) in paged.iter().zip(SIDES) {
         sim.frame(Partition::Rows, p)?;
         sim.frame(Partition::Rows, p)?;
