@@ -333,8 +333,12 @@ impl Device for CpuDevice {
                 "bad physical memory {memory} of {slot_bytes}-byte slots"
             )));
         }
-        self.memories
-            .push(Arc::new(Memory::new((slot_bytes / 4) as usize, capacity)));
+        let m = Memory::new((slot_bytes / 4) as usize, capacity).ok_or_else(|| {
+            self.err(format!(
+                "cannot allocate physical memory {memory}: {capacity} slots of {slot_bytes} bytes"
+            ))
+        })?;
+        self.memories.push(Arc::new(m));
         Ok(())
     }
 
