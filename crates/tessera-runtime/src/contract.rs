@@ -31,6 +31,20 @@ pub fn kind_name(format: Option<TexelFormat>) -> &'static str {
     }
 }
 
+/// In a relaunch list ([`crate::Domain::List`]), the top bit of an entry's y: the invocation
+/// saved its state ([`Fault::Suspend`]) at an earlier launch of the pass, and
+/// [`Invocation::resumed`](crate::Invocation::resumed) says so, so that only such invocations
+/// read a saved state (a kernel that reads it unconditionally touches the state's every page at
+/// every launch). A backend strips it from the coordinate, and sets it on the invocation's
+/// entry in the incomplete list when it suspends or, resumed, faults again. Launch domains are
+/// at most [`MAX_DOMAIN_SIDE`] on a side, so no coordinate has it.
+pub const RESUMED_BIT: u32 = 0x8000_0000;
+
+/// The most invocations a pass's domain has on a side: 2³⁰, leaving the top two bits of a
+/// coordinate to a relaunch list's marks ([`RESUMED_BIT`], and one a GPU backend keeps to
+/// itself).
+pub const MAX_DOMAIN_SIDE: u32 = 1 << 30;
+
 /// Why an invocation stopped early.
 #[derive(Debug)]
 pub enum Fault {

@@ -23,7 +23,7 @@ use tessera_core::{Access, DeviceId, GlobalPage, ObjectEntry, PageRequest};
 
 use crate::backend::{Domain, Launch, LaunchOutcome, MergeOutcome, Queued, QueuedOutcome, Settled};
 use crate::error::{Result, RuntimeError};
-use crate::kernel::{Bound, Kernel, Mode};
+use crate::kernel::{Bound, Kernel, Mode, RESUMED_BIT};
 use crate::manager::{LaunchStarter, ManagerHandle};
 use crate::sync::channel::bounded;
 use crate::worker::{Pending, WorkerHandle};
@@ -1644,8 +1644,10 @@ fn wave_pages(spec: &PassSpec, domain: &Domain) -> Vec<PageRequest> {
                 return Vec::new();
             };
             let end = |v: u32| v.saturating_add(1);
+            let fy = fy & !RESUMED_BIT;
             l.iter()
                 .fold((fx, fy, end(fx), end(fy)), |(x0, y0, x1, y1), &(x, y)| {
+                    let y = y & !RESUMED_BIT;
                     (x0.min(x), y0.min(y), x1.max(end(x)), y1.max(end(y)))
                 })
         }

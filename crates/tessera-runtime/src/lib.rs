@@ -33,8 +33,8 @@ pub use driver::{DeviceContext, PassSpec, PassStats, Procedure, StageTimes};
 pub use error::{BackendError, Result, RuntimeError};
 pub use kernel::{
     check_launch, kind_name, Bound, Fault, Footprint, Kernel, KernelParams, Mode, ParamField,
-    ParamScalar, ScalarKind, TempStore, TexelAccess, WgslKernel, MAX_BINDINGS, MAX_PARAMS,
-    MAX_STORES,
+    ParamScalar, ScalarKind, TempStore, TexelAccess, WgslKernel, MAX_BINDINGS, MAX_DOMAIN_SIDE,
+    MAX_PARAMS, MAX_STORES, RESUMED_BIT,
 };
 pub use manager::{
     LaunchStarter, ManagerHandle, Prefetch, Thrashing, PIN_BATCHES, PREFETCH_REGION, THRASH_EVENTS,

@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use crate::backend::Domain;
 use crate::error::{Result, RuntimeError};
+use crate::kernel::MAX_DOMAIN_SIDE;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -51,6 +52,11 @@ fn split(len: u32, parts: u32, what: &'static str) -> Result<Vec<(u32, u32)>> {
 impl Partition {
     /// One rectangle per device, covering `width × height` exactly once.
     pub fn regions(self, width: u32, height: u32, devices: u32) -> Result<Vec<Domain>> {
+        if width > MAX_DOMAIN_SIDE || height > MAX_DOMAIN_SIDE {
+            return Err(RuntimeError::Config(format!(
+                "a pass of {width}x{height} invocations: each side may be at most {MAX_DOMAIN_SIDE}"
+            )));
+        }
         let (gx, gy) = match self {
             Partition::Rows => (1, devices),
             Partition::Cols => (devices, 1),

@@ -151,6 +151,12 @@ abi_consts! {
     GROUP_Y = 8;
     /// Reads of a footprint the tile path keeps windows for.
     FP_MAX = 4;
+    /// In y of a relaunch list's entry: the invocation saved its state at an earlier launch
+    /// (`tessera_runtime::RESUMED_BIT`; the prelude's `resumed()`).
+    RESUMED_BIT = tessera_runtime::RESUMED_BIT;
+    /// In y of an incomplete entry: it saved its state at this launch. The host counts the
+    /// entries so marked and strips the mark; the list keeps `RESUMED_BIT`.
+    SAVED_NOW_BIT = 0x4000_0000;
     /// Remote objects one launch binds (buffers `remote0..3`, memories 4..7 in the prelude).
     REMOTE_SLOTS = 4;
     /// The prelude's memory index of remote buffer 0 (after the MAX_MEMORIES memories).

@@ -64,6 +64,66 @@ fn touched_pages(scene: &PagedScene, view: View, opts: RenderOptions) -> u64 {
 
 const PAGE_BYTES: u64 = (PAGE * PAGE * 4) as u64;
 
+/// Only rays that suspended read the state buffer. With a budget that holds the scene and the
+/// image but not the state, a frame after the first suspends no ray and leaves none of the
+/// state's pages on a device, in a few launches and the resident image; had every ray read
+/// its state, each frame's new state buffer would fault at every pixel and fill the budget.
+#[test]
+fn rays_that_never_suspended_read_no_saved_state() {
+    let (scene, view, opts) = setup(3, 1, 48, 36);
+    let want = resident_image(&scene, view, opts).unwrap();
+    let fits = |r: &RayRenderer, name: &str| {
+        r.residency()
+            .unwrap()
+            .into_iter()
+            .find(|o| o.name == name)
+            .unwrap()
+    };
+    // Sized from a resident render: every page but the state's, with room to spare.
+    let sys = System::cpu(&SystemConfig::new(1).threads(2)).unwrap();
+    let mut r = RayRenderer::new(sys, scene.clone(), view, opts).unwrap();
+    r.frame().unwrap();
+    let all = r.residency().unwrap();
+    let state = fits(&r, "ray state");
+    let others: u64 = all
+        .iter()
+        .filter(|o| o.name != "ray state")
+        .map(|o| o.pages)
+        .sum();
+    assert!(state.pages > 4, "the state buffer is {} pages", state.pages);
+    let budget = (others + 4) * PAGE_BYTES;
+    assert!(budget < (others + state.pages) * PAGE_BYTES);
+    for devices in [1, 2] {
+        let sys = System::cpu(
+            &SystemConfig::new(devices)
+                .budget(budget)
+                .memory(budget)
+                .threads(2),
+        )
+        .unwrap();
+        let mut r = RayRenderer::new(sys, scene.clone(), view, opts).unwrap();
+        for frame in 0..3 {
+            let stats = r.frame().unwrap();
+            assert_eq!(
+                r.image().unwrap(),
+                want,
+                "{devices} device(s), frame {frame}"
+            );
+            if frame == 0 {
+                continue;
+            }
+            let suspended: u64 = stats.iter().map(|s| s.suspended).sum();
+            let launches: u64 = stats.iter().map(|s| s.launches).sum();
+            assert_eq!(suspended, 0, "{devices} device(s), frame {frame}");
+            assert!(
+                launches <= 3 * devices as u64,
+                "{devices} device(s), frame {frame}: {launches} launches"
+            );
+            assert_eq!(fits(&r, "ray state").per_device, vec![0; devices]);
+        }
+    }
+}
+
 /// The "done when": fully resident, 2× and 8× oversubscription, 1–4 devices, every
 /// policy and both procedures render the same image bit for bit; the oversubscribed runs do
 /// evict, and their rays do suspend and resume.
@@ -188,6 +248,8 @@ mod plain {
         pub no_atlas: bool,
         pub loads: u64,
         pub stores: Vec<(u32, u32)>,
+        /// The pixel saved its state at an earlier attempt (the runtime's `RESUMED_BIT`).
+        pub resumed: bool,
     }
 
     impl RayAccess for Plain<'_> {
@@ -195,6 +257,9 @@ mod plain {
             assert_eq!(id, self.obj.state);
             self.stores.push((i, v));
             Ok(())
+        }
+        fn resumed(&self) -> bool {
+            self.resumed
         }
     }
 
@@ -292,6 +357,7 @@ fn plain<'a>(
         no_atlas: false,
         loads: 0,
         stores: Vec::new(),
+        resumed: false,
     }
 }
 
@@ -392,6 +458,7 @@ fn rays_resume_from_their_saved_state() {
             k.pixel(&mut whole, x, y).unwrap();
             let needed = whole.loads - before;
             let mut attempts = 0u64;
+            cut.resumed = false;
             loop {
                 attempts += 1;
                 assert!(attempts <= needed, "({x}, {y}): no progress");
@@ -403,6 +470,7 @@ fn rays_resume_from_their_saved_state() {
                         for &(i, v) in &cut.stores {
                             cut.state[i as usize] = v;
                         }
+                        cut.resumed = true;
                     }
                     Err(tessera_runtime::Fault::Miss) => assert!(cut.stores.is_empty()),
                     Err(e) => panic!("({x}, {y}): {e:?}"),

@@ -18,7 +18,9 @@ use tessera_core::{
 };
 
 use super::compact::RequestBits;
-use crate::contract::{kind_name, Bound, Fault, Mode, TempStore, MAX_BINDINGS, MAX_STORES};
+use crate::contract::{
+    kind_name, Bound, Fault, Mode, TempStore, MAX_BINDINGS, MAX_STORES, RESUMED_BIT,
+};
 use crate::error::RuntimeError;
 use crate::remote::RemoteObject;
 
@@ -31,18 +33,20 @@ pub fn run_span_with(
     incomplete: &mut Vec<(u32, u32)>,
     mut body: impl FnMut(&mut Invocation<'_>, u32, u32) -> Result<(), Fault>,
 ) -> Result<(), RuntimeError> {
+    // A resumed invocation that faults again still has the state it saved.
+    let kept = if inv.resumed { RESUMED_BIT } else { 0 };
     for x in xs {
         match body(inv, x, y) {
             Ok(()) => inv.finish(true),
             Err(Fault::Miss) => {
                 inv.finish(false);
-                incomplete.push((x, y));
+                incomplete.push((x, y | kept));
             }
             Err(Fault::Suspend) => {
                 let saved = inv.mode == Mode::Direct;
                 inv.finish(saved);
                 inv.suspended += saved as u64;
-                incomplete.push((x, y));
+                incomplete.push((x, y | if saved { RESUMED_BIT } else { kept }));
             }
             Err(Fault::Error(e)) => {
                 // Discarded like a fault's; the backend needs the place to pick the launch's
@@ -114,6 +118,8 @@ pub struct Invocation<'a> {
     pub(crate) failed_at: Option<(u32, u32)>,
     /// Invocations this task ran that saved their state (`Fault::Suspend` in Direct mode).
     pub(crate) suspended: u64,
+    /// The invocations being run saved their state at an earlier launch ([`RESUMED_BIT`]).
+    pub(crate) resumed: bool,
     /// Per binding, the remote object it is (`None`: migrate or replicate-read). A remote
     /// binding never fills the TLB, so every access to it takes the slow path, where it is
     /// counted; the fast path of other bindings is unchanged.
@@ -168,6 +174,7 @@ impl<'a> Invocation<'a> {
             touched: Vec::new(),
             failed_at: None,
             suspended: 0,
+            resumed: false,
             remote: remote_refs,
             device,
             remote_log: Vec::new(),
@@ -175,6 +182,12 @@ impl<'a> Invocation<'a> {
             probe: None,
             probe_missed: false,
         }
+    }
+
+    /// Whether this invocation saved its state at an earlier launch of the pass
+    /// ([`Fault::Suspend`]): only then has it a state to read back.
+    pub fn resumed(&self) -> bool {
+        self.resumed
     }
 
     pub fn mode(&self) -> Mode {

@@ -35,7 +35,7 @@ use crate::backend::{
     Device, Domain, Launch, LaunchOutcome, MergeOutcome, PeerCopy, PeerMemory, SlotSink,
 };
 use crate::error::{Result, RuntimeError};
-use crate::kernel::TempStore;
+use crate::kernel::{TempStore, RESUMED_BIT};
 
 pub struct CpuDevice {
     id: DeviceId,
@@ -279,9 +279,12 @@ impl Task<'_> {
         let mut incomplete = Vec::new();
         let mut i = 0;
         while i < items.len() {
-            let (xa, ya) = items[i];
+            // Runs are of entries alike in `RESUMED_BIT` too, since they differ in y.
+            let (xa, ya_bit) = items[i];
+            let ya = ya_bit & !RESUMED_BIT;
+            inv.resumed = ya_bit != ya;
             let mut w = 1;
-            while i + w < items.len() && items[i + w] == (xa.wrapping_add(w as u32), ya) {
+            while i + w < items.len() && items[i + w] == (xa.wrapping_add(w as u32), ya_bit) {
                 w += 1;
             }
             let mut h = 1;
@@ -291,14 +294,18 @@ impl Task<'_> {
                     break;
                 }
                 for k in 0..w {
-                    if items[s + k] != (xa.wrapping_add(k as u32), ya.wrapping_add(h as u32)) {
+                    if items[s + k] != (xa.wrapping_add(k as u32), ya_bit.wrapping_add(h as u32)) {
                         break 'rows;
                     }
                 }
                 h += 1;
             }
             let (xs, ys) = (xa..xa + w as u32, ya..ya + h as u32);
-            if w * h >= MIN_LIST_RECT && self.run_plain_tile(&mut inv, &xs, &ys, bufs) {
+            // Plain windows have no saved state to offer: resumed runs take the spans.
+            if w * h >= MIN_LIST_RECT
+                && !inv.resumed
+                && self.run_plain_tile(&mut inv, &xs, &ys, bufs)
+            {
                 i += w * h;
                 continue;
             }

@@ -253,16 +253,17 @@ impl WgpuDevice {
         let mut requests = self.request_list(head, pages)?;
         // The CPU backend's order: by page.
         requests.sort_unstable_by_key(|r| r.page);
-        // The prelude marks the invocations that saved their state (`suspend()`) in y.
+        // The prelude marks the invocations that saved their state at this launch
+        // (`suspend()`) in y, beside the runtime's `RESUMED_BIT`, which the list keeps.
         let suspended = incomplete
             .chunks_exact(2)
-            .filter(|c| c[1] & SUSPENDED_BIT != 0)
+            .filter(|c| c[1] & crate::abi::SAVED_NOW_BIT != 0)
             .count() as u64;
         Ok(Ran::Done(LaunchOutcome {
             requests,
             incomplete: incomplete
                 .chunks_exact(2)
-                .map(|c| (c[0], c[1] & !SUSPENDED_BIT))
+                .map(|c| (c[0], c[1] & !crate::abi::SAVED_NOW_BIT))
                 .collect(),
             suspended,
             invocations: n,

@@ -47,8 +47,11 @@ const BELT_CHUNK: u64 = 4 << 20;
 /// within a few launches, and a device that stopped evicting stops paying 4 bytes a page per
 /// launch soon after.
 const STAMP_LAUNCHES: u32 = 16;
-/// The prelude's mark, in y, on an incomplete invocation that saved its state (`suspend()`).
-const SUSPENDED_BIT: u32 = 0x8000_0000;
+// The prelude's marks sit above every coordinate of a launch domain.
+const _: () = assert!(
+    crate::abi::SAVED_NOW_BIT < crate::abi::RESUMED_BIT
+        && crate::abi::SAVED_NOW_BIT >= tessera_runtime::MAX_DOMAIN_SIDE
+);
 
 /// The tile path's workgroup side (`main_tiles`: 8 x 8 tiles).
 const TILE: u32 = 8;

@@ -10,7 +10,9 @@
 //   store to a page not held writable records a write bit;
 // - after a miss, a kernel that made progress may call `suspend()` and store its state: in
 //   Mode::Direct its stores are then committed and it is relaunched (the CPU twin's
-//   `Err(Fault::Suspend)`); its entry in the incomplete list has SUSPENDED_BIT set in y;
+//   `Err(Fault::Suspend)`); its entry in the incomplete list has RESUMED_BIT (the runtime's)
+//   and SAVED_NOW_BIT set in y. Relaunched, it sees `resumed()`, and if it faults again its
+//   entry keeps RESUMED_BIT;
 // - once an invocation has faulted, later accesses yield zero and record nothing (the CPU twin
 //   has returned at the fault), and its buffered stores are dropped, so a faulting invocation
 //   leaves no side effect and can be relaunched.
@@ -66,7 +68,9 @@ var<private> g_faulted: bool;
 var<private> g_error: bool;
 // Set by `suspend`: commit the stores and relaunch.
 var<private> g_suspended: bool;
-const SUSPENDED_BIT: u32 = 0x80000000u;
+// The invocation saved its state at an earlier launch of the pass (RESUMED_BIT on its list
+// entry): `resumed()`.
+var<private> g_resumed: bool;
 // The invocation's index in launch order: of failing invocations the lowest is reported.
 var<private> g_idx: u32;
 var<private> g_nst: u32;
@@ -162,6 +166,12 @@ fn faulted() -> bool {
 // The CPU twin's `Err(Fault::Suspend)`: after a miss, the invocation goes on only to store its
 // state, then is relaunched. False (a plain fault: stores dropped) outside Mode::Direct, after
 // an error, or without a miss.
+// Whether this invocation saved its state at an earlier launch of the pass: only then has it
+// a state to read back (the CPU twin's `Invocation::resumed`).
+fn resumed() -> bool {
+    return g_resumed;
+}
+
 fn suspend() -> bool {
     if !g_faulted || g_error || launch_mode() != MODE_DIRECT {
         return false;
@@ -885,8 +895,10 @@ fn invocation(gid: vec3<u32>) {
         }
         let xy = domain_list[idx];
         x = xy.x;
-        y = xy.y;
+        y = xy.y & ~RESUMED_BIT;
+        g_resumed = y != xy.y;
     } else {
+        g_resumed = false;
         x = launch.x0 + gid.x;
         y = launch.y0 + gid.y;
         if x >= launch.x1 || y >= launch.y1 {
@@ -906,7 +918,7 @@ fn invocation(gid: vec3<u32>) {
         close_gate();
         let k = atomicAdd(&status.incomplete, 1u);
         if k < arrayLength(&incomplete) {
-            incomplete[k] = vec2<u32>(x, y);
+            incomplete[k] = vec2<u32>(x, y | select(0u, RESUMED_BIT, g_resumed));
         }
         return;
     }
@@ -949,7 +961,7 @@ fn invocation(gid: vec3<u32>) {
         close_gate();
         let k = atomicAdd(&status.incomplete, 1u);
         if k < arrayLength(&incomplete) {
-            incomplete[k] = vec2<u32>(x, y | SUSPENDED_BIT);
+            incomplete[k] = vec2<u32>(x, y | RESUMED_BIT | SAVED_NOW_BIT);
         }
     }
 }

@@ -5,7 +5,10 @@
 //! Saved ray state ("thread state saved", patent 003): each pixel owns `STATE_WORDS` words
 //! of the state buffer: phase (with the AO sample and an in-leaf flag), the BVH node to visit
 //! next, the nearest hit's distance and triangle, the albedo and the occluded count. An
-//! invocation loads them, advances the ray as far as the resident pages let it, and on a miss
+//! invocation that saved them at an earlier launch (`Invocation::resumed`) loads them; any
+//! other starts at `START`, which the buffer holds until a ray suspends, so that rays that
+//! never suspend touch none of its pages. It advances the ray as far as the resident pages
+//! let it, and on a miss
 //! either (no progress) faults as usual, or (progress) stores the new state and returns
 //! `Fault::Suspend`: the runtime commits those stores and relaunches it once its pages are
 //! there, and it continues from the saved node. A ray that has made progress never starts
@@ -61,12 +64,18 @@ const OFFSET_STEP: f32 = f32::from_bits(0x3ac0_0000);
 /// filtering kernel, [`Rays::filter`], takes), and the ray state's stores.
 pub trait RayAccess: BufferAccess {
     fn store_u32(&mut self, id: ObjectId, index: u32, v: u32) -> Result<(), Fault>;
+    /// Whether this pixel's ray saved its state at an earlier launch of the frame.
+    fn resumed(&self) -> bool;
 }
 
 impl RayAccess for Invocation<'_> {
     #[inline(always)]
     fn store_u32(&mut self, id: ObjectId, index: u32, v: u32) -> Result<(), Fault> {
         Invocation::store_u32(self, id, index, v)
+    }
+    #[inline(always)]
+    fn resumed(&self) -> bool {
+        Invocation::resumed(self)
     }
 }
 
@@ -455,9 +464,14 @@ impl Rays {
     #[inline(always)]
     pub fn pixel<A: RayAccess>(&self, a: &mut A, x: u32, y: u32) -> Result<(), Fault> {
         let base = (y * self.width + x) * STATE_WORDS;
+        // A ray that never suspended this frame has the state the buffer was created with,
+        // START (zeros): reading it would fault on the state's pages at every pixel's first
+        // launch, and hold pages of them in the budget, for nothing.
         let mut s = [0u32; SAVED_WORDS];
-        for (i, w) in s.iter_mut().enumerate() {
-            *w = a.load_u32(self.obj.state, base + i as u32)?;
+        if a.resumed() {
+            for (i, w) in s.iter_mut().enumerate() {
+                *w = a.load_u32(self.obj.state, base + i as u32)?;
+            }
         }
         let saved = s;
         match self.advance(a, x, y, &mut s) {

@@ -383,8 +383,12 @@ fn r_advance(x: u32, y: u32) -> u32 {
 fn kernel_main(x: u32, y: u32) {
     let state = params.state;
     let base = (y * params.width + x) * R_STATE_WORDS;
+    // Only a ray that suspended has a state other than START (zeros) to read (rays.rs).
     for (var i = 0u; i < 6u; i++) {
-        rs[i] = load_u32(state, base + i);
+        rs[i] = 0u;
+        if resumed() {
+            rs[i] = load_u32(state, base + i);
+        }
     }
     if faulted() {
         return;
