@@ -36,8 +36,9 @@ pub fn kind_name(format: Option<TexelFormat>) -> &'static str {
 /// [`Invocation::resumed`](crate::Invocation::resumed) says so, so that only such invocations
 /// read a saved state (a kernel that reads it unconditionally touches the state's every page at
 /// every launch). A backend strips it from the coordinate, and sets it on the invocation's
-/// entry in the incomplete list when it suspends or, resumed, faults again. Launch domains are
-/// at most [`MAX_DOMAIN_SIDE`] on a side, so no coordinate has it.
+/// entry in the incomplete list when it suspends or, resumed, faults again. A pass is at most
+/// [`MAX_DOMAIN_SIDE`] on a side (`Partition::regions` refuses a larger one), so none of its
+/// coordinates has it; a caller of `DeviceContext::launch` keeps its own domains as small.
 pub const RESUMED_BIT: u32 = 0x8000_0000;
 
 /// The most invocations a pass's domain has on a side: 2³⁰, leaving the top two bits of a

@@ -108,4 +108,25 @@ mod tests {
         assert_eq!(Partition::Tiles.regions(8, 8, 4).unwrap().len(), 4);
         assert!(Partition::Rows.regions(8, 3, 4).is_err());
     }
+
+    /// A side past `MAX_DOMAIN_SIDE` would put a relaunch list's marks into its coordinates.
+    #[test]
+    fn a_pass_wider_or_taller_than_the_largest_domain_is_refused() {
+        for (w, h) in [(MAX_DOMAIN_SIDE + 1, 1), (1, MAX_DOMAIN_SIDE + 1)] {
+            assert!(matches!(
+                Partition::Rows.regions(w, h, 1),
+                Err(RuntimeError::Config(_))
+            ));
+        }
+        let at_most = Partition::Rows.regions(1, MAX_DOMAIN_SIDE, 1).unwrap();
+        assert!(matches!(
+            at_most[..],
+            [Domain::Rect {
+                x0: 0,
+                y0: 0,
+                x1: 1,
+                y1: MAX_DOMAIN_SIDE
+            }]
+        ));
+    }
 }
