@@ -15,8 +15,10 @@ uptime
 # (`--coherence write-home`: a modified page read by another device also goes home; the
 # default, owned pages, keeps it on its owner, docs/PROTOCOL.md "Owned pages"), and its
 # two-pass, which merges every part through the temporary (`--held-in-place off`; the default
-# runs a part whose pages the device holds in place, docs/PROTOCOL.md "Procedures").
-P="--footprint-ahead off --coherence write-home --held-in-place off"
+# runs a part whose pages the device holds in place, docs/PROTOCOL.md "Procedures"), and its
+# even partitioning (`--split-on-pages off`; the default cuts on page boundaries, which would
+# hide the page-size steps of Figure 10, docs/PROTOCOL.md "Bands on page boundaries").
+P="--footprint-ahead off --coherence write-home --held-in-place off --split-on-pages off"
 # Figure 8 (memory) at 1024x1024, and the sweep whose wall time the issue asks for.
 time tessera sweep page-size --workload boiling --size 1024 --devices 2 --pages 1,2,...,512 --topology pcie3-x16 --force --out $E/page-size-1024 $P
 # Figures 9-11 and the stage shares at 512x512, as in the paper, on its 2007 bus.

@@ -246,6 +246,11 @@ pub struct PagingOpts {
     /// temporary and merges it, as the paper's third pass does (off).
     #[arg(long, default_value = "on", value_parser = on_off(), action = clap::ArgAction::Set)]
     held_in_place: bool,
+    /// Whether each pass is cut across devices on page boundaries where every band stays
+    /// within a quarter of an even share (on), so that no page a pass writes is written by two
+    /// devices, or evenly, as the paper's partitioning does (off).
+    #[arg(long, default_value = "on", value_parser = on_off(), action = clap::ArgAction::Set)]
+    split_on_pages: bool,
     /// What a read of a page another device modified does: owned (MOESI's owned state: the
     /// owner keeps the page and serves readers from it; it goes home only when evicted) or
     /// write-home (the journal paper's rule: home is updated on every such read).
@@ -301,6 +306,7 @@ impl PagingOpts {
             .home_file(self.home_file.clone())
             .deferred(self.deferred)
             .held_in_place(self.held_in_place)
+            .split_on_pages(self.split_on_pages)
             .coherence(self.coherence)
             .variant(self.protocol)
     }

@@ -180,3 +180,46 @@ fn with_the_devices_one_at_a_time_the_managers_work_runs_on_the_waiting_thread()
     // The boundary pages' copies are timed and left out of the manager's time.
     assert!(num(&m["manager_copy_seconds_left_out"]) > 0.0, "{m}");
 }
+
+/// `--split-on-pages`: at 320² with 64-row pages, two devices cut evenly share the page row
+/// at row 160, and both write it every pass; cut on pages (192 + 128 rows) they share none,
+/// so fewer pages go from one device to the other. The field is the same either way, and the
+/// report says which cut ran.
+#[test]
+fn a_pass_is_cut_on_pages_unless_told_to_cut_evenly() {
+    let run = |on: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let args = [
+            argv("run boiling --devices 2 --size 320 --page 64 --frames 2 --warmup 1"),
+            argv("--gif-every 0 --split-on-pages"),
+            vec![on],
+            argv("--out"),
+            vec![dir.path().to_str().unwrap()],
+        ]
+        .concat();
+        let o = tessera(&args);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let r: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap())
+                .unwrap();
+        r
+    };
+    let (pages, even) = (run("on"), run("off"));
+    assert_eq!(pages["split_on_pages"], true);
+    assert_eq!(even["split_on_pages"], false);
+    assert_eq!(pages["checksum"], even["checksum"]);
+    let moved = |r: &serde_json::Value| -> f64 {
+        r["per_device"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| num(&d["device_to_device_peer_per_frame"]["pages"]))
+            .sum()
+    };
+    assert!(
+        moved(&pages) < moved(&even),
+        "{} against {}",
+        moved(&pages),
+        moved(&even)
+    );
+}

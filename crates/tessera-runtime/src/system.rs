@@ -93,6 +93,11 @@ pub struct SystemConfig {
     /// default; off is the paper's two-pass as it stands (3.5), which `--held-in-place off`
     /// keeps for its stage figures.
     pub held_in_place: bool,
+    /// Passes are cut across devices on the pages of the pass-sized textures they bind, where
+    /// every band stays within a quarter of an even share (`System::regions`,
+    /// docs/PROTOCOL.md "Bands on page boundaries"). On by default; off cuts evenly, as the
+    /// paper's partitioning does (3.6), which its page-size figures show.
+    pub split_on_pages: bool,
 }
 
 /// How [`System::run_pass`] runs the devices of one pass.
@@ -129,6 +134,7 @@ impl Default for SystemConfig {
             footprint_ahead: true,
             deferred: false,
             held_in_place: true,
+            split_on_pages: true,
         }
     }
 }
@@ -178,6 +184,10 @@ impl SystemConfig {
         self.footprint_ahead = on;
         self
     }
+    pub fn split_on_pages(mut self, on: bool) -> Self {
+        self.split_on_pages = on;
+        self
+    }
     pub fn deferred(mut self, on: bool) -> Self {
         self.deferred = on;
         self
@@ -225,6 +235,8 @@ pub struct System {
     shared: bool,
     /// Relaunch asks for a footprint kernel's pages first (`SystemConfig::footprint_ahead`).
     footprint_ahead: bool,
+    /// `SystemConfig::split_on_pages`.
+    split_on_pages: bool,
 }
 
 impl System {
@@ -290,6 +302,7 @@ impl System {
         Ok(System {
             shared,
             footprint_ahead: cfg.footprint_ahead,
+            split_on_pages: cfg.split_on_pages,
             mm,
             drivers,
             backend,
@@ -441,6 +454,7 @@ impl System {
             workers,
             shared: false,
             footprint_ahead: cfg.footprint_ahead,
+            split_on_pages: cfg.split_on_pages,
         })
     }
 
@@ -538,7 +552,13 @@ impl System {
     /// are remote (GPU-SM §6.1, Fig. 11b: each GPU's domain in its own memory, halos remote).
     pub fn place_by(&self, object: &ObjectEntry, partition: Partition) -> Result<()> {
         let (w, h) = object.desc.extent();
-        let regions = partition.regions(w as u32, h as u32, self.devices() as u32)?;
+        let (w, h) = (w as u32, h as u32);
+        // Cut where a pass of the object's size cuts it (`System::regions`).
+        let page = match self.split_on_pages {
+            true => crate::driver::split_page(&[Bound::new(object)], w, h),
+            false => 1,
+        };
+        let regions = partition.regions_on_pages(w, h, self.devices() as u32, page)?;
         self.place(object, |local, _, _| {
             let (x, y, _, _) = object.desc.page_rect(local);
             let d = regions
@@ -627,6 +647,24 @@ impl System {
     /// Runs one pass over `width × height`, split across the devices, and waits for all of
     /// them: the barrier between passes. Returns each device's stats. The devices run as
     /// [`System::schedule`] says.
+    /// How [`System::run_pass`] splits a `width` × `height` pass binding `bindings` across
+    /// the devices (a cluster's, all of them, in rank order): `partition`'s bands, cut on
+    /// the pages of the pass-sized textures it binds where that keeps them near even
+    /// ([`PassSpec::split_page`], [`Partition::regions_on_pages`]).
+    pub fn regions(
+        &self,
+        bindings: &[Bound],
+        width: u32,
+        height: u32,
+        partition: Partition,
+    ) -> Result<Vec<Domain>> {
+        let page = match self.split_on_pages {
+            true => crate::driver::split_page(bindings, width, height),
+            false => 1,
+        };
+        partition.regions_on_pages(width, height, self.all_devices() as u32, page)
+    }
+
     pub fn run_pass(
         &self,
         spec: &PassSpec,
@@ -649,7 +687,7 @@ impl System {
         procedure: Procedure,
         schedule: Schedule,
     ) -> Result<Vec<PassStats>> {
-        let regions = partition.regions(width, height, self.all_devices() as u32)?;
+        let regions = self.regions(&spec.bindings, width, height, partition)?;
         let first = self.first_device();
         let mine: Vec<Domain> = regions
             .into_iter()

@@ -124,6 +124,32 @@ fn rays_that_never_suspended_read_no_saved_state() {
     }
 }
 
+/// Two devices split 36 rows of 16-row pages at 16, not 18, so no page of the image is
+/// written by both: once the scene is resident each device launches once a frame and nothing
+/// is relaunched (with the even cut the image's second page row went from one device to the
+/// other every frame, and its rays ran again).
+#[test]
+fn two_devices_share_no_image_page_and_relaunch_nothing_once_resident() {
+    let (scene, view, opts) = setup(3, 1, 48, 36);
+    let want = resident_image(&scene, view, opts).unwrap();
+    let sys = System::cpu(&SystemConfig::new(2).threads(2)).unwrap();
+    let mut r = RayRenderer::new(sys, scene, view, opts).unwrap();
+    for frame in 0..4 {
+        let stats = r.frame().unwrap();
+        assert_eq!(r.image().unwrap(), want, "frame {frame}");
+        if frame < 2 {
+            continue;
+        }
+        for (d, s) in stats.iter().enumerate() {
+            assert_eq!(
+                (s.launches, s.relaunched),
+                (1, 0),
+                "frame {frame}, device {d}"
+            );
+        }
+    }
+}
+
 /// The "done when": fully resident, 2× and 8× oversubscription, 1–4 devices, every
 /// policy and both procedures render the same image bit for bit; the oversubscribed runs do
 /// evict, and their rays do suspend and resume.

@@ -241,6 +241,8 @@ pub struct Report {
     pub deferred: bool,
     /// Two-pass runs held parts in place (`--held-in-place`).
     pub held_in_place: bool,
+    /// Passes are cut on page boundaries where the bands stay near even (`--split-on-pages`).
+    pub split_on_pages: bool,
     /// What a read of a modified page does: `owned` or `write-home` (`--coherence`).
     pub coherence: String,
     /// Summed over devices.
@@ -505,6 +507,7 @@ impl Report {
             footprint_ahead: cfg.footprint_ahead,
             deferred: cfg.deferred,
             held_in_place: cfg.held_in_place,
+            split_on_pages: cfg.split_on_pages,
             coherence: cfg.coherence.to_string(),
             write_backs_per_frame: write_backs,
         })

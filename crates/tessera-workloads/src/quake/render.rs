@@ -233,10 +233,6 @@ impl Renderer {
             ObjectDesc::texture(opts.width, opts.height, TexelFormat::Rgba8Unorm, opts.page)?;
         let frame_obj = sys.create(screen, None)?;
         let access_obj = sys.create(screen, None)?;
-        let regions =
-            opts.split
-                .partition()
-                .regions(opts.width, opts.height, sys.devices() as u32)?;
         sys.mm.log_requests(true);
         let layout = atlas_obj.desc.mip().map(|(m, _)| m);
         let (coarse_obj, tail) = match (filtering.map(|f| f.miss), layout) {
@@ -250,6 +246,14 @@ impl Renderer {
             }
             _ => (None, 0..0),
         };
+        // The textures every frame's pass binds (the others are its buffers), so the split
+        // is the one `run_pass` makes.
+        let textures: Vec<Bound> = [&atlas_obj, &frame_obj, &access_obj]
+            .into_iter()
+            .chain(coarse_obj.as_ref())
+            .map(Bound::new)
+            .collect();
+        let regions = sys.regions(&textures, opts.width, opts.height, opts.split.partition())?;
         let r = Renderer {
             sys,
             blocks: Blocks::new(&mesh.texture_sizes()),
