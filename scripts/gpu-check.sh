@@ -103,8 +103,10 @@ step 60 boiling-2-waiting $T run boiling --backend wgpu --devices 2 --size $BIG 
     --frames $FRAMES --warmup 2 --gif-every 0 --model concurrent --deferred off --force \
     --out "$OUTDIR/boiling-2-waiting"
 step 60 page-moves $T bench page-moves --backend wgpu --pages-kib 64 --rounds 3
-step 90 oversub $T bench oversubscription --backend wgpu --size $MID --page 64 --frames 3 \
-    --rounds 2 --ratios 1.5,2,4 --policy lru --out "$OUTDIR/oversub" --force
+# Staging off and on: on copies the next band's pages during the current band's launch
+# (docs/PROTOCOL.md, "Copies during the launch"), never yet timed on a GPU.
+step 120 oversub $T bench oversubscription --backend wgpu --size $MID --page 64 --frames 3 \
+    --rounds 2 --ratios 1.5,2,4 --policy lru --staging off,on --out "$OUTDIR/oversub" --force
 # Every workload on the GPU and on the CPU backend of the same machine, side by side (the ray
 # tracer under a 1 MiB budget, the game trace, boiling, the stencil, vr).
 if [ -n "${GPU_CHECK_QUICK:-}" ]; then
@@ -152,7 +154,7 @@ echo "| page moves 64 KiB (ratios) | $(grep -o '[a-z0-9_]*ratio=[0-9.]*\|h2d_vs_
 # Per ratio: frame time over its transfer bound (goal: at most 1.5), then ms/frame, the bound
 # and the waits for the GPU a frame.
 vs_bound() {
-    awk '$2 == "lru" && $1 ~ /^[0-9.]+$/ { printf "%s×: %s (%s / %s ms, %s GPU waits/frame); ", $1, $14, $5, $13, $20 }' \
+    awk '$2 == "lru" && $1 ~ /^[0-9.]+$/ { printf "%s× staging %s: %s (%s / %s ms, %s GPU waits/frame); ", $1, $4, $14, $5, $13, $20 }' \
         "$OUTDIR/oversub.txt" 2>/dev/null
     grep -o 'host link: [0-9.]* GB/s' "$OUTDIR/oversub.txt" 2>/dev/null
     grep '^error' "$OUTDIR/oversub.txt" 2>/dev/null | head -1
