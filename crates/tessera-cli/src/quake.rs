@@ -120,6 +120,11 @@ pub struct QuakeOpts {
     /// top-bottom (horizontal strips, device 0 at the bottom).
     #[arg(long, default_value = "left-right")]
     split: Split,
+    /// Whether the screen is cut on page boundaries where every strip stays within a quarter
+    /// of an even share (on), so that no page of the frame is written by two devices, or
+    /// evenly, as the paper's split screen (off).
+    #[arg(long, default_value = "on", value_parser = crate::on_off(), action = clap::ArgAction::Set)]
+    split_on_pages: bool,
     /// Page side P in texels (atlas, framebuffer): a power of two from 1 to 512.
     #[arg(long, default_value = "32", value_parser = crate::parse_page)]
     page: PageSize,
@@ -189,7 +194,8 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         bail!("--trace records {BLOCK}x{BLOCK} texel blocks: it needs --page {BLOCK} or more (got {})", o.page.get());
     }
     create_dir(&o.out)?;
-    let (sys, adapter) = o.node.system(&o.node.config(o.devices))?;
+    let cfg = o.node.config(o.devices).split_on_pages(o.split_on_pages);
+    let (sys, adapter) = o.node.system(&cfg)?;
     let backend_name = adapter.unwrap_or_else(|| sys.backend().to_string());
     let path = o.path_frames.unwrap_or(o.frames);
     if path < o.frames {

@@ -51,6 +51,11 @@ pub struct RaytraceOpts {
     /// How the image is split across devices: rows, cols or tiles.
     #[arg(long = "split", alias = "partition", default_value = "rows", value_parser = parse_partition())]
     partition: Partition,
+    /// Whether the image is cut across devices on page boundaries where every band stays
+    /// within a quarter of an even share (on), so that no page of the image is written by two
+    /// devices, or evenly (off).
+    #[arg(long, default_value = "on", value_parser = crate::on_off(), action = clap::ArgAction::Set)]
+    split_on_pages: bool,
     #[command(flatten)]
     cache: CacheOpts,
     /// How passes get their pages: relaunch (rays save their state and resume) or two-pass
@@ -86,7 +91,8 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
         // Memories of the default size, created as pages arrive (a large budget allocates
         // nothing up front), or one of the budget's size when that is smaller.
         .memory(budget.min(SystemConfig::default().memory_bytes))
-        .policy(o.cache.policy);
+        .policy(o.cache.policy)
+        .split_on_pages(o.split_on_pages);
     let (sys, adapter) = o.node.system(&cfg)?;
     let reference_scene = o.verify.then(|| scene.clone());
     let options = RenderOptions {

@@ -197,3 +197,40 @@ fn a_filtered_render_verifies_and_reports_its_levels() {
     assert_eq!(nearest["atlas_pages_by_level"].as_array().unwrap().len(), 1);
     assert_ne!(nearest["checksum"], trilinear["checksum"]);
 }
+
+/// 36 rows of 16-row pages on two devices: cut on a page (16 + 20 rows) the devices share no
+/// page of the image, and frames after the first relaunch nothing; cut evenly (18 + 18) they
+/// share one and relaunch rays every frame. The image is the same, and the report says which
+/// cut ran.
+#[test]
+fn the_image_is_cut_on_pages_unless_told_to_cut_evenly() {
+    let run = |on: &str| {
+        let out = tempfile::tempdir().unwrap();
+        let o =
+            outcome(
+                &[
+                    &argv(
+                        "run raytrace --width 48 --height 36 --page 16 --ao-samples 2 --devices 2",
+                    )[..],
+                    &argv("--frames 3 --split-on-pages")[..],
+                    &[on, "--out", out.path().to_str().unwrap()][..],
+                ]
+                .concat(),
+            );
+        assert!(o.0, "{}", o.2);
+        report(out.path())
+    };
+    let (pages, even) = (run("on"), run("off"));
+    assert_eq!(pages["split_on_pages"], true);
+    assert_eq!(even["split_on_pages"], false);
+    assert_eq!(pages["checksum"], even["checksum"]);
+    let relaunched = |r: &serde_json::Value| -> u64 {
+        let frames = r["per_frame"].as_array().unwrap();
+        frames[1..]
+            .iter()
+            .map(|f| f["relaunched"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(relaunched(&pages), 0, "{}", pages["per_frame"]);
+    assert!(relaunched(&even) > 0, "{}", even["per_frame"]);
+}

@@ -647,6 +647,11 @@ impl System {
     /// Runs one pass over `width × height`, split across the devices, and waits for all of
     /// them: the barrier between passes. Returns each device's stats. The devices run as
     /// [`System::schedule`] says.
+    /// Whether passes are cut on page boundaries (`SystemConfig::split_on_pages`).
+    pub fn split_on_pages(&self) -> bool {
+        self.split_on_pages
+    }
+
     /// How [`System::run_pass`] splits a `width` × `height` pass binding `bindings` across
     /// the devices (a cluster's, all of them, in rank order): `partition`'s bands, cut on
     /// the pages of the pass-sized textures it binds where that keeps them near even

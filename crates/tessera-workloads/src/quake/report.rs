@@ -46,6 +46,8 @@ pub struct QuakeReport {
     pub scene: String,
     pub width: u32,
     pub height: u32,
+    /// Strips cut on page boundaries where they stay near even (`--split-on-pages`).
+    pub split_on_pages: bool,
     pub clear_each_frame: bool,
     pub drop_unused: bool,
     /// `home` or `random`.
@@ -125,6 +127,7 @@ impl QuakeReport {
             scene: ran.scene,
             width: o.width,
             height: o.height,
+            split_on_pages: r.sys.split_on_pages(),
             clear_each_frame: o.clear_each_frame,
             drop_unused: o.drop_unused,
             initial_placement: ran.initial_placement,

@@ -151,6 +151,8 @@ pub struct Report {
     pub width: u32,
     pub height: u32,
     pub ao_samples: u32,
+    /// Bands cut on page boundaries where they stay near even (`--split-on-pages`).
+    pub split_on_pages: bool,
     pub budget_bytes_per_device: u64,
     pub policy: String,
     /// The albedo's filter: `nearest` (a plain atlas), `bilinear` or `trilinear`.
@@ -188,6 +190,7 @@ pub fn run(
 ) -> Result<(Report, Vec<u8>), RaytraceError> {
     let adapter = adapter.unwrap_or_else(|| sys.backend().to_string());
     let devices = sys.devices();
+    let split_on_pages = sys.split_on_pages();
     let scene_bytes = spec.scene.bytes();
     let (triangles, bvh_nodes) = (spec.scene.triangle_count, spec.scene.node_count);
     let o = spec.options;
@@ -218,6 +221,7 @@ pub fn run(
         width: o.width,
         height: o.height,
         ao_samples: o.ao_samples,
+        split_on_pages,
         budget_bytes_per_device: spec.budget_bytes,
         policy: spec.policy.name().to_string(),
         filter: o.filter.map_or("nearest", |f| f.name()),
