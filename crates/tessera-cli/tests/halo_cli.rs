@@ -19,8 +19,8 @@ fn checksum(v: &[f32]) -> String {
 
 #[test]
 fn run_stencil_in_every_version_equals_the_reference() {
-    // 1 warm-up + 2 steps together + 2 alone (isolated model) = 5 steps.
-    let want = checksum(&stencil::reference::run(&stencil::initial(16), 16, 2, 5));
+    // 1 warm-up + 2 steps together + 2 settling + 2 alone (isolated model) = 7 steps.
+    let want = checksum(&stencil::reference::run(&stencil::initial(16), 16, 2, 7));
     for (access, split) in [
         ("explicit", "x"),
         ("migrate", "y"),
@@ -60,12 +60,13 @@ fn run_stencil_in_every_version_equals_the_reference() {
 #[test]
 fn run_convolution_equals_the_reference() {
     let init = convolution::initial(32);
+    // 1 warm-up + 1 step together + 2 settling + 1 alone (isolated model) = 5 steps.
     let want = checksum(&convolution::reference::run(
         &init,
         32,
         &convolution::filter(7),
         7,
-        3,
+        5,
     ));
     for (access, filter_access) in [
         ("explicit", "replicate"),

@@ -4,8 +4,9 @@
 //! reference, and their report.
 //!
 //! A run: `warmup` steps counted nowhere (the pages move in on the first), `steps` steps with
-//! the devices together for the measured wall time, and (isolated model) as many again one
-//! device at a time, which the model, the counters and the stage times come from.
+//! the devices together for the measured wall time, and (isolated model) two settling steps
+//! and then as many again one device at a time, which the model, the counters and the stage
+//! times come from.
 
 use std::time::Instant;
 
@@ -243,13 +244,16 @@ impl Setup {
     /// Steps [`measure`] runs in all: what its progress callback counts up to.
     pub fn simulated_steps(&self) -> u32 {
         self.warmup
-            + self.steps
-                * match self.model {
-                    Model::Isolated => 2,
-                    Model::Concurrent => 1,
-                }
+            + match self.model {
+                Model::Isolated => 2 * self.steps + SETTLING_STEPS,
+                Model::Concurrent => self.steps,
+            }
     }
 }
+
+/// Isolated steps [`measure`] runs before the measured ones (the isolated model): one per
+/// field of the two a step swaps.
+const SETTLING_STEPS: u32 = 2;
 
 /// What a run leaves for its report.
 pub struct Measured {
@@ -348,6 +352,14 @@ pub fn measure(
     let mut host = vec![HostCounters::default(); s.devices];
     run.sys.add_host_since(&mut host, &host_before);
     if isolated {
+        // Two isolated steps first, counted nowhere: the concurrent steps leave each field's
+        // pages wherever their timing put them, and the fields swap every step, so it takes
+        // one step per field before every page is where the isolated turns put it. Measured
+        // from the concurrent steps' end, the same run's link figures moved from run to run.
+        for _ in 0..SETTLING_STEPS {
+            step(&mut run, s.procedure(), Schedule::Isolated, None)?;
+            tick();
+        }
         baseline = run.sys.mm.traffic()?;
         for _ in 0..s.steps {
             let stats = step(
