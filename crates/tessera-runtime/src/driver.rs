@@ -215,17 +215,13 @@ impl PassSpec {
         let bindings = objects.iter().map(|e| Bound::new(e)).collect();
         PassSpec::new(Arc::new(kernel), Arc::new(bindings), width, height)
     }
-
-    /// The page side a `width` × `height` pass is split on (`Partition::regions_on_pages`):
-    /// the largest of the plain textures it binds that have the pass's size, which the
-    /// workloads address at the invocation's coordinates (boiling's fields, a frame). Page
-    /// sides are powers of two, so a cut on the largest is on the others too. 1 when none.
-    pub fn split_page(&self, width: u32, height: u32) -> u32 {
-        split_page(&self.bindings, width, height)
-    }
 }
 
-/// [`PassSpec::split_page`] for a pass binding `bindings`.
+/// The page side a `width` × `height` pass binding `bindings` is cut on
+/// (`Partition::regions_on_pages`): the largest of the plain textures it binds that have the
+/// pass's size, which the workloads address at the invocation's coordinates (boiling's fields,
+/// a frame). Page sides are powers of two, so a cut on the largest is on the others too. 1
+/// when none.
 pub(crate) fn split_page(bindings: &[Bound], width: u32, height: u32) -> u32 {
     bindings
         .iter()

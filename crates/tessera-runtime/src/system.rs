@@ -554,10 +554,7 @@ impl System {
         let (w, h) = object.desc.extent();
         let (w, h) = (w as u32, h as u32);
         // Cut where a pass of the object's size cuts it (`System::regions`).
-        let page = match self.split_on_pages {
-            true => crate::driver::split_page(&[Bound::new(object)], w, h),
-            false => 1,
-        };
+        let page = self.cut_page(&[Bound::new(object)], w, h);
         let regions = partition.regions_on_pages(w, h, self.devices() as u32, page)?;
         self.place(object, |local, _, _| {
             let (x, y, _, _) = object.desc.page_rect(local);
@@ -644,18 +641,24 @@ impl System {
         self.schedule
     }
 
-    /// Runs one pass over `width × height`, split across the devices, and waits for all of
-    /// them: the barrier between passes. Returns each device's stats. The devices run as
-    /// [`System::schedule`] says.
     /// Whether passes are cut on page boundaries (`SystemConfig::split_on_pages`).
     pub fn split_on_pages(&self) -> bool {
         self.split_on_pages
     }
 
+    /// The page side a `width` × `height` pass binding `bindings` is cut on: 1 (an even cut)
+    /// with `SystemConfig::split_on_pages` off.
+    fn cut_page(&self, bindings: &[Bound], width: u32, height: u32) -> u32 {
+        match self.split_on_pages {
+            true => crate::driver::split_page(bindings, width, height),
+            false => 1,
+        }
+    }
+
     /// How [`System::run_pass`] splits a `width` × `height` pass binding `bindings` across
     /// the devices (a cluster's, all of them, in rank order): `partition`'s bands, cut on
     /// the pages of the pass-sized textures it binds where that keeps them near even
-    /// ([`PassSpec::split_page`], [`Partition::regions_on_pages`]).
+    /// ([`Partition::regions_on_pages`]).
     pub fn regions(
         &self,
         bindings: &[Bound],
@@ -663,13 +666,13 @@ impl System {
         height: u32,
         partition: Partition,
     ) -> Result<Vec<Domain>> {
-        let page = match self.split_on_pages {
-            true => crate::driver::split_page(bindings, width, height),
-            false => 1,
-        };
+        let page = self.cut_page(bindings, width, height);
         partition.regions_on_pages(width, height, self.all_devices() as u32, page)
     }
 
+    /// Runs one pass over `width × height`, split across the devices, and waits for all of
+    /// them: the barrier between passes. Returns each device's stats. The devices run as
+    /// [`System::schedule`] says.
     pub fn run_pass(
         &self,
         spec: &PassSpec,

@@ -163,15 +163,15 @@ fn faulted() -> bool {
     return g_faulted;
 }
 
-// The CPU twin's `Err(Fault::Suspend)`: after a miss, the invocation goes on only to store its
-// state, then is relaunched. False (a plain fault: stores dropped) outside Mode::Direct, after
-// an error, or without a miss.
 // Whether this invocation saved its state at an earlier launch of the pass: only then has it
 // a state to read back (the CPU twin's `Invocation::resumed`).
 fn resumed() -> bool {
     return g_resumed;
 }
 
+// The CPU twin's `Err(Fault::Suspend)`: after a miss, the invocation goes on only to store its
+// state, then is relaunched. False (a plain fault: stores dropped) outside Mode::Direct, after
+// an error, or without a miss.
 fn suspend() -> bool {
     if !g_faulted || g_error || launch_mode() != MODE_DIRECT {
         return false;
