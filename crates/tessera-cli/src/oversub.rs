@@ -60,6 +60,10 @@ pub struct OversubOpts {
     pub(crate) staging: Vec<bool>,
     #[command(flatten)]
     pub(crate) node: NodeOpts,
+    /// Deferred execution (on or off), as on `run`: on one device, a band whose pages the
+    /// device holds or was just granted is queued without waiting for its outcome.
+    #[arg(long, default_value = "on", value_parser = crate::on_off(), action = clap::ArgAction::Set)]
+    pub(crate) deferred: bool,
     /// Output directory: oversubscription.csv and oversubscription.{svg,png}.
     #[arg(long, default_value = "out/oversubscription")]
     pub(crate) out: PathBuf,
@@ -125,7 +129,7 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
         policies: o.policy.clone(),
         prefetch: o.prefetch.clone(),
         staging: o.staging.clone(),
-        node: o.node.config(o.devices),
+        node: o.node.config(o.devices).deferred(o.deferred),
         thrashing: o.thrashing,
         procedure: o.procedure,
         page: o.page,

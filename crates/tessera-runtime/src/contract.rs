@@ -66,9 +66,10 @@ pub enum Fault {
 }
 
 /// The texel access a kernel body is written against, so that one body runs paged (through
-/// [`Invocation`]), over plain windows of resident pages (the CPU backend's tile path), and on
-/// plain arrays (the unpaged original of `tessera bench overhead`). Writing the body once,
-/// generic over this trait, is also what makes "paged vs unpaged" measure paging alone.
+/// [`Invocation`](crate::Invocation)), over plain windows of resident pages (the CPU backend's
+/// tile path), and on plain arrays (the unpaged original of `tessera bench overhead`). Writing
+/// the body once, generic over this trait, is also what makes "paged vs unpaged" measure
+/// paging alone.
 pub trait TexelAccess {
     fn load_f32(&mut self, id: ObjectId, x: u32, y: u32) -> Result<f32, Fault>;
     fn store_f32(&mut self, id: ObjectId, x: u32, y: u32, v: f32) -> Result<(), Fault>;

@@ -1,7 +1,7 @@
 //! Device workers: one thread per device that owns the backend device.
 //!
 //! A worker runs jobs from its command queue one at a time, to completion, and never waits on
-//! another thread: the paper's OpenGL thread (3.7), whose commands "never cause [it] to block".
+//! another thread: the paper's OpenGL thread (3.7), whose commands "never cause \[it\] to block".
 //! Each job answers on its own reply channel, so replies never queue behind commands. Because
 //! a device runs one job at a time, a launch is atomic with respect to the memory manager's
 //! page moves on that device.
