@@ -3,7 +3,7 @@
 //! The source paper (3.1) claims sequential consistency for single operations. This crate
 //! checks the claim the way memory-model people do:
 //!
-//! - [`parse`] reads herd7's C litmus format, as used by the Linux kernel memory model's
+//! - [`parse()`] reads herd7's C litmus format, as used by the Linux kernel memory model's
 //!   `tools/memory-model/litmus-tests`, into a [`Test`]: per thread, memory operations
 //!   (loads, stores, read-modify-writes), register steps and branches, and a final condition;
 //!   locks, RCU and control flow are lowered to these (docs/LITMUS.md);

@@ -114,7 +114,7 @@ pub use crate::peer::{PeerCopy, PeerMemory, SlotSink};
 /// A device: physical memories, page slots, a page table, and kernel launches.
 /// Implemented by the CPU backend (`cpu::CpuDevice`, the embedded default) and by the wgpu
 /// backend (`tessera_wgpu::WgpuDevice`). A launch that fails fails alike on both: the same
-/// [`RuntimeError`](crate::RuntimeError), field for field (see `kernel::check_launch` and the
+/// [`RuntimeError`], field for field (see `kernel::check_launch` and the
 /// first-error rule in [`Device::launch`]).
 pub trait Device: Send {
     /// What the device is, for reports.

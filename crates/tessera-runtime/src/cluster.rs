@@ -8,7 +8,7 @@
 //!   gives it, so each page has exactly one directory entry that moves: its home's. Every node
 //!   creates the same objects in the same order (the program runs SPMD), so page numbers agree.
 //! - **Devices.** A manager reaches each device, its own node's or another's, through a
-//!   [`NodeView`]: a `Device` that forwards slot writes and reads, page-table updates and time
+//!   `NodeView`: a `Device` that forwards slot writes and reads, page-table updates and time
 //!   stamps to the device's worker, over the transport when the device is elsewhere. A view
 //!   renames the manager's physical memories to the device's own numbering, so the managers of
 //!   several homes share one device without sharing slots; each gets `1/nodes` of its budget.
@@ -677,7 +677,7 @@ impl Link {
 
     /// Stops this node's router at once, with no last barrier: the node goes silent to the
     /// others, as a killed process would. For tests and for a node that must abort. The router
-    /// is not waited for (see [`Link::shut_down`]); the node serves nothing afterwards.
+    /// is not waited for (see `Link::shut_down`); the node serves nothing afterwards.
     pub fn kill(&self) {
         let _ = self.out.send(Out::Stop);
         drop(self.router.lock().unwrap_or_else(|p| p.into_inner()).take());

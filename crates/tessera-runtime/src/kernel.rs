@@ -1,7 +1,7 @@
 //! The kernel contract: what the runtime and a kernel agree on, whichever backend runs it.
 //!
 //! A kernel comes in twins of one name: a Rust twin that the CPU backend runs through
-//! [`Invocation`](crate::cpu::Invocation) (`cpu/invocation.rs`), and a WGSL twin that a GPU
+//! [`Invocation`] (`cpu/invocation.rs`), and a WGSL twin that a GPU
 //! backend compiles after its prelude (`shader/invocation.wgsl` in tessera-wgpu). Both read
 //! and write objects by id and texel coordinates; both fault on a missing page and leave no
 //! side effect; both fail with the same typed [`RuntimeError`]s. This file holds the trait

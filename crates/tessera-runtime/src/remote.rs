@@ -26,7 +26,7 @@ use crate::error::Result;
 /// Where a backend keeps a remote object's words instead of the pool: the wgpu backend keeps
 /// them in one buffer that every device of the node binds (a GPU kernel cannot reach the
 /// pool's host memory). Once a backing exists, it holds the words and the pool is only read
-/// back from it when the runtime reads the object ([`RemoteObject::bytes`]).
+/// back from it when the runtime reads the object (`RemoteObject::bytes`).
 pub trait RemoteBacking: Send + Sync {
     /// Copies the backing's words into `into` (the pool, page after page).
     fn pull(&self, into: &[AtomicU32]) -> Result<()>;

@@ -2,7 +2,7 @@
 //! modules (GPMs) of a multi-chip-module GPU, each GPM a tessera device.
 //!
 //! - [`objects`]: draw objects from a scene (one per BSP surface);
-//! - [`tsl`]: the texture-sharing level and OO_APP's batching (§5.1, Eq. 1);
+//! - [`tsl`](mod@tsl): the texture-sharing level and OO_APP's batching (§5.1, Eq. 1);
 //! - [`predict`]: the batch cost predictor and earliest-available dispatch (§5.2, Eqs. 2–3);
 //! - [`scheme`]: the distribution policies, one file each, behind one trait;
 //! - [`render`]: the stereo renderer (the quake raster kernel per piece of work, each GPM's
