@@ -61,7 +61,7 @@ pub struct OversubOpts {
     #[command(flatten)]
     pub(crate) node: NodeOpts,
     /// Deferred execution (on or off), as on `run`: on one device, a band whose pages the
-    /// device holds is queued without waiting for its outcome.
+    /// device holds or was just granted is queued without waiting for its outcome.
     #[arg(long, default_value = "on", value_parser = crate::on_off(), action = clap::ArgAction::Set)]
     pub(crate) deferred: bool,
     /// Output directory: oversubscription.csv and oversubscription.{svg,png}.

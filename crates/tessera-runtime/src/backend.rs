@@ -175,7 +175,9 @@ pub trait Device: Send {
     fn resize_page_table(&mut self, pages: u64) -> Result<()>;
     fn set_page(&mut self, page: GlobalPage, desc: PageDescriptor) -> Result<()>;
     /// The time stamps of these pages: the `Launch::time` of the last launch that touched each
-    /// (0 if none has). The memory manager reads them to choose LRU and clock victims.
+    /// (0 if none has). The memory manager reads them to choose LRU and clock victims. A
+    /// device that queues launches (`queues_launches`) may answer, while launches are queued
+    /// and not yet read back, with the stamps as they were before them, rather than wait.
     fn page_times(&mut self, pages: &[GlobalPage]) -> Result<Vec<u64>>;
     /// Runs a launch. Where invocations fail (a kernel error, not a miss), the launch fails
     /// with the error of the first failing invocation in launch order: row-major over a

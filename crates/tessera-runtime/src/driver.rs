@@ -1248,8 +1248,10 @@ impl DeviceContext {
                 }
                 continue;
             }
-            // Across one queue the node settles, not the device.
-            if !self.across() {
+            // Across one queue the node settles, not the device; a lone device that queues
+            // what it is granted settles at the end of the pass.
+            let queue_granted = self.across() || (self.deferred && !self.staging);
+            if !queue_granted {
                 self.settle_now(stats)?;
             }
             match self.timed_acquire_ahead(pages, stats) {
@@ -1257,7 +1259,9 @@ impl DeviceContext {
                 // release lets another device's request change a page here, and what that
                 // request does to this device queues behind it, so the launch finds its pages
                 // as granted (docs/PROTOCOL.md, "Deferred across the devices of one queue").
-                Ok(()) if self.across() => {
+                // On a lone device the same holds for its own next batch: the evictions that
+                // make room for it are jobs behind this launch.
+                Ok(()) if queue_granted => {
                     self.defer_launch(spec, domain);
                     self.release();
                 }
@@ -1296,6 +1300,7 @@ impl DeviceContext {
                     return Ok(());
                 }
                 Err(RuntimeError::OverBudget { .. }) => {
+                    self.settle_now(stats)?;
                     self.launch_until_done(spec, domain, Vec::new(), Mode::Direct, stats)?;
                 }
                 Err(e) => return Err(e),

@@ -438,8 +438,10 @@ impl ManagerHandle {
     }
     /// Marks an object's pages as never evicted (`false`) or evictable again (`true`, the
     /// default). A non-evictable object's resident pages take their share of every device's
-    /// budget for good.
+    /// budget for good. Deferred work settles first: a pass queued before the change, and run
+    /// again at a settle after it, would otherwise find less room than it was issued with.
     pub fn set_evictable(&self, id: ObjectId, evictable: bool) -> Result<()> {
+        self.settle_first()?;
         self.inbox
             .ask(|r| Cmd::Evictable(id, evictable, r))
             .wait()?

@@ -510,6 +510,7 @@ impl WgpuDevice {
         let back = self.stamps_back.borrow();
         let stamps = self.take_mapped(&back.buf, bytes, |b| words(b).collect::<Vec<u32>>())?;
         drop(back);
+        self.stamps_last = Some(stamps.clone());
         self.stamps_seen = Some(stamps);
         Ok(())
     }

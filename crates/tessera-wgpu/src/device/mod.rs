@@ -138,6 +138,10 @@ pub struct WgpuDevice {
     /// The stamps as the last launch left them, read back with it (`Self::carry_stamps`);
     /// `None` once another launch is recorded or the table changes size.
     stamps_seen: Option<Vec<u32>>,
+    /// The stamps last read back, kept while launches are queued after them: eviction between
+    /// two settles ranks pages by them rather than wait for the queue (docs/WGPU.md, "Stamps
+    /// while launches are queued").
+    stamps_last: Option<Vec<u32>>,
     /// Launches that still carry the stamps back: set by every `page_times`, so a device
     /// whose pages are being evicted answers the next eviction's question without a wait.
     stamps_track: u32,
@@ -339,6 +343,7 @@ impl WgpuDevice {
                 wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             )),
             stamps_seen: None,
+            stamps_last: None,
             stamps_track: 0,
             stamps_back: RefCell::new(Grow::new(
                 &device,

@@ -49,6 +49,11 @@ pub(super) struct Queue {
 }
 
 impl Queue {
+    /// Whether launches or merges were submitted and not yet read back.
+    pub(super) fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
     pub(super) fn new(device: &wgpu::Device) -> Self {
         Queue {
             heads: device.create_buffer(&wgpu::BufferDescriptor {
@@ -179,7 +184,18 @@ impl WgpuDevice {
             return Ok(());
         }
         let entries = std::mem::take(&mut self.queued.pending);
+        // While eviction asks for stamps, they come back in the same wait.
+        let mut enc = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        let carried = self.carry_stamps(&mut enc)?;
+        if carried.is_some() {
+            self.submit(enc);
+        }
         let bytes = self.map_read(&self.queued.heads, entries.len() as u64 * QUEUED_HEAD)?;
+        if let Some(b) = carried {
+            self.take_stamps(b)?;
+        }
         for (e, b) in entries
             .into_iter()
             .zip(bytes.chunks_exact(QUEUED_HEAD as usize))
