@@ -8,8 +8,8 @@ use std::sync::Arc;
 use tessera_core::SlotAddr;
 
 /// One physical memory of a device, as a device of the same peer group
-/// ([`Device::peer_group`](crate::Device::peer_group)) addresses it to copy slots out of it: on wgpu, the memory's buffer
-/// (a handle to the same buffer, not a copy of its bytes). Opaque to the runtime, which only
+/// ([`Device::peer_group`](crate::Device::peer_group)) addresses it to copy slots out of it:
+/// on wgpu, the memory's buffer (a handle to the same buffer, not a copy of its bytes). Opaque to the runtime, which only
 /// hands it from the source device's worker to the destination's.
 pub type PeerMemory = Arc<dyn Any + Send + Sync>;
 

@@ -24,7 +24,8 @@ use crate::contract::{
 use crate::error::RuntimeError;
 use crate::remote::RemoteObject;
 
-/// The loop behind [`Kernel::run_span`](crate::Kernel::run_span), generic over the invocation body.
+/// The loop behind [`Kernel::run_span`](crate::Kernel::run_span), generic over the
+/// invocation body.
 #[inline(always)]
 pub fn run_span_with(
     inv: &mut Invocation<'_>,

@@ -169,7 +169,6 @@ impl Device for WgpuDevice {
         }
         self.stamps = stamps;
         self.stamps_seen = None;
-        self.stamps_last = None;
         self.table.resize(pages as usize, 0);
         self.table_buf = Self::table_buffer(&self.device, pages);
         // The whole mirror goes up below: nothing is left to flush into the new buffer.
@@ -195,34 +194,34 @@ impl Device for WgpuDevice {
         };
         // Eviction asks again after the next launches: let them bring the stamps back.
         self.stamps_track = STAMP_LAUNCHES;
-        if let Some(seen) = self.stamps_seen.as_ref().filter(|s| s.len() as u64 > hi) {
+        // Stale stamps serve while launches are queued since the last read: theirs would cost
+        // a wait for all of them, so the ranking is the one they found (docs/WGPU.md, "Stamps
+        // while launches are queued"). The next settle carries the stamps back with the
+        // launches' results.
+        let usable = self.stamps_fresh || self.queued.has_pending();
+        if let Some(seen) = self
+            .stamps_seen
+            .as_ref()
+            .filter(|s| usable && s.len() as u64 > hi)
+        {
             return Ok(pages
                 .iter()
                 .map(|p| abi::time_of(seen[p.index()], self.now))
                 .collect());
         }
-        // Launches queued since the last read: their stamps would cost a wait for all of
-        // them, so the ranking is the one they found (docs/WGPU.md, "Stamps while launches
-        // are queued"). The next settle carries the stamps back with the launches' results.
-        if self.queued.has_pending() {
-            if let Some(last) = self.stamps_last.as_ref().filter(|s| s.len() as u64 > hi) {
-                return Ok(pages
-                    .iter()
-                    .map(|p| abi::time_of(last[p.index()], self.now))
-                    .collect());
-            }
-        }
         // One read-back of the span the pages cover: a copy of 4 bytes a page, at most the
         // whole buffer, where a gather of scattered pages would need a kernel of its own.
         let b = self.read_back(&[(&self.stamps, lo * 4, (hi - lo + 1) * 4)])?;
         let stamps: Vec<u32> = words(&b[0]).collect();
-        if lo == 0 && hi + 1 == n {
-            self.stamps_last = Some(stamps.clone());
-        }
-        Ok(pages
+        let times = pages
             .iter()
             .map(|p| abi::time_of(stamps[(p.0 - lo) as usize], self.now))
-            .collect())
+            .collect();
+        if lo == 0 && hi + 1 == n {
+            self.stamps_seen = Some(stamps);
+            self.stamps_fresh = false;
+        }
+        Ok(times)
     }
 
     fn set_page(&mut self, page: GlobalPage, desc: PageDescriptor) -> Result<()> {

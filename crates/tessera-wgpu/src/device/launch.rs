@@ -162,7 +162,7 @@ impl WgpuDevice {
     /// bind group and dispatch for [`Self::finish`] or [`Self::finish_queued`].
     pub(super) fn encode_launch(&mut self, w: &mut Work, per_invocation: u64) -> Result<Encoded> {
         // The launch stamps pages: what was read back before no longer says what it left.
-        self.stamps_seen = None;
+        self.stamps_fresh = false;
         let n = w.invocations;
         let max_temp = n * per_invocation;
         self.ensure_lists(w.list.len() as u64 * 4, n, w.bit_words, w.pages)?;
@@ -510,8 +510,8 @@ impl WgpuDevice {
         let back = self.stamps_back.borrow();
         let stamps = self.take_mapped(&back.buf, bytes, |b| words(b).collect::<Vec<u32>>())?;
         drop(back);
-        self.stamps_last = Some(stamps.clone());
         self.stamps_seen = Some(stamps);
+        self.stamps_fresh = true;
         Ok(())
     }
 

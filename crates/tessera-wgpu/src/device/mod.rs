@@ -135,13 +135,14 @@ pub struct WgpuDevice {
     counters: Arc<BackendCounters>,
     /// Staging buffers of reads taken in the background, for reuse (`Device::read_slots_later`).
     later_spares: later::Spares,
-    /// The stamps as the last launch left them, read back with it (`Self::carry_stamps`);
-    /// `None` once another launch is recorded or the table changes size.
+    /// The stamps last read back of every page: with a launch (`Self::carry_stamps`), a
+    /// settle, or a whole read. `None` once the table changes size.
     stamps_seen: Option<Vec<u32>>,
-    /// The stamps last read back, kept while launches are queued after them: eviction between
-    /// two settles ranks pages by them rather than wait for the queue (docs/WGPU.md, "Stamps
-    /// while launches are queued").
-    stamps_last: Option<Vec<u32>>,
+    /// Whether `stamps_seen` is as the last launch left them: false once another launch is
+    /// recorded, and after a read by `page_times`. While launches are queued, eviction ranks
+    /// pages by stale stamps rather than wait for the queue (docs/WGPU.md, "Stamps while
+    /// launches are queued").
+    stamps_fresh: bool,
     /// Launches that still carry the stamps back: set by every `page_times`, so a device
     /// whose pages are being evicted answers the next eviction's question without a wait.
     stamps_track: u32,
@@ -343,7 +344,7 @@ impl WgpuDevice {
                 wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             )),
             stamps_seen: None,
-            stamps_last: None,
+            stamps_fresh: false,
             stamps_track: 0,
             stamps_back: RefCell::new(Grow::new(
                 &device,

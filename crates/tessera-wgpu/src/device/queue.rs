@@ -185,12 +185,15 @@ impl WgpuDevice {
         }
         let entries = std::mem::take(&mut self.queued.pending);
         // While eviction asks for stamps, they come back in the same wait.
-        let mut enc = self
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-        let carried = self.carry_stamps(&mut enc)?;
-        if carried.is_some() {
-            self.submit(enc);
+        let mut carried = None;
+        if self.stamps_track > 0 {
+            let mut enc = self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+            carried = self.carry_stamps(&mut enc)?;
+            if carried.is_some() {
+                self.submit(enc);
+            }
         }
         let bytes = self.map_read(&self.queued.heads, entries.len() as u64 * QUEUED_HEAD)?;
         if let Some(b) = carried {

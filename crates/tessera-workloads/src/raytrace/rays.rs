@@ -9,9 +9,8 @@
 //! other starts at `START`, which the buffer holds until a ray suspends, so that rays that
 //! never suspend touch none of its pages. It advances the ray as far as the resident pages
 //! let it, and on a miss either (no progress) faults as usual, or (progress) stores the new
-//! state and returns
-//! `Fault::Suspend`: the runtime commits those stores and relaunches it once its pages are
-//! there, and it continues from the saved node. A ray that has made progress never starts
+//! state and returns `Fault::Suspend`: the runtime commits those stores and relaunches it
+//! once its pages are there, and it continues from the saved node. A ray that has made progress never starts
 //! again from the camera; a relaunch repeats at most the triangles of one leaf.
 //!
 //! Exactness: the walk over the threaded BVH (see `scene`) visits nodes in one fixed order
