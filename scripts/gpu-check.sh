@@ -161,6 +161,8 @@ vs_bound() {
 }
 echo "| oversubscription ${MID}², frame ÷ transfer bound per ratio (ms/frame / bound) | $(vs_bound | tr '\n' ' ') |"
 echo "| bench gpu: CPU ms/frame ÷ GPU ms/frame per workload | $(grep -o 'gpu_vs_cpu_[a-z]*=[0-9.]*' "$OUTDIR/bench-gpu.txt" 2>/dev/null | tr '\n' ' ') |"
+# The kernels' device time over the GPU frame: far below 1, the frame is the host's.
+echo "| bench gpu: GPU busy ÷ GPU frame per workload | $(grep -o 'gpu_busy_share_[a-z]*=[0-9.]*' "$OUTDIR/bench-gpu.txt" 2>/dev/null | tr '\n' ' ') |"
 echo "| probe | $(tail -6 "$OUTDIR/probe.txt" 2>/dev/null | tr '\n' ';' | cut -c1-400) |"
 echo
 echo "seconds: $(($(date +%s) - START)); every step's output: $LOG"

@@ -11,7 +11,9 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde_json::Value;
 
-use tessera_workloads::{gpu_vs_cpu_table, mean_host, seconds_per_frame, GpuVsCpu};
+use tessera_workloads::{
+    gpu_seconds_per_frame, gpu_vs_cpu_table, mean_host, seconds_per_frame, GpuVsCpu,
+};
 
 use crate::output::create_dir;
 use crate::run::progress;
@@ -154,6 +156,7 @@ pub fn gpu(o: &GpuBenchOpts) -> Result<()> {
             workload: w.clone(),
             cpu: per_frame(&cpu)?,
             gpu: per_frame(&gpu)?,
+            gpu_busy: gpu_seconds_per_frame(w, &gpu),
             gpu_host: mean_host(&gpu),
         });
     }

@@ -19,6 +19,11 @@ fn devices_lists_adapters_or_says_there_are_none() {
     );
 }
 
+/// Whether `tessera devices` says the adapter has timestamp queries.
+fn gpu_has_timestamps() -> bool {
+    String::from_utf8_lossy(&tessera(&["devices"]).stdout).contains("timestamp queries: yes")
+}
+
 #[test]
 fn wgpu_runs_agree_across_devices_and_procedures() {
     if !adapter_or_skip() {
@@ -299,6 +304,23 @@ fn vr_on_wgpu_draws_the_cpu_frame() {
             r["backend"]
         );
         assert_eq!(r["devices"], 2);
+        // The GPU's time per measured frame, from timestamps where the adapter has them (as
+        // lavapipe has); none on the CPU backend, which has no device time apart from its wall
+        // time.
+        let gpu = &r["frame_gpu_seconds"];
+        if backend == "cpu" || !gpu_has_timestamps() {
+            assert!(gpu.is_null(), "{gpu}");
+        } else {
+            let frames = gpu.as_array().unwrap_or_else(|| panic!("{gpu}"));
+            assert_eq!(frames.len(), 2);
+            for (f, wall) in frames.iter().zip(r["frame_seconds"].as_array().unwrap()) {
+                let (f, wall) = (f.as_f64().unwrap(), wall.as_f64().unwrap());
+                assert!(
+                    f > 0.0 && f <= wall,
+                    "device {f} s against a {wall} s frame"
+                );
+            }
+        }
         let png = image::open(out.join("stereo.png")).unwrap().to_rgba8();
         images.push(png.into_raw());
     }
@@ -330,11 +352,11 @@ fn bench_gpu_prints_a_ratio_per_workload() {
         return;
     }
     let o = tessera(&argv(
-        "bench gpu --quick --frames 1 --workloads boiling,stencil",
+        "bench gpu --quick --frames 1 --workloads boiling,stencil,raytrace",
     ));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    for w in ["boiling", "stencil"] {
+    for w in ["boiling", "stencil", "raytrace"] {
         let ratio: f64 = out
             .lines()
             .find_map(|l| l.strip_prefix(&format!("gpu_vs_cpu_{w}=")))
@@ -352,6 +374,18 @@ fn bench_gpu_prints_a_ratio_per_workload() {
             .parse()
             .unwrap();
         assert!(submissions > 0.0, "{w}: {out}");
+        // The kernels' device time is part of the GPU frame: a share in (0, 1] of it where
+        // the adapter has timestamps, as lavapipe has (counted twice, the ray tracer's would
+        // be near 2).
+        if gpu_has_timestamps() {
+            let share: f64 = out
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("gpu_busy_share_{w}=")))
+                .unwrap_or_else(|| panic!("no busy share for {w}: {out}"))
+                .parse()
+                .unwrap();
+            assert!(share > 0.0 && share <= 1.0, "{w}: {share}");
+        }
     }
     assert!(
         !out.contains("gpu_vs_cpu_vr"),

@@ -41,12 +41,37 @@ pub fn seconds_per_frame(workload: &str, r: &serde_json::Value) -> Option<f64> {
     })
 }
 
+/// Device time per measured frame in a `workload`'s report.json (its kernels' time from
+/// timestamp queries, summed over the devices: on one GPU, the time it was busy with them),
+/// over the same frames and with the same statistic as [`seconds_per_frame`]. `None` where
+/// the report has none (the CPU backend, an adapter without timestamp queries).
+pub fn gpu_seconds_per_frame(workload: &str, r: &serde_json::Value) -> Option<f64> {
+    use serde_json::Value;
+    let each = |list: &Value, pick: fn(&Value) -> &Value| -> Option<Vec<f64>> {
+        list.as_array()?.iter().map(|v| pick(v).as_f64()).collect()
+    };
+    let after_first = |t: Vec<f64>| oversub::median(if t.len() > 1 { t[1..].to_vec() } else { t });
+    Some(match workload {
+        "boiling" => {
+            let stages = r["gpu_stage_seconds"].as_object()?;
+            stages.values().filter_map(Value::as_f64).sum::<f64>() / r["frames"].as_f64()?
+        }
+        "quake" => after_first(each(&r["frame_gpu_seconds"], |v| v)?),
+        "raytrace" => after_first(each(&r["per_frame"], |v| &v["gpu_ms"])?) * 1e-3,
+        "stencil" => r["gpu_ms_per_step_measured"].as_f64()? * 1e-3,
+        "vr" => oversub::median(each(&r["frame_gpu_seconds"], |v| v)?),
+        _ => return None,
+    })
+}
+
 /// One workload's row of `tessera bench gpu`: measured seconds per frame on each backend, and
 /// the host's work per device and frame of the GPU run.
 pub struct GpuVsCpu {
     pub workload: String,
     pub cpu: f64,
     pub gpu: f64,
+    /// Of `gpu`, the device time of the kernels ([`gpu_seconds_per_frame`]), where measured.
+    pub gpu_busy: Option<f64>,
     pub gpu_host: tessera_runtime::HostReport,
 }
 
@@ -74,17 +99,32 @@ pub fn mean_host(r: &serde_json::Value) -> tessera_runtime::HostReport {
 /// runs' host work, and a `gpu_vs_cpu_<workload>=` line each.
 pub fn gpu_vs_cpu_table(rows: &[GpuVsCpu]) -> String {
     let mut s = String::new();
-    ln!(s, "workload        cpu ms/frame   gpu ms/frame   cpu/gpu");
+    ln!(
+        s,
+        "workload        cpu ms/frame   gpu ms/frame   cpu/gpu   gpu busy ms/frame   busy"
+    );
     for r in rows {
+        let (busy, share) = r.gpu_busy.map_or(("-".to_string(), "-".to_string()), |b| {
+            (
+                format!("{:.2}", b * 1e3),
+                format!("{:.0}%", 100.0 * b / r.gpu),
+            )
+        });
         ln!(
             s,
-            "{:<14} {:>13.2} {:>14.2} {:>9.2}",
+            "{:<14} {:>13.2} {:>14.2} {:>9.2} {:>19} {:>6}",
             r.workload,
             r.cpu * 1e3,
             r.gpu * 1e3,
-            r.cpu / r.gpu
+            r.cpu / r.gpu,
+            busy,
+            share
         );
     }
+    ln!(
+        s,
+        "(gpu busy: the kernels' device time by timestamp queries, summed over the devices; the rest of a GPU frame is the host's work and its waits)"
+    );
     ln!(
         s,
         "the host's work per device and frame on the GPU (mean over the devices):"
@@ -93,6 +133,11 @@ pub fn gpu_vs_cpu_table(rows: &[GpuVsCpu]) -> String {
     s += &host_table("workload", &host, None);
     for r in rows {
         ln!(s, "gpu_vs_cpu_{}={:.3}", r.workload, r.cpu / r.gpu);
+    }
+    for r in rows {
+        if let Some(b) = r.gpu_busy {
+            ln!(s, "gpu_busy_share_{}={:.3}", r.workload, b / r.gpu);
+        }
     }
     s
 }

@@ -264,6 +264,9 @@ pub struct Measured {
     pub per_device: Vec<PassStats>,
     /// Measured wall time of `steps` steps with the devices together.
     pub wall: f64,
+    /// Device time of those steps' kernels from timestamp queries, summed over the devices;
+    /// `None` where the backend has none.
+    pub gpu: Option<f64>,
     /// Per modeled step: (from, to, pages, bytes) of every page move.
     pub moves: Vec<(Endpoint, Endpoint, u64, u64)>,
     pub page_requests: u64,
@@ -336,12 +339,16 @@ pub fn measure(
     let mut per_device = vec![PassStats::default(); s.devices];
     let mut baseline = run.sys.mm.traffic()?;
     let mut wall = 0.0;
+    let mut gpu: Option<f64> = None;
     let host_before = run.sys.host_counters();
     for _ in 0..s.steps {
         let t = Instant::now();
         let model = (!isolated).then_some((topo, &mut modeled));
         let stats = step(&mut run, s.procedure(), Schedule::Concurrent, model)?;
         wall += t.elapsed().as_secs_f64();
+        for g in stats.iter().filter_map(|p| p.gpu_stages) {
+            *gpu.get_or_insert(0.0) += g.total();
+        }
         if !isolated {
             for (a, b) in per_device.iter_mut().zip(&stats) {
                 a.add(b);
@@ -392,6 +399,7 @@ pub fn measure(
         modeled,
         per_device,
         wall,
+        gpu,
         moves,
         page_requests,
         remote,
@@ -478,6 +486,10 @@ pub struct HaloReport {
     pub modeled_link_ms_per_step: f64,
     pub modeled_manager_ms_per_step: f64,
     pub wall_ms_per_step_measured: f64,
+    /// Device time of a measured step's kernels, summed over the devices (on one GPU, the time
+    /// it was busy with them); absent where the backend has no timestamps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_ms_per_step_measured: Option<f64>,
     pub page_requests_per_step: f64,
     pub moved_mib_per_step: f64,
     /// What remote accesses add to the modeled step (inside `modeled_work_ms_per_step`).
@@ -663,6 +675,7 @@ pub fn report(
         modeled_link_ms_per_step: md.transfer_seconds * 1e3 / n,
         modeled_manager_ms_per_step: md.manager_seconds * 1e3 / n,
         wall_ms_per_step_measured: m.wall * 1e3 / n,
+        gpu_ms_per_step_measured: m.gpu.map(|g| g * 1e3 / n),
         page_requests_per_step: m.page_requests as f64 / n,
         moved_mib_per_step: moved / mib / n,
         modeled_remote_ms_per_step: md.remote_seconds * 1e3 / n,

@@ -41,6 +41,10 @@ pub struct QuakeReport {
     pub core: ImageCore<&'static str>,
     /// Summed over devices and frames, seconds.
     pub stages: StageTimes,
+    /// Device time per stage from timestamp queries, summed over devices and frames, seconds;
+    /// absent where the backend has none (the CPU backend).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_stage_seconds: Option<StageTimes>,
     pub per_device: Vec<QuakeDevice>,
     /// `generated`, or `map:NAME`.
     pub scene: String,
@@ -62,6 +66,10 @@ pub struct QuakeReport {
     pub wall_seconds: f64,
     /// Per frame, measured wall time of its passes alone (no pictures, no trace).
     pub frame_seconds: Vec<f64>,
+    /// Per frame, device time of its kernels, summed over the devices (on one GPU, the time
+    /// it was busy with them); absent where the backend has no timestamps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frame_gpu_seconds: Option<Vec<f64>>,
     /// Per frame, per device: texture page requests.
     pub requests: Vec<Vec<u64>>,
     /// Per frame, per device: requests for the frame's buffers and the framebuffer.
@@ -123,6 +131,7 @@ impl QuakeReport {
         Ok(QuakeReport {
             core: ImageCore::new(made, ran.frames as usize, image),
             stages: figures.stages,
+            gpu_stage_seconds: rec.gpu_stages,
             per_device: figures.per_device,
             scene: ran.scene,
             width: o.width,
@@ -138,6 +147,7 @@ impl QuakeReport {
             texture_pages: figures.texture_pages,
             wall_seconds: ran.wall_seconds,
             frame_seconds: rec.frame_seconds.clone(),
+            frame_gpu_seconds: rec.frame_gpu_seconds.iter().copied().collect(),
             mean_requests_per_frame: total
                 .iter()
                 .map(|&t| t as f64 / ran.frames as f64)

@@ -27,6 +27,11 @@ pub struct Recorded {
     pub stages: Vec<StageTimes>,
     /// Per frame, measured wall time of its passes alone.
     pub frame_seconds: Vec<f64>,
+    /// Per frame, device time of its kernels from timestamp queries, summed over the devices
+    /// (`None` where the backend has none).
+    pub frame_gpu_seconds: Vec<Option<f64>>,
+    /// Device time per stage, summed over devices and frames, where the backend has it.
+    pub gpu_stages: Option<StageTimes>,
     /// Per frame, per device, the texel blocks it accessed (only when asked for a trace).
     pub trace_frames: Vec<Vec<DeviceFrame>>,
     /// Per frame, what degrading did (`Miss::Degrade` only).
@@ -68,8 +73,16 @@ pub fn record<E: From<QuakeError>>(
             );
         }
         after_frame(f, r, &s)?;
+        let mut gpu: Option<StageTimes> = None;
         for (a, p) in out.stages.iter_mut().zip(&s.passes) {
             a.add(&p.stages);
+            if let Some(g) = &p.gpu_stages {
+                gpu.get_or_insert_with(Default::default).add(g);
+            }
+        }
+        out.frame_gpu_seconds.push(gpu.map(|g| g.total()));
+        if let Some(g) = &gpu {
+            out.gpu_stages.get_or_insert_with(Default::default).add(g);
         }
         for (t, r) in out.by_texture.iter_mut().zip(&s.by_texture) {
             *t += r;

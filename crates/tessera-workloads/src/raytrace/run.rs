@@ -16,6 +16,10 @@ use crate::{ImageCore, Made};
 #[derive(Serialize)]
 pub struct FrameReport {
     pub wall_ms: f64,
+    /// Device time of the frame's kernels from timestamp queries, summed over the devices
+    /// (on one GPU, the time it was busy with them); absent where the backend has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_ms: Option<f64>,
     pub launches: u64,
     pub relaunched: u64,
     pub suspended: u64,
@@ -60,6 +64,8 @@ pub struct Recorded {
     pub per_frame: Vec<FrameReport>,
     /// Summed over devices and frames.
     pub stages: StageTimes,
+    /// Device time, summed over devices and frames, where the backend has timestamps.
+    pub gpu_stages: Option<StageTimes>,
     /// Per device, the host's work over the frames.
     pub host: Vec<HostCounters>,
 }
@@ -72,6 +78,7 @@ pub fn record(
 ) -> Result<Recorded, RaytraceError> {
     let mut out = Vec::new();
     let mut stages = StageTimes::default();
+    let mut gpu_stages: Option<StageTimes> = None;
     let mut host = vec![HostCounters::default(); r.sys.devices()];
     for _ in 0..frames {
         let t = Instant::now();
@@ -81,8 +88,12 @@ pub fn record(
         r.sys.add_host_since(&mut host, &before);
         let s = sum_stats(&stats);
         stages.add(&s.stages);
+        if let Some(g) = &s.gpu_stages {
+            gpu_stages.get_or_insert_with(Default::default).add(g);
+        }
         out.push(FrameReport {
             wall_ms: wall * 1e3,
+            gpu_ms: s.gpu_stages.map(|g| g.total() * 1e3),
             launches: s.launches,
             relaunched: s.relaunched,
             suspended: s.suspended,
@@ -94,6 +105,7 @@ pub fn record(
     Ok(Recorded {
         per_frame: out,
         stages,
+        gpu_stages,
         host,
     })
 }
@@ -140,6 +152,10 @@ pub struct Report {
     pub core: ImageCore<tessera_runtime::Partition>,
     /// Summed over devices and frames, seconds.
     pub stages: StageTimes,
+    /// Device time per stage from timestamp queries, summed over devices and frames, seconds;
+    /// absent where the backend has none (the CPU backend).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_stage_seconds: Option<StageTimes>,
     /// Per device, over all frames.
     pub per_device: Vec<TrafficReport>,
     pub scene: String,
@@ -211,6 +227,7 @@ pub fn run(
     let report = Report {
         core: ImageCore::new(made, rec.per_frame.len(), &image),
         stages: rec.stages,
+        gpu_stage_seconds: rec.gpu_stages,
         per_device: traffic(&r, &rec)?,
         scene: spec.name,
         instances: spec.instances,

@@ -135,6 +135,10 @@ pub struct FrameMeasure {
     pub finish: Vec<f64>,
     /// Per GPM, measured device seconds of its passes.
     pub busy: Vec<f64>,
+    /// Device time of the frame's kernels from timestamp queries, all GPMs (on one GPU, the
+    /// time it was busy with them); absent where the backend has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_seconds: Option<f64>,
     /// `[from][to]`: texture pages fetched by GPM `to` whose first-touch home is GPM `from`.
     pub texture_pages: Vec<Vec<u64>>,
     /// Per GPM, texture pages it fetched from its own memory.
@@ -672,6 +676,9 @@ impl StereoRenderer {
             .wait()??;
         let st = &stats.stages;
         let seconds = st.request_pass + st.uniquify + st.compute + st.page_writes + st.display;
+        if let Some(g) = &stats.gpu_stages {
+            *m.gpu_seconds.get_or_insert(0.0) += g.total();
+        }
         let log = self.sys.mm.take_requests()?;
         let atlas = self.atlas_obj.pages();
         for (d, pages) in log.iter().enumerate() {

@@ -62,6 +62,10 @@ pub struct VrReport<'a> {
     pub wall_seconds: f64,
     /// Per measured frame, its wall time.
     pub frame_seconds: &'a [f64],
+    /// Per measured frame, device time of its kernels, all GPMs; absent where the backend has
+    /// no timestamps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frame_gpu_seconds: Option<Vec<f64>>,
 }
 
 /// How a run was made, for its report: the core's part (the scheme is its split), the scene,
@@ -110,6 +114,7 @@ impl<'a> VrReport<'a> {
             modeled: run.frames.iter().map(|m| m.cost(&ran.link)).collect(),
             wall_seconds: run.wall,
             frame_seconds: &run.frame_seconds,
+            frame_gpu_seconds: run.frames.iter().map(|m| m.gpu_seconds).collect(),
         }
     }
 
