@@ -54,17 +54,21 @@ fn warn_cpu_adapter(gpu: &SharedGpu) {
 pub fn devices() -> Result<()> {
     let all = tessera_wgpu::adapters();
     if all.is_empty() {
-        println!("no GPU adapter found: `--backend wgpu` cannot run here (on Linux, install mesa-vulkan-drivers for lavapipe)");
+        outln!("no GPU adapter found: `--backend wgpu` cannot run here (on Linux, install mesa-vulkan-drivers for lavapipe)");
         return Ok(());
     }
     for (i, a) in all.iter().enumerate() {
-        println!(
+        outln!(
             "{i}: {} ({:?}, {:?}, driver {} {})",
-            a.name, a.backend, a.device_type, a.driver, a.driver_info
+            a.name,
+            a.backend,
+            a.device_type,
+            a.driver,
+            a.driver_info
         );
     }
     match WgpuDevice::new(DeviceId(0), &adapter_choice()) {
-        Ok(d) => println!(
+        Ok(d) => outln!(
             "--backend wgpu uses: {} (the tessera devices of a node share one wgpu device on it, each with its own memories and page table; set TESSERA_ADAPTER to choose); timestamp queries: {}",
             d.adapter_info().name,
             if d.has_timestamps() {
@@ -73,7 +77,7 @@ pub fn devices() -> Result<()> {
                 "no (reports give wall time only)"
             }
         ),
-        Err(e) => println!("--backend wgpu cannot open a device: {e}"),
+        Err(e) => outln!("--backend wgpu cannot open a device: {e}"),
     }
     Ok(())
 }

@@ -57,7 +57,7 @@ pub fn overhead(o: &BenchOpts) -> Result<()> {
     let sizes = (o.size, o.page.get());
     let m = measure(system, sizes, (o.rounds, o.frames), unpaged, || bar.inc(1))?;
     bar.finish_and_clear();
-    println!(
+    outln!(
         "boiling {s}x{s}, 1 device [{}], page {p}x{p}, {unpaged_desc}, median of {} rounds x {} frames (measured)",
         m.backend,
         o.rounds,
@@ -65,6 +65,6 @@ pub fn overhead(o: &BenchOpts) -> Result<()> {
         s = o.size,
         p = o.page.get()
     );
-    print!("{}", m.table(o.procedure));
+    out!("{}", m.table(o.procedure));
     Ok(())
 }

@@ -161,10 +161,10 @@ pub fn gpu(o: &GpuBenchOpts) -> Result<()> {
         });
     }
     bar.finish_and_clear();
-    println!(
+    outln!(
         "each workload on {} device(s), the CPU backend ({}) against wgpu on {adapter}; measured ms per frame, first frame or warm-up left out",
         o.devices, cpu_adapter,
     );
-    print!("{}", gpu_vs_cpu_table(&rows));
+    out!("{}", gpu_vs_cpu_table(&rows));
     Ok(())
 }

@@ -109,13 +109,13 @@ impl HaloRunOpts {
         let bar = crate::run::progress(s.simulated_steps() as u64, s.name());
         let r = run_setup(&s, &c.node, &topo, self.verify, || bar.inc(1))?;
         bar.finish_and_clear();
-        print!("{}", r.summary());
+        out!("{}", r.summary());
         if r.verified == Some(false) {
             bail!("--verify: the field differs from the plain single-device reference");
         }
         let json = out.join("report.json");
         write_json(&json, &r)?;
-        println!("wrote {}", shown(&json));
+        outln!("wrote {}", shown(&json));
         Ok(())
     }
 }
@@ -165,7 +165,7 @@ impl HaloSweepOpts {
         for s in setups {
             match s.check() {
                 Ok(_) => runnable.push(s),
-                Err(e) => println!("skipped {}: {e:#}", s.describe()),
+                Err(e) => outln!("skipped {}: {e:#}", s.describe()),
             }
         }
         if runnable.is_empty() {
@@ -182,15 +182,15 @@ impl HaloSweepOpts {
         bar.finish_and_clear();
         let points = halo::points(&reports);
         let (table, csv) = halo::sweep_table(&points, size_name);
-        println!("{table}");
+        outln!("{table}");
         let path = out.join("sweep.csv");
         crate::output::write(&path, csv)?;
-        println!("wrote {}", shown(&path));
+        outln!("wrote {}", shown(&path));
         write_json(&out.join("reports.json"), &reports)?;
         let stem = out.join("speedup");
         halo::speedup_chart(&points, size_name, &stem)?;
         let stem = shown(&stem);
-        println!("wrote {stem}.svg and {stem}.png");
+        outln!("wrote {stem}.svg and {stem}.png");
         Ok(())
     }
 }

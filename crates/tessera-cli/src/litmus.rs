@@ -86,10 +86,10 @@ pub fn litmus(opts: &LitmusOpts) -> anyhow::Result<()> {
         seed: opts.seed,
     };
     let tally = run_files(&opts.files, &config, |outcome| match outcome {
-        FileOutcome::Ran(report) => println!("{}", report.render()),
+        FileOutcome::Ran(report) => outln!("{}", report.render()),
         FileOutcome::Error(e) => eprintln!("error: {e}"),
     });
-    println!("{}", tally.summary());
+    outln!("{}", tally.summary());
     if let Some(problems) = tally.problems() {
         bail!("{problems}");
     }

@@ -1,5 +1,22 @@
 //! `tessera`: run workloads on a distributed, demand-paged texture memory.
 
+/// `println!` through [`output::say`]: a closed or full standard output is not a panic.
+macro_rules! outln {
+    () => {
+        $crate::output::say("\n")
+    };
+    ($($t:tt)*) => {
+        $crate::output::say(&format!("{}\n", format_args!($($t)*)))
+    };
+}
+
+/// `print!` through [`output::say`].
+macro_rules! out {
+    ($($t:tt)*) => {
+        $crate::output::say(&format!($($t)*))
+    };
+}
+
 mod backend;
 mod bench;
 mod bench_gpu;
@@ -712,6 +729,8 @@ fn main() -> ExitCode {
         Command::Devices => backend::devices(),
         Command::Scene { which } => scene::scene(&which),
     };
+    // A command that printed its results to a standard output that failed did not succeed.
+    let res = res.and_then(|()| output::stdout_failure());
     match res {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -79,7 +79,7 @@ fn write(report: &NodesReport, sim: &PagedBoiling, o: &RunOpts, force: bool) -> 
     write_png(&png, o.size, o.size, &sim.display_rgba()?)?;
     let (json, png) = (shown(&json), shown(&png));
     staged.commit()?;
-    println!("wrote {json} and {png}");
+    outln!("wrote {json} and {png}");
     Ok(())
 }
 
@@ -110,7 +110,7 @@ pub fn boiling(o: &RunOpts, k: usize, force: bool) -> Result<()> {
     let res = (|| -> Result<()> {
         let (report, sim) = run_on(link.clone(), o)?;
         if rank == 0 {
-            println!("{}", report.summary());
+            outln!("{}", report.summary());
             write(&report, &sim, o, force)?;
         }
         Ok(())
@@ -161,7 +161,7 @@ pub fn litmus(files: &[std::path::PathBuf], runs: u64, k: usize) -> Result<()> {
     };
     let forbidden = tessera_mpi::litmus::run_files(&mpi, files, &base, runs, 300, |test, r, l| {
         if rank == 0 {
-            print!("{}", l.render(test, r.nodes, k));
+            out!("{}", l.render(test, r.nodes, k));
         }
     })?;
     if !forbidden.is_empty() {

@@ -4,14 +4,57 @@
 //! never holds a 0-byte GIF or half of a sweep. An `--out` that already holds results is refused
 //! unless `--force` is given, and then replaced only at the end, by the new results.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use anyhow::{bail, Context, Result};
 
 /// The partial folders of this process and the `--out` each stands for: what Ctrl-C removes,
 /// and what [`shown`] maps back for messages.
 static PARTIAL: Mutex<Vec<(PathBuf, PathBuf)>> = Mutex::new(Vec::new());
+
+/// Set once standard output has failed: nothing more is written to it.
+static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
+/// The first failure of standard output other than its reader going away.
+static STDOUT_ERROR: OnceLock<String> = OnceLock::new();
+
+/// Writes `text` to standard output, as `print!` does, without `print!`'s panic when the write
+/// fails. A reader that went away (`| head`, a broken pipe) only stops the printing: the run
+/// goes on and its results land in `--out`. Any other failure (a full disk) is kept for
+/// [`stdout_failure`], which fails the command, since a script reading the lines would get
+/// them cut short.
+pub fn say(text: &str) {
+    if STDOUT_GONE.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(text.as_bytes()) {
+        STDOUT_GONE.store(true, Ordering::Relaxed);
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            let _ = STDOUT_ERROR.set(e.to_string());
+        }
+    }
+}
+
+/// Standard output's failure, other than a reader that went away, if it failed.
+pub fn stdout_failure() -> Result<()> {
+    // What a line-buffered stdout still holds fails here, not at the exit, where it would be
+    // dropped unseen.
+    if !STDOUT_GONE.load(Ordering::Relaxed) {
+        if let Err(e) = std::io::stdout().lock().flush() {
+            STDOUT_GONE.store(true, Ordering::Relaxed);
+            if e.kind() != std::io::ErrorKind::BrokenPipe {
+                let _ = STDOUT_ERROR.set(e.to_string());
+            }
+        }
+    }
+    match STDOUT_ERROR.get() {
+        Some(e) => bail!("cannot write to standard output: {e}"),
+        None => Ok(()),
+    }
+}
 
 /// A command's output folder while it runs.
 pub struct Staged {
@@ -171,6 +214,7 @@ pub fn staged<O>(
     let s = Staged::begin(out(&mut opts), force)?;
     *out(&mut opts) = s.path().to_path_buf();
     run(&opts)?;
+    stdout_failure()?;
     s.commit()
 }
 

@@ -146,7 +146,7 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
     };
     let outcome = run(&bench, subject, &mut make, || bar.inc(1))?;
     bar.finish_and_clear();
-    print!("{}", outcome.text);
+    out!("{}", outcome.text);
     create_dir(&o.out)?;
     let csv_path = o.out.join(outcome.csv_name);
     crate::output::write(&csv_path, &outcome.csv)?;
@@ -156,13 +156,13 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
             let stem = o.out.join("oversubscription");
             ratio_chart(&stem, &title, series)?;
             let stem = shown(&stem);
-            println!("wrote {csv}, {stem}.{{svg,png}}");
+            outln!("wrote {csv}, {stem}.{{svg,png}}");
         }
-        None => println!("wrote {csv}"),
+        None => outln!("wrote {csv}"),
     }
     if let Some(differs) = outcome.differs {
         bail!(differs);
     }
-    println!("{}", outcome.agreed);
+    outln!("{}", outcome.agreed);
     Ok(())
 }

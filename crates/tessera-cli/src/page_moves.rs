@@ -91,27 +91,27 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
         .map(|i| ((i * 2_654_435_761) >> 13) as u8)
         .collect();
     let mut dst = vec![1u8; total as usize];
-    println!(
+    outln!(
         "page moves through the runtime, 2 devices [{}{}], {} MiB per page size and move, median of {} rounds (measured)",
         sys.backend(),
         adapter.map(|a| format!(": {a}")).unwrap_or_default(),
         o.mib,
         o.rounds
     );
-    println!(
+    outln!(
         "GB/s = 10^9 bytes per second; ratio = the move's throughput / memcpy's of the same bytes"
     );
     let (c1, c2, c3) = match o.node.backend {
         BackendKind::Cpu => {
-            println!("where the time goes: slot write / slot read are the CPU backend's own slot copies alone (no manager); to new Vec is each page copied into a fresh vector, as the manager once handed a page to a worker (a worker now copies from home itself)");
+            outln!("where the time goes: slot write / slot read are the CPU backend's own slot copies alone (no manager); to new Vec is each page copied into a fresh vector, as the manager once handed a page to a worker (a worker now copies from home itself)");
             ("slot write", "slot read", "to new Vec")
         }
         BackendKind::Wgpu => {
-            println!("plain wgpu on a device of its own, same adapter, same pages: write_buffer = queue.write_buffer per page, queued only (as the runtime's slot write: the upload runs at the next submission); +wait = then submitted and waited for; copy b2b = copy_buffer_to_buffer per page inside one device, submitted and waited for");
+            outln!("plain wgpu on a device of its own, same adapter, same pages: write_buffer = queue.write_buffer per page, queued only (as the runtime's slot write: the upload runs at the next submission); +wait = then submitted and waited for; copy b2b = copy_buffer_to_buffer per page inside one device, submitted and waited for");
             ("write_buffer", "write_buffer+wait", "copy b2b")
         }
     };
-    println!(
+    outln!(
         "{:>8} {:>9} {:>16} {:>18} {:>22} {:>20} {:>17} {:>17} {:>16}",
         "page KiB",
         "memcpy",
@@ -140,13 +140,13 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
             bail!("--mib {} is smaller than one {kib} KiB page", o.mib);
         }
         let row = measure(&sys, kib, o.rounds, (&src, &mut dst), plain.as_mut())?;
-        println!("{}", row.line);
+        outln!("{}", row.line);
         summary.push(row.summary);
         on_gpu.push((kib, row.on_gpu, row.moved));
     }
     for s in summary {
-        println!("{s}");
+        outln!("{s}");
     }
-    println!("{}", peer_summary(&on_gpu));
+    outln!("{}", peer_summary(&on_gpu));
     Ok(())
 }

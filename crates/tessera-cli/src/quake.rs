@@ -307,10 +307,10 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         let random = (o.initial_placement == Placement::Random).then_some(o.seed);
         let trace = rec.into_trace(&r, random);
         crate::output::write(path, trace.encode())?;
-        println!("trace: {}", shown(path));
+        outln!("trace: {}", shown(path));
     }
-    print!("{}", report.summary());
-    println!("wall time {wall:.2} s; report {}", shown(&json));
+    out!("{}", report.summary());
+    outln!("wall time {wall:.2} s; report {}", shown(&json));
     Ok(())
 }
 
@@ -451,7 +451,7 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
     let page = o.page.unwrap_or(trace.page);
     let (got, secs) = replay_on(o, &trace, page, devices)?;
     let options = settings(o, &trace, page);
-    print!("{}", got.summary(&options, devices, secs));
+    out!("{}", got.summary(&options, devices, secs));
     if let Some(path) = &o.csv {
         write_requests_csv(path, &got.requests)?;
     }
@@ -464,12 +464,12 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
             page,
             options.clear_each_frame,
         )?;
-        println!("requests: {}", shown(&dir.join("requests.csv")));
+        outln!("requests: {}", shown(&dir.join("requests.csv")));
     }
     if options.as_recorded(&trace, devices) {
-        println!("{}", got.compare(&trace)?);
+        outln!("{}", got.compare(&trace)?);
     } else {
-        println!("{}", not_compared(&trace));
+        outln!("{}", not_compared(&trace));
     }
     Ok(())
 }
@@ -480,12 +480,12 @@ fn sweep(o: &ReplayOpts, trace: &Trace, devices: usize) -> Result<()> {
     let mut sweep = PageSweep::new(devices, trace.frames.len());
     for &page in &o.pages {
         let (got, secs) = replay_on(o, trace, page, devices)?;
-        print!("{}", sweep.add(page, &got, secs));
+        out!("{}", sweep.add(page, &got, secs));
     }
     let path = out.join("sweep.csv");
     crate::output::write(&path, &sweep.csv)?;
     let clear = settings(o, trace, trace.page).clear_each_frame;
     sweep.plots(&out, clear)?;
-    println!("sweep: {}", shown(&path));
+    outln!("sweep: {}", shown(&path));
     Ok(())
 }

@@ -127,7 +127,7 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
     write_png(&png, o.width, o.height, &image)?;
     let json = o.out.join("report.json");
     write_json(&json, &report)?;
-    println!("{}", report.summary());
-    println!("wrote {}, {}", shown(&png), shown(&json));
+    outln!("{}", report.summary());
+    outln!("wrote {}, {}", shown(&png), shown(&json));
     Ok(())
 }

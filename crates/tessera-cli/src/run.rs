@@ -75,7 +75,7 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
         Ok(())
     })?;
     bar.finish_and_clear();
-    print!("{}", report.summary());
+    out!("{}", report.summary());
     if o.verify {
         // On wgpu the reference is the unpaged GPU twin on the same adapter: the kernels'
         // tanh is the GPU's maths library, which differs from the CPU's libm in the last
@@ -101,10 +101,10 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
     let json = write_report(&report, &o.out)?;
     let png = o.out.join("frame.png");
     write_png(&png, o.size, o.size, &run.sim.display_rgba()?)?;
-    println!("wrote {} and {}", shown(&json), shown(&png));
+    outln!("wrote {} and {}", shown(&json), shown(&png));
     if let Some(gif) = gif {
         let (path, frames) = gif.finish()?;
-        println!(
+        outln!(
             "wrote {} ({frames} frame(s), one every {} frames)",
             shown(&path),
             o.gif_every
@@ -112,7 +112,7 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
     }
     let stages = o.out.join("stages");
     report.stage_bars(&stages)?;
-    println!("wrote {}.svg and {}.png", shown(&stages), shown(&stages));
+    outln!("wrote {}.svg and {}.png", shown(&stages), shown(&stages));
     if o.residency_png {
         for path in residency::write_all(
             &run,
@@ -122,7 +122,7 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
             o.partition,
             &o.out,
         )? {
-            println!("wrote {}", shown(&path));
+            outln!("wrote {}", shown(&path));
         }
     }
     Ok(())

@@ -96,7 +96,7 @@ pub fn scaling(o: &ScalingOpts) -> Result<()> {
             "concurrent model (work timed with all devices sharing the machine)"
         }
     };
-    println!(
+    outln!(
         "boiling {s}x{s}, page {p}x{p}, {:?}, {:?}, [{backend}], topology {}, coherence {}, {model}, {} frame(s) after {} warm-up, median of {} run(s) per count",
         o.point.partition,
         o.point.procedure,
@@ -108,6 +108,6 @@ pub fn scaling(o: &ScalingOpts) -> Result<()> {
         s = o.point.size,
         p = o.page.get(),
     );
-    print!("{table}");
+    out!("{table}");
     Ok(())
 }

@@ -51,9 +51,9 @@ fn list(opts: &ListOpts) -> anyhow::Result<()> {
             .source_of(&format!("maps/{m}.bsp"))
             .and_then(|p| std::path::Path::new(p).file_name())
             .map_or("?".into(), |n| n.to_string_lossy());
-        println!("{m}\t{source}");
+        outln!("{m}\t{source}");
     }
-    println!(
+    outln!(
         "{} map(s) in {} pk3 file(s) of {}",
         maps.len(),
         pak.archives(),
@@ -69,8 +69,8 @@ fn info(opts: &InfoOpts) -> anyhow::Result<()> {
     let source = pak.source_of(&bsp_name).unwrap_or("?").to_string();
     let scene = Scene::load_from_pak(&mut pak, &opts.map)?;
     let seconds = start.elapsed().as_secs_f64();
-    println!("map: {} ({bsp_name} in {source})", scene.name);
-    print!("{}", scene.summary());
-    println!("load seconds: {seconds:.3}");
+    outln!("map: {} ({bsp_name} in {source})", scene.name);
+    out!("{}", scene.summary());
+    outln!("load seconds: {seconds:.3}");
     Ok(())
 }

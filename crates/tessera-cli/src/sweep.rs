@@ -237,14 +237,14 @@ fn sweep(
     crate::output::write(&wrote[0], main)?;
     crate::output::write(&wrote[1], dev)?;
     wrote.extend(figures(&c.out, &reports)?);
-    print!("{}", figures::summary(&reports, what, key));
+    out!("{}", figures::summary(&reports, what, key));
     for p in wrote {
         let plot = if p.extension().is_some() {
             ""
         } else {
             ".svg/.png"
         };
-        println!("wrote {}{plot}", shown(&p));
+        outln!("wrote {}{plot}", shown(&p));
     }
     Ok(())
 }

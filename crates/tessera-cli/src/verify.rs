@@ -27,7 +27,7 @@ pub fn field(backend: BackendKind, want: &[f32], got: &[f32], steps: u32) -> Res
 /// A field check that must pass: prints the verdict, and fails the command on a difference.
 pub fn require_field(backend: BackendKind, want: &[f32], got: &[f32], steps: u32) -> Result<()> {
     let v = field(backend, want, got, steps)?;
-    println!("{}", v.describe());
+    outln!("{}", v.describe());
     if !v.passed {
         bail!("--verify: the field differs from the plain single-device reference");
     }
@@ -38,6 +38,6 @@ pub fn require_field(backend: BackendKind, want: &[f32], got: &[f32], steps: u32
 /// fails the command on a difference.
 pub fn require_image(want: &[u8], got: &[u8]) -> Result<()> {
     tessera_workloads::compare_images(want, got)?;
-    println!("verified: equals the unpaged reference pixel for pixel");
+    outln!("verified: equals the unpaged reference pixel for pixel");
     Ok(())
 }

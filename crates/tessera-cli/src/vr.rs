@@ -40,8 +40,9 @@ pub struct SceneOpts {
     /// Shorthand for `--scene openarena:NAME`.
     #[arg(long, value_name = "NAME", group = "source")]
     map: Option<String>,
-    /// The older spelling of `--scene generated:N`.
-    #[arg(long, value_name = "N", hide = true, group = "source")]
+    /// The older spelling of `--scene generated:N`, with the same bound on N.
+    #[arg(long, value_name = "N", hide = true, group = "source",
+          value_parser = clap::value_parser!(u32).range(0..=tessera_workloads::raytrace::MAX_GENERATED as i64))]
     generated: Option<u32>,
     /// Where the map's pk3 files are.
     #[arg(long, value_name = "DIR", default_value = tessera_scene::DEFAULT_PAK_DIR)]
@@ -197,8 +198,8 @@ pub fn run(o: &VrOpts) -> Result<()> {
     write_json(&json, &report)?;
     let png = o.out.join("stereo.png");
     write_png(&png, 2 * o.scene.width, o.scene.height, &run.last_image)?;
-    println!("{}", report.summary_text(o.link_gbps));
-    println!(
+    outln!("{}", report.summary_text(o.link_gbps));
+    outln!(
         "wall time {:.2} s; report {}, image {}",
         run.wall,
         shown(&json),
@@ -228,7 +229,7 @@ pub fn sweep(o: &VrSweepOpts) -> Result<()> {
         write_json(&dir.join("measured.json"), &run.frames)?;
     }
     let figures = Figures::of_runs(&runs)?;
-    println!(
+    outln!(
         "vr sweep: {name}, {} stereo frames {}x{} per eye after {} warm-up, page {} [{backend}], median of {} run(s) per point; modeled latency = slowest GPM (device work alone + texture link) + composition",
         cams.len() - o.scene.warmup as usize,
         o.scene.width,
@@ -237,8 +238,8 @@ pub fn sweep(o: &VrSweepOpts) -> Result<()> {
         o.scene.page.get(),
         o.rounds
     );
-    print!("{}", figures.table());
+    out!("{}", figures.table());
     figures.write(&o.out)?;
-    println!("CSV and plots in {}", shown(&o.out));
+    outln!("CSV and plots in {}", shown(&o.out));
     Ok(())
 }

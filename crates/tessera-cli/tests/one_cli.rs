@@ -104,6 +104,8 @@ fn vr_takes_a_scene_as_the_other_workloads_do() {
             ("--scene cave", 2, "unknown scene"),
             ("--scene generated:1 --map oa_dm1", 2, "cannot be used with"),
             ("--scene generated:1 --link-gbps 0", 2, "--link-gbps"),
+            // The older spelling has the same bound: a huge room ran out of memory.
+            ("--generated 65", 2, "0..=64"),
         ],
     );
     assert!(!dir.path().join("bad").exists());

@@ -220,3 +220,47 @@ fn the_default_out_is_out_slash_the_command() {
     assert!(dir.path().join("out/boiling/report.json").exists());
     assert_eq!(listing(&dir.path().join("out")), ["boiling"]);
 }
+
+/// Standard output that fails is not a panic. A reader that goes away (`| head -1`) only stops
+/// the printing: the run still writes its results. A full one (`> /dev/full`) fails the run
+/// with a message and exit status 1, and nothing is written, since a script reading the lines
+/// would get them cut short.
+#[test]
+fn a_closed_or_full_standard_output_is_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |out: &std::path::Path, stdout: Stdio| {
+        Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(argv("run boiling --size 64 --page 8 --frames 3 --out"))
+            .arg(out)
+            .stdout(stdout)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the binary runs")
+    };
+    // The pipe's reading end is closed before the child writes its first line.
+    let closed = dir.path().join("closed");
+    let mut child = run(&closed, Stdio::piped());
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(closed.join("report.json").is_file());
+
+    if std::path::Path::new("/dev/full").exists() {
+        let full = dir.path().join("full");
+        let dev_full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = run(&full, Stdio::from(dev_full))
+            .wait_with_output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(err.contains("cannot write to standard output"), "{err}");
+        assert!(!full.exists(), "a failed run writes nothing");
+    }
+    assert_eq!(listing(dir.path()), vec!["closed".to_string()]);
+}

@@ -601,3 +601,29 @@ fn mutated_inputs_never_panic() {
     // Some mutations (inside comments, say) still parse; most must not.
     assert!(parsed > 0 && parsed < 4000, "{parsed}");
 }
+
+/// Nesting deeper than the parser goes is a positioned error, not a stack overflow: 5,000
+/// parentheses overflowed the stack of the command-line tool's main thread, and a test
+/// thread's is smaller. What a test nests in practice still parses.
+#[test]
+fn nesting_too_deep_is_an_error_not_a_stack_overflow() {
+    let thread = |body: &str| format!("C D\n{{}}\nP0(int *x) {{ {body} }}\nexists (0:r0=1)\n");
+    let parens = |n: usize| format!("int r0 = {}1{};", "(".repeat(n), ")".repeat(n));
+    assert!(parse(&thread(&parens(100))).is_ok());
+    for body in [
+        parens(5000),
+        format!("int r0 = {}1;", "!".repeat(5000)),
+        format!("int r0; {}r0 = 1;{}", "{ ".repeat(5000), " }".repeat(5000)),
+    ] {
+        let e = parse(&thread(&body)).unwrap_err();
+        assert!(matches!(e.kind, ErrorKind::TooDeep(_)), "{e}");
+        assert_eq!(e.line, 3);
+    }
+    let deep_cond = format!(
+        "C D\n{{}}\nP0(int *x) {{ int r0 = 1; }}\nexists {}0:r0=1{}\n",
+        "(".repeat(5000),
+        ")".repeat(5000)
+    );
+    let e = parse(&deep_cond).unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::TooDeep(_)), "{e}");
+}

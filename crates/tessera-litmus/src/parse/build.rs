@@ -4,6 +4,30 @@ use super::*;
 
 pub(super) struct Parser<'a> {
     pub(super) cur: Cursor<'a>,
+    /// Expressions, statements and propositions open around the one being parsed.
+    pub(super) nesting: u32,
+}
+
+/// The deepest nesting of expressions, statements or propositions a test may have. The parser
+/// recurses once or more per level, so a file nested thousands deep overflowed its stack (5,000
+/// parentheses did); herd7's tests nest a few levels.
+pub(super) const MAX_NESTING: u32 = 256;
+
+impl Parser<'_> {
+    /// Runs `f` one level deeper, or refuses at `at` past [`MAX_NESTING`].
+    pub(super) fn nested<T>(
+        &mut self,
+        at: Pos,
+        f: impl FnOnce(&mut Self) -> Result<T>,
+    ) -> Result<T> {
+        if self.nesting >= MAX_NESTING {
+            return err(at, ErrorKind::TooDeep(MAX_NESTING));
+        }
+        self.nesting += 1;
+        let r = f(self);
+        self.nesting -= 1;
+        r
+    }
 }
 
 /// Shared variables met so far.

@@ -84,6 +84,11 @@ impl<'a> Parser<'a> {
     }
 
     pub(super) fn unary(&mut self, b: &mut ThreadBuilder, vars: &mut Vars) -> Result<Expr> {
+        let at = self.peek(Mode::Code)?.pos;
+        self.nested(at, |p| p.unary_at_depth(b, vars))
+    }
+
+    fn unary_at_depth(&mut self, b: &mut ThreadBuilder, vars: &mut Vars) -> Result<Expr> {
         let m = Mode::Code;
         let t = self.bump(m)?;
         match &t.tok {
@@ -242,6 +247,11 @@ impl<'a> Parser<'a> {
     }
 
     pub(super) fn negation(&mut self, vars: &Vars, threads: &[Thread]) -> Result<Prop> {
+        let at = self.peek(Mode::Top)?.pos;
+        self.nested(at, |p| p.negation_at_depth(vars, threads))
+    }
+
+    fn negation_at_depth(&mut self, vars: &Vars, threads: &[Thread]) -> Result<Prop> {
         let m = Mode::Top;
         let t = self.peek(m)?;
         if t.is("~") || t.ident() == Some("not") {

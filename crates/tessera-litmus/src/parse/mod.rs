@@ -60,6 +60,9 @@ pub enum ErrorKind {
     /// object it was computed from.
     #[error("out of bounds: {0}")]
     OutOfBounds(String),
+    /// Expressions, statements or propositions nested deeper than the parser goes.
+    #[error("nested more than {0} levels deep")]
+    TooDeep(u32),
 }
 
 type Result<T, E = ParseError> = std::result::Result<T, E>;
@@ -90,6 +93,7 @@ pub fn parse_bytes(bytes: &[u8]) -> Result<Test> {
 pub fn parse(src: &str) -> Result<Test> {
     Parser {
         cur: Cursor::new(src),
+        nesting: 0,
     }
     .test()
 }

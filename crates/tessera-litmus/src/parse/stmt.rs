@@ -83,6 +83,11 @@ impl<'a> Parser<'a> {
     }
 
     pub(super) fn statement(&mut self, b: &mut ThreadBuilder, vars: &mut Vars) -> Result<()> {
+        let at = self.peek(Mode::Code)?.pos;
+        self.nested(at, |p| p.statement_at_depth(b, vars))
+    }
+
+    fn statement_at_depth(&mut self, b: &mut ThreadBuilder, vars: &mut Vars) -> Result<()> {
         let m = Mode::Code;
         let t = self.peek(m)?;
         match &t.tok {
