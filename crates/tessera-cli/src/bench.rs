@@ -41,6 +41,7 @@ fn unpaged_side(o: &BenchOpts, params: BoilingParams, threads: usize) -> Result<
 }
 
 pub fn overhead(o: &BenchOpts) -> Result<()> {
+    crate::run::page_fits(o.size, o.page)?;
     let params = BoilingParams::default();
     let threads = if o.node.threads == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())

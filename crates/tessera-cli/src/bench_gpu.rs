@@ -28,7 +28,8 @@ pub struct GpuBenchOpts {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "boiling,quake,raytrace,stencil,vr"
+        default_value = "boiling,quake,raytrace,stencil,vr",
+        value_parser = clap::builder::PossibleValuesParser::new(WORKLOADS)
     )]
     workloads: Vec<String>,
     /// Measured frames of each run (stencil: steps).
@@ -115,12 +116,11 @@ impl Drop for Scratch {
 }
 
 pub fn gpu(o: &GpuBenchOpts) -> Result<()> {
-    for w in &o.workloads {
-        if !WORKLOADS.contains(&w.as_str()) {
-            bail!(
-                "--workloads: no workload {w:?} (the workloads: {})",
-                WORKLOADS.join(", ")
-            );
+    for (i, w) in o.workloads.iter().enumerate() {
+        if o.workloads[..i].contains(w) {
+            return Err(crate::usage(format!(
+                "--workloads names {w} twice: each workload runs once"
+            )));
         }
     }
     if tessera_wgpu::adapters().is_empty() {

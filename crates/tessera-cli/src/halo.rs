@@ -103,7 +103,8 @@ impl HaloRunOpts {
     pub fn run(&self, kind: Kind, size: u32, split: Axis, steps: u32, out: &Path) -> Result<()> {
         let c = &self.common;
         let s = c.setup(kind, size, split, self.devices, self.access, steps);
-        s.check()?;
+        // Every setting the decomposition refuses is a usage error: nothing has run yet.
+        s.check().map_err(crate::usage)?;
         let topo = c.node.topology(s.devices)?;
         create_dir(out)?;
         let bar = crate::run::progress(s.simulated_steps() as u64, s.name());

@@ -17,6 +17,46 @@ macro_rules! out {
     };
 }
 
+/// A usage error found once the options are parsed: a value, or a combination of options, the
+/// command cannot honour. The command exits with 2, as it does for what clap refuses, and
+/// writes nothing.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+impl std::fmt::Display for Usage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Usage {}
+
+/// Whether an error in a failed command's chain is a usage error: a [`Usage`], or one of the
+/// libraries' errors that only settings raise, before anything has run (a device count out of
+/// range, more devices than rows, a topology that is not a preset or a file).
+fn is_usage(e: &(dyn std::error::Error + 'static)) -> bool {
+    use tessera_runtime::RuntimeError as R;
+    e.is::<Usage>()
+        || matches!(
+            e.downcast_ref::<R>(),
+            Some(
+                R::DeviceCount { .. }
+                    | R::NoDevicesPerNode
+                    | R::ClusterTooLarge { .. }
+                    | R::SplitTooFine { .. }
+            )
+        )
+        || matches!(
+            e.downcast_ref::<tessera_model::TopologyError>(),
+            Some(tessera_model::TopologyError::UnknownPreset { .. })
+        )
+}
+
+/// [`Usage`] from any error's text.
+pub fn usage(e: impl std::fmt::Display) -> anyhow::Error {
+    Usage(e.to_string()).into()
+}
+
 mod backend;
 mod bench;
 mod bench_gpu;
@@ -52,8 +92,9 @@ use tessera_runtime::{Partition, Policy, Prefetch, Procedure, Thrashing};
     version,
     about = "One shared, demand-paged texture memory across devices",
     after_help = "Exit status: 0 when the command succeeded; 1 when the run failed; 2 for a usage \
-                  error (an unknown option, a bad option value); 130 when interrupted. A command \
-                  that did not succeed writes nothing into --out."
+                  error (an unknown option, a bad option value, options that do not go \
+                  together); 130 when interrupted. A command that did not succeed writes \
+                  nothing into --out."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -104,7 +145,7 @@ enum TraceKind {
     Replay(quake::ReplayOpts),
 }
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Workload {
     /// The boiling simulation of paper 4.1.1.
     Boiling,
@@ -408,7 +449,7 @@ pub struct ClusterOpts {
     lost_after_s: f64,
     /// On several nodes: the network that models the inter-node traffic's time: eth-10g,
     /// eth-100g, ib-edr or ib-hdr. Unset: the `[network]` of a `--topology` file, else ib-hdr.
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = clap::builder::PossibleValuesParser::new(tessera_model::NETWORKS))]
     network: Option<String>,
     /// Testing (.ci/mpi_check): this rank aborts, as if killed, after `--abort-after-frames`
     /// measured frames.
@@ -540,7 +581,10 @@ fn parse_budget(s: &str) -> Result<f64, String> {
         .trim()
         .parse()
         .map_err(|_| format!("{s:?} is not a number of MiB"))?;
-    if !v.is_finite() || v <= 0.0 {
+    if !v.is_finite() {
+        return Err(format!("{s:?} is not a finite number of MiB"));
+    }
+    if v <= 0.0 {
         return Err(format!(
             "the budget must be more than 0 MiB (got {s}): a device needs room for at least one invocation's pages"
         ));
@@ -645,10 +689,20 @@ fn refuse_inapplicable(cli: &Cli, matches: &clap::ArgMatches) -> Result<(), clap
     let m = matches
         .subcommand_matches("run")
         .and_then(|m| m.subcommand_matches("boiling"));
-    let (Some(m), Some(_)) = (m, o.cluster.devices_per_node) else {
+    let Some(m) = m else {
         return Ok(());
     };
     let given = |id: &str| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+    if o.cluster.devices_per_node.is_none() {
+        // The network models traffic between nodes only: on one node it would be ignored.
+        return match given("network") {
+            true => Err(Cli::command().error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "--network applies with --devices-per-node only: one node sends nothing over a network",
+            )),
+            false => Ok(()),
+        };
+    }
     // The runtime defers launches on a node of one device or of devices sharing one queue,
     // never across nodes, and every rank would create the same home file.
     let refused = [
@@ -738,7 +792,11 @@ fn main() -> ExitCode {
             // could interleave with another rank's mid-line.
             let line = format!("error: {e:#}\n");
             let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
-            ExitCode::FAILURE
+            if e.chain().any(is_usage) {
+                ExitCode::from(2)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

@@ -95,7 +95,10 @@ fn parse_ratio(s: &str) -> Result<f64, String> {
         .trim()
         .parse()
         .map_err(|_| format!("{s:?} is not a ratio"))?;
-    if !v.is_finite() || v < 1.0 {
+    if !v.is_finite() {
+        return Err(format!("ratio {s} is not a finite number"));
+    }
+    if v < 1.0 {
         return Err(format!(
             "ratio {s} is below 1: the ratio is the working set over the budget, and a budget above the working set is just resident"
         ));
@@ -106,6 +109,11 @@ fn parse_ratio(s: &str) -> Result<f64, String> {
 /// Runs the bench and writes its CSV (and plot); fails after writing when a trial's result
 /// differs from the resident run's.
 pub fn oversubscription(o: &OversubOpts) -> Result<()> {
+    if o.workload == Workload::Raytrace && o.staging.contains(&true) {
+        return Err(crate::usage(
+            "--staging on applies to boiling only (the ray kernel has no footprint)",
+        ));
+    }
     let subject = match o.workload {
         Workload::Boiling => Subject::Boiling { size: o.size },
         Workload::Raytrace => {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 use tessera_core::PageSize;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 use tessera_runtime::{Procedure, SystemConfig};
@@ -188,10 +188,10 @@ pub struct QuakeOpts {
 
 pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     if o.clear_each_frame && o.initial_placement == Placement::Random {
-        bail!("--initial-placement random and --clear-each-frame do not go together: the placement would be cleared before the first frame uses it");
+        return Err(crate::usage("--initial-placement random and --clear-each-frame do not go together: the placement would be cleared before the first frame uses it"));
     }
     if o.trace.is_some() && o.page.get() < BLOCK {
-        bail!("--trace records {BLOCK}x{BLOCK} texel blocks: it needs --page {BLOCK} or more (got {})", o.page.get());
+        return Err(crate::usage(format!("--trace records {BLOCK}x{BLOCK} texel blocks: it needs --page {BLOCK} or more (got {})", o.page.get())));
     }
     create_dir(&o.out)?;
     let cfg = o.node.config(o.devices).split_on_pages(o.split_on_pages);
@@ -199,7 +199,10 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     let backend_name = adapter.unwrap_or_else(|| sys.backend().to_string());
     let path = o.path_frames.unwrap_or(o.frames);
     if path < o.frames {
-        bail!("--path-frames {path} is shorter than --frames {}", o.frames);
+        return Err(crate::usage(format!(
+            "--path-frames {path} is shorter than --frames {}",
+            o.frames
+        )));
     }
     let spec = match (&o.map, &o.scene) {
         (Some(name), _) => Some(SceneSpec::OpenArena(name.clone())),
@@ -376,17 +379,29 @@ fn write_residency(r: &Renderer, path: &Path) -> Result<()> {
     write_png(path, w, h, &img)
 }
 
+/// A page side to replay a trace at: a page side (`--page`'s rule) no smaller than the blocks
+/// a trace records, checked for every size of a sweep before the first runs.
+fn replay_page(s: &str) -> Result<u32, String> {
+    let p = crate::parse_page(s)?.get();
+    if p < BLOCK {
+        return Err(format!(
+            "a trace records {BLOCK}x{BLOCK} blocks, so it replays at page sides of {BLOCK} or more"
+        ));
+    }
+    Ok(p)
+}
+
 #[derive(Args, Clone)]
 pub struct ReplayOpts {
     /// The trace file (`tessera run quake --trace FILE`).
     file: PathBuf,
     /// Page side P to replay at (at least the trace's block side, 4); the recorded one when
     /// not given.
-    #[arg(long)]
+    #[arg(long, value_parser = replay_page)]
     page: Option<u32>,
     /// Devices to replay on (at most the recorded count; adjacent strips merge); the
     /// recorded count when not given.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::parse_device_count)]
     devices: Option<usize>,
     /// Empty every device's texture memory at the start of each frame (`--clear-each-frame
     /// false`: do not); as the recorded run did when not given.
@@ -412,7 +427,7 @@ pub struct ReplayOpts {
     /// A page-size sweep: replay once per page size (comma-separated, e.g. 8,16,32,64) and
     /// write `--out`/sweep.csv and plots of requests per frame and texture memory per device
     /// against the page size.
-    #[arg(long, value_delimiter = ',', conflicts_with = "page")]
+    #[arg(long, value_delimiter = ',', conflicts_with = "page", value_parser = replay_page)]
     pub(crate) pages: Vec<u32>,
     /// Output directory: a sweep's sweep.csv and plots (default out/replay); without
     /// `--pages`, requests.csv and the plot of requests per frame and device.

@@ -16,6 +16,19 @@ use crate::quake::FilterKind;
 use crate::run::progress;
 use crate::{parse_partition, parse_procedure, CacheOpts, NodeOpts};
 
+/// A side of the image: 1 to the renderer's largest.
+fn image_side() -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(1..=tessera_workloads::raytrace::render::MAX_SIDE as i64)
+}
+
+/// A positive, finite length.
+fn ao_radius(s: &str) -> Result<f32, String> {
+    match s.trim().parse::<f32>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("{s:?} is not a positive length")),
+    }
+}
+
 #[derive(Args, Clone)]
 pub struct RaytraceOpts {
     /// `openarena:MAP` (a Quake 3 / OpenArena map from --pak-dir) or `generated[:N]` (the
@@ -26,11 +39,11 @@ pub struct RaytraceOpts {
     #[arg(long, value_name = "DIR", default_value = tessera_scene::DEFAULT_PAK_DIR)]
     pak_dir: PathBuf,
     /// Copies of the scene on a grid, so that it exceeds the budget by a chosen factor.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=tessera_workloads::raytrace::scene::MAX_INSTANCES as i64))]
     instances: u32,
-    #[arg(long, default_value_t = 320, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 320, value_parser = image_side())]
     width: u32,
-    #[arg(long, default_value_t = 240, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 240, value_parser = image_side())]
     height: u32,
     /// Page side of the textures (atlas, image); buffer pages hold as many bytes (P² × 4).
     #[arg(long, default_value = "32", value_parser = crate::parse_page)]
@@ -41,10 +54,10 @@ pub struct RaytraceOpts {
     #[arg(long, value_enum, default_value = "nearest")]
     filter: FilterKind,
     /// Ambient-occlusion rays per pixel.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(0..=tessera_workloads::raytrace::render::MAX_AO_SAMPLES as i64))]
     ao_samples: u32,
     /// Length of the AO rays, world units (Quake units for a map).
-    #[arg(long, default_value_t = 96.0)]
+    #[arg(long, default_value_t = 96.0, value_parser = ao_radius)]
     ao_radius: f32,
     #[arg(long, default_value_t = 1, value_parser = crate::parse_device_count)]
     devices: usize,

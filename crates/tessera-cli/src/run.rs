@@ -58,7 +58,23 @@ pub fn write_report(report: &Report, dir: &std::path::Path) -> Result<std::path:
     Ok(json)
 }
 
+/// A page no larger than the field: a usage error before anything runs.
+pub fn page_fits(size: u32, page: tessera_core::PageSize) -> Result<()> {
+    if page.get() > size {
+        return Err(crate::usage(format!(
+            "--page {} is larger than the {size}x{size} field",
+            page.get()
+        )));
+    }
+    Ok(())
+}
+
 pub fn boiling(o: &RunOpts) -> Result<()> {
+    page_fits(o.size, o.page)?;
+    // More devices than rows (or columns) to split: a usage error before anything runs.
+    o.partition
+        .regions(o.size, o.size, o.devices as u32)
+        .map_err(crate::usage)?;
     let topo = o.node.topology(o.devices)?;
     create_dir(&o.out)?;
     let total = simulated_frames(o);

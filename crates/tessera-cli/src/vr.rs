@@ -56,10 +56,10 @@ pub struct SceneOpts {
     #[arg(long, default_value_t = 1)]
     warmup: u32,
     /// One eye's width in pixels (the stereo frame is twice as wide).
-    #[arg(long, default_value_t = 320)]
+    #[arg(long, default_value_t = 320, value_parser = screen_side())]
     width: u32,
     /// One eye's height in pixels.
-    #[arg(long, default_value_t = 240)]
+    #[arg(long, default_value_t = 240, value_parser = screen_side())]
     height: u32,
     /// Page side P in texels (atlas and framebuffers).
     #[arg(long, default_value = "32", value_parser = crate::parse_page)]
@@ -109,6 +109,11 @@ pub struct VrSweepOpts {
     /// descheduled pass inflates a run; the median resists that.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=20))]
     rounds: u32,
+}
+
+/// A side of one eye's screen: 1 to the raster's largest.
+fn screen_side() -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(1..=tessera_workloads::quake::MAX_SCREEN_SIDE as i64)
 }
 
 /// The scene, its camera path and its name in reports.
@@ -165,7 +170,7 @@ fn execute(
 }
 
 pub fn run(o: &VrOpts) -> Result<()> {
-    by_name(&o.scheme)?;
+    by_name(&o.scheme).map_err(crate::usage)?;
     let link = link_model(o.gpms, o.link_gbps)?;
     let (scene, cams, name) = load_scene(&o.scene)?;
     create_dir(&o.out)?;

@@ -370,3 +370,79 @@ fn bad_values_are_usage_errors_naming_the_option() {
     let printed = stdout(&tessera(&with(&boiling(), &["--out", o])));
     assert!(printed.contains("field_checksum="), "{printed}");
 }
+
+/// A value, or a combination of options, that a command cannot honour is a usage error (exit
+/// 2) found before anything runs, whichever check finds it: clap's, the command's own, or a
+/// library's that only settings raise. Each used to run up to its check and exit 1, and
+/// `--network` on one node was silently ignored.
+#[test]
+fn settings_a_command_cannot_honour_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    let cases: &[(&str, &str)] = &[
+        (
+            "run boiling --size 16 --page 64",
+            "larger than the 16x16 field",
+        ),
+        (
+            "run boiling --size 8 --page 8 --devices 16",
+            "cannot split 8 rows",
+        ),
+        (
+            "run boiling --size 32 --page 8 --topology foo",
+            "unknown topology",
+        ),
+        (
+            "run boiling --size 32 --page 8 --network ib-hdr",
+            "--devices-per-node only",
+        ),
+        (
+            "run boiling --size 32 --page 8 --network foo",
+            "invalid value 'foo'",
+        ),
+        ("run boiling --size 32 --page 8 --budget-mib inf", "finite"),
+        (
+            "bench overhead --size 16 --page 64",
+            "larger than the 16x16 field",
+        ),
+        ("run raytrace --ao-radius nan", "positive length"),
+        ("run raytrace --ao-samples 65", "0..=64"),
+        ("run raytrace --instances 0", "1..=4096"),
+        ("run vr --scene generated:1 --scheme foo", "unknown scheme"),
+        ("run vr --scene generated:1 --width 0", "1..=2048"),
+        ("run stencil --halo 0", "halo must be at least 1"),
+        ("run stencil --size 513", "between 1 and 512"),
+        ("run convolution --filter 1", "from 3 to 31"),
+        (
+            "run quake --path-frames 1 --frames 3",
+            "shorter than --frames 3",
+        ),
+        (
+            "run quake --initial-placement random --clear-each-frame",
+            "do not go together",
+        ),
+        (
+            "bench oversubscription --workload raytrace --staging on",
+            "boiling only",
+        ),
+        ("bench oversubscription --ratios inf", "not a finite number"),
+    ];
+    for (line, says) in cases {
+        let mut args = argv(line);
+        if line.starts_with("run") {
+            args.extend(["--out", out]);
+        }
+        refused(&args, 2, says);
+    }
+    // A sweep's page sizes are all checked before the first runs; the trace file is not read.
+    let trace = dir.path().join("none.bin");
+    let trace = trace.to_str().unwrap();
+    refused(
+        &["trace", "replay", trace, "--pages", "8,4,3"],
+        2,
+        "power of two",
+    );
+    refused(&["trace", "replay", trace, "--page", "2"], 2, "4 or more");
+    assert!(listing(dir.path()).is_empty());
+}

@@ -98,6 +98,7 @@ fn a_failed_run_writes_nothing() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("\"nosuchgpu\""), "{}", stderr(&o));
     assert_eq!(
         listing(dir.path()),
         before,

@@ -112,7 +112,7 @@ fn no_adapter_is_a_clear_error() {
             vec![dir.path().to_str().unwrap()],
         ]
         .concat()[..],
-        &["bench", "overhead", "--backend", "wgpu", "--size", "32"][..],
+        &["bench", "overhead", "--backend", "wgpu", "--size", "64"][..],
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
             .args(args)
@@ -391,7 +391,11 @@ fn bench_gpu_prints_a_ratio_per_workload() {
         !out.contains("gpu_vs_cpu_vr"),
         "only the workloads asked for: {out}"
     );
+    // A workload that is not one, or one named twice, is a usage error.
     let bad = tessera(&["bench", "gpu", "--workloads", "boiling,doom"]);
-    assert_eq!(bad.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&bad.stderr).contains("no workload \"doom\""));
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("invalid value 'doom'"));
+    let twice = tessera(&["bench", "gpu", "--workloads", "stencil,stencil"]);
+    assert_eq!(twice.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&twice.stderr).contains("names stencil twice"));
 }

@@ -7,6 +7,9 @@ use tessera_runtime::{BackendError, RuntimeError};
 pub enum WgpuError {
     #[error("no GPU adapter found ({0}); on Linux install Mesa's lavapipe (apt-get install mesa-vulkan-drivers) or a GPU driver")]
     NoAdapter(String),
+    /// `TESSERA_ADAPTER` names no adapter there is.
+    #[error("no adapter is named like {wanted:?} (TESSERA_ADAPTER); the adapters here: {found}")]
+    NoAdapterNamed { wanted: String, found: String },
     #[error("adapter {adapter} refused a device: {message}")]
     RequestDevice { adapter: String, message: String },
     #[error("the GPU device was lost: {0}")]

@@ -281,10 +281,17 @@ fn request_adapter(
         }
         AdapterChoice::Named(name) => {
             let want = name.to_lowercase();
-            pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
-                .into_iter()
+            let all = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+            let names: Vec<String> = all.iter().map(|a| a.get_info().name).collect();
+            all.into_iter()
                 .find(|a| a.get_info().name.to_lowercase().contains(&want))
-                .ok_or_else(|| WgpuError::NoAdapter(format!("none is named like {name:?}")))
+                .ok_or_else(|| match names.is_empty() {
+                    true => WgpuError::NoAdapter(format!("none is named like {name:?}")),
+                    false => WgpuError::NoAdapterNamed {
+                        wanted: name.clone(),
+                        found: names.join(", "),
+                    },
+                })
         }
     }
 }

@@ -165,7 +165,7 @@ pub enum DecompError {
     ZeroHalo,
     #[error("a {axis} split needs a grid with more than one cell along {axis}")]
     FlatAxis { axis: &'static str },
-    #[error("the filter size must be odd (a centre and the same reach each side), from 1 to {max}; got {size}")]
+    #[error("the filter size must be odd (a centre and the same reach each side), from 3 to {max}; got {size}")]
     BadFilter { size: u32, max: u32 },
     #[error(transparent)]
     Runtime(#[from] tessera_runtime::RuntimeError),
