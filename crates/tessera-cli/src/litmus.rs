@@ -15,7 +15,7 @@ pub struct LitmusOpts {
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// Runs per test.
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 1000, value_parser = crate::parse_count)]
     runs: u64,
     /// Put all shared variables on one page (default: each on its own page).
     #[arg(long)]

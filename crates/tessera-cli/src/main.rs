@@ -441,7 +441,7 @@ pub struct ClusterOpts {
     devices_per_node: Option<usize>,
     /// On several nodes: pages are dealt to the nodes' homes in blocks of this many, round
     /// robin.
-    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 16, value_parser = parse_count)]
     home_block_pages: u64,
     /// On several nodes: a node silent for this many seconds is lost, and the others stop
     /// with an error naming it.
@@ -484,7 +484,7 @@ pub struct BenchOpts {
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     frames: u32,
     /// Measurements of each side, interleaved; the median is reported.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     rounds: u32,
     /// The procedure whose ratio is the last line.
     #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
@@ -533,6 +533,14 @@ pub fn parse_size(s: &str) -> Result<u32, String> {
         _ => Err(format!(
             "{s:?} is not a field side between 1 and {MAX_SIZE}"
         )),
+    }
+}
+
+/// A count of one or more (runs, pages).
+pub fn parse_count(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("{s:?} is not a whole number of 1 or more")),
     }
 }
 

@@ -135,11 +135,13 @@ fn open(cfg: ClusterConfig) -> Result<Arc<Link>> {
     )?)
 }
 
+/// What `--devices-per-node` says on a tessera built without MPI, whichever command it is given.
+#[cfg(not(feature = "mpi"))]
+const WITHOUT_MPI: &str = "--devices-per-node runs tessera over MPI processes (`mpirun -np N tessera run boiling --devices-per-node K`, or `tessera litmus --devices-per-node K FILE...` under mpirun), and this tessera was built without MPI: build it with `cargo build --release -p tessera-cli --features mpi` (needs openmpi-bin, libopenmpi-dev and libclang-dev; README.md, \"Multi-node\")";
+
 #[cfg(not(feature = "mpi"))]
 fn open(_cfg: ClusterConfig) -> Result<Arc<Link>> {
-    bail!(
-        "--devices-per-node runs tessera over MPI processes (mpirun -np N tessera run boiling --devices-per-node K), and this tessera was built without MPI: build it with `cargo build --release -p tessera-cli --features mpi` (needs openmpi-bin, libopenmpi-dev and libclang-dev; README.md, \"Multi-node\")"
-    )
+    bail!("{}", WITHOUT_MPI)
 }
 
 /// `mpirun -np N tessera litmus --devices-per-node K FILE...`: each test on the multi-node

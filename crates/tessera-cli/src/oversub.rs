@@ -40,7 +40,7 @@ pub struct OversubOpts {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     pub(crate) frames: u32,
     /// Measurements of each configuration, interleaved; the median is reported.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub(crate) rounds: u32,
     #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
     pub(crate) procedure: Procedure,
