@@ -109,6 +109,12 @@ fn parse_ratio(s: &str) -> Result<f64, String> {
 /// Runs the bench and writes its CSV (and plot); fails after writing when a trial's result
 /// differs from the resident run's.
 pub fn oversubscription(o: &OversubOpts) -> Result<()> {
+    if let Some(i) = (1..o.policy.len()).find(|&i| o.policy[..i].contains(&o.policy[i])) {
+        return Err(crate::usage(format!(
+            "--policy names {} twice: each policy is measured once",
+            o.policy[i].name()
+        )));
+    }
     if o.workload == Workload::Raytrace && o.staging.contains(&true) {
         return Err(crate::usage(
             "--staging on applies to boiling only (the ray kernel has no footprint)",

@@ -458,6 +458,12 @@ fn replay_on(o: &ReplayOpts, trace: &Trace, page: u32, devices: usize) -> Result
 }
 
 pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
+    if let Some(i) = (1..o.pages.len()).find(|&i| o.pages[..i].contains(&o.pages[i])) {
+        return Err(crate::usage(format!(
+            "--pages names {} twice: each page size is replayed once",
+            o.pages[i]
+        )));
+    }
     let trace = Trace::read(&o.file)?;
     let devices = ReplayOptions::devices(&trace, o.devices)?;
     if !o.pages.is_empty() {

@@ -444,5 +444,21 @@ fn settings_a_command_cannot_honour_are_usage_errors() {
         "power of two",
     );
     refused(&["trace", "replay", trace, "--page", "2"], 2, "4 or more");
+    // A list that names an entry twice is refused, as the doubling lists are.
+    refused(
+        &["trace", "replay", trace, "--pages", "8,16,8"],
+        2,
+        "names 8 twice",
+    );
+    refused(
+        &argv("bench oversubscription --policy lru,clock,lru"),
+        2,
+        "names lru twice",
+    );
+    refused(
+        &argv("sweep stencil --access explicit,migrate,explicit"),
+        2,
+        "explicit is named twice",
+    );
     assert!(listing(dir.path()).is_empty());
 }

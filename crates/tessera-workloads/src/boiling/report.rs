@@ -169,7 +169,8 @@ pub struct Report {
     pub schema_version: u32,
     pub workload: &'static str,
     pub backend: &'static str,
-    /// The devices as the backend describes them, e.g. `cpu (2 threads)`.
+    /// The devices as the backend describes them: `cpu (2 threads)`, or the wgpu adapter's
+    /// name.
     pub adapter: String,
     /// The wgpu adapter's name; absent on the CPU backend.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -443,7 +444,11 @@ impl Report {
             schema_version: crate::SCHEMA_VERSION,
             workload: "boiling",
             backend,
-            adapter: sys.backend().to_string(),
+            // The adapter's own name on wgpu, as every other workload's report gives it.
+            adapter: run
+                .adapter_name
+                .clone()
+                .unwrap_or_else(|| sys.backend().to_string()),
             adapter_name: run.adapter_name.clone(),
             devices: sys.devices(),
             size,

@@ -471,7 +471,8 @@ pub struct HaloReport {
     /// `cpu` or `wgpu`.
     #[serde(rename = "backend")]
     pub backend_kind: &'static str,
-    /// The devices as the backend describes them.
+    /// The devices as the backend describes them: `cpu (N threads)`, or the wgpu adapter's
+    /// name.
     #[serde(rename = "adapter")]
     pub backend: String,
     /// The wgpu adapter's name; none on the CPU backend.
@@ -665,7 +666,11 @@ pub fn report(
         steps: s.steps,
         warmup: s.warmup,
         backend_kind: ran.backend_kind,
-        backend: m.run.sys.backend().to_string(),
+        // The adapter's own name on wgpu, as every other workload's report gives it.
+        backend: m
+            .adapter_name
+            .clone()
+            .unwrap_or_else(|| m.run.sys.backend().to_string()),
         adapter: m.adapter_name.clone(),
         topology: topo.name().to_string(),
         model: s.model,

@@ -55,11 +55,11 @@ impl HaloReport {
         line(format!(
             "{} [{}{}], topology {}, {} step(s) after {} warm-up",
             r.settings,
-            r.backend,
+            // `cpu (N threads)`, or `wgpu, <adapter>`.
             r.adapter
                 .as_ref()
-                .map(|a| format!(", {a}"))
-                .unwrap_or_default(),
+                .map_or(String::new(), |_| format!("{}, ", r.backend_kind)),
+            r.backend,
             r.topology,
             r.steps,
             r.warmup
