@@ -31,21 +31,11 @@ impl std::fmt::Display for Usage {
 
 impl std::error::Error for Usage {}
 
-/// Whether an error in a failed command's chain is a usage error: a [`Usage`], or one of the
-/// libraries' errors that only settings raise, before anything has run (a device count out of
-/// range, more devices than rows, a topology that is not a preset or a file).
+/// Whether an error in a failed command's chain is a usage error: a [`Usage`], or a topology
+/// that is neither a preset nor a file. (A library error wrapped `transparent` by another is
+/// not in the chain, so the checks that must exit 2 are made up front as [`Usage`].)
 fn is_usage(e: &(dyn std::error::Error + 'static)) -> bool {
-    use tessera_runtime::RuntimeError as R;
     e.is::<Usage>()
-        || matches!(
-            e.downcast_ref::<R>(),
-            Some(
-                R::DeviceCount { .. }
-                    | R::NoDevicesPerNode
-                    | R::ClusterTooLarge { .. }
-                    | R::SplitTooFine { .. }
-            )
-        )
         || matches!(
             e.downcast_ref::<tessera_model::TopologyError>(),
             Some(tessera_model::TopologyError::UnknownPreset { .. })

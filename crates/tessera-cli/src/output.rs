@@ -26,33 +26,30 @@ static STDOUT_ERROR: OnceLock<String> = OnceLock::new();
 /// [`stdout_failure`], which fails the command, since a script reading the lines would get
 /// them cut short.
 pub fn say(text: &str) {
-    if STDOUT_GONE.load(Ordering::Relaxed) {
-        return;
-    }
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_all(text.as_bytes()) {
-        STDOUT_GONE.store(true, Ordering::Relaxed);
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            let _ = STDOUT_ERROR.set(e.to_string());
-        }
-    }
+    on_stdout(|o| o.write_all(text.as_bytes()));
 }
 
 /// Standard output's failure, other than a reader that went away, if it failed.
 pub fn stdout_failure() -> Result<()> {
     // What a line-buffered stdout still holds fails here, not at the exit, where it would be
     // dropped unseen.
-    if !STDOUT_GONE.load(Ordering::Relaxed) {
-        if let Err(e) = std::io::stdout().lock().flush() {
-            STDOUT_GONE.store(true, Ordering::Relaxed);
-            if e.kind() != std::io::ErrorKind::BrokenPipe {
-                let _ = STDOUT_ERROR.set(e.to_string());
-            }
-        }
-    }
+    on_stdout(|o| o.flush());
     match STDOUT_ERROR.get() {
         Some(e) => bail!("cannot write to standard output: {e}"),
         None => Ok(()),
+    }
+}
+
+/// Runs `op` on standard output unless it has failed before, and records its failure.
+fn on_stdout(op: impl FnOnce(&mut std::io::StdoutLock<'static>) -> std::io::Result<()>) {
+    if STDOUT_GONE.load(Ordering::Relaxed) {
+        return;
+    }
+    if let Err(e) = op(&mut std::io::stdout().lock()) {
+        STDOUT_GONE.store(true, Ordering::Relaxed);
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            let _ = STDOUT_ERROR.set(e.to_string());
+        }
     }
 }
 

@@ -357,12 +357,15 @@ fn bench_gpu_prints_a_ratio_per_workload() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     for w in ["boiling", "stencil", "raytrace"] {
-        let ratio: f64 = out
-            .lines()
-            .find_map(|l| l.strip_prefix(&format!("gpu_vs_cpu_{w}=")))
-            .unwrap_or_else(|| panic!("no ratio for {w}: {out}"))
-            .parse()
-            .unwrap();
+        // The value of a `key=value` line.
+        let value = |key: String| -> f64 {
+            out.lines()
+                .find_map(|l| l.strip_prefix(&format!("{key}=")))
+                .unwrap_or_else(|| panic!("no {key}: {out}"))
+                .parse()
+                .unwrap()
+        };
+        let ratio = value(format!("gpu_vs_cpu_{w}"));
         assert!(ratio.is_finite() && ratio > 0.0, "{w}: {ratio}");
         // The GPU run's host work, read from its report: it submitted work every frame.
         let submissions: f64 = out
@@ -378,12 +381,7 @@ fn bench_gpu_prints_a_ratio_per_workload() {
         // the adapter has timestamps, as lavapipe has (counted twice, the ray tracer's would
         // be near 2).
         if gpu_has_timestamps() {
-            let share: f64 = out
-                .lines()
-                .find_map(|l| l.strip_prefix(&format!("gpu_busy_share_{w}=")))
-                .unwrap_or_else(|| panic!("no busy share for {w}: {out}"))
-                .parse()
-                .unwrap();
+            let share = value(format!("gpu_busy_share_{w}"));
             assert!(share > 0.0 && share <= 1.0, "{w}: {share}");
         }
     }

@@ -26,19 +26,7 @@ pub mod vr;
 /// their measured frames only; the others report each frame, and the first is dropped. `None`
 /// for an unknown workload or a report without the times it should hold.
 pub fn seconds_per_frame(workload: &str, r: &serde_json::Value) -> Option<f64> {
-    use serde_json::Value;
-    let each = |list: &Value, pick: fn(&Value) -> &Value| -> Option<Vec<f64>> {
-        list.as_array()?.iter().map(|v| pick(v).as_f64()).collect()
-    };
-    let after_first = |t: Vec<f64>| oversub::median(if t.len() > 1 { t[1..].to_vec() } else { t });
-    Some(match workload {
-        "boiling" => r["wall_seconds"].as_f64()? / r["frames"].as_f64()?,
-        "quake" => after_first(each(&r["frame_seconds"], |v| v)?),
-        "raytrace" => after_first(each(&r["per_frame"], |v| &v["wall_ms"])?) * 1e-3,
-        "stencil" => r["wall_ms_per_step_measured"].as_f64()? * 1e-3,
-        "vr" => oversub::median(each(&r["frame_seconds"], |v| v)?),
-        _ => return None,
-    })
+    frame_statistic(workload, r, false)
 }
 
 /// Device time per measured frame in a `workload`'s report.json (its kernels' time from
@@ -46,20 +34,37 @@ pub fn seconds_per_frame(workload: &str, r: &serde_json::Value) -> Option<f64> {
 /// over the same frames and with the same statistic as [`seconds_per_frame`]. `None` where
 /// the report has none (the CPU backend, an adapter without timestamp queries).
 pub fn gpu_seconds_per_frame(workload: &str, r: &serde_json::Value) -> Option<f64> {
+    frame_statistic(workload, r, true)
+}
+
+/// [`seconds_per_frame`] (wall time) or, with `gpu`, [`gpu_seconds_per_frame`]: each report
+/// keeps the two side by side under its own keys.
+fn frame_statistic(workload: &str, r: &serde_json::Value, gpu: bool) -> Option<f64> {
     use serde_json::Value;
-    let each = |list: &Value, pick: fn(&Value) -> &Value| -> Option<Vec<f64>> {
-        list.as_array()?.iter().map(|v| pick(v).as_f64()).collect()
+    let key = |wall: &'static str, device: &'static str| if gpu { device } else { wall };
+    let each = |list: &Value, field: Option<&str>| -> Option<Vec<f64>> {
+        let pick = |v: &Value| field.map_or(v, |f| &v[f]).as_f64();
+        list.as_array()?.iter().map(pick).collect()
     };
     let after_first = |t: Vec<f64>| oversub::median(if t.len() > 1 { t[1..].to_vec() } else { t });
     Some(match workload {
         "boiling" => {
-            let stages = r["gpu_stage_seconds"].as_object()?;
-            stages.values().filter_map(Value::as_f64).sum::<f64>() / r["frames"].as_f64()?
+            let total = match gpu {
+                true => r["gpu_stage_seconds"]
+                    .as_object()?
+                    .values()
+                    .filter_map(Value::as_f64)
+                    .sum(),
+                false => r["wall_seconds"].as_f64()?,
+            };
+            total / r["frames"].as_f64()?
         }
-        "quake" => after_first(each(&r["frame_gpu_seconds"], |v| v)?),
-        "raytrace" => after_first(each(&r["per_frame"], |v| &v["gpu_ms"])?) * 1e-3,
-        "stencil" => r["gpu_ms_per_step_measured"].as_f64()? * 1e-3,
-        "vr" => oversub::median(each(&r["frame_gpu_seconds"], |v| v)?),
+        "quake" => after_first(each(&r[key("frame_seconds", "frame_gpu_seconds")], None)?),
+        "raytrace" => after_first(each(&r["per_frame"], Some(key("wall_ms", "gpu_ms")))?) * 1e-3,
+        "stencil" => {
+            r[key("wall_ms_per_step_measured", "gpu_ms_per_step_measured")].as_f64()? * 1e-3
+        }
+        "vr" => oversub::median(each(&r[key("frame_seconds", "frame_gpu_seconds")], None)?),
         _ => return None,
     })
 }
