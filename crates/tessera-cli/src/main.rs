@@ -694,8 +694,8 @@ fn refuse_inapplicable(cli: &Cli, matches: &clap::ArgMatches) -> Result<(), clap
     if o.cluster.devices_per_node.is_none() {
         // The network models traffic between nodes only: on one node it would be ignored.
         return match given("network") {
-            true => Err(Cli::command().error(
-                clap::error::ErrorKind::ArgumentConflict,
+            true => Err(conflict(
+                &["run", "boiling"],
                 "--network applies with --devices-per-node only: one node sends nothing over a network",
             )),
             false => Ok(()),
@@ -709,9 +709,24 @@ fn refuse_inapplicable(cli: &Cli, matches: &clap::ArgMatches) -> Result<(), clap
         (o.node.staging, "--staging on is not built across nodes (--devices-per-node)"),
     ];
     match refused.into_iter().find(|(applies, _)| *applies) {
-        Some((_, why)) => Err(Cli::command().error(clap::error::ErrorKind::ArgumentConflict, why)),
+        Some((_, why)) => Err(conflict(&["run", "boiling"], why)),
         None => Ok(()),
     }
+}
+
+/// Options of the subcommand `path` names that cannot go together: clap's error, with that
+/// subcommand's usage line (the top level's would send the user to the wrong `--help`).
+fn conflict(path: &[&str], why: &str) -> clap::Error {
+    let mut cmd = Cli::command();
+    // Gives every subcommand its full name ("tessera run boiling") for the usage line.
+    cmd.build();
+    for name in path {
+        match cmd.find_subcommand(name) {
+            Some(sub) => cmd = sub.clone(),
+            None => break,
+        }
+    }
+    cmd.error(clap::error::ErrorKind::ArgumentConflict, why)
 }
 
 fn main() -> ExitCode {
@@ -733,9 +748,7 @@ fn main() -> ExitCode {
             },
             RunKind::Quake(opts) => {
                 if let Some(problem) = opts.usage_problem() {
-                    Cli::command()
-                        .error(clap::error::ErrorKind::ArgumentConflict, problem)
-                        .exit();
+                    conflict(&["run", "quake"], &problem).exit();
                 }
                 staged(opts, force, |o| &mut o.out, quake::run_quake)
             }

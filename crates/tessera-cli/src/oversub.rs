@@ -106,15 +106,26 @@ fn parse_ratio(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
+/// A list of settings to compare that names one twice: a usage error, since each setting is
+/// measured once.
+fn named_once<T: PartialEq>(flag: &str, values: &[T], name: impl Fn(&T) -> String) -> Result<()> {
+    match (1..values.len()).find(|&i| values[..i].contains(&values[i])) {
+        Some(i) => Err(crate::usage(format!(
+            "{flag} names {} twice: each setting is measured once",
+            name(&values[i])
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Runs the bench and writes its CSV (and plot); fails after writing when a trial's result
 /// differs from the resident run's.
 pub fn oversubscription(o: &OversubOpts) -> Result<()> {
-    if let Some(i) = (1..o.policy.len()).find(|&i| o.policy[..i].contains(&o.policy[i])) {
-        return Err(crate::usage(format!(
-            "--policy names {} twice: each policy is measured once",
-            o.policy[i].name()
-        )));
-    }
+    named_once("--policy", &o.policy, |p| p.name().to_string())?;
+    named_once("--prefetch", &o.prefetch, |p| p.to_string())?;
+    named_once("--staging", &o.staging, |&on| {
+        if on { "on" } else { "off" }.to_string()
+    })?;
     if o.workload == Workload::Raytrace && o.staging.contains(&true) {
         return Err(crate::usage(
             "--staging on applies to boiling only (the ray kernel has no footprint)",

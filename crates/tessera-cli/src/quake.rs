@@ -193,6 +193,11 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     if o.trace.is_some() && o.page.get() < BLOCK {
         return Err(crate::usage(format!("--trace records {BLOCK}x{BLOCK} texel blocks: it needs --page {BLOCK} or more (got {})", o.page.get())));
     }
+    // More devices than columns (or rows) to split: a usage error before anything runs.
+    o.split
+        .partition()
+        .regions(o.width, o.height, o.devices as u32)
+        .map_err(crate::usage)?;
     create_dir(&o.out)?;
     let cfg = o.node.config(o.devices).split_on_pages(o.split_on_pages);
     let (sys, adapter) = o.node.system(&cfg)?;

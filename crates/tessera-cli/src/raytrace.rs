@@ -94,6 +94,10 @@ pub struct RaytraceOpts {
 pub fn run(o: &RaytraceOpts) -> Result<()> {
     let budget = o.cache.budget_bytes();
     check_budget(budget, o.page.get())?;
+    // More devices than rows (or columns) to split: a usage error before anything runs.
+    o.partition
+        .regions(o.width, o.height, o.devices as u32)
+        .map_err(crate::usage)?;
     let (scene, view, name) = o
         .scene
         .paged(&o.pak_dir, o.instances, o.page, o.width, o.height)?;

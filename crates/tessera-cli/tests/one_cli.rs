@@ -401,6 +401,23 @@ fn settings_a_command_cannot_honour_are_usage_errors() {
             "run boiling --size 32 --page 8 --network foo",
             "invalid value 'foo'",
         ),
+        // Options that cannot go together point to the subcommand's own usage.
+        (
+            "run boiling --size 32 --page 8 --network ib-hdr",
+            "Usage: tessera run boiling",
+        ),
+        (
+            "run quake --border 1 --filter nearest",
+            "Usage: tessera run quake",
+        ),
+        (
+            "run raytrace --scene generated:1 --width 32 --height 4 --devices 8",
+            "cannot split 4 rows between 8 devices",
+        ),
+        (
+            "run quake --width 4 --height 32 --devices 8",
+            "cannot split 4 columns between 8 devices",
+        ),
         ("run boiling --size 32 --page 8 --budget-mib inf", "finite"),
         (
             "bench overhead --size 16 --page 64",
@@ -454,6 +471,16 @@ fn settings_a_command_cannot_honour_are_usage_errors() {
         &argv("bench oversubscription --policy lru,clock,lru"),
         2,
         "names lru twice",
+    );
+    refused(
+        &argv("bench oversubscription --prefetch off,tree,off"),
+        2,
+        "names off twice",
+    );
+    refused(
+        &argv("bench oversubscription --staging on,on"),
+        2,
+        "names on twice",
     );
     refused(
         &argv("sweep stencil --access explicit,migrate,explicit"),

@@ -312,3 +312,21 @@ fn a_degrading_run_relaunches_nothing_and_reports_its_coarse_samples() {
     assert_eq!(report["filtering"]["miss"], "relaunch");
     assert!(report["filtering"].get("degrade").is_none());
 }
+
+/// Eight devices over a screen two pages wide: four devices write each page of the frame and
+/// of its depth in every frame. A device's relaunch used to ask only for its newest miss, so
+/// the devices took the two pages from each other round after round and the run stopped with
+/// "pass did not converge" in most runs; each run must finish, several times over, with
+/// the one device's frame.
+#[test]
+fn many_devices_sharing_the_screens_pages_all_finish() {
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = "run quake --frames 3 --width 64 --height 64 --page 32 --devices";
+    let one = run_report(&format!("{cmd} 1"), &dir.path().join("one"));
+    for run in 0..4 {
+        let out = dir.path().join(format!("out{run}"));
+        let report = run_report(&format!("{cmd} 8"), &out);
+        assert_eq!(report["frames"].as_u64(), Some(3), "run {run}");
+        assert_eq!(report["checksum"], one["checksum"], "run {run}");
+    }
+}

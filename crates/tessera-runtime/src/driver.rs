@@ -1046,6 +1046,8 @@ impl DeviceContext {
         let mut late = Vec::new();
         let mut left = 0;
         'waves: while let Some((mut domain, mut held, mut retried)) = waves.pop_front() {
+            // Every page this wave has asked for, sorted by page.
+            let mut wave_asked: Vec<PageRequest> = Vec::new();
             if self.staging {
                 if let Some((next, _, _)) = waves.front() {
                     // Sent by this wave's first launch under the lock (its second round: a
@@ -1094,6 +1096,7 @@ impl DeviceContext {
                 }
                 stats.relaunched += out.incomplete.len() as u64;
                 stats.suspended += out.suspended;
+                let misses = Self::with_taken(&mut wave_asked, misses);
                 let asked: Vec<GlobalPage> = misses.iter().map(|r| r.page).collect();
                 match self.timed_acquire(misses, held.clone(), stats) {
                     Ok(()) => {
@@ -1132,6 +1135,28 @@ impl DeviceContext {
         }
         self.bring_late(late, stats)?;
         Ok(writes)
+    }
+
+    /// What a wave asks for after a launch missed `misses`: those, and, where one of them was
+    /// granted to the wave before (another device has taken it since), every page the wave
+    /// has been granted. Devices writing the same pages in one pass would otherwise take them
+    /// from each other round after round, each granted only its newest miss, with no launch
+    /// ever holding them all: a livelock, which the game trace on four devices over a screen
+    /// one page wide showed. Pages granted together are held together through the launch,
+    /// under the memory lock, so such a round completes every invocation that needs only
+    /// pages the wave has seen, and the wave's set only grows. The set is sent whole, not
+    /// less what the device holds now: another device may take a page between that look and
+    /// the grant, which is the race being closed.
+    fn with_taken(wave: &mut Vec<PageRequest>, misses: Vec<PageRequest>) -> Vec<PageRequest> {
+        let taken = misses
+            .iter()
+            .any(|m| wave.binary_search_by_key(&m.page, |a| a.page).is_ok());
+        wave.extend_from_slice(&misses);
+        *wave = strongest_per_page(std::mem::take(wave));
+        match taken {
+            true => wave.clone(),
+            false => misses,
+        }
     }
 
     /// Brings the pages that invocations asked for and completed without (degrading
@@ -1594,6 +1619,13 @@ impl DeviceContext {
 }
 
 /// Pages a merge could not write, asked for exclusively.
+/// One request per page, sorted by page, with the strongest access asked for it.
+fn strongest_per_page(mut pages: Vec<PageRequest>) -> Vec<PageRequest> {
+    pages.sort_unstable_by_key(|r| (r.page, std::cmp::Reverse(r.access)));
+    pages.dedup_by_key(|r| r.page);
+    pages
+}
+
 fn write_requests(pages: Vec<GlobalPage>) -> Vec<PageRequest> {
     pages
         .into_iter()
