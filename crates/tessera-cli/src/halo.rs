@@ -212,14 +212,13 @@ fn run_setup(
     topo.check_devices(s.devices)?;
     let (sys, adapter_name) = node.base.system(&node.config(s.devices))?;
     let m = halo::measure(s, sys, adapter_name, topo, tick)?;
-    let field = m.run.field()?;
+    let (field, steps) = (&m.field, m.field_steps);
     let backend = node.base.backend;
-    let steps = m.run.steps();
-    let check = || crate::verify::field(backend, &s.reference(steps), &field, steps);
+    let check = || crate::verify::field(backend, &s.reference(steps), field, steps);
     let verification = verify.then(check).transpose()?;
     let ran = Ran {
         backend_kind: backend.name(),
         topology: topo,
     };
-    Ok(halo::report(s, ran, &m, &field, verification)?)
+    Ok(halo::report(s, ran, &m, field, verification)?)
 }

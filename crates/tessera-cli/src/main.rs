@@ -242,7 +242,9 @@ pub struct CacheOpts {
     /// Per-device memory budget in MiB (fractions allowed, e.g. 0.75). It is a page cache:
     /// when a batch needs more slots than it has left, pages are evicted (`--policy`), and a
     /// pass whose pages do not fit at once runs in waves. Too small for one invocation's pages
-    /// is an error naming the minimum.
+    /// is an error naming the bytes of the pages it had asked for (a lower bound: pages show
+    /// one miss at a time) and, for a kernel with a footprint, the bytes that are enough for
+    /// any invocation of it.
     #[arg(long, default_value = "4096", value_parser = parse_budget)]
     pub budget_mib: f64,
     /// Which pages a device gives up when its budget is full: lru (the patent's time stamps),

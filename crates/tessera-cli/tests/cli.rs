@@ -579,3 +579,50 @@ fn help_names_the_exit_status_of_each_class() {
         assert!(text.contains(says), "{says:?} not in {text}");
     }
 }
+
+/// A budget too small for a kernel names the pages its invocation had asked for (a lower
+/// bound: pages show one miss at a time) and, for a kernel with a footprint, the bytes that are
+/// enough for any invocation of it. A budget of those bytes gets past that kernel: the run
+/// succeeds, or a later kernel of the frame is the one that needs more.
+#[test]
+fn a_budget_too_small_names_what_is_enough_for_the_kernel() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().to_str().unwrap();
+    let run = |budget: f64| {
+        let mib = format!("{budget}");
+        let args =
+            argv("run boiling --size 64 --page 8 --frames 1 --gif-every 0 --force --budget-mib");
+        tessera(&[&args[..], &[mib.as_str(), "--out", out]].concat())
+    };
+    let says = |o: &std::process::Output| -> Option<(String, u64)> {
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        let kernel = err
+            .split("invocation of kernel ")
+            .nth(1)?
+            .split(' ')
+            .next()?;
+        let enough = err.split(" (").last()?.split(" bytes are enough").next()?;
+        Some((kernel.to_string(), enough.parse().ok()?))
+    };
+    let mut budget = 100.0 / (1 << 20) as f64;
+    let mut kernels = Vec::new();
+    loop {
+        let o = run(budget);
+        if o.status.success() {
+            break;
+        }
+        let (kernel, enough) = says(&o).unwrap_or_else(|| {
+            panic!(
+                "no footprint bound in: {}",
+                String::from_utf8_lossy(&o.stderr)
+            )
+        });
+        assert!(
+            !kernels.contains(&kernel),
+            "{kernel} failed again with the bytes it said were enough: {kernels:?}"
+        );
+        kernels.push(kernel);
+        budget = enough as f64 / (1 << 20) as f64;
+    }
+    assert!(!kernels.is_empty(), "100 bytes ran boiling");
+}

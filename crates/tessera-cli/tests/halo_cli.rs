@@ -19,8 +19,9 @@ fn checksum(v: &[f32]) -> String {
 
 #[test]
 fn run_stencil_in_every_version_equals_the_reference() {
-    // 1 warm-up + 2 steps together + 2 settling + 2 alone (isolated model) = 7 steps.
-    let want = checksum(&stencil::reference::run(&stencil::initial(16), 16, 2, 7));
+    // 1 warm-up + 2 steps together: the result. The isolated model's settling and lone steps
+    // come after it, for the model only.
+    let want = checksum(&stencil::reference::run(&stencil::initial(16), 16, 2, 3));
     for (access, split) in [
         ("explicit", "x"),
         ("migrate", "y"),
@@ -60,29 +61,55 @@ fn run_stencil_in_every_version_equals_the_reference() {
 #[test]
 fn run_convolution_equals_the_reference() {
     let init = convolution::initial(32);
-    // 1 warm-up + 1 step together + 2 settling + 1 alone (isolated model) = 5 steps.
+    // 1 warm-up + 1 step together: the result, whichever model times it.
     let want = checksum(&convolution::reference::run(
         &init,
         32,
         &convolution::filter(7),
         7,
-        5,
+        2,
     ));
-    for (access, filter_access) in [
-        ("explicit", "replicate"),
-        ("migrate", "remote-cached"),
-        ("remote", "remote"),
+    for (access, filter_access, model) in [
+        ("explicit", "replicate", "isolated"),
+        ("migrate", "remote-cached", "isolated"),
+        ("remote", "remote", "isolated"),
+        ("migrate", "remote-cached", "concurrent"),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let r = run_report(
             &format!(
                 "run convolution --filter-access {filter_access} --size 32 --filter 7 --devices 2 \
-                 --access {access} --steps 1 --page 8"
+                 --access {access} --steps 1 --page 8 --model {model}"
             ),
             dir.path(),
         );
-        assert_eq!(r["checksum"], want.as_str(), "{access}");
+        assert_eq!(r["checksum"], want.as_str(), "{access} {model}");
         assert_eq!(r["filter"], 7);
+    }
+}
+
+/// A 3 × 3 filter's pages are smaller than the field's 8 × 8 ones. Under a budget no larger
+/// than one memory (64 MiB), the first memory made took the whole budget and the filter's
+/// pages never got a slot: "out of its memory budget", at any budget up to 64 MiB.
+#[test]
+fn a_small_budget_leaves_room_for_the_filters_smaller_pages() {
+    let want = checksum(&convolution::reference::run(
+        &convolution::initial(32),
+        32,
+        &convolution::filter(3),
+        3,
+        2,
+    ));
+    for (access, budget) in [("migrate", 64.0), ("explicit", 64.0), ("migrate", 1.0)] {
+        let dir = tempfile::tempdir().unwrap();
+        let r = run_report(
+            &format!(
+                "run convolution --size 32 --filter 3 --devices 2 --access {access} --steps 1 \
+                 --page 8 --budget-mib {budget}"
+            ),
+            dir.path(),
+        );
+        assert_eq!(r["checksum"], want.as_str(), "{access} {budget}");
     }
 }
 

@@ -97,6 +97,9 @@ pub struct DeviceMemory {
     /// The memory that last had a free slot: allocation starts there instead of scanning
     /// every memory, which matters with millions of tiny pages.
     hint: usize,
+    /// Per slot size, the bytes of the live objects' pages of that size
+    /// ([`DeviceMemory::set_demand`]), sorted by size.
+    demand: Vec<(u64, u64)>,
 }
 
 impl DeviceMemory {
@@ -108,7 +111,47 @@ impl DeviceMemory {
             limits: MemoryLimits::default(),
             memories: Vec::new(),
             hint: 0,
+            demand: Vec::new(),
         }
+    }
+
+    /// Records that the live objects' pages of `slot_bytes` add up to `bytes` (0: none left), so
+    /// that a memory made for another size leaves them room ([`DeviceMemory::held_back`]).
+    pub fn set_demand(&mut self, slot_bytes: u64, bytes: u64) {
+        match self.demand.binary_search_by_key(&slot_bytes, |d| d.0) {
+            Ok(i) if bytes == 0 => {
+                self.demand.remove(i);
+            }
+            Ok(i) => self.demand[i].1 = bytes,
+            Err(_) if bytes == 0 => {}
+            Err(i) => self.demand.insert(i, (slot_bytes, bytes)),
+        }
+    }
+
+    /// The slot sizes [`DeviceMemory::set_demand`] has bytes for.
+    pub fn demanded_sizes(&self) -> impl Iterator<Item = u64> + '_ {
+        self.demand.iter().map(|d| d.0)
+    }
+
+    /// Budget bytes a new memory of `slot_bytes` leaves unreserved for the page sizes that have
+    /// no memory yet: for each, its objects' bytes, at most an even share of the budget among
+    /// the sizes. No eviction gives a memory back, so without this the first memory made under a
+    /// small budget took all of it, and a page of another size (a convolution's filter beside
+    /// its field, with a budget no larger than one memory) could never be given a slot.
+    fn held_back(&self, slot_bytes: u64) -> u64 {
+        let share = self.budget_bytes / (self.demand.len().max(1) as u64);
+        self.demand
+            .iter()
+            .filter(|&&(size, _)| size != slot_bytes && self.of_size(size).next().is_none())
+            .map(|&(_, bytes)| bytes.min(share))
+            .sum()
+    }
+
+    /// Budget bytes new memories of `slot_bytes` may still reserve.
+    fn unreserved_bytes(&self, slot_bytes: u64) -> u64 {
+        self.budget_bytes
+            .saturating_sub(self.reserved_bytes())
+            .saturating_sub(self.held_back(slot_bytes))
     }
 
     /// The same, on a backend with `limits`.
@@ -194,7 +237,7 @@ impl DeviceMemory {
     }
 
     fn unreserved_slots(&self, slot_bytes: u64) -> u64 {
-        let budget = self.budget_bytes.saturating_sub(self.reserved_bytes()) / slot_bytes.max(1);
+        let budget = self.unreserved_bytes(slot_bytes) / slot_bytes.max(1);
         if self.limits.max_memories.is_none() {
             return if self.memories_left() == 0 { 0 } else { budget };
         }
@@ -223,7 +266,7 @@ impl DeviceMemory {
                 return Ok((SlotAddr { memory: m.id, slot }, None));
             }
         }
-        let left = self.budget_bytes.saturating_sub(self.reserved_bytes());
+        let left = self.unreserved_bytes(slot_bytes);
         let per_memory = self.new_memory_slots(slot_bytes, 0);
         let capacity = (left / slot_bytes.max(1)).min(per_memory) as u32;
         if self.memories_left() == 0 {
@@ -349,5 +392,36 @@ mod tests {
         }
         assert_eq!(d.room(64), 0);
         assert!(matches!(d.alloc(64), Err(CoreError::OutOfBudget { .. })));
+    }
+
+    #[test]
+    fn a_memory_leaves_room_for_the_page_sizes_with_none_yet() {
+        // A budget of one memory: 16 slots of 64 bytes. Without demands the first memory takes
+        // it all and a 32-byte page has nowhere to go.
+        let mut d = DeviceMemory::new(DeviceId(0), 1024, 1024);
+        d.alloc(64).unwrap();
+        assert!(matches!(d.alloc(32), Err(CoreError::OutOfBudget { .. })));
+        // Objects of 32-byte pages, 96 bytes of them: the 64-byte memory leaves those 96
+        // bytes, so it gets 14 slots (896 bytes), and 32-byte pages the 128 bytes left.
+        let mut d = DeviceMemory::new(DeviceId(0), 1024, 1024);
+        d.set_demand(64, 4096);
+        d.set_demand(32, 96);
+        assert_eq!(d.capacity(64), 14);
+        let (_, m) = d.alloc(64).unwrap();
+        assert_eq!(m.map(|m| m.capacity), Some(14));
+        assert_eq!(d.capacity(32), 4, "what the 64-byte memory left: 128 bytes");
+        for _ in 0..4 {
+            d.alloc(32).unwrap();
+        }
+        assert!(matches!(d.alloc(32), Err(CoreError::OutOfBudget { .. })));
+        // Each size's room is at most an even share of the budget: two sizes with more than
+        // the budget each split it.
+        let mut d = DeviceMemory::new(DeviceId(0), 1024, 1024);
+        d.set_demand(64, 1 << 20);
+        d.set_demand(32, 1 << 20);
+        assert_eq!(d.capacity(64), 8);
+        // A size whose objects are gone holds nothing back.
+        d.set_demand(32, 0);
+        assert_eq!(d.capacity(64), 16);
     }
 }

@@ -1184,12 +1184,20 @@ impl DeviceContext {
         page_bytes: u64,
         budget_bytes: u64,
     ) -> RuntimeError {
+        let min_bytes = pages * page_bytes;
+        let enough_bytes = spec
+            .kernel
+            .footprint()
+            .and_then(|fp| invocation_need(&spec.bindings, &fp))
+            .map(|(_, bytes)| bytes)
+            .filter(|&b| b > min_bytes);
         RuntimeError::BudgetTooSmall {
             device: self.device,
             kernel: spec.kernel.name().to_string(),
             pages,
-            min_bytes: pages * page_bytes,
+            min_bytes,
             budget_bytes,
+            enough_bytes,
         }
     }
 
@@ -1680,6 +1688,38 @@ fn footprint_pages(
     out.sort_unstable_by(|a, b| a.page.cmp(&b.page).then(b.access.cmp(&a.access)));
     out.dedup_by_key(|r| r.page);
     Some(out)
+}
+
+/// The most pages the footprint `fp` names for one invocation, and their bytes: those of the
+/// invocation at the last texel of each page side's first page, whose haloed reads reach into
+/// the neighbouring pages. An upper bound (a footprint may name pages a kernel does not read),
+/// where the pages a budget ran out on are a lower bound: an invocation reveals its pages one
+/// miss at a time, so a run given only that many failed again asking for more, step after step
+/// (boiling on 8 × 8 pages: 256 bytes, then 512, 768 and on to 2,048).
+fn invocation_need(bindings: &[Bound], fp: &crate::kernel::Footprint) -> Option<(u64, u64)> {
+    let mut sides: Vec<u32> = bindings
+        .iter()
+        .filter(|b| b.format.is_some())
+        .map(|b| 1u32 << b.shift)
+        .collect();
+    sides.sort_unstable();
+    sides.dedup();
+    let bytes_of = |r: &PageRequest| {
+        bindings
+            .iter()
+            .find(|b| (b.page_offset..b.pages_end).contains(&r.page.0))
+            .map_or(0, |b| b.slot_words * 4)
+    };
+    let mut most: Option<(u64, u64)> = None;
+    for s in sides {
+        let at = s - 1;
+        let pages = footprint_pages(bindings, fp, (at, at, at + 1, at + 1))?;
+        let need = (pages.len() as u64, pages.iter().map(bytes_of).sum::<u64>());
+        if most.is_none_or(|m| need.1 > m.1) {
+            most = Some(need);
+        }
+    }
+    most
 }
 
 /// The pages the kernel's footprint names for a wave: for a list of invocations, those of

@@ -125,13 +125,19 @@ pub enum RuntimeError {
         budget_bytes: u64,
     },
     /// Not even one invocation's pages fit: nothing can run.
-    #[error("{device}'s budget of {budget_bytes} bytes is too small: one invocation of kernel {kernel} needs at least {pages} pages ({min_bytes} bytes) resident at once; give it at least {min_bytes} bytes")]
+    #[error("{device}'s budget of {budget_bytes} bytes is too small: one invocation of kernel {kernel} needs at least {pages} pages ({min_bytes} bytes) resident at once; give it at least {min_bytes} bytes{}", enough_note(*enough_bytes))]
     BudgetTooSmall {
         device: DeviceId,
         kernel: String,
+        /// The pages the invocation had asked for when the budget ran out: a lower bound,
+        /// since an invocation reveals its pages one miss at a time.
         pages: u64,
         min_bytes: u64,
         budget_bytes: u64,
+        /// Where the kernel has a footprint, and it says more than `min_bytes`: the bytes of
+        /// the most pages it names for one invocation, which are enough for any invocation of
+        /// this kernel (other kernels of the run may need more).
+        enough_bytes: Option<u64>,
     },
     /// The home file could not be created, grown, shrunk or mapped. `io::Error` is neither
     /// `Clone` nor `PartialEq`, which this enum must be (a broken manager repeats its error to
@@ -236,5 +242,15 @@ mod tests {
             unreachable!()
         };
         assert!(error.downcast_ref::<Oom>().is_some());
+    }
+}
+
+/// The end of `BudgetTooSmall`'s message: the footprint's bound, where there is one.
+fn enough_note(enough_bytes: Option<u64>) -> String {
+    match enough_bytes {
+        Some(b) => {
+            format!(" ({b} bytes are enough for any one invocation of it, by its footprint)")
+        }
+        None => String::new(),
     }
 }

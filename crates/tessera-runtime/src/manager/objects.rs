@@ -121,7 +121,40 @@ impl Manager {
         }
         // Freeing dropped every device's copy of reused pages, so no device maps one of them.
         self.resize_tables()?;
+        self.note_demand();
         Ok(e)
+    }
+
+    /// Tells every device's memories how many bytes of pages of each size the live objects
+    /// hold, so a memory made for one size leaves the others room
+    /// (`DeviceMemory::set_demand`). Remote objects' pages are never copied to a device.
+    fn note_demand(&mut self) {
+        let mut sizes: Vec<(u64, u64)> = Vec::new();
+        for e in self.space.live_objects() {
+            if self.modes.get(&e.id) == Some(&AccessMode::Remote) {
+                continue;
+            }
+            let (size, bytes) = (
+                e.desc.page_bytes(),
+                e.desc.page_count() * e.desc.page_bytes(),
+            );
+            match sizes.iter_mut().find(|s| s.0 == size) {
+                Some(s) => s.1 += bytes,
+                None => sizes.push((size, bytes)),
+            }
+        }
+        for m in &mut self.memories {
+            let gone: Vec<u64> = m
+                .demanded_sizes()
+                .filter(|s| !sizes.iter().any(|(z, _)| z == s))
+                .collect();
+            for size in gone {
+                m.set_demand(size, 0);
+            }
+            for &(size, bytes) in &sizes {
+                m.set_demand(size, bytes);
+            }
+        }
     }
 
     /// Refused, changing nothing, while a device is inside a pass holding one of the object's
@@ -151,7 +184,9 @@ impl Manager {
                 ev.forget(GlobalPage(p));
             }
         }
-        self.resize_tables()
+        self.resize_tables()?;
+        self.note_demand();
+        Ok(())
     }
 
     pub(super) fn read(&mut self, id: ObjectId) -> Result<Vec<u8>> {

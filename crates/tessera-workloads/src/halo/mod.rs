@@ -4,9 +4,9 @@
 //! reference, and their report.
 //!
 //! A run: `warmup` steps counted nowhere (the pages move in on the first), `steps` steps with
-//! the devices together for the measured wall time, and (isolated model) two settling steps
-//! and then as many again one device at a time, which the model, the counters and the stage
-//! times come from.
+//! the devices together for the measured wall time and the field (the run's result), and
+//! (isolated model) two settling steps and then as many again one device at a time, which the
+//! model, the counters and the stage times come from.
 
 use std::time::Instant;
 
@@ -274,6 +274,11 @@ pub struct Measured {
     pub remote: Vec<RemoteUse>,
     /// Per device, the host's work over the measured steps with the devices together.
     pub host: Vec<HostCounters>,
+    /// The field after the warm-up and the measured steps with the devices together, and how
+    /// many steps that is: the run's result. The isolated model's steps run after it on the
+    /// same node, for its timing only, so neither model changes the result.
+    pub field: Vec<f32>,
+    pub field_steps: u32,
 }
 
 fn step(
@@ -358,6 +363,8 @@ pub fn measure(
     }
     let mut host = vec![HostCounters::default(); s.devices];
     run.sys.add_host_since(&mut host, &host_before);
+    // Read after the host counters are taken, as the report's reads always were.
+    let (field, field_steps) = (run.field()?, run.steps());
     if isolated {
         // Two isolated steps first, counted nowhere: the concurrent steps leave each field's
         // pages wherever their timing put them, and the fields swap every step, so it takes
@@ -404,6 +411,8 @@ pub fn measure(
         page_requests,
         remote,
         host,
+        field,
+        field_steps,
     })
 }
 
