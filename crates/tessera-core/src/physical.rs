@@ -116,7 +116,7 @@ impl DeviceMemory {
     }
 
     /// Records that the live objects' pages of `slot_bytes` add up to `bytes` (0: none left), so
-    /// that a memory made for another size leaves them room ([`DeviceMemory::held_back`]).
+    /// that a memory made for another size leaves them room (`DeviceMemory::held_back`).
     pub fn set_demand(&mut self, slot_bytes: u64, bytes: u64) {
         match self.demand.binary_search_by_key(&slot_bytes, |d| d.0) {
             Ok(i) if bytes == 0 => {

@@ -210,6 +210,16 @@ impl PartialEq for BackendError {
 
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
 
+/// The end of `BudgetTooSmall`'s message: the footprint's bound, where there is one.
+fn enough_note(enough_bytes: Option<u64>) -> String {
+    match enough_bytes {
+        Some(b) => {
+            format!(" ({b} bytes are enough for any one invocation of it, by its footprint)")
+        }
+        None => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,15 +252,5 @@ mod tests {
             unreachable!()
         };
         assert!(error.downcast_ref::<Oom>().is_some());
-    }
-}
-
-/// The end of `BudgetTooSmall`'s message: the footprint's bound, where there is one.
-fn enough_note(enough_bytes: Option<u64>) -> String {
-    match enough_bytes {
-        Some(b) => {
-            format!(" ({b} bytes are enough for any one invocation of it, by its footprint)")
-        }
-        None => String::new(),
     }
 }
