@@ -1048,6 +1048,8 @@ impl DeviceContext {
         'waves: while let Some((mut domain, mut held, mut retried)) = waves.pop_front() {
             // Every page this wave has asked for, sorted by page.
             let mut wave_asked: Vec<PageRequest> = Vec::new();
+            // Rounds of this wave that missed a page it was granted before.
+            let mut taken_rounds = 0;
             if self.staging {
                 if let Some((next, _, _)) = waves.front() {
                     // Sent by this wave's first launch under the lock (its second round: a
@@ -1096,7 +1098,7 @@ impl DeviceContext {
                 }
                 stats.relaunched += out.incomplete.len() as u64;
                 stats.suspended += out.suspended;
-                let misses = Self::with_taken(&mut wave_asked, misses);
+                let misses = self.with_taken(&mut wave_asked, &mut taken_rounds, misses);
                 let asked: Vec<GlobalPage> = misses.iter().map(|r| r.page).collect();
                 match self.timed_acquire(misses, held.clone(), stats) {
                     Ok(()) => {
@@ -1138,25 +1140,39 @@ impl DeviceContext {
     }
 
     /// What a wave asks for after a launch missed `misses`: those, and, where one of them was
-    /// granted to the wave before (another device has taken it since), every page the wave
-    /// has been granted. Devices writing the same pages in one pass would otherwise take them
-    /// from each other round after round, each granted only its newest miss, with no launch
-    /// ever holding them all: a livelock, which the game trace on four devices over a screen
-    /// one page wide showed. Pages granted together are held together through the launch,
-    /// under the memory lock, so such a round completes every invocation that needs only
-    /// pages the wave has seen, and the wave's set only grows. The set is sent whole, not
-    /// less what the device holds now: another device may take a page between that look and
-    /// the grant, which is the race being closed.
-    fn with_taken(wave: &mut Vec<PageRequest>, misses: Vec<PageRequest>) -> Vec<PageRequest> {
+    /// granted to the wave before (another device has taken it since), the pages the wave has
+    /// been granted that the device no longer holds. Devices writing the same pages in one
+    /// pass would otherwise take them from each other round after round, each granted only
+    /// its newest miss, with no launch ever holding them all: a livelock, which the game trace
+    /// on four devices over a screen one page wide showed. Pages granted together are held
+    /// together through the launch, under the memory lock, so such a round completes every
+    /// invocation that needs only pages the wave has seen, and the wave's set only grows.
+    ///
+    /// Which pages the device still holds is looked up before the request, so another device
+    /// may take one in between; from the third such round on the wave's pages are sent whole,
+    /// which closes that gap. Not from the first: pages sent again count as requests, and a
+    /// recorded game trace must hold the requests a replay makes (`trace replay`).
+    fn with_taken(
+        &self,
+        wave: &mut Vec<PageRequest>,
+        taken_rounds: &mut u32,
+        misses: Vec<PageRequest>,
+    ) -> Vec<PageRequest> {
         let taken = misses
             .iter()
             .any(|m| wave.binary_search_by_key(&m.page, |a| a.page).is_ok());
         wave.extend_from_slice(&misses);
         *wave = strongest_per_page(std::mem::take(wave));
-        match taken {
-            true => wave.clone(),
-            false => misses,
+        if !taken {
+            return misses;
         }
+        *taken_rounds += 1;
+        if *taken_rounds >= 3 {
+            return wave.clone();
+        }
+        let mut ask = self.mm.missing(self.device, wave.clone());
+        ask.extend_from_slice(&misses);
+        strongest_per_page(ask)
     }
 
     /// Brings the pages that invocations asked for and completed without (degrading
