@@ -153,13 +153,15 @@ fn page_moves_on_wgpu_compare_with_plain_write_buffer() {
     if !adapter_or_skip() {
         return;
     }
+    // Five page sizes: a wgpu device binds four memories, one per slot size, so one node for
+    // the whole list stopped at the fifth size.
     let o = tessera(&argv(
-        "bench page-moves --backend wgpu --mib 1 --rounds 1 --pages-kib 4,64",
+        "bench page-moves --backend wgpu --mib 1 --rounds 1 --pages-kib 1,2,4,16,64",
     ));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(out.contains("copy_buffer_to_buffer"), "{out}");
-    for kib in [4, 64] {
+    for kib in [1, 2, 4, 16, 64] {
         let line = out
             .lines()
             .find(|l| l.starts_with(&format!("page_kib={kib} ")))

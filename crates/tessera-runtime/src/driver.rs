@@ -1642,7 +1642,6 @@ impl DeviceContext {
     }
 }
 
-/// Pages a merge could not write, asked for exclusively.
 /// One request per page, sorted by page, with the strongest access asked for it.
 fn strongest_per_page(mut pages: Vec<PageRequest>) -> Vec<PageRequest> {
     pages.sort_unstable_by_key(|r| (r.page, std::cmp::Reverse(r.access)));
@@ -1650,6 +1649,7 @@ fn strongest_per_page(mut pages: Vec<PageRequest>) -> Vec<PageRequest> {
     pages
 }
 
+/// Pages a merge could not write, asked for exclusively.
 fn write_requests(pages: Vec<GlobalPage>) -> Vec<PageRequest> {
     pages
         .into_iter()
