@@ -79,6 +79,33 @@ fn wgpu_runs_agree_across_devices_and_procedures() {
     assert_eq!(sums[0], sums[1]);
 }
 
+/// The paper's merge (`--held-in-place off`) with the footprint asked for first, two devices
+/// writing the one page of a 64² field: the compute pass's launch releases the lock, and the
+/// merge ran without a grant of the written page, so one device's half of the field was lost
+/// in every run. `--verify` fails the run on any difference from the unpaged twin.
+#[test]
+fn two_devices_merging_into_one_page_on_wgpu_keep_both_halves() {
+    if !adapter_or_skip() {
+        return;
+    }
+    for devices in ["2", "3"] {
+        let dir = tempfile::tempdir().unwrap();
+        let o = tessera(
+            &[
+                argv("run boiling --backend wgpu --size 64 --page 64 --frames 1 --warmup 0"),
+                argv("--procedure two-pass --held-in-place off --verify --devices"),
+                vec![devices, "--out", dir.path().to_str().unwrap()],
+            ]
+            .concat(),
+        );
+        assert!(
+            o.status.success(),
+            "{devices} devices: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
 #[test]
 fn bench_overhead_runs_against_the_gpu_twin() {
     if !adapter_or_skip() {

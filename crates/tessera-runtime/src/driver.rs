@@ -1457,6 +1457,8 @@ impl DeviceContext {
             return Ok(());
         }
         self.settle_now(stats)?;
+        // The written pages the footprint was granted, when it was asked for.
+        let mut granted_writes = Vec::new();
         let reads = match resident {
             Some(pages) => {
                 stats.request_passes_skipped += 1;
@@ -1472,6 +1474,11 @@ impl DeviceContext {
             None if self.footprint_ahead => match self.footprint_requests(spec, &domain) {
                 Some(pages) => {
                     let held: Vec<GlobalPage> = pages.iter().map(|r| r.page).collect();
+                    granted_writes = pages
+                        .iter()
+                        .filter(|r| r.access == Access::Write)
+                        .copied()
+                        .collect();
                     match self.timed_acquire_ahead(pages, stats) {
                         Ok(()) => {
                             stats.request_passes_skipped += 1;
@@ -1484,6 +1491,7 @@ impl DeviceContext {
                         }
                         Err(RuntimeError::OverBudget { .. }) => {
                             self.release();
+                            granted_writes.clear();
                             self.request_pass(spec, &domain, stats)?
                         }
                         Err(e) => return Err(e),
@@ -1497,11 +1505,25 @@ impl DeviceContext {
         let writes = self.compute_to_temp(spec, domain, reads, stats)?;
         // Pass 3: exclusive access to the written pages not held writable, then merge. Pages
         // that do not fit together are merged in parts (`merge_temp`).
-        if !writes.is_empty() {
-            match self.timed_acquire_ahead(writes, stats) {
-                Ok(()) | Err(RuntimeError::OverBudget { .. }) => {}
-                Err(e) => return Err(e),
-            }
+        //
+        // Where the footprint's written pages were granted before the compute pass, they are
+        // asked for again, whole: that pass's launch released the lock, so another device may
+        // have taken them since, and the held set, looked at first, can still list them. The
+        // merge then ran without a grant, racing the other device's copy of the page: on wgpu,
+        // with two devices writing one page, one device's half of the field was lost (`run
+        // boiling --procedure two-pass --held-in-place off --backend wgpu`, every run).
+        let res = match granted_writes.is_empty() {
+            true if writes.is_empty() => Ok(()),
+            true => self.timed_acquire_ahead(writes, stats),
+            false => self.timed_acquire(
+                strongest_per_page([writes, granted_writes].concat()),
+                Vec::new(),
+                stats,
+            ),
+        };
+        match res {
+            Ok(()) | Err(RuntimeError::OverBudget { .. }) => {}
+            Err(e) => return Err(e),
         }
         self.merge_temp(spec, stats)
     }
