@@ -116,12 +116,10 @@ impl Drop for Scratch {
 }
 
 pub fn gpu(o: &GpuBenchOpts) -> Result<()> {
-    for (i, w) in o.workloads.iter().enumerate() {
-        if o.workloads[..i].contains(w) {
-            return Err(crate::usage(format!(
-                "--workloads names {w} twice: each workload runs once"
-            )));
-        }
+    if let Some(w) = crate::lists::repeated(&o.workloads) {
+        return Err(crate::usage(format!(
+            "--workloads names {w} twice: each workload runs once"
+        )));
     }
     if tessera_wgpu::adapters().is_empty() {
         bail!("no GPU adapter found: `bench gpu` needs one (see `tessera devices`)");

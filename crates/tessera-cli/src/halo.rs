@@ -31,8 +31,8 @@ pub fn parse_accesses(s: &str) -> Result<Accesses, String> {
     if v.is_empty() {
         return Err("no access mode given".into());
     }
-    if let Some(i) = (1..v.len()).find(|&i| v[..i].contains(&v[i])) {
-        return Err(format!("{} is named twice", v[i].name()));
+    if let Some(a) = crate::lists::repeated(&v) {
+        return Err(format!("{} is named twice", a.name()));
     }
     Ok(Accesses(v))
 }

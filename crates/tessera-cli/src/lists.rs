@@ -2,6 +2,14 @@
 
 use tessera_core::PageSize;
 
+/// The first value `values` names a second time, if any: lists of settings to compare refuse
+/// it, since each setting is measured once.
+pub fn repeated<T: PartialEq>(values: &[T]) -> Option<&T> {
+    (1..values.len())
+        .find(|&i| values[..i].contains(&values[i]))
+        .map(|i| &values[i])
+}
+
 /// A parsed, sorted list without duplicates.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct List(pub Vec<u32>);

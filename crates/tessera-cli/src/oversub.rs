@@ -109,10 +109,10 @@ fn parse_ratio(s: &str) -> Result<f64, String> {
 /// A list of settings to compare that names one twice: a usage error, since each setting is
 /// measured once.
 fn named_once<T: PartialEq>(flag: &str, values: &[T], name: impl Fn(&T) -> String) -> Result<()> {
-    match (1..values.len()).find(|&i| values[..i].contains(&values[i])) {
-        Some(i) => Err(crate::usage(format!(
+    match crate::lists::repeated(values) {
+        Some(v) => Err(crate::usage(format!(
             "{flag} names {} twice: each setting is measured once",
-            name(&values[i])
+            name(v)
         ))),
         None => Ok(()),
     }

@@ -463,10 +463,9 @@ fn replay_on(o: &ReplayOpts, trace: &Trace, page: u32, devices: usize) -> Result
 }
 
 pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
-    if let Some(i) = (1..o.pages.len()).find(|&i| o.pages[..i].contains(&o.pages[i])) {
+    if let Some(p) = crate::lists::repeated(&o.pages) {
         return Err(crate::usage(format!(
-            "--pages names {} twice: each page size is replayed once",
-            o.pages[i]
+            "--pages names {p} twice: each page size is replayed once"
         )));
     }
     let trace = Trace::read(&o.file)?;

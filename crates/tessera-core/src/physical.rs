@@ -98,7 +98,7 @@ pub struct DeviceMemory {
     /// every memory, which matters with millions of tiny pages.
     hint: usize,
     /// Per slot size, the bytes of the live objects' pages of that size
-    /// ([`DeviceMemory::set_demand`]), sorted by size.
+    /// ([`DeviceMemory::set_demand`]).
     demand: Vec<(u64, u64)>,
 }
 
@@ -115,22 +115,12 @@ impl DeviceMemory {
         }
     }
 
-    /// Records that the live objects' pages of `slot_bytes` add up to `bytes` (0: none left), so
-    /// that a memory made for another size leaves them room (`DeviceMemory::held_back`).
-    pub fn set_demand(&mut self, slot_bytes: u64, bytes: u64) {
-        match self.demand.binary_search_by_key(&slot_bytes, |d| d.0) {
-            Ok(i) if bytes == 0 => {
-                self.demand.remove(i);
-            }
-            Ok(i) => self.demand[i].1 = bytes,
-            Err(_) if bytes == 0 => {}
-            Err(i) => self.demand.insert(i, (slot_bytes, bytes)),
-        }
-    }
-
-    /// The slot sizes [`DeviceMemory::set_demand`] has bytes for.
-    pub fn demanded_sizes(&self) -> impl Iterator<Item = u64> + '_ {
-        self.demand.iter().map(|d| d.0)
+    /// Records, per slot size, the bytes of the live objects' pages of that size (sizes with
+    /// none left out), so that a memory made for another size leaves them room
+    /// (`DeviceMemory::held_back`). Replaces what was recorded before.
+    pub fn set_demand(&mut self, demand: impl IntoIterator<Item = (u64, u64)>) {
+        self.demand = demand.into_iter().filter(|&(_, bytes)| bytes > 0).collect();
+        self.demand.sort_unstable();
     }
 
     /// Budget bytes a new memory of `slot_bytes` leaves unreserved for the page sizes that have
@@ -404,8 +394,7 @@ mod tests {
         // Objects of 32-byte pages, 96 bytes of them: the 64-byte memory leaves those 96
         // bytes, so it gets 14 slots (896 bytes), and 32-byte pages the 128 bytes left.
         let mut d = DeviceMemory::new(DeviceId(0), 1024, 1024);
-        d.set_demand(64, 4096);
-        d.set_demand(32, 96);
+        d.set_demand([(64, 4096), (32, 96)]);
         assert_eq!(d.capacity(64), 14);
         let (_, m) = d.alloc(64).unwrap();
         assert_eq!(m.map(|m| m.capacity), Some(14));
@@ -417,11 +406,10 @@ mod tests {
         // Each size's room is at most an even share of the budget: two sizes with more than
         // the budget each split it.
         let mut d = DeviceMemory::new(DeviceId(0), 1024, 1024);
-        d.set_demand(64, 1 << 20);
-        d.set_demand(32, 1 << 20);
+        d.set_demand([(64, 1 << 20), (32, 1 << 20)]);
         assert_eq!(d.capacity(64), 8);
         // A size whose objects are gone holds nothing back.
-        d.set_demand(32, 0);
+        d.set_demand([(64, 1 << 20)]);
         assert_eq!(d.capacity(64), 16);
     }
 }

@@ -1512,14 +1512,13 @@ impl DeviceContext {
         // merge then ran without a grant, racing the other device's copy of the page: on wgpu,
         // with two devices writing one page, one device's half of the field was lost (`run
         // boiling --procedure two-pass --held-in-place off --backend wgpu`, every run).
-        let res = match granted_writes.is_empty() {
-            true if writes.is_empty() => Ok(()),
-            true => self.timed_acquire_ahead(writes, stats),
-            false => self.timed_acquire(
-                strongest_per_page([writes, granted_writes].concat()),
-                Vec::new(),
-                stats,
-            ),
+        let res = if !granted_writes.is_empty() {
+            let all = strongest_per_page([writes, granted_writes].concat());
+            self.timed_acquire(all, Vec::new(), stats)
+        } else if !writes.is_empty() {
+            self.timed_acquire_ahead(writes, stats)
+        } else {
+            Ok(())
         };
         match res {
             Ok(()) | Err(RuntimeError::OverBudget { .. }) => {}
@@ -1723,9 +1722,7 @@ fn footprint_pages(
     }
     add(fp.write, 0, Access::Write)?;
     // A page both read and written is asked for once, exclusively.
-    out.sort_unstable_by(|a, b| a.page.cmp(&b.page).then(b.access.cmp(&a.access)));
-    out.dedup_by_key(|r| r.page);
-    Some(out)
+    Some(strongest_per_page(out))
 }
 
 /// The most pages the footprint `fp` names for one invocation, and their bytes: those of the

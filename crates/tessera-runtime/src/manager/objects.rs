@@ -144,16 +144,7 @@ impl Manager {
             }
         }
         for m in &mut self.memories {
-            let gone: Vec<u64> = m
-                .demanded_sizes()
-                .filter(|s| !sizes.iter().any(|(z, _)| z == s))
-                .collect();
-            for size in gone {
-                m.set_demand(size, 0);
-            }
-            for &(size, bytes) in &sizes {
-                m.set_demand(size, bytes);
-            }
+            m.set_demand(sizes.iter().copied());
         }
     }
 
