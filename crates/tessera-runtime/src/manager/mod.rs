@@ -201,7 +201,7 @@ struct Manager {
     thrashing: Thrashing,
     prefetch: Prefetch,
     trace: Option<Vec<Vec<Vec<GlobalPage>>>>,
-    /// Per device, the pages its batches asked for, while logging is on.
+    /// Per device, the pages its batches asked for and it did not hold, while logging is on.
     request_log: Option<Vec<Vec<GlobalPage>>>,
     /// Set while an eviction's actions are carried out, so its invalidations are counted as
     /// evictions.

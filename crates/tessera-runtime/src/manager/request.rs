@@ -70,7 +70,11 @@ impl Manager {
             t.page_requests += demanded as u64;
             t.prefetched += (pages.len() - demanded) as u64;
             if let Some(log) = &mut self.request_log {
-                log[device.index()].extend(pages[..demanded].iter().map(|p| p.page));
+                // A batch may name pages its device still holds (a relaunch round sends its
+                // wave's pages whole once other devices keep taking them back); those cost
+                // no move, and a trace replayed without that contention would not ask again.
+                let misses = self.held.missing(device, pages[..demanded].to_vec());
+                log[device.index()].extend(misses.iter().map(|p| p.page));
             }
             for p in &pages[..demanded] {
                 match p.access {
