@@ -680,6 +680,12 @@ fn replay_out(o: &mut quake::ReplayOpts) -> &mut PathBuf {
 /// Options that parse but cannot apply to the command as given: usage errors (exit 2), as a
 /// bad value is, rather than options silently ignored.
 fn refuse_inapplicable(cli: &Cli, matches: &clap::ArgMatches) -> Result<(), clap::Error> {
+    if let Command::Bench {
+        which: BenchKind::Oversubscription(o),
+    } = &cli.command
+    {
+        return refuse_other_workloads(o, matches);
+    }
     let Command::Run {
         which: RunKind::Boiling(o),
     } = &cli.command
@@ -712,6 +718,48 @@ fn refuse_inapplicable(cli: &Cli, matches: &clap::ArgMatches) -> Result<(), clap
     ];
     match refused.into_iter().find(|(applies, _)| *applies) {
         Some((_, why)) => Err(conflict(&["run", "boiling"], why)),
+        None => Ok(()),
+    }
+}
+
+/// `bench oversubscription`'s options for the other workload than the one it runs: a field
+/// side given to the ray tracer, a scene given to boiling, were measured as if never given.
+fn refuse_other_workloads(
+    o: &oversub::OversubOpts,
+    matches: &clap::ArgMatches,
+) -> Result<(), clap::Error> {
+    let Some(m) = matches
+        .subcommand_matches("bench")
+        .and_then(|m| m.subcommand_matches("oversubscription"))
+    else {
+        return Ok(());
+    };
+    let given = |id: &str| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+    let (others, workload, other): (&[&str], _, _) = match o.workload {
+        Workload::Boiling => (
+            &[
+                "scene",
+                "pak_dir",
+                "instances",
+                "width",
+                "height",
+                "ao_samples",
+                "ao_radius",
+            ],
+            "boiling",
+            "raytrace",
+        ),
+        // The ray kernel has no footprint to stage by, and its harness runs no prefetch.
+        Workload::Raytrace => (&["size", "prefetch", "staging"], "raytrace", "boiling"),
+    };
+    match others.iter().find(|id| given(id)) {
+        Some(id) => Err(conflict(
+            &["bench", "oversubscription"],
+            &format!(
+                "--{} applies to --workload {other} only, not to {workload}",
+                id.replace('_', "-")
+            ),
+        )),
         None => Ok(()),
     }
 }

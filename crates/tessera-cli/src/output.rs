@@ -11,9 +11,10 @@ use std::sync::{Mutex, OnceLock};
 
 use anyhow::{bail, Context, Result};
 
-/// The partial folders of this process and the `--out` each stands for: what Ctrl-C removes,
-/// and what [`shown`] maps back for messages.
-static PARTIAL: Mutex<Vec<(PathBuf, PathBuf)>> = Mutex::new(Vec::new());
+/// The partial folders of this process, the `--out` each stands for, and the folders above
+/// it that the command created: what Ctrl-C removes, and what [`shown`] maps back for
+/// messages.
+static PARTIAL: Mutex<Vec<(PathBuf, PathBuf, Vec<PathBuf>)>> = Mutex::new(Vec::new());
 
 /// Set once standard output has failed: nothing more is written to it.
 static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
@@ -57,6 +58,9 @@ fn on_stdout(op: impl FnOnce(&mut std::io::StdoutLock<'static>) -> std::io::Resu
 pub struct Staged {
     out: PathBuf,
     partial: PathBuf,
+    /// The folders above `out` this command created, deepest first: a command that fails
+    /// leaves none of them behind.
+    created: Vec<PathBuf>,
     committed: bool,
 }
 
@@ -65,9 +69,13 @@ pub struct Staged {
 pub fn remove_partial_on_interrupt() {
     // A second install fails; the first one's handler does the same.
     let _ = ctrlc::set_handler(|| {
+        // The process ends here without dropping its systems, whose home files
+        // (`--home-file`) would have gone with them.
+        tessera_runtime::remove_home_files();
         let partial = PARTIAL.lock().map(|p| p.clone()).unwrap_or_default();
-        for (p, _) in &partial {
+        for (p, _, created) in &partial {
             let _ = std::fs::remove_dir_all(p);
+            remove_created(created);
         }
         let line = if partial.is_empty() {
             "interrupted\n".to_string()
@@ -76,7 +84,7 @@ pub fn remove_partial_on_interrupt() {
                 "interrupted: nothing written to {}\n",
                 partial
                     .iter()
-                    .map(|(_, o)| o.display().to_string())
+                    .map(|(_, o, _)| o.display().to_string())
                     .collect::<Vec<_>>()
                     .join(", ")
             )
@@ -103,6 +111,18 @@ pub fn check_out(out: &Path, force: bool) -> Result<()> {
                 out.display()
             );
         }
+        // `--force` replaces the folder whole: never the one the command runs in, or one above
+        // it, whatever else it holds (`--out .` already names no folder; `--out "$PWD"` did).
+        if earlier {
+            if let (Ok(here), Ok(there)) = (std::env::current_dir(), out.canonicalize()) {
+                if here.canonicalize().unwrap_or(here).starts_with(&there) {
+                    bail!(
+                        "--out {} is the current folder or holds it; --force replaces the folder whole, so give a folder of results below it",
+                        out.display()
+                    );
+                }
+            }
+        }
     }
     Ok(())
 }
@@ -119,8 +139,11 @@ impl Staged {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        std::fs::create_dir_all(&parent)
-            .with_context(|| format!("cannot create {}", parent.display()))?;
+        let created = missing_folders(&parent);
+        if let Err(e) = std::fs::create_dir_all(&parent) {
+            remove_created(&created);
+            return Err(e).with_context(|| format!("cannot create {}", parent.display()));
+        }
         let partial = parent.join(format!(
             ".{}.partial-{}",
             name.to_string_lossy(),
@@ -131,14 +154,17 @@ impl Staged {
             std::fs::remove_dir_all(&partial)
                 .with_context(|| format!("cannot remove {}", partial.display()))?;
         }
-        std::fs::create_dir(&partial)
-            .with_context(|| format!("cannot create {}", partial.display()))?;
+        if let Err(e) = std::fs::create_dir(&partial) {
+            remove_created(&created);
+            return Err(e).with_context(|| format!("cannot create {}", partial.display()));
+        }
         if let Ok(mut p) = PARTIAL.lock() {
-            p.push((partial.clone(), out.to_path_buf()));
+            p.push((partial.clone(), out.to_path_buf(), created.clone()));
         }
         Ok(Staged {
             out: out.to_path_buf(),
             partial,
+            created,
             committed: false,
         })
     }
@@ -175,14 +201,33 @@ impl Drop for Staged {
     fn drop(&mut self) {
         if !self.committed {
             let _ = std::fs::remove_dir_all(&self.partial);
+            remove_created(&self.created);
             forget(&self.partial);
+        }
+    }
+}
+
+/// The folders of `dir` and above it that do not exist yet, deepest first.
+fn missing_folders(dir: &Path) -> Vec<PathBuf> {
+    dir.ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && !d.exists())
+        .map(Path::to_path_buf)
+        .collect()
+}
+
+/// Removes the folders a command created above its `--out`, deepest first, each only while it
+/// is empty: another process may have put something in one since.
+fn remove_created(created: &[PathBuf]) {
+    for d in created {
+        if std::fs::remove_dir(d).is_err() {
+            return;
         }
     }
 }
 
 fn forget(partial: &Path) {
     if let Ok(mut p) = PARTIAL.lock() {
-        p.retain(|(q, _)| q != partial);
+        p.retain(|(q, _, _)| q != partial);
     }
 }
 
@@ -192,7 +237,7 @@ pub fn shown(path: &Path) -> String {
     let Ok(partial) = PARTIAL.lock() else {
         return path.display().to_string();
     };
-    for (p, out) in partial.iter() {
+    for (p, out, _) in partial.iter() {
         if let Ok(rest) = path.strip_prefix(p) {
             return out.join(rest).display().to_string();
         }

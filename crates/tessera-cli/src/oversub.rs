@@ -121,15 +121,19 @@ fn named_once<T: PartialEq>(flag: &str, values: &[T], name: impl Fn(&T) -> Strin
 /// Runs the bench and writes its CSV (and plot); fails after writing when a trial's result
 /// differs from the resident run's.
 pub fn oversubscription(o: &OversubOpts) -> Result<()> {
+    named_once("--ratios", &o.ratios, |r| format!("ratio {r}"))?;
     named_once("--policy", &o.policy, |p| p.name().to_string())?;
     named_once("--prefetch", &o.prefetch, |p| p.to_string())?;
     named_once("--staging", &o.staging, |&on| {
         if on { "on" } else { "off" }.to_string()
     })?;
-    if o.workload == Workload::Raytrace && o.staging.contains(&true) {
-        return Err(crate::usage(
-            "--staging on applies to boiling only (the ray kernel has no footprint)",
-        ));
+    if o.workload == Workload::Boiling {
+        // Usage errors (exit 2) before anything runs, as on `run boiling`; the harness splits
+        // the field in rows.
+        crate::run::page_fits(o.size, o.page)?;
+        tessera_runtime::Partition::Rows
+            .regions(o.size, o.size, o.devices as u32)
+            .map_err(crate::usage)?;
     }
     let subject = match o.workload {
         Workload::Boiling => Subject::Boiling { size: o.size },

@@ -134,16 +134,17 @@ fn parse_workload(s: &str) -> Result<Workload, String> {
 /// hour of good ones.
 pub fn check_points(points: &[RunOpts]) -> Result<()> {
     for o in points {
+        // Usage errors (exit 2), as the same values are on `run boiling`.
         if o.page.get() > o.size {
-            bail!(
+            return Err(crate::usage(format!(
                 "page size {} is larger than the {s}x{s} field (--size {s})",
                 o.page.get(),
                 s = o.size
-            );
+            )));
         }
         o.partition
             .regions(o.size, o.size, o.devices as u32)
-            .with_context(|| format!("--devices {}", o.devices))?;
+            .map_err(|e| crate::usage(format!("--devices {}: {e}", o.devices)))?;
         o.node.topology(o.devices)?;
     }
     Ok(())

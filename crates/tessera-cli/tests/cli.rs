@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{argv, fails, ok_in, run_report, tessera};
+use common::{argv, fails, ok_in, refused, run_report, tessera};
 
 use std::process::Command;
 
@@ -152,6 +152,47 @@ fn bad_input_is_a_clear_error_never_a_panic() {
         }
         fails(&args, needle);
     }
+}
+
+/// `bench oversubscription` measures each setting once, and only the workload it runs: a
+/// ratio named twice, or an option of the other workload (which it would measure as if never
+/// given), is a usage error, as the values `run boiling` refuses are.
+#[test]
+fn oversubscription_refuses_what_it_would_not_measure() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let cases = [
+        ("--ratios 1,2,1", "--ratios names ratio 1 twice"),
+        (
+            "--workload raytrace --prefetch off,tree",
+            "--prefetch applies to --workload boiling only",
+        ),
+        (
+            "--workload raytrace --staging off",
+            "--staging applies to --workload boiling only",
+        ),
+        (
+            "--workload raytrace --size 64",
+            "--size applies to --workload boiling only",
+        ),
+        ("--width 64", "--width applies to --workload raytrace only"),
+        (
+            "--scene generated:1",
+            "--scene applies to --workload raytrace only",
+        ),
+        (
+            "--size 64 --page 128",
+            "--page 128 is larger than the 64x64 field",
+        ),
+        ("--size 8 --page 8 --devices 16", "more devices than rows"),
+    ];
+    for (line, needle) in cases {
+        let mut args = argv("bench oversubscription");
+        args.extend(argv(line));
+        args.extend(["--out", out.to_str().unwrap()]);
+        refused(&args, 2, needle);
+    }
+    assert!(!out.exists());
 }
 
 #[test]

@@ -1,8 +1,9 @@
 //! Nothing is written unless the run succeeds: a run that fails, in any of the ways a newcomer
 //! hit (a bad page size, a bad budget, an existing home file, an adapter that does not exist,
 //! a text file given as a pk3), leaves `--out` as it was, with no partial folder beside it;
-//! results already in `--out` are refused without `--force` and replaced with it; and an
-//! interrupted run (SIGINT) leaves nothing either.
+//! results already in `--out` are refused without `--force` and replaced with it (never the
+//! folder the command runs in); and an interrupted run (SIGINT) leaves nothing either, its
+//! home file included.
 
 mod common;
 
@@ -42,6 +43,32 @@ fn a_failed_run_writes_nothing() {
             boiling(&["--page", "32", "--budget-mib", "0.001"]),
             "too small",
             1,
+        ),
+        // The folders above an `--out` that does not exist yet are made for the results,
+        // and go again with a run that fails, after the run started or before.
+        (
+            [
+                argv("run boiling --size 128 --frames 2 --page 32 --budget-mib 0.001 --out"),
+                vec![dir.path().join("a/b/out").to_str().unwrap()],
+            ]
+            .concat()
+            .into_iter()
+            .map(String::from)
+            .collect(),
+            "too small",
+            1,
+        ),
+        (
+            [
+                argv("bench oversubscription --size 64 --page 128 --out"),
+                vec![dir.path().join("c/out").to_str().unwrap()],
+            ]
+            .concat()
+            .into_iter()
+            .map(String::from)
+            .collect(),
+            "larger than the 64x64 field",
+            2,
         ),
         (
             boiling(&["--page", "32", "--home-file", home.to_str().unwrap()]),
@@ -161,11 +188,14 @@ fn earlier_results_are_refused_without_force_and_replaced_with_it() {
 fn an_interrupted_run_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
+    let home = dir.path().join("home.bin");
     let child = Command::new(env!("CARGO_BIN_EXE_tessera"))
         .args([
             "run", "boiling", "--size", "256", "--page", "32", "--frames", "100000",
         ])
         .args(["--gif-every", "1", "--out", out.to_str().unwrap()])
+        // Created fresh by the run (and `.isolated` beside it): gone with the interrupt too.
+        .args(["--home-file", home.to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -195,6 +225,29 @@ fn an_interrupted_run_leaves_nothing() {
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
     assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
+}
+
+/// `--force` replaces `--out` whole, so an `--out` that is the folder the command runs in, or
+/// one above it, is refused: the files beside the user's results stay.
+#[test]
+fn force_never_replaces_the_folder_it_runs_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let here = dir.path().join("work");
+    std::fs::create_dir(&here).unwrap();
+    std::fs::write(here.join("precious.txt"), b"mine").unwrap();
+    for out in [here.clone(), dir.path().to_path_buf()] {
+        let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(argv(
+                "run boiling --size 16 --page 8 --frames 1 --gif-every 0 --force --out",
+            ))
+            .arg(&out)
+            .current_dir(&here)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert!(stderr(&o).contains("current folder"), "{}", stderr(&o));
+        assert_eq!(listing(&here), ["precious.txt"]);
+    }
 }
 
 /// Left to its default, `--out` is `out/<command>`: runs gather under `out/`.

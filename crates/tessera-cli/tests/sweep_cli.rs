@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{argv, fails, json, ok, tessera};
+use common::{argv, json, ok, refused, tessera};
 
 use std::path::Path;
 
@@ -443,10 +443,11 @@ fn bad_sweep_lists_are_clear_errors() {
         ),
         ("sweep devices --topology warp", "unknown topology"),
     ];
+    // Usage errors (exit 2), as the same values are on `run boiling`.
     for (line, needle) in cases {
         let mut args = argv(line);
         args.extend(["--out", out]);
-        fails(&args, needle);
+        refused(&args, 2, needle);
     }
     // Nothing was run: a bad point is caught before the first good one starts.
     assert!(!dir.path().join("sweep.csv").exists());

@@ -21,6 +21,24 @@ use tessera_core::{CoreError, ObjectId};
 use crate::error::{Result, RuntimeError};
 use crate::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+/// The home files this process created and has not removed yet. A process-wide list, not
+/// the stores' own: an exit that runs no destructor (the CLI's Ctrl-C handler ends the process
+/// from its signal thread) still removes them, through [`remove_home_files`].
+static CREATED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Removes every home file this process created and still holds. For a process about to exit
+/// without dropping its systems (an interrupt): their stores would have removed the files.
+/// Only files this process created fresh are removed, never a file that was there before.
+pub fn remove_home_files() {
+    let paths = match CREATED.lock() {
+        Ok(mut v) => std::mem::take(&mut *v),
+        Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+    };
+    for p in paths {
+        let _ = std::fs::remove_file(p);
+    }
+}
+
 /// Where the home copies live.
 pub(crate) enum HomeStore {
     /// Each object's home copy in its own vector.
@@ -171,6 +189,9 @@ impl FileHome {
                 },
                 _ => io_error(path, "create", e),
             })?;
+        if let Ok(mut v) = CREATED.lock() {
+            v.push(path.to_path_buf());
+        }
         Ok(Self::with_file(path, file))
     }
 
@@ -351,6 +372,9 @@ impl Drop for FileHome {
         // Scratch for this node only. We created the path with `create_new`, so what we remove
         // is our own file.
         let _ = std::fs::remove_file(&self.path);
+        if let Ok(mut v) = CREATED.lock() {
+            v.retain(|p| p != &self.path);
+        }
     }
 }
 

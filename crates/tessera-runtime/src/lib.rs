@@ -31,6 +31,7 @@ pub use backend::{
 pub use cpu::{run_span_with, Invocation, Plain, PlainInput, PlainOutput, RequestBits, MIPMAPPED};
 pub use driver::{DeviceContext, PassSpec, PassStats, Procedure, StageTimes};
 pub use error::{BackendError, Result, RuntimeError};
+pub use home::remove_home_files;
 pub use kernel::{
     check_launch, kind_name, Bound, Fault, Footprint, Kernel, KernelParams, Mode, ParamField,
     ParamScalar, ScalarKind, TempStore, TexelAccess, WgslKernel, MAX_BINDINGS, MAX_DOMAIN_SIDE,
