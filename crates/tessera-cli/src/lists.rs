@@ -39,6 +39,11 @@ pub fn parse_list_of(
         check(v)?;
         if pending_dots {
             let mut x = *out.last().unwrap_or(&v);
+            if x >= v {
+                return Err(format!(
+                    "`...` in {what} list {s:?} doubles from {x} up to a larger value, not to {v}"
+                ));
+            }
             while x.saturating_mul(2) < v {
                 x *= 2;
                 out.push(x);
@@ -118,6 +123,8 @@ mod tests {
             ("8,...", "between two values"),
             ("8,...,...,64", "between two values"),
             ("8,...,48", "not a power of two"),
+            ("4,8,...,2", "up to a larger value, not to 2"),
+            ("8,...,8", "up to a larger value, not to 8"),
         ] {
             let e = parse_pages(s).unwrap_err();
             assert!(e.contains(needle), "{s:?}: {e}");

@@ -114,9 +114,9 @@ pub enum TopologyError {
     Parse { origin: String, message: String },
     #[error("cannot read topology file {path}: {message}")]
     Read { path: String, message: String },
-    #[error("{at}: bandwidth must be a positive, finite number of GB/s (got {value})")]
+    #[error("{at}: bandwidth must be a number of GB/s from 1e-6 (1 kB/s) to 1e6 (got {value})")]
     BadBandwidth { at: Location, value: f64 },
-    #[error("{at}: latency must be a non-negative, finite number of microseconds (got {value})")]
+    #[error("{at}: latency must be a number of microseconds from 0 to 1e9 (got {value})")]
     BadLatency { at: Location, value: f64 },
     #[error("{at}: unknown endpoint {name:?} (expected \"host\" or one of the declared devices device0..device{last})")]
     UnknownEndpoint {
@@ -764,7 +764,7 @@ impl Topology {
                 });
             }
             let gb = l.bandwidth_gb_per_s.get_ref().value();
-            if !(gb.is_finite() && gb > 0.0) {
+            if !bandwidth_ok(gb) {
                 return Err(TopologyError::BadBandwidth {
                     at: at(l.bandwidth_gb_per_s.span()),
                     value: gb,
@@ -773,7 +773,7 @@ impl Topology {
             let us = match &l.latency_us {
                 Some(v) => {
                     let us = v.get_ref().value();
-                    if !(us.is_finite() && us >= 0.0) {
+                    if !latency_ok(us) {
                         return Err(TopologyError::BadLatency {
                             at: at(v.span()),
                             value: us,
@@ -849,13 +849,13 @@ impl Topology {
             let m = &mut t.remote;
             let bandwidth = |v: &toml::Spanned<Number>, key| {
                 let gb = v.get_ref().value();
-                if gb.is_finite() && gb > 0.0 {
+                if bandwidth_ok(gb) {
                     Ok(gb * 1e9)
                 } else {
                     Err(TopologyError::BadRemote {
                         at: at(v.span()),
                         key,
-                        expected: "a positive, finite number of GB/s",
+                        expected: "a number of GB/s from 1e-6 to 1e6",
                         value: gb,
                     })
                 }
@@ -893,14 +893,14 @@ impl Topology {
         }
         if let Some(n) = &file.network {
             let gb = n.bandwidth_gb_per_s.get_ref().value();
-            if !(gb.is_finite() && gb > 0.0) {
+            if !bandwidth_ok(gb) {
                 return Err(TopologyError::BadBandwidth {
                     at: at(n.bandwidth_gb_per_s.span()),
                     value: gb,
                 });
             }
             let us = n.latency_us.as_ref().map_or(0.0, |v| v.get_ref().value());
-            if !(us.is_finite() && us >= 0.0) {
+            if !latency_ok(us) {
                 let span = n.latency_us.as_ref().map_or(0..0, |v| v.span());
                 return Err(TopologyError::BadLatency {
                     at: at(span),
@@ -1057,6 +1057,18 @@ impl Topology {
 }
 
 /// 1-based line and column of byte `offset` in `text`.
+/// A link's bandwidth in GB/s that the model can divide by and print: NaN, infinities, zero,
+/// negatives, and values so small (a subnormal `1e-320`) or large that a frame's transfer time
+/// overflows to infinity or prints as hundreds of digits are refused.
+fn bandwidth_ok(gb: f64) -> bool {
+    (1e-6..=1e6).contains(&gb)
+}
+
+/// A latency in microseconds: from 0 to 1e9 (about 17 minutes), for the same reasons.
+fn latency_ok(us: f64) -> bool {
+    (0.0..=1e9).contains(&us)
+}
+
 fn location(text: &str, origin: &str, offset: usize) -> Location {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;
@@ -1677,14 +1689,27 @@ aggregate_gb_per_s = 10
             err(&format!("{base}{}", link("host", "device0", "0"))),
             TopologyError::BadBandwidth { .. }
         ));
-        assert!(matches!(
-            err(&format!("{base}{}", link("host", "device0", "nan"))),
-            TopologyError::BadBandwidth { .. }
-        ));
-        assert!(matches!(
-            err(&format!("{base}{both}latency_us = -1\n")),
-            TopologyError::BadLatency { .. }
-        ));
+        // NaN, and values a frame's modeled time cannot be printed or divided with: a
+        // subnormal bandwidth made the transfer time infinite, and a huge one hundreds of
+        // digits long.
+        for bw in ["nan", "1e-320", "1e-7", "1e7"] {
+            assert!(
+                matches!(
+                    err(&format!("{base}{}", link("host", "device0", bw))),
+                    TopologyError::BadBandwidth { .. }
+                ),
+                "{bw}"
+            );
+        }
+        for us in ["-1", "1e308", "inf"] {
+            assert!(
+                matches!(
+                    err(&format!("{base}{both}latency_us = {us}\n")),
+                    TopologyError::BadLatency { .. }
+                ),
+                "{us}"
+            );
+        }
         let e = err(&format!("{base}{}", link("host", "device2", "4")));
         assert!(
             matches!(&e, TopologyError::UnknownEndpoint { name, .. } if name == "device2"),
