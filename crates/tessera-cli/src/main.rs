@@ -429,7 +429,7 @@ pub struct ClusterOpts {
     /// devices, each node home to a share of the pages (`--devices` is then ignored; the
     /// report is measured only). Needs a tessera built with `--features mpi` (README.md,
     /// "Multi-node").
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", value_parser = parse_device_count)]
     devices_per_node: Option<usize>,
     /// On several nodes: pages are dealt to the nodes' homes in blocks of this many, round
     /// robin.
@@ -437,7 +437,7 @@ pub struct ClusterOpts {
     home_block_pages: u64,
     /// On several nodes: a node silent for this many seconds is lost, and the others stop
     /// with an error naming it.
-    #[arg(long, default_value_t = 10.0, value_parser = parse_positive)]
+    #[arg(long, default_value_t = 10.0, value_parser = parse_lost_after)]
     lost_after_s: f64,
     /// On several nodes: the network that models the inter-node traffic's time: eth-10g,
     /// eth-100g, ib-edr or ib-hdr. Unset: the `[network]` of a `--topology` file, else ib-hdr.
@@ -541,6 +541,16 @@ pub fn parse_positive(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
         _ => Err(format!("{s:?} is not a positive number")),
+    }
+}
+
+/// `--lost-after-s`: positive, and at most a day, which a duration holds (1e20 seconds made
+/// every rank panic converting it) and no real run waits out.
+fn parse_lost_after(s: &str) -> Result<f64, String> {
+    match parse_positive(s) {
+        Ok(v) if v <= 86_400.0 => Ok(v),
+        Ok(_) => Err(format!("{s:?} seconds is more than a day")),
+        Err(e) => Err(e),
     }
 }
 
@@ -715,6 +725,9 @@ fn refuse_inapplicable(cli: &Cli, matches: &clap::ArgMatches) -> Result<(), clap
         (given("deferred"), "--deferred does not apply with --devices-per-node: launches are never deferred across nodes"),
         (given("home_file"), "--home-file does not apply with --devices-per-node: every node would create the same file"),
         (o.node.staging, "--staging on is not built across nodes (--devices-per-node)"),
+        // Rank 0 writes report.json and frame.png only (docs/MPI.md).
+        (given("gif_every") && o.gif_every > 0, "--gif-every is not written across nodes (--devices-per-node): rank 0 writes report.json and frame.png"),
+        (o.residency_png, "--residency-png is not drawn across nodes (--devices-per-node): rank 0 writes report.json and frame.png"),
     ];
     match refused.into_iter().find(|(applies, _)| *applies) {
         Some((_, why)) => Err(conflict(&["run", "boiling"], why)),

@@ -107,10 +107,21 @@ pub fn boiling(o: &RunOpts, k: usize, force: bool) -> Result<()> {
     };
     let link = open(cfg)?;
     let rank = link.rank();
+    // Usage errors (exit 2) before anything runs, as on one process: every rank finds the
+    // same ones, so all stop at once.
+    let devices = link.size() * k;
+    crate::run::page_fits(o.size, o.page)?;
+    o.partition
+        .regions(o.size, o.size, devices as u32)
+        .map_err(crate::usage)?;
     let res = (|| -> Result<()> {
         let (report, sim) = run_on(link.clone(), o)?;
         if rank == 0 {
             outln!("{}", report.summary());
+            if o.verify {
+                let total = crate::run::simulated_frames(o);
+                crate::run::verify_field(o, total, &sim.field()?)?;
+            }
             write(&report, &sim, o, force)?;
         }
         Ok(())
@@ -119,7 +130,15 @@ pub fn boiling(o: &RunOpts, k: usize, force: bool) -> Result<()> {
         // The others must not wait on this node for the pages it is home to: it goes silent,
         // and they name it once --lost-after-s has passed.
         link.kill();
-        e.context(format!("node {rank}"))
+        let nodes = link.size();
+        // The budget a refusal names is this home's share of the device's (docs/MPI.md).
+        if nodes > 1 && format!("{e:#}").contains("budget of") {
+            e.context(format!(
+                "node {rank}, whose home has 1/{nodes} of each device's --budget-mib"
+            ))
+        } else {
+            e.context(format!("node {rank}"))
+        }
     })
 }
 

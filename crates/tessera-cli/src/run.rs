@@ -69,6 +69,30 @@ pub fn page_fits(size: u32, page: tessera_core::PageSize) -> Result<()> {
     Ok(())
 }
 
+/// `--verify`: `got`, the field after `total` simulated frames, against the unpaged reference's.
+pub fn verify_field(o: &RunOpts, total: u32, got: &[f32]) -> Result<()> {
+    // On wgpu the reference is the unpaged GPU twin on the same adapter: the kernels' tanh is
+    // the GPU's maths library, which differs from the CPU's libm in the last bits, and the
+    // chaotic field amplifies that over frames.
+    let want = match o.node.base.backend {
+        BackendKind::Cpu => {
+            let mut reference = ReferenceBoiling::new(o.size, o.size, BoilingParams::default());
+            reference.run(total);
+            reference.field
+        }
+        BackendKind::Wgpu => {
+            let choice = crate::backend::adapter_choice();
+            let mut twin =
+                crate::unpaged_gpu::GpuBoiling::new(&choice, o.size, BoilingParams::default())?;
+            for _ in 0..total {
+                twin.frame()?;
+            }
+            twin.field()?
+        }
+    };
+    crate::verify::require_field(o.node.base.backend, &want, got, total)
+}
+
 pub fn boiling(o: &RunOpts) -> Result<()> {
     page_fits(o.size, o.page)?;
     // More devices than rows (or columns) to split: a usage error before anything runs.
@@ -93,26 +117,7 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
     bar.finish_and_clear();
     out!("{}", report.summary());
     if o.verify {
-        // On wgpu the reference is the unpaged GPU twin on the same adapter: the kernels'
-        // tanh is the GPU's maths library, which differs from the CPU's libm in the last
-        // bits, and the chaotic field amplifies that over frames.
-        let want = match o.node.base.backend {
-            BackendKind::Cpu => {
-                let mut reference = ReferenceBoiling::new(o.size, o.size, BoilingParams::default());
-                reference.run(total);
-                reference.field
-            }
-            BackendKind::Wgpu => {
-                let choice = crate::backend::adapter_choice();
-                let mut twin =
-                    crate::unpaged_gpu::GpuBoiling::new(&choice, o.size, BoilingParams::default())?;
-                for _ in 0..total {
-                    twin.frame()?;
-                }
-                twin.field()?
-            }
-        };
-        crate::verify::require_field(o.node.base.backend, &want, &run.sim.field()?, total)?;
+        verify_field(o, total, &run.sim.field()?)?;
     }
     let json = write_report(&report, &o.out)?;
     let png = o.out.join("frame.png");

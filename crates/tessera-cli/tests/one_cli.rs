@@ -288,9 +288,27 @@ fn options_a_command_cannot_honour_are_usage_errors() {
             "--staging on is not built across nodes",
         ),
         (&["--home-file", "h.bin"], "--home-file does not apply"),
+        // Rank 0 writes report.json and frame.png only: these were silently not written.
+        (
+            &["--residency-png"],
+            "--residency-png is not drawn across nodes",
+        ),
     ] {
         refused(&with(&nodes, extra), 2, needle);
     }
+    refused(
+        &with(
+            &argv("run boiling --size 32 --page 8 --gif-every 2 --devices-per-node 1 --out"),
+            &[o],
+        ),
+        2,
+        "--gif-every is not written across nodes",
+    );
+    refused(
+        &with(&boiling(), &["--devices-per-node", "0", "--out", o]),
+        2,
+        "not a device count",
+    );
     for sweep in ["page-size", "devices"] {
         refused(
             &["sweep", sweep, "--workload", "raytrace", "--out", o],
@@ -335,6 +353,11 @@ fn bad_values_are_usage_errors_naming_the_option() {
         (
             "run boiling --devices-per-node 1 --lost-after-s 0",
             "--lost-after-s",
+        ),
+        // A duration cannot hold it: every rank panicked converting it.
+        (
+            "run boiling --devices-per-node 1 --lost-after-s 1e20",
+            "more than a day",
         ),
         (
             "run boiling --devices-per-node 1 --home-block-pages 0",

@@ -379,11 +379,11 @@ fn a_topology_file_is_used_and_its_errors_are_clear() {
     let cases: Vec<(Vec<&str>, String)> = vec![
         (
             vec!["--topology", &negative],
-            format!("{negative}:8:22: bandwidth must be a positive"),
+            format!("{negative}:8:22: bandwidth must be a number of GB/s"),
         ),
         (
             vec!["--topology", &zero],
-            "bandwidth must be a positive".into(),
+            "bandwidth must be a number of GB/s".into(),
         ),
         (
             vec!["--topology", &unknown],

@@ -25,12 +25,18 @@ fn field_bits(sim: &PagedBoiling) -> Vec<u32> {
 }
 
 fn one_node(devices: usize, procedure: Procedure) -> Vec<u32> {
-    let sys = System::cpu(&SystemConfig {
-        devices,
-        ..config()
-    })
-    .unwrap();
-    let sim = PagedBoiling::new(sys, SIZE, SIZE, PAGE, BoilingParams::default()).unwrap();
+    one_node_of(devices, procedure, config(), (SIZE, PAGE))
+}
+
+/// `one_node` with a system configuration, a field side and a page side.
+fn one_node_of(
+    devices: usize,
+    procedure: Procedure,
+    cfg: SystemConfig,
+    (size, page): (u32, u32),
+) -> Vec<u32> {
+    let sys = System::cpu(&SystemConfig { devices, ..cfg }).unwrap();
+    let sim = PagedBoiling::new(sys, size, size, page, BoilingParams::default()).unwrap();
     for _ in 0..FRAMES {
         sim.frame(Partition::Rows, procedure).unwrap();
     }
@@ -53,6 +59,18 @@ fn nodes_with(
     procedure: Procedure,
     cfg: SystemConfig,
 ) -> Vec<(Vec<u32>, u64, u64)> {
+    nodes_of(n, k, block_pages, procedure, cfg, (SIZE, PAGE))
+}
+
+/// `nodes_with` at a field side and a page side.
+fn nodes_of(
+    n: usize,
+    k: usize,
+    block_pages: u64,
+    procedure: Procedure,
+    cfg: SystemConfig,
+    (size, page): (u32, u32),
+) -> Vec<(Vec<u32>, u64, u64)> {
     let handles: Vec<_> = InProcess::cluster(n)
         .into_iter()
         .map(|t| {
@@ -71,7 +89,7 @@ fn nodes_with(
                 assert_eq!(sys.devices(), k);
                 assert_eq!(sys.all_devices(), n * k);
                 let sim =
-                    PagedBoiling::new(sys, SIZE, SIZE, PAGE, BoilingParams::default()).unwrap();
+                    PagedBoiling::new(sys, size, size, page, BoilingParams::default()).unwrap();
                 for _ in 0..FRAMES {
                     let stats = sim.frame(Partition::Rows, procedure).unwrap();
                     assert_eq!(stats.len(), k);
@@ -157,6 +175,32 @@ fn two_nodes_under_oversubscription_both_procedures() {
                 "node {rank} ({procedure:?}): the field differs"
             );
             assert!(evictions > 0, "node {rank} ({procedure:?}) evicted nothing");
+        }
+    }
+}
+
+/// CUDA UVM's tree prefetch over regions of 32 pages, which span several homes' blocks: each
+/// home prefetches only its own pages (a read copy granted by a home that is not the page's
+/// left the page's home unaware, and a later write was refused as ungranted), and the field
+/// is one node's.
+#[test]
+fn two_nodes_with_tree_prefetch() {
+    // A side that is not a multiple of the page (the case that failed every time).
+    let shape = (130, 16);
+    for procedure in [Procedure::Relaunch, Procedure::TwoPass] {
+        let cfg = SystemConfig {
+            prefetch: tessera_runtime::Prefetch::Tree,
+            ..config()
+        };
+        let want = one_node_of(2, procedure, cfg.clone(), shape);
+        for (rank, (field, _, _)) in nodes_of(2, 1, 16, procedure, cfg, shape)
+            .into_iter()
+            .enumerate()
+        {
+            assert!(
+                field == want,
+                "node {rank} ({procedure:?}): the field differs"
+            );
         }
     }
 }

@@ -29,6 +29,12 @@ impl Manager {
             return Ok(Vec::new());
         }
         let asked: HashSet<GlobalPage> = pages.iter().map(|r| r.page).collect();
+        // On a cluster this manager is asked only about the pages it is home to (a batch is
+        // split by home), and only it may grant them: a region's other pages belong to other
+        // homes, whose directories would never learn of a copy granted here (the device was
+        // later told to write a page its home thought it did not hold).
+        let homes = self.protocol.directory().home;
+        let here = pages.first().map(|r| homes.home(r.page));
         let mut by_object: HashMap<ObjectId, (ObjectEntry, Vec<u64>)> = HashMap::default();
         for r in pages {
             // Unknown pages: the protocol refuses the batch with its own error.
@@ -63,7 +69,7 @@ impl Manager {
             );
             for local in more {
                 let page = GlobalPage(first + local);
-                if asked.contains(&page) {
+                if asked.contains(&page) || Some(homes.home(page)) != here {
                     continue;
                 }
                 if self.protocol.directory().entry(page)?.owner.is_none() {
