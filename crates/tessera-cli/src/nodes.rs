@@ -44,6 +44,7 @@ pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling
     let bar =
         (link.rank() == 0).then(|| crate::run::progress((o.warmup + o.frames) as u64, "boiling"));
     let settings = Settings {
+        backend: o.node.base.backend.name(),
         size: o.size,
         page: o.page.get(),
         partition: o.partition,
@@ -255,6 +256,23 @@ mod tests {
         };
         write(&report, &sim, &o, false).unwrap();
         assert_eq!(names(&out), ["frame.png", "report.json"]);
+        // The report starts with the core every run's report shares.
+        let schema: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../../docs/report.schema.json"),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let written: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&written)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(names(dir.path()), ["out"]);
         std::fs::write(out.join("report.json"), b"earlier").unwrap();
         let err = write(&report, &sim, &o, false).unwrap_err();

@@ -132,6 +132,10 @@ enum Msg {
     Counters {
         id: u64,
     },
+    /// The bytes this node shares in the current [`Link::all_gather`].
+    Shared {
+        id: u64,
+    },
     Reply {
         id: u64,
         body: std::result::Result<Body, WireError>,
@@ -288,6 +292,8 @@ pub struct Link {
     barrier: Mutex<Barrier>,
     barrier_cv: Condvar,
     counters: Mutex<NodeCounters>,
+    /// What this node shares in the current [`Link::all_gather`].
+    shared: Mutex<Vec<u8>>,
     router: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -491,6 +497,7 @@ impl Link {
                     }),
                     barrier_cv: Condvar::new(),
                     counters: Mutex::new(NodeCounters::default()),
+                    shared: Mutex::new(Vec::new()),
                     router: Mutex::new(None),
                 });
                 let _ = ready_tx.send(Ok(link.clone()));
@@ -632,6 +639,29 @@ impl Link {
                 }
             })
             .collect()
+    }
+
+    /// Every node's `mine`, in rank order, on every node: how a run's per-device figures
+    /// reach the report. Every node must call it, the same number of times.
+    pub fn all_gather(&self, mine: Vec<u8>) -> Result<Vec<Vec<u8>>> {
+        *self.shared.lock().unwrap_or_else(|p| p.into_inner()) = mine.clone();
+        // Every node's bytes are in place before any is asked for...
+        self.barrier()?;
+        let all = (0..self.size)
+            .map(|n| {
+                if n == self.rank {
+                    Ok(mine.clone())
+                } else {
+                    match self.call(n, |id| Msg::Shared { id })? {
+                        Body::Bytes(b) => Ok(b),
+                        other => Err(unexpected(n, &other)),
+                    }
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        // ...and stay there until every node has them: a next call replaces them.
+        self.barrier()?;
+        Ok(all)
     }
 
     /// Waits until every node has called `barrier` as many times as this one.
@@ -835,6 +865,14 @@ fn dispatch(link: &Arc<Link>, from: usize, msg: Msg) {
             link.barrier_cv.notify_all();
         }
         Msg::Counters { id } => reply(link, from, id, Ok(Body::Counters(link.counters()))),
+        Msg::Shared { id } => {
+            let bytes = link
+                .shared
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone();
+            reply(link, from, id, Ok(Body::Bytes(bytes)))
+        }
         Msg::Release { device } => {
             if let Some(s) = served(link) {
                 s.mm.release_queued(DeviceId(device));

@@ -12,6 +12,7 @@ use tessera_workloads::boiling::reference::{checksum_hex, field_checksum};
 use tessera_workloads::boiling::sim::PagedBoiling;
 
 const SETTINGS: Settings = Settings {
+    backend: "cpu",
     size: 64,
     page: 16,
     partition: Partition::Rows,
@@ -60,9 +61,24 @@ fn two_nodes_report_the_one_node_field_and_their_traffic() {
         .map(|h| h.join().unwrap())
         .collect();
     for r in &reports {
-        assert_eq!(r.field_checksum, single);
+        assert_eq!(r.checksum, single);
         assert_eq!((r.nodes, r.devices_per_node, r.devices), (2, 2, 4));
+        // Every node's devices, each with the host's work its node counted: every device
+        // was handed work and its driver asked the manager for pages, every frame.
+        assert_eq!(r.per_device.len(), 4);
+        for (d, e) in r.per_device.iter().enumerate() {
+            assert_eq!(e.device, d);
+            assert!(e.host.submissions_per_frame > 0.0, "device {d}: {e:?}");
+            assert!(e.host.manager_messages_per_frame > 0.0, "device {d}: {e:?}");
+            assert!(e.stage_seconds.compute > 0.0, "device {d}: {e:?}");
+        }
+        assert!(r.stages.compute > 0.0);
     }
+    // Every node reports the same devices' counts: they were gathered, not each node's own.
+    assert_eq!(
+        format!("{:?}", reports[0].per_device),
+        format!("{:?}", reports[1].per_device)
+    );
     let r = &reports[0];
     assert!(r.inter_node_page_bytes_per_frame > 0.0);
     assert!(r.inter_node_bytes_per_frame > r.inter_node_page_bytes_per_frame);

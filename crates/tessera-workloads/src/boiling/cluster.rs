@@ -9,7 +9,9 @@ use std::time::Instant;
 use serde::Serialize;
 use tessera_model::Network;
 use tessera_runtime::cluster::{Link, NodeCounters};
-use tessera_runtime::{Partition, Procedure, RuntimeError, System};
+use tessera_runtime::{
+    HostCounters, HostReport, Partition, Procedure, RuntimeError, StageTimes, System,
+};
 
 use super::math::BoilingParams;
 use super::reference::{checksum_hex, field_checksum};
@@ -18,6 +20,8 @@ use super::sim::PagedBoiling;
 /// A cluster run's settings beside its node.
 #[derive(Clone, Copy, Debug)]
 pub struct Settings {
+    /// The backend's name in reports: `cpu` or `wgpu`.
+    pub backend: &'static str,
     pub size: u32,
     pub page: u32,
     pub partition: Partition,
@@ -30,24 +34,35 @@ pub struct Settings {
     pub home_block_pages: u64,
 }
 
-/// What rank 0 writes to report.json.
+/// What rank 0 writes to report.json: the core every run's report starts with
+/// (docs/report.schema.json), then the cluster's own keys.
 #[derive(Clone, Debug, Serialize)]
 pub struct NodesReport {
+    pub schema_version: u32,
     pub workload: &'static str,
-    pub nodes: usize,
-    pub devices_per_node: usize,
-    pub devices: usize,
+    /// `cpu` or `wgpu`.
+    pub backend: &'static str,
     /// Rank 0's devices, as the backend describes them.
-    pub backend: String,
-    pub size: u32,
-    pub page: u32,
-    pub procedure: String,
-    pub partition: String,
+    pub adapter: String,
+    pub devices: usize,
+    pub page_size: u32,
     pub frames: u32,
-    pub warmup: u32,
-    pub home_block_pages: u64,
+    pub warmup_frames: u32,
+    pub procedure: Procedure,
+    pub split: Partition,
+    /// The field's after the last frame (`checksum_kind`: "field").
+    pub checksum: String,
+    pub checksum_kind: &'static str,
     /// Always "measured": no topology model runs across nodes.
     pub time_kind: &'static str,
+    /// Summed over every node's devices and the measured frames.
+    pub stages: StageTimes,
+    /// Every device of every node, in device order.
+    pub per_device: Vec<NodeDeviceReport>,
+    pub nodes: usize,
+    pub devices_per_node: usize,
+    pub size: u32,
+    pub home_block_pages: u64,
     pub ms_per_frame_measured: f64,
     /// All nodes together, over the measured frames.
     pub inter_node_bytes_per_frame: f64,
@@ -63,7 +78,81 @@ pub struct NodesReport {
     pub network_seconds_per_frame_modeled: f64,
     /// Bytes each node sent to the others per measured frame.
     pub bytes_sent_per_frame_by_node: Vec<f64>,
-    pub field_checksum: String,
+}
+
+/// One device of a cluster run, as its node counted it.
+#[derive(Clone, Debug, Serialize)]
+pub struct NodeDeviceReport {
+    pub device: usize,
+    /// The host's work for it per measured frame, on its own node.
+    pub host: HostReport,
+    /// Its stage times over the measured frames, seconds.
+    pub stage_seconds: StageTimes,
+}
+
+/// What a node shares of each of its devices for the report: its host counts and stage
+/// times, as numbers in a fixed order.
+const SHARED_PER_DEVICE: usize = 12;
+
+fn share(host: &[HostCounters], stages: &[StageTimes]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (h, st) in host.iter().zip(stages) {
+        let v: [f64; SHARED_PER_DEVICE] = [
+            h.submissions as f64,
+            h.blocking_waits as f64,
+            h.device_waits as f64,
+            h.bytes_read_back as f64,
+            h.manager_messages as f64,
+            st.request_pass,
+            st.uniquify,
+            st.read_requests,
+            st.compute,
+            st.write_requests,
+            st.page_writes,
+            st.display,
+        ];
+        for x in v {
+            out.extend_from_slice(&x.to_le_bytes());
+        }
+    }
+    out
+}
+
+/// A node's shared bytes back as (host counts, stage times) per device; a length that is not
+/// whole devices is a node that ran something else.
+fn unshare(node: usize, bytes: &[u8]) -> Result<Vec<(HostCounters, StageTimes)>, RuntimeError> {
+    if !bytes.len().is_multiple_of(8 * SHARED_PER_DEVICE) {
+        return Err(RuntimeError::Config(format!(
+            "node {node} shared {} bytes of device figures, not whole devices",
+            bytes.len()
+        )));
+    }
+    Ok(bytes
+        .chunks_exact(8 * SHARED_PER_DEVICE)
+        .map(|c| {
+            let v: Vec<f64> = c
+                .chunks_exact(8)
+                .map(|b| f64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
+                .collect();
+            let h = HostCounters {
+                submissions: v[0] as u64,
+                blocking_waits: v[1] as u64,
+                device_waits: v[2] as u64,
+                bytes_read_back: v[3] as u64,
+                manager_messages: v[4] as u64,
+            };
+            let st = StageTimes {
+                request_pass: v[5],
+                uniquify: v[6],
+                read_requests: v[7],
+                compute: v[8],
+                write_requests: v[9],
+                page_writes: v[10],
+                display: v[11],
+            };
+            (h, st)
+        })
+        .collect())
 }
 
 /// Builds the field on `sys`, this node of the cluster behind `link`, and runs `s` on it as
@@ -100,14 +189,37 @@ pub fn run<E: From<RuntimeError>>(
         after_frame(n, true)?;
     }
     let before = link.gather_counters()?;
+    let host_before = sim.sys.host_counters();
+    let mut stages = vec![StageTimes::default(); k];
     let t = Instant::now();
     for n in 1..=o.frames {
         // Each pass ends at a barrier of every node, so this is the cluster's time.
-        sim.frame(o.partition, o.procedure)?;
+        for (into, d) in stages.iter_mut().zip(sim.frame(o.partition, o.procedure)?) {
+            into.add(&d.stages);
+        }
         after_frame(n, false)?;
     }
     let wall = t.elapsed().as_secs_f64();
     let after = link.gather_counters()?;
+    let host: Vec<HostCounters> = sim
+        .sys
+        .host_counters()
+        .iter()
+        .zip(&host_before)
+        .map(|(a, b)| a.since(b))
+        .collect();
+    let mut per_device = Vec::new();
+    let mut all_stages = StageTimes::default();
+    for (node, bytes) in link.all_gather(share(&host, &stages))?.iter().enumerate() {
+        for (h, st) in unshare(node, bytes)? {
+            all_stages.add(&st);
+            per_device.push(NodeDeviceReport {
+                device: per_device.len(),
+                host: HostReport::of(&h, o.frames),
+                stage_seconds: st,
+            });
+        }
+    }
     let per_frame = |v: u64| v as f64 / o.frames as f64;
     let mut total = NodeCounters::default();
     let mut by_node = Vec::new();
@@ -124,19 +236,25 @@ pub fn run<E: From<RuntimeError>>(
     }
     let field = sim.field()?;
     let report = NodesReport {
+        schema_version: crate::SCHEMA_VERSION,
         workload: "boiling",
+        backend: o.backend,
+        adapter: sim.sys.backend().to_string(),
+        devices: nodes * k,
+        page_size: o.page,
+        frames: o.frames,
+        warmup_frames: o.warmup,
+        procedure: o.procedure,
+        split: o.partition,
+        checksum: checksum_hex(field_checksum(&field)),
+        checksum_kind: "field",
+        time_kind: "measured",
+        stages: all_stages,
+        per_device,
         nodes,
         devices_per_node: k,
-        devices: nodes * k,
-        backend: sim.sys.backend().to_string(),
         size: o.size,
-        page: o.page,
-        procedure: format!("{:?}", o.procedure),
-        partition: format!("{:?}", o.partition),
-        frames: o.frames,
-        warmup: o.warmup,
         home_block_pages: o.home_block_pages,
-        time_kind: "measured",
         ms_per_frame_measured: wall * 1e3 / o.frames as f64,
         inter_node_bytes_per_frame: per_frame(total.bytes),
         inter_node_page_bytes_per_frame: per_frame(total.page_bytes),
@@ -146,7 +264,6 @@ pub fn run<E: From<RuntimeError>>(
         network_latency_us: network.latency * 1e6,
         network_seconds_per_frame_modeled: network.phase_seconds(&sent) / o.frames as f64,
         bytes_sent_per_frame_by_node: by_node,
-        field_checksum: checksum_hex(field_checksum(&field)),
     };
     Ok((report, sim))
 }
@@ -160,15 +277,15 @@ impl NodesReport {
  s,
         "Boiling {s}x{s}, page {p}, {n} node(s) x {k} device(s) [{be}] = {d} devices, {proc}, homes in blocks of {b} pages, {f} frame(s) after {w} warm-up (measured)",
         s = r.size,
-        p = r.page,
+        p = r.page_size,
         n = r.nodes,
         k = r.devices_per_node,
         d = r.devices,
-        be = r.backend,
-        proc = r.procedure,
+        be = r.adapter,
+        proc = format!("{:?}", r.procedure),
         b = r.home_block_pages,
         f = r.frames,
-        w = r.warmup
+        w = r.warmup_frames
     );
         ln!(s, "ms_per_frame_measured={:.3}", r.ms_per_frame_measured);
         ln!(
@@ -186,7 +303,7 @@ impl NodesReport {
         r.network_bandwidth_gb_per_s,
         r.network_latency_us
     );
-        ln!(s, "field_checksum={}", r.field_checksum);
+        ln!(s, "field_checksum={}", r.checksum);
         s.pop();
         s
     }
