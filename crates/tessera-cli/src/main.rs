@@ -710,13 +710,15 @@ fn refuse_inapplicable(cli: &Cli, matches: &clap::ArgMatches) -> Result<(), clap
     };
     let given = |id: &str| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
     if o.cluster.devices_per_node.is_none() {
-        // The network models traffic between nodes only: on one node it would be ignored.
-        return match given("network") {
-            true => Err(conflict(
-                &["run", "boiling"],
-                "--network applies with --devices-per-node only: one node sends nothing over a network",
-            )),
-            false => Ok(()),
+        // Options of runs over nodes: on one node they would be ignored.
+        let one_node = [
+            ("network", "--network applies with --devices-per-node only: one node sends nothing over a network"),
+            ("home_block_pages", "--home-block-pages applies with --devices-per-node only: one node is home to every page"),
+            ("lost_after_s", "--lost-after-s applies with --devices-per-node only: one process has no other node to lose"),
+        ];
+        return match one_node.into_iter().find(|(id, _)| given(id)) {
+            Some((_, why)) => Err(conflict(&["run", "boiling"], why)),
+            None => Ok(()),
         };
     }
     // The runtime defers launches on a node of one device or of devices sharing one queue,

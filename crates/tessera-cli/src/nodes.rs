@@ -72,8 +72,62 @@ pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling
 }
 
 /// Rank 0's report.json and frame.png, in `o.out` once both are written.
-fn write(report: &NodesReport, sim: &PagedBoiling, o: &RunOpts, force: bool) -> Result<()> {
-    let staged = crate::output::Staged::begin(&o.out, force)?;
+/// Before anything runs: every rank must have been given the same run (mpirun's `:` can give
+/// each its own options, and ranks that disagree on where the pages live computed a wrong
+/// field without a word), and rank 0 must be able to write `--out` (found only after the run
+/// before). Every rank stops with the same error otherwise. Rank 0 gets its output folder.
+fn agree(
+    link: &Arc<Link>,
+    o: &RunOpts,
+    k: usize,
+    force: bool,
+) -> Result<Option<crate::output::Staged>> {
+    let run = format!(
+        "{:?}",
+        (
+            o.size,
+            o.page.get(),
+            o.frames,
+            o.warmup,
+            o.procedure,
+            o.partition,
+            o.cluster.home_block_pages,
+            k,
+            o.node.base.backend.name(),
+            o.node.config(k).home_file(None),
+        )
+    );
+    let staged = (link.rank() == 0).then(|| crate::output::Staged::begin(&o.out, force));
+    let out_error = match &staged {
+        Some(Err(e)) => format!("{e:#}"),
+        _ => String::new(),
+    };
+    let all = link.all_gather(format!("{run}\n{out_error}").into_bytes())?;
+    let lines: Vec<(String, String)> = all
+        .iter()
+        .map(|b| {
+            let text = String::from_utf8_lossy(b);
+            let (run, err) = text.split_once('\n').unwrap_or((&text, ""));
+            (run.to_string(), err.to_string())
+        })
+        .collect();
+    if let Some(r) = lines.iter().position(|(other, _)| *other != lines[0].0) {
+        return Err(crate::usage(format!(
+            "rank {r} was given another run than rank 0: every rank must run the same options"
+        )));
+    }
+    if let Some((_, err)) = lines.first().filter(|(_, e)| !e.is_empty()) {
+        bail!("rank 0 cannot write --out: {err}");
+    }
+    staged.transpose()
+}
+
+fn write(
+    staged: crate::output::Staged,
+    report: &NodesReport,
+    sim: &PagedBoiling,
+    o: &RunOpts,
+) -> Result<()> {
     let json = staged.path().join("report.json");
     write_json(&json, report)?;
     let png = staged.path().join("frame.png");
@@ -116,14 +170,15 @@ pub fn boiling(o: &RunOpts, k: usize, force: bool) -> Result<()> {
         .regions(o.size, o.size, devices as u32)
         .map_err(crate::usage)?;
     let res = (|| -> Result<()> {
+        let staged = agree(&link, o, k, force)?;
         let (report, sim) = run_on(link.clone(), o)?;
-        if rank == 0 {
+        if let Some(staged) = staged {
             outln!("{}", report.summary());
             if o.verify {
                 let total = crate::run::simulated_frames(o);
                 crate::run::verify_field(o, total, &sim.field()?)?;
             }
-            write(&report, &sim, o, force)?;
+            write(staged, &report, &sim, o)?;
         }
         Ok(())
     })();
@@ -217,6 +272,52 @@ mod tests {
         Cli::parse_from(all).run
     }
 
+    /// Two ranks given different runs (mpirun's `:` gives each its own options) stop before
+    /// anything runs, each with the same usage error; given the same run, rank 0 alone gets
+    /// its output folder.
+    #[test]
+    fn ranks_given_different_runs_stop_before_running() {
+        let dir = tempfile::tempdir().unwrap();
+        let agreed = |blocks: [&'static str; 2]| {
+            let ends = InProcess::cluster(2);
+            let handles: Vec<_> = ends
+                .into_iter()
+                .zip(blocks)
+                .enumerate()
+                .map(|(r, (t, block))| {
+                    let mut o = opts(&["--size", "16", "--page", "8", "--home-block-pages", block]);
+                    o.out = dir.path().join(format!("out{r}"));
+                    std::thread::spawn(move || {
+                        let link = Link::start(
+                            move || Ok(ForRuntime(t)),
+                            ClusterConfig {
+                                devices_per_node: 1,
+                                block_pages: 4,
+                                lost_after: Duration::from_secs(20),
+                            },
+                        )
+                        .unwrap();
+                        agree(&link, &o, 1, false)
+                            .map(|s| s.is_some())
+                            .map_err(|e| format!("{e:#}"))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(agreed(["4", "4"]), vec![Ok(true), Ok(false)]);
+        for r in agreed(["1", "4"]) {
+            let e = r.unwrap_err();
+            assert!(
+                e.contains("rank 1 was given another run than rank 0"),
+                "{e}"
+            );
+        }
+    }
+
     /// Rank 0 writes as every command does: the files appear in `--out` together, an `--out`
     /// holding results is refused without `force` and left as it was, and no partial folder
     /// stays behind either way.
@@ -254,7 +355,8 @@ mod tests {
             v.sort();
             v
         };
-        write(&report, &sim, &o, false).unwrap();
+        let begin = |force| crate::output::Staged::begin(&o.out, force);
+        write(begin(false).unwrap(), &report, &sim, &o).unwrap();
         assert_eq!(names(&out), ["frame.png", "report.json"]);
         // The report starts with the core every run's report shares.
         let schema: serde_json::Value = serde_json::from_slice(
@@ -275,13 +377,15 @@ mod tests {
         assert!(errors.is_empty(), "{errors:?}");
         assert_eq!(names(dir.path()), ["out"]);
         std::fs::write(out.join("report.json"), b"earlier").unwrap();
-        let err = write(&report, &sim, &o, false).unwrap_err();
+        let Err(err) = begin(false) else {
+            panic!("results already in --out were not refused");
+        };
         assert!(
             format!("{err:#}").contains("already holds results"),
             "{err:#}"
         );
         assert_eq!(std::fs::read(out.join("report.json")).unwrap(), b"earlier");
-        write(&report, &sim, &o, true).unwrap();
+        write(begin(true).unwrap(), &report, &sim, &o).unwrap();
         assert_ne!(std::fs::read(out.join("report.json")).unwrap(), b"earlier");
         assert_eq!(names(dir.path()), ["out"]);
     }

@@ -309,6 +309,19 @@ fn options_a_command_cannot_honour_are_usage_errors() {
         2,
         "not a device count",
     );
+    // Options of runs over nodes, given to one process: they were accepted and ignored.
+    for (extra, needle) in [
+        (
+            &["--home-block-pages", "4"][..],
+            "--home-block-pages applies with --devices-per-node only",
+        ),
+        (
+            &["--lost-after-s", "5"],
+            "--lost-after-s applies with --devices-per-node only",
+        ),
+    ] {
+        refused(&with(&with(&boiling(), &["--out", o]), extra), 2, needle);
+    }
     for sweep in ["page-size", "devices"] {
         refused(
             &["sweep", sweep, "--workload", "raytrace", "--out", o],
