@@ -272,6 +272,19 @@ mod tests {
         Cli::parse_from(all).run
     }
 
+    /// A node of one device on `t`, the cluster's transport as a thread's.
+    fn start(t: InProcess) -> Arc<Link> {
+        Link::start(
+            move || Ok(ForRuntime(t)),
+            ClusterConfig {
+                devices_per_node: 1,
+                block_pages: 4,
+                lost_after: Duration::from_secs(20),
+            },
+        )
+        .unwrap()
+    }
+
     /// Two ranks given different runs (mpirun's `:` gives each its own options) stop before
     /// anything runs, each with the same usage error; given the same run, rank 0 alone gets
     /// its output folder.
@@ -288,15 +301,7 @@ mod tests {
                     let mut o = opts(&["--size", "16", "--page", "8", "--home-block-pages", block]);
                     o.out = dir.path().join(format!("out{r}"));
                     std::thread::spawn(move || {
-                        let link = Link::start(
-                            move || Ok(ForRuntime(t)),
-                            ClusterConfig {
-                                devices_per_node: 1,
-                                block_pages: 4,
-                                lost_after: Duration::from_secs(20),
-                            },
-                        )
-                        .unwrap();
+                        let link = start(t);
                         agree(&link, &o, 1, false)
                             .map(|s| s.is_some())
                             .map_err(|e| format!("{e:#}"))
@@ -336,16 +341,7 @@ mod tests {
             "1",
         ]);
         o.out = out.clone();
-        let t = InProcess::cluster(1).pop().unwrap();
-        let link = Link::start(
-            move || Ok(ForRuntime(t)),
-            ClusterConfig {
-                devices_per_node: 1,
-                block_pages: 4,
-                lost_after: Duration::from_secs(20),
-            },
-        )
-        .unwrap();
+        let link = start(InProcess::cluster(1).pop().unwrap());
         let (report, sim) = run_on(link, &o).unwrap();
         let names = |p: &std::path::Path| {
             let mut v: Vec<String> = std::fs::read_dir(p)
