@@ -13,7 +13,7 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use tessera_model::Network;
 use tessera_runtime::cluster::{ClusterConfig, Link};
-use tessera_runtime::System;
+use tessera_runtime::{RuntimeError, System};
 use tessera_workloads::boiling::cluster::{self, Settings};
 use tessera_workloads::boiling::sim::PagedBoiling;
 
@@ -71,7 +71,6 @@ pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling
     Ok(out)
 }
 
-/// Rank 0's report.json and frame.png, in `o.out` once both are written.
 /// Before anything runs: every rank must have been given the same run (mpirun's `:` can give
 /// each its own options, and ranks that disagree on where the pages live computed a wrong
 /// field without a word), and rank 0 must be able to write `--out` (found only after the run
@@ -122,6 +121,7 @@ fn agree(
     staged.transpose()
 }
 
+/// Rank 0's report.json and frame.png, in `staged`'s `--out` once both are written.
 fn write(
     staged: crate::output::Staged,
     report: &NodesReport,
@@ -162,13 +162,8 @@ pub fn boiling(o: &RunOpts, k: usize, force: bool) -> Result<()> {
     };
     let link = open(cfg)?;
     let rank = link.rank();
-    // Usage errors (exit 2) before anything runs, as on one process: every rank finds the
-    // same ones, so all stop at once.
-    let devices = link.size() * k;
-    crate::run::page_fits(o.size, o.page)?;
-    o.partition
-        .regions(o.size, o.size, devices as u32)
-        .map_err(crate::usage)?;
+    // As on one process: every rank finds the same usage errors, so all stop at once.
+    crate::run::field_fits(o.size, o.page, o.partition, link.size() * k)?;
     let res = (|| -> Result<()> {
         let staged = agree(&link, o, k, force)?;
         let (report, sim) = run_on(link.clone(), o)?;
@@ -188,7 +183,13 @@ pub fn boiling(o: &RunOpts, k: usize, force: bool) -> Result<()> {
         link.kill();
         let nodes = link.size();
         // The budget a refusal names is this home's share of the device's (docs/MPI.md).
-        if nodes > 1 && format!("{e:#}").contains("budget of") {
+        let budget = e.chain().any(|c| {
+            matches!(
+                c.downcast_ref::<RuntimeError>(),
+                Some(RuntimeError::BudgetTooSmall { .. } | RuntimeError::OverBudget { .. })
+            )
+        });
+        if nodes > 1 && budget {
             e.context(format!(
                 "node {rank}, whose home has 1/{nodes} of each device's --budget-mib"
             ))

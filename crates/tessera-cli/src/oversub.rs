@@ -128,12 +128,8 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
         if on { "on" } else { "off" }.to_string()
     })?;
     if o.workload == Workload::Boiling {
-        // Usage errors (exit 2) before anything runs, as on `run boiling`; the harness splits
-        // the field in rows.
-        crate::run::page_fits(o.size, o.page)?;
-        tessera_runtime::Partition::Rows
-            .regions(o.size, o.size, o.devices as u32)
-            .map_err(crate::usage)?;
+        // As on `run boiling`; the harness splits the field in rows.
+        crate::run::field_fits(o.size, o.page, tessera_runtime::Partition::Rows, o.devices)?;
     }
     let subject = match o.workload {
         Workload::Boiling => Subject::Boiling { size: o.size },

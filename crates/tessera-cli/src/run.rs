@@ -93,12 +93,24 @@ pub fn verify_field(o: &RunOpts, total: u32, got: &[f32]) -> Result<()> {
     crate::verify::require_field(o.node.base.backend, &want, got, total)
 }
 
-pub fn boiling(o: &RunOpts) -> Result<()> {
-    page_fits(o.size, o.page)?;
-    // More devices than rows (or columns) to split: a usage error before anything runs.
-    o.partition
-        .regions(o.size, o.size, o.devices as u32)
+/// A boiling field of side `size` in pages of `page`, split `partition` over `devices`: a
+/// page larger than the field, or more devices than rows (or columns) to split, is a usage
+/// error before anything runs.
+pub fn field_fits(
+    size: u32,
+    page: tessera_core::PageSize,
+    partition: tessera_runtime::Partition,
+    devices: usize,
+) -> Result<()> {
+    page_fits(size, page)?;
+    partition
+        .regions(size, size, devices as u32)
         .map_err(crate::usage)?;
+    Ok(())
+}
+
+pub fn boiling(o: &RunOpts) -> Result<()> {
+    field_fits(o.size, o.page, o.partition, o.devices)?;
     let topo = o.node.topology(o.devices)?;
     create_dir(&o.out)?;
     let total = simulated_frames(o);

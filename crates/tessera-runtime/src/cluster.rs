@@ -627,16 +627,28 @@ impl Link {
 
     /// Every node's traffic counters, in rank order.
     pub fn gather_counters(&self) -> Result<Vec<NodeCounters>> {
+        self.one_from_each(
+            || self.counters(),
+            |id| Msg::Counters { id },
+            |body| match body {
+                Body::Counters(c) => Ok(c),
+                other => Err(other),
+            },
+        )
+    }
+
+    /// One value from every node, in rank order: this node's `here`, each other's its reply
+    /// to `ask`, which `take` reads (an unexpected reply is an error naming the node).
+    fn one_from_each<T>(
+        &self,
+        here: impl Fn() -> T,
+        ask: impl Fn(u64) -> Msg + Copy,
+        take: impl Fn(Body) -> std::result::Result<T, Body>,
+    ) -> Result<Vec<T>> {
         (0..self.size)
-            .map(|n| {
-                if n == self.rank {
-                    Ok(self.counters())
-                } else {
-                    match self.call(n, |id| Msg::Counters { id })? {
-                        Body::Counters(c) => Ok(c),
-                        other => Err(unexpected(n, &other)),
-                    }
-                }
+            .map(|n| match n == self.rank {
+                true => Ok(here()),
+                false => take(self.call(n, ask)?).map_err(|other| unexpected(n, &other)),
             })
             .collect()
     }
@@ -647,18 +659,14 @@ impl Link {
         *self.shared.lock().unwrap_or_else(|p| p.into_inner()) = mine.clone();
         // Every node's bytes are in place before any is asked for...
         self.barrier()?;
-        let all = (0..self.size)
-            .map(|n| {
-                if n == self.rank {
-                    Ok(mine.clone())
-                } else {
-                    match self.call(n, |id| Msg::Shared { id })? {
-                        Body::Bytes(b) => Ok(b),
-                        other => Err(unexpected(n, &other)),
-                    }
-                }
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let all = self.one_from_each(
+            || mine.clone(),
+            |id| Msg::Shared { id },
+            |body| match body {
+                Body::Bytes(b) => Ok(b),
+                other => Err(other),
+            },
+        )?;
         // ...and stay there until every node has them: a next call replaces them.
         self.barrier()?;
         Ok(all)

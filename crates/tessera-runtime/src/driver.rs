@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tessera_core::{Access, DeviceId, GlobalPage, ObjectEntry, PageRequest};
 
 use crate::backend::{Domain, Launch, LaunchOutcome, MergeOutcome, Queued, QueuedOutcome, Settled};
@@ -50,7 +50,7 @@ impl std::str::FromStr for Procedure {
 }
 
 /// Seconds per stage, after the paper's Table 3. All measured wall time on this machine.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StageTimes {
     /// Request-recording launches (two-pass only): Table 3's "page read request pass".
     pub request_pass: f64,

@@ -3,7 +3,7 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tessera_core::{Location, RemoteLink};
 
 /// Pages and bytes that crossed one kind of link.
@@ -23,7 +23,8 @@ impl LinkCounters {
 /// The host's work for one device, counted rather than timed: what the steady state ("no
 /// host work when nothing faults", docs/PROTOCOL.md) is checked by. Read at any time
 /// without disturbing the device; subtract two readings for an interval.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+// Deserialize: a cluster's nodes send theirs to each other for the report.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HostCounters {
     /// Work handed to the device: queue submissions on a GPU backend; on the CPU backend,
     /// jobs queued on its worker (the CPU device's queue).

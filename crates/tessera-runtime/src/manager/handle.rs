@@ -501,9 +501,10 @@ impl ManagerHandle {
     /// asked for that the device did not hold with the access asked for, in order: the pages
     /// `DeviceTraffic::page_requests` counts, less those a batch named again while its device
     /// held them (a relaunch round sends its wave's pages whole once other devices keep
-    /// taking them back, docs/PROTOCOL.md). Off by default. A workload that shares a node between objects of several kinds (the game
-    /// trace's texture atlas beside its per-frame buffers) counts the requests of one object
-    /// from it, which the per-device totals cannot tell apart.
+    /// taking them back, docs/PROTOCOL.md). Off by default. A workload that shares a node
+    /// between objects of several kinds (the game trace's texture atlas beside its per-frame
+    /// buffers) counts the requests of one object from it, which the per-device totals cannot
+    /// tell apart.
     pub fn log_requests(&self, on: bool) {
         self.inbox.post(Cmd::LogRequests(on));
     }

@@ -90,71 +90,6 @@ pub struct NodeDeviceReport {
     pub stage_seconds: StageTimes,
 }
 
-/// What a node shares of each of its devices for the report: its host counts and stage
-/// times, as numbers in a fixed order.
-const SHARED_PER_DEVICE: usize = 12;
-
-fn share(host: &[HostCounters], stages: &[StageTimes]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for (h, st) in host.iter().zip(stages) {
-        let v: [f64; SHARED_PER_DEVICE] = [
-            h.submissions as f64,
-            h.blocking_waits as f64,
-            h.device_waits as f64,
-            h.bytes_read_back as f64,
-            h.manager_messages as f64,
-            st.request_pass,
-            st.uniquify,
-            st.read_requests,
-            st.compute,
-            st.write_requests,
-            st.page_writes,
-            st.display,
-        ];
-        for x in v {
-            out.extend_from_slice(&x.to_le_bytes());
-        }
-    }
-    out
-}
-
-/// A node's shared bytes back as (host counts, stage times) per device; a length that is not
-/// whole devices is a node that ran something else.
-fn unshare(node: usize, bytes: &[u8]) -> Result<Vec<(HostCounters, StageTimes)>, RuntimeError> {
-    if !bytes.len().is_multiple_of(8 * SHARED_PER_DEVICE) {
-        return Err(RuntimeError::Config(format!(
-            "node {node} shared {} bytes of device figures, not whole devices",
-            bytes.len()
-        )));
-    }
-    Ok(bytes
-        .chunks_exact(8 * SHARED_PER_DEVICE)
-        .map(|c| {
-            let v: Vec<f64> = c
-                .chunks_exact(8)
-                .map(|b| f64::from_le_bytes(b.try_into().unwrap_or([0; 8])))
-                .collect();
-            let h = HostCounters {
-                submissions: v[0] as u64,
-                blocking_waits: v[1] as u64,
-                device_waits: v[2] as u64,
-                bytes_read_back: v[3] as u64,
-                manager_messages: v[4] as u64,
-            };
-            let st = StageTimes {
-                request_pass: v[5],
-                uniquify: v[6],
-                read_requests: v[7],
-                compute: v[8],
-                write_requests: v[9],
-                page_writes: v[10],
-                display: v[11],
-            };
-            (h, st)
-        })
-        .collect())
-}
-
 /// Builds the field on `sys`, this node of the cluster behind `link`, and runs `s` on it as
 /// [`run`] does; the split is checked against every node's devices first.
 pub fn run_node<E: From<RuntimeError>>(
@@ -210,8 +145,13 @@ pub fn run<E: From<RuntimeError>>(
         .collect();
     let mut per_device = Vec::new();
     let mut all_stages = StageTimes::default();
-    for (node, bytes) in link.all_gather(share(&host, &stages))?.iter().enumerate() {
-        for (h, st) in unshare(node, bytes)? {
+    // Each node's devices' host counts and stage times, to every node.
+    let mine: Vec<(HostCounters, StageTimes)> = host.into_iter().zip(stages).collect();
+    let mine = serde_json::to_vec(&mine).map_err(|e| RuntimeError::Config(e.to_string()))?;
+    for (node, bytes) in link.all_gather(mine)?.iter().enumerate() {
+        let theirs: Vec<(HostCounters, StageTimes)> = serde_json::from_slice(bytes)
+            .map_err(|e| RuntimeError::Config(format!("node {node}'s device figures: {e}")))?;
+        for (h, st) in theirs {
             all_stages.add(&st);
             per_device.push(NodeDeviceReport {
                 device: per_device.len(),
