@@ -39,17 +39,46 @@ pub enum ScError {
 /// Distinct states explored before giving up; the shipped tests need at most a few hundred.
 pub const MAX_STATES: usize = 4_000_000;
 
+/// The visited set's memory before giving up, whatever the state count: a wide test (eight
+/// threads of four operations) reached 3 GiB of states as separate vectors before the count
+/// stopped it.
+pub const MAX_STATE_BYTES: usize = 512 << 20;
+
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("the test has too many interleavings to enumerate: more than {limit} distinct states")]
 pub struct TooLarge {
     pub limit: usize,
 }
 
-#[derive(Clone, PartialEq, Eq, Hash)]
-struct State {
-    pcs: Vec<usize>,
-    regs: Vec<Vec<i32>>,
-    mem: Vec<i32>,
+/// A state as one flat array, so the visited set holds one allocation a state: each
+/// thread's program counter, then each thread's registers, then memory.
+type State = Box<[i32]>;
+
+/// Where a state's parts lie in its array.
+struct Layout {
+    threads: usize,
+    /// Thread `t`'s registers are `regs[t]..regs[t + 1]`; memory starts at `regs[threads]`.
+    regs: Vec<usize>,
+}
+
+impl Layout {
+    fn pc(&self, s: &[i32], t: usize) -> usize {
+        s[t] as usize
+    }
+
+    /// Thread `t`'s registers and memory, apart.
+    fn split<'s>(&self, s: &'s mut [i32], t: usize) -> (&'s mut [i32], &'s mut [i32]) {
+        let (head, mem) = s.split_at_mut(self.regs[self.threads]);
+        (&mut head[self.regs[t]..self.regs[t + 1]], mem)
+    }
+
+    fn regs<'s>(&self, s: &'s [i32], t: usize) -> &'s [i32] {
+        &s[self.regs[t]..self.regs[t + 1]]
+    }
+
+    fn mem<'s>(&self, s: &'s [i32]) -> &'s [i32] {
+        &s[self.regs[self.threads]..]
+    }
 }
 
 /// Every final state a sequentially consistent execution of `test` can reach.
@@ -57,16 +86,35 @@ pub fn sc_outcomes(test: &Test) -> Result<BTreeSet<Outcome>, ScError> {
     sc_outcomes_limited(test, MAX_STATES)
 }
 
-/// As [`sc_outcomes`], exploring at most `limit` distinct states.
+/// As [`sc_outcomes`], exploring at most `limit` distinct states (fewer where that many
+/// would not fit [`MAX_STATE_BYTES`]).
 pub fn sc_outcomes_limited(test: &Test, limit: usize) -> Result<BTreeSet<Outcome>, ScError> {
+    sc_outcomes_within(test, limit, MAX_STATE_BYTES)
+}
+
+/// As [`sc_outcomes`], exploring at most `limit` distinct states and at most as many as
+/// `bytes` holds.
+pub fn sc_outcomes_within(
+    test: &Test,
+    limit: usize,
+    bytes: usize,
+) -> Result<BTreeSet<Outcome>, ScError> {
     let n = test.threads.len();
-    let mut start = State {
-        pcs: vec![0; n],
-        regs: test.threads.iter().map(|t| t.initial_regs()).collect(),
-        mem: test.init.clone(),
-    };
+    let mut regs = vec![n];
+    let mut words: Vec<i32> = vec![0; n];
+    for t in &test.threads {
+        words.extend(t.initial_regs());
+        regs.push(words.len());
+    }
+    words.extend(&test.init);
+    let layout = Layout { threads: n, regs };
+    // A state's array, its box and the set's slot: a bound, not a measurement of the
+    // allocator.
+    let per_state = words.len() * 4 + 2 * std::mem::size_of::<State>() + 16;
+    let limit = limit.min(bytes / per_state);
+    let mut start: State = words.into_boxed_slice();
     for t in 0..n {
-        settle(test, &mut start, t);
+        settle(test, &layout, &mut start, t);
     }
     let mut seen = HashSet::new();
     seen.insert(start.clone());
@@ -75,13 +123,13 @@ pub fn sc_outcomes_limited(test: &Test, limit: usize) -> Result<BTreeSet<Outcome
     while let Some(s) = stack.pop() {
         let mut finished = true;
         for t in 0..n {
-            if s.pcs[t] == test.threads[t].ops.len() {
+            if layout.pc(&s, t) == test.threads[t].ops.len() {
                 continue;
             }
             finished = false;
             let mut next = s.clone();
-            step(test, &mut next, t)?;
-            settle(test, &mut next, t);
+            step(test, &layout, &mut next, t)?;
+            settle(test, &layout, &mut next, t);
             if !seen.contains(&next) {
                 if seen.len() >= limit {
                     return Err(TooLarge { limit }.into());
@@ -95,10 +143,10 @@ pub fn sc_outcomes_limited(test: &Test, limit: usize) -> Result<BTreeSet<Outcome
                 regs: test
                     .threads
                     .iter()
-                    .zip(&s.regs)
-                    .map(|(t, r)| t.visible_values(r))
+                    .enumerate()
+                    .map(|(t, th)| th.visible_values(layout.regs(&s, t)))
                     .collect(),
-                mem: s.mem,
+                mem: layout.mem(&s).to_vec(),
             });
         }
     }
@@ -106,10 +154,10 @@ pub fn sc_outcomes_limited(test: &Test, limit: usize) -> Result<BTreeSet<Outcome
 }
 
 /// Runs thread `t`'s memory operation at its program counter.
-fn step(test: &Test, s: &mut State, t: usize) -> Result<(), ScError> {
-    let nvars = s.mem.len();
-    let regs = &mut s.regs[t];
-    let op = &test.threads[t].ops[s.pcs[t]];
+fn step(test: &Test, layout: &Layout, s: &mut [i32], t: usize) -> Result<(), ScError> {
+    let op = &test.threads[t].ops[layout.pc(s, t)];
+    let (regs, mem) = layout.split(s, t);
+    let nvars = mem.len();
     let var = |addr: &Addr, regs: &[i32]| {
         addr.resolve(regs, nvars).ok_or_else(|| match *addr {
             Addr::Elem {
@@ -134,47 +182,47 @@ fn step(test: &Test, s: &mut State, t: usize) -> Result<(), ScError> {
     match op {
         Op::Load { addr, dst, .. } => {
             let v = var(addr, regs)?;
-            regs[*dst] = s.mem[v];
+            regs[*dst] = mem[v];
         }
         Op::Store { addr, value, .. } => {
             let v = var(addr, regs)?;
-            s.mem[v] = value.eval(regs);
+            mem[v] = value.eval(regs);
         }
         Op::Rmw { addr, dst, rmw } => {
             let v = var(addr, regs)?;
-            let (new, ret) = rmw.apply(s.mem[v], regs);
+            let (new, ret) = rmw.apply(mem[v], regs);
             if let Some(n) = new {
-                s.mem[v] = n;
+                mem[v] = n;
             }
             regs[*dst] = ret;
         }
         // `settle` has already taken every non-memory step.
         Op::Local { .. } | Op::Fence(_) | Op::Branch { .. } => {}
     }
-    s.pcs[t] += 1;
+    s[t] += 1;
     Ok(())
 }
 
 /// Takes thread `t`'s register-only steps, branches and fences up to its next memory
 /// operation. Branches go forward except a spin's, which goes back to a memory operation, so
 /// this ends.
-fn settle(test: &Test, s: &mut State, t: usize) {
+fn settle(test: &Test, layout: &Layout, s: &mut [i32], t: usize) {
     let ops = &test.threads[t].ops;
-    while let Some(op) = ops.get(s.pcs[t]) {
+    while let Some(op) = ops.get(layout.pc(s, t)) {
         match op {
             Op::Local { dst, value } => {
-                let v = value.eval(&s.regs[t]);
-                s.regs[t][*dst] = v;
+                let (regs, _) = layout.split(s, t);
+                regs[*dst] = value.eval(regs);
             }
             Op::Branch { cond, target, .. } => {
-                if cond.eval(&s.regs[t]) != 0 {
-                    s.pcs[t] = (*target).min(ops.len());
+                if cond.eval(layout.regs(s, t)) != 0 {
+                    s[t] = (*target).min(ops.len()) as i32;
                     continue;
                 }
             }
             Op::Fence(_) => {}
             Op::Load { .. } | Op::Store { .. } | Op::Rmw { .. } => return,
         }
-        s.pcs[t] += 1;
+        s[t] += 1;
     }
 }

@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use tessera_litmus::sc::{sc_outcomes_limited, TooLarge};
+use tessera_litmus::sc::{sc_outcomes_limited, sc_outcomes_within, ScError, TooLarge};
 use tessera_litmus::{load, parse, sc_outcomes, Outcome, Test};
 
 fn shipped(name: &str) -> Test {
@@ -152,4 +152,17 @@ fn the_state_limit_is_an_error_not_a_hang() {
         sc_outcomes_limited(&t, 10),
         Err(TooLarge { limit: 10 }.into())
     );
+}
+
+/// A test with many threads stops at the memory budget, long before the state count: the
+/// wider the state, the fewer states the budget holds.
+#[test]
+fn the_memory_budget_stops_wide_tests_early() {
+    let t = shipped("IRIW");
+    assert!(sc_outcomes_within(&t, usize::MAX, 1 << 20).is_ok());
+    let Err(ScError::TooLarge(TooLarge { limit })) = sc_outcomes_within(&t, usize::MAX, 4096)
+    else {
+        panic!("a 4 KiB budget should not hold IRIW's states");
+    };
+    assert!(limit > 0 && limit < 4096 / 16, "{limit} states in 4 KiB");
 }
