@@ -31,14 +31,20 @@ impl std::fmt::Display for Usage {
 
 impl std::error::Error for Usage {}
 
-/// Whether an error in a failed command's chain is a usage error: a [`Usage`], or a topology
-/// that is neither a preset nor a file. (A library error wrapped `transparent` by another is
-/// not in the chain, so the checks that must exit 2 are made up front as [`Usage`].)
+/// Whether an error in a failed command's chain is a usage error: a [`Usage`], a topology
+/// that is neither a preset nor a file, or more devices over mpirun's processes than one
+/// address space holds (found only once the processes know how many they are). (A library
+/// error wrapped `transparent` by another is not in the chain, so the checks that must exit 2
+/// are made up front as [`Usage`].)
 fn is_usage(e: &(dyn std::error::Error + 'static)) -> bool {
     e.is::<Usage>()
         || matches!(
             e.downcast_ref::<tessera_model::TopologyError>(),
             Some(tessera_model::TopologyError::UnknownPreset { .. })
+        )
+        || matches!(
+            e.downcast_ref::<tessera_runtime::RuntimeError>(),
+            Some(tessera_runtime::RuntimeError::ClusterTooLarge { .. })
         )
 }
 
@@ -815,7 +821,11 @@ fn main() -> ExitCode {
                 if let Some(problem) = opts.usage_problem() {
                     conflict(&["run", "quake"], &problem).exit();
                 }
-                staged(opts, force, |o| &mut o.out, quake::run_quake)
+                match &opts.trace {
+                    Some(t) => output::check_on_commit("--trace", t, &opts.out),
+                    None => Ok(()),
+                }
+                .and_then(|()| staged(opts, force, |o| &mut o.out, quake::run_quake))
             }
             RunKind::Vr(opts) => staged(opts, force, |o| &mut o.out, vr::run),
             RunKind::Stencil(opts) => staged(opts, force, |o| &mut o.out, stencil::run),

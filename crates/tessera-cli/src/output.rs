@@ -17,6 +17,11 @@ use anyhow::{bail, Context, Result};
 static PARTIAL: Mutex<Vec<(PathBuf, PathBuf, Vec<PathBuf>)>> = Mutex::new(Vec::new());
 
 /// Set once standard output has failed: nothing more is written to it.
+/// Files a command writes outside `--out` (`run quake --trace`): each written whole to a
+/// hidden file beside its path and moved onto the path only when `--out` is committed, so a
+/// command that fails or is interrupted leaves neither a new file nor a replaced one.
+static ON_COMMIT: Mutex<Vec<(PathBuf, PathBuf)>> = Mutex::new(Vec::new());
+
 static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
 /// The first failure of standard output other than its reader going away.
 static STDOUT_ERROR: OnceLock<String> = OnceLock::new();
@@ -72,6 +77,7 @@ pub fn remove_partial_on_interrupt() {
         // The process ends here without dropping its systems, whose home files
         // (`--home-file`) would have gone with them.
         tessera_runtime::remove_home_files();
+        drop_on_commit();
         let partial = PARTIAL.lock().map(|p| p.clone()).unwrap_or_default();
         for (p, _, created) in &partial {
             let _ = std::fs::remove_dir_all(p);
@@ -94,9 +100,16 @@ pub fn remove_partial_on_interrupt() {
     });
 }
 
+/// `out` without its `.` components: `d/.` is the folder `d`. Replacing `d/.` removed what
+/// `d` held and then failed, since no folder can be renamed onto `d/.`.
+fn normal(out: &Path) -> PathBuf {
+    out.components().collect()
+}
+
 /// Whether `out` may receive a command's results: absent, an empty folder, or (with `force`)
 /// a folder of earlier results. Reads only, so every process of a run can ask it.
 pub fn check_out(out: &Path, force: bool) -> Result<()> {
+    let out = &normal(out);
     if out.exists() {
         if !out.is_dir() {
             bail!("--out {} exists and is not a folder", out.display());
@@ -132,6 +145,7 @@ impl Staged {
     /// folder, or (with `force`) a folder of earlier results.
     pub fn begin(out: &Path, force: bool) -> Result<Staged> {
         check_out(out, force)?;
+        let out = &normal(out);
         let Some(name) = out.file_name() else {
             bail!("--out {} names no folder", out.display());
         };
@@ -174,25 +188,60 @@ impl Staged {
         &self.partial
     }
 
-    /// Moves the results into `--out`, replacing what was there (allowed by `begin`).
+    /// Moves the results into `--out`, replacing what was there (allowed by `begin`). The
+    /// earlier results are moved aside first and removed only once the new ones are in place,
+    /// so a failure here leaves them where they were.
     pub fn commit(mut self) -> Result<()> {
-        if self.out.exists() {
-            std::fs::remove_dir_all(&self.out).with_context(|| {
+        let aside = self.partial.with_file_name(format!(
+            ".{}.replaced-{}",
+            self.out
+                .file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default(),
+            std::process::id()
+        ));
+        let replaced = self.out.exists();
+        if replaced {
+            std::fs::rename(&self.out, &aside).with_context(|| {
                 format!(
                     "cannot replace the earlier results in {}",
                     self.out.display()
                 )
             })?;
         }
-        std::fs::rename(&self.partial, &self.out).with_context(|| {
-            format!(
-                "cannot move the results from {} to {}",
-                self.partial.display(),
-                self.out.display()
-            )
-        })?;
+        if let Err(e) = std::fs::rename(&self.partial, &self.out) {
+            if replaced {
+                let _ = std::fs::rename(&aside, &self.out);
+            }
+            return Err(e).with_context(|| {
+                format!(
+                    "cannot move the results from {} to {}",
+                    self.partial.display(),
+                    self.out.display()
+                )
+            });
+        }
         self.committed = true;
         forget(&self.partial);
+        let files = ON_COMMIT
+            .lock()
+            .map(|mut f| std::mem::take(&mut *f))
+            .unwrap_or_default();
+        for (hidden, path) in files {
+            std::fs::rename(&hidden, &path).map_err(|e| {
+                let _ = std::fs::remove_file(&hidden);
+                anyhow::anyhow!("cannot write {}: {e}", path.display())
+            })?;
+        }
+        if replaced {
+            std::fs::remove_dir_all(&aside).with_context(|| {
+                format!(
+                    "the results are in {}, but the earlier ones could not be removed from {}",
+                    self.out.display(),
+                    aside.display()
+                )
+            })?;
+        }
         Ok(())
     }
 }
@@ -200,6 +249,7 @@ impl Staged {
 impl Drop for Staged {
     fn drop(&mut self) {
         if !self.committed {
+            drop_on_commit();
             let _ = std::fs::remove_dir_all(&self.partial);
             remove_created(&self.created);
             forget(&self.partial);
@@ -291,6 +341,64 @@ pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
         let _ = std::fs::remove_file(&tmp);
         anyhow::anyhow!("cannot write {}: {e}", path.display())
     })
+}
+
+/// Checks, before a run, that `path` can take a file written on commit (`write_on_commit`):
+/// a file name whose folder exists, not a folder itself, and not inside `out`, which the
+/// commit replaces.
+pub fn check_on_commit(option: &str, path: &Path, out: &Path) -> Result<()> {
+    let usage = |why: &str| Err(crate::usage(format!("{option} {}: {why}", path.display())));
+    if path.file_name().is_none() {
+        return usage("names no file");
+    }
+    if path.is_dir() {
+        return usage("is a folder");
+    }
+    let inside = "is inside --out, which a successful run replaces whole";
+    if let Ok(here) = std::env::current_dir() {
+        if here.join(normal(path)).starts_with(here.join(normal(out))) {
+            return usage(inside);
+        }
+    }
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let Ok(folder) = folder.canonicalize() else {
+        return usage("its folder does not exist");
+    };
+    if let Ok(out) = normal(out).canonicalize() {
+        if folder.starts_with(&out) {
+            return usage(inside);
+        }
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to a hidden file beside `path`, moved onto `path` when `--out` is committed
+/// and removed if the command fails.
+pub fn write_on_commit(path: &Path, bytes: &[u8]) -> Result<()> {
+    let name = path
+        .file_name()
+        .with_context(|| format!("{} is not a file name", path.display()))?;
+    let mut hidden = std::ffi::OsString::from(".");
+    hidden.push(name);
+    hidden.push(format!(".partial-{}", std::process::id()));
+    let hidden = path.with_file_name(hidden);
+    if let Ok(mut f) = ON_COMMIT.lock() {
+        f.push((hidden.clone(), path.to_path_buf()));
+    }
+    std::fs::write(&hidden, bytes).with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn drop_on_commit() {
+    let files = ON_COMMIT
+        .lock()
+        .map(|mut f| std::mem::take(&mut *f))
+        .unwrap_or_default();
+    for (hidden, _) in files {
+        let _ = std::fs::remove_file(hidden);
+    }
 }
 
 /// Writes RGBA8 rows stored from the lower left as a PNG (whose rows run from the top).

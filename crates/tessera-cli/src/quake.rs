@@ -139,7 +139,7 @@ pub struct QuakeOpts {
     pub(crate) out: PathBuf,
     /// Also write the trace (texture blocks per frame and device) to FILE.
     #[arg(long, value_name = "FILE")]
-    trace: Option<PathBuf>,
+    pub trace: Option<PathBuf>,
     /// Empty every device's texture memory at the start of each frame (the paper's Fig 12).
     #[arg(long)]
     clear_each_frame: bool,
@@ -314,7 +314,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     if let Some(path) = &o.trace {
         let random = (o.initial_placement == Placement::Random).then_some(o.seed);
         let trace = rec.into_trace(&r, random);
-        crate::output::write(path, trace.encode())?;
+        crate::output::write_on_commit(path, &trace.encode())?;
         outln!("trace: {}", shown(path));
     }
     out!("{}", report.summary());

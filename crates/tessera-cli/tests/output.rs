@@ -183,6 +183,85 @@ fn earlier_results_are_refused_without_force_and_replaced_with_it() {
     assert_eq!(listing(dir.path()), vec!["out".to_string()]);
 }
 
+/// `--out DIR/.` is the folder DIR: the run writes into it, and `--force` replaces what it
+/// held only once the new results are there. Replacing `DIR/.` had emptied DIR and then failed.
+#[test]
+fn an_out_ending_in_a_dot_is_its_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().join("d");
+    std::fs::create_dir(&d).unwrap();
+    let dotted = format!("{}/.", d.display());
+    let run = |force: bool| {
+        let mut a = [
+            argv("run stencil --size 16 --page 8 --halo 2 --frames 1 --out"),
+            vec![dotted.as_str()],
+        ]
+        .concat();
+        if force {
+            a.push("--force");
+        }
+        tessera(&a)
+    };
+    let first = run(false);
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert!(d.join("report.json").is_file());
+    std::fs::write(d.join("mine"), b"earlier").unwrap();
+    let refused = run(false);
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    assert_eq!(std::fs::read(d.join("mine")).unwrap(), b"earlier");
+    let forced = run(true);
+    assert!(forced.status.success(), "{}", stderr(&forced));
+    assert!(d.join("report.json").is_file());
+    assert!(!d.join("mine").exists());
+    assert_eq!(listing(dir.path()), vec!["d".to_string()]);
+}
+
+/// `run quake --trace FILE` writes the trace only when the whole command succeeds, and refuses
+/// before the run a path it could not take: one inside `--out` (replaced whole by the commit),
+/// a folder, or a file in a folder that does not exist.
+#[test]
+fn a_trace_is_written_with_the_results_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    let quake = |trace: &std::path::Path| {
+        tessera(
+            &[
+                argv("run quake --page 8 --frames 2 --width 32 --height 16 --png-every 0 --out"),
+                vec![out.to_str().unwrap(), "--trace", trace.to_str().unwrap()],
+            ]
+            .concat(),
+        )
+    };
+    let folder = dir.path().join("tdir");
+    std::fs::create_dir(&folder).unwrap();
+    for (trace, why) in [
+        (out.join("t.bin"), "inside --out"),
+        (folder.clone(), "is a folder"),
+        (dir.path().join("none/t.bin"), "does not exist"),
+    ] {
+        let r = quake(&trace);
+        assert_eq!(r.status.code(), Some(2), "{}", stderr(&r));
+        assert!(stderr(&r).contains(why), "{}", stderr(&r));
+        assert_eq!(listing(dir.path()), vec!["tdir".to_string()]);
+    }
+    let trace = dir.path().join("t.bin");
+    std::fs::write(&trace, b"old trace").unwrap();
+    // Earlier results in --out without --force: the run fails, the old trace stays.
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("mine"), b"x").unwrap();
+    let refused = quake(&trace);
+    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    assert_eq!(std::fs::read(&trace).unwrap(), b"old trace");
+    std::fs::remove_dir_all(&out).unwrap();
+    let ok = quake(&trace);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    assert_ne!(std::fs::read(&trace).unwrap(), b"old trace");
+    assert_eq!(
+        listing(dir.path()),
+        vec!["o".to_string(), "t.bin".to_string(), "tdir".to_string()]
+    );
+}
+
 #[cfg(unix)]
 #[test]
 fn an_interrupted_run_leaves_nothing() {
