@@ -143,8 +143,10 @@ pub struct HaloSweepOpts {
 impl HaloSweepOpts {
     /// `tessera sweep stencil|convolution`: every access mode, swept size (`sizes` of `kind`,
     /// named `size_name`) and device count on an N-sided field split along `split`, one CSV
-    /// row each, and the plots. A setup the decomposition refuses (a halo larger than a slab
-    /// at many devices) is skipped with its reason printed.
+    /// row each, and the plots. A setup the decomposition refuses only at its device count (a
+    /// halo larger than a slab at many devices) is skipped with its reason printed; one it
+    /// would refuse on one device too (an even filter, a page larger than the field, an axis
+    /// the workload cannot split along) is a usage error, as on `run`, before anything runs.
     pub fn sweep(
         &self,
         size: u32,
@@ -164,13 +166,23 @@ impl HaloSweepOpts {
                 }
             }
         }
-        create_dir(out)?;
         let mut runnable = Vec::new();
+        let mut skipped = Vec::new();
         for s in setups {
             match s.check() {
                 Ok(_) => runnable.push(s),
-                Err(e) => outln!("skipped {}: {e:#}", s.describe()),
+                Err(e) => {
+                    let alone = Setup { devices: 1, ..s };
+                    if alone.check().is_err() {
+                        return Err(crate::usage(format!("{}: {e:#}", s.describe())));
+                    }
+                    skipped.push(format!("skipped {}: {e:#}", s.describe()));
+                }
             }
+        }
+        create_dir(out)?;
+        for line in skipped {
+            outln!("{line}");
         }
         if runnable.is_empty() {
             bail!("no point of the sweep can run (see above)");

@@ -550,6 +550,20 @@ pub fn parse_positive(s: &str) -> Result<f64, String> {
     }
 }
 
+/// A link's bandwidth in GB/s, within what the topology model takes from a file
+/// (`tessera_model::bandwidth_ok`): 1e300 overflowed to an infinite bandwidth, written as
+/// `null` in report.json, and 1e-300 printed a latency of hundreds of digits.
+pub fn parse_gbps(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if tessera_model::bandwidth_ok(v) => Ok(v),
+        _ => Err(format!(
+            "{s:?} is not a bandwidth from {} to {} GB/s",
+            tessera_model::MIN_GBPS,
+            tessera_model::MAX_GBPS
+        )),
+    }
+}
+
 /// `--lost-after-s`: positive, and at most a day, which a duration holds (1e20 seconds made
 /// every rank panic converting it) and no real run waits out.
 fn parse_lost_after(s: &str) -> Result<f64, String> {
@@ -770,8 +784,14 @@ fn refuse_other_workloads(
             "boiling",
             "raytrace",
         ),
-        // The ray kernel has no footprint to stage by, and its harness runs no prefetch.
-        Workload::Raytrace => (&["size", "prefetch", "staging"], "raytrace", "boiling"),
+        // The ray kernel has no footprint to stage by, and its harness runs no prefetch; its
+        // waves wait for each launch's faults, so nothing is deferred (`run raytrace` has no
+        // --deferred either).
+        Workload::Raytrace => (
+            &["size", "prefetch", "staging", "deferred"],
+            "raytrace",
+            "boiling",
+        ),
     };
     match others.iter().find(|id| given(id)) {
         Some(id) => Err(conflict(
@@ -850,7 +870,7 @@ fn main() -> ExitCode {
         } => {
             // A sweep (`--pages`) always writes a folder, out/replay unless told; a single
             // replay only when `--out` names one. Either way it appears only on success.
-            if opts.out.is_some() || !opts.pages.is_empty() {
+            if opts.out.is_some() || opts.pages.is_some() {
                 staged(opts, force, replay_out, quake::trace_replay)
             } else {
                 quake::trace_replay(&opts)

@@ -114,7 +114,7 @@ pub struct QuakeOpts {
     #[arg(long)]
     path_frames: Option<u32>,
     /// Number of devices, each rendering one strip of the screen.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = crate::parse_device_count)]
     devices: usize,
     /// How the screen is split: left-right (vertical strips, device 0 on the left) or
     /// top-bottom (horizontal strips, device 0 at the bottom).
@@ -396,6 +396,12 @@ fn replay_page(s: &str) -> Result<u32, String> {
     Ok(p)
 }
 
+/// `--pages`: a list of page sides, as `sweep page-size` takes (`...` doubles), each one
+/// `replay_page` takes.
+fn replay_pages(s: &str) -> Result<crate::lists::List, String> {
+    crate::lists::parse_list_of(s, "page size", |p| replay_page(&p.to_string()).map(|_| ()))
+}
+
 #[derive(Args, Clone)]
 pub struct ReplayOpts {
     /// The trace file (`tessera run quake --trace FILE`).
@@ -429,11 +435,11 @@ pub struct ReplayOpts {
     /// Also write the requests per frame and device as CSV (frame,device,requests).
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
-    /// A page-size sweep: replay once per page size (comma-separated, e.g. 8,16,32,64) and
-    /// write `--out`/sweep.csv and plots of requests per frame and texture memory per device
-    /// against the page size.
-    #[arg(long, value_delimiter = ',', conflicts_with = "page", value_parser = replay_page)]
-    pub(crate) pages: Vec<u32>,
+    /// A page-size sweep: replay once per page size (a list such as 8,16,32,64 or 4,8,...,64)
+    /// and write `--out`/sweep.csv and plots of requests per frame and texture memory per
+    /// device against the page size.
+    #[arg(long, conflicts_with = "page", value_parser = replay_pages)]
+    pub(crate) pages: Option<crate::lists::List>,
     /// Output directory: a sweep's sweep.csv and plots (default out/replay); without
     /// `--pages`, requests.csv and the plot of requests per frame and device.
     #[arg(long)]
@@ -463,15 +469,10 @@ fn replay_on(o: &ReplayOpts, trace: &Trace, page: u32, devices: usize) -> Result
 }
 
 pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
-    if let Some(p) = crate::lists::repeated(&o.pages) {
-        return Err(crate::usage(format!(
-            "--pages names {p} twice: each page size is replayed once"
-        )));
-    }
     let trace = Trace::read(&o.file)?;
     let devices = ReplayOptions::devices(&trace, o.devices)?;
-    if !o.pages.is_empty() {
-        return sweep(o, &trace, devices);
+    if let Some(pages) = &o.pages {
+        return sweep(o, &pages.0, &trace, devices);
     }
     let page = o.page.unwrap_or(trace.page);
     let (got, secs) = replay_on(o, &trace, page, devices)?;
@@ -499,11 +500,11 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
     Ok(())
 }
 
-fn sweep(o: &ReplayOpts, trace: &Trace, devices: usize) -> Result<()> {
+fn sweep(o: &ReplayOpts, pages: &[u32], trace: &Trace, devices: usize) -> Result<()> {
     let out = o.out.clone().unwrap_or_else(|| PathBuf::from("out/replay"));
     create_dir(&out)?;
     let mut sweep = PageSweep::new(devices, trace.frames.len());
-    for &page in &o.pages {
+    for &page in pages {
         let (got, secs) = replay_on(o, trace, page, devices)?;
         out!("{}", sweep.add(page, &got, secs));
     }

@@ -97,7 +97,7 @@ pub fn scaling(o: &ScalingOpts) -> Result<()> {
         }
     };
     outln!(
-        "boiling {s}x{s}, page {p}x{p}, {:?}, {:?}, [{backend}], topology {}, coherence {}, {model}, {} frame(s) after {} warm-up, median of {} run(s) per count",
+        "boiling {s}x{s}, page {p}x{p}, split {}, {}, [{backend}], topology {}, coherence {}, {model}, {} frame(s) after {} warm-up, median of {} run(s) per count",
         o.point.partition,
         o.point.procedure,
         o.point.node.topology,

@@ -86,7 +86,7 @@ pub struct VrOpts {
     #[arg(long = "devices", visible_alias = "gpms", value_name = "N", default_value_t = 4, value_parser = parse_gpms)]
     gpms: usize,
     /// Bandwidth of each inter-GPM link, one direction, GB/s (OO-VR: 64).
-    #[arg(long, default_value_t = 64.0, value_parser = crate::parse_positive)]
+    #[arg(long, default_value_t = 64.0, value_parser = crate::parse_gbps)]
     link_gbps: f64,
     /// Output directory.
     #[arg(long, default_value = "out/vr")]

@@ -175,6 +175,10 @@ fn oversubscription_refuses_what_it_would_not_measure() {
             "--workload raytrace --size 64",
             "--size applies to --workload boiling only",
         ),
+        (
+            "--workload raytrace --deferred off",
+            "--deferred applies to --workload boiling only",
+        ),
         ("--width 64", "--width applies to --workload raytrace only"),
         (
             "--scene generated:1",

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{argv, fails, ok_in, report, run_report};
+use common::{argv, fails, ok_in, refused, report, run_report};
 
 use tessera_workloads::{convolution, stencil};
 
@@ -122,6 +122,12 @@ fn sweep_stencil_writes_csv_and_plot_and_skips_impossible_points() {
     let csv = std::fs::read_to_string(dir.path().join("sweep.csv")).unwrap();
     // Header + 2 accesses × (halo 2 at 1 and 4 devices, halo 8 at 1 device).
     assert_eq!(csv.lines().count(), 1 + 2 * 3, "{csv}");
+    // The report's names for the page side and the measured frames (CLI.md, "Reports").
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    assert!(
+        head.contains(&"page_size") && head.contains(&"frames"),
+        "{head:?}"
+    );
     assert!(dir.path().join("speedup.svg").exists());
     assert!(dir.path().join("speedup.png").exists());
 }
@@ -173,5 +179,28 @@ fn bad_input_is_a_clear_error_never_a_panic() {
     ];
     for (line, want) in cases {
         fails(&argv(line), want);
+    }
+}
+
+/// A sweep point refused whatever its device count is an option the sweep cannot honour: exit
+/// 2 before anything runs, as `run` gives for the same option, not points skipped one by one
+/// (an even filter of a doubling list, a split the convolution does not take, the default
+/// page larger than the field).
+#[test]
+fn sweep_points_refused_at_any_device_count_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    for (line, want) in [
+        (
+            "sweep convolution --size 64 --filter 3,...,31 --devices 1,2 --frames 1",
+            "must be odd",
+        ),
+        ("sweep convolution --size 64 --split z --frames 1", "split"),
+        ("sweep stencil --size 16 --frames 1", "larger than"),
+    ] {
+        let mut args = argv(line);
+        args.extend(["--out", out.to_str().unwrap()]);
+        refused(&args, 2, want);
+        assert!(!out.exists(), "{line} wrote {}", out.display());
     }
 }

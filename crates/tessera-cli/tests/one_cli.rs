@@ -501,7 +501,7 @@ fn settings_a_command_cannot_honour_are_usage_errors() {
     refused(
         &["trace", "replay", trace, "--pages", "8,16,8"],
         2,
-        "names 8 twice",
+        "8 appears twice",
     );
     refused(
         &argv("bench oversubscription --policy lru,clock,lru"),

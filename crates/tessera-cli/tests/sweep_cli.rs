@@ -91,6 +91,11 @@ fn same_counters(row: &[(String, String)], report: &Value, what: &str) {
         report["checksum"].as_str().unwrap(),
         "{what}"
     );
+    assert_eq!(
+        get(row, "split"),
+        report["split"].as_str().unwrap(),
+        "{what}"
+    );
 }
 
 /// A PNG of the plot size whose top band (the title) has dark text pixels and whose body

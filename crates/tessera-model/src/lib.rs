@@ -1056,12 +1056,15 @@ impl Topology {
     }
 }
 
-/// 1-based line and column of byte `offset` in `text`.
+/// The bandwidths, in GB/s, a link may have (`bandwidth_ok`).
+pub const MIN_GBPS: f64 = 1e-6;
+pub const MAX_GBPS: f64 = 1e6;
+
 /// A link's bandwidth in GB/s that the model can divide by and print: NaN, infinities, zero,
 /// negatives, and values so small (a subnormal `1e-320`) or large that a frame's transfer time
 /// overflows to infinity or prints as hundreds of digits are refused.
-fn bandwidth_ok(gb: f64) -> bool {
-    (1e-6..=1e6).contains(&gb)
+pub fn bandwidth_ok(gb: f64) -> bool {
+    (MIN_GBPS..=MAX_GBPS).contains(&gb)
 }
 
 /// A latency in microseconds: from 0 to 1e9 (about 17 minutes), for the same reasons.
@@ -1069,6 +1072,7 @@ fn latency_ok(us: f64) -> bool {
     (0.0..=1e9).contains(&us)
 }
 
+/// 1-based line and column of byte `offset` in `text`.
 fn location(text: &str, origin: &str, offset: usize) -> Location {
     let before = &text[..offset.min(text.len())];
     let line = before.matches('\n').count() + 1;

@@ -36,6 +36,17 @@ pub enum Procedure {
     Relaunch,
 }
 
+/// The option's word (`--procedure two-pass`), so that every summary speaks the CLI's
+/// vocabulary.
+impl std::fmt::Display for Procedure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Procedure::TwoPass => "two-pass",
+            Procedure::Relaunch => "relaunch",
+        })
+    }
+}
+
 impl std::str::FromStr for Procedure {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {

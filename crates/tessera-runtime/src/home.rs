@@ -60,9 +60,7 @@ impl HomeStore {
     pub fn create(&mut self, id: ObjectId, len: u64) -> Result<&mut [u8]> {
         match self {
             HomeStore::Memory(m) => {
-                let len =
-                    usize::try_from(len).map_err(|_| RuntimeError::HomeTooLarge { bytes: len })?;
-                let home = m.entry(id).insert_entry(vec![0; len]);
+                let home = m.entry(id).insert_entry(zeroed(len)?);
                 Ok(home.into_mut())
             }
             HomeStore::File(f) => f.create(id, len),
@@ -392,6 +390,21 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// A home copy the allocator cannot give is an error, not an abort.
+    #[test]
+    fn a_home_copy_too_large_for_memory_is_an_error() {
+        assert_eq!(zeroed(16).unwrap(), vec![0u8; 16]);
+        assert!(zeroed(0).unwrap().is_empty());
+        for len in [u64::MAX, 1 << 62] {
+            assert!(matches!(
+                zeroed(len),
+                Err(RuntimeError::HomeTooLarge { bytes }) if bytes == len
+            ));
+        }
+        let mut store = HomeStore::Memory(Default::default());
+        assert!(store.create(ObjectId(0), 1 << 62).is_err());
+    }
+
     fn file_store(dir: &tempfile::TempDir) -> HomeStore {
         HomeStore::open(Some(&dir.path().join("home"))).unwrap()
     }
@@ -627,4 +640,26 @@ mod tests {
             check_against_model(&mut file_store(&dir), &ops);
         }
     }
+}
+
+/// `len` zero bytes, or [`RuntimeError::HomeTooLarge`] where the allocator has none to give:
+/// `vec![0; len]` aborted the process instead (a crafted trace asked for a 4 GiB atlas under
+/// a memory limit). Zeroed memory from the allocator, as `vec!` takes it, so the pages are
+/// mapped only as they are written.
+pub(crate) fn zeroed(len: u64) -> Result<Vec<u8>> {
+    let too_large = || RuntimeError::HomeTooLarge { bytes: len };
+    let n = usize::try_from(len).map_err(|_| too_large())?;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<u8>(n).map_err(|_| too_large())?;
+    // SAFETY: the layout's size is `n`, not zero, as `alloc_zeroed` requires.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    if ptr.is_null() {
+        return Err(too_large());
+    }
+    // SAFETY: `ptr` comes from the global allocator with the layout of `n` bytes of align 1,
+    // which is a `Vec<u8>`'s layout for capacity `n`, and all `n` bytes are initialised (to
+    // zero), so length and capacity `n` are both valid; the Vec now owns the allocation.
+    Ok(unsafe { Vec::from_raw_parts(ptr, n, n) })
 }

@@ -17,6 +17,17 @@ pub enum Partition {
     Tiles,
 }
 
+/// The option's word (`--split rows`).
+impl std::fmt::Display for Partition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Partition::Rows => "rows",
+            Partition::Cols => "cols",
+            Partition::Tiles => "tiles",
+        })
+    }
+}
+
 impl std::str::FromStr for Partition {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {

@@ -97,6 +97,16 @@ pub enum Thrashing {
     Pin,
 }
 
+/// The option's word (`--thrashing pin`).
+impl std::fmt::Display for Thrashing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Thrashing::Off => "off",
+            Thrashing::Pin => "pin",
+        })
+    }
+}
+
 impl std::str::FromStr for Thrashing {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {

@@ -81,6 +81,12 @@ impl Manager {
                 });
             }
         }
+        // A remote object's pages live in the shared pool, not the home store: one location,
+        // no copy. Allocated first, so that an allocation that fails leaves nothing made.
+        let remote_pages = match mode {
+            AccessMode::Remote => Some(crate::home::zeroed(desc.page_count() * desc.page_bytes())?),
+            _ => None,
+        };
         let e = self.space.create(desc)?;
         let created = self.protocol.handle(Message::Create { pages: e.pages() });
         if let Err(err) = created {
@@ -89,9 +95,7 @@ impl Manager {
             self.space.free(e.id)?;
             return Err(err.into());
         }
-        if mode == AccessMode::Remote {
-            // Its pages live in the shared pool, not the home store: one location, no copy.
-            let mut pages = vec![0u8; (desc.page_count() * desc.page_bytes()) as usize];
+        if let Some(mut pages) = remote_pages {
             if let Some(d) = data {
                 pack(&desc, &d, &mut pages);
             }
@@ -199,7 +203,7 @@ impl Manager {
                 Some(r) => r.bytes()?,
                 None => packed.next().unwrap_or_default(),
             };
-            let mut o = vec![0u8; host_len(&desc) as usize];
+            let mut o = crate::home::zeroed(host_len(&desc))?;
             unpack(&desc, &pages, &mut o);
             out.push(o);
         }

@@ -215,14 +215,14 @@ impl NodesReport {
         let mut s = String::new();
         ln!(
  s,
-        "Boiling {s}x{s}, page {p}, {n} node(s) x {k} device(s) [{be}] = {d} devices, {proc}, homes in blocks of {b} pages, {f} frame(s) after {w} warm-up (measured)",
+        "boiling {s}x{s}, page {p}, {n} node(s) x {k} device(s) [{be}] = {d} devices, {proc}, homes in blocks of {b} pages, {f} frame(s) after {w} warm-up (measured)",
         s = r.size,
         p = r.page_size,
         n = r.nodes,
         k = r.devices_per_node,
         d = r.devices,
         be = r.adapter,
-        proc = format!("{:?}", r.procedure),
+        proc = r.procedure,
         b = r.home_block_pages,
         f = r.frames,
         w = r.warmup_frames

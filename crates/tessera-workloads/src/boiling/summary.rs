@@ -53,7 +53,7 @@ impl Report {
         let mut s = String::new();
         ln!(
             s,
-            "boiling {s}x{s}, {} device(s) [{}], page {p}x{p}, {:?}, {:?}, {} frames",
+            "boiling {s}x{s}, {} device(s) [{}], page {p}x{p}, {}, split {}, {} frames",
             r.devices,
             r.adapter,
             r.procedure,

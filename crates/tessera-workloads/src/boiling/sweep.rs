@@ -27,7 +27,7 @@ pub const COLUMNS: &[Column<Report>] = &[
     ("devices", |r| json(&r.devices)),
     ("page_size", |r| json(&r.page_size)),
     ("procedure", |r| json(&r.procedure)),
-    ("partition", |r| json(&r.partition)),
+    ("split", |r| json(&r.partition)),
     ("topology", |r| json(&r.topology)),
     ("frames", |r| json(&r.frames)),
     ("warmup_frames", |r| json(&r.warmup_frames)),

@@ -82,13 +82,6 @@ pub struct Setup {
     pub model: Model,
 }
 
-fn procedure_name(p: Procedure) -> &'static str {
-    match p {
-        Procedure::TwoPass => "two-pass",
-        Procedure::Relaunch => "relaunch",
-    }
-}
-
 /// The procedure a halo run takes unless `--procedure` says otherwise: two-pass for migrate,
 /// relaunch for explicit and remote. Under migrate a device's cells next to a slab edge need
 /// the neighbour's pages, which the neighbour rewrote last step; relaunch learns one missing
@@ -146,7 +139,7 @@ impl Setup {
             self.split.name(),
             self.devices,
             self.access.name(),
-            procedure_name(self.procedure()),
+            self.procedure(),
             self.page
         )
     }

@@ -132,7 +132,7 @@ impl HaloReport {
 /// A sweep's table as printed and its CSV; `size_name` names the swept size (halo or filter).
 pub fn sweep_table(points: &[Point], size_name: &str) -> (String, String) {
     let mut csv = String::from(
-        "workload,size,split,access,halo,filter,devices,page,steps,modeled_ms_per_step,work_ms,link_ms,manager_ms,wall_ms_measured,speedup,ideal,gap_vs_explicit,remote_read_fraction,page_requests_per_step,moved_mib_per_step,remote_mib_per_step,remote_batch_fraction,remote_ms\n",
+        "workload,size,split,access,halo,filter,devices,page_size,frames,modeled_ms_per_step,work_ms,link_ms,manager_ms,wall_ms_measured,speedup,ideal,gap_vs_explicit,remote_read_fraction,page_requests_per_step,moved_mib_per_step,remote_mib_per_step,remote_batch_fraction,remote_ms\n",
     );
     let mut text = format!(
         "{:>8} {:>5} {:>7} {:>11} {:>9} {:>8} {:>8} {:>8} {:>9} {:>6} {:>9} {:>8} {:>9}\n",

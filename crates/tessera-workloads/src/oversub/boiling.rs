@@ -11,7 +11,7 @@ use super::{
     MakeNode, Outcome, OversubError, Trial, HOST_COLUMNS,
 };
 use crate::boiling::math::BoilingParams;
-use crate::boiling::reference::field_checksum;
+use crate::boiling::reference::{checksum_hex, field_checksum};
 use crate::boiling::sim::PagedBoiling;
 use crate::plot::Series;
 
@@ -93,7 +93,7 @@ pub(super) fn run(
     )?;
     let measured_frames = (b.frames * b.rounds) as f64;
     let resident = median(configs[0].times.clone());
-    let want = field_checksum(&configs[0].subject.field()?);
+    let want = checksum_hex(field_checksum(&configs[0].subject.field()?));
     // The host link, timed on the resident node with one copy of the working set (at most
     // 64 MiB, within a GPU buffer's usual limit).
     let probe = ws.clamp(1, 64 << 20);
@@ -101,7 +101,7 @@ pub(super) fn run(
     let mut text = String::new();
     writeln!(
         text,
-        "Boiling {s}x{s}, {} device(s) [{}], page {p}x{p}, {:?}, working set {} KiB per device, thrashing {:?}, median of {} rounds x {} frames (measured)",
+        "boiling {s}x{s}, {} device(s) [{}], page {p}x{p}, {}, working set {} KiB per device, thrashing {}, median of {} rounds x {} frames (measured)",
         devices,
         configs[0].subject.sys.backend(),
         b.procedure,
@@ -191,7 +191,7 @@ pub(super) fn run(
         };
         let t = median(c.times.clone());
         let host = c.host_per_frame(b.frames * b.rounds);
-        let got = field_checksum(&c.subject.field()?);
+        let got = checksum_hex(field_checksum(&c.subject.field()?));
         if got != want {
             mismatched.push(format!(
                 "{ratio}x {policy} prefetch {prefetch} staging {}: {got} (resident {want})",
@@ -312,7 +312,7 @@ pub(super) fn run(
     );
     series.push(opt_series);
     let title = format!(
-        "Boiling {s}x{s}, page {p}: throughput under oversubscription",
+        "boiling {s}x{s}, page {p}: throughput under oversubscription",
         s = size,
         p = b.page.get()
     );

@@ -102,7 +102,7 @@ pub(super) fn run(
     let mut text = String::new();
     writeln!(
         text,
-        "raytrace {} x{} ({} triangles), {}x{}, {} AO rays, {} device(s) [{}], page {p}x{p} ({page_bytes} B), {:?}, working set {ws_pages} pages per device, thrashing {:?}, median of {} rounds x {} frames (measured)",
+        "raytrace {} x{} ({} triangles), {}x{}, {} AO rays, {} device(s) [{}], page {p}x{p} ({page_bytes} B), {}, working set {ws_pages} pages per device, thrashing {}, median of {} rounds x {} frames (measured)",
         s.name,
         s.instances,
         configs[0].subject.scene.triangle_count,

@@ -175,7 +175,7 @@ impl PageSweep {
         };
         PageSweep {
             csv: String::from(
-                "page,device,requests,requests_per_frame,unique_mib,shared_mib,seconds\n",
+                "page_size,device,requests,requests_per_frame,unique_mib,shared_mib,seconds\n",
             ),
             requests: (0..devices)
                 .map(|d| series(format!("device {d}")))

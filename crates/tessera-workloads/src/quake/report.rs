@@ -1,7 +1,7 @@
 //! What `tessera run quake` writes to report.json and prints.
 
 use serde::Serialize;
-use tessera_runtime::{Procedure, StageTimes};
+use tessera_runtime::StageTimes;
 
 use super::render::{RenderOptions, Renderer};
 use super::run::{DegradeFigures, Figures, Footprint, QuakeDevice, Recorded, TextureFigures};
@@ -179,10 +179,7 @@ impl QuakeReport {
     /// The summary `tessera run quake` prints.
     pub fn summary(&self) -> String {
         let c = &self.core;
-        let procedure = match c.procedure {
-            Procedure::TwoPass => "two-pass",
-            Procedure::Relaunch => "relaunch",
-        };
+        let procedure = c.procedure;
         let mut s = format!(
             "quake: {} frames {}x{} on {} device(s) ({}), split {}, page {}, {procedure}{}\n",
             c.frames,

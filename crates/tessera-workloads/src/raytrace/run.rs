@@ -259,7 +259,7 @@ impl Report {
             .map(|t| t.host_to_device_bytes + t.device_to_device_bytes + t.device_to_host_bytes)
             .sum();
         let mut s = format!(
-            "{} x{} ({} triangles, {} BVH nodes, scene {:.1} MiB, objects {:.1} MiB), {}x{}, {} device(s) [{}], budget {:.2} MiB/device, {}, {:?}\n",
+            "{} x{} ({} triangles, {} BVH nodes, scene {:.1} MiB, objects {:.1} MiB), {}x{}, {} device(s) [{}], budget {:.2} MiB/device, {}, {}\n",
             self.scene,
             self.instances,
             self.triangles,
