@@ -626,4 +626,22 @@ fn nesting_too_deep_is_an_error_not_a_stack_overflow() {
     );
     let e = parse(&deep_cond).unwrap_err();
     assert!(matches!(e.kind, ErrorKind::TooDeep(_)), "{e}");
+    // Chains are as deep as they are long: 40,000 terms overflowed the stack evaluating them.
+    let chain = |n: usize| format!("int r0 = {};", vec!["1"; n].join(" + "));
+    assert!(parse(&thread(&chain(100))).is_ok());
+    let e = parse(&thread(&chain(40_000))).unwrap_err();
+    assert!(matches!(e.kind, ErrorKind::TooDeep(_)), "{e}");
+    assert_eq!(e.line, 3);
+    for op in ["/\\", "\\/", "=>"] {
+        let cond = |n: usize| {
+            format!(
+                "C D\n{{}}\nP0(int *x) {{ int r0 = 1; }}\nexists ({})\n",
+                vec!["0:r0=1"; n].join(&format!(" {op} "))
+            )
+        };
+        assert!(parse(&cond(100)).is_ok(), "{op}");
+        let e = parse(&cond(40_000)).unwrap_err();
+        assert!(matches!(e.kind, ErrorKind::TooDeep(_)), "{op}: {e}");
+        assert_eq!(e.line, 4, "{op}");
+    }
 }

@@ -28,6 +28,16 @@ impl Parser<'_> {
         self.nesting -= 1;
         r
     }
+
+    /// The `links`-th operator of a chain (`a + b + c`, `p /\ q /\ r`, `a => b => c`) at
+    /// `at`: a chain's tree is as deep as it is long, and evaluating or dropping 40,000 terms
+    /// overflowed the stack, so a chain counts against the nesting bound as parentheses do.
+    pub(super) fn chained(&self, at: Pos, links: u32) -> Result<()> {
+        if self.nesting + links >= MAX_NESTING {
+            return err(at, ErrorKind::TooDeep(MAX_NESTING));
+        }
+        Ok(())
+    }
 }
 
 /// Shared variables met so far.

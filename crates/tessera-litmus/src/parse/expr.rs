@@ -72,15 +72,17 @@ impl<'a> Parser<'a> {
             return self.unary(b, vars);
         }
         let mut e = self.binary(b, vars, level + 1)?;
-        loop {
+        for links in 1.. {
             let t = self.peek(Mode::Code)?;
             let Some((_, op)) = LEVELS[level].iter().find(|(p, _)| t.is(p)) else {
                 return Ok(e);
             };
+            self.chained(t.pos, links)?;
             self.bump(Mode::Code)?;
             let r = self.binary(b, vars, level + 1)?;
             e = Expr::Bin(*op, Box::new(e), Box::new(r));
         }
+        Ok(e)
     }
 
     pub(super) fn unary(&mut self, b: &mut ThreadBuilder, vars: &mut Vars) -> Result<Expr> {
@@ -221,8 +223,9 @@ impl<'a> Parser<'a> {
 
     pub(super) fn prop(&mut self, vars: &Vars, threads: &[Thread]) -> Result<Prop> {
         let a = self.disjunction(vars, threads)?;
+        let at = self.peek(Mode::Top)?.pos;
         if self.eat(Mode::Top, "=>")? {
-            let b = self.prop(vars, threads)?;
+            let b = self.nested(at, |p| p.prop(vars, threads))?;
             return Ok(Prop::Implies(Box::new(a), Box::new(b)));
         }
         Ok(a)
@@ -230,7 +233,12 @@ impl<'a> Parser<'a> {
 
     pub(super) fn disjunction(&mut self, vars: &Vars, threads: &[Thread]) -> Result<Prop> {
         let mut a = self.conjunction(vars, threads)?;
-        while self.eat(Mode::Top, "\\/")? {
+        for links in 1.. {
+            let at = self.peek(Mode::Top)?.pos;
+            if !self.eat(Mode::Top, "\\/")? {
+                break;
+            }
+            self.chained(at, links)?;
             let b = self.conjunction(vars, threads)?;
             a = Prop::Or(Box::new(a), Box::new(b));
         }
@@ -239,7 +247,12 @@ impl<'a> Parser<'a> {
 
     pub(super) fn conjunction(&mut self, vars: &Vars, threads: &[Thread]) -> Result<Prop> {
         let mut a = self.negation(vars, threads)?;
-        while self.eat(Mode::Top, "/\\")? {
+        for links in 1.. {
+            let at = self.peek(Mode::Top)?.pos;
+            if !self.eat(Mode::Top, "/\\")? {
+                break;
+            }
+            self.chained(at, links)?;
             let b = self.negation(vars, threads)?;
             a = Prop::And(Box::new(a), Box::new(b));
         }
