@@ -32,7 +32,7 @@ impl std::fmt::Display for Usage {
 impl std::error::Error for Usage {}
 
 /// Whether an error in a failed command's chain is a usage error: a [`Usage`], a topology
-/// that is neither a preset nor a file, or more devices over mpirun's processes than one
+/// that is neither a preset nor a file or has fewer devices than `--devices`, or more devices over mpirun's processes than one
 /// address space holds (found only once the processes know how many they are). (A library
 /// error wrapped `transparent` by another is not in the chain, so the checks that must exit 2
 /// are made up front as [`Usage`].)
@@ -40,7 +40,10 @@ fn is_usage(e: &(dyn std::error::Error + 'static)) -> bool {
     e.is::<Usage>()
         || matches!(
             e.downcast_ref::<tessera_model::TopologyError>(),
-            Some(tessera_model::TopologyError::UnknownPreset { .. })
+            Some(
+                tessera_model::TopologyError::UnknownPreset { .. }
+                    | tessera_model::TopologyError::TooFewDevices { .. }
+            )
         )
         || matches!(
             e.downcast_ref::<tessera_runtime::RuntimeError>(),
@@ -715,6 +718,26 @@ fn refuse_inapplicable(cli: &Cli, matches: &clap::ArgMatches) -> Result<(), clap
     } = &cli.command
     {
         return refuse_other_workloads(o, matches);
+    }
+    // The slab decompositions place their slabs themselves, on each device, so the cut of a
+    // 2D partition on page boundaries has nothing to cut.
+    for (group, name) in [
+        ("run", "stencil"),
+        ("run", "convolution"),
+        ("sweep", "stencil"),
+        ("sweep", "convolution"),
+    ] {
+        let m = matches
+            .subcommand_matches(group)
+            .and_then(|m| m.subcommand_matches(name));
+        if m.is_some_and(|m| {
+            m.value_source("split_on_pages") == Some(clap::parser::ValueSource::CommandLine)
+        }) {
+            return Err(conflict(
+                &[group, name],
+                "--split-on-pages applies to 2D partitions (boiling, the ray tracer, the game trace): a slab decomposition places its slabs itself",
+            ));
+        }
     }
     let Command::Run {
         which: RunKind::Boiling(o),

@@ -35,6 +35,9 @@ pub struct RaytraceOpts {
     /// generated room with N × N boxes, 3 by default).
     #[arg(long, default_value = "generated:3")]
     scene: SceneSpec,
+    /// Shorthand for `--scene openarena:NAME`, as on `run quake` and `run vr`.
+    #[arg(long, value_name = "NAME", conflicts_with = "scene")]
+    map: Option<String>,
     /// Where the map's pk3 files are (`bash scripts/openarena.sh` installs OpenArena's there).
     #[arg(long, value_name = "DIR", default_value = tessera_scene::DEFAULT_PAK_DIR)]
     pak_dir: PathBuf,
@@ -98,9 +101,11 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
     o.partition
         .regions(o.width, o.height, o.devices as u32)
         .map_err(crate::usage)?;
-    let (scene, view, name) = o
-        .scene
-        .paged(&o.pak_dir, o.instances, o.page, o.width, o.height)?;
+    let spec = match &o.map {
+        Some(map) => SceneSpec::OpenArena(map.clone()),
+        None => o.scene.clone(),
+    };
+    let (scene, view, name) = spec.paged(&o.pak_dir, o.instances, o.page, o.width, o.height)?;
     let cfg = o
         .node
         .config(o.devices)

@@ -182,10 +182,10 @@ fn bad_input_is_a_clear_error_never_a_panic() {
     }
 }
 
-/// A sweep point refused whatever its device count is an option the sweep cannot honour: exit
-/// 2 before anything runs, as `run` gives for the same option, not points skipped one by one
-/// (an even filter of a doubling list, a split the convolution does not take, the default
-/// page larger than the field).
+/// A sweep point refused whatever its device count, or an option a slab decomposition has no
+/// use for, is an option the command cannot honour: exit 2 before anything runs, as `run`
+/// gives for the same option, not points skipped one by one (an even filter of a doubling
+/// list, a split the convolution does not take, the default page larger than the field).
 #[test]
 fn sweep_points_refused_at_any_device_count_are_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
@@ -197,6 +197,15 @@ fn sweep_points_refused_at_any_device_count_are_usage_errors() {
         ),
         ("sweep convolution --size 64 --split z --frames 1", "split"),
         ("sweep stencil --size 16 --frames 1", "larger than"),
+        // Accepted and ignored before: the slabs are placed by the decomposition.
+        (
+            "run stencil --size 16 --page 8 --split-on-pages off",
+            "--split-on-pages applies to 2D partitions",
+        ),
+        (
+            "sweep convolution --size 64 --split-on-pages on",
+            "--split-on-pages applies to 2D partitions",
+        ),
     ] {
         let mut args = argv(line);
         args.extend(["--out", out.to_str().unwrap()]);

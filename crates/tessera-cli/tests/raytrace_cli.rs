@@ -80,6 +80,10 @@ fn a_map_renders_as_the_generated_scene_at_any_budget() {
     );
     assert_eq!(generated["checksum"], map["checksum"]);
     assert_eq!(map["checksum"], small["checksum"]);
+    // `--map NAME` is `--scene openarena:NAME`, as on run quake and run vr.
+    let short = run("short", &["--map", "generated-2"]);
+    assert_eq!(short["scene"], "generated-2");
+    assert_eq!(short["checksum"], map["checksum"]);
 }
 
 /// Each bad input fails with its message and leaves no output directory.

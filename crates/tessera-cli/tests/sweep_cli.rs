@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{argv, json, ok, refused, tessera};
+use common::{argv, json, ok, refused, stderr, tessera};
 
 use std::path::Path;
 
@@ -423,6 +423,12 @@ fn a_topology_file_is_used_and_its_errors_are_clear() {
             "{args:?}: expected {needle:?} in {err}"
         );
     }
+    // Options that do not go together, as CLI.md's exit status says: 2, before the run.
+    let mismatch = tessera(&argv(&format!(
+        "run boiling --size 32 --page 8 --devices 8 --topology mcm-4 --out {out} --force"
+    )));
+    assert_eq!(mismatch.status.code(), Some(2), "{}", stderr(&mismatch));
+    assert!(stderr(&mismatch).contains("has 4 device(s), but the run uses 8"));
 }
 
 #[test]
