@@ -385,6 +385,28 @@ fn io_error(path: &Path, action: &'static str, e: std::io::Error) -> RuntimeErro
     }
 }
 
+/// `len` zero bytes, or [`RuntimeError::HomeTooLarge`] where the allocator has none to give:
+/// `vec![0; len]` aborted the process instead (a crafted trace asked for a 4 GiB atlas under
+/// a memory limit). Zeroed memory from the allocator, as `vec!` takes it, so the pages are
+/// mapped only as they are written.
+pub(crate) fn zeroed(len: u64) -> Result<Vec<u8>> {
+    let too_large = || RuntimeError::HomeTooLarge { bytes: len };
+    let n = usize::try_from(len).map_err(|_| too_large())?;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<u8>(n).map_err(|_| too_large())?;
+    // SAFETY: the layout's size is `n`, not zero, as `alloc_zeroed` requires.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    if ptr.is_null() {
+        return Err(too_large());
+    }
+    // SAFETY: `ptr` comes from the global allocator with the layout of `n` bytes of align 1,
+    // which is a `Vec<u8>`'s layout for capacity `n`, and all `n` bytes are initialised (to
+    // zero), so length and capacity `n` are both valid; the Vec now owns the allocation.
+    Ok(unsafe { Vec::from_raw_parts(ptr, n, n) })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -640,26 +662,4 @@ mod tests {
             check_against_model(&mut file_store(&dir), &ops);
         }
     }
-}
-
-/// `len` zero bytes, or [`RuntimeError::HomeTooLarge`] where the allocator has none to give:
-/// `vec![0; len]` aborted the process instead (a crafted trace asked for a 4 GiB atlas under
-/// a memory limit). Zeroed memory from the allocator, as `vec!` takes it, so the pages are
-/// mapped only as they are written.
-pub(crate) fn zeroed(len: u64) -> Result<Vec<u8>> {
-    let too_large = || RuntimeError::HomeTooLarge { bytes: len };
-    let n = usize::try_from(len).map_err(|_| too_large())?;
-    if n == 0 {
-        return Ok(Vec::new());
-    }
-    let layout = std::alloc::Layout::array::<u8>(n).map_err(|_| too_large())?;
-    // SAFETY: the layout's size is `n`, not zero, as `alloc_zeroed` requires.
-    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-    if ptr.is_null() {
-        return Err(too_large());
-    }
-    // SAFETY: `ptr` comes from the global allocator with the layout of `n` bytes of align 1,
-    // which is a `Vec<u8>`'s layout for capacity `n`, and all `n` bytes are initialised (to
-    // zero), so length and capacity `n` are both valid; the Vec now owns the allocation.
-    Ok(unsafe { Vec::from_raw_parts(ptr, n, n) })
 }
