@@ -627,6 +627,12 @@ fn parse_budget(s: &str) -> Result<f64, String> {
             "{s} MiB is more than the largest budget accepted, {MAX_BUDGET_MIB} MiB"
         ));
     }
+    // A budget under a byte (1e-9 MiB) is 0 bytes: refused here as 0 is, not by the run.
+    if budget_bytes(v) == 0 {
+        return Err(format!(
+            "the budget must be at least a byte (got {s} MiB): a device needs room for at least one invocation's pages"
+        ));
+    }
     Ok(v)
 }
 

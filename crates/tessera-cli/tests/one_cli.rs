@@ -456,6 +456,15 @@ fn settings_a_command_cannot_honour_are_usage_errors() {
         ),
         ("run boiling --size 32 --page 8 --budget-mib inf", "finite"),
         (
+            "run boiling --size 32 --page 8 --budget-mib 1e-9",
+            "at least a byte",
+        ),
+        ("run vr --scene generated:1 --link-gbps 1e300", "GB/s"),
+        (
+            "run quake --width 640 --height 8 --devices 65",
+            "device count between 1 and 64",
+        ),
+        (
             "bench overhead --size 16 --page 64",
             "larger than the 16x16 field",
         ),
@@ -465,6 +474,10 @@ fn settings_a_command_cannot_honour_are_usage_errors() {
         ("run vr --scene generated:1 --scheme foo", "unknown scheme"),
         ("run vr --scene generated:1 --width 0", "1..=2048"),
         ("run stencil --halo 0", "halo must be at least 1"),
+        (
+            "run stencil --size 4 --page 2 --devices 1 --halo 100",
+            "larger than a device's slab of 4",
+        ),
         ("run stencil --size 513", "between 1 and 512"),
         ("run convolution --filter 1", "from 3 to 31"),
         (

@@ -306,7 +306,7 @@ impl Grid {
             });
         }
         let slab = len / devices as u32;
-        if devices > 1 && halo > slab {
+        if halo > slab {
             return Err(DecompError::HaloTooLarge {
                 halo,
                 slab,
