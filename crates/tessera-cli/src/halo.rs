@@ -231,6 +231,9 @@ fn run_setup(
     let ran = Ran {
         backend_kind: backend.name(),
         topology: topo,
+        budget_bytes: node.cache.budget_bytes(),
+        policy: node.cache.policy,
+        thrashing: node.thrashing,
     };
     Ok(halo::report(s, ran, &m, field, verification)?)
 }

@@ -325,17 +325,22 @@ pub fn write_json(path: &Path, value: &impl serde::Serialize) -> Result<()> {
     write(path, serde_json::to_string_pretty(value)?)
 }
 
-/// Writes `bytes` to `path` whole or not at all: into a hidden file beside it, renamed over
-/// `path` once written, so a failure or Ctrl-C never leaves a truncated file (for outputs
-/// named as files, such as `trace replay --csv`).
-pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
+/// The hidden file beside `path` that this process writes before it takes `path`'s name.
+fn hidden_beside(path: &Path) -> Result<PathBuf> {
     let name = path
         .file_name()
         .with_context(|| format!("{} is not a file name", path.display()))?;
     let mut hidden = std::ffi::OsString::from(".");
     hidden.push(name);
     hidden.push(format!(".partial-{}", std::process::id()));
-    let tmp = path.with_file_name(hidden);
+    Ok(path.with_file_name(hidden))
+}
+
+/// Writes `bytes` to `path` whole or not at all: into a hidden file beside it, renamed over
+/// `path` once written, so a failure or Ctrl-C never leaves a truncated file (for outputs
+/// named as files, such as `trace replay --csv`).
+pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = hidden_beside(path)?;
     std::fs::write(&tmp, bytes).with_context(|| format!("cannot write {}", path.display()))?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
@@ -378,13 +383,7 @@ pub fn check_on_commit(option: &str, path: &Path, out: &Path) -> Result<()> {
 /// Writes `bytes` to a hidden file beside `path`, moved onto `path` when `--out` is committed
 /// and removed if the command fails.
 pub fn write_on_commit(path: &Path, bytes: &[u8]) -> Result<()> {
-    let name = path
-        .file_name()
-        .with_context(|| format!("{} is not a file name", path.display()))?;
-    let mut hidden = std::ffi::OsString::from(".");
-    hidden.push(name);
-    hidden.push(format!(".partial-{}", std::process::id()));
-    let hidden = path.with_file_name(hidden);
+    let hidden = hidden_beside(path)?;
     if let Ok(mut f) = ON_COMMIT.lock() {
         f.push((hidden.clone(), path.to_path_buf()));
     }

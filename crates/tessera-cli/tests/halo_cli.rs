@@ -88,6 +88,42 @@ fn run_convolution_equals_the_reference() {
     }
 }
 
+/// Under a budget the field does not fit, the report and the printout say what the budget
+/// did (a user saw pages go home under `--budget-mib` and nothing said why), the devices'
+/// figures add up to the run's, and the field is the reference's. With room for everything,
+/// nothing is evicted.
+#[test]
+fn a_budget_reports_its_evictions() {
+    let want = checksum(&convolution::reference::run(
+        &convolution::initial(64),
+        64,
+        &convolution::filter(3),
+        3,
+        3, // the warm-up step and the two measured
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let line = "run convolution --size 64 --filter 3 --devices 2 --steps 2 --page 8 --policy clock";
+    let tight = dir.path().join("tight");
+    let said = ok_in(&format!("{line} --budget-mib 0.01"), &tight);
+    assert!(said.contains("evictions/step"), "{said}");
+    let r = report(&tight);
+    assert_eq!(r["checksum"], want.as_str());
+    assert_eq!(r["budget_bytes"], 10485);
+    assert_eq!(r["policy"], "clock");
+    let total = r["eviction"]["evictions"].as_f64().unwrap();
+    assert!(total > 0.0, "{}", r["eviction"]);
+    let per_device: f64 = r["per_device"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["eviction"]["evictions"].as_f64().unwrap())
+        .sum();
+    assert_eq!(per_device, total);
+    let roomy = run_report(line, &dir.path().join("roomy"));
+    assert_eq!(roomy["checksum"], want.as_str());
+    assert_eq!(roomy["eviction"]["evictions"], 0.0);
+}
+
 /// A 3 × 3 filter's pages are smaller than the field's 8 × 8 ones. Under a budget no larger
 /// than one memory (64 MiB), the first memory made took the whole budget and the filter's
 /// pages never got a slot: "out of its memory budget", at any budget up to 64 MiB.

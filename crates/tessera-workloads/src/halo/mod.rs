@@ -267,6 +267,8 @@ pub struct Measured {
     pub remote: Vec<RemoteUse>,
     /// Per device, the host's work over the measured steps with the devices together.
     pub host: Vec<HostCounters>,
+    /// Per device, what its budget's page cache did over the modeled steps.
+    pub eviction: Vec<EvictionPerStep>,
     /// The field after the warm-up and the measured steps with the devices together, and how
     /// many steps that is: the run's result. The isolated model's steps run after it on the
     /// same node, for its timing only, so neither model changes the result.
@@ -393,6 +395,11 @@ pub fn measure(
         .map(|(a, b)| a.since(b).page_requests)
         .sum();
     let remote = remote_uses(&baseline, &after);
+    let eviction = after
+        .iter()
+        .zip(&baseline)
+        .map(|(a, b)| EvictionPerStep::of(&a.since(b), s.steps))
+        .collect();
     Ok(Measured {
         run,
         adapter_name,
@@ -404,9 +411,42 @@ pub fn measure(
         page_requests,
         remote,
         host,
+        eviction,
         field,
         field_steps,
     })
+}
+
+/// What a device's budget did per step (`--budget-mib`, `--policy`, `--thrashing`): all zero
+/// while everything fits.
+#[derive(Serialize, Clone, Copy, Default, Debug, PartialEq)]
+pub struct EvictionPerStep {
+    pub evictions: f64,
+    /// Modified pages written home before they were evicted.
+    pub write_backs: f64,
+    /// Pages requested again after the device evicted them.
+    pub refaults: f64,
+    /// Pages refaulted 3 times within 16 batches of their eviction.
+    pub thrashing_pages: f64,
+}
+
+impl EvictionPerStep {
+    fn of(t: &tessera_runtime::DeviceTraffic, steps: u32) -> Self {
+        let n = steps.max(1) as f64;
+        EvictionPerStep {
+            evictions: t.evictions as f64 / n,
+            write_backs: t.eviction_write_backs as f64 / n,
+            refaults: t.refaults as f64 / n,
+            thrashing_pages: t.thrashing_pages as f64 / n,
+        }
+    }
+
+    fn add(&mut self, o: &EvictionPerStep) {
+        self.evictions += o.evictions;
+        self.write_backs += o.write_backs;
+        self.refaults += o.refaults;
+        self.thrashing_pages += o.thrashing_pages;
+    }
 }
 
 #[derive(Serialize, Clone)]
@@ -444,6 +484,8 @@ pub struct DeviceReport {
     pub relaunched_invocations: u64,
     /// The host's work for this device per step, over the steps run with the devices together.
     pub host: HostReport,
+    /// Its budget's evictions per modeled step.
+    pub eviction: EvictionPerStep,
 }
 
 /// The report of one run. Times under `modeled_*` are modeled on the topology; `wall_*` is
@@ -502,6 +544,12 @@ pub struct HaloReport {
     pub remote_batch_fraction: f64,
     pub remote: Vec<RemoteReport>,
     pub links: Vec<LinkReport>,
+    /// Per device budget, bytes: the page cache's size (`--budget-mib`).
+    pub budget_bytes: u64,
+    pub policy: tessera_runtime::Policy,
+    pub thrashing: tessera_runtime::Thrashing,
+    /// Summed over devices, per modeled step.
+    pub eviction: EvictionPerStep,
     pub per_device: Vec<DeviceReport>,
     /// FNV-1a of the field's f32 bits, in hex (`checksum_kind`: "field").
     pub checksum: String,
@@ -608,6 +656,10 @@ pub struct Ran<'a> {
     /// `cpu` or `wgpu`.
     pub backend_kind: &'static str,
     pub topology: &'a Topology,
+    /// Each device's budget, bytes, and what it evicts by.
+    pub budget_bytes: u64,
+    pub policy: tessera_runtime::Policy,
+    pub thrashing: tessera_runtime::Thrashing,
 }
 
 /// The report of run `m` of `s`, whose field is `field`, verified as `verification` says.
@@ -718,6 +770,16 @@ pub fn report(
             })
             .collect(),
         links,
+        budget_bytes: ran.budget_bytes,
+        policy: ran.policy,
+        thrashing: ran.thrashing,
+        eviction: m
+            .eviction
+            .iter()
+            .fold(EvictionPerStep::default(), |mut a, e| {
+                a.add(e);
+                a
+            }),
         per_device: m
             .per_device
             .iter()
@@ -730,6 +792,7 @@ pub fn report(
                 launches: p.launches,
                 relaunched_invocations: p.relaunched,
                 host: HostReport::of(&m.host[d], s.steps),
+                eviction: m.eviction.get(d).copied().unwrap_or_default(),
             })
             .collect(),
         checksum: checksum(field),

@@ -83,6 +83,19 @@ impl HaloReport {
             "page requests {:.1}/step, moved {:.3} MiB/step",
             r.page_requests_per_step, r.moved_mib_per_step
         ));
+        let e = &r.eviction;
+        if e.evictions > 0.0 {
+            line(format!(
+                "budget {:.3} MiB per device, {} (thrashing {}): {:.1} evictions/step, {:.1} written home, {:.1} refaults, {:.1} thrashing pages",
+                r.budget_bytes as f64 / (1u64 << 20) as f64,
+                r.policy.name(),
+                r.thrashing,
+                e.evictions,
+                e.write_backs,
+                e.refaults,
+                e.thrashing_pages
+            ));
+        }
         if !r.remote.is_empty() {
             line(format!(
                 "remote accesses: {:.3} MiB/step, {:.0}% in batches; they add {:.3} ms/step to the modeled work",
