@@ -470,7 +470,8 @@ fn replay_on(o: &ReplayOpts, trace: &Trace, page: u32, devices: usize) -> Result
 
 pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
     let trace = Trace::read(&o.file)?;
-    let devices = ReplayOptions::devices(&trace, o.devices)?;
+    // More devices than the trace has strips is the option's fault, not the file's.
+    let devices = ReplayOptions::devices(&trace, o.devices).map_err(crate::usage)?;
     if let Some(pages) = &o.pages {
         return sweep(o, &pages.0, &trace, devices);
     }
