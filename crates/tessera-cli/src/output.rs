@@ -5,7 +5,7 @@
 //! unless `--force` is given, and then replaced only at the end, by the new results.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -100,10 +100,23 @@ pub fn remove_partial_on_interrupt() {
     });
 }
 
-/// `out` without its `.` components: `d/.` is the folder `d`. Replacing `d/.` removed what
-/// `d` held and then failed, since no folder can be renamed onto `d/.`.
+/// `out` without its `.` components, and without `a/..` where `a` does not exist: `d/.` is
+/// the folder `d` (replacing `d/.` removed what `d` held and then failed, since no folder can
+/// be renamed onto `d/.`), and `new/../x` is `x`, so no empty `new` is made for it. A folder
+/// that does not exist is no link, so dropping it with its `..` names the same place.
 fn normal(out: &Path) -> PathBuf {
-    out.components().collect()
+    let mut p = PathBuf::new();
+    for c in out.components() {
+        let absent =
+            matches!(p.components().next_back(), Some(Component::Normal(_))) && !p.exists();
+        match c {
+            Component::ParentDir if absent => {
+                p.pop();
+            }
+            c => p.push(c),
+        }
+    }
+    p
 }
 
 /// Whether `out` may receive a command's results: absent, an empty folder, or (with `force`)

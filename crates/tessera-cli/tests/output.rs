@@ -214,6 +214,17 @@ fn an_out_ending_in_a_dot_is_its_folder() {
     assert!(d.join("report.json").is_file());
     assert!(!d.join("mine").exists());
     assert_eq!(listing(dir.path()), vec!["d".to_string()]);
+    // `new/../e` is `e`: no empty `new` is left beside it.
+    let through = format!("{}/new/../e", dir.path().display());
+    let r = tessera(
+        &[
+            argv("run stencil --size 16 --page 8 --halo 2 --frames 1 --out"),
+            vec![through.as_str()],
+        ]
+        .concat(),
+    );
+    assert!(r.status.success(), "{}", stderr(&r));
+    assert_eq!(listing(dir.path()), vec!["d".to_string(), "e".to_string()]);
 }
 
 /// `run quake --trace FILE` writes the trace only when the whole command succeeds, and refuses
