@@ -470,8 +470,7 @@ fn replay_on(o: &ReplayOpts, trace: &Trace, page: u32, devices: usize) -> Result
 
 pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
     let trace = Trace::read(&o.file)?;
-    // More devices than the trace has strips is the option's fault, not the file's.
-    let devices = ReplayOptions::devices(&trace, o.devices).map_err(crate::usage)?;
+    let devices = ReplayOptions::devices(&trace, o.devices)?;
     if let Some(pages) = &o.pages {
         return sweep(o, &pages.0, &trace, devices);
     }
