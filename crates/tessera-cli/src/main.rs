@@ -32,19 +32,21 @@ impl std::fmt::Display for Usage {
 impl std::error::Error for Usage {}
 
 /// Whether an error in a failed command's chain is a usage error: a [`Usage`], a topology
-/// that is neither a preset nor a file or has fewer devices than `--devices`, or more devices over mpirun's processes than one
-/// address space holds (found only once the processes know how many they are). (A library
-/// error wrapped `transparent` by another is not in the chain, so the checks that must exit 2
-/// are made up front as [`Usage`].)
+/// that is neither a preset nor a file, a preset with fewer devices than `--devices`, or more
+/// devices over mpirun's processes than one address space holds (found only once the
+/// processes know how many they are). (A library error wrapped `transparent` by another is not
+/// in the chain, so the checks that must exit 2 are made up front as [`Usage`].)
 fn is_usage(e: &(dyn std::error::Error + 'static)) -> bool {
     e.is::<Usage>()
-        || matches!(
-            e.downcast_ref::<tessera_model::TopologyError>(),
-            Some(
-                tessera_model::TopologyError::UnknownPreset { .. }
-                    | tessera_model::TopologyError::TooFewDevices { .. }
-            )
-        )
+        || match e.downcast_ref::<tessera_model::TopologyError>() {
+            Some(tessera_model::TopologyError::UnknownPreset { .. }) => true,
+            // A preset's device count is in the options; a file's is found in the file, a
+            // failed run as a scene's contents are (CLI.md, "Exit status").
+            Some(tessera_model::TopologyError::TooFewDevices { name, .. }) => {
+                tessera_model::PRESETS.contains(&name.as_str())
+            }
+            _ => false,
+        }
         || matches!(
             e.downcast_ref::<tessera_runtime::RuntimeError>(),
             Some(tessera_runtime::RuntimeError::ClusterTooLarge { .. })

@@ -429,6 +429,11 @@ fn a_topology_file_is_used_and_its_errors_are_clear() {
     )));
     assert_eq!(mismatch.status.code(), Some(2), "{}", stderr(&mismatch));
     assert!(stderr(&mismatch).contains("has 4 device(s), but the run uses 8"));
+    // A file's device count is found in the file: a failed run, as a scene's contents are.
+    let from_file = tessera(&argv(&format!(
+        "run boiling --size 32 --page 8 --topology {one} --out {out} --force"
+    )));
+    assert_eq!(from_file.status.code(), Some(1), "{}", stderr(&from_file));
 }
 
 #[test]
