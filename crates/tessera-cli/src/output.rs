@@ -16,12 +16,12 @@ use anyhow::{bail, Context, Result};
 /// messages.
 static PARTIAL: Mutex<Vec<(PathBuf, PathBuf, Vec<PathBuf>)>> = Mutex::new(Vec::new());
 
-/// Set once standard output has failed: nothing more is written to it.
 /// Files a command writes outside `--out` (`run quake --trace`): each written whole to a
 /// hidden file beside its path and moved onto the path only when `--out` is committed, so a
 /// command that fails or is interrupted leaves neither a new file nor a replaced one.
 static ON_COMMIT: Mutex<Vec<(PathBuf, PathBuf)>> = Mutex::new(Vec::new());
 
+/// Set once standard output has failed: nothing more is written to it.
 static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
 /// The first failure of standard output other than its reader going away.
 static STDOUT_ERROR: OnceLock<String> = OnceLock::new();
@@ -236,6 +236,15 @@ impl Staged {
         }
         self.committed = true;
         forget(&self.partial);
+        if replaced {
+            std::fs::remove_dir_all(&aside).with_context(|| {
+                format!(
+                    "the results are in {}, but the earlier ones could not be removed from {}",
+                    self.out.display(),
+                    aside.display()
+                )
+            })?;
+        }
         let files = ON_COMMIT
             .lock()
             .map(|mut f| std::mem::take(&mut *f))
@@ -244,15 +253,6 @@ impl Staged {
             std::fs::rename(&hidden, &path).map_err(|e| {
                 let _ = std::fs::remove_file(&hidden);
                 anyhow::anyhow!("cannot write {}: {e}", path.display())
-            })?;
-        }
-        if replaced {
-            std::fs::remove_dir_all(&aside).with_context(|| {
-                format!(
-                    "the results are in {}, but the earlier ones could not be removed from {}",
-                    self.out.display(),
-                    aside.display()
-                )
             })?;
         }
         Ok(())
