@@ -387,19 +387,26 @@ fn write_residency(r: &Renderer, path: &Path) -> Result<()> {
 /// A page side to replay a trace at: a page side (`--page`'s rule) no smaller than the blocks
 /// a trace records, checked for every size of a sweep before the first runs.
 fn replay_page(s: &str) -> Result<u32, String> {
-    let p = crate::parse_page(s)?.get();
+    at_least_a_block(crate::parse_page(s)?.get())
+}
+
+/// `--pages`: a list of page sides, as `sweep page-size` takes (`...` doubles), each no
+/// smaller than a block.
+fn replay_pages(s: &str) -> Result<crate::lists::List, String> {
+    let pages = crate::lists::parse_pages(s)?;
+    for &p in &pages.0 {
+        at_least_a_block(p)?;
+    }
+    Ok(pages)
+}
+
+fn at_least_a_block(p: u32) -> Result<u32, String> {
     if p < BLOCK {
         return Err(format!(
             "a trace records {BLOCK}x{BLOCK} blocks, so it replays at page sides of {BLOCK} or more"
         ));
     }
     Ok(p)
-}
-
-/// `--pages`: a list of page sides, as `sweep page-size` takes (`...` doubles), each one
-/// `replay_page` takes.
-fn replay_pages(s: &str) -> Result<crate::lists::List, String> {
-    crate::lists::parse_list_of(s, "page size", |p| replay_page(&p.to_string()).map(|_| ()))
 }
 
 #[derive(Args, Clone)]
