@@ -119,7 +119,7 @@ impl HaloRunOpts {
         }
         let json = out.join("report.json");
         write_json(&json, &r)?;
-        outln!("wrote {}", shown(&json));
+        wrote!("wrote {}", shown(&json));
         Ok(())
     }
 }
@@ -201,12 +201,12 @@ impl HaloSweepOpts {
         outln!("{table}");
         let path = out.join("sweep.csv");
         crate::output::write(&path, csv)?;
-        outln!("wrote {}", shown(&path));
+        wrote!("wrote {}", shown(&path));
         write_json(&out.join("reports.json"), &reports)?;
         let stem = out.join("speedup");
         halo::speedup_chart(&points, size_name, &stem)?;
         let stem = shown(&stem);
-        outln!("wrote {stem}.svg and {stem}.png");
+        wrote!("wrote {stem}.svg and {stem}.png");
         Ok(())
     }
 }

@@ -10,6 +10,13 @@ macro_rules! outln {
     };
 }
 
+/// A "wrote ..." line, said only once the files it names are in `--out` ([`output::wrote`]).
+macro_rules! wrote {
+    ($($t:tt)*) => {
+        $crate::output::wrote(format!($($t)*))
+    };
+}
+
 /// `print!` through [`output::say`].
 macro_rules! out {
     ($($t:tt)*) => {

@@ -134,7 +134,7 @@ fn write(
     write_png(&png, o.size, o.size, &sim.display_rgba()?)?;
     let (json, png) = (shown(&json), shown(&png));
     staged.commit()?;
-    outln!("wrote {json} and {png}");
+    wrote!("wrote {json} and {png}");
     Ok(())
 }
 

@@ -21,6 +21,11 @@ static PARTIAL: Mutex<Vec<(PathBuf, PathBuf, Vec<PathBuf>)>> = Mutex::new(Vec::n
 /// command that fails or is interrupted leaves neither a new file nor a replaced one.
 static ON_COMMIT: Mutex<Vec<(PathBuf, PathBuf)>> = Mutex::new(Vec::new());
 
+/// Lines naming what a command wrote ("wrote DIR/report.json"), held while its results are
+/// still in a partial folder and printed once they are in place: a command whose commit fails
+/// does not claim files that never appear.
+static WROTE: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
 /// Set once standard output has failed: nothing more is written to it.
 static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
 /// The first failure of standard output other than its reader going away.
@@ -33,6 +38,38 @@ static STDOUT_ERROR: OnceLock<String> = OnceLock::new();
 /// them cut short.
 pub fn say(text: &str) {
     on_stdout(|o| o.write_all(text.as_bytes()));
+}
+
+/// Says `line` (a "wrote ..." line) once the results it names are in `--out`: at once when no
+/// partial folder is open, else when it is committed, and never if the command fails.
+pub fn wrote(line: String) {
+    let open = PARTIAL.lock().map(|p| !p.is_empty()).unwrap_or(false);
+    if open {
+        if let Ok(mut w) = WROTE.lock() {
+            w.push(line);
+            return;
+        }
+    }
+    say(&format!("{line}\n"));
+}
+
+/// Prints the held "wrote" lines, or drops them.
+fn release_wrote(print: bool) {
+    let lines = WROTE
+        .lock()
+        .map(|mut w| std::mem::take(&mut *w))
+        .unwrap_or_default();
+    if print {
+        for line in lines {
+            say(&format!("{line}\n"));
+        }
+    }
+}
+
+/// The "wrote" lines held for the commit.
+#[cfg(test)]
+fn held_wrote() -> Vec<String> {
+    WROTE.lock().map(|w| w.clone()).unwrap_or_default()
 }
 
 /// Standard output's failure, other than a reader that went away, if it failed.
@@ -255,6 +292,7 @@ impl Staged {
                 anyhow::anyhow!("cannot write {}: {e}", path.display())
             })?;
         }
+        release_wrote(true);
         Ok(())
     }
 }
@@ -262,6 +300,7 @@ impl Staged {
 impl Drop for Staged {
     fn drop(&mut self) {
         if !self.committed {
+            release_wrote(false);
             drop_on_commit();
             let _ = std::fs::remove_dir_all(&self.partial);
             remove_created(&self.created);
@@ -424,4 +463,37 @@ pub fn write_png(path: &Path, w: u32, h: u32, rgba_lower_left: &[u8]) -> Result<
         .collect();
     image::save_buffer(path, &flipped, w, h, image::ExtendedColorType::Rgba8)
         .with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One test, since the held lines are the process's: a failed command's "wrote" lines
+    /// are never said, a committed one's are, and only once its results are in place.
+    #[test]
+    fn wrote_lines_wait_for_the_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let s = Staged::begin(&out, false).unwrap();
+        wrote(format!("wrote {}", shown(&s.path().join("report.json"))));
+        assert_eq!(
+            held_wrote(),
+            vec![format!("wrote {}", out.join("report.json").display())]
+        );
+        drop(s);
+        assert!(
+            held_wrote().is_empty(),
+            "a failed command's lines are dropped"
+        );
+        assert!(!out.exists());
+
+        let s = Staged::begin(&out, false).unwrap();
+        write(&s.path().join("report.json"), "{}").unwrap();
+        wrote("wrote report.json".into());
+        assert_eq!(held_wrote().len(), 1);
+        s.commit().unwrap();
+        assert!(held_wrote().is_empty(), "said at the commit");
+        assert!(out.join("report.json").exists());
+    }
 }

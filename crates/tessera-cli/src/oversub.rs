@@ -181,9 +181,9 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
             let stem = o.out.join("oversubscription");
             ratio_chart(&stem, &title, series)?;
             let stem = shown(&stem);
-            outln!("wrote {csv}, {stem}.{{svg,png}}");
+            wrote!("wrote {csv}, {stem}.{{svg,png}}");
         }
-        None => outln!("wrote {csv}"),
+        None => wrote!("wrote {csv}"),
     }
     if let Some(differs) = outcome.differs {
         bail!(differs);

@@ -315,10 +315,11 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         let random = (o.initial_placement == Placement::Random).then_some(o.seed);
         let trace = rec.into_trace(&r, random);
         crate::output::write_on_commit(path, &trace.encode())?;
-        outln!("trace: {}", shown(path));
+        wrote!("wrote {}", shown(path));
     }
     out!("{}", report.summary());
-    outln!("wall time {wall:.2} s; report {}", shown(&json));
+    outln!("wall time {wall:.2} s");
+    wrote!("wrote {}", shown(&json));
     Ok(())
 }
 
@@ -497,7 +498,7 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
             page,
             options.clear_each_frame,
         )?;
-        outln!("requests: {}", shown(&dir.join("requests.csv")));
+        wrote!("wrote {}", shown(&dir.join("requests.csv")));
     }
     if options.as_recorded(&trace, devices) {
         outln!("{}", got.compare(&trace)?);
@@ -519,6 +520,6 @@ fn sweep(o: &ReplayOpts, pages: &[u32], trace: &Trace, devices: usize) -> Result
     crate::output::write(&path, &sweep.csv)?;
     let clear = settings(o, trace, trace.page).clear_each_frame;
     sweep.plots(&out, clear)?;
-    outln!("sweep: {}", shown(&path));
+    wrote!("wrote {}", shown(&path));
     Ok(())
 }

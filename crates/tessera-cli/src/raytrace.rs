@@ -150,6 +150,6 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
     let json = o.out.join("report.json");
     write_json(&json, &report)?;
     outln!("{}", report.summary());
-    outln!("wrote {}, {}", shown(&png), shown(&json));
+    wrote!("wrote {}, {}", shown(&png), shown(&json));
     Ok(())
 }

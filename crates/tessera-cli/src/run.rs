@@ -134,10 +134,10 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
     let json = write_report(&report, &o.out)?;
     let png = o.out.join("frame.png");
     write_png(&png, o.size, o.size, &run.sim.display_rgba()?)?;
-    outln!("wrote {} and {}", shown(&json), shown(&png));
+    wrote!("wrote {} and {}", shown(&json), shown(&png));
     if let Some(gif) = gif {
         let (path, frames) = gif.finish()?;
-        outln!(
+        wrote!(
             "wrote {} ({frames} frame(s), one every {} frames)",
             shown(&path),
             o.gif_every
@@ -145,7 +145,7 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
     }
     let stages = o.out.join("stages");
     report.stage_bars(&stages)?;
-    outln!("wrote {}.svg and {}.png", shown(&stages), shown(&stages));
+    wrote!("wrote {}.svg and {}.png", shown(&stages), shown(&stages));
     if o.residency_png {
         for path in residency::write_all(
             &run,
@@ -155,7 +155,7 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
             o.partition,
             &o.out,
         )? {
-            outln!("wrote {}", shown(&path));
+            wrote!("wrote {}", shown(&path));
         }
     }
     Ok(())

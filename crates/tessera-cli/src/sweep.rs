@@ -245,7 +245,7 @@ fn sweep(
         } else {
             ".svg/.png"
         };
-        outln!("wrote {}{plot}", shown(&p));
+        wrote!("wrote {}{plot}", shown(&p));
     }
     Ok(())
 }

@@ -204,12 +204,8 @@ pub fn run(o: &VrOpts) -> Result<()> {
     let png = o.out.join("stereo.png");
     write_png(&png, 2 * o.scene.width, o.scene.height, &run.last_image)?;
     outln!("{}", report.summary_text(o.link_gbps));
-    outln!(
-        "wall time {:.2} s; report {}, image {}",
-        run.wall,
-        shown(&json),
-        shown(&png)
-    );
+    outln!("wall time {:.2} s", run.wall);
+    wrote!("wrote {} and {}", shown(&json), shown(&png));
     Ok(())
 }
 
@@ -245,6 +241,6 @@ pub fn sweep(o: &VrSweepOpts) -> Result<()> {
     );
     out!("{}", figures.table());
     figures.write(&o.out)?;
-    outln!("CSV and plots in {}", shown(&o.out));
+    wrote!("wrote the CSV and plots in {}", shown(&o.out));
     Ok(())
 }
