@@ -880,7 +880,7 @@ fn main() -> ExitCode {
                     conflict(&["run", "quake"], &problem).exit();
                 }
                 match &opts.trace {
-                    Some(t) => output::check_on_commit("--trace", t, &opts.out),
+                    Some(t) => output::check_on_commit("--trace", t, Some(&opts.out), &[]),
                     None => Ok(()),
                 }
                 .and_then(|()| staged(opts, force, |o| &mut o.out, quake::run_quake))
@@ -908,11 +908,19 @@ fn main() -> ExitCode {
         } => {
             // A sweep (`--pages`) always writes a folder, out/replay unless told; a single
             // replay only when `--out` names one. Either way it appears only on success.
-            if opts.out.is_some() || opts.pages.is_some() {
-                staged(opts, force, replay_out, quake::trace_replay)
-            } else {
-                quake::trace_replay(&opts)
+            match &opts.csv {
+                Some(csv) => {
+                    output::check_on_commit("--csv", csv, opts.out.as_deref(), &[&opts.file])
+                }
+                None => Ok(()),
             }
+            .and_then(|()| {
+                if opts.out.is_some() || opts.pages.is_some() {
+                    staged(opts, force, replay_out, quake::trace_replay)
+                } else {
+                    output::unstaged(|| quake::trace_replay(&opts))
+                }
+            })
         }
         Command::Bench { which } => match which {
             BenchKind::Overhead(opts) => bench::overhead(&opts),

@@ -271,6 +271,16 @@ impl Staged {
                 )
             });
         }
+        // The files named by options go last, and a failure among them puts both folders back:
+        // the new results into the partial folder that `drop` removes, the earlier ones into
+        // `--out`.
+        if let Err(e) = commit_files() {
+            let _ = std::fs::rename(&self.out, &self.partial);
+            if replaced {
+                let _ = std::fs::rename(&aside, &self.out);
+            }
+            return Err(e);
+        }
         self.committed = true;
         forget(&self.partial);
         if replaced {
@@ -282,18 +292,45 @@ impl Staged {
                 )
             })?;
         }
-        let files = ON_COMMIT
-            .lock()
-            .map(|mut f| std::mem::take(&mut *f))
-            .unwrap_or_default();
-        for (hidden, path) in files {
-            std::fs::rename(&hidden, &path).map_err(|e| {
-                let _ = std::fs::remove_file(&hidden);
-                anyhow::anyhow!("cannot write {}: {e}", path.display())
-            })?;
-        }
         release_wrote(true);
         Ok(())
+    }
+}
+
+/// Runs a command that writes no `--out` but may write files on commit: they are moved onto
+/// their paths if it succeeds (standard output included) and removed if not.
+pub fn unstaged(run: impl FnOnce() -> Result<()>) -> Result<()> {
+    match run().and_then(|()| stdout_failure()) {
+        Ok(()) => commit_files(),
+        Err(e) => {
+            drop_on_commit();
+            Err(e)
+        }
+    }
+}
+
+/// Moves the files written by [`write_on_commit`] onto their paths: at a commit, or at the end
+/// of a command that writes no `--out` (`trace replay --csv FILE` alone). A failure removes
+/// the files not yet moved.
+pub fn commit_files() -> Result<()> {
+    let files = ON_COMMIT
+        .lock()
+        .map(|mut f| std::mem::take(&mut *f))
+        .unwrap_or_default();
+    let mut failed = None;
+    for (hidden, path) in files {
+        if failed.is_some() {
+            let _ = std::fs::remove_file(&hidden);
+            continue;
+        }
+        if let Err(e) = std::fs::rename(&hidden, &path) {
+            let _ = std::fs::remove_file(&hidden);
+            failed = Some(anyhow::anyhow!("cannot write {}: {e}", path.display()));
+        }
+    }
+    match failed {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
 }
 
@@ -401,18 +438,42 @@ pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Checks, before a run, that `path` can take a file written on commit (`write_on_commit`):
-/// a file name whose folder exists, not a folder itself, and not inside `out`, which the
-/// commit replaces.
-pub fn check_on_commit(option: &str, path: &Path, out: &Path) -> Result<()> {
+/// a file name whose folder exists, not a folder, not a device or anything else that is not
+/// a plain file (renaming over `/dev/null` would replace it), not one of the command's
+/// `inputs`, and not inside `out`, which the commit replaces.
+pub fn check_on_commit(
+    option: &str,
+    path: &Path,
+    out: Option<&Path>,
+    inputs: &[&Path],
+) -> Result<()> {
     let usage = |why: &str| Err(crate::usage(format!("{option} {}: {why}", path.display())));
-    if path.file_name().is_none() {
+    let text = path.as_os_str().to_string_lossy();
+    if path.file_name().is_none()
+        || text.ends_with('/')
+        || text.ends_with(std::path::MAIN_SEPARATOR)
+    {
         return usage("names no file");
     }
     if path.is_dir() {
         return usage("is a folder");
     }
+    if let Ok(m) = std::fs::metadata(path) {
+        if !m.is_file() {
+            return usage(
+                "is not a plain file; the file is written beside it and renamed onto it, which would replace it",
+            );
+        }
+        if let Ok(there) = path.canonicalize() {
+            for input in inputs {
+                if input.canonicalize().is_ok_and(|i| i == there) {
+                    return usage("is the file this command reads");
+                }
+            }
+        }
+    }
     let inside = "is inside --out, which a successful run replaces whole";
-    if let Ok(here) = std::env::current_dir() {
+    if let (Ok(here), Some(out)) = (std::env::current_dir(), out) {
         if here.join(normal(path)).starts_with(here.join(normal(out))) {
             return usage(inside);
         }
@@ -424,7 +485,7 @@ pub fn check_on_commit(option: &str, path: &Path, out: &Path) -> Result<()> {
     let Ok(folder) = folder.canonicalize() else {
         return usage("its folder does not exist");
     };
-    if let Ok(out) = normal(out).canonicalize() {
+    if let Some(Ok(out)) = out.map(|o| normal(o).canonicalize()) {
         if folder.starts_with(&out) {
             return usage(inside);
         }

@@ -413,7 +413,7 @@ fn at_least_a_block(p: u32) -> Result<u32, String> {
 #[derive(Args, Clone)]
 pub struct ReplayOpts {
     /// The trace file (`tessera run quake --trace FILE`).
-    file: PathBuf,
+    pub(crate) file: PathBuf,
     /// Page side P to replay at (at least the trace's block side, 4); the recorded one when
     /// not given.
     #[arg(long, value_parser = replay_page)]
@@ -440,9 +440,10 @@ pub struct ReplayOpts {
     /// CPU threads for the software devices (0: one per core).
     #[arg(long, default_value_t = 0, value_parser = parse_threads)]
     threads: usize,
-    /// Also write the requests per frame and device as CSV (frame,device,requests).
-    #[arg(long, value_name = "FILE")]
-    csv: Option<PathBuf>,
+    /// Also write the requests per frame and device as CSV (frame,device,requests), once the
+    /// replay has succeeded.
+    #[arg(long, value_name = "FILE", conflicts_with = "pages")]
+    pub(crate) csv: Option<PathBuf>,
     /// A page-size sweep: replay once per page size (a list such as 8,16,32,64 or 4,8,...,64)
     /// and write `--out`/sweep.csv and plots of requests per frame and texture memory per
     /// device against the page size.
@@ -487,7 +488,7 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
     let options = settings(o, &trace, page);
     out!("{}", got.summary(&options, devices, secs));
     if let Some(path) = &o.csv {
-        write_requests_csv(path, &got.requests)?;
+        crate::output::write_on_commit(path, requests_csv(&got.requests).as_bytes())?;
     }
     if let Some(dir) = &o.out {
         create_dir(dir)?;

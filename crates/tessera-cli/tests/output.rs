@@ -273,6 +273,134 @@ fn a_trace_is_written_with_the_results_or_not_at_all() {
     );
 }
 
+/// `trace replay --csv FILE` and `run quake --trace FILE` name files outside `--out`: they
+/// are written only when the command succeeds, never onto the file the command reads, a
+/// device, a path ending in a slash, or a path inside `--out`; nothing a refused or failed
+/// command names is touched.
+#[cfg(unix)]
+#[test]
+fn a_file_named_by_an_option_is_written_only_on_success() {
+    use tessera_workloads::quake::trace::Trace;
+    let dir = tempfile::tempdir().unwrap();
+    let p = |name: &str| dir.path().join(name);
+    let s = |name: &str| p(name).to_str().unwrap().to_string();
+    let trace = s("t.bin");
+    let recorded = tessera(
+        &[
+            argv("run quake --page 8 --frames 2 --width 32 --height 16 --png-every 0 --out"),
+            vec![&s("q"), "--trace", &trace],
+        ]
+        .concat(),
+    );
+    assert!(recorded.status.success(), "{}", stderr(&recorded));
+    // The same trace with one recorded request count changed: its replay disagrees (exit 1).
+    let mut wrong = Trace::read(&p("t.bin")).unwrap();
+    wrong.frames[0][0].requests += 1;
+    std::fs::write(p("wrong.bin"), wrong.encode()).unwrap();
+    std::fs::write(p("old.csv"), b"old").unwrap();
+    std::fs::create_dir(p("r")).unwrap();
+    std::fs::write(p("r/mine"), b"mine").unwrap();
+    let before = listing(dir.path());
+    let original = std::fs::read(p("t.bin")).unwrap();
+    let cases: [(Vec<String>, i32, &str); 6] = [
+        (
+            vec![
+                "trace".into(),
+                "replay".into(),
+                s("wrong.bin"),
+                "--csv".into(),
+                s("old.csv"),
+            ],
+            1,
+            "the recorded run made",
+        ),
+        (
+            vec![
+                "trace".into(),
+                "replay".into(),
+                trace.clone(),
+                "--csv".into(),
+                trace.clone(),
+            ],
+            2,
+            "is the file this command reads",
+        ),
+        (
+            vec![
+                "trace".into(),
+                "replay".into(),
+                trace.clone(),
+                "--csv".into(),
+                "/dev/null".into(),
+            ],
+            2,
+            "not a plain file",
+        ),
+        (
+            vec![
+                "trace".into(),
+                "replay".into(),
+                trace.clone(),
+                "--csv".into(),
+                format!("{}/", s("new")),
+            ],
+            2,
+            "names no file",
+        ),
+        (
+            vec![
+                "--force".into(),
+                "trace".into(),
+                "replay".into(),
+                trace.clone(),
+                "--out".into(),
+                s("r"),
+                "--csv".into(),
+                s("r/x.csv"),
+            ],
+            2,
+            "inside --out",
+        ),
+        (
+            vec![
+                "--force".into(),
+                "run".into(),
+                "quake".into(),
+                "--frames".into(),
+                "1".into(),
+                "--width".into(),
+                "32".into(),
+                "--height".into(),
+                "16".into(),
+                "--out".into(),
+                s("r"),
+                "--trace".into(),
+                format!("{}/", s("new")),
+            ],
+            2,
+            "names no file",
+        ),
+    ];
+    for (args, code, why) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = tessera(&args);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(why), "{args:?}: {}", stderr(&o));
+        assert!(
+            !String::from_utf8_lossy(&o.stdout).contains("wrote"),
+            "{args:?}"
+        );
+        assert_eq!(listing(dir.path()), before, "{args:?}");
+        assert_eq!(std::fs::read(p("old.csv")).unwrap(), b"old", "{args:?}");
+        assert_eq!(std::fs::read(p("r/mine")).unwrap(), b"mine", "{args:?}");
+        assert_eq!(std::fs::read(p("t.bin")).unwrap(), original, "{args:?}");
+    }
+    let ok = tessera(&["trace", "replay", &trace, "--csv", &s("old.csv")]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    let csv = std::fs::read_to_string(p("old.csv")).unwrap();
+    assert!(csv.starts_with("frame,device,requests\n"), "{csv}");
+}
+
 #[cfg(unix)]
 #[test]
 fn an_interrupted_run_leaves_nothing() {
