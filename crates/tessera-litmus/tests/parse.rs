@@ -632,6 +632,16 @@ fn nesting_too_deep_is_an_error_not_a_stack_overflow() {
     let e = parse(&thread(&chain(40_000))).unwrap_err();
     assert!(matches!(e.kind, ErrorKind::TooDeep(_)), "{e}");
     assert_eq!(e.line, 3);
+    // `?:` nests to the right through its `:` side and to the left through its `?` side; a
+    // chain of 30,000 overflowed the stack parsing it.
+    let right = |n: usize| format!("int r0 = 1{};", " ? 1 : 0".repeat(n));
+    let left = |n: usize| format!("int r0 = 1{}{};", " ? 1".repeat(n), " : 0".repeat(n));
+    for form in [right, left] {
+        assert!(parse(&thread(&form(100))).is_ok());
+        let e = parse(&thread(&form(50_000))).unwrap_err();
+        assert!(matches!(e.kind, ErrorKind::TooDeep(_)), "{e}");
+        assert_eq!(e.line, 3);
+    }
     for op in ["/\\", "\\/", "=>"] {
         let cond = |n: usize| {
             format!(

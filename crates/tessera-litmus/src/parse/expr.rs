@@ -12,7 +12,9 @@ impl<'a> Parser<'a> {
         let t = self.peek(Mode::Code)?;
         if t.is("?") {
             self.bump(Mode::Code)?;
-            return self.conditional(b, vars, e);
+            // Each `?:` nests its sides one level deeper, so a long chain is refused as deep
+            // parentheses are, not a stack overflow.
+            return self.nested(t.pos, |p| p.conditional(b, vars, e));
         }
         if let Tok::Punct(p @ ("->" | ".")) = t.tok {
             return err(t.pos, ErrorKind::Unsupported(format!("operator `{p}`")));
