@@ -91,7 +91,11 @@ impl AddressSpace {
             }
             None => {
                 if self.end + n > self.limit {
-                    return Err(CoreError::AddressSpaceExhausted { requested: n });
+                    return Err(CoreError::PageLimit {
+                        requested: n,
+                        in_use: self.end - self.holes.values().sum::<u64>(),
+                        limit: self.limit,
+                    });
                 }
                 self.end += n;
                 self.end - n
@@ -201,7 +205,11 @@ mod tests {
         let mut a = AddressSpace::with_limit(3);
         assert!(matches!(
             a.create(tex(8, 8, 4)),
-            Err(CoreError::AddressSpaceExhausted { requested: 4 })
+            Err(CoreError::PageLimit {
+                requested: 4,
+                in_use: 0,
+                limit: 3
+            })
         ));
     }
 }

@@ -67,6 +67,12 @@ pub enum CoreError {
     FreeWhileDeferred { page: GlobalPage, device: DeviceId },
     #[error("the global address space is exhausted ({requested} more pages requested)")]
     AddressSpaceExhausted { requested: u64 },
+    #[error("the address space holds at most {limit} pages: {in_use} are in use, and an object of {requested} more does not fit (larger pages make fewer)")]
+    PageLimit {
+        requested: u64,
+        in_use: u64,
+        limit: u64,
+    },
     #[error("{device} is out of its memory budget: {needed} more bytes needed, {budget} bytes budgeted, {used} in use")]
     OutOfBudget {
         device: DeviceId,

@@ -38,8 +38,8 @@ pub use kernel::{
     MAX_PARAMS, MAX_STORES, RESUMED_BIT,
 };
 pub use manager::{
-    LaunchStarter, ManagerHandle, Prefetch, Thrashing, PIN_BATCHES, PREFETCH_REGION, THRASH_EVENTS,
-    THRASH_WINDOW,
+    LaunchStarter, ManagerHandle, Prefetch, Thrashing, PAGE_LIMIT, PIN_BATCHES, PREFETCH_REGION,
+    THRASH_EVENTS, THRASH_WINDOW,
 };
 pub use partition::Partition;
 pub use remote::{RemoteBacking, RemoteBindings, RemoteObject};

@@ -7,7 +7,7 @@ use tessera_core::{
 
 use crate::{
     Bound, Fault, Invocation, Kernel, Partition, PassSpec, Procedure, RuntimeError, System,
-    SystemConfig,
+    SystemConfig, PAGE_LIMIT,
 };
 
 struct Fill {
@@ -311,4 +311,26 @@ fn the_request_log_lists_exactly_the_pages_missed_while_on() {
     sys.mm.log_requests(false);
     assert!(sys.mm.evict(DeviceId(5), vec![]).is_err());
     assert_eq!(sys.mm.read(a.id).unwrap(), texels(1.0));
+}
+
+/// An object past the page limit is refused when it is created, before a home copy or any
+/// per-page bookkeeping is made for it: a 4096² field of one-texel pages had aborted the
+/// process out of memory in the middle of its first pass.
+#[test]
+fn an_object_past_the_page_limit_is_refused_when_created() {
+    let sys = system(ProtocolVariant::Correct);
+    let side = 1u32 << 12;
+    let rows = (PAGE_LIMIT / side as u64) as u32 + 1;
+    let big = ObjectDesc::texture(side, rows, TexelFormat::R32Float, 1).unwrap();
+    let e = sys.create(big, None).unwrap_err();
+    let want = PAGE_LIMIT + side as u64;
+    assert!(
+        matches!(
+            e,
+            RuntimeError::Core(CoreError::PageLimit { requested, in_use: 0, limit })
+                if requested == want && limit == PAGE_LIMIT
+        ),
+        "{e}"
+    );
+    sys.create(one_page(), Some(texels(1.0))).unwrap();
 }
