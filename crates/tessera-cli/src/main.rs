@@ -58,6 +58,11 @@ fn is_usage(e: &(dyn std::error::Error + 'static)) -> bool {
             e.downcast_ref::<tessera_runtime::RuntimeError>(),
             Some(tessera_runtime::RuntimeError::ClusterTooLarge { .. })
         )
+        // The ray tracer's minimum budget follows from `--page` and `--budget-mib` alone.
+        || matches!(
+            e.downcast_ref::<tessera_workloads::raytrace::RaytraceError>(),
+            Some(tessera_workloads::raytrace::RaytraceError::BudgetTooSmall { .. })
+        )
 }
 
 /// [`Usage`] from any error's text.

@@ -217,7 +217,7 @@ const WITHOUT_MPI: &str = "--devices-per-node runs tessera over MPI processes (`
 
 #[cfg(not(feature = "mpi"))]
 fn open(_cfg: ClusterConfig) -> Result<Arc<Link>> {
-    bail!("{}", WITHOUT_MPI)
+    Err(crate::usage(WITHOUT_MPI))
 }
 
 /// `mpirun -np N tessera litmus --devices-per-node K FILE...`: each test on the multi-node

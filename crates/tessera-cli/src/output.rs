@@ -161,28 +161,32 @@ fn normal(out: &Path) -> PathBuf {
 pub fn check_out(out: &Path, force: bool) -> Result<()> {
     let out = &normal(out);
     if out.exists() {
+        // What `--out` names is refused as a bad option value is (exit 2), before any work.
         if !out.is_dir() {
-            bail!("--out {} exists and is not a folder", out.display());
+            return Err(crate::usage(format!(
+                "--out {} exists and is not a folder",
+                out.display()
+            )));
         }
         let earlier = std::fs::read_dir(out)
             .with_context(|| format!("cannot read --out {}", out.display()))?
             .next()
             .is_some();
         if earlier && !force {
-            bail!(
+            return Err(crate::usage(format!(
                 "--out {} already holds results; choose another folder, or pass --force to replace them when this run succeeds",
                 out.display()
-            );
+            )));
         }
         // `--force` replaces the folder whole: never the one the command runs in, or one above
         // it, whatever else it holds (`--out .` already names no folder; `--out "$PWD"` did).
         if earlier {
             if let (Ok(here), Ok(there)) = (std::env::current_dir(), out.canonicalize()) {
                 if here.canonicalize().unwrap_or(here).starts_with(&there) {
-                    bail!(
+                    return Err(crate::usage(format!(
                         "--out {} is the current folder or holds it; --force replaces the folder whole, so give a folder of results below it",
                         out.display()
-                    );
+                    )));
                 }
             }
         }

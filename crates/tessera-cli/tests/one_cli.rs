@@ -341,7 +341,7 @@ fn devices_per_node_refuses_an_out_with_results() {
     let o = dir.path().to_str().unwrap();
     refused(
         &with(&boiling(), &["--devices-per-node", "1", "--out", o]),
-        1,
+        2,
         "already holds results",
     );
     assert_eq!(listing(dir.path()), ["keep.txt"]);

@@ -154,7 +154,7 @@ fn earlier_results_are_refused_without_force_and_replaced_with_it() {
     assert!(first.status.success(), "{}", stderr(&first));
     let report = std::fs::read(out.join("report.json")).unwrap();
     let again = run("2", false);
-    assert_eq!(again.status.code(), Some(1));
+    assert_eq!(again.status.code(), Some(2));
     assert!(stderr(&again).contains("--force"), "{}", stderr(&again));
     assert_eq!(std::fs::read(out.join("report.json")).unwrap(), report);
     // A failing forced run keeps the earlier results too.
@@ -207,7 +207,7 @@ fn an_out_ending_in_a_dot_is_its_folder() {
     assert!(d.join("report.json").is_file());
     std::fs::write(d.join("mine"), b"earlier").unwrap();
     let refused = run(false);
-    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
     assert_eq!(std::fs::read(d.join("mine")).unwrap(), b"earlier");
     let forced = run(true);
     assert!(forced.status.success(), "{}", stderr(&forced));
@@ -257,11 +257,11 @@ fn a_trace_is_written_with_the_results_or_not_at_all() {
     }
     let trace = dir.path().join("t.bin");
     std::fs::write(&trace, b"old trace").unwrap();
-    // Earlier results in --out without --force: the run fails, the old trace stays.
+    // Earlier results in --out without --force: refused (exit 2), the old trace stays.
     std::fs::create_dir(&out).unwrap();
     std::fs::write(out.join("mine"), b"x").unwrap();
     let refused = quake(&trace);
-    assert_eq!(refused.status.code(), Some(1), "{}", stderr(&refused));
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
     assert_eq!(std::fs::read(&trace).unwrap(), b"old trace");
     std::fs::remove_dir_all(&out).unwrap();
     let ok = quake(&trace);
@@ -462,7 +462,7 @@ fn force_never_replaces_the_folder_it_runs_in() {
             .current_dir(&here)
             .output()
             .unwrap();
-        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         assert!(stderr(&o).contains("current folder"), "{}", stderr(&o));
         assert_eq!(listing(&here), ["precious.txt"]);
     }

@@ -144,12 +144,17 @@ fn bad_input_fails_clearly_and_writes_nothing() {
         "not a readable pk3 (zip) file",
     );
 
-    // A budget below the minimum: 4 KiB holds 4 of the 1 KiB pages, the minimum is 8.
-    fails(
-        d,
-        &["--scene", "generated:1", "--budget-mib", "0.00390625"],
+    // A budget below the minimum: 4 KiB holds 4 of the 1 KiB pages, the minimum is 8. The
+    // options alone say so: a usage error.
+    common::refused(
+        &argv("run raytrace --scene generated:1 --page 16 --budget-mib 0.00390625 --width 32 --height 24 --out")
+            .into_iter()
+            .chain([o])
+            .collect::<Vec<_>>(),
+        2,
         "below the ray tracer's minimum of 8192 bytes",
     );
+    assert!(!out.exists());
     fails(d, &["--scene", "generated:x"], "generated:x");
 }
 
