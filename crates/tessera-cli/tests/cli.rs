@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{argv, fails, ok_in, refused, run_report, tessera};
+use common::{argv, fails, ok_in, refused, run_report, stderr, tessera};
 
 use std::process::Command;
 
@@ -670,4 +670,32 @@ fn a_budget_too_small_names_what_is_enough_for_the_kernel() {
         budget = enough as f64 / (1 << 20) as f64;
     }
     assert!(!kernels.is_empty(), "100 bytes ran boiling");
+}
+
+/// An endless input file is refused, not read until memory runs out: each of these read about
+/// 4 GB of `/dev/zero` before failing under a memory limit, and would take all memory
+/// without one.
+#[cfg(unix)]
+#[test]
+fn endless_input_files_are_refused_not_read_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = out.to_str().unwrap();
+    for (args, needle) in [
+        (vec!["trace", "replay", "/dev/zero"], "not a tessera trace"),
+        (vec!["litmus", "/dev/zero"], "longer than 16 MiB"),
+        (
+            [
+                argv("run boiling --size 16 --page 8 --frames 1 --topology /dev/zero --out"),
+                vec![o],
+            ]
+            .concat(),
+            "longer than 16 MiB",
+        ),
+    ] {
+        let r = tessera(&args);
+        assert_eq!(r.status.code(), Some(1), "{args:?}: {}", stderr(&r));
+        assert!(stderr(&r).contains(needle), "{args:?}: {}", stderr(&r));
+        assert!(!out.exists());
+    }
 }

@@ -89,18 +89,23 @@ impl Tally {
         let mut problems = Vec::new();
         if !self.failed.is_empty() {
             problems.push(format!(
-                "{} tests showed outcomes sequential consistency forbids or failed to run ({})",
-                self.failed.len(),
+                "{} showed outcomes sequential consistency forbids or failed to run ({})",
+                count(self.failed.len(), "test", "tests"),
                 self.failed.join(", ")
             ));
         }
         if !self.unreadable.is_empty() {
             problems.push(format!(
-                "{} files could not be run: unreadable, malformed or unsupported ({})",
-                self.unreadable.len(),
+                "{} could not be run: unreadable, malformed or unsupported ({})",
+                count(self.unreadable.len(), "file", "files"),
                 self.unreadable.join(", ")
             ));
         }
         (!problems.is_empty()).then(|| problems.join("; "))
     }
+}
+
+/// `n` and the noun that goes with it: "1 file", "2 files".
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }

@@ -42,12 +42,28 @@ pub enum LoadError {
     Parse { path: String, source: ParseError },
 }
 
+/// The longest litmus file read: the kernel's tests are under 2 KiB each.
+pub const MAX_FILE_BYTES: u64 = 16 << 20;
+
 /// Reads and parses one litmus file.
 pub fn load(path: &Path) -> Result<Test, LoadError> {
+    use std::io::Read;
     let name = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|source| LoadError::Io {
+    let io = |source| LoadError::Io {
         path: name.clone(),
         source,
-    })?;
+    };
+    // Read at most one byte past the bound: an endless file (`/dev/zero`) is refused, not
+    // read until memory runs out.
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(io(std::io::Error::other(format!(
+            "longer than {} MiB; litmus tests are a few kilobytes",
+            MAX_FILE_BYTES >> 20
+        ))));
+    }
     parse_bytes(&bytes).map_err(|source| LoadError::Parse { path: name, source })
 }

@@ -941,9 +941,9 @@ impl Topology {
                 name: spec.to_string(),
             });
         }
-        let text = std::fs::read_to_string(path).map_err(|e| TopologyError::Read {
+        let text = read_topology(path).map_err(|message| TopologyError::Read {
             path: path.display().to_string(),
-            message: e.to_string(),
+            message,
         })?;
         let topo = Topology::from_toml_str(&text, &path.display().to_string())?;
         topo.check_devices(devices)?;
@@ -1152,6 +1152,26 @@ impl Number {
         }
     }
 }
+
+/// A topology file's text, read to at most [`MAX_TOPOLOGY_BYTES`]: an endless file
+/// (`/dev/zero`) is refused, not read until memory runs out.
+fn read_topology(path: &std::path::Path) -> std::result::Result<String, String> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_TOPOLOGY_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_TOPOLOGY_BYTES {
+        return Err(format!(
+            "longer than {} MiB; a topology of 64 devices is a few kilobytes",
+            MAX_TOPOLOGY_BYTES >> 20
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| format!("not UTF-8 text: {e}"))
+}
+
+/// The longest topology file read.
+pub const MAX_TOPOLOGY_BYTES: u64 = 16 << 20;
 
 #[cfg(test)]
 mod tests {

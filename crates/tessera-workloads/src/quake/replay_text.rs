@@ -11,9 +11,24 @@ use crate::plot::{line_chart, LineChart, PlotError, Series};
 impl Trace {
     /// The trace in the file at `path`.
     pub fn read(path: &Path) -> Result<Trace, QuakeError> {
+        use std::io::Read;
         let at = path.display();
-        let bytes = std::fs::read(path)
-            .map_err(|e| QuakeError::Config(format!("cannot read {at}: {e}")))?;
+        let cannot = |e: std::io::Error| QuakeError::Config(format!("cannot read {at}: {e}"));
+        let mut file = std::fs::File::open(path).map_err(cannot)?;
+        // The magic bytes first: a file that is not a trace (`/dev/zero`, a disk image) is
+        // refused before it is read whole into memory.
+        let mut bytes = Vec::new();
+        (&mut file)
+            .take(super::trace::MAGIC.len() as u64)
+            .read_to_end(&mut bytes)
+            .map_err(cannot)?;
+        if bytes[..] != super::trace::MAGIC[..] {
+            return Err(match Trace::decode(&bytes) {
+                Err(e) => QuakeError::Config(format!("{at}: {e}")),
+                Ok(_) => QuakeError::Config(format!("{at}: not a trace")),
+            });
+        }
+        file.read_to_end(&mut bytes).map_err(cannot)?;
         Trace::decode(&bytes).map_err(|e| QuakeError::Config(format!("{at}: {e}")))
     }
 }
