@@ -417,7 +417,7 @@ pub struct RunOpts {
     #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
     procedure: Procedure,
     /// How each pass's domain is split across devices.
-    #[arg(long = "split", alias = "partition", default_value = "rows", value_parser = parse_partition())]
+    #[arg(long = "split", alias = "partition", value_name = "SPLIT", default_value = "rows", value_parser = parse_partition())]
     partition: Partition,
     /// Output directory for report.json, frame.png and frames.gif.
     #[arg(long, default_value = "out/boiling")]
@@ -851,7 +851,7 @@ fn refuse_other_workloads(
 /// Options of the subcommand `path` names that cannot go together: clap's error, with that
 /// subcommand's usage line (the top level's would send the user to the wrong `--help`).
 fn conflict(path: &[&str], why: &str) -> clap::Error {
-    let mut cmd = Cli::command();
+    let mut cmd = cli_command();
     // Gives every subcommand its full name ("tessera run boiling") for the usage line.
     cmd.build();
     for name in path {
@@ -863,9 +863,37 @@ fn conflict(path: &[&str], why: &str) -> clap::Error {
     cmd.error(clap::error::ErrorKind::ArgumentConflict, why)
 }
 
+/// The command line, with what the derived one cannot say: `--split-on-pages` is shared with
+/// boiling's options but refused by the slab decompositions, so their help does not offer it.
+fn cli_command() -> clap::Command {
+    let mut cmd = Cli::command();
+    for (group, name) in [
+        ("run", "stencil"),
+        ("run", "convolution"),
+        ("sweep", "stencil"),
+        ("sweep", "convolution"),
+    ] {
+        cmd = cmd.mut_subcommand(group, |g| {
+            g.mut_subcommand(name, |c| c.mut_arg("split_on_pages", |a| a.hide(true)))
+        });
+    }
+    cmd
+}
+
 fn main() -> ExitCode {
     quiet_mesa();
-    let matches = Cli::command().get_matches();
+    let matches = match cli_command().try_get_matches() {
+        Ok(m) => m,
+        Err(e) => {
+            // Help and the version go to standard output, whose failure (`> /dev/full`) fails
+            // the command as it does every other command's output.
+            if let Err(io) = e.print() {
+                eprintln!("error: cannot write to standard output: {io}");
+                return ExitCode::from(1);
+            }
+            return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
+        }
+    };
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     if let Err(e) = refuse_inapplicable(&cli, &matches) {
         e.exit();

@@ -65,7 +65,7 @@ pub struct RaytraceOpts {
     #[arg(long, default_value_t = 1, value_parser = crate::parse_device_count)]
     devices: usize,
     /// How the image is split across devices: rows, cols or tiles.
-    #[arg(long = "split", alias = "partition", default_value = "rows", value_parser = parse_partition())]
+    #[arg(long = "split", alias = "partition", value_name = "SPLIT", default_value = "rows", value_parser = parse_partition())]
     partition: Partition,
     /// Whether the image is cut across devices on page boundaries where every band stays
     /// within a quarter of an even share (on), so that no page of the image is written by two

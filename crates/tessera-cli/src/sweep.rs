@@ -55,7 +55,7 @@ pub struct PointOpts {
     #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
     pub(crate) procedure: Procedure,
     /// How each pass's domain is split across devices.
-    #[arg(long = "split", alias = "partition", default_value = "rows", value_parser = parse_partition())]
+    #[arg(long = "split", alias = "partition", value_name = "SPLIT", default_value = "rows", value_parser = parse_partition())]
     pub(crate) partition: Partition,
     #[command(flatten)]
     pub(crate) node: PagingOpts,

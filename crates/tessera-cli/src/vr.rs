@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::Args;
 use tessera_core::PageSize;
 use tessera_runtime::Procedure;
@@ -30,9 +30,9 @@ use crate::{parse_procedure, NodeOpts};
 const MAX_GPMS: usize = 8;
 
 #[derive(Args, Clone)]
-#[command(group(clap::ArgGroup::new("source").required(true)))]
+#[command(group(clap::ArgGroup::new("source")))]
 pub struct SceneOpts {
-    /// The scene, drawn along its camera path: `generated[:N]` (the generated room with N × N
+    /// The scene (this or --map is required), drawn along its camera path: `generated[:N]` (the generated room with N × N
     /// boxes, 3 by default; 0 is the bare room) or `openarena:MAP` (a Quake 3 / OpenArena map
     /// from --pak-dir).
     #[arg(long, group = "source")]
@@ -122,7 +122,12 @@ fn load_scene(o: &SceneOpts) -> Result<(Scene, Vec<Camera>, String)> {
         (Some(spec), _, _) => spec.clone(),
         (None, Some(name), _) => SceneSpec::OpenArena(name.clone()),
         (None, None, Some(n)) => SceneSpec::Generated(n),
-        (None, None, None) => bail!("give a scene: --scene generated[:N]|openarena:MAP"),
+        // Not clap's required group, which would name the hidden older spelling in the usage.
+        (None, None, None) => {
+            return Err(crate::usage(
+                "give a scene: --scene generated[:N]|openarena:MAP, or --map NAME",
+            ))
+        }
     };
     Ok(load_scene_of(
         &spec,

@@ -699,3 +699,52 @@ fn endless_input_files_are_refused_not_read_whole() {
         assert!(!out.exists());
     }
 }
+
+/// Help offers only what a command takes: the slab decompositions refuse `--split-on-pages`,
+/// so their help does not list it (it had, with "[default: on]"), and `--split` takes a
+/// split. Help written to a full standard output fails, as every command's output does.
+#[test]
+fn help_offers_what_the_command_takes() {
+    for cmd in [
+        "run stencil",
+        "run convolution",
+        "sweep stencil",
+        "sweep convolution",
+    ] {
+        let help = common::ok(&[argv(cmd), vec!["--help"]].concat());
+        assert!(!help.contains("--split-on-pages"), "{cmd}: {help}");
+    }
+    for cmd in [
+        "run boiling",
+        "run raytrace",
+        "sweep devices",
+        "bench scaling",
+    ] {
+        let help = common::ok(&[argv(cmd), vec!["--help"]].concat());
+        assert!(help.contains("--split <SPLIT>"), "{cmd}: {help}");
+        assert!(!help.contains("PARTITION"), "{cmd}: {help}");
+    }
+    let help = common::ok(&argv("run boiling --help"));
+    assert!(help.contains("--split-on-pages"), "{help}");
+    #[cfg(unix)]
+    for args in [
+        vec!["--help"],
+        vec!["run", "boiling", "--help"],
+        vec!["--version"],
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(&args)
+            .stdout(full)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{args:?}");
+        assert!(
+            stderr(&o).contains("cannot write to standard output"),
+            "{args:?}"
+        );
+    }
+}

@@ -60,7 +60,7 @@ fn bad_input_is_a_clear_error() {
         ("--scene generated:1 --link-gbps 0", "--link-gbps"),
         ("--scene generated:1 --frames 0", "--frames"),
         (pak_dir.as_str(), "no surfaces"),
-        ("", "required arguments were not provided"),
+        ("", "give a scene: --scene"),
     ] {
         let mut a = argv("run vr --width 16 --height 16");
         a.extend(["--out", out]);
