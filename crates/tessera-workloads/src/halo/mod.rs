@@ -127,10 +127,12 @@ impl Setup {
             } => format!(
                 "convolution {s}x{s}, filter {filter}x{filter} ({})",
                 match (self.access, filter_mode) {
-                    (Access::Explicit, _) => "filter replicated by hand",
-                    (_, AccessMode::Remote) => "filter remote in host memory",
-                    (_, AccessMode::ReplicateRead) => "filter replicate-read",
-                    (_, AccessMode::Migrate) => "filter read copies",
+                    // In `--filter-access`'s words, with what each means.
+                    (Access::Explicit, _) => "filter-access replicate: a copy per device, by hand",
+                    (_, AccessMode::Remote) => "filter-access remote: read in host memory",
+                    (_, AccessMode::ReplicateRead) =>
+                        "filter-access remote-cached: a read-only copy on first touch",
+                    (_, AccessMode::Migrate) => "filter-access replicate: demand-paged read copies",
                 },
             ),
         };
