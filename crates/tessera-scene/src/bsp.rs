@@ -132,6 +132,8 @@ pub enum BspError {
     },
     #[error(transparent)]
     Entities(#[from] crate::entities::EntitiesError),
+    #[error("vertex {vertex} of the kept faces has a coordinate that is not finite")]
+    NotFinite { vertex: usize },
     #[error(
         "the faces expand to {vertices} vertices and {triangles} triangles, over the limit of \
          {limit} that a file of this size allows"

@@ -63,6 +63,33 @@ fn generated_scene_round_trips_through_bsp_and_pk3() {
     }
 }
 
+/// A vertex coordinate that is not a finite number fails the load, for every consumer alike:
+/// `scene info` had printed bounds that skipped it while the renderers refused the map.
+#[test]
+fn a_vertex_that_is_not_finite_fails_the_load() {
+    for bad in [f32::NAN, f32::INFINITY] {
+        for coordinate in [0, 4] {
+            let mut scene = Scene::generated(0);
+            match coordinate {
+                0 => scene.vertices[5].pos[1] = bad,
+                _ => scene.vertices[5].uv[0] = bad,
+            }
+            let bsp = bsp::parse(&bsp::write(&scene)).unwrap();
+            let e = Scene::from_bsp(&bsp, "bad", |_| Ok(None)).unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    SceneError::Bsp {
+                        error: BspError::NotFinite { vertex: 5 },
+                        ..
+                    }
+                ),
+                "{e}"
+            );
+        }
+    }
+}
+
 #[test]
 fn jpeg_textures_decode_and_missing_ones_get_a_placeholder() {
     let scene = Scene::generated(2);
