@@ -87,7 +87,7 @@ fn same_counters(row: &[(String, String)], report: &Value, what: &str) {
         assert_eq!(got, want, "{what}: CSV {col} vs report.json {ptr}");
     }
     assert_eq!(
-        get(row, "field_checksum"),
+        get(row, "checksum"),
         report["checksum"].as_str().unwrap(),
         "{what}"
     );

@@ -247,7 +247,7 @@ fn oversubscription_on_wgpu_waits_for_the_gpu_once_a_frame_when_deferred() {
         let (waits, evictions, sum) = (
             col("device_waits_per_frame"),
             col("evictions_per_frame"),
-            col("field_checksum"),
+            col("checksum"),
         );
         for line in lines {
             let f: Vec<&str> = line.split(',').collect();

@@ -95,7 +95,7 @@ pub const COLUMNS: &[Column<Report>] = &[
         json(&r.stage_seconds.page_writes)
     }),
     ("display_seconds", |r| json(&r.stage_seconds.display)),
-    ("field_checksum", |r| json(&r.field_checksum)),
+    ("checksum", |r| json(&r.field_checksum)),
 ];
 
 /// Per device columns, from each of the report's `per_device`.
