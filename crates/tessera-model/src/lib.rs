@@ -114,9 +114,9 @@ pub enum TopologyError {
     Parse { origin: String, message: String },
     #[error("cannot read topology file {path}: {message}")]
     Read { path: String, message: String },
-    #[error("{at}: bandwidth must be a number of GB/s from 1e-6 (1 kB/s) to 1e6 (got {value})")]
+    #[error("{at}: bandwidth must be a number of GB/s from 1e-6 (1 kB/s) to 1e6 (got {value:?})")]
     BadBandwidth { at: Location, value: f64 },
-    #[error("{at}: latency must be a number of microseconds from 0 to 1e9 (got {value})")]
+    #[error("{at}: latency must be a number of microseconds from 0 to 1e9 (got {value:?})")]
     BadLatency { at: Location, value: f64 },
     #[error("{at}: unknown endpoint {name:?} (expected \"host\" or one of the declared devices device0..device{last})")]
     UnknownEndpoint {
@@ -148,7 +148,7 @@ pub enum TopologyError {
         device: usize,
         direction: &'static str,
     },
-    #[error("{at}: {key} must be {expected} (got {value})")]
+    #[error("{at}: {key} must be {expected} (got {value:?})")]
     BadRemote {
         at: Location,
         key: &'static str,
