@@ -40,10 +40,12 @@ pub fn say(text: &str) {
     on_stdout(|o| o.write_all(text.as_bytes()));
 }
 
-/// Says `line` (a "wrote ..." line) once the results it names are in `--out`: at once when no
-/// partial folder is open, else when it is committed, and never if the command fails.
+/// Says `line` (a "wrote ..." line) once the results it names are in place: at once when no
+/// partial folder or file to commit is open, else at the commit, and never if the command
+/// fails.
 pub fn wrote(line: String) {
-    let open = PARTIAL.lock().map(|p| !p.is_empty()).unwrap_or(false);
+    let open = PARTIAL.lock().map(|p| !p.is_empty()).unwrap_or(false)
+        || ON_COMMIT.lock().map(|f| !f.is_empty()).unwrap_or(false);
     if open {
         if let Ok(mut w) = WROTE.lock() {
             w.push(line);
@@ -304,13 +306,14 @@ impl Staged {
 /// Runs a command that writes no `--out` but may write files on commit: they are moved onto
 /// their paths if it succeeds (standard output included) and removed if not.
 pub fn unstaged(run: impl FnOnce() -> Result<()>) -> Result<()> {
-    match run().and_then(|()| stdout_failure()) {
-        Ok(()) => commit_files(),
-        Err(e) => {
-            drop_on_commit();
-            Err(e)
-        }
+    let done = run()
+        .and_then(|()| stdout_failure())
+        .and_then(|()| commit_files());
+    if done.is_err() {
+        drop_on_commit();
     }
+    release_wrote(done.is_ok());
+    done
 }
 
 /// Moves the files written by [`write_on_commit`] onto their paths: at a commit, or at the end

@@ -315,7 +315,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         let random = (o.initial_placement == Placement::Random).then_some(o.seed);
         let trace = rec.into_trace(&r, random);
         crate::output::write_on_commit(path, &trace.encode())?;
-        wrote!("wrote {}", shown(path));
+        wrote!("wrote {}", path.display());
     }
     out!("{}", report.summary());
     outln!("wall time {wall:.2} s");
@@ -489,6 +489,7 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
     out!("{}", got.summary(&options, devices, secs));
     if let Some(path) = &o.csv {
         crate::output::write_on_commit(path, requests_csv(&got.requests).as_bytes())?;
+        wrote!("wrote {}", path.display());
     }
     if let Some(dir) = &o.out {
         create_dir(dir)?;

@@ -397,6 +397,11 @@ fn a_file_named_by_an_option_is_written_only_on_success() {
     }
     let ok = tessera(&["trace", "replay", &trace, "--csv", &s("old.csv")]);
     assert!(ok.status.success(), "{}", stderr(&ok));
+    let said = String::from_utf8_lossy(&ok.stdout);
+    assert!(
+        said.ends_with(&format!("wrote {}\n", s("old.csv"))),
+        "{said}"
+    );
     let csv = std::fs::read_to_string(p("old.csv")).unwrap();
     assert!(csv.starts_with("frame,device,requests\n"), "{csv}");
 }
