@@ -86,9 +86,10 @@ fn run_quake_writes_its_files_and_replay_matches_them() {
         assert!(sweep.join(f).exists(), "{f} missing");
     }
     // Replay's folders obey the rule of every command: results already there are refused
-    // without --force, and a replay that fails leaves no folder and no partial one.
+    // without --force (a usage error, 2), and a replay that fails leaves no folder and no
+    // partial one.
     let again = replay(&trace, "--pages 4,16", Some(&sweep));
-    assert_eq!(again.status.code(), Some(1));
+    assert_eq!(again.status.code(), Some(2), "{}", stderr(&again));
     assert_eq!(
         std::fs::read_to_string(sweep.join("sweep.csv")).unwrap(),
         lines

@@ -132,7 +132,7 @@ pub enum BspError {
     },
     #[error(transparent)]
     Entities(#[from] crate::entities::EntitiesError),
-    #[error("vertex {vertex} of the kept faces has a coordinate that is not finite")]
+    #[error("vertex {vertex} has a coordinate that is not finite")]
     NotFinite { vertex: usize },
     #[error(
         "the faces expand to {vertices} vertices and {triangles} triangles, over the limit of \
@@ -434,10 +434,21 @@ pub fn parse(data: &[u8]) -> Result<Bsp, BspError> {
             contents: i32_at(r, 68),
         })
         .collect();
-    let vertices = lump(data, Lump::Vertices, VERTEX_LEN)?
+    let vertices: Vec<Vertex> = lump(data, Lump::Vertices, VERTEX_LEN)?
         .chunks_exact(VERTEX_LEN)
         .map(parse_vertex)
         .collect();
+    // A NaN or an infinity would give every consumer its own wrong answer (bounds that skip
+    // it, a renderer's division by it); no map a user has holds one.
+    if let Some(vertex) = vertices.iter().position(|v| {
+        !v.pos
+            .iter()
+            .chain(&v.uv)
+            .chain(&v.lm_uv)
+            .all(|c| c.is_finite())
+    }) {
+        return Err(BspError::NotFinite { vertex });
+    }
     let meshverts = lump(data, Lump::Meshverts, MESHVERT_LEN)?
         .chunks_exact(MESHVERT_LEN)
         .map(|r| i32_at(r, 0))

@@ -165,17 +165,6 @@ impl Scene {
             })
             .collect();
 
-        // A NaN or an infinity would give every consumer its own wrong answer (bounds that skip
-        // it, a renderer's division by it); no map a user has holds one.
-        if let Some(i) = vertices.iter().position(|v| {
-            !v.pos
-                .iter()
-                .chain(&v.uv)
-                .chain(&v.lm_uv)
-                .all(|c| c.is_finite())
-        }) {
-            return Err(bsp_error(BspError::NotFinite { vertex: i }));
-        }
         let bounds = bounds_of(&vertices);
         Ok(Scene {
             name: name.to_string(),
