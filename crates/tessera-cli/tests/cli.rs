@@ -449,6 +449,31 @@ fn an_oversubscribed_run_evicts_and_gives_the_resident_field() {
     );
 }
 
+/// Ratio 1 is the working set: a budget of what the busiest device holds in a resident frame,
+/// its band and the halo it reads. On two devices a share of the textures (half) left the halo
+/// out, and ratio 1 evicted 59 pages a frame; a budget of it evicts nothing.
+#[test]
+fn ratio_one_holds_the_working_set_on_several_devices() {
+    for devices in ["1", "2", "4"] {
+        let dir = tempfile::tempdir().unwrap();
+        ok_in(
+            &format!("bench oversubscription --size 64 --page 16 --frames 2 --rounds 1 --ratios 1,2 --policy lru --devices {devices}"),
+            dir.path(),
+        );
+        let csv = std::fs::read_to_string(dir.path().join("oversubscription.csv")).unwrap();
+        let mut lines = csv.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+        let evictions = |ratio: &str| -> f64 {
+            let r = rows.iter().find(|r| r[col("ratio")] == ratio).unwrap();
+            r[col("evictions_per_frame")].parse().unwrap()
+        };
+        assert_eq!(evictions("1"), 0.0, "{devices} device(s): {csv}");
+        assert!(evictions("2") > 0.0, "{devices} device(s): {csv}");
+    }
+}
+
 #[test]
 fn bench_oversubscription_prints_its_table_and_writes_csv_and_plot() {
     let dir = tempfile::tempdir().unwrap();

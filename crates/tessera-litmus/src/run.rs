@@ -635,8 +635,10 @@ fn run_thread(
     let ops = &thread.ops;
     let nvars = test.vars.len();
     let mut pc = 0;
-    // Whether the thread's last memory operation was a failed attempt of a spin loop.
+    // Whether the thread's last memory operation was a failed attempt of a spin loop, and
+    // whether it could have changed memory (a store or a read-modify-write).
     let mut spun = false;
+    let mut wrote = false;
     let mut spins = 0u64;
     while let Some(op) = ops.get(pc) {
         match op {
@@ -670,7 +672,7 @@ fn run_thread(
             Op::Load { .. } | Op::Store { .. } | Op::Rmw { .. } => {}
         }
         if let Some(s) = env.sched {
-            if !s.begin_op(t, spun) {
+            if !s.begin_op(t, spun, wrote) {
                 return Err(RuntimeError::KernelFailed(
                     "the run was called off: a thread failed, or every unfinished thread waits on another".into(),
                 ));
@@ -695,6 +697,7 @@ fn run_thread(
             }
             _ => {}
         }
+        wrote = matches!(op, Op::Store { .. } | Op::Rmw { .. });
         if env.sched.is_none() {
             pause(&mut rng, env.pause_ns);
         }
@@ -941,8 +944,10 @@ impl Policy {
 /// each memory operation; once every unfinished thread has asked, the policy picks one among
 /// those that can progress, and it keeps the turn until it asks again or ends. A thread
 /// whose last operation was a failed spin attempt (a lock found taken, a reader still inside)
-/// cannot progress until another thread does something, so it is not picked until then; if
-/// no thread can progress, the run is called off.
+/// cannot progress until another thread writes memory (a store or a read-modify-write: a load
+/// changes nothing the attempt read, so a retry after it fails the same way), so it is not
+/// picked until then; if no thread can progress, the run is called off. Waking waiters on
+/// writes only keeps an exhaustive search from spending its runs on retries that repeat.
 struct Scheduler {
     state: Mutex<SchedState>,
     cv: Condvar,
@@ -978,11 +983,11 @@ impl Scheduler {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Waits for thread `t`'s turn; `spun` says its last operation was a failed attempt.
-    /// False if the run was called off.
-    fn begin_op(&self, t: usize, spun: bool) -> bool {
+    /// Waits for thread `t`'s turn; `spun` says its last operation was a failed attempt,
+    /// `wrote` that it was a store or a read-modify-write. False if the run was called off.
+    fn begin_op(&self, t: usize, spun: bool, wrote: bool) -> bool {
         let mut g = self.lock();
-        Self::progressed(&mut g, t, spun);
+        Self::progressed(&mut g, t, !spun && wrote);
         g.asked[t] = true;
         g.waiting[t] = spun;
         self.pick(&mut g);
@@ -994,7 +999,7 @@ impl Scheduler {
 
     fn finish(&self, t: usize) {
         let mut g = self.lock();
-        Self::progressed(&mut g, t, false);
+        Self::progressed(&mut g, t, true);
         g.finished[t] = true;
         self.pick(&mut g);
     }
@@ -1005,12 +1010,13 @@ impl Scheduler {
         self.cv.notify_all();
     }
 
-    /// `t` gives back its turn; if its operation did something, waiting threads may retry.
-    fn progressed(g: &mut SchedState, t: usize, spun: bool) {
+    /// `t` gives back its turn; if its operation may have changed memory (`wakes`), waiting
+    /// threads may retry.
+    fn progressed(g: &mut SchedState, t: usize, wakes: bool) {
         if g.turn == Some(t) {
             g.turn = None;
         }
-        if !spun {
+        if wakes {
             for (u, w) in g.waiting.iter_mut().enumerate() {
                 if u != t {
                     *w = false;

@@ -421,6 +421,24 @@ fn exhaustive_runs_every_interleaving_once() {
 }
 
 #[test]
+fn a_failed_spin_waits_for_a_write_not_a_load() {
+    // P0's lock attempt fails until P1's unlock, and a retry after one of P1's loads would
+    // fail the same way. So P0's first attempt comes before P1's first load, its second, its
+    // unlock, or after it (4 places), and every failed attempt waits for the unlock: 4
+    // interleavings. Waking it on loads too made the search longer.
+    let t = parse(
+        "C wait\n{ l=1; }\nP0(spinlock_t *l) { spin_lock(l); }\n\
+         P1(spinlock_t *l, int *x) { int r0; int r1; r0 = READ_ONCE(*x); r1 = READ_ONCE(*x); spin_unlock(l); }\n\
+         exists (1:r0=0)\n",
+    )
+    .unwrap();
+    let r = run_test(&t, &config(1000, Schedule::Exhaustive)).unwrap();
+    assert_eq!(r.exhausted, Some(true), "{}", r.render());
+    assert_eq!(r.runs(), 4, "{}", r.render());
+    assert!(r.passed(), "{}", r.render());
+}
+
+#[test]
 fn pct_reaches_every_allowed_outcome_of_iriw_irrwiw_and_3_2w() {
     let iriw = load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/litmus/IRIW.litmus"))
         .unwrap();
