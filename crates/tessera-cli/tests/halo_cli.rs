@@ -160,10 +160,32 @@ fn sweep_stencil_writes_csv_and_plot_and_skips_impossible_points() {
     assert_eq!(csv.lines().count(), 1 + 2 * 3, "{csv}");
     // The report's names for the page side and the measured frames (CLI.md, "Reports").
     let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
-    assert!(
-        head.contains(&"page_size") && head.contains(&"frames"),
-        "{head:?}"
-    );
+    for key in [
+        "page_size",
+        "frames",
+        "warmup_frames",
+        "procedure",
+        "modeled_work_ms_per_step",
+        "wall_ms_per_step_measured",
+        "checksum",
+    ] {
+        assert!(head.contains(&key), "{key}: {head:?}");
+    }
+    // One field per halo, whatever the access or the device count.
+    let col = |name: &str| head.iter().position(|h| *h == name).unwrap();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    for r in &rows {
+        let same = rows
+            .iter()
+            .find(|o| o[col("halo")] == r[col("halo")])
+            .unwrap();
+        assert_eq!(r[col("checksum")], same[col("checksum")], "{csv}");
+        assert_eq!(r[col("checksum")].len(), 16, "{csv}");
+    }
     assert!(dir.path().join("speedup.svg").exists());
     assert!(dir.path().join("speedup.png").exists());
 }

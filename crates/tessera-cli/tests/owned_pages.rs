@@ -51,9 +51,7 @@ fn resident_boundary_pages_stay_on_their_owners() {
         assert_eq!(owned["coherence"], "owned", "{ctx}");
         assert_eq!(avoidable(&owned), 0.0, "{ctx}");
         // The boundary pages still move every frame, from their owners.
-        let d2d: f64 = per_device(&owned, |d| {
-            num(&d["device_to_device_via_host_per_frame"]["pages"])
-        });
+        let d2d: f64 = per_device(&owned, |d| num(&d["device_to_device_per_frame"]["pages"]));
         assert!(d2d > 0.0, "{ctx}");
         // A resident frame asks only for what a device lacks: a boundary page to read (one
         // page copied to it) or the right to write its own page back from a reader (none
@@ -62,7 +60,7 @@ fn resident_boundary_pages_stay_on_their_owners() {
         let requests = per_device(&owned, |d| num(&d["page_requests_per_frame"]));
         // Every device → device move (peer copies are a part of these).
         let copied = per_device(&owned, |d| {
-            num(&d["device_to_device_via_host_per_frame"]["pages"])
+            num(&d["device_to_device_per_frame"]["pages"])
                 + num(&d["host_to_device_per_frame"]["pages"])
         });
         assert!(

@@ -64,11 +64,11 @@ const SAME: &[(&str, &str)] = &[
     ),
     (
         "device_to_device_pages_per_frame",
-        "/device_to_device_via_host_per_frame/pages",
+        "/device_to_device_per_frame/pages",
     ),
     (
         "device_to_device_bytes_per_frame",
-        "/device_to_device_via_host_per_frame/bytes",
+        "/device_to_device_per_frame/bytes",
     ),
     (
         "texels_to_devices_per_frame",

@@ -42,9 +42,9 @@ pub struct DeviceReport {
     pub deferred_batches: u64,
     pub host_to_device_per_frame: PerFrame,
     pub device_to_host_per_frame: PerFrame,
-    /// Every device → device move (the name predates peer copies: on a shared wgpu device
-    /// some of these are copies on the device, `device_to_device_peer_per_frame`).
-    pub device_to_device_via_host_per_frame: PerFrame,
+    /// Every device → device move, through the host or not (on a shared wgpu device some of
+    /// these are copies on the device, `device_to_device_peer_per_frame`).
+    pub device_to_device_per_frame: PerFrame,
     /// Of those, the ones copied on the device without the host (docs/PROTOCOL.md, "Peer
     /// copies").
     pub device_to_device_peer_per_frame: PerFrame,
@@ -204,7 +204,7 @@ pub struct Report {
     pub host_to_device_per_frame: PerFrame,
     pub device_to_host_per_frame: PerFrame,
     /// Every device → device move (see the per-device field of the same name).
-    pub device_to_device_via_host_per_frame: PerFrame,
+    pub device_to_device_per_frame: PerFrame,
     /// Of those, the ones copied on the device without the host.
     pub device_to_device_peer_per_frame: PerFrame,
     /// Texels in the pages moved to devices (from home or another device): the paper's
@@ -360,7 +360,7 @@ impl Report {
                     deferred_batches: t.deferred,
                     host_to_device_per_frame: PerFrame::of(t.host_to_device, f),
                     device_to_host_per_frame: PerFrame::of(t.device_to_host, f),
-                    device_to_device_via_host_per_frame: PerFrame::of(t.device_to_device, f),
+                    device_to_device_per_frame: PerFrame::of(t.device_to_device, f),
                     device_to_device_peer_per_frame: PerFrame::of(t.device_to_device_peer, f),
                     memory: memory[d],
                     stage_seconds: passes[d].stages,
@@ -407,7 +407,7 @@ impl Report {
             }
             h2d.add(d.host_to_device_per_frame);
             d2h.add(d.device_to_host_per_frame);
-            d2d.add(d.device_to_device_via_host_per_frame);
+            d2d.add(d.device_to_device_per_frame);
             d2d_gpu.add(d.device_to_device_peer_per_frame);
         }
         let total = stages.total().max(f64::MIN_POSITIVE);
@@ -468,7 +468,7 @@ impl Report {
             page_requests_per_frame: per_device.iter().map(|d| d.page_requests_per_frame).sum(),
             host_to_device_per_frame: h2d,
             device_to_host_per_frame: d2h,
-            device_to_device_via_host_per_frame: d2d,
+            device_to_device_per_frame: d2d,
             device_to_device_peer_per_frame: d2d_gpu,
             texels_to_devices_per_frame: (h2d.pages + d2d.pages) * texels_per_page,
             texels_to_host_per_frame: d2h.pages * texels_per_page,

@@ -147,7 +147,7 @@ impl Report {
                 d.page_requests_per_frame,
                 d.host_to_device_per_frame.bytes / 1024.0,
                 d.device_to_host_per_frame.bytes / 1024.0,
-                d.device_to_device_via_host_per_frame.bytes / 1024.0,
+                d.device_to_device_per_frame.bytes / 1024.0,
                 d.memory.unique_bytes as f64 / 1024.0,
                 d.memory.shared_bytes as f64 / 1024.0
             );

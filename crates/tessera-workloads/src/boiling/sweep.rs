@@ -66,10 +66,10 @@ pub const COLUMNS: &[Column<Report>] = &[
         json(&r.device_to_host_per_frame.bytes)
     }),
     ("device_to_device_pages_per_frame", |r| {
-        json(&r.device_to_device_via_host_per_frame.pages)
+        json(&r.device_to_device_per_frame.pages)
     }),
     ("device_to_device_bytes_per_frame", |r| {
-        json(&r.device_to_device_via_host_per_frame.bytes)
+        json(&r.device_to_device_per_frame.bytes)
     }),
     ("texels_to_devices_per_frame", |r| {
         json(&r.texels_to_devices_per_frame)
@@ -123,10 +123,10 @@ pub const DEVICE_COLUMNS: &[Column<DeviceReport>] = &[
         json(&d.device_to_host_per_frame.bytes)
     }),
     ("device_to_device_pages_per_frame", |d| {
-        json(&d.device_to_device_via_host_per_frame.pages)
+        json(&d.device_to_device_per_frame.pages)
     }),
     ("device_to_device_bytes_per_frame", |d| {
-        json(&d.device_to_device_via_host_per_frame.bytes)
+        json(&d.device_to_device_per_frame.bytes)
     }),
     ("unique_pages", |d| json(&d.memory.unique_pages)),
     ("unique_bytes", |d| json(&d.memory.unique_bytes)),
@@ -416,7 +416,7 @@ pub fn device_figures(
                 r.device_to_host_per_frame.bytes / MIB
             }),
             series("device to device", reports, x, |r| {
-                r.device_to_device_via_host_per_frame.bytes / MIB
+                r.device_to_device_per_frame.bytes / MIB
             }),
         ],
     )?);

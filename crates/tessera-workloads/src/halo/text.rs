@@ -145,7 +145,7 @@ impl HaloReport {
 /// A sweep's table as printed and its CSV; `size_name` names the swept size (halo or filter).
 pub fn sweep_table(points: &[Point], size_name: &str) -> (String, String) {
     let mut csv = String::from(
-        "workload,size,split,access,halo,filter,devices,page_size,frames,modeled_ms_per_step,work_ms,link_ms,manager_ms,wall_ms_measured,speedup,ideal,gap_vs_explicit,remote_read_fraction,page_requests_per_step,moved_mib_per_step,remote_mib_per_step,remote_batch_fraction,remote_ms\n",
+        "workload,size,split,access,procedure,halo,filter,devices,page_size,frames,warmup_frames,modeled_ms_per_step,modeled_work_ms_per_step,modeled_link_ms_per_step,modeled_manager_ms_per_step,wall_ms_per_step_measured,speedup,ideal,gap_vs_explicit,remote_read_fraction,page_requests_per_step,moved_mib_per_step,remote_mib_per_step,remote_batch_fraction,modeled_remote_ms_per_step,checksum\n",
     );
     let mut text = format!(
         "{:>8} {:>5} {:>7} {:>11} {:>9} {:>8} {:>8} {:>8} {:>9} {:>6} {:>9} {:>8} {:>9}\n",
@@ -190,16 +190,18 @@ pub fn sweep_table(points: &[Point], size_name: &str) -> (String, String) {
         .unwrap();
         writeln!(
             csv,
-            "{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6},{:.6},{:.4},{:.1},{},{:.6},{:.2},{:.6},{:.6},{:.4},{:.6}",
+            "{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6},{:.6},{:.4},{:.1},{},{:.6},{:.2},{:.6},{:.6},{:.4},{:.6},{}",
             r.workload,
             r.size,
             r.split,
             r.access,
+            r.procedure,
             r.halo,
             r.filter.map(|f| f.to_string()).unwrap_or_default(),
             r.devices,
             r.page,
             r.steps,
+            r.warmup,
             r.modeled_ms_per_step,
             r.modeled_work_ms_per_step,
             r.modeled_link_ms_per_step,
@@ -213,7 +215,8 @@ pub fn sweep_table(points: &[Point], size_name: &str) -> (String, String) {
             r.moved_mib_per_step,
             r.remote_mib_per_step,
             r.remote_batch_fraction,
-            r.modeled_remote_ms_per_step
+            r.modeled_remote_ms_per_step,
+            r.checksum
         )
         .unwrap();
     }
