@@ -193,6 +193,9 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     if o.trace.is_some() && o.page.get() < BLOCK {
         return Err(crate::usage(format!("--trace records {BLOCK}x{BLOCK} texel blocks: it needs --page {BLOCK} or more (got {})", o.page.get())));
     }
+    if o.trace.is_some() && o.filter != FilterKind::Nearest {
+        return Err(crate::usage(format!("--trace records the full-resolution texels each frame samples, not the coarser mip levels --filter {} also reads, so no replay could match the recorded run: record with --filter nearest", value_name(o.filter))));
+    }
     // More devices than columns (or rows) to split: a usage error before anything runs.
     o.split
         .partition()

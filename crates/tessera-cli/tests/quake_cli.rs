@@ -259,6 +259,12 @@ fn bad_filter_options_are_usage_errors() {
             "--miss degrade needs --procedure relaunch",
         ),
         (vec!["--filter", "trilinear", "--miss", "later"], "later"),
+        // A trace holds the full-resolution blocks only: a filtered run's replay never
+        // matched it ("the replay made 39 requests; the recorded run made 34").
+        (
+            vec!["--filter", "bilinear", "--trace", "t.bin"],
+            "record with --filter nearest",
+        ),
     ] {
         let mut a = vec![
             "run",
