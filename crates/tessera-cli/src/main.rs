@@ -817,6 +817,7 @@ fn refuse_other_workloads(
         Workload::Boiling => (
             &[
                 "scene",
+                "map",
                 "pak_dir",
                 "instances",
                 "width",

@@ -70,6 +70,9 @@ pub struct OversubOpts {
     /// Raytrace: `openarena:MAP` or `generated[:N]`.
     #[arg(long, default_value = "generated:3")]
     pub(crate) scene: tessera_workloads::raytrace::SceneSpec,
+    /// Raytrace: shorthand for `--scene openarena:NAME`, as on `run raytrace`.
+    #[arg(long, value_name = "NAME", conflicts_with = "scene")]
+    pub(crate) map: Option<String>,
     /// Raytrace: where the map's pk3 files are.
     #[arg(long, value_name = "DIR", default_value = tessera_scene::DEFAULT_PAK_DIR)]
     pub(crate) pak_dir: PathBuf,
@@ -134,9 +137,12 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
     let subject = match o.workload {
         Workload::Boiling => Subject::Boiling { size: o.size },
         Workload::Raytrace => {
+            let spec = match &o.map {
+                Some(m) => tessera_workloads::raytrace::SceneSpec::OpenArena(m.clone()),
+                None => o.scene.clone(),
+            };
             let (scene, view, name) =
-                o.scene
-                    .paged(&o.pak_dir, o.instances, o.page, o.width, o.height)?;
+                spec.paged(&o.pak_dir, o.instances, o.page, o.width, o.height)?;
             Subject::Raytrace(Box::new(RaytraceScene {
                 scene,
                 view,

@@ -182,6 +182,11 @@ fn oversubscription_refuses_what_it_would_not_measure() {
             "--scene generated:1",
             "--scene applies to --workload raytrace only",
         ),
+        ("--map oa_dm1", "--map applies to --workload raytrace only"),
+        (
+            "--workload raytrace --map oa_dm1 --scene generated:1",
+            "cannot be used with",
+        ),
         (
             "--size 64 --page 128",
             "--page 128 is larger than the 64x64 field",

@@ -133,7 +133,7 @@ fn quake_takes_a_scene_as_the_other_workloads_do() {
     let short = run("short", &["--map", "generated-1", "--pak-dir", d]);
     assert_eq!(boxes["scene"], "generated:1");
     assert_eq!(room["scene"], "generated");
-    assert_eq!(map["scene"], "map:generated-1");
+    assert_eq!(map["scene"], "openarena:generated-1");
     assert_eq!(map["checksum"], short["checksum"]);
     assert_ne!(boxes["checksum"], room["checksum"]);
     let bad = dir.path().join("bad");

@@ -50,7 +50,7 @@ fn a_map_renders_as_the_generated_scene_at_any_budget() {
         "small",
         &argv("--scene openarena:generated-2 --devices 2 --budget-mib 0.0078125 --policy clock"),
     );
-    assert_eq!(map["scene"], "generated-2");
+    assert_eq!(map["scene"], "openarena:generated-2");
     assert_eq!(small["devices"], 2);
     assert_eq!(small["budget_bytes_per_device"], 8192);
     let evictions: u64 = small["per_device"]
@@ -82,7 +82,7 @@ fn a_map_renders_as_the_generated_scene_at_any_budget() {
     assert_eq!(map["checksum"], small["checksum"]);
     // `--map NAME` is `--scene openarena:NAME`, as on run quake and run vr.
     let short = run("short", &["--map", "generated-2"]);
-    assert_eq!(short["scene"], "generated-2");
+    assert_eq!(short["scene"], "openarena:generated-2");
     assert_eq!(short["checksum"], map["checksum"]);
 }
 

@@ -123,7 +123,7 @@ fn run_quake_renders_a_map_from_a_pak_dir() {
     assert!(ok, "{stdout}\n{err}");
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
-    assert_eq!(report["scene"], "map:generated-2");
+    assert_eq!(report["scene"], "openarena:generated-2");
     assert_eq!(report["textures"], 5);
     let total: u64 = report["total_requests"]
         .as_array()

@@ -46,9 +46,9 @@ pub fn load_spec(
                 name: name.clone(),
                 source,
             })?,
-            format!("map:{name}"),
+            spec.to_string(),
         ),
-        SceneSpec::Generated(n) => (Scene::generated(*n), format!("generated:{n}")),
+        SceneSpec::Generated(n) => (Scene::generated(*n), spec.to_string()),
     };
     if loaded.triangles.is_empty() {
         return Err(QuakeError::Config(format!(

@@ -99,6 +99,17 @@ impl std::str::FromStr for SceneSpec {
     }
 }
 
+/// The scene as `--scene` spells it (`openarena:oa_dm1`, `generated:3`): its name in every
+/// report and printout, which `--scene` takes back.
+impl std::fmt::Display for SceneSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SceneSpec::OpenArena(map) => write!(f, "openarena:{map}"),
+            SceneSpec::Generated(n) => write!(f, "generated:{n}"),
+        }
+    }
+}
+
 impl SceneSpec {
     /// Loads the scene: its mesh, the first camera of its path through the spawn points, and
     /// its name.
@@ -115,7 +126,7 @@ impl SceneSpec {
             .first()
             .copied()
             .ok_or_else(|| RaytraceError::Scene("the scene has no camera path".into()))?;
-        Ok((crate::quake::Mesh::from(&scene), camera, scene.name.clone()))
+        Ok((crate::quake::Mesh::from(&scene), camera, self.to_string()))
     }
 
     /// The scene paged with pages of side `page`, `instances` copies of it on a grid, the
