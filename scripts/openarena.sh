@@ -6,8 +6,9 @@
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-if ls /usr/share/games/openarena/baseoa/*.pk3 >/dev/null 2>&1; then
-    echo "OpenArena data already installed in /usr/share/games/openarena/baseoa"
+# Both packages: the maps alone (openarena-081-maps) leave every texture a checker placeholder.
+if dpkg -s openarena-data openarena-081-maps >/dev/null 2>&1; then
+    echo "OpenArena's maps and textures are already installed in /usr/share/games/openarena/baseoa"
     exit 0
 fi
 $SUDO apt-get update -qq

@@ -65,6 +65,14 @@ fn is_usage(e: &(dyn std::error::Error + 'static)) -> bool {
         )
 }
 
+/// Says `warning` on stderr, so that stdout stays the run's own (a scene of placeholder
+/// textures).
+pub fn warn(warning: Option<String>) {
+    if let Some(w) = warning {
+        eprintln!("warning: {w}");
+    }
+}
+
 /// [`Usage`] from any error's text.
 pub fn usage(e: impl std::fmt::Display) -> anyhow::Error {
     Usage(e.to_string()).into()

@@ -141,8 +141,9 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
                 Some(m) => tessera_workloads::raytrace::SceneSpec::OpenArena(m.clone()),
                 None => o.scene.clone(),
             };
-            let (scene, view, name) =
+            let (scene, view, name, warning) =
                 spec.paged(&o.pak_dir, o.instances, o.page, o.width, o.height)?;
+            crate::warn(warning);
             Subject::Raytrace(Box::new(RaytraceScene {
                 scene,
                 view,

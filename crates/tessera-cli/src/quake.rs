@@ -217,7 +217,8 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         (None, Some(QuakeScene::Spec(spec))) => Some(spec.clone()),
         (None, None | Some(QuakeScene::Room)) => None,
     };
-    let (mesh, mut cams, scene_name) = map::load(spec.as_ref(), &o.pak_dir, path)?;
+    let (mesh, mut cams, scene_name, warning) = map::load(spec.as_ref(), &o.pak_dir, path)?;
+    crate::warn(warning);
     cams.truncate(o.frames as usize);
     let options = RenderOptions {
         width: o.width,

@@ -105,7 +105,9 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
         Some(map) => SceneSpec::OpenArena(map.clone()),
         None => o.scene.clone(),
     };
-    let (scene, view, name) = spec.paged(&o.pak_dir, o.instances, o.page, o.width, o.height)?;
+    let (scene, view, name, warning) =
+        spec.paged(&o.pak_dir, o.instances, o.page, o.width, o.height)?;
+    crate::warn(warning);
     let cfg = o
         .node
         .config(o.devices)

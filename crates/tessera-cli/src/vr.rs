@@ -129,11 +129,9 @@ fn load_scene(o: &SceneOpts) -> Result<(Scene, Vec<Camera>, String)> {
             ))
         }
     };
-    Ok(load_scene_of(
-        &spec,
-        &o.pak_dir,
-        o.frames.checked_add(o.warmup),
-    )?)
+    let (scene, cams, name) = load_scene_of(&spec, &o.pak_dir, o.frames.checked_add(o.warmup))?;
+    crate::warn(scene.placeholder_warning());
+    Ok((scene, cams, name))
 }
 
 /// `--devices` of vr, read as clap reads every option (a bad one is a usage error).

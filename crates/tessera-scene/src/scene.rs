@@ -228,6 +228,26 @@ macro_rules! ln {
 }
 
 impl Scene {
+    /// Whether more than half of the scene's textures are checker placeholders: a map read
+    /// without OpenArena's texture package (only `openarena-081-maps` installed) has all of
+    /// them missing, and its atlas, requests and images are a different workload's.
+    pub fn mostly_placeholders(&self) -> bool {
+        !self.textures.is_empty() && 2 * self.missing_textures.len() > self.textures.len()
+    }
+
+    /// A warning for a run on a scene that is [`Scene::mostly_placeholders`], else `None`.
+    pub fn placeholder_warning(&self) -> Option<String> {
+        self.mostly_placeholders().then(|| {
+            format!(
+                "{} of the {} textures of {} are missing from the pak set and drawn as checker placeholders, so its atlas, page requests and images are not the map's; install OpenArena's textures (`apt-get install {}`)",
+                self.missing_textures.len(),
+                self.textures.len(),
+                self.name,
+                crate::DEBIAN_PACKAGES
+            )
+        })
+    }
+
     /// What a renderer gets from the scene, a line each: vertices, triangles, textures,
     /// missing textures, lightmaps, spawn points, bounds and the default camera path.
     pub fn summary(&self) -> String {
@@ -262,8 +282,13 @@ impl Scene {
             .collect();
         ln!(
             s,
-            "missing textures: {} (checker placeholders; shader scripts are not parsed){}{}{}",
+            "missing textures: {} (checker placeholders; {}){}{}{}",
             self.missing_textures.len(),
+            if self.mostly_placeholders() {
+                "the pak set holds almost none of the images: is openarena-data installed?"
+            } else {
+                "shader-script names, which are not parsed, or images the pak set lacks"
+            },
             if missing.is_empty() { "" } else { ": " },
             missing.join(", "),
             if self.missing_textures.len() > MISSING_LISTED {

@@ -80,6 +80,36 @@ fn a_vertex_that_is_not_finite_fails_the_load() {
     }
 }
 
+/// A map whose images are mostly absent (the maps package without the textures package) is
+/// marked, and runs warn with the count: its atlas and requests are not the map's. A few
+/// missing images (shader-script names) are not.
+#[test]
+fn a_map_of_mostly_placeholders_is_marked() {
+    let scene = Scene::generated(2);
+    let n = scene.textures.len();
+    assert!(n >= 3, "{n}");
+    for (skip, marked) in [
+        (vec![], false),
+        (vec![0], false),
+        ((0..n).collect::<Vec<_>>(), true),
+        ((0..n / 2 + 1).collect(), true),
+    ] {
+        let mut pak = Pak::from_bytes(vec![pk3_of(&scene, "m", &skip, &[])]).unwrap();
+        let loaded = Scene::load_from_pak(&mut pak, "m").unwrap();
+        assert_eq!(loaded.missing_textures.len(), skip.len());
+        assert_eq!(loaded.mostly_placeholders(), marked, "{skip:?}");
+        let warning = loaded.placeholder_warning();
+        assert_eq!(warning.is_some(), marked);
+        if let Some(w) = warning {
+            assert!(
+                w.starts_with(&format!("{} of the {n} textures of m", skip.len())),
+                "{w}"
+            );
+            assert!(w.contains("openarena-data"), "{w}");
+        }
+    }
+}
+
 #[test]
 fn jpeg_textures_decode_and_missing_ones_get_a_placeholder() {
     let scene = Scene::generated(2);

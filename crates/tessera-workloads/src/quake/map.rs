@@ -60,19 +60,25 @@ pub fn load_spec(
 
 /// The mesh of the scene `spec` (a map from the pk3 files of `pak_dir`, or tessera-scene's
 /// generated room; the game trace's own room where none is given), its camera path `frames`
-/// cameras long, and its name in reports.
+/// cameras long, its name in reports, and a warning when its textures are mostly
+/// placeholders.
 pub fn load(
     spec: Option<&crate::raytrace::SceneSpec>,
     pak_dir: &std::path::Path,
     frames: u32,
-) -> Result<(Mesh, Vec<Camera>, String), QuakeError> {
+) -> Result<(Mesh, Vec<Camera>, String, Option<String>), QuakeError> {
     let Some(spec) = spec else {
         let path = super::scene::camera_path(frames);
-        return Ok((super::scene::generated(), path, "generated".into()));
+        return Ok((super::scene::generated(), path, "generated".into(), None));
     };
     let (loaded, name) = load_spec(spec, pak_dir)?;
     let cams = camera_path(&loaded, frames);
-    Ok((Mesh::from(&loaded), cams, name))
+    Ok((
+        Mesh::from(&loaded),
+        cams,
+        name,
+        loaded.placeholder_warning(),
+    ))
 }
 
 #[cfg(test)]

@@ -116,7 +116,15 @@ impl SceneSpec {
     pub fn load(
         &self,
         pak_dir: &std::path::Path,
-    ) -> Result<(crate::quake::Mesh, tessera_scene::Camera, String), RaytraceError> {
+    ) -> Result<
+        (
+            crate::quake::Mesh,
+            tessera_scene::Camera,
+            String,
+            Option<String>,
+        ),
+        RaytraceError,
+    > {
         let scene = match self {
             SceneSpec::OpenArena(map) => tessera_scene::Scene::load_map(pak_dir, map)?,
             SceneSpec::Generated(n) => tessera_scene::Scene::generated(*n),
@@ -126,7 +134,12 @@ impl SceneSpec {
             .first()
             .copied()
             .ok_or_else(|| RaytraceError::Scene("the scene has no camera path".into()))?;
-        Ok((crate::quake::Mesh::from(&scene), camera, self.to_string()))
+        Ok((
+            crate::quake::Mesh::from(&scene),
+            camera,
+            self.to_string(),
+            scene.placeholder_warning(),
+        ))
     }
 
     /// The scene paged with pages of side `page`, `instances` copies of it on a grid, the
@@ -138,8 +151,8 @@ impl SceneSpec {
         page: tessera_core::PageSize,
         width: u32,
         height: u32,
-    ) -> Result<(scene::PagedScene, rays::View, String), RaytraceError> {
-        let (mesh, cam, name) = self.load(pak_dir)?;
+    ) -> Result<(scene::PagedScene, rays::View, String, Option<String>), RaytraceError> {
+        let (mesh, cam, name, warning) = self.load(pak_dir)?;
         let scene = scene::PagedScene::build(&mesh, instances, page.get())?;
         let view = rays::View::new(
             cam.eye,
@@ -148,6 +161,6 @@ impl SceneSpec {
             cam.fov_y,
             width as f64 / height as f64,
         );
-        Ok((scene, view, name))
+        Ok((scene, view, name, warning))
     }
 }
