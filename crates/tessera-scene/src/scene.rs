@@ -179,7 +179,8 @@ impl Scene {
     }
 }
 
-/// `info_player_deathmatch` entities, or `info_player_start` ones when there are none.
+/// `info_player_deathmatch` entities, then, while there are fewer than two, the other kinds of
+/// spawn point (`info_player_start`, the capture-the-flag team spawns), each kind whole.
 /// Entities whose origin is not three finite numbers are skipped.
 fn spawns(bsp: &Bsp) -> Vec<Spawn> {
     let of_class = |class: &str| -> Vec<Spawn> {
@@ -202,12 +203,23 @@ fn spawns(bsp: &Bsp) -> Vec<Spawn> {
             })
             .collect()
     };
-    let deathmatch = of_class("info_player_deathmatch");
-    if deathmatch.is_empty() {
-        of_class("info_player_start")
-    } else {
-        deathmatch
+    // Deathmatch spawns first; a capture-the-flag map may have one or none of them and tens of
+    // team spawns, and a path through fewer than two points orbits the bounds, which on such
+    // a map (hydronex) leaves the map: its frames were mostly the void.
+    let mut points = of_class("info_player_deathmatch");
+    for class in [
+        "info_player_start",
+        "team_CTF_redplayer",
+        "team_CTF_blueplayer",
+        "team_CTF_redspawn",
+        "team_CTF_bluespawn",
+    ] {
+        if points.len() >= 2 {
+            break;
+        }
+        points.extend(of_class(class));
     }
+    points
 }
 
 fn floats(s: &str) -> Option<Vec<f32>> {
@@ -472,5 +484,31 @@ mod tests {
                 yaw_degrees: 90.0
             }]
         );
+    }
+
+    /// Deathmatch spawns, then the other kinds until there are two: a capture-the-flag map
+    /// with one deathmatch spawn and many team spawns gets a path through them, not an orbit.
+    #[test]
+    fn spawns_are_taken_until_a_path_has_two() {
+        let at = |class: &str, x: i32| {
+            format!("{{ \"classname\" \"{class}\" \"origin\" \"{x} 0 0\" }}\n")
+        };
+        let xs = |entities: String| -> Vec<f32> {
+            let mut bsp = sample();
+            bsp.entities = parse_entities(&entities).unwrap();
+            spawns(&bsp).iter().map(|s| s.origin[0]).collect()
+        };
+        // Two deathmatch spawns: nothing else is taken.
+        let dm = at("info_player_deathmatch", 1) + &at("info_player_deathmatch", 2);
+        assert_eq!(xs(dm + &at("team_CTF_redplayer", 9)), [1.0, 2.0]);
+        // One: the start, then the team spawns, each kind whole.
+        let one = at("info_player_deathmatch", 1) + &at("info_player_start", 2);
+        assert_eq!(xs(one.clone() + &at("team_CTF_redplayer", 9)), [1.0, 2.0]);
+        let ctf = at("info_player_deathmatch", 1)
+            + &at("team_CTF_redplayer", 3)
+            + &at("team_CTF_redplayer", 4)
+            + &at("team_CTF_blueplayer", 5);
+        assert_eq!(xs(ctf), [1.0, 3.0, 4.0]);
+        assert_eq!(xs(at("team_CTF_bluespawn", 7)), [7.0]);
     }
 }
