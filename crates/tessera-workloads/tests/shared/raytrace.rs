@@ -17,7 +17,7 @@ pub fn setup_paged(
     h: u32,
     page: u32,
 ) -> (PagedScene, View, RenderOptions) {
-    let (mesh, cam, _) = SceneSpec::Generated(n)
+    let (mesh, cam, _, _) = SceneSpec::Generated(n)
         .load(std::path::Path::new("/nonexistent"))
         .unwrap();
     let scene = PagedScene::build(&mesh, instances, page).unwrap();
