@@ -53,7 +53,9 @@ fn list(opts: &ListOpts) -> anyhow::Result<()> {
             .map_or("?".into(), |n| n.to_string_lossy());
         outln!("{m}\t{source}");
     }
-    outln!(
+    // On stderr: standard output is the list alone, each line a name and its pk3, so that a
+    // loop over `scene list | cut -f1` gets map names only.
+    eprintln!(
         "{} map(s) in {} pk3 file(s) of {}",
         maps.len(),
         pak.archives(),

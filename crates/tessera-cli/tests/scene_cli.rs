@@ -180,7 +180,10 @@ fn scene_list_names_every_map_and_its_pk3() {
         "{out}"
     );
     assert!(lines.contains(&"second\tpak1.pk3"), "{out}");
-    assert!(out.contains("2 map(s) in 2 pk3 file(s)"), "{out}");
+    // Standard output is the list alone; the count goes to stderr.
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(lines.iter().all(|l| l.split('\t').count() == 2), "{out}");
+    assert!(err.contains("2 map(s) in 2 pk3 file(s)"), "{err}");
     // A folder with no pk3 is an error that says so.
     let empty = tempfile::tempdir().unwrap();
     let (ok, _, err) = outcome(&["scene", "list", "--pak-dir", empty.path().to_str().unwrap()]);
