@@ -37,8 +37,31 @@ fn info_prints_the_counts_of_a_generated_map() {
     write_pk3(dir.path(), "pak0.pk3", 0, None, &[1]);
     let (ok, out, err) = outcome(&["scene", "info", "--map", "generated-0", "--pak-dir", d]);
     assert!(ok, "{out}\n{err}");
-    assert!(out.contains("missing textures: 1 (checker placeholders; shader scripts are not parsed): textures/generated/wall\n"), "{out}");
+    assert!(out.contains("missing textures: 1 (checker placeholders; shader-script names, which are not parsed, or images the pak set lacks): textures/generated/wall\n"), "{out}");
     assert!(out.contains("textures: 4, "), "{out}");
+
+    // A pak set of maps without their images (OpenArena's maps package alone): said so, and a
+    // run on the map warns on stderr, its stdout left to the run.
+    let bare = tempfile::tempdir().unwrap();
+    let b = bare.path().to_str().unwrap();
+    write_pk3(bare.path(), "pak0.pk3", 0, None, &[0, 1, 2, 3]);
+    let (ok, out, err) = outcome(&["scene", "info", "--map", "generated-0", "--pak-dir", b]);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("missing textures: 4 (checker placeholders; the pak set holds almost none of the images: is openarena-data installed?)"), "{out}");
+    let run = bare.path().join("run");
+    let (ok, out, err) = outcome(
+        &[
+            argv("run quake --frames 1 --width 32 --height 24 --map generated-0 --pak-dir"),
+            vec![b, "--out", run.to_str().unwrap()],
+        ]
+        .concat(),
+    );
+    assert!(ok, "{out}\n{err}");
+    assert!(
+        err.contains("warning: 4 of the 4 textures of generated-0 are missing"),
+        "{err}"
+    );
+    assert!(!out.contains("warning"), "{out}");
 }
 
 #[test]
