@@ -45,7 +45,8 @@ pub struct LitmusOpts {
     /// consecutive threads sit on different nodes) and its variables homed on different nodes
     /// (`mpirun -np N tessera litmus --devices-per-node K FILE...`; a tessera built with
     /// `--features mpi`). Threads then run free with random delays of up to 300 µs before each
-    /// operation; `--schedule`, `--same-page` and `--protocol` do not apply.
+    /// operation; `--schedule`, `--same-page`, `--protocol`, `--coherence` and `--seed` are
+    /// refused with it.
     #[arg(long, value_name = "K")]
     pub devices_per_node: Option<usize>,
 }

@@ -747,6 +747,29 @@ fn refuse_inapplicable(cli: &Cli, matches: &clap::ArgMatches) -> Result<(), clap
     {
         return refuse_other_workloads(o, matches);
     }
+    // Litmus across processes runs its threads free on the multi-node engine, which has one
+    // protocol and no schedule: these were accepted and ignored, and a broken protocol
+    // reported 0 forbidden outcomes.
+    if let Some(m) = matches.subcommand_matches("litmus") {
+        let given = |id: &str| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+        if given("devices_per_node") {
+            for (id, option) in [
+                ("schedule", "--schedule"),
+                ("same_page", "--same-page"),
+                ("protocol", "--protocol"),
+                ("coherence", "--coherence"),
+                ("seed", "--seed"),
+            ] {
+                if given(id) {
+                    return Err(conflict(
+                        &["litmus"],
+                        &format!("{option} does not apply with --devices-per-node: across processes the threads run free on the multi-node engine, with its own protocol (docs/MPI.md)"),
+                    ));
+                }
+            }
+        }
+        return Ok(());
+    }
     // The slab decompositions place their slabs themselves, on each device, so the cut of a
     // 2D partition on page boundaries has nothing to cut.
     for (group, name) in [

@@ -208,3 +208,23 @@ fn schedules_report_their_coverage() {
     let o = tessera(&["litmus", "--schedule", "bogus", &iriw]);
     assert!(!o.status.success());
 }
+
+/// Across processes the threads run free on the multi-node engine: the options that choose a
+/// schedule, a placement, a protocol or a seed are refused there (they had been ignored, and a
+/// broken protocol reported no forbidden outcome), before MPI or anything else starts.
+#[test]
+fn options_the_multi_node_engine_ignores_are_refused() {
+    let sb = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/litmus/SB.litmus");
+    for extra in [
+        &["--protocol", "skip-invalidation"][..],
+        &["--schedule", "exhaustive"],
+        &["--same-page"],
+        &["--coherence", "write-home"],
+        &["--seed", "7"],
+    ] {
+        let mut args = vec!["litmus", "--devices-per-node", "1"];
+        args.extend_from_slice(extra);
+        args.push(sb);
+        common::refused(&args, 2, "does not apply with --devices-per-node");
+    }
+}
