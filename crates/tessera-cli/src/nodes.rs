@@ -241,6 +241,11 @@ pub fn litmus(files: &[std::path::PathBuf], runs: u64, k: usize) -> Result<()> {
         if rank == 0 {
             out!("{}", l.render(test, r.nodes, k));
         }
+    })
+    .map_err(|e| match e {
+        // Ranks given other command lines: a usage error, as on `run boiling`.
+        tessera_mpi::litmus::FilesError::Disagree { .. } => crate::usage(e),
+        e => e.into(),
     })?;
     if !forbidden.is_empty() {
         bail!(

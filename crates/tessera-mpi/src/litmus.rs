@@ -164,6 +164,80 @@ pub enum FilesError {
         test: String,
         error: crate::NodeError,
     },
+    /// mpirun's `:` gives each rank its own command line: ranks that would run other tests,
+    /// or the same ones another number of times, disagree on every message after this, and
+    /// had hung or indexed out of range.
+    #[error("rank {rank} was given other litmus files or options than rank {other}: give every rank the same command line")]
+    Disagree { rank: usize, other: usize },
+    #[error("rank {rank}: {error}")]
+    Agreement {
+        rank: usize,
+        error: crate::NodeError,
+    },
+}
+
+/// How long a rank waits for the others' digests before the files run: MPI starts its
+/// processes one after another, and a rank that never starts is a lost node.
+const AGREE_WITHIN: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// FNV-1a, 64-bit: the digest of what a rank was asked to run.
+fn fnv(bytes: &[u8], mut h: u64) -> u64 {
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// Every rank sends every other the digest of its run (the files' bytes, `runs`, the devices
+/// per node) and compares what it gets with its own, before any file runs. Each rank takes
+/// exactly one message from every other, so nothing of this is left for the runs after it.
+fn agree<T: crate::Transport>(
+    t: &T,
+    files: &[std::path::PathBuf],
+    base: &crate::NodeConfig,
+    runs: u32,
+) -> Result<(), FilesError> {
+    let mut h = 0xcbf2_9ce4_8422_2325;
+    h = fnv(&runs.to_le_bytes(), h);
+    h = fnv(&(base.devices_per_node as u64).to_le_bytes(), h);
+    h = fnv(&(files.len() as u64).to_le_bytes(), h);
+    for f in files {
+        // An unreadable file counts by its name; loading it fails on every rank later.
+        let bytes = std::fs::read(f).unwrap_or_else(|_| f.display().to_string().into_bytes());
+        h = fnv(&(bytes.len() as u64).to_le_bytes(), h);
+        h = fnv(&bytes, h);
+    }
+    let me = t.rank();
+    let fail = |error| FilesError::Agreement { rank: me, error };
+    for to in (0..t.size()).filter(|&r| r != me) {
+        t.send(to, h.to_le_bytes().to_vec()).map_err(fail)?;
+    }
+    let mut heard = vec![false; t.size()];
+    heard[me] = true;
+    let start = std::time::Instant::now();
+    while heard.iter().any(|h| !h) {
+        let left = AGREE_WITHIN.saturating_sub(start.elapsed());
+        let Some((from, bytes)) = t.recv(left).map_err(fail)? else {
+            let node = heard.iter().position(|h| !h).unwrap_or(0);
+            return Err(fail(crate::NodeError::Lost {
+                node,
+                how: format!(
+                    "it sent nothing in {} s before the first test",
+                    AGREE_WITHIN.as_secs()
+                ),
+            }));
+        };
+        if let Some(seen) = heard.get_mut(from) {
+            *seen = true;
+        }
+        if bytes[..] != h.to_le_bytes()[..] {
+            let (rank, other) = if from > me { (from, me) } else { (me, from) };
+            return Err(FilesError::Disagree { rank, other });
+        }
+    }
+    t.barrier();
+    Ok(())
 }
 
 /// Runs the test of each of `files` `runs` times on the multi-node engine over `t`, with
@@ -179,6 +253,7 @@ pub fn run_files<T: crate::Transport>(
     jitter_us: u32,
     mut each: impl FnMut(&Test, &crate::NodeReport, &LitmusReport),
 ) -> Result<Vec<String>, FilesError> {
+    agree(t, files, base, runs)?;
     let mut forbidden = Vec::new();
     for (i, path) in files.iter().enumerate() {
         // One run per file on the same ranks (`Transport::barrier`).

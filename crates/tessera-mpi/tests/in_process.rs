@@ -208,3 +208,56 @@ fn litmus_files_one_after_another_on_the_same_ranks_finish() {
         assert_eq!(r, Ok(Vec::<String>::new()));
     }
 }
+
+/// Ranks given other litmus runs (mpirun's `:` gives each its own command line) stop before
+/// the first test, each with the same error: another `--runs` had hung, other files had indexed
+/// out of range. Ranks given the same run agree and run it.
+#[test]
+fn litmus_ranks_given_other_runs_stop_before_the_first_test() {
+    use tessera_mpi::litmus::{run_files, FilesError};
+    let files = shipped_litmus_files();
+    let (sb, mp): (Vec<_>, Vec<_>) = (
+        files
+            .iter()
+            .filter(|f| f.ends_with("SB.litmus"))
+            .cloned()
+            .collect(),
+        files
+            .iter()
+            .filter(|f| f.ends_with("MP.litmus"))
+            .cloned()
+            .collect(),
+    );
+    assert_eq!((sb.len(), mp.len()), (1, 1));
+    let run = |per_rank: Vec<(Vec<std::path::PathBuf>, u32)>| -> Vec<Result<Vec<String>, String>> {
+        let handles: Vec<_> = InProcess::cluster(per_rank.len())
+            .into_iter()
+            .zip(per_rank)
+            .map(|(t, (files, runs))| {
+                thread::spawn(move || {
+                    let base = NodeConfig {
+                        devices_per_node: 1,
+                        ..NodeConfig::default()
+                    };
+                    run_files(&t, &files, &base, runs, 0, |_, _, _| {}).map_err(|e| {
+                        assert!(matches!(e, FilesError::Disagree { .. }), "{e}");
+                        e.to_string()
+                    })
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    };
+    let other = "rank 1 was given other litmus files or options than rank 0";
+    for per_rank in [
+        vec![(sb.clone(), 3), (sb.clone(), 5)],
+        vec![(sb.clone(), 3), (mp.clone(), 3)],
+    ] {
+        for r in run(per_rank) {
+            assert!(r.as_ref().is_err_and(|e| e.starts_with(other)), "{r:?}");
+        }
+    }
+    for r in run(vec![(sb.clone(), 3), (sb.clone(), 3)]) {
+        assert_eq!(r, Ok(Vec::<String>::new()));
+    }
+}

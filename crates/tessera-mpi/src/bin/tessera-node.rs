@@ -140,9 +140,13 @@ fn litmus(mpi: &Mpi, cfg: &NodeConfig, args: &Args) -> ExitCode {
             say!("tessera-node: rank {rank}: {e}");
             ExitCode::FAILURE
         }
-        Err(e @ FilesError::Node { .. }) => {
+        Err(e @ (FilesError::Node { .. } | FilesError::Agreement { .. })) => {
             say!("tessera-node: {e}");
             ExitCode::from(3)
+        }
+        Err(e @ FilesError::Disagree { .. }) => {
+            say!("tessera-node: {e}");
+            ExitCode::from(2)
         }
     }
 }
