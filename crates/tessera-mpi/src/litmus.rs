@@ -180,15 +180,6 @@ pub enum FilesError {
 /// processes one after another, and a rank that never starts is a lost node.
 const AGREE_WITHIN: std::time::Duration = std::time::Duration::from_secs(120);
 
-/// FNV-1a, 64-bit: the digest of what a rank was asked to run.
-fn fnv(bytes: &[u8], mut h: u64) -> u64 {
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
-}
-
 /// Every rank sends every other the digest of its run (the files' bytes, `runs`, the devices
 /// per node) and compares what it gets with its own, before any file runs. Each rank takes
 /// exactly one message from every other, so nothing of this is left for the runs after it.
@@ -198,16 +189,18 @@ fn agree<T: crate::Transport>(
     base: &crate::NodeConfig,
     runs: u32,
 ) -> Result<(), FilesError> {
-    let mut h = 0xcbf2_9ce4_8422_2325;
-    h = fnv(&runs.to_le_bytes(), h);
-    h = fnv(&(base.devices_per_node as u64).to_le_bytes(), h);
-    h = fnv(&(files.len() as u64).to_le_bytes(), h);
+    use std::hash::{Hash, Hasher};
+    // The standard library's hasher with its fixed keys: every rank runs the same binary, so
+    // equal runs give equal digests.
+    let mut hasher = std::hash::DefaultHasher::new();
+    (runs, base.devices_per_node, files.len()).hash(&mut hasher);
     for f in files {
         // An unreadable file counts by its name; loading it fails on every rank later.
-        let bytes = std::fs::read(f).unwrap_or_else(|_| f.display().to_string().into_bytes());
-        h = fnv(&(bytes.len() as u64).to_le_bytes(), h);
-        h = fnv(&bytes, h);
+        std::fs::read(f)
+            .unwrap_or_else(|_| f.display().to_string().into_bytes())
+            .hash(&mut hasher);
     }
+    let h = hasher.finish();
     let me = t.rank();
     let fail = |error| FilesError::Agreement { rank: me, error };
     for to in (0..t.size()).filter(|&r| r != me) {
