@@ -334,6 +334,9 @@ mod tests {
     /// stays behind either way.
     #[test]
     fn rank_0_stages_its_files_and_refuses_earlier_results() {
+        let _serial = crate::output::tests::STAGING
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
         let mut o = opts(&[

@@ -534,13 +534,18 @@ pub fn write_png(path: &Path, w: u32, h: u32, rgba_lower_left: &[u8]) -> Result<
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
+
+    /// Taken by every unit test that opens a partial folder: the partial folders and the held
+    /// "wrote" lines are the process's, and the test threads share them.
+    pub(crate) static STAGING: Mutex<()> = Mutex::new(());
 
     /// One test, since the held lines are the process's: a failed command's "wrote" lines
     /// are never said, a committed one's are, and only once its results are in place.
     #[test]
     fn wrote_lines_wait_for_the_commit() {
+        let _serial = STAGING.lock().unwrap_or_else(|e| e.into_inner());
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("out");
         let s = Staged::begin(&out, false).unwrap();
