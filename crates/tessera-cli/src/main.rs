@@ -299,7 +299,7 @@ pub struct PagingOpts {
     #[command(flatten)]
     pub cache: CacheOpts,
     /// What to do about pages evicted and faulted again in quick succession: pin them for a
-    /// while (up to half the budget), or only count them.
+    /// while (up to half of the resident pages), or only count them.
     #[arg(long, default_value = "pin", value_parser = parse_thrashing())]
     thrashing: Thrashing,
     /// Fetch more pages than a batch asks for: tree (CUDA UVM's bitmap tree over regions of

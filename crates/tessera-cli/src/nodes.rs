@@ -237,21 +237,28 @@ pub fn litmus(files: &[std::path::PathBuf], runs: u64, k: usize) -> Result<()> {
         devices_per_node: k,
         ..Default::default()
     };
-    let forbidden = tessera_mpi::litmus::run_files(&mpi, files, &base, runs, 300, |test, r, l| {
-        if rank == 0 {
-            out!("{}", l.render(test, r.nodes, k));
-        }
+    use tessera_mpi::litmus::FileRun;
+    let tally = tessera_mpi::litmus::run_files(&mpi, files, &base, runs, 300, |file| match file {
+        FileRun::Ran {
+            test,
+            node,
+            report: Some(l),
+        } => outln!("{}", l.render(test, node.nodes, k)),
+        FileRun::Ran { report: None, .. } => {}
+        // Every rank skips the file alike; rank 0 says why, once.
+        FileRun::Unreadable(e) if rank == 0 => eprintln!("error: {e}"),
+        FileRun::Unreadable(_) => {}
     })
     .map_err(|e| match e {
         // Ranks given other command lines: a usage error, as on `run boiling`.
         tessera_mpi::litmus::FilesError::Disagree { .. } => crate::usage(e),
         e => e.into(),
     })?;
-    if !forbidden.is_empty() {
-        bail!(
-            "outcomes sequential consistency forbids were seen in: {}",
-            forbidden.join(", ")
-        );
+    if rank == 0 {
+        outln!("{}", tally.summary());
+    }
+    if let Some(problems) = tally.problems() {
+        bail!("{problems}");
     }
     Ok(())
 }

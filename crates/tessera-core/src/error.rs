@@ -13,6 +13,10 @@ pub enum CoreError {
     BadPageSize(u32),
     #[error("buffer page size {0} bytes is not a power of two between 4 and 1048576")]
     BadBufferPageSize(u64),
+    #[error(
+        "a buffer of {0} bytes is not a whole number of 4-byte words, which kernels address it by"
+    )]
+    BufferNotWords(u64),
     #[error("mip level {level} does not exist: the chain has {levels} levels (0 to {})", levels.saturating_sub(1))]
     LevelOutOfRange { level: u32, levels: u32 },
     #[error("a border of {border} texels is too wide for pages of {page}: at most a quarter of the page side ({})", page / 4)]

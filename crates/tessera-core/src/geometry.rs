@@ -123,6 +123,11 @@ impl ObjectDesc {
                 limit: MAX_OBJECT_TEXELS,
             });
         }
+        // Kernels address a buffer by 32-bit word: a tail of fewer bytes could be written by
+        // the host and read back, but no kernel could reach it.
+        if !len.is_multiple_of(4) {
+            return Err(CoreError::BufferNotWords(len));
+        }
         Ok(ObjectDesc::Buffer { len, page_bytes })
     }
 

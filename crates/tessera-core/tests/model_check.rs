@@ -141,7 +141,7 @@ fn correct_protocol_passes_three_pages_in_two_slots() {
 
 #[test]
 fn correct_protocol_passes_three_pages_with_one_request_each() {
-    // Measured: 751 thousand states under owned pages (197 thousand under write-home).
+    // Measured: 751 thousand states under owned pages (462 thousand under write-home).
     let cfg = ModelConfig {
         pages: 3,
         requests_per_device: 1,
@@ -152,7 +152,7 @@ fn correct_protocol_passes_three_pages_with_one_request_each() {
 
 #[test]
 fn correct_protocol_passes_four_devices_with_one_request_each() {
-    // Measured: 391 thousand states under owned pages (102 thousand under write-home).
+    // Measured: 391 thousand states under owned pages (220 thousand under write-home).
     let cfg = ModelConfig {
         devices: 4,
         requests_per_device: 1,
@@ -351,8 +351,8 @@ fn a_remote_page_copied_into_its_readers_page_table_is_caught() {
 }
 
 // Asynchronous staging (`Protocol::with_staging`): a device inside its procedure stages the
-// next batch, and may evict pages outside its own batch to make room. Not used by the runtime
-// yet (docs/PROTOCOL.md, "Asynchronous staging").
+// next batch, and may evict pages outside its own batch to make room. The runtime uses it under
+// `--staging on` (docs/PROTOCOL.md, "Asynchronous staging").
 
 fn staging(cfg: ModelConfig) -> ModelConfig {
     ModelConfig {
@@ -370,8 +370,8 @@ fn passes_staging(cfg: ModelConfig, at_least: u64) {
 
 #[test]
 fn staging_passes_two_devices_in_two_slots() {
-    // Measured: 115,471 states and 434,517 transitions, against 114,749 and 418,390 for the
-    // same world without staging.
+    // Measured under write-home: 115,471 states and 434,517 transitions, against 114,749 and
+    // 418,390 for the same world without staging.
     // Two requests per device (a procedure stages with its second), so a stage is offered
     // beside a held page, refused while the other device holds what it needs, and granted
     // after evictions outside the batch made room.

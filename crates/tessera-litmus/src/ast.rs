@@ -401,6 +401,15 @@ pub struct Condition {
     pub prop: Prop,
 }
 
+/// herd7's word for runs whose proposition held `pos` times and failed `neg` times.
+pub fn observation_word(pos: u64, neg: u64) -> &'static str {
+    match (pos, neg) {
+        (0, _) => "Never",
+        (_, 0) => "Always",
+        _ => "Sometimes",
+    }
+}
+
 /// The final state of one run: every named register of every thread (in declaration order)
 /// and every shared variable.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -421,6 +430,37 @@ impl Test {
                 o.regs[thread][slot]
             }
         }
+    }
+
+    /// Whether a final state passes the test's `filter` (every state does without one).
+    pub fn kept(&self, o: &Outcome) -> bool {
+        self.filter.as_ref().is_none_or(|f| self.holds(f, o))
+    }
+
+    /// herd7's witnesses over the runs the `filter` kept: runs where the condition's
+    /// proposition held, and runs where it did not. herd7 counts the proposition whatever
+    /// the quantifier: `exists P`, `~exists P` and `forall P` all count runs satisfying P.
+    pub fn witnesses(&self, observed: &std::collections::BTreeMap<Outcome, u64>) -> (u64, u64) {
+        observed
+            .iter()
+            .filter(|(o, _)| self.kept(o))
+            .fold((0, 0), |(pos, neg), (o, n)| {
+                match self.holds(&self.condition.prop, o) {
+                    true => (pos + n, neg),
+                    false => (pos, neg + n),
+                }
+            })
+    }
+
+    /// The herd7 summary line of these runs: `Observation <name> <Never|Sometimes|Always>
+    /// <pos> <neg>`.
+    pub fn observation_line(&self, observed: &std::collections::BTreeMap<Outcome, u64>) -> String {
+        let (pos, neg) = self.witnesses(observed);
+        format!(
+            "Observation {} {} {pos} {neg}",
+            self.name,
+            observation_word(pos, neg)
+        )
     }
 
     pub fn holds(&self, p: &Prop, o: &Outcome) -> bool {

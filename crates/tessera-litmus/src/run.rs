@@ -149,10 +149,7 @@ impl Report {
 
     /// Whether a final state passes the test's `filter` (every state does without one).
     pub fn kept(&self, o: &Outcome) -> bool {
-        self.test
-            .filter
-            .as_ref()
-            .is_none_or(|f| self.test.holds(f, o))
+        self.test.kept(o)
     }
 
     /// Completed runs the `filter` kept.
@@ -188,29 +185,19 @@ impl Report {
             .collect()
     }
 
-    /// Runs where the condition's proposition held (herd7 counts the proposition whatever
-    /// the quantifier: `exists P`, `~exists P` and `forall P` all count runs satisfying P).
+    /// Runs where the condition's proposition held ([`Test::witnesses`]).
     pub fn positive(&self) -> u64 {
-        self.observed
-            .iter()
-            .filter(|(o, _)| self.kept(o) && self.test.holds(&self.test.condition.prop, o))
-            .map(|(_, n)| n)
-            .sum()
+        self.test.witnesses(&self.observed).0
     }
 
     pub fn negative(&self) -> u64 {
-        self.kept_runs() - self.positive()
+        self.test.witnesses(&self.observed).1
     }
 
     /// herd7's word: `Never`, `Sometimes` or `Always`, from the counts of the proposition.
     pub fn observation(&self) -> &'static str {
-        if self.positive() == 0 {
-            "Never"
-        } else if self.negative() == 0 {
-            "Always"
-        } else {
-            "Sometimes"
-        }
+        let (pos, neg) = self.test.witnesses(&self.observed);
+        crate::ast::observation_word(pos, neg)
     }
 
     /// Whether the runs validate the condition, as herd7 judges it.
@@ -229,13 +216,7 @@ impl Report {
 
     /// The herd7 summary line: `Observation <name> <Never|Sometimes|Always> <pos> <neg>`.
     pub fn observation_line(&self) -> String {
-        format!(
-            "Observation {} {} {} {}",
-            self.test.name,
-            self.observation(),
-            self.positive(),
-            self.negative()
-        )
+        self.test.observation_line(&self.observed)
     }
 
     /// The report in litmus7's layout, plus the oracle's verdict.

@@ -23,8 +23,9 @@
 //!   (protocol, directory, slot bookkeeping) is summed over devices and added; it overlaps
 //!   neither the devices' work nor the links ([`Topology::isolated_pass_time`]).
 //!
-//! Everything here is pure: presets, a TOML description parsed from text, routing and the
-//! arithmetic. Reading a file and measuring device work happen in the caller.
+//! Everything here is pure but [`Topology::load`], which reads a `--topology` file (at most
+//! [`MAX_TOPOLOGY_BYTES`]): presets, a TOML description parsed from text, routing and the
+//! arithmetic. Measuring device work happens in the caller.
 
 use std::collections::HashMap;
 use std::fmt;

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use tessera_litmus::ast::{Addr, Op};
-use tessera_litmus::{Outcome, Test};
+use tessera_litmus::{Outcome, Tally, Test};
 
 /// Most operations one thread may run in one run (spin loops included) before the run is
 /// called stuck.
@@ -134,7 +134,7 @@ impl LitmusReport {
 
 impl LitmusReport {
     /// What rank 0 prints of `test` run on `nodes` processes of `k` devices: the counts, then
-    /// each outcome seen and how often.
+    /// each outcome seen and how often, then herd7's `Observation` line.
     pub fn render(&self, test: &Test, nodes: usize, k: usize) -> String {
         let mut s = format!(
             "{}: {} runs on {nodes} processes x {k} devices, {} outcomes, {} of {} SC outcomes seen, {} forbidden\n",
@@ -148,6 +148,8 @@ impl LitmusReport {
         for (o, n) in &self.outcomes {
             s += &format!("  {n:>6}  {}\n", test.format_outcome(o, &test.shown_locs()));
         }
+        s += &test.observation_line(&self.outcomes);
+        s.push('\n');
         s
     }
 }
@@ -155,8 +157,6 @@ impl LitmusReport {
 /// Why a run over litmus files stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum FilesError {
-    #[error(transparent)]
-    Load(#[from] tessera_litmus::LoadError),
     /// Worded as one line, the node's error included, as every rank reports it.
     #[error("rank {rank}: {test}: {error}")]
     Node {
@@ -233,28 +233,54 @@ fn agree<T: crate::Transport>(
     Ok(())
 }
 
+/// What became of one file of a run across processes.
+pub enum FileRun<'a> {
+    /// It ran: rank 0 gets the report; the other ranks get none.
+    Ran {
+        test: &'a Test,
+        node: &'a crate::NodeReport,
+        report: Option<&'a LitmusReport>,
+    },
+    /// It could not be loaded (every rank reads the same bytes, so every rank skips it).
+    Unreadable(String),
+}
+
 /// Runs the test of each of `files` `runs` times on the multi-node engine over `t`, with
 /// `base` (its `litmus` replaced) and at most `jitter_us` of random delay before each memory
 /// operation; the threads are dealt round robin to the `base.devices_per_node` devices of every
-/// node. `each` gets each test with its report (rank 0's; the other ranks get none). Returns
-/// the tests that showed an outcome sequential consistency forbids.
+/// node. `each` gets each file's outcome as it completes. A file that cannot be loaded is
+/// skipped, as the one-process runner does; a run that fails stops the others, since the
+/// ranks may no longer agree on what comes next. The tally counts what rank 0 saw (the other
+/// ranks count only the files).
 pub fn run_files<T: crate::Transport>(
     t: &T,
     files: &[std::path::PathBuf],
     base: &crate::NodeConfig,
     runs: u32,
     jitter_us: u32,
-    mut each: impl FnMut(&Test, &crate::NodeReport, &LitmusReport),
-) -> Result<Vec<String>, FilesError> {
+    mut each: impl FnMut(FileRun),
+) -> Result<Tally, FilesError> {
     agree(t, files, base, runs)?;
-    let mut forbidden = Vec::new();
-    for (i, path) in files.iter().enumerate() {
+    let mut tally = Tally {
+        files: files.len(),
+        ..Tally::default()
+    };
+    let mut first = true;
+    for path in files {
+        // The files agreed by their bytes, so every rank loads each alike and skips alike.
+        let test = match tessera_litmus::load(path) {
+            Ok(test) => test,
+            Err(e) => {
+                each(FileRun::Unreadable(e.to_string()));
+                tally.unreadable.push(path.display().to_string());
+                continue;
+            }
+        };
         // One run per file on the same ranks (`Transport::barrier`).
-        if i > 0 {
+        if !first {
             t.barrier();
         }
-        // Every rank reads the same file, so all agree on the test.
-        let test = tessera_litmus::load(path)?;
+        first = false;
         let cfg = crate::NodeConfig {
             litmus: Some(std::sync::Arc::new(crate::LitmusJob {
                 test: test.clone(),
@@ -269,12 +295,21 @@ pub fn run_files<T: crate::Transport>(
             test: test.name.clone(),
             error,
         })?;
+        each(FileRun::Ran {
+            test: &test,
+            node: &r,
+            report: r.litmus.as_ref(),
+        });
         if let Some(l) = &r.litmus {
-            each(&test, &r, l);
-            if l.forbidden > 0 {
-                forbidden.push(test.name.clone());
+            tally.ran += 1;
+            if l.allowed_seen == l.allowed {
+                tally.covered += 1;
+            }
+            match l.forbidden {
+                0 => tally.passed += 1,
+                _ => tally.failed.push(test.name.clone()),
             }
         }
     }
-    Ok(forbidden)
+    Ok(tally)
 }

@@ -197,15 +197,15 @@ fn litmus_files_one_after_another_on_the_same_ranks_finish() {
                 devices_per_node: 2,
                 ..NodeConfig::default()
             };
-            let r = tessera_mpi::litmus::run_files(&t, &files, &base, 3, 300, |_, _, _| {});
-            let _ = tx.send(r.map_err(|e| e.to_string()));
+            let r = tessera_mpi::litmus::run_files(&t, &files, &base, 3, 300, |_| {});
+            let _ = tx.send(r.map(|tally| tally.problems()).map_err(|e| e.to_string()));
         });
     }
     for _ in 0..3 {
         let r = rx
             .recv_timeout(Duration::from_secs(60))
             .expect("a rank is still waiting after a minute: a test never finished");
-        assert_eq!(r, Ok(Vec::<String>::new()));
+        assert_eq!(r, Ok(None));
     }
 }
 
@@ -239,10 +239,12 @@ fn litmus_ranks_given_other_runs_stop_before_the_first_test() {
                         devices_per_node: 1,
                         ..NodeConfig::default()
                     };
-                    run_files(&t, &files, &base, runs, 0, |_, _, _| {}).map_err(|e| {
-                        assert!(matches!(e, FilesError::Disagree { .. }), "{e}");
-                        e.to_string()
-                    })
+                    run_files(&t, &files, &base, runs, 0, |_| {})
+                        .map(|tally| tally.failed)
+                        .map_err(|e| {
+                            assert!(matches!(e, FilesError::Disagree { .. }), "{e}");
+                            e.to_string()
+                        })
                 })
             })
             .collect();
@@ -259,5 +261,76 @@ fn litmus_ranks_given_other_runs_stop_before_the_first_test() {
     }
     for r in run(vec![(sb.clone(), 3), (sb.clone(), 3)]) {
         assert_eq!(r, Ok(Vec::<String>::new()));
+    }
+}
+
+/// A file that cannot be loaded, between two that can, is skipped on every rank alike, as the
+/// one-process runner skips it: the files after it still run, rank 0 hands on each report
+/// with herd7's `Observation` line, and the tally names the skipped file.
+#[test]
+fn a_bad_litmus_file_is_skipped_and_the_rest_run() {
+    use tessera_mpi::litmus::{run_files, FileRun};
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.litmus");
+    std::fs::write(&bad, "this is not a litmus test\n").unwrap();
+    let shipped = shipped_litmus_files();
+    let pick = |name: &str| shipped.iter().find(|f| f.ends_with(name)).unwrap().clone();
+    let files = vec![pick("SB.litmus"), bad.clone(), pick("MP.litmus")];
+    let handles: Vec<_> = InProcess::cluster(2)
+        .into_iter()
+        .map(|t| {
+            let files = files.clone();
+            thread::spawn(move || {
+                let base = NodeConfig {
+                    devices_per_node: 1,
+                    ..NodeConfig::default()
+                };
+                let mut seen = Vec::new();
+                let tally = run_files(&t, &files, &base, 4, 0, |f| match f {
+                    FileRun::Ran { test, report, node } => {
+                        if let Some(l) = report {
+                            seen.push(l.render(test, node.nodes, 1));
+                        }
+                    }
+                    FileRun::Unreadable(e) => seen.push(format!("error: {e}")),
+                })
+                .unwrap();
+                (t.rank(), tally, seen)
+            })
+        })
+        .collect();
+    for h in handles {
+        let (rank, tally, seen) = h.join().unwrap();
+        assert_eq!(tally.files, 3);
+        assert_eq!(
+            tally.unreadable,
+            vec![bad.display().to_string()],
+            "rank {rank}"
+        );
+        assert!(tally.problems().is_some_and(|p| p.contains("bad.litmus")));
+        let reports: Vec<_> = seen.iter().filter(|s| !s.starts_with("error: ")).collect();
+        assert_eq!(seen.len() - reports.len(), 1, "rank {rank}: {seen:?}");
+        assert!(seen
+            .iter()
+            .any(|s| s.starts_with("error: ") && s.contains("bad.litmus")));
+        match rank {
+            0 => {
+                assert_eq!((tally.ran, tally.passed), (2, 2), "{seen:?}");
+                assert!(tally.failed.is_empty());
+                assert_eq!(reports.len(), 2);
+                // Neither test's condition can hold under SC: 4 runs, none positive.
+                assert!(
+                    reports[0].contains("\nObservation SB Never 0 4\n"),
+                    "{}",
+                    reports[0]
+                );
+                assert!(
+                    reports[1].contains("\nObservation MP Never 0 4\n"),
+                    "{}",
+                    reports[1]
+                );
+            }
+            _ => assert!(reports.is_empty(), "{seen:?}"),
+        }
     }
 }

@@ -182,8 +182,8 @@ impl KernelParams for () {
 /// Declares a kernel's parameter struct and its [`KernelParams`](crate::KernelParams) field
 /// table in one place. Fields are `u32`, `i32` or `f32`; the WGSL twin reads field `f` as
 /// `params.f`, so a name WGSL reserves (`filter`, `from`, …) fails to compile here, not on
-/// the GPU. The crate using it depends on
-/// `bytemuck` (with its `derive` feature), which the derives expand to.
+/// the GPU. The crate using it needs no dependency of its own: the struct's `bytemuck`
+/// traits come through this crate.
 ///
 /// ```
 /// tessera_runtime::kernel_params! {
@@ -210,10 +210,23 @@ macro_rules! kernel_params {
     }) => {
         $(#[$meta])*
         #[repr(C)]
-        #[derive(Clone, Copy, Debug, Default, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq)]
         $vis struct $name {
             $($(#[$fmeta])* $fvis $field: $ty,)*
         }
+
+        // SAFETY: a `repr(C)` struct whose fields are all `ParamScalar`s (`wgsl_fields` below
+        // does not compile otherwise), a sealed trait of `u32`, `i32` and `f32` alone: every
+        // bit pattern of each is a valid value, zero included, and the assertion under these
+        // checks that four-byte fields left no padding. These are what bytemuck's derives
+        // check; written out, the user's crate needs no bytemuck of its own.
+        unsafe impl $crate::__bytemuck::Zeroable for $name {}
+        // SAFETY: as above; the struct is `Copy` and owns no reference.
+        unsafe impl $crate::__bytemuck::Pod for $name {}
+        const _: () = assert!(
+            ::std::mem::size_of::<$name>() == 0 $(+ ::std::mem::size_of::<$ty>())*,
+            "a kernel parameter struct has no padding",
+        );
 
         $(const _: () = assert!(
             $crate::wgsl_name_ok(stringify!($field)),
@@ -267,6 +280,24 @@ pub struct Bound {
 }
 
 impl Bound {
+    /// Whether both describe the same pages with the same shape.
+    pub(crate) fn same_object(&self, other: &Bound) -> bool {
+        (
+            self.id,
+            self.page_offset,
+            self.pages_end,
+            self.width,
+            self.height,
+        ) == (
+            other.id,
+            other.page_offset,
+            other.pages_end,
+            other.width,
+            other.height,
+        ) && (self.words_per_texel, self.slot_words, self.format)
+            == (other.words_per_texel, other.slot_words, other.format)
+    }
+
     pub fn new(e: &ObjectEntry) -> Self {
         let (width, height) = e.desc.extent();
         let (pages_x, _) = e.desc.pages_xy();

@@ -1105,7 +1105,10 @@ impl DeviceContext {
                 left = out.incomplete.len();
                 if misses.is_empty() {
                     // Faulted without asking for anything: relaunching cannot help.
-                    return Err(RuntimeError::NoProgress { left, rounds });
+                    return Err(RuntimeError::FaultWithoutMiss {
+                        kernel: spec.kernel.name().to_string(),
+                        left,
+                    });
                 }
                 stats.relaunched += out.incomplete.len() as u64;
                 stats.suspended += out.suspended;

@@ -13,6 +13,13 @@ pub enum RuntimeError {
     Unbound { kernel: String, object: ObjectId },
     #[error("kernel {kernel}: {source}")]
     Kernel { kernel: String, source: CoreError },
+    /// The user's kernel code panicked on the CPU backend; the pass stopped there, and the
+    /// system runs the next pass.
+    #[error("kernel {kernel} panicked: {message}")]
+    KernelPanicked { kernel: String, message: String },
+    /// A binding or read named an object this system does not hold as described.
+    #[error("object {object} is not a live object of this system as its entry describes it: it was freed, it belongs to another system, or its entry was changed")]
+    NotLive { object: ObjectId },
     #[error("kernel {kernel} is launched with {bindings} objects bound; at most {max} can be")]
     TooManyBindings {
         kernel: String,
@@ -61,7 +68,7 @@ pub enum RuntimeError {
         got: usize,
         per_node: usize,
     },
-    #[error("cannot split {len} {what} between {parts} devices: more devices than {what}")]
+    #[error("{}", split_too_fine(*len, what, *parts))]
     SplitTooFine {
         len: u32,
         what: &'static str,
@@ -103,9 +110,10 @@ pub enum RuntimeError {
     /// The runtime's own records disagree (a bug, not an input): what was found.
     #[error("internal inconsistency: {0}")]
     Internal(String),
-    #[error("data for object {object} has {got} bytes; {want} expected")]
+    /// The object does not exist yet: it is named by its shape.
+    #[error("the initial data has {got} bytes; {object} holds {want}")]
     DataSize {
-        object: ObjectId,
+        object: String,
         got: usize,
         want: usize,
     },
@@ -113,6 +121,10 @@ pub enum RuntimeError {
         "pass did not converge: {left} invocations (or pages to merge) still missing pages after {rounds} rounds"
     )]
     NoProgress { left: usize, rounds: usize },
+    /// Invocations returned [`crate::Fault::Miss`] (or suspended) though none of their loads
+    /// missed: the runtime has no page to fetch, and running them again gives the same.
+    #[error("kernel {kernel}: {left} invocation(s) returned a fault though no load missed, so there is no page to fetch; return Fault::Miss only as a missed load gives it")]
+    FaultWithoutMiss { kernel: String, left: usize },
     /// A batch (with the pages its wave keeps) needs more slots than the device's budget
     /// holds even after evicting everything else. The drivers answer it by splitting the wave;
     /// it reaches the caller only through a direct request.
@@ -217,6 +229,20 @@ fn enough_note(enough_bytes: Option<u64>) -> String {
             format!(" ({b} bytes are enough for any one invocation of it, by its footprint)")
         }
         None => String::new(),
+    }
+}
+
+fn split_too_fine(len: u32, what: &str, parts: usize) -> String {
+    match len {
+        0 => format!("the pass's domain is empty: it has 0 {what}"),
+        _ => format!(
+            "cannot split {len} {} between {parts} devices: more devices than {what} (each \
+             device's band is at least one)",
+            match len {
+                1 => what.trim_end_matches('s'),
+                _ => what,
+            }
+        ),
     }
 }
 

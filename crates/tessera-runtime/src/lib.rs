@@ -24,6 +24,11 @@ pub mod system;
 mod wgsl_words;
 pub mod worker;
 
+/// For [`kernel_params!`]: the traits it implements, reached through this crate so that the
+/// crate using the macro needs no bytemuck of its own.
+#[doc(hidden)]
+pub use bytemuck as __bytemuck;
+
 pub use backend::{
     Device, Domain, GpuLaunchTime, Launch, LaunchOutcome, MergeOutcome, PeerCopy, PeerMemory,
     PendingRead, Queued, QueuedOutcome, Settled, SlotSink,

@@ -3,11 +3,13 @@
 //! Normally these are std's threads and crossbeam's channels. With the `shuttle` feature they
 //! are shuttle's, so a test can run the real memory manager, workers and drivers under
 //! shuttle's controlled scheduler (random or PCT): every send, receive, spawn and join is then
-//! a point where shuttle may switch threads, and a schedule that fails can be replayed. Only
-//! what crosses between the runtime's own threads goes through here (the home store's lock,
+//! a point where shuttle may switch threads, and a schedule that fails can be replayed. What
+//! the memory manager, workers and drivers share goes through here (the home store's lock,
 //! which the memory manager shares with the device workers, and the locks behind which a
-//! caller runs the manager's or a worker's queued work itself); the CPU backend's
-//! per-device memory words stay std atomics (see docs/PROTOCOL.md, "Under shuttle").
+//! caller runs the manager's or a worker's queued work itself). Some shared state stays std
+//! and is not scheduled by shuttle: the CPU backend's per-device memory words, the deferred
+//! launches' skip gate in `driver.rs`, `RemoteRegistry`, `cluster`'s threads and locks, and
+//! counters (see docs/PROTOCOL.md, "Under shuttle").
 
 #[cfg(not(feature = "shuttle"))]
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicUsize};

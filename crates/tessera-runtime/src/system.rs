@@ -257,6 +257,11 @@ impl System {
 
     /// A node over any backend's devices.
     pub fn with_devices(devices: Vec<Box<dyn Device>>, cfg: &SystemConfig) -> Result<Self> {
+        if cfg.memory_bytes == 0 {
+            return Err(RuntimeError::Config(
+                "a physical memory of 0 bytes (`SystemConfig::memory`) holds no page".into(),
+            ));
+        }
         let backend = devices.first().map(|d| d.describe()).unwrap_or_default();
         let memory_limits = devices.iter().map(|d| d.memory_limits()).collect();
         let mut joins = Vec::new();
@@ -695,6 +700,7 @@ impl System {
         procedure: Procedure,
         schedule: Schedule,
     ) -> Result<Vec<PassStats>> {
+        self.mm.check_bound(&spec.bindings)?;
         let regions = self.regions(&spec.bindings, width, height, partition)?;
         let first = self.first_device();
         let mine: Vec<Domain> = regions
@@ -787,7 +793,7 @@ impl System {
     }
 }
 
-/// The short path for a program's own kernels (examples/blur in tessera-cli): an R32Float
+/// The short path for a program's own kernels (`crates/tessera/examples/blur`): an R32Float
 /// texture from a slice, one pass of a kernel over every device, the texture back as floats.
 /// Everything else (formats, partitions, procedures) stays reachable through
 /// [`System::create`] and [`System::run_pass`].
@@ -808,17 +814,21 @@ impl System {
 
     /// The latest texels of an R32Float texture, row-major from the lower left.
     pub fn read_f32(&self, object: &ObjectEntry) -> Result<Vec<f32>> {
-        if !matches!(
-            object.desc,
+        self.mm.check_entry(object)?;
+        let actual = match object.desc {
             ObjectDesc::Texture {
                 format: TexelFormat::R32Float,
                 ..
-            }
-        ) {
+            } => None,
+            ObjectDesc::Texture { format, .. } => Some(crate::kernel::kind_name(Some(format))),
+            ObjectDesc::Buffer { .. } => Some(crate::kernel::kind_name(None)),
+            ObjectDesc::Mipmapped { .. } => Some("mipmapped texture"),
+        };
+        if let Some(actual) = actual {
             return Err(RuntimeError::Core(CoreError::WrongKind {
                 object: object.id,
                 expected: "R32Float texture",
-                actual: "object of another kind",
+                actual,
             }));
         }
         let bytes = self.mm.read(object.id)?;
@@ -830,6 +840,7 @@ impl System {
 
     /// The latest bytes of any object: what the last writer stored, wherever it lives.
     pub fn read(&self, object: &ObjectEntry) -> Result<Vec<u8>> {
+        self.mm.check_entry(object)?;
         self.mm.read(object.id)
     }
 
@@ -843,6 +854,13 @@ impl System {
     /// rows, one per device, with `objects` bound (every object it touches), and waits for all
     /// devices. Misses fault and relaunch (the patent's procedure), so a kernel whose loads
     /// depend on loaded values needs nothing more. Returns each device's stats.
+    ///
+    /// Every device's band is at least one row, so `height` must be at least the number of
+    /// devices: a kernel over a buffer lays its words out as rows (`examples/oversubscribed`).
+    /// The entries must be this system's live objects as `create` returned them
+    /// ([`RuntimeError::NotLive`] otherwise). A kernel that panics on the CPU backend fails
+    /// the pass with [`RuntimeError::KernelPanicked`]; what its invocations stored before
+    /// stays, as after any kernel error, and the next pass runs.
     pub fn run_kernel(
         &self,
         kernel: impl Kernel + 'static,

@@ -16,10 +16,10 @@
 //!   prelude selects one with a `switch`);
 //! - the page table is a storage buffer of `vec2<u32>` (low, high word of the 64-bit
 //!   descriptor of `tessera_core::page_table`), updated with queued writes;
-//! - a launch runs the kernel's WGSL twin after `prelude.wgsl`, which records request bits
-//!   with `atomicOr`, then `compact.wgsl` turns the bit fields into a request list on the GPU;
-//!   one read-back brings the counts, the timestamps and the first entries of the lists (a
-//!   second only when more than `SPECULATIVE` (1024) entries are due);
+//! - a launch runs the kernel's WGSL twin after the prelude, `shader/invocation.wgsl`, which
+//!   records request bits with `atomicOr`, then `compact.wgsl` turns the bit fields into a
+//!   request list on the GPU; one read-back brings the counts, the timestamps and the first
+//!   entries of the lists (a second only when more than `SPECULATIVE` (1024) entries are due);
 //! - `Mode::Temp` stores stay on the device in a temporary that the pass's launches append to;
 //!   `merge.wgsl` writes it through the page table and keeps the stores whose page is not held
 //!   writable for the next merge;
@@ -31,9 +31,13 @@
 //!   page table, widened by the host in `page_times`);
 //! - a held band or two-pass part is queued without a wait (`Device::queue_launch`): a gate
 //!   word in device memory makes the work behind one that faulted skip itself, and a frame
-//!   reads every queued status back at once; every other call that submits work waits for it,
-//!   and slot writes are queued behind everything submitted before, so the memory manager can
-//!   give a slot to another page between calls (docs/WGPU.md, "Queued launches", "Slot
+//!   reads every queued status back at once. An eviction's write-backs are read in the
+//!   background (`Device::read_slots_later`), and a batch of peer copies and a page table's
+//!   resize are submitted without a wait too, as is a staged page's write (queued from the
+//!   memory manager's thread during a launch); each relies on the queue's order instead.
+//!   Every other call that submits work waits for it. Slot writes are queued behind
+//!   everything submitted before, so the memory manager can give a slot to another page
+//!   between calls (docs/WGPU.md, "Queued launches", "Write-backs in the background", "Slot
 //!   reuse").
 //!
 //! [`UnpagedGpu`] runs the same kernel bodies with no paging, after `unpaged.wgsl`, on plain

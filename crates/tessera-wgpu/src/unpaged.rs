@@ -1,7 +1,7 @@
 //! `UnpagedGpu`: kernels' WGSL twins on plain GPU arrays, with no paging at all.
 //!
 //! This is the "unpaged original" of the paper's overhead measurement on a GPU: the same kernel
-//! bodies as a paged run, compiled after `unpaged.wgsl` instead of `prelude.wgsl`, on objects
+//! bodies as a paged run, compiled after `unpaged.wgsl` instead of `invocation.wgsl`, on objects
 //! that sit whole in one storage buffer. Passes are encoded back to back and submitted once per
 //! [`UnpagedGpu::finish`]; nothing is read back in between. A paged frame against an unpaged
 //! one therefore differs only in paging: translation, request recording, the memory manager and

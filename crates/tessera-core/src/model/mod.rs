@@ -267,7 +267,7 @@ impl ModelConfig {
 
     /// The remote world: two devices, one migrate page and one remote page, two values, two
     /// requests per device and two remote operations each (a load, then a load or store after
-    /// another device's store), no eviction and one free of the migrate page.
+    /// another device's store), one eviction per device and one free of the migrate page.
     pub fn remote() -> Self {
         ModelConfig {
             devices: 2,

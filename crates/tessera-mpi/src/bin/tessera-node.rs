@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use tessera_mpi::litmus::{run_files, FilesError};
+use tessera_mpi::litmus::{run_files, FileRun, FilesError};
 use tessera_mpi::mpi_transport::Mpi;
 use tessera_mpi::{run_node, NodeConfig, NodeError, Transport};
 
@@ -116,7 +116,7 @@ fn main() -> ExitCode {
 }
 
 /// Each litmus file in turn, one cluster run per file (`litmus::run_files`); the exit status is
-/// non-zero when a test shows an outcome SC forbids or cannot be run.
+/// non-zero when a test shows an outcome SC forbids or a file cannot be run.
 fn litmus(mpi: &Mpi, cfg: &NodeConfig, args: &Args) -> ExitCode {
     let rank = mpi.rank();
     let k = cfg.devices_per_node;
@@ -126,19 +126,29 @@ fn litmus(mpi: &Mpi, cfg: &NodeConfig, args: &Args) -> ExitCode {
         cfg,
         args.runs,
         args.jitter_us,
-        |test, r, l| {
-            print!("{}", l.render(test, r.nodes, k));
+        |file| match file {
+            FileRun::Ran {
+                test,
+                node,
+                report: Some(l),
+            } => print!("{}", l.render(test, node.nodes, k)),
+            FileRun::Ran { report: None, .. } => {}
+            FileRun::Unreadable(e) if rank == 0 => say!("tessera-node: {e}"),
+            FileRun::Unreadable(_) => {}
         },
     );
     match res {
-        Ok(forbidden) if forbidden.is_empty() => ExitCode::SUCCESS,
-        Ok(_) => {
-            say!("tessera-node: an outcome sequential consistency forbids was seen");
-            ExitCode::FAILURE
-        }
-        Err(e @ FilesError::Load(_)) => {
-            say!("tessera-node: rank {rank}: {e}");
-            ExitCode::FAILURE
+        Ok(tally) => {
+            if rank == 0 {
+                println!("{}", tally.summary());
+            }
+            match tally.problems() {
+                None => ExitCode::SUCCESS,
+                Some(p) => {
+                    say!("tessera-node: rank {rank}: {p}");
+                    ExitCode::FAILURE
+                }
+            }
         }
         Err(e @ (FilesError::Node { .. } | FilesError::Agreement { .. })) => {
             say!("tessera-node: {e}");

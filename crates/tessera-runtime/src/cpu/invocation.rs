@@ -223,7 +223,10 @@ impl<'a> Invocation<'a> {
 
     #[inline(always)]
     fn binding(&self, id: ObjectId) -> Result<usize, Fault> {
-        self.ids.iter().position(|&b| b == id.0).ok_or_else(|| {
+        // Only the slots of bound objects: the padding after them is `u32::MAX`, which is
+        // also an id a kernel may name.
+        let bound = &self.ids[..self.bindings.len()];
+        bound.iter().position(|&b| b == id.0).ok_or_else(|| {
             Fault::Error(Box::new(RuntimeError::Unbound {
                 kernel: self.kernel.to_string(),
                 object: id,
@@ -600,7 +603,8 @@ struct PagePart {
 /// the per-texel path, which records exactly the requests it always did.
 impl<'a> Invocation<'a> {
     pub(crate) fn binding_of(&self, id: ObjectId) -> Option<usize> {
-        self.ids.iter().position(|&b| b == id.0)
+        let bound = &self.ids[..self.bindings.len()];
+        bound.iter().position(|&b| b == id.0)
     }
 
     /// The bound object's extent, for a texture of one word per texel; `None` otherwise.

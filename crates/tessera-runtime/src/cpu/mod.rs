@@ -145,6 +145,36 @@ impl Task<'_> {
         }
     }
 
+    /// Runs `run`, a task of the user's kernel, turning a panic in it into the launch's error
+    /// at `rank`. Uncaught, the panic would end the device's worker thread, and with it every
+    /// later pass of the system; caught, the pass fails as it does when a kernel returns an
+    /// error, and the next pass runs.
+    fn guarded(&self, rank: u64, run: impl FnOnce() -> TaskResult) -> TaskResult {
+        // The task's state is its own result and the scratch buffers, which the failed launch
+        // drops; what the invocations committed before the panic stays, as after a kernel error.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).unwrap_or_else(|payload| {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic with no message".to_string());
+            TaskResult {
+                incomplete: Vec::new(),
+                suspended: 0,
+                temp: Vec::new(),
+                touched: Vec::new(),
+                error: Some((
+                    rank,
+                    RuntimeError::KernelPanicked {
+                        kernel: self.kernel.name().to_string(),
+                        message,
+                    },
+                )),
+                remote: Vec::new(),
+            }
+        })
+    }
+
     /// Runs a tile: over plain windows where the kernel has a footprint and its pages are
     /// there, else row by row through the kernel's span loop.
     /// `rank` gives an invocation's place in launch order.
@@ -444,7 +474,7 @@ impl Device for CpuDevice {
                         let (xe, ye) = ((tx + TILE_W).min(x1), (ty + TILE_H).min(y1));
                         let rank =
                             |x: u32, y: u32| (y - y0) as u64 * (x1 - x0) as u64 + (x - x0) as u64;
-                        task.run_tile(tx..xe, ty..ye, bufs, rank)
+                        task.guarded(rank(tx, ty), || task.run_tile(tx..xe, ty..ye, bufs, rank))
                     })
                     .collect()
             }
@@ -452,7 +482,8 @@ impl Device for CpuDevice {
                 .par_chunks(LIST_PER_TASK)
                 .enumerate()
                 .map_init(TileBuffers::default, |bufs, (i, c)| {
-                    task.run_list(c, (i * LIST_PER_TASK) as u64, bufs)
+                    let first = (i * LIST_PER_TASK) as u64;
+                    task.guarded(first, || task.run_list(c, first, bufs))
                 })
                 .collect(),
         });

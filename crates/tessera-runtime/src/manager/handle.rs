@@ -114,7 +114,13 @@ pub struct ManagerHandle {
     /// The host's handle only: settles the drivers' deferred launches before the host reads,
     /// frees, evicts or places (`System`, `SystemConfig::deferred`).
     pub(super) settle: Option<SettleHook>,
+    /// The objects created through this node's handles and not freed, as `create` returned
+    /// them: a pass checks its bindings here without a message to the manager.
+    pub(super) live: LiveObjects,
 }
+
+/// The live objects of a node, by id ([`ManagerHandle::check_bound`]).
+pub(crate) type LiveObjects = Arc<RwLock<HashMap<ObjectId, ObjectEntry>>>;
 
 /// Settles every driver of the node; see [`ManagerHandle::settling_first`].
 pub(crate) type SettleHook = Arc<dyn Fn() -> Result<()> + Send + Sync>;
@@ -179,6 +185,7 @@ impl ManagerHandle {
             held: Arc::new(HeldPages::new(0)),
             messages: Arc::new(Vec::new()),
             settle: None,
+            live: LiveObjects::default(),
         }
     }
     /// This handle, running `hook` before every call of the host's that reaches a device's
@@ -277,7 +284,32 @@ impl ManagerHandle {
         if let Some(link) = &self.cluster {
             link.barrier()?;
         }
+        if let Ok(e) = &e {
+            self.live_objects().insert(e.id, *e);
+        }
         e
+    }
+    fn live_objects(&self) -> crate::sync::RwLockWriteGuard<'_, HashMap<ObjectId, ObjectEntry>> {
+        // The map is only ever inserted into or removed from whole; a writer that panicked
+        // left it as it was.
+        self.live.write().unwrap_or_else(|p| p.into_inner())
+    }
+    /// Refuses a launch's bindings that are not live objects of this node as their entries
+    /// describe them: an object freed since, one of another system, or an entry changed by
+    /// hand. Its pages would be another object's, written without a word.
+    pub fn check_bound(&self, bindings: &[crate::kernel::Bound]) -> Result<()> {
+        let live = self.live.read().unwrap_or_else(|p| p.into_inner());
+        for b in bindings {
+            match live.get(&b.id) {
+                Some(e) if crate::kernel::Bound::new(e).same_object(b) => {}
+                _ => return Err(RuntimeError::NotLive { object: b.id }),
+            }
+        }
+        Ok(())
+    }
+    /// [`ManagerHandle::check_bound`] for one entry.
+    pub fn check_entry(&self, entry: &ObjectEntry) -> Result<()> {
+        self.check_bound(&[crate::kernel::Bound::new(entry)])
     }
     /// Sets where each page of a remote object lives, `locations[local page]`. Between
     /// passes only. Refused for an object that is not remote, a list of the wrong length, or
@@ -310,7 +342,9 @@ impl ManagerHandle {
         if let Some(link) = &self.cluster {
             link.barrier()?;
         }
-        self.inbox.ask(|r| Cmd::Free(id, r)).wait()?
+        self.inbox.ask(|r| Cmd::Free(id, r)).wait()??;
+        self.live_objects().remove(&id);
+        Ok(())
     }
     /// The object's latest data, row-major from the lower left. Call between passes.
     pub fn read(&self, id: ObjectId) -> Result<Vec<u8>> {

@@ -92,7 +92,7 @@ pub enum Thrashing {
     /// Count them only.
     Off,
     /// Spare them from eviction for `PIN_BATCHES` of the device's batches, up to half of its
-    /// capacity (UVM pins thrashing pages too; it also throttles, which we do not).
+    /// resident pages (UVM pins thrashing pages too; it also throttles, which we do not).
     #[default]
     Pin,
 }
@@ -382,6 +382,7 @@ pub fn spawn(
             held,
             messages: Arc::new((0..n).map(|_| AtomicU64::new(0)).collect()),
             settle: None,
+            live: handle::LiveObjects::default(),
         },
         join,
     ))

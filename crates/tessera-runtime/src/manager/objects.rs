@@ -74,8 +74,23 @@ impl Manager {
         let want = host_len(&desc);
         if let Some(d) = &data {
             if d.len() as u64 != want {
+                let object = match desc {
+                    ObjectDesc::Texture {
+                        width,
+                        height,
+                        format,
+                        ..
+                    } => format!(
+                        "a {width}x{height} {}",
+                        crate::kernel::kind_name(Some(format))
+                    ),
+                    ObjectDesc::Buffer { len, .. } => format!("a buffer of {len} bytes"),
+                    ObjectDesc::Mipmapped { format, .. } => {
+                        format!("a mipmapped {}", crate::kernel::kind_name(Some(format)))
+                    }
+                };
                 return Err(RuntimeError::DataSize {
-                    object: ObjectId(u32::MAX),
+                    object,
                     got: d.len(),
                     want: want as usize,
                 });

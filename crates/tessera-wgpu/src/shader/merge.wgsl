@@ -1,5 +1,5 @@
 // Merge (paper 3.5, third pass) on the GPU: writes a pass's temporary into the pages through
-// the page table, after prelude.wgsl, whose bindings it shares. Stores whose page is not held
+// the page table, after invocation.wgsl, whose bindings it shares. Stores whose page is not held
 // writable go to `leftover` and set the page's bit in the read half of `bits`, which the
 // compaction kernel turns into the list of pages to request. Stores run in parallel: two
 // invocations storing to one word in one pass race, as the memory model says; of one

@@ -1,5 +1,5 @@
-// tessera unpaged prelude: the twin of prelude.wgsl without paging, for the "unpaged original"
-// the overhead benchmark compares against.
+// tessera unpaged prelude: the twin of the prelude (invocation.wgsl) without paging, for the
+// "unpaged original" the overhead benchmark compares against.
 //
 // The same kernel bodies compile after it: it binds `params`, defines `load_f32` / `store_f32` /
 // `load_rgba8` / `store_rgba8` / `load_u32` / `store_u32` with the paged prelude's signatures

@@ -1,0 +1,194 @@
+//! What a library user can get wrong, each answered with a typed error that says what, and a
+//! system that runs its next pass: a kernel that panics, an object id the runtime uses
+//! internally, an entry of a freed object or changed by hand, data of the wrong length, a
+//! buffer that is not whole words, a fault with no missed load, an empty pass, no memory.
+
+use tessera::{
+    CoreError, Fault, Invocation, Kernel, ObjectDesc, ObjectEntry, ObjectId, RuntimeError, System,
+    SystemConfig,
+};
+
+/// A kernel from a closure, so each case says only what its invocations do.
+struct K<F>(F);
+
+impl<F> Kernel for K<F>
+where
+    F: Fn(&mut Invocation<'_>, u32, u32) -> Result<(), Fault> + Send + Sync + 'static,
+{
+    fn name(&self) -> &'static str {
+        "misuse"
+    }
+    fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
+        (self.0)(inv, x, y)
+    }
+}
+
+fn node(devices: usize) -> System {
+    System::cpu(&SystemConfig::new(devices).threads(2)).unwrap()
+}
+
+/// Writes `value` at every texel of a 4 × 4 texture through `entry`.
+fn fill(sys: &System, entry: &ObjectEntry, value: f32) -> Result<(), RuntimeError> {
+    let id = entry.id;
+    let k = K(move |inv: &mut Invocation<'_>, x, y| inv.store_f32(id, x, y, value));
+    sys.run_kernel(k, &[entry], 4, 4).map(|_| ())
+}
+
+#[test]
+fn a_kernel_that_panics_fails_its_pass_and_the_next_pass_runs() {
+    let sys = node(2);
+    let t = sys.create_f32(4, 4, 2, None).unwrap();
+    let id = t.id;
+    let panics = K(move |inv: &mut Invocation<'_>, x, y| {
+        if (x, y) == (2, 3) {
+            panic!("a bug in the user's kernel");
+        }
+        inv.store_f32(id, x, y, 1.0)
+    });
+    match sys.run_kernel(panics, &[&t], 4, 4) {
+        Err(RuntimeError::KernelPanicked { kernel, message }) => {
+            assert_eq!(kernel, "misuse");
+            assert_eq!(message, "a bug in the user's kernel");
+        }
+        other => panic!("expected the kernel's panic as an error, got {other:?}"),
+    }
+    // Both devices' workers are still there: a correct pass runs and every texel is its.
+    fill(&sys, &t, 7.0).unwrap();
+    assert_eq!(sys.read_f32(&t).unwrap(), vec![7.0; 16]);
+}
+
+#[test]
+fn the_largest_object_id_is_an_unbound_object_not_a_panic() {
+    let sys = node(1);
+    let t = sys.create_f32(4, 4, 2, None).unwrap();
+    let load =
+        K(|inv: &mut Invocation<'_>, _, _| inv.load_f32(ObjectId(u32::MAX), 0, 0).map(|_| ()));
+    match sys.run_kernel(load, &[&t], 1, 1) {
+        Err(RuntimeError::Unbound { object, .. }) => assert_eq!(object, ObjectId(u32::MAX)),
+        other => panic!("expected Unbound, got {other:?}"),
+    }
+    let store = K(|inv: &mut Invocation<'_>, _, _| inv.store_f32(ObjectId(u32::MAX), 0, 0, 1.0));
+    assert!(matches!(
+        sys.run_kernel(store, &[&t], 1, 1),
+        Err(RuntimeError::Unbound { .. })
+    ));
+    fill(&sys, &t, 1.0).unwrap();
+}
+
+#[test]
+fn an_entry_of_a_freed_object_or_changed_by_hand_is_refused_not_written_through() {
+    let sys = node(1);
+    let a = sys.create_f32(4, 4, 2, None).unwrap();
+    sys.mm.free(a.id).unwrap();
+    // Made after the free, so on a's pages.
+    let b = sys.create_f32(4, 4, 2, Some(&[2.0; 16])).unwrap();
+    assert_eq!(
+        a.page_offset, b.page_offset,
+        "the case needs b on a's pages"
+    );
+    assert!(matches!(
+        fill(&sys, &a, 9.0),
+        Err(RuntimeError::NotLive { object }) if object == a.id
+    ));
+    assert!(matches!(
+        sys.read_f32(&a),
+        Err(RuntimeError::NotLive { .. })
+    ));
+    assert_eq!(
+        sys.read_f32(&b).unwrap(),
+        vec![2.0; 16],
+        "b was written through a"
+    );
+
+    // An entry whose shape was changed would address the pages after the object.
+    let c = sys.create_f32(4, 4, 2, Some(&[3.0; 16])).unwrap();
+    let mut wider = b;
+    wider.desc = ObjectDesc::texture(8, 4, tessera::TexelFormat::R32Float, 2).unwrap();
+    let err = fill(&sys, &wider, 9.0).unwrap_err();
+    assert!(matches!(err, RuntimeError::NotLive { .. }), "{err}");
+    assert!(err.to_string().contains("freed"), "{err}");
+    assert_eq!(sys.read_f32(&c).unwrap(), vec![3.0; 16]);
+    fill(&sys, &b, 4.0).unwrap();
+}
+
+#[test]
+fn data_of_the_wrong_length_names_the_object_it_was_for() {
+    let sys = node(1);
+    let err = sys.create_f32(4, 4, 2, Some(&[0.0; 15])).unwrap_err();
+    assert!(matches!(
+        err,
+        RuntimeError::DataSize {
+            got: 60,
+            want: 64,
+            ..
+        }
+    ));
+    let text = err.to_string();
+    assert!(text.contains("4x4 R32Float texture"), "{text}");
+    assert!(!text.contains(&u32::MAX.to_string()), "{text}");
+}
+
+#[test]
+fn reading_floats_from_a_buffer_says_it_is_a_buffer() {
+    let sys = node(1);
+    let buf = sys
+        .create(ObjectDesc::buffer(64, 16).unwrap(), None)
+        .unwrap();
+    let err = sys.read_f32(&buf).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            RuntimeError::Core(CoreError::WrongKind {
+                actual: "buffer",
+                ..
+            })
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_buffer_must_be_whole_words() {
+    assert!(matches!(
+        ObjectDesc::buffer(6, 4),
+        Err(CoreError::BufferNotWords(6))
+    ));
+    assert!(ObjectDesc::buffer(8, 4).is_ok());
+}
+
+#[test]
+fn a_fault_with_no_missed_load_is_named_as_such() {
+    let sys = node(1);
+    let t = sys.create_f32(4, 4, 2, None).unwrap();
+    let faults = K(|_: &mut Invocation<'_>, _, _| Err(Fault::Miss));
+    match sys.run_kernel(faults, &[&t], 4, 4) {
+        Err(RuntimeError::FaultWithoutMiss { kernel, left }) => {
+            assert_eq!((kernel.as_str(), left), ("misuse", 16));
+        }
+        other => panic!("expected FaultWithoutMiss, got {other:?}"),
+    }
+    fill(&sys, &t, 1.0).unwrap();
+}
+
+#[test]
+fn an_empty_pass_and_a_short_one_say_what_is_wrong() {
+    let sys = node(2);
+    let t = sys.create_f32(4, 4, 2, None).unwrap();
+    let id = t.id;
+    let store = move |inv: &mut Invocation<'_>, x, y| inv.store_f32(id, x, y, 1.0);
+    let empty = sys.run_kernel(K(store), &[&t], 4, 0).unwrap_err();
+    assert!(empty.to_string().contains("empty"), "{empty}");
+    let short = sys.run_kernel(K(store), &[&t], 4, 1).unwrap_err();
+    assert!(
+        short
+            .to_string()
+            .starts_with("cannot split 1 row between 2 devices"),
+        "{short}"
+    );
+}
+
+#[test]
+fn a_memory_of_no_bytes_is_refused() {
+    let err = System::cpu(&SystemConfig::new(1).memory(0)).err().unwrap();
+    assert!(matches!(err, RuntimeError::Config(_)), "{err}");
+}
