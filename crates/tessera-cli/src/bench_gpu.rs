@@ -140,10 +140,15 @@ pub fn gpu(o: &GpuBenchOpts) -> Result<()> {
         if gpu["checksum"] != cpu["checksum"] && gpu["checksum_kind"] == "field" {
             // Fields agree bit for bit where the adapter does not fuse multiply-adds, and
             // within a tolerance where it does (docs/WGPU.md, "Exactness"): a note, not a stop.
-            bar.println(format!(
-                "{w}: the field differs between the backends ({} on the CPU, {} on the GPU)",
-                cpu["checksum"], gpu["checksum"]
-            ));
+            // Not `bar.println`: a bar drawn nowhere (output not a terminal) drops its lines.
+            let text = |r: &Value| r["checksum"].as_str().unwrap_or("none").to_string();
+            bar.suspend(|| {
+                eprintln!(
+                    "{w}: the field differs between the backends ({} on the CPU, {} on the GPU)",
+                    text(&cpu),
+                    text(&gpu)
+                )
+            });
         }
         adapter = gpu["adapter"].as_str().unwrap_or_default().to_string();
         cpu_adapter = cpu["adapter"].as_str().unwrap_or_default().to_string();

@@ -158,10 +158,10 @@ fn execute(
     scheme: &str,
     gpms: usize,
     tick: impl FnMut(),
-) -> Result<VrRun> {
+) -> Result<(VrRun, Option<String>)> {
     let mut scheme = by_name(scheme)?;
-    let (sys, _) = o.node.system(&o.node.config(gpms))?;
-    Ok(tessera_workloads::vr::run::run(
+    let (sys, adapter) = o.node.system(&o.node.config(gpms))?;
+    let run = tessera_workloads::vr::run::run(
         sys,
         scene,
         cams,
@@ -169,7 +169,8 @@ fn execute(
         stereo_options(o),
         o.warmup,
         tick,
-    )?)
+    )?;
+    Ok((run, adapter))
 }
 
 pub fn run(o: &VrOpts) -> Result<()> {
@@ -178,7 +179,7 @@ pub fn run(o: &VrOpts) -> Result<()> {
     let (scene, cams, name) = load_scene(&o.scene)?;
     create_dir(&o.out)?;
     let bar = progress(cams.len() as u64, "vr");
-    let run = execute(&o.scene, &scene, &cams, &o.scheme, o.gpms, || bar.inc(1))?;
+    let (run, adapter) = execute(&o.scene, &scene, &cams, &o.scheme, o.gpms, || bar.inc(1))?;
     bar.finish_and_clear();
     if let Some(cam) = cams.last().filter(|_| o.verify) {
         let want = reference_stereo(&scene, cam, &stereo_options(&o.scene))?;
@@ -187,7 +188,8 @@ pub fn run(o: &VrOpts) -> Result<()> {
     let made = Made {
         workload: "vr",
         backend: o.scene.node.backend.name(),
-        adapter: run.backend.clone(),
+        // The adapter's own name on wgpu, as every other workload's report gives it.
+        adapter: adapter.unwrap_or_else(|| run.backend.clone()),
         devices: o.gpms,
         page_size: o.scene.page.get(),
         warmup_frames: o.scene.warmup,
@@ -220,7 +222,7 @@ pub fn sweep(o: &VrSweepOpts) -> Result<()> {
     let mut backend = String::new();
     let runs = sweep_medians(o.rounds, |round, scheme, g| -> Result<VrRun> {
         bar.set_message(format!("round {round}: {scheme} on {g} GPM(s)"));
-        let run = execute(&o.scene, &scene, &cams, scheme, g, || bar.inc(1))?;
+        let (run, _) = execute(&o.scene, &scene, &cams, scheme, g, || bar.inc(1))?;
         backend = run.backend.clone();
         Ok(run)
     })?;

@@ -333,6 +333,11 @@ fn vr_on_wgpu_draws_the_cpu_frame() {
             r["backend"]
         );
         assert_eq!(r["devices"], 2);
+        // The adapter's own name on wgpu, as every workload's report gives it, not the
+        // backend's description of its devices ("wgpu (llvmpipe ..., Vulkan)").
+        let adapter = r["adapter"].as_str().unwrap();
+        assert!(!adapter.starts_with("wgpu"), "{adapter}");
+        assert_eq!(adapter.starts_with("cpu"), backend == "cpu", "{adapter}");
         // The GPU's time per measured frame, from timestamps where the adapter has them (as
         // lavapipe has); none on the CPU backend, which has no device time apart from its wall
         // time.

@@ -128,7 +128,7 @@ pub enum RuntimeError {
     /// A batch (with the pages its wave keeps) needs more slots than the device's budget
     /// holds even after evicting everything else. The drivers answer it by splitting the wave;
     /// it reaches the caller only through a direct request.
-    #[error("{device} cannot hold a batch of {pages} pages of {page_bytes} bytes at once: its budget of {budget_bytes} bytes holds {capacity} such pages besides the ones it may not evict")]
+    #[error("{device} cannot hold a batch of {pages} pages of {page_bytes} bytes at once: it holds {capacity} such pages besides the ones it may not evict, within its budget of {budget_bytes} bytes and what the device's memories can be (on wgpu, the adapter's largest binding and buffer)")]
     OverBudget {
         device: DeviceId,
         pages: u64,
