@@ -497,6 +497,12 @@ impl DeviceContext {
         self.take_settled()
     }
 
+    /// The error a settle kept for the next pass, taken: the host reports it instead, before
+    /// it reads what the failed pass left. The stats stay for the next pass.
+    pub fn take_settle_error(&mut self) -> Option<RuntimeError> {
+        self.settle_error.take()
+    }
+
     fn take_settled(&mut self) -> Result<PassStats> {
         let stats = std::mem::take(&mut self.settled);
         match self.settle_error.take() {

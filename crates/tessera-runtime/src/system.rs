@@ -899,7 +899,20 @@ fn settle_hook(drivers: &Arc<Vec<Sender<DriverJob>>>, shared: bool) -> crate::ma
         let Some(drivers) = weak.upgrade() else {
             return Ok(());
         };
-        settle_node(&drivers, shared)
+        settle_node(&drivers, shared)?;
+        // A deferred pass that failed has not said so yet (its error waits for the next
+        // pass): the host is about to read what that pass left, so it hears of it now.
+        let errors = drivers
+            .iter()
+            .map(|tx| send_to_driver(tx, |ctx| ctx.take_settle_error()))
+            .collect::<Result<Vec<_>>>()?;
+        let mut first = None;
+        for e in errors {
+            if let Some(e) = e.wait()? {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
     })
 }
 

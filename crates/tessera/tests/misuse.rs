@@ -192,3 +192,58 @@ fn a_memory_of_no_bytes_is_refused() {
     let err = System::cpu(&SystemConfig::new(1).memory(0)).err().unwrap();
     assert!(matches!(err, RuntimeError::Config(_)), "{err}");
 }
+
+/// Reads `src` and writes `dst` one texel further on, failing at (5, 5) when `fail`; its
+/// footprint lets a node with deferred execution queue it.
+struct Step {
+    src: ObjectId,
+    dst: ObjectId,
+    fail: bool,
+}
+
+impl Kernel for Step {
+    fn name(&self) -> &'static str {
+        "step"
+    }
+    fn footprint(&self) -> Option<tessera::Footprint> {
+        Some(tessera::Footprint {
+            reads: vec![(self.src, 0)],
+            write: self.dst,
+        })
+    }
+    fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
+        let v = inv.load_f32(self.src, x, y)?;
+        if self.fail && (x, y) == (5, 5) {
+            return Err(Fault::Error(Box::new(RuntimeError::KernelFailed(
+                "bad texel".into(),
+            ))));
+        }
+        inv.store_f32(self.dst, x, y, v + 1.0)
+    }
+}
+
+/// Under deferred execution a failed pass cannot answer with its error (it is only queued):
+/// the host's next read of what it left says so, not a later pass that did nothing wrong.
+#[test]
+fn a_deferred_pass_that_failed_says_so_at_the_next_read() {
+    let sys = System::cpu(&SystemConfig::new(1).threads(1).deferred(true)).unwrap();
+    let a = sys.create_f32(64, 64, 8, None).unwrap();
+    let b = sys.create_f32(64, 64, 8, None).unwrap();
+    let step = |fail| Step {
+        src: a.id,
+        dst: b.id,
+        fail,
+    };
+    // Twice, so that the second runs deferred on pages the first brought in.
+    sys.run_kernel(step(false), &[&a, &b], 64, 64).unwrap();
+    sys.run_kernel(step(false), &[&a, &b], 64, 64).unwrap();
+    let queued = sys.run_kernel(step(true), &[&a, &b], 64, 64);
+    let read = sys.read_f32(&b);
+    match (&queued, &read) {
+        (Err(e), _) | (Ok(_), Err(e)) => assert!(e.to_string().contains("bad texel"), "{e}"),
+        (Ok(_), Ok(_)) => panic!("the failed pass went unreported by the read after it"),
+    }
+    // Reported once: the pass after it, and the read after that, are fine.
+    sys.run_kernel(step(false), &[&a, &b], 64, 64).unwrap();
+    assert_eq!(sys.read_f32(&b).unwrap(), vec![1.0; 64 * 64]);
+}
