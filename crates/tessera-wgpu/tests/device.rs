@@ -503,3 +503,98 @@ fn a_kernel_that_leaves_many_incomplete_reads_its_list_back_with_the_launch() {
     // The first launch has no history: its long list is a second read.
     assert_eq!(per_launch, [2, 1, 1]);
 }
+
+/// Stores `x + 64 y` to every texel of `dst`; reads nothing, so a compute pass completes at
+/// once and leaves every store to the merge.
+struct Fill {
+    dst: ObjectId,
+}
+
+impl Kernel for Fill {
+    fn name(&self) -> &'static str {
+        "fill"
+    }
+    fn wgsl(&self) -> Option<WgslKernel> {
+        Some(WgslKernel::new(
+            "fn kernel_main(x: u32, y: u32) { store_f32(params.dst, x, y, f32(x + 64u * y)); }",
+            &SrcDst {
+                src: self.dst.0,
+                dst: self.dst.0,
+            },
+        ))
+    }
+    fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
+        inv.store_f32(self.dst, x, y, (x + 64 * y) as f32)
+    }
+}
+
+/// A merge whose stores are left over for the first page of the address space asks for that
+/// page like any other. `record` skips the request bit it set last, held in a private that
+/// starts at 0, the key of a read of page 0; the merge's entry point did not reset it, so its
+/// stores left over for page 0 asked for nothing, the driver saw no page missing, and they were
+/// never merged: `run stencil --backend wgpu --devices 2 --size 32 --halo 2 --page 8
+/// --budget-mib 0.05 --frames 2` kept page 0's cells at their initial values. Here the
+/// written object holds pages 0..16, all read-only, and each device merges as the driver
+/// does: it grants the pages the merge names and merges again until none is named.
+#[test]
+fn a_merge_left_over_for_page_0_asks_for_page_0() {
+    let Some(mut g) = gpu() else { return };
+    let pool = common::pool(2);
+    let mut c = CpuDevice::new(DeviceId(0), pool);
+    let world = |d: &mut dyn Device| -> World {
+        let mut space = AddressSpace::new();
+        let desc = ObjectDesc::texture(SIDE, SIDE, TexelFormat::R32Float, PAGE).unwrap();
+        // Written first: its pages are 0..16.
+        let dst = space.create(desc).unwrap();
+        let src = space.create(desc).unwrap();
+        let pages = space.page_count();
+        common::map_pages(d, pages, SLOT_BYTES, |_, at| {
+            PageDescriptor::resident(at, false)
+        });
+        World { src, dst, pages }
+    };
+    let (wc, wg) = (world(&mut c), world(&mut g));
+    let merge_all = |d: &mut dyn Device, w: &World| -> Vec<Vec<GlobalPage>> {
+        let kernel: Arc<dyn Kernel> = Arc::new(Fill { dst: w.dst.id });
+        let all = Domain::Rect {
+            x0: 0,
+            y0: 0,
+            x1: SIDE,
+            y1: SIDE,
+        };
+        d.launch(&launch(w, kernel, all, Mode::Temp)).unwrap();
+        let mut asked = Vec::new();
+        for _ in 0..4 {
+            let m = d.merge().unwrap();
+            if m.missing.is_empty() {
+                break;
+            }
+            for &p in &m.missing {
+                let at = SlotAddr {
+                    memory: 0,
+                    slot: p.0 as u32,
+                };
+                d.set_page(p, PageDescriptor::resident(at, true)).unwrap();
+            }
+            asked.push(m.missing);
+        }
+        asked
+    };
+    let (ac, ag) = (merge_all(&mut c, &wc), merge_all(&mut g, &wg));
+    let dst_pages: Vec<GlobalPage> = (0..16).map(GlobalPage).collect();
+    assert_eq!(
+        ac,
+        [dst_pages],
+        "the CPU device asks for every page at once"
+    );
+    assert_eq!(ag, ac, "pages the merges asked for");
+    let slot = |d: &mut dyn Device, slot: u32| d.read_slot(SlotAddr { memory: 0, slot }).unwrap();
+    // Page 0 holds the texels (0..8, 0..8).
+    let want: Vec<u8> = (0..PAGE * PAGE)
+        .flat_map(|i| ((i % PAGE + 64 * (i / PAGE)) as f32).to_le_bytes())
+        .collect();
+    assert!(slot(&mut g, 0) == want, "page 0 was not merged");
+    for s in 0..wg.pages as u32 {
+        assert!(slot(&mut c, s) == slot(&mut g, s), "slot {s} differs");
+    }
+}

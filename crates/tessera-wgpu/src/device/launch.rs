@@ -650,7 +650,9 @@ impl WgpuDevice {
             }));
         }
         let (written, left) = (head.status.incomplete.0 as u64, head.status.temp.0 as u64);
-        if written + left > count || head.requests > pages {
+        // Every store left over asks for its page: stores left with no page asked for would
+        // stay in the temporary, unmerged, once the driver saw nothing missing.
+        if written + left > count || head.requests > pages || (left > 0 && head.requests == 0) {
             return Err(self.err(WgpuError::InconsistentMerge {
                 written,
                 left,

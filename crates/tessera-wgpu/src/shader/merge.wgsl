@@ -54,6 +54,11 @@ fn merge(
 ) {
     let i = gid.y * merge_info.row + gid.x;
     g_idx = i;
+    // `record` skips the bit it set last, and a private starts at 0, which is the key of a
+    // read of page 0: unset, a store left over for page 0 recorded no request, so the merge
+    // reported nothing missing and the store was never merged. The kernels' entry points set
+    // it per invocation (`invocation`); the merge's must too.
+    g_rec = NONE;
     // The gate, read once per workgroup rather than by every stored texel: thousands of
     // atomic loads of one word (on an H200 the two-pass frame went from 12.9-13.1 to
     // 12.0-12.1 ms, docs/WGPU.md).
