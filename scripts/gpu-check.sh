@@ -104,9 +104,11 @@ step 60 boiling-2-waiting $T run boiling --backend wgpu --devices 2 --size $BIG 
     --out "$OUTDIR/boiling-2-waiting"
 step 60 page-moves $T bench page-moves --backend wgpu --pages-kib 64 --rounds 3
 # Staging off and on: on copies the next band's pages during the current band's launch
-# (docs/PROTOCOL.md, "Copies during the launch"), never yet timed on a GPU.
+# (docs/PROTOCOL.md, "Copies during the launch"), never yet timed on a GPU. Three rounds, as
+# elsewhere: the bench's median of two is the slower round, which may hold a pipeline's first
+# compile (on lavapipe a resident frame read 4408 ms with one round, 53 ms with three).
 step 120 oversub $T bench oversubscription --backend wgpu --size $MID --page 64 --frames 3 \
-    --rounds 2 --ratios 1.5,2,4 --policy lru --staging off,on --out "$OUTDIR/oversub" --force
+    --rounds 3 --ratios 1.5,2,4 --policy lru --staging off,on --out "$OUTDIR/oversub" --force
 # Every workload on the GPU and on the CPU backend of the same machine, side by side (the ray
 # tracer under a 1 MiB budget, the game trace, boiling, the stencil, vr).
 if [ -n "${GPU_CHECK_QUICK:-}" ]; then
