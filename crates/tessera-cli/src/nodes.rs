@@ -239,15 +239,8 @@ pub fn litmus(files: &[std::path::PathBuf], runs: u64, k: usize) -> Result<()> {
     };
     use tessera_mpi::litmus::FileRun;
     let tally = tessera_mpi::litmus::run_files(&mpi, files, &base, runs, 300, |file| match file {
-        FileRun::Ran {
-            test,
-            node,
-            report: Some(l),
-        } => outln!("{}", l.render(test, node.nodes, k)),
-        FileRun::Ran { report: None, .. } => {}
-        // Every rank skips the file alike; rank 0 says why, once.
-        FileRun::Unreadable(e) if rank == 0 => eprintln!("error: {e}"),
-        FileRun::Unreadable(_) => {}
+        FileRun::Ran(report) => outln!("{report}"),
+        FileRun::Unreadable(e) => eprintln!("error: {e}"),
     })
     .map_err(|e| match e {
         // Ranks given other command lines: a usage error, as on `run boiling`.

@@ -233,22 +233,20 @@ fn agree<T: crate::Transport>(
     Ok(())
 }
 
-/// What became of one file of a run across processes.
-pub enum FileRun<'a> {
-    /// It ran: rank 0 gets the report; the other ranks get none.
-    Ran {
-        test: &'a Test,
-        node: &'a crate::NodeReport,
-        report: Option<&'a LitmusReport>,
-    },
-    /// It could not be loaded (every rank reads the same bytes, so every rank skips it).
+/// What rank 0 hears of one file of a run across processes.
+pub enum FileRun {
+    /// It ran: its report as rank 0 prints it ([`LitmusReport::render`]).
+    Ran(String),
+    /// It could not be loaded, and why (every rank reads the same bytes, so every rank skips
+    /// it).
     Unreadable(String),
 }
 
 /// Runs the test of each of `files` `runs` times on the multi-node engine over `t`, with
 /// `base` (its `litmus` replaced) and at most `jitter_us` of random delay before each memory
 /// operation; the threads are dealt round robin to the `base.devices_per_node` devices of every
-/// node. `each` gets each file's outcome as it completes. A file that cannot be loaded is
+/// node. On rank 0 alone, `each` gets each file's outcome as it completes (the other ranks
+/// hold no report, and one rank says why a file was skipped). A file that cannot be loaded is
 /// skipped, as the one-process runner does; a run that fails stops the others, since the
 /// ranks may no longer agree on what comes next. The tally counts what rank 0 saw (the other
 /// ranks count only the files).
@@ -271,7 +269,9 @@ pub fn run_files<T: crate::Transport>(
         let test = match tessera_litmus::load(path) {
             Ok(test) => test,
             Err(e) => {
-                each(FileRun::Unreadable(e.to_string()));
+                if t.rank() == 0 {
+                    each(FileRun::Unreadable(e.to_string()));
+                }
                 tally.unreadable.push(path.display().to_string());
                 continue;
             }
@@ -295,12 +295,12 @@ pub fn run_files<T: crate::Transport>(
             test: test.name.clone(),
             error,
         })?;
-        each(FileRun::Ran {
-            test: &test,
-            node: &r,
-            report: r.litmus.as_ref(),
-        });
         if let Some(l) = &r.litmus {
+            each(FileRun::Ran(l.render(
+                &test,
+                r.nodes,
+                base.devices_per_node,
+            )));
             tally.ran += 1;
             if l.allowed_seen == l.allowed {
                 tally.covered += 1;

@@ -119,7 +119,6 @@ fn main() -> ExitCode {
 /// non-zero when a test shows an outcome SC forbids or a file cannot be run.
 fn litmus(mpi: &Mpi, cfg: &NodeConfig, args: &Args) -> ExitCode {
     let rank = mpi.rank();
-    let k = cfg.devices_per_node;
     let res = run_files(
         mpi,
         &args.litmus,
@@ -127,14 +126,8 @@ fn litmus(mpi: &Mpi, cfg: &NodeConfig, args: &Args) -> ExitCode {
         args.runs,
         args.jitter_us,
         |file| match file {
-            FileRun::Ran {
-                test,
-                node,
-                report: Some(l),
-            } => print!("{}", l.render(test, node.nodes, k)),
-            FileRun::Ran { report: None, .. } => {}
-            FileRun::Unreadable(e) if rank == 0 => say!("tessera-node: {e}"),
-            FileRun::Unreadable(_) => {}
+            FileRun::Ran(report) => print!("{report}"),
+            FileRun::Unreadable(e) => say!("tessera-node: {e}"),
         },
     );
     match res {
