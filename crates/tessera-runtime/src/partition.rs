@@ -111,6 +111,30 @@ impl Partition {
         devices: u32,
         page: u32,
     ) -> Result<Vec<Domain>> {
+        self.cut(width, height, devices, page, false)
+    }
+
+    /// [`Partition::regions_on_pages`] for a pass with fewer rows (or columns) than the
+    /// devices it is split across: the first devices take one each and the others an empty
+    /// rectangle, so they sit the pass out. An empty domain is still refused.
+    pub fn regions_for_pass(
+        self,
+        width: u32,
+        height: u32,
+        devices: u32,
+        page: u32,
+    ) -> Result<Vec<Domain>> {
+        self.cut(width, height, devices, page, true)
+    }
+
+    fn cut(
+        self,
+        width: u32,
+        height: u32,
+        devices: u32,
+        page: u32,
+        idle: bool,
+    ) -> Result<Vec<Domain>> {
         if width > MAX_DOMAIN_SIDE || height > MAX_DOMAIN_SIDE {
             return Err(RuntimeError::Config(format!(
                 "a pass of {width}x{height} invocations: each side may be at most {MAX_DOMAIN_SIDE}"
@@ -127,8 +151,16 @@ impl Partition {
                 (devices / gy.max(1), gy)
             }
         };
-        let xs = split_on_pages(width, gx, page, "columns")?;
-        let ys = split_on_pages(height, gy, page, "rows")?;
+        let side = |len: u32, parts: u32, what: &'static str| -> Result<Vec<(u32, u32)>> {
+            if !idle || len == 0 || parts <= len {
+                return split_on_pages(len, parts, page, what);
+            }
+            let mut bands = split(len, len, what)?;
+            bands.resize(parts as usize, (len, len));
+            Ok(bands)
+        };
+        let xs = side(width, gx, "columns")?;
+        let ys = side(height, gy, "rows")?;
         Ok(ys
             .iter()
             .flat_map(|&(y0, y1)| {
@@ -166,6 +198,47 @@ mod tests {
         }
         assert_eq!(Partition::Tiles.regions(8, 8, 4).unwrap().len(), 4);
         assert!(Partition::Rows.regions(8, 3, 4).is_err());
+    }
+
+    #[test]
+    fn a_pass_short_of_devices_covers_every_texel_once_and_leaves_the_rest_idle() {
+        for p in [Partition::Rows, Partition::Cols, Partition::Tiles] {
+            for (w, h) in [(1, 1), (3, 2), (2, 3), (8, 1), (1, 8)] {
+                for n in 1..=9 {
+                    let regions = p.regions_for_pass(w, h, n, 1).unwrap();
+                    assert_eq!(regions.len(), n as usize, "{p:?} {w}x{h} on {n}");
+                    let mut hits = vec![0u32; (w * h) as usize];
+                    for d in &regions {
+                        let Domain::Rect { x0, y0, x1, y1 } = *d else {
+                            panic!("a pass's regions are rectangles")
+                        };
+                        for y in y0..y1 {
+                            for x in x0..x1 {
+                                hits[(y * w + x) as usize] += 1;
+                            }
+                        }
+                    }
+                    assert!(hits.iter().all(|&c| c == 1), "{p:?} {w}x{h} on {n}");
+                    // Where the split has a device for each row (or column), each takes one.
+                    let busy = regions.iter().filter(|d| !d.is_empty()).count();
+                    if p == Partition::Rows {
+                        assert_eq!(busy, n.min(h) as usize, "{w}x{h} on {n}");
+                    }
+                }
+            }
+        }
+        // What fits is cut exactly as the strict cut does.
+        assert_eq!(
+            format!(
+                "{:?}",
+                Partition::Rows.regions_for_pass(64, 80, 2, 16).unwrap()
+            ),
+            format!(
+                "{:?}",
+                Partition::Rows.regions_on_pages(64, 80, 2, 16).unwrap()
+            )
+        );
+        assert!(Partition::Rows.regions_for_pass(4, 0, 2, 1).is_err());
     }
 
     fn rows(p: Partition, w: u32, h: u32, n: u32, page: u32) -> Vec<(u32, u32)> {

@@ -701,7 +701,8 @@ impl System {
         schedule: Schedule,
     ) -> Result<Vec<PassStats>> {
         self.mm.check_bound(&spec.bindings)?;
-        let regions = self.regions(&spec.bindings, width, height, partition)?;
+        let page = self.cut_page(&spec.bindings, width, height);
+        let regions = partition.regions_for_pass(width, height, self.all_devices() as u32, page)?;
         let first = self.first_device();
         let mine: Vec<Domain> = regions
             .into_iter()
@@ -855,8 +856,8 @@ impl System {
     /// devices. Misses fault and relaunch (the patent's procedure), so a kernel whose loads
     /// depend on loaded values needs nothing more. Returns each device's stats.
     ///
-    /// Every device's band is at least one row, so `height` must be at least the number of
-    /// devices: a kernel over a buffer lays its words out as rows (`examples/oversubscribed`).
+    /// A pass of fewer rows than devices leaves the devices past the last row idle for that
+    /// pass. A kernel over a buffer lays its words out as rows (`examples/oversubscribed`).
     /// The entries must be this system's live objects as `create` returned them
     /// ([`RuntimeError::NotLive`] otherwise). A kernel that panics on the CPU backend fails
     /// the pass with [`RuntimeError::KernelPanicked`]; what its invocations stored before

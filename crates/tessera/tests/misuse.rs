@@ -1,7 +1,8 @@
 //! What a library user can get wrong, each answered with a typed error that says what, and a
 //! system that runs its next pass: a kernel that panics, an object id the runtime uses
 //! internally, an entry of a freed object or changed by hand, data of the wrong length, a
-//! buffer that is not whole words, a fault with no missed load, an empty pass, no memory.
+//! buffer that is not whole words, a fault with no missed load, an empty pass, no memory; and a pass shorter than the
+//! devices, which runs.
 
 use tessera::{
     CoreError, Fault, Invocation, Kernel, ObjectDesc, ObjectEntry, ObjectId, RuntimeError, System,
@@ -171,20 +172,48 @@ fn a_fault_with_no_missed_load_is_named_as_such() {
 }
 
 #[test]
-fn an_empty_pass_and_a_short_one_say_what_is_wrong() {
+fn an_empty_pass_says_it_is_empty() {
     let sys = node(2);
     let t = sys.create_f32(4, 4, 2, None).unwrap();
     let id = t.id;
     let store = move |inv: &mut Invocation<'_>, x, y| inv.store_f32(id, x, y, 1.0);
     let empty = sys.run_kernel(K(store), &[&t], 4, 0).unwrap_err();
     assert!(empty.to_string().contains("empty"), "{empty}");
-    let short = sys.run_kernel(K(store), &[&t], 4, 1).unwrap_err();
-    assert!(
-        short
-            .to_string()
-            .starts_with("cannot split 1 row between 2 devices"),
-        "{short}"
-    );
+}
+
+#[test]
+fn a_pass_of_fewer_rows_than_devices_runs_on_as_many_devices_as_rows() {
+    let sys = node(4);
+    let t = sys.create_f32(4, 4, 2, None).unwrap();
+    let id = t.id;
+    let row =
+        move |inv: &mut Invocation<'_>, x, y| inv.store_f32(id, x, y, (1 + x + 10 * y) as f32);
+    let stats = sys.run_kernel(K(row), &[&t], 4, 2).unwrap();
+    let launched: Vec<u64> = stats.iter().map(|s| s.launches).collect();
+    assert_eq!(launched.iter().filter(|&&l| l > 0).count(), 2, "{stats:?}");
+    let mut want = vec![0.0; 16];
+    for y in 0..2 {
+        for x in 0..4 {
+            want[(y * 4 + x) as usize] = (1 + x + 10 * y) as f32;
+        }
+    }
+    assert_eq!(sys.read_f32(&t).unwrap(), want);
+    // The devices that sat it out run the next pass, which reads what the others wrote.
+    let u = sys.create_f32(4, 4, 2, None).unwrap();
+    let out = u.id;
+    let twice = K(move |inv: &mut Invocation<'_>, x, y| {
+        let v = inv.load_f32(id, x, y % 2)?;
+        inv.store_f32(out, x, y, 2.0 * v)
+    });
+    let stats = sys.run_kernel(twice, &[&t, &u], 4, 4).unwrap();
+    assert!(stats.iter().all(|s| s.launches > 0), "{stats:?}");
+    let mut doubled = want.clone();
+    for y in 0..4 {
+        for x in 0..4 {
+            doubled[(y * 4 + x) as usize] = 2.0 * want[((y % 2) * 4 + x) as usize];
+        }
+    }
+    assert_eq!(sys.read_f32(&u).unwrap(), doubled);
 }
 
 #[test]
