@@ -431,3 +431,60 @@ fn bench_gpu_prints_a_ratio_per_workload() {
     assert_eq!(twice.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&twice.stderr).contains("names stencil twice"));
 }
+
+/// Runs `args` with `var=value` in the environment; it must fail, naming the variable and
+/// what it takes, and write nothing into `out`.
+fn refused_switch(var: &str, value: &str, args: &[&str], out: &std::path::Path) {
+    let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(args)
+        .env(var, value)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{var}={value} {args:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.contains(&format!("{var}=\"{value}\"")) && err.contains("expected on or off"),
+        "{var}={value}: {err}"
+    );
+    assert!(!out.join("report.json").exists());
+}
+
+#[test]
+fn a_misspelt_switch_in_the_environment_is_refused_not_taken_as_its_opposite() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let o = out.to_str().unwrap();
+    let cpu = [
+        argv("run boiling --size 32 --page 8 --frames 1 --out"),
+        vec![o],
+    ]
+    .concat();
+    refused_switch("TESSERA_PEER_COPY", "of", &cpu, &out);
+    if !adapter_or_skip() {
+        return;
+    }
+    let gpu = [
+        argv("run boiling --backend wgpu --size 32 --page 8 --frames 1 --out"),
+        vec![o],
+    ]
+    .concat();
+    for var in [
+        "TESSERA_WGPU_TILES",
+        "TESSERA_WGPU_SPECIALIZE",
+        "TESSERA_WGPU_BOUNDS_CHECKS",
+        "TESSERA_PEER_COPY",
+    ] {
+        refused_switch(var, "yes", &gpu, &out);
+    }
+    // Both words are taken.
+    for value in ["on", "off"] {
+        let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(&gpu)
+            .arg("--force")
+            .env("TESSERA_WGPU_TILES", value)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+}

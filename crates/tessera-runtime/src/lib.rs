@@ -51,7 +51,7 @@ pub use remote::{RemoteBacking, RemoteBindings, RemoteObject};
 pub use stats::{
     BackendCounters, DeviceMemoryUse, DeviceTraffic, HostCounters, HostReport, LinkCounters,
 };
-pub use system::{Schedule, System, SystemConfig};
+pub use system::{env_switch, Schedule, System, SystemConfig, PEER_COPY};
 pub use tessera_core::Policy;
 // For `kernel_params!`, whose expansion checks each name with it.
 #[doc(hidden)]

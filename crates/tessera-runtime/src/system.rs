@@ -257,6 +257,7 @@ impl System {
 
     /// A node over any backend's devices.
     pub fn with_devices(devices: Vec<Box<dyn Device>>, cfg: &SystemConfig) -> Result<Self> {
+        env_switch(PEER_COPY)?;
         if cfg.memory_bytes == 0 {
             return Err(RuntimeError::Config(
                 "a physical memory of 0 bytes (`SystemConfig::memory`) holds no page".into(),
@@ -874,6 +875,27 @@ impl System {
         check_launch(&kernel, &bindings)?;
         let spec = PassSpec::new(Arc::new(kernel), Arc::new(bindings), 0, 0);
         self.run_pass(&spec, width, height, Partition::Rows, Procedure::Relaunch)
+    }
+}
+
+/// The switch that sends device → device moves through the host (both backends'
+/// `Device::peer_group`), for comparing the two paths on one machine.
+pub const PEER_COPY: &str = "TESSERA_PEER_COPY";
+
+/// An `on`/`off` switch from the environment: `None` where it is unset. Anything else is
+/// refused, naming the variable: a misspelt `TESSERA_PEER_COPY=of` would otherwise measure
+/// the path it was set to avoid, without a word.
+pub fn env_switch(name: &str) -> Result<Option<bool>> {
+    match std::env::var(name) {
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Ok(v) if v == "on" => Ok(Some(true)),
+        Ok(v) if v == "off" => Ok(Some(false)),
+        Ok(v) => Err(RuntimeError::Config(format!(
+            "{name}={v:?} in the environment: expected on or off"
+        ))),
+        Err(std::env::VarError::NotUnicode(v)) => Err(RuntimeError::Config(format!(
+            "{name}={v:?} in the environment: expected on or off"
+        ))),
     }
 }
 

@@ -10,6 +10,9 @@ pub enum WgpuError {
     /// `TESSERA_ADAPTER` names no adapter there is.
     #[error("no adapter is named like {wanted:?} (TESSERA_ADAPTER); the adapters here: {found}")]
     NoAdapterNamed { wanted: String, found: String },
+    /// A `TESSERA_WGPU_*` switch set to something other than `on` or `off`.
+    #[error("{0}")]
+    Switch(String),
     #[error("adapter {adapter} refused a device: {message}")]
     RequestDevice { adapter: String, message: String },
     #[error("the GPU device was lost: {0}")]

@@ -189,7 +189,9 @@ const MAP_RACE: Duration = Duration::from_micros(200);
 /// Whether shader modules keep wgpu's bounds checks: yes, unless `TESSERA_WGPU_BOUNDS_CHECKS=off`
 /// (docs/WGPU.md, "Bounds checks").
 pub fn bounds_checks() -> bool {
-    std::env::var("TESSERA_WGPU_BOUNDS_CHECKS").map_or(true, |v| v != "off")
+    // A value other than on or off was refused when the device opened
+    // (`WgpuDevice::on`), so one that appears since keeps the checks.
+    crate::device::switch(crate::device::BOUNDS_CHECKS) != Ok(Some(false))
 }
 
 /// Compiles `code` and builds the compute pipeline of its `entry` point; a WGSL or validation

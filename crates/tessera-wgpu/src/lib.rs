@@ -54,7 +54,7 @@ mod scratch;
 mod shape;
 mod unpaged;
 
-pub use device::{TilePath, WgpuDevice, MAX_MEMORIES};
+pub use device::{TilePath, WgpuDevice, BOUNDS_CHECKS, MAX_MEMORIES, SPECIALIZE, TILES};
 pub use error::WgpuError;
 pub use gpu::{adapters, AdapterChoice, SharedGpu};
 pub use node::{devices_on, system, system_on_cluster, NodeError};

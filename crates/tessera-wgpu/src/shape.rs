@@ -118,8 +118,8 @@ impl LaunchShape {
 
 /// Whether pipelines are specialized to their launches' bindings: yes, unless
 /// `TESSERA_WGPU_SPECIALIZE=off` (docs/WGPU.md, "Specialized per pipeline").
-pub fn from_env() -> bool {
-    std::env::var("TESSERA_WGPU_SPECIALIZE").map_or(true, |v| v != "off")
+pub fn from_env() -> Result<bool, crate::WgpuError> {
+    Ok(crate::device::switch(crate::device::SPECIALIZE)?.unwrap_or(true))
 }
 
 #[cfg(test)]

@@ -541,7 +541,7 @@ impl Device for CpuDevice {
     fn peer_group(&self) -> Option<u64> {
         // Every CPU device of the process reaches every other's memory, so all are one group.
         // `TESSERA_PEER_COPY=off` moves pages through the host as before, as on wgpu.
-        let off = std::env::var("TESSERA_PEER_COPY").is_ok_and(|v| v == "off");
+        let off = crate::env_switch(crate::PEER_COPY) == Ok(Some(false));
         (!off).then_some(CPU_PEER_GROUP)
     }
 

@@ -304,7 +304,7 @@ impl Device for WgpuDevice {
     fn peer_group(&self) -> Option<u64> {
         // `TESSERA_PEER_COPY=off` moves pages through the host as before peer copies, for
         // comparing the two in one run on one machine (docs/EVALUATION.md, "On a real GPU").
-        let off = std::env::var("TESSERA_PEER_COPY").is_ok_and(|v| v == "off");
+        let off = tessera_runtime::env_switch(tessera_runtime::PEER_COPY) == Ok(Some(false));
         (!off).then_some(self.gpu.0.token)
     }
 

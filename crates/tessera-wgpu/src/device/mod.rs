@@ -169,13 +169,23 @@ pub enum TilePath {
 }
 
 impl TilePath {
-    /// From `TESSERA_WGPU_TILES` (`on`; anything else is off).
-    pub fn from_env() -> Self {
-        match std::env::var("TESSERA_WGPU_TILES").as_deref() {
-            Ok("on") => TilePath::On,
+    /// From `TESSERA_WGPU_TILES` (`on` or `off`; unset is off). Any other value is refused.
+    pub fn from_env() -> Result<Self, WgpuError> {
+        Ok(match switch(TILES)? {
+            Some(true) => TilePath::On,
             _ => TilePath::Off,
-        }
+        })
     }
+}
+
+/// The environment's switches of the wgpu backend (docs/CLI.md, "Environment").
+pub const TILES: &str = "TESSERA_WGPU_TILES";
+pub const SPECIALIZE: &str = "TESSERA_WGPU_SPECIALIZE";
+pub const BOUNDS_CHECKS: &str = "TESSERA_WGPU_BOUNDS_CHECKS";
+
+/// [`tessera_runtime::env_switch`] as a wgpu error.
+pub(crate) fn switch(name: &str) -> Result<Option<bool>, WgpuError> {
+    tessera_runtime::env_switch(name).map_err(|e| WgpuError::Switch(e.to_string()))
 }
 
 fn storage(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
@@ -225,6 +235,8 @@ impl WgpuDevice {
     /// A tessera device on `gpu`, which other tessera devices may share: each keeps its own
     /// physical memories, page table and scratch buffers, and all can bind one remote buffer.
     pub fn on(id: DeviceId, shared: &SharedGpu) -> Result<Self, WgpuError> {
+        // Refused before anything is built: bounds checks are read again per module.
+        switch(BOUNDS_CHECKS)?;
         let gpu::Opened {
             info,
             limits,
@@ -329,9 +341,9 @@ impl WgpuDevice {
             scratch,
             temp_len: 0,
             timestamps,
-            tiles: TilePath::from_env() == TilePath::On,
+            tiles: TilePath::from_env()? == TilePath::On,
             group_stamps: info.device_type != wgpu::DeviceType::Cpu,
-            specialize: crate::shape::from_env(),
+            specialize: crate::shape::from_env()?,
             readback: RefCell::new(Grow::new(
                 &device,
                 "read-back",
