@@ -53,6 +53,7 @@ fn run_stencil_in_every_version_equals_the_reference() {
             assert!(moved > 0.0);
             assert_eq!(remote, 0.0);
         }
+        assert_eq!(r["remote_counted"], true);
         assert!(r["modeled_ms_per_step"].as_f64().unwrap() > 0.0);
         assert_eq!(r["per_device"].as_array().unwrap().len(), 4);
     }

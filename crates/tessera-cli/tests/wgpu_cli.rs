@@ -173,6 +173,19 @@ fn remote_stencil_on_wgpu_equals_the_reference() {
     assert!(backend.starts_with("wgpu"), "{backend}");
     assert_eq!(r["access"], "remote");
     assert_eq!(r["verified"], true);
+    // wgpu does not count remote accesses: the report says so, with no figure, not zero.
+    assert_eq!(r["remote_counted"], false);
+    for key in [
+        "remote_mib_per_step",
+        "remote_batch_fraction",
+        "modeled_remote_ms_per_step",
+    ] {
+        assert!(r[key].is_null(), "{key}: {}", r[key]);
+    }
+    assert!(
+        stdout.contains("remote accesses: not counted on this backend (wgpu)"),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -119,6 +119,12 @@ pub use crate::peer::{PeerCopy, PeerMemory, SlotSink};
 pub trait Device: Send {
     /// What the device is, for reports.
     fn describe(&self) -> String;
+    /// Whether its launches count their accesses to remote pages
+    /// ([`LaunchOutcome::remote`]). A backend that does not leaves them out of the traffic
+    /// counters and of the modeled time, and reports must say so rather than print zero.
+    fn counts_remote(&self) -> bool {
+        false
+    }
     /// How many physical memories, and how large, the device can have: the memory manager
     /// sizes memories within them. No limit by default.
     fn memory_limits(&self) -> tessera_core::MemoryLimits {

@@ -224,6 +224,8 @@ pub struct System {
     pub mm: ManagerHandle,
     drivers: Arc<Vec<Sender<DriverJob>>>,
     backend: String,
+    /// Whether every device counts its remote accesses (`Device::counts_remote`).
+    counts_remote: bool,
     joins: Vec<JoinHandle<()>>,
     schedule: Schedule,
     /// On a node of a cluster: the link to the others (crate::cluster).
@@ -264,6 +266,7 @@ impl System {
             ));
         }
         let backend = devices.first().map(|d| d.describe()).unwrap_or_default();
+        let counts_remote = devices.iter().all(|d| d.counts_remote());
         let memory_limits = devices.iter().map(|d| d.memory_limits()).collect();
         let mut joins = Vec::new();
         let mut workers = Vec::new();
@@ -312,6 +315,7 @@ impl System {
             mm,
             drivers,
             backend,
+            counts_remote,
             joins,
             workers,
             schedule: if cfg.isolated {
@@ -360,6 +364,7 @@ impl System {
             });
         }
         let backend = devices.first().map(|d| d.describe()).unwrap_or_default();
+        let counts_remote = devices.iter().all(|d| d.counts_remote());
         let limits = devices
             .first()
             .map(|d| d.memory_limits())
@@ -450,6 +455,7 @@ impl System {
             mm,
             drivers,
             backend: format!("{backend}, node {rank} of {nodes}"),
+            counts_remote,
             joins,
             schedule: if cfg.isolated {
                 Schedule::Isolated
@@ -519,6 +525,12 @@ impl System {
     /// What the devices are, for reports.
     pub fn backend(&self) -> &str {
         &self.backend
+    }
+
+    /// Whether the devices count their accesses to remote pages: the CPU backend does, wgpu
+    /// does not, so its traffic counters and modeled time leave them out.
+    pub fn counts_remote(&self) -> bool {
+        self.counts_remote
     }
 
     pub fn create(&self, desc: ObjectDesc, data: Option<Vec<u8>>) -> Result<ObjectEntry> {

@@ -360,6 +360,10 @@ impl Task<'_> {
 const MIN_LIST_RECT: usize = 64;
 
 impl Device for CpuDevice {
+    fn counts_remote(&self) -> bool {
+        true
+    }
+
     fn describe(&self) -> String {
         format!("cpu ({} threads)", self.pool.current_num_threads())
     }

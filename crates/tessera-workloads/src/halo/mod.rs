@@ -539,11 +539,15 @@ pub struct HaloReport {
     pub gpu_ms_per_step_measured: Option<f64>,
     pub page_requests_per_step: f64,
     pub moved_mib_per_step: f64,
+    /// Whether the backend counted the run's remote accesses (the CPU backend does, wgpu
+    /// does not). Where it did not, the three figures below are null and the modeled time
+    /// leaves remote accesses out.
+    pub remote_counted: bool,
     /// What remote accesses add to the modeled step (inside `modeled_work_ms_per_step`).
-    pub modeled_remote_ms_per_step: f64,
+    pub modeled_remote_ms_per_step: Option<f64>,
     /// Remote bytes in all, and the batch share of them.
-    pub remote_mib_per_step: f64,
-    pub remote_batch_fraction: f64,
+    pub remote_mib_per_step: Option<f64>,
+    pub remote_batch_fraction: Option<f64>,
     pub remote: Vec<RemoteReport>,
     pub links: Vec<LinkReport>,
     /// Per device budget, bytes: the page cache's size (`--budget-mib`).
@@ -700,6 +704,16 @@ pub fn report(
     }
     let (remote, total) = s.reads(&grid);
     let md = &m.modeled;
+    // Remote accesses the backend did not count are unknown, not zero.
+    let uses_remote = s.access == Access::Remote
+        || matches!(
+            s.kind,
+            Kind::Convolution {
+                filter_mode: AccessMode::Remote,
+                ..
+            }
+        );
+    let counted = !uses_remote || m.run.sys.counts_remote();
     let mut stages = StageTimes::default();
     for p in &m.per_device {
         stages.add(&p.stages);
@@ -739,17 +753,19 @@ pub fn report(
         gpu_ms_per_step_measured: m.gpu.map(|g| g * 1e3 / n),
         page_requests_per_step: m.page_requests as f64 / n,
         moved_mib_per_step: moved / mib / n,
-        modeled_remote_ms_per_step: md.remote_seconds * 1e3 / n,
-        remote_mib_per_step: m
-            .remote
-            .iter()
-            // A fold from +0.0: an empty f64 sum is -0.0.
-            .fold(0.0, |a, u| {
-                a + (u.link.read_bytes + u.link.write_bytes) as f64
-            })
-            / mib
-            / n,
-        remote_batch_fraction: {
+        remote_counted: counted,
+        modeled_remote_ms_per_step: counted.then(|| md.remote_seconds * 1e3 / n),
+        remote_mib_per_step: counted.then(|| {
+            m.remote
+                .iter()
+                // A fold from +0.0: an empty f64 sum is -0.0.
+                .fold(0.0, |a, u| {
+                    a + (u.link.read_bytes + u.link.write_bytes) as f64
+                })
+                / mib
+                / n
+        }),
+        remote_batch_fraction: counted.then(|| {
             let (b, all) = m.remote.iter().fold((0u64, 0u64), |(b, a), u| {
                 (
                     b + u.link.batch_bytes,
@@ -757,7 +773,7 @@ pub fn report(
                 )
             });
             b as f64 / all.max(1) as f64
-        },
+        }),
         remote: m
             .remote
             .iter()

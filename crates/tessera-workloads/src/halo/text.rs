@@ -96,12 +96,18 @@ impl HaloReport {
                 e.thrashing_pages
             ));
         }
+        if !r.remote_counted {
+            line(format!(
+                "remote accesses: not counted on this backend ({}): the modeled time leaves them out",
+                r.backend_kind
+            ));
+        }
         if !r.remote.is_empty() {
             line(format!(
                 "remote accesses: {:.3} MiB/step, {:.0}% in batches; they add {:.3} ms/step to the modeled work",
-                r.remote_mib_per_step,
-                100.0 * r.remote_batch_fraction,
-                r.modeled_remote_ms_per_step
+                r.remote_mib_per_step.unwrap_or_default(),
+                100.0 * r.remote_batch_fraction.unwrap_or_default(),
+                r.modeled_remote_ms_per_step.unwrap_or_default()
             ));
             for r in &r.remote {
                 line(format!(
@@ -140,6 +146,11 @@ impl HaloReport {
         }
         s
     }
+}
+
+/// A figure for a CSV cell with `places` decimals; empty where it was not counted.
+fn unknown(v: Option<f64>, places: usize) -> String {
+    v.map(|v| format!("{v:.places$}")).unwrap_or_default()
 }
 
 /// A sweep's table as printed and its CSV; `size_name` names the swept size (halo or filter).
@@ -190,7 +201,7 @@ pub fn sweep_table(points: &[Point], size_name: &str) -> (String, String) {
         .unwrap();
         writeln!(
             csv,
-            "{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6},{:.6},{:.4},{:.1},{},{:.6},{:.2},{:.6},{:.6},{:.4},{:.6},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6},{:.6},{:.4},{:.1},{},{:.6},{:.2},{:.6},{},{},{},{}",
             r.workload,
             r.size,
             r.split,
@@ -213,9 +224,9 @@ pub fn sweep_table(points: &[Point], size_name: &str) -> (String, String) {
             r.remote_read_fraction,
             r.page_requests_per_step,
             r.moved_mib_per_step,
-            r.remote_mib_per_step,
-            r.remote_batch_fraction,
-            r.modeled_remote_ms_per_step,
+            unknown(r.remote_mib_per_step, 6),
+            unknown(r.remote_batch_fraction, 4),
+            unknown(r.modeled_remote_ms_per_step, 6),
             r.checksum
         )
         .unwrap();
