@@ -945,7 +945,7 @@ fn main() -> ExitCode {
                     conflict(&["run", "quake"], &problem).exit();
                 }
                 match &opts.trace {
-                    Some(t) => output::check_on_commit("--trace", t, Some(&opts.out), &[]),
+                    Some(t) => output::check_on_commit("--trace", t, Some(&opts.out), &[], force),
                     None => Ok(()),
                 }
                 .and_then(|()| staged(opts, force, |o| &mut o.out, quake::run_quake))
@@ -975,7 +975,7 @@ fn main() -> ExitCode {
             // replay only when `--out` names one. Either way it appears only on success.
             match &opts.csv {
                 Some(csv) => {
-                    output::check_on_commit("--csv", csv, opts.out.as_deref(), &[&opts.file])
+                    output::check_on_commit("--csv", csv, opts.out.as_deref(), &[&opts.file], force)
                 }
                 None => Ok(()),
             }

@@ -447,12 +447,14 @@ pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Checks, before a run, that `path` can take a file written on commit (`write_on_commit`):
 /// a file name whose folder exists, not a folder, not a device or anything else that is not
 /// a plain file (renaming over `/dev/null` would replace it), not one of the command's
-/// `inputs`, and not inside `out`, which the commit replaces.
+/// `inputs`, not inside `out`, which the commit replaces, and not a file already there
+/// unless `force`, as `--out` is refused when it holds results.
 pub fn check_on_commit(
     option: &str,
     path: &Path,
     out: Option<&Path>,
     inputs: &[&Path],
+    force: bool,
 ) -> Result<()> {
     let usage = |why: &str| Err(crate::usage(format!("{option} {}: {why}", path.display())));
     let text = path.as_os_str().to_string_lossy();
@@ -477,6 +479,9 @@ pub fn check_on_commit(
                     return usage("is the file this command reads");
                 }
             }
+        }
+        if !force {
+            return usage("exists; pass --force to replace it when this run succeeds");
         }
     }
     let inside = "is inside --out, which a successful run replaces whole";

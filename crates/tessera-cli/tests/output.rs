@@ -234,15 +234,17 @@ fn an_out_ending_in_a_dot_is_its_folder() {
 fn a_trace_is_written_with_the_results_or_not_at_all() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("o");
-    let quake = |trace: &std::path::Path| {
+    let quake_forced = |trace: &std::path::Path, force: bool| {
         tessera(
             &[
+                if force { vec!["--force"] } else { vec![] },
                 argv("run quake --page 8 --frames 2 --width 32 --height 16 --png-every 0 --out"),
                 vec![out.to_str().unwrap(), "--trace", trace.to_str().unwrap()],
             ]
             .concat(),
         )
     };
+    let quake = |trace: &std::path::Path| quake_forced(trace, false);
     let folder = dir.path().join("tdir");
     std::fs::create_dir(&folder).unwrap();
     for (trace, why) in [
@@ -257,14 +259,25 @@ fn a_trace_is_written_with_the_results_or_not_at_all() {
     }
     let trace = dir.path().join("t.bin");
     std::fs::write(&trace, b"old trace").unwrap();
-    // Earlier results in --out without --force: refused (exit 2), the old trace stays.
+    // An earlier trace without --force: refused (exit 2) as --out's results are, and kept.
+    let kept = quake(&trace);
+    assert_eq!(kept.status.code(), Some(2), "{}", stderr(&kept));
+    assert!(
+        stderr(&kept).contains("exists; pass --force to replace it when this run succeeds"),
+        "{}",
+        stderr(&kept)
+    );
+    assert_eq!(std::fs::read(&trace).unwrap(), b"old trace");
+    // Earlier results in --out without --force: refused (exit 2), and no trace appears.
     std::fs::create_dir(&out).unwrap();
     std::fs::write(out.join("mine"), b"x").unwrap();
-    let refused = quake(&trace);
+    let fresh = dir.path().join("t2.bin");
+    let refused = quake(&fresh);
     assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
-    assert_eq!(std::fs::read(&trace).unwrap(), b"old trace");
+    assert!(stderr(&refused).contains("holds"), "{}", stderr(&refused));
+    assert!(!fresh.exists());
     std::fs::remove_dir_all(&out).unwrap();
-    let ok = quake(&trace);
+    let ok = quake_forced(&trace, true);
     assert!(ok.status.success(), "{}", stderr(&ok));
     assert_ne!(std::fs::read(&trace).unwrap(), b"old trace");
     assert_eq!(
@@ -302,9 +315,10 @@ fn a_file_named_by_an_option_is_written_only_on_success() {
     std::fs::write(p("r/mine"), b"mine").unwrap();
     let before = listing(dir.path());
     let original = std::fs::read(p("t.bin")).unwrap();
-    let cases: [(Vec<String>, i32, &str); 6] = [
+    let cases: [(Vec<String>, i32, &str); 7] = [
         (
             vec![
+                "--force".into(),
                 "trace".into(),
                 "replay".into(),
                 s("wrong.bin"),
@@ -313,6 +327,17 @@ fn a_file_named_by_an_option_is_written_only_on_success() {
             ],
             1,
             "the recorded run made",
+        ),
+        (
+            vec![
+                "trace".into(),
+                "replay".into(),
+                trace.clone(),
+                "--csv".into(),
+                s("old.csv"),
+            ],
+            2,
+            "exists; pass --force to replace it when this run succeeds",
         ),
         (
             vec![
@@ -395,7 +420,7 @@ fn a_file_named_by_an_option_is_written_only_on_success() {
         assert_eq!(std::fs::read(p("r/mine")).unwrap(), b"mine", "{args:?}");
         assert_eq!(std::fs::read(p("t.bin")).unwrap(), original, "{args:?}");
     }
-    let ok = tessera(&["trace", "replay", &trace, "--csv", &s("old.csv")]);
+    let ok = tessera(&["--force", "trace", "replay", &trace, "--csv", &s("old.csv")]);
     assert!(ok.status.success(), "{}", stderr(&ok));
     let said = String::from_utf8_lossy(&ok.stdout);
     assert!(
