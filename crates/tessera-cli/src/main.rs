@@ -73,6 +73,29 @@ pub fn warn(warning: Option<String>) {
     }
 }
 
+/// `--home-file PATH`: refused (exit 2, before anything runs) where PATH or the isolated
+/// model's `PATH.isolated` exists, since tessera never overwrites a home file.
+fn fresh_home_file(s: &str) -> Result<PathBuf, String> {
+    let path = PathBuf::from(s);
+    let mut isolated = path.clone().into_os_string();
+    isolated.push(".isolated");
+    for p in [path.as_path(), std::path::Path::new(&isolated)] {
+        if p.is_dir() {
+            return Err(format!(
+                "{} is a directory; give the path of a file for tessera to create",
+                p.display()
+            ));
+        }
+        if p.symlink_metadata().is_ok() {
+            return Err(format!(
+                "{} already exists; tessera creates its home file fresh and never overwrites one: remove it or choose another path",
+                p.display()
+            ));
+        }
+    }
+    Ok(path)
+}
+
 /// [`Usage`] from any error's text.
 pub fn usage(e: impl std::fmt::Display) -> anyhow::Error {
     Usage(e.to_string()).into()
@@ -346,7 +369,7 @@ pub struct PagingOpts {
     /// so they may exceed RAM. PATH must not exist: tessera creates it fresh, never overwrites
     /// an existing file (the run is refused), and removes it when the run ends. The isolated
     /// model's second node keeps its own in `PATH.isolated`, under the same rules.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_parser = fresh_home_file)]
     home_file: Option<PathBuf>,
     /// How the modeled time is made. `isolated`: a second node runs the measured frames beside
     /// the first (whose devices run together, for the measured wall time and the field) with

@@ -73,7 +73,7 @@ fn a_failed_run_writes_nothing() {
         (
             boiling(&["--page", "32", "--home-file", home.to_str().unwrap()]),
             "already exists",
-            1,
+            2,
         ),
         (
             [
