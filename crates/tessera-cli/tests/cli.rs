@@ -48,6 +48,9 @@ fn run_boiling_writes_report_and_png_matching_the_reference() {
             + d["device_to_device_per_frame"]["pages"].as_f64().unwrap();
         assert!(fetched > 0.0, "{d}");
         assert!(d["page_requests_per_frame"].as_f64().unwrap() > 0.0);
+        // One word for per-stage seconds, at the top and per device.
+        assert!(d["stages"]["compute"].as_f64().unwrap() > 0.0, "{d}");
+        assert!(d.get("stage_seconds").is_none(), "{d}");
     }
     let png = image::open(dir.path().join("frame.png")).unwrap();
     assert_eq!((png.width(), png.height()), (48, 48));

@@ -54,6 +54,12 @@ fn run_stencil_in_every_version_equals_the_reference() {
             assert_eq!(remote, 0.0);
         }
         assert_eq!(r["remote_counted"], true);
+        for d in r["per_device"].as_array().unwrap() {
+            assert!(
+                d["stages"].is_object() && d.get("stage_seconds").is_none(),
+                "{d}"
+            );
+        }
         assert!(r["modeled_ms_per_step"].as_f64().unwrap() > 0.0);
         assert_eq!(r["per_device"].as_array().unwrap().len(), 4);
     }

@@ -50,6 +50,8 @@ pub struct DeviceReport {
     pub device_to_device_peer_per_frame: PerFrame,
     /// At the end of the run.
     pub memory: DeviceMemoryUse,
+    /// Seconds per stage, as the report's `stages` sums them.
+    #[serde(rename = "stages")]
     pub stage_seconds: StageTimes,
     /// Device time per stage from timestamp queries; absent where the backend has none.
     #[serde(skip_serializing_if = "Option::is_none")]

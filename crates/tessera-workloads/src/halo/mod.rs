@@ -481,6 +481,8 @@ pub struct DeviceReport {
     pub work_ms_per_step: f64,
     /// The memory manager's time serving it per step (measured).
     pub manager_ms_per_step: f64,
+    /// Seconds per stage, as the report's `stages` sums them.
+    #[serde(rename = "stages")]
     pub stage_seconds: StageTimes,
     pub launches: u64,
     pub relaunched_invocations: u64,
