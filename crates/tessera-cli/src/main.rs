@@ -441,7 +441,7 @@ pub struct RunOpts {
     /// Page side P in texels: a power of two from 1 to 512.
     #[arg(long, default_value = "64", value_parser = crate::parse_page)]
     page: PageSize,
-    /// Frames to simulate.
+    /// Frames measured, after the `--warmup` frames (the field is after both).
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     frames: u32,
     /// How passes get their pages.
