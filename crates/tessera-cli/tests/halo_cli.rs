@@ -131,6 +131,25 @@ fn a_budget_reports_its_evictions() {
     assert_eq!(roomy["eviction"]["evictions"], 0.0);
 }
 
+/// A budget that holds the pages one invocation asked for by their bytes, but not beside the
+/// others it keeps, is refused with advice above the budget it had, never at or under it.
+#[test]
+fn a_budget_refused_advises_more_than_it_had() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    let err = refused(
+        &[
+            argv("run convolution --size 32 --page 4 --frames 2 --filter 31 --budget-mib 0.006 --out"),
+            vec![out.to_str().unwrap()],
+        ]
+        .concat(),
+        1,
+        "budget of 6291 bytes is too small",
+    );
+    assert!(err.contains("give it more than 6291 bytes"), "{err}");
+    assert!(!out.exists());
+}
+
 /// A 3 × 3 filter's pages are smaller than the field's 8 × 8 ones. Under a budget no larger
 /// than one memory (64 MiB), the first memory made took the whole budget and the filter's
 /// pages never got a slot: "out of its memory budget", at any budget up to 64 MiB.

@@ -1238,6 +1238,7 @@ impl DeviceContext {
             device: self.device,
             kernel: spec.kernel.name().to_string(),
             pages,
+            page_bytes,
             min_bytes,
             budget_bytes,
             enough_bytes,

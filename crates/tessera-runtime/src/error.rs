@@ -137,13 +137,15 @@ pub enum RuntimeError {
         budget_bytes: u64,
     },
     /// Not even one invocation's pages fit: nothing can run.
-    #[error("{device}'s budget of {budget_bytes} bytes is too small: one invocation of kernel {kernel} needs at least {pages} pages ({min_bytes} bytes) resident at once; give it at least {min_bytes} bytes{}", enough_note(*enough_bytes))]
+    #[error("{device}'s budget of {budget_bytes} bytes is too small: one invocation of kernel {kernel} needs at least {pages} pages of {page_bytes} bytes resident at once{}{}", advice(*min_bytes, *budget_bytes), enough_note(*enough_bytes))]
     BudgetTooSmall {
         device: DeviceId,
         kernel: String,
         /// The pages the invocation had asked for when the budget ran out: a lower bound,
         /// since an invocation reveals its pages one miss at a time.
         pages: u64,
+        page_bytes: u64,
+        /// Those pages' bytes.
         min_bytes: u64,
         budget_bytes: u64,
         /// Where the kernel has a footprint, and it says more than `min_bytes`: the bytes of
@@ -222,6 +224,22 @@ impl PartialEq for BackendError {
 
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
 
+/// What `BudgetTooSmall` tells the user to give. Where the pages asked for fit the budget by
+/// their bytes, the room went to pages the device could not evict or to pages of other sizes
+/// sharing the budget, and how much more is needed is not known here: saying "at least" the
+/// budget it already had would be no advice.
+fn advice(min_bytes: u64, budget_bytes: u64) -> String {
+    if min_bytes > budget_bytes {
+        format!("; give it at least {min_bytes} bytes")
+    } else {
+        format!(
+            " ({min_bytes} bytes), which this budget could not hold beside the pages the \
+             device could not evict and those of other sizes; give it more than \
+             {budget_bytes} bytes"
+        )
+    }
+}
+
 /// The end of `BudgetTooSmall`'s message: the footprint's bound, where there is one.
 fn enough_note(enough_bytes: Option<u64>) -> String {
     match enough_bytes {
@@ -249,6 +267,30 @@ fn split_too_fine(len: u32, what: &str, parts: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_budget_too_small_never_advises_the_budget_it_had() {
+        let e = |pages: u64, budget_bytes: u64| {
+            RuntimeError::BudgetTooSmall {
+                device: DeviceId(0),
+                kernel: "k".into(),
+                pages,
+                page_bytes: 64,
+                min_bytes: pages * 64,
+                budget_bytes,
+                enough_bytes: None,
+            }
+            .to_string()
+        };
+        let over = e(10, 320);
+        assert!(over.ends_with("; give it at least 640 bytes"), "{over}");
+        let within = e(3, 320);
+        assert!(
+            within.contains("(192 bytes), which this budget could not hold"),
+            "{within}"
+        );
+        assert!(within.ends_with("give it more than 320 bytes"), "{within}");
+    }
 
     /// The whole chain, as `anyhow`'s `{:#}` and the CLI print it.
     fn chain(e: &dyn std::error::Error) -> String {
