@@ -50,7 +50,7 @@ pub struct ConvolutionOpts {
     filter_access: FilterAccess,
     /// The axis the image is cut along: x (columns) or y (rows). N must be a multiple of the
     /// device count.
-    #[arg(long, default_value = "y")]
+    #[arg(long, default_value = "y", value_parser = image_axis)]
     split: Axis,
     /// Measured filter applications, the convolution's frames (ping-pong between two
     /// images). `--steps` is the older name.
@@ -85,7 +85,7 @@ pub struct ConvolutionSweepOpts {
     /// Filter sides, a list such as 3,5,7,9,11 (each odd).
     #[arg(long, default_value = "3,5,7,9,11", value_parser = parse_filters)]
     filter: List,
-    #[arg(long, default_value = "y")]
+    #[arg(long, default_value = "y", value_parser = image_axis)]
     split: Axis,
     /// Output directory: sweep.csv, reports.json, speedup.svg/png.
     #[arg(long, default_value = "out/sweep-convolution")]
@@ -101,4 +101,16 @@ pub fn sweep(o: &ConvolutionSweepOpts) -> Result<()> {
     };
     o.common
         .sweep(o.size, o.split, &o.filter, kind, "filter", &o.out)
+}
+
+/// `--split` of a 2D image: x or y; z, a stencil's third axis, is refused as such.
+fn image_axis(s: &str) -> Result<Axis, String> {
+    match s {
+        "x" => Ok(Axis::X),
+        "y" => Ok(Axis::Y),
+        "z" => Err(
+            "an image has no z axis: the convolution splits along x (columns) or y (rows)".into(),
+        ),
+        _ => Err(format!("unknown split {s:?} (expected x or y)")),
+    }
 }

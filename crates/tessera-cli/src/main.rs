@@ -299,7 +299,7 @@ pub struct CacheOpts {
     /// is an error naming the bytes of the pages it had asked for (a lower bound: pages show
     /// one miss at a time) and, for a kernel with a footprint, the bytes that are enough for
     /// any invocation of it.
-    #[arg(long, default_value = "4096", value_parser = parse_budget)]
+    #[arg(long, default_value = "4096", value_parser = parse_budget, allow_negative_numbers = true)]
     pub budget_mib: f64,
     /// Which pages a device gives up when its budget is full: lru (the patent's time stamps),
     /// clock (second chance), fifo or random.

@@ -105,6 +105,7 @@ fn bad_input_is_a_clear_error_never_a_panic() {
             "budget must be more than 0",
         ),
         ("run boiling --budget-mib=-1", "budget must be more than 0"),
+        ("run boiling --budget-mib -1", "budget must be more than 0"),
         ("run boiling --budget-mib lots", "not a number of MiB"),
         (
             "run boiling --policy mru",
@@ -130,7 +131,7 @@ fn bad_input_is_a_clear_error_never_a_panic() {
         // another, so no invocation fits.
         (
             "run boiling --size 64 --page 16 --budget-mib 0.001 --frames 1",
-            "needs at least 2 pages (2048 bytes) resident at once",
+            "needs at least 2 pages of 1024 bytes (2048 bytes) resident at once",
         ),
         ("bench oversubscription --ratios 0.5", "below 1"),
         (

@@ -245,8 +245,9 @@ fn bad_input_is_a_clear_error_never_a_panic() {
         ),
         (
             "run convolution --size 32 --split z",
-            "needs a grid with more than one cell along z",
+            "an image has no z axis",
         ),
+        ("run convolution --split w", "(expected x or y)"),
         (
             "run convolution --size 32 --access explicit --filter-access remote",
             "replicates the filter by hand",

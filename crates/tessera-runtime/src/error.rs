@@ -137,7 +137,7 @@ pub enum RuntimeError {
         budget_bytes: u64,
     },
     /// Not even one invocation's pages fit: nothing can run.
-    #[error("{device}'s budget of {budget_bytes} bytes is too small: one invocation of kernel {kernel} needs at least {pages} pages of {page_bytes} bytes resident at once{}{}", advice(*min_bytes, *budget_bytes), enough_note(*enough_bytes))]
+    #[error("{device}'s budget of {budget_bytes} bytes is too small: one invocation of kernel {kernel} needs at least {pages} pages of {page_bytes} bytes ({min_bytes} bytes) resident at once{}{}", advice(*min_bytes, *budget_bytes), enough_note(*enough_bytes))]
     BudgetTooSmall {
         device: DeviceId,
         kernel: String,
@@ -233,9 +233,8 @@ fn advice(min_bytes: u64, budget_bytes: u64) -> String {
         format!("; give it at least {min_bytes} bytes")
     } else {
         format!(
-            " ({min_bytes} bytes), which this budget could not hold beside the pages the \
-             device could not evict and those of other sizes; give it more than \
-             {budget_bytes} bytes"
+            ", which this budget could not hold beside the pages the device could not evict \
+             and those of other sizes; give it more than {budget_bytes} bytes"
         )
     }
 }
@@ -286,7 +285,7 @@ mod tests {
         assert!(over.ends_with("; give it at least 640 bytes"), "{over}");
         let within = e(3, 320);
         assert!(
-            within.contains("(192 bytes), which this budget could not hold"),
+            within.contains("3 pages of 64 bytes (192 bytes) resident at once, which this budget"),
             "{within}"
         );
         assert!(within.ends_with("give it more than 320 bytes"), "{within}");
