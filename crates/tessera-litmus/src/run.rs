@@ -171,6 +171,14 @@ impl Report {
         (seen, allowed.len())
     }
 
+    /// Whether every outcome sequential consistency allows was seen, of at least one: a test
+    /// whose runs all deadlocked, or whose filter keeps nothing, allows none, and seeing "all"
+    /// of none covers nothing.
+    pub fn covered(&self) -> bool {
+        let (seen, allowed) = self.coverage();
+        allowed > 0 && seen == allowed
+    }
+
     /// Completed runs.
     pub fn runs(&self) -> u64 {
         self.observed.values().sum()

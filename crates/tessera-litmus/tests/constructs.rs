@@ -294,6 +294,12 @@ fn a_constant_index_out_of_range_is_refused_where_it_is_written() {
         assert_eq!((line, col), at, "{src}");
         assert!(matches!(kind, ErrorKind::OutOfBounds(_)), "{src}: {kind:?}");
     }
+    // An array's length is its own; the note on scalars is for scalars only.
+    let say = |src: &str| format!("{:?}", parse_err(src).2);
+    let array = say("C T\n{ int a[2]; }\nP0(int *a) {\n  r0 = a[2];\n}\nexists (a[0]=0)\n");
+    assert!(array.contains("element 2 of an object of 2\""), "{array}");
+    let scalar = say("C T\n{}\nP0(int *x) {\n  r0 = *(&x + 1);\n}\nexists (x=0)\n");
+    assert!(scalar.contains("(a scalar is an array of one)"), "{scalar}");
 }
 
 #[test]

@@ -460,7 +460,18 @@ fn a_test_that_deadlocks_is_called_off_not_hung() {
         let r = run_test(&t, &config(5, schedule)).unwrap();
         assert_eq!(r.runs(), 0);
         assert!(r.failed_runs > 0);
+        // SC allows no outcome of it, and all of none is not coverage.
+        assert_eq!(r.coverage(), (0, 0));
+        assert!(!r.covered(), "{}", r.render());
     }
+}
+
+#[test]
+fn skipping_invalidation_loses_read_modify_writes_alone() {
+    let mut c = config(300, Schedule::Pct);
+    c.variant = ProtocolVariant::SkipInvalidation;
+    let r = run_test(&kernel("atomic-counter"), &c).unwrap();
+    assert!(!r.forbidden().is_empty(), "{}", r.render());
 }
 
 #[test]

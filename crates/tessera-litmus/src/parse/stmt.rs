@@ -496,7 +496,12 @@ impl<'a> Parser<'a> {
                 _ => err(
                     pos,
                     ErrorKind::OutOfBounds(format!(
-                        "element {i} of an object of {len} (a scalar is an array of one)"
+                        "element {i} of an object of {len}{}",
+                        if len == 1 {
+                            " (a scalar is an array of one)"
+                        } else {
+                            ""
+                        }
                     )),
                 ),
             };
