@@ -187,6 +187,8 @@ fn sweep_stencil_writes_csv_and_plot_and_skips_impossible_points() {
     // The report's names for the page side and the measured frames (CLI.md, "Reports").
     let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
     for key in [
+        "backend",
+        "adapter",
         "page_size",
         "frames",
         "warmup_frames",

@@ -143,6 +143,9 @@ fn page_size_sweep_writes_csv_plots_and_reports_that_agree() {
         let report = json(&out.join(format!("page-{page}/report.json")));
         same_counters(row, &report, &format!("page {page}"));
         assert_eq!(get(row, "topology"), "pcie1-x16");
+        // What ran each point, as its report says.
+        assert_eq!(get(row, "backend"), "cpu");
+        assert_eq!(get(row, "adapter"), report["adapter"].as_str().unwrap());
         for (col, ptr) in [
             ("frames_per_second_measured", "/frames_per_second_measured"),
             ("frames_per_second_modeled", "/modeled/frames_per_second"),

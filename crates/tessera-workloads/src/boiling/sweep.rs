@@ -23,6 +23,8 @@ type Column<R> = (&'static str, fn(&R) -> Value);
 
 pub const COLUMNS: &[Column<Report>] = &[
     ("workload", |r| json(r.workload)),
+    ("backend", |r| json(r.backend)),
+    ("adapter", |r| json(&r.adapter)),
     ("size", |r| json(&r.size)),
     ("devices", |r| json(&r.devices)),
     ("page_size", |r| json(&r.page_size)),

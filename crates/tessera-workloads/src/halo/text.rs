@@ -156,7 +156,7 @@ fn unknown(v: Option<f64>, places: usize) -> String {
 /// A sweep's table as printed and its CSV; `size_name` names the swept size (halo or filter).
 pub fn sweep_table(points: &[Point], size_name: &str) -> (String, String) {
     let mut csv = String::from(
-        "workload,size,split,access,procedure,halo,filter,devices,page_size,frames,warmup_frames,modeled_ms_per_step,modeled_work_ms_per_step,modeled_link_ms_per_step,modeled_manager_ms_per_step,wall_ms_per_step_measured,speedup,ideal,gap_vs_explicit,remote_read_fraction,page_requests_per_step,moved_mib_per_step,remote_mib_per_step,remote_batch_fraction,modeled_remote_ms_per_step,checksum\n",
+        "workload,backend,adapter,size,split,access,procedure,halo,filter,devices,page_size,frames,warmup_frames,modeled_ms_per_step,modeled_work_ms_per_step,modeled_link_ms_per_step,modeled_manager_ms_per_step,wall_ms_per_step_measured,speedup,ideal,gap_vs_explicit,remote_read_fraction,page_requests_per_step,moved_mib_per_step,remote_mib_per_step,remote_batch_fraction,modeled_remote_ms_per_step,checksum\n",
     );
     let mut text = format!(
         "{:>8} {:>5} {:>7} {:>11} {:>9} {:>8} {:>8} {:>8} {:>9} {:>6} {:>9} {:>8} {:>9}\n",
@@ -201,8 +201,10 @@ pub fn sweep_table(points: &[Point], size_name: &str) -> (String, String) {
         .unwrap();
         writeln!(
             csv,
-            "{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6},{:.6},{:.4},{:.1},{},{:.6},{:.2},{:.6},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6},{:.6},{:.4},{:.1},{},{:.6},{:.2},{:.6},{},{},{},{}",
             r.workload,
+            r.backend_kind,
+            crate::boiling::sweep::cell(&serde_json::Value::String(r.backend.clone())),
             r.size,
             r.split,
             r.access,
