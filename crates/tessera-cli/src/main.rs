@@ -65,6 +65,20 @@ fn is_usage(e: &(dyn std::error::Error + 'static)) -> bool {
         )
 }
 
+/// A failure every rank of an mpirun job reaches alike, which rank 0 has printed already:
+/// every rank exits with the same status and says nothing more, so the job's stderr has the
+/// line once.
+#[derive(Debug)]
+pub struct SaidByRankZero(pub String);
+
+impl std::fmt::Display for SaidByRankZero {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SaidByRankZero {}
+
 /// Says `warning` on stderr, so that stdout stays the run's own (a scene of placeholder
 /// textures).
 pub fn warn(warning: Option<String>) {
@@ -1030,8 +1044,10 @@ fn main() -> ExitCode {
         Err(e) => {
             // One write: under mpirun several ranks share stderr, and `eprintln!`'s pieces
             // could interleave with another rank's mid-line.
-            let line = format!("error: {e:#}\n");
-            let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+            if !e.chain().any(|c| c.is::<SaidByRankZero>()) {
+                let line = format!("error: {e:#}\n");
+                let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+            }
             if e.chain().any(is_usage) {
                 ExitCode::from(2)
             } else {

@@ -250,10 +250,18 @@ pub fn litmus(files: &[std::path::PathBuf], runs: u64, k: usize) -> Result<()> {
     if rank == 0 {
         outln!("{}", tally.summary());
     }
-    if let Some(problems) = tally.problems() {
-        bail!("{problems}");
+    // Every rank ran every test and holds the same tally: rank 0 says why it failed, and the
+    // others wait for it to have said so, since mpirun ends the job at the first rank to exit
+    // non-zero, rank 0 included.
+    let Some(problems) = tally.problems() else {
+        return Ok(());
+    };
+    if rank == 0 {
+        let line = format!("error: {problems}\n");
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
     }
-    Ok(())
+    mpi.barrier();
+    Err(crate::SaidByRankZero(problems).into())
 }
 
 #[cfg(not(feature = "mpi"))]
