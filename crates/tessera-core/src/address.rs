@@ -20,6 +20,9 @@ pub struct ObjectEntry {
     pub id: ObjectId,
     pub desc: ObjectDesc,
     pub page_offset: u64,
+    /// The address space that made it ([`AddressSpace::tag`]): an entry of another system
+    /// with the same id, pages and shape names other memory, and is told apart by this.
+    pub space: u64,
 }
 
 impl ObjectEntry {
@@ -37,6 +40,8 @@ impl ObjectEntry {
 
 #[derive(Clone, Debug)]
 pub struct AddressSpace {
+    /// Unique in the process: what its entries carry as [`ObjectEntry::space`].
+    tag: u64,
     objects: Vec<Option<ObjectEntry>>,
     /// Live objects by first page, to map a global page back to its object.
     by_offset: BTreeMap<u64, ObjectId>,
@@ -58,13 +63,21 @@ impl AddressSpace {
     }
 
     pub fn with_limit(limit: u64) -> Self {
+        // Only uniqueness matters, so no ordering with other memory is needed.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         AddressSpace {
+            tag: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             objects: Vec::new(),
             by_offset: BTreeMap::new(),
             holes: BTreeMap::new(),
             end: 0,
             limit,
         }
+    }
+
+    /// What sets this space's entries apart from another's ([`ObjectEntry::space`]).
+    pub fn tag(&self) -> u64 {
+        self.tag
     }
 
     /// Number of global pages spanned, holes included: the length of every page table.
@@ -106,6 +119,7 @@ impl AddressSpace {
             id,
             desc,
             page_offset: offset,
+            space: self.tag,
         };
         self.objects.push(Some(entry));
         self.by_offset.insert(offset, id);

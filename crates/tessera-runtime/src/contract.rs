@@ -263,6 +263,8 @@ pub enum Mode {
 #[derive(Clone, Copy, Debug)]
 pub struct Bound {
     pub id: ObjectId,
+    /// The address space of the entry it was bound from (`ObjectEntry::space`).
+    pub space: u64,
     pub page_offset: u64,
     /// One past the object's last global page.
     pub pages_end: u64,
@@ -284,12 +286,14 @@ impl Bound {
     pub(crate) fn same_object(&self, other: &Bound) -> bool {
         (
             self.id,
+            self.space,
             self.page_offset,
             self.pages_end,
             self.width,
             self.height,
         ) == (
             other.id,
+            other.space,
             other.page_offset,
             other.pages_end,
             other.width,
@@ -304,6 +308,7 @@ impl Bound {
         match e.desc {
             ObjectDesc::Texture { format, page, .. } => Bound {
                 id: e.id,
+                space: e.space,
                 page_offset: e.page_offset,
                 pages_end: e.pages().end,
                 width,
@@ -319,6 +324,7 @@ impl Bound {
             // Buffers are addressed in 32-bit words: "x" is the word index.
             ObjectDesc::Buffer { len, page_bytes } => Bound {
                 id: e.id,
+                space: e.space,
                 page_offset: e.page_offset,
                 pages_end: e.pages().end,
                 width: len / 4,
@@ -340,6 +346,7 @@ impl Bound {
                 let (px, _) = layout.pages_xy(0).unwrap_or((1, 1));
                 Bound {
                     id: e.id,
+                    space: e.space,
                     page_offset: e.page_offset,
                     pages_end: e.pages().end,
                     width: w,

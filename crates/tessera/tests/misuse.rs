@@ -1,8 +1,8 @@
 //! What a library user can get wrong, each answered with a typed error that says what, and a
 //! system that runs its next pass: a kernel that panics, an object id the runtime uses
-//! internally, an entry of a freed object or changed by hand, data of the wrong length, a
-//! buffer that is not whole words, a fault with no missed load, an empty pass, no memory; and a pass shorter than the
-//! devices, which runs.
+//! internally, an entry of a freed object, changed by hand or of another system, data of the
+//! wrong length, a buffer that is not whole words, a fault with no missed load, an empty pass,
+//! no memory; and a pass shorter than the devices, which runs.
 
 use tessera::{
     CoreError, Fault, Invocation, Kernel, ObjectDesc, ObjectEntry, ObjectId, RuntimeError, System,
@@ -110,6 +110,26 @@ fn an_entry_of_a_freed_object_or_changed_by_hand_is_refused_not_written_through(
     assert!(err.to_string().contains("freed"), "{err}");
     assert_eq!(sys.read_f32(&c).unwrap(), vec![3.0; 16]);
     fill(&sys, &b, 4.0).unwrap();
+}
+
+#[test]
+fn an_entry_of_another_system_is_refused_even_with_the_same_id_and_pages() {
+    let (one, two) = (node(1), node(1));
+    let mine = one.create_f32(4, 4, 2, Some(&[1.0; 16])).unwrap();
+    let theirs = two.create_f32(4, 4, 2, Some(&[2.0; 16])).unwrap();
+    // The same object as far as ids, pages and shape go: only the system tells them apart.
+    assert_eq!(
+        (mine.id, mine.page_offset, mine.desc),
+        (theirs.id, theirs.page_offset, theirs.desc)
+    );
+    let err = fill(&one, &theirs, 9.0).unwrap_err();
+    assert!(matches!(err, RuntimeError::NotLive { .. }), "{err}");
+    assert!(matches!(
+        one.read_f32(&theirs),
+        Err(RuntimeError::NotLive { .. })
+    ));
+    assert_eq!(one.read_f32(&mine).unwrap(), vec![1.0; 16]);
+    assert_eq!(two.read_f32(&theirs).unwrap(), vec![2.0; 16]);
 }
 
 #[test]
