@@ -162,6 +162,19 @@ fn normal(out: &Path) -> PathBuf {
 /// a folder of earlier results. Reads only, so every process of a run can ask it.
 pub fn check_out(out: &Path, force: bool) -> Result<()> {
     let out = &normal(out);
+    // A folder cannot be made inside a file: say which, rather than the OS's "File exists".
+    if let Some(file) = out
+        .ancestors()
+        .skip(1)
+        .find(|a| !a.as_os_str().is_empty() && a.exists())
+        .filter(|a| !a.is_dir())
+    {
+        return Err(crate::usage(format!(
+            "--out {}: {} is a file, not a folder",
+            out.display(),
+            file.display()
+        )));
+    }
     if out.exists() {
         // What `--out` names is refused as a bad option value is (exit 2), before any work.
         if !out.is_dir() {

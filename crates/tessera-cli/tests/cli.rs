@@ -220,6 +220,21 @@ fn unwritable_output_directory_is_an_error() {
     );
     assert_eq!(o.status.code(), Some(2), "a bad --out is a usage error");
     assert!(String::from_utf8_lossy(&o.stderr).contains("exists and is not a folder"));
+    // A folder inside that file: the file is named as the problem.
+    let inside = file.join("sub");
+    let o = tessera(
+        &[
+            argv("run boiling --size 8 --page 4 --frames 1 --out"),
+            vec![inside.to_str().unwrap()],
+        ]
+        .concat(),
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("{} is a file, not a folder", file.display())),
+        "{err}"
+    );
     assert_eq!(
         std::fs::read(&file).unwrap(),
         b"keep me",
