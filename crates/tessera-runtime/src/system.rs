@@ -898,14 +898,13 @@ pub const PEER_COPY: &str = "TESSERA_PEER_COPY";
 /// refused, naming the variable: a misspelt `TESSERA_PEER_COPY=of` would otherwise measure
 /// the path it was set to avoid, without a word.
 pub fn env_switch(name: &str) -> Result<Option<bool>> {
-    match std::env::var(name) {
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Ok(v) if v == "on" => Ok(Some(true)),
-        Ok(v) if v == "off" => Ok(Some(false)),
-        Ok(v) => Err(RuntimeError::Config(format!(
-            "{name}={v:?} in the environment: expected on or off"
-        ))),
-        Err(std::env::VarError::NotUnicode(v)) => Err(RuntimeError::Config(format!(
+    let Some(v) = std::env::var_os(name) else {
+        return Ok(None);
+    };
+    match v.to_str() {
+        Some("on") => Ok(Some(true)),
+        Some("off") => Ok(Some(false)),
+        _ => Err(RuntimeError::Config(format!(
             "{name}={v:?} in the environment: expected on or off"
         ))),
     }
