@@ -242,7 +242,7 @@ fn evicting_under_the_memory_lock_takes_a_page_in_use() {
 }
 
 #[test]
-#[ignore = "2 million states: about 23 s"]
+#[ignore = "5.8 million states under owned pages: about 26 s in release"]
 fn correct_protocol_passes_four_devices_in_one_slot() {
     let cfg = ModelConfig {
         devices: 4,
@@ -252,7 +252,7 @@ fn correct_protocol_passes_four_devices_in_one_slot() {
 }
 
 #[test]
-#[ignore = "10 million states: about 45 s and 1.1 GB in release"]
+#[ignore = "33 million states under owned pages: about 2 minutes in release"]
 fn correct_protocol_passes_three_values() {
     let cfg = ModelConfig {
         values: 3,
@@ -265,7 +265,7 @@ fn correct_protocol_passes_three_values() {
 }
 
 #[test]
-#[ignore = "15 million states: about 60 s and 1.9 GB in release"]
+#[ignore = "40 million states under owned pages: about 3 minutes in release"]
 fn correct_protocol_passes_four_devices() {
     let cfg = ModelConfig {
         devices: 4,
@@ -279,7 +279,7 @@ fn correct_protocol_passes_four_devices() {
 }
 
 #[test]
-#[ignore = "5.6 million states: about 25 s and 0.7 GB in release"]
+#[ignore = "11 million states under owned pages: about 51 s in release"]
 fn correct_protocol_passes_four_devices_three_pages() {
     let cfg = ModelConfig {
         devices: 4,
@@ -303,10 +303,11 @@ fn correct_protocol_passes_the_remote_world() {
 }
 
 #[test]
-#[ignore = "1.8 million states, about 12 s: the remote world in the suite covers the rules"]
+#[ignore = "3.7 million states under owned pages, about 13 s: the remote world in the suite covers the rules"]
 fn remote_pages_in_the_minimum_world_with_one_slot() {
     // The minimum world (one slot per device) with one remote page and one remote operation
-    // per device besides. Measured: 1,755,905 states.
+    // per device besides. Measured: 3,723,468 states under owned pages (1,755,905 under
+    // write-home).
     let cfg = ModelConfig {
         remote_pages: 1,
         remote_ops_per_device: 1,
@@ -383,7 +384,7 @@ fn staging_passes_two_devices_in_two_slots() {
 }
 
 #[test]
-#[ignore = "3.2 million states: about 25 s in release"]
+#[ignore = "10.3 million states under owned pages: about 34 s in release"]
 fn staging_passes_three_devices_two_pages_in_two_slots_without_frees() {
     let cfg = ModelConfig {
         frees: 0,

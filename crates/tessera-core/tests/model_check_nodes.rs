@@ -67,7 +67,7 @@ fn the_papers_write_home_rule_passes_one_device_per_node_with_evictions_and_two_
 }
 
 #[test]
-#[ignore = "with an eviction per device: 1.5 million states, about 35 s"]
+#[ignore = "with an eviction per device: 3.1 million states under owned pages, about 19 s"]
 fn ordered_acquisition_passes_the_two_node_world_with_evictions() {
     let cfg = NodesConfig {
         evictions_per_device: 1,
