@@ -233,8 +233,23 @@ fn a_verify_failure_exits_1_and_writes_nothing() {
 #[test]
 fn halo_runs_honour_coherence_and_deferred() {
     let dir = tempfile::tempdir().unwrap();
+    // Devices with links of their own: owned pages move a neighbour's read over them, where
+    // write-home also sends the page up the owner's host link. (Behind PCIe alone both cross
+    // that link once: the read is taken from the home copy the write-back made.)
     let stencil = [
-        "run", "stencil", "--size", "16", "--halo", "2", "--page", "8", "--steps", "2", "--verify",
+        "run",
+        "stencil",
+        "--size",
+        "16",
+        "--halo",
+        "2",
+        "--page",
+        "8",
+        "--steps",
+        "2",
+        "--verify",
+        "--topology",
+        "nvlink",
     ];
     let moved = |coherence: &str| {
         let out = dir.path().join(coherence);

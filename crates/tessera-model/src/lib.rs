@@ -402,6 +402,11 @@ pub struct Transfer {
     pub to: Endpoint,
     pub pages: u64,
     pub bytes: u64,
+    /// Device-to-device moves whose source wrote the same pages home for the same grant
+    /// (the journal paper's write-home rule). Where no link joins the two devices the bytes
+    /// are taken from home ([`Topology::transfer_route`]): they crossed the source's host link
+    /// once, as its write-back, not a second time.
+    pub homed: bool,
 }
 
 /// The modeled time of one pass.
@@ -989,11 +994,24 @@ impl Topology {
         }
     }
 
+    /// The links `t` crosses: [`Topology::route`], except that a move already written home
+    /// ([`Transfer::homed`]) between devices with no link of their own is routed home →
+    /// destination.
+    pub fn transfer_route(&self, t: &Transfer) -> Result<Vec<usize>> {
+        let direct = self.by_ends.contains_key(&(t.from, t.to));
+        match (t.homed, t.from, t.to) {
+            (true, Endpoint::Device(_), Endpoint::Device(_)) if !direct => {
+                self.route(Endpoint::Host, t.to)
+            }
+            _ => self.route(t.from, t.to),
+        }
+    }
+
     /// Each link's busy time for these moves, indexed like [`Topology::links`].
     pub fn link_seconds(&self, transfers: &[Transfer]) -> Result<Vec<f64>> {
         let mut busy = vec![0.0; self.links.len()];
         for t in transfers.iter().filter(|t| t.pages > 0 || t.bytes > 0) {
-            for i in self.route(t.from, t.to)? {
+            for i in self.transfer_route(t)? {
                 busy[i] += self.links[i].seconds(t.pages, t.bytes);
             }
         }
@@ -1189,7 +1207,35 @@ mod tests {
             to,
             pages,
             bytes,
+            homed: false,
         }
+    }
+
+    #[test]
+    fn a_move_written_home_crosses_the_sources_host_link_once() {
+        // Two devices behind PCIe, no link between them: the write-back (device 0 → host) and
+        // a copy of the same page to device 1. Taken from home, the copy adds nothing to
+        // device 0's host link; routed device → host → device, it would add the page again.
+        let pcie = Topology::preset("pcie1-x16", 2).unwrap();
+        let back = t(Device(0), Host, 1, 65536);
+        let copy = Transfer {
+            homed: true,
+            ..t(Device(0), Device(1), 1, 65536)
+        };
+        let up = pcie.route(Device(0), Host).unwrap()[0];
+        let down = pcie.route(Host, Device(1)).unwrap()[0];
+        let busy = pcie.link_seconds(&[back, copy]).unwrap();
+        let once = pcie.links()[up].seconds(1, 65536);
+        assert!(close(busy[up], once), "{} against {once}", busy[up]);
+        assert!(close(busy[down], pcie.links()[down].seconds(1, 65536)));
+        let unhomed = pcie
+            .link_seconds(&[back, t(Device(0), Device(1), 1, 65536)])
+            .unwrap();
+        assert!(close(unhomed[up], 2.0 * once));
+        // With a link of their own the copy takes it, written home or not.
+        let nvlink = Topology::preset("nvlink", 2).unwrap();
+        let direct = nvlink.route(Device(0), Device(1)).unwrap();
+        assert_eq!(nvlink.transfer_route(&copy).unwrap(), direct);
     }
 
     fn remote(read: u64, write: u64, batch: u64) -> tessera_core::access::RemoteLink {

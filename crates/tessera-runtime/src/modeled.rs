@@ -291,6 +291,7 @@ pub fn during_launches(before: &[DeviceTraffic], after: &[DeviceTraffic]) -> Vec
                 to: Endpoint::Device(d),
                 pages: moved.pages,
                 bytes: moved.bytes,
+                homed: false,
             }
         })
         .collect()
@@ -313,12 +314,14 @@ pub fn transfers(
             to: dev,
             pages: moved.host_to_device.pages,
             bytes: moved.host_to_device.bytes,
+            homed: false,
         });
         out.push(Transfer {
             from: dev,
             to: Endpoint::Host,
             pages: moved.device_to_host.pages,
             bytes: moved.device_to_host.bytes,
+            homed: false,
         });
         let mut counted = 0;
         for (s, c) in moved.device_to_device_from.iter().enumerate() {
@@ -329,12 +332,25 @@ pub fn transfers(
                 return Err(ModeledError::SelfMove { device: d });
             }
             counted += c.pages;
-            out.push(Transfer {
-                from: Endpoint::Device(s),
-                to: dev,
-                pages: c.pages,
-                bytes: c.bytes,
-            });
+            let homed = moved
+                .device_to_device_homed_from
+                .get(s)
+                .copied()
+                .unwrap_or_default();
+            for (pages, bytes, homed) in [
+                (c.pages - homed.pages, c.bytes - homed.bytes, false),
+                (homed.pages, homed.bytes, true),
+            ] {
+                if pages > 0 {
+                    out.push(Transfer {
+                        from: Endpoint::Device(s),
+                        to: dev,
+                        pages,
+                        bytes,
+                        homed,
+                    });
+                }
+            }
         }
         if counted != moved.device_to_device.pages {
             return Err(ModeledError::Uncounted {

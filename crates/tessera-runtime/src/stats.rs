@@ -139,6 +139,11 @@ pub struct DeviceTraffic {
     /// direct links charges each move to the link it crosses, so the source must be known;
     /// shorter than the device count where the later sources sent nothing.
     pub device_to_device_from: Vec<LinkCounters>,
+    /// Of `device_to_device_from`, by source, the moves whose source wrote the same page home
+    /// for the same grant (the write-home rule's reads: `WriteBack`, then `Copy`). The bytes
+    /// reach home once for both, so where no link joins the two devices a topology charges
+    /// the move home → this device alone, not the source's host link a second time.
+    pub device_to_device_homed_from: Vec<LinkCounters>,
     /// Of `device_to_device`, the pages copied straight from the source's memory, with no
     /// host buffer between (devices of one peer group, `Device::peer_group`: the wgpu
     /// devices sharing one wgpu device, on the device; the CPU devices of a process, one
@@ -226,6 +231,20 @@ impl DeviceTraffic {
                     c.since(
                         before
                             .device_to_device_from
+                            .get(s)
+                            .copied()
+                            .unwrap_or_default(),
+                    )
+                })
+                .collect(),
+            device_to_device_homed_from: self
+                .device_to_device_homed_from
+                .iter()
+                .enumerate()
+                .map(|(s, &c)| {
+                    c.since(
+                        before
+                            .device_to_device_homed_from
                             .get(s)
                             .copied()
                             .unwrap_or_default(),
@@ -322,6 +341,17 @@ impl DeviceTraffic {
                 .resize(source + 1, LinkCounters::default());
         }
         self.device_to_device_from[source].add(bytes);
+    }
+
+    /// [`DeviceTraffic::add_from_device`] for a move whose source wrote the page home for the
+    /// same grant (`device_to_device_homed_from`).
+    pub fn add_from_device_homed(&mut self, source: usize, bytes: u64) {
+        self.add_from_device(source, bytes);
+        if self.device_to_device_homed_from.len() <= source {
+            self.device_to_device_homed_from
+                .resize(source + 1, LinkCounters::default());
+        }
+        self.device_to_device_homed_from[source].add(bytes);
     }
 }
 

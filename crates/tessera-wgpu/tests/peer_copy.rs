@@ -205,6 +205,10 @@ fn moves_match(coherence: tessera_core::Coherence) {
             g.device_to_device_from, c.device_to_device_from,
             "device {d}"
         );
+        assert_eq!(
+            g.device_to_device_homed_from, c.device_to_device_homed_from,
+            "device {d}"
+        );
         // The CPU devices of a process are peers too (one copy between their memories), and
         // the memory manager chooses the same moves for both.
         assert_eq!(
@@ -222,11 +226,17 @@ fn moves_match(coherence: tessera_core::Coherence) {
             assert_eq!(out.traffic[1].device_to_device_peer.pages, 4);
             assert_eq!(out.traffic[1].device_to_device_peer.bytes, 4 * PAGE);
             assert_eq!(out.traffic[0].device_to_device_peer.pages, 0);
+            // Those are the moves counted as written home too, for the topologies.
+            assert_eq!(out.traffic[1].device_to_device_homed_from[0].pages, 4);
+            assert_eq!(out.traffic[0].device_to_device_homed_from[1].pages, 4);
             // Steps 4 and 5 wrote the source's four modified pages home; step 2 nothing.
             assert_eq!(out.traffic[0].device_to_host.pages, 4);
             assert_eq!(out.traffic[1].device_to_host.pages, 4);
         } else {
             // Nothing goes home: every move is a peer copy from the owner.
+            for t in &out.traffic {
+                assert!(t.device_to_device_homed_from.iter().all(|c| c.pages == 0));
+            }
             assert_eq!(out.traffic[1].device_to_device_peer.pages, 8);
             assert_eq!(out.traffic[0].device_to_device_peer.pages, 4);
             assert_eq!(out.traffic[0].device_to_host.pages, 0);

@@ -343,6 +343,8 @@ impl Manager {
     }
 
     pub(super) fn carry_out(&mut self, out: &mut Outbox, actions: Vec<Action>) -> Result<()> {
+        // Pages this list wrote home from a device, for the copies of them that follow.
+        let mut homed: HashSet<(DeviceId, GlobalPage)> = HashSet::default();
         for a in actions {
             match a {
                 Action::Copy { page, from, to } => {
@@ -356,7 +358,13 @@ impl Manager {
                             Fill::Home
                         }
                         Source::Device(o) => {
-                            self.traffic[to.index()].add_from_device(o.index(), bytes);
+                            let t = &mut self.traffic[to.index()];
+                            if homed.contains(&(o, page)) || self.written_home.contains(&(o, page))
+                            {
+                                t.add_from_device_homed(o.index(), bytes);
+                            } else {
+                                t.add_from_device(o.index(), bytes);
+                            }
                             if let Some(src) = self.peer_ahead.remove(&(o, page)) {
                                 self.traffic[to.index()].device_to_device_peer.add(bytes);
                                 Fill::Peer(o, src)
@@ -425,6 +433,7 @@ impl Manager {
                 Action::WriteBack { page, from } => {
                     let (obj, local, bytes) = self.page_bytes(page)?;
                     self.traffic[from.index()].device_to_host.add(bytes);
+                    homed.insert((from, page));
                     if self.evicting {
                         self.traffic[from.index()].eviction_write_backs += 1;
                     } else {

@@ -170,6 +170,14 @@ fn read_of_a_modified_page(coherence: Coherence) {
         assert_eq!(t1.device_to_device.bytes, PAGE, "{d}");
         let from = |s: usize| t1.device_to_device_from.get(s).map_or(0, |c| c.bytes);
         assert_eq!((from(other), from(d)), (PAGE, 0), "{d}");
+        // Under write-home the other wrote that page home for the same grant: a topology
+        // with no link between the two takes it from home, not over the other's host link
+        // a second time.
+        let homed = t1
+            .device_to_device_homed_from
+            .get(other)
+            .map_or(0, |c| c.bytes);
+        assert_eq!(homed, if home_too { PAGE } else { 0 }, "{d}");
         // Its own page of `a` was written home for the other's read, under write-home only.
         assert_eq!(
             t1.device_to_host.bytes - t0.device_to_host.bytes,

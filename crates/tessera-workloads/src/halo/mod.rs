@@ -263,7 +263,7 @@ pub struct Measured {
     /// `None` where the backend has none.
     pub gpu: Option<f64>,
     /// Per modeled step: (from, to, pages, bytes) of every page move.
-    pub moves: Vec<(Endpoint, Endpoint, u64, u64)>,
+    pub moves: Vec<tessera_model::Transfer>,
     pub page_requests: u64,
     /// Remote accesses over the modeled steps, per accessor and location.
     pub remote: Vec<RemoteUse>,
@@ -389,7 +389,6 @@ pub fn measure(
     let moves = transfers(&baseline, &after)?
         .into_iter()
         .filter(|t| t.pages > 0)
-        .map(|t| (t.from, t.to, t.pages, t.bytes))
         .collect();
     let page_requests = after
         .iter()
@@ -695,12 +694,12 @@ pub fn report(
         })
         .collect();
     let mut moved = 0.0;
-    for &(from, to, pages, bytes) in &m.moves {
-        moved += bytes as f64;
-        for i in topo.route(from, to)? {
+    for t in &m.moves {
+        moved += t.bytes as f64;
+        for i in topo.transfer_route(t)? {
             if let Some(l) = links.get_mut(i) {
-                l.pages_per_step += pages as f64 / n;
-                l.mib_per_step += bytes as f64 / mib / n;
+                l.pages_per_step += t.pages as f64 / n;
+                l.mib_per_step += t.bytes as f64 / mib / n;
             }
         }
     }
