@@ -20,7 +20,7 @@ pub struct ObjectEntry {
     pub id: ObjectId,
     pub desc: ObjectDesc,
     pub page_offset: u64,
-    /// The address space that made it ([`AddressSpace::tag`]): an entry of another system
+    /// The tag of the address space that made it, unique in the process: an entry of another system
     /// with the same id, pages and shape names other memory, and is told apart by this.
     pub space: u64,
 }
@@ -73,11 +73,6 @@ impl AddressSpace {
             end: 0,
             limit,
         }
-    }
-
-    /// What sets this space's entries apart from another's ([`ObjectEntry::space`]).
-    pub fn tag(&self) -> u64 {
-        self.tag
     }
 
     /// Number of global pages spanned, holes included: the length of every page table.

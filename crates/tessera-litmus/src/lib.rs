@@ -27,7 +27,7 @@ use std::path::Path;
 pub use ast::{Loc, Op, Outcome, Prop, Quantifier, Test, Thread};
 pub use files::{run_files, FileOutcome, Tally};
 pub use parse::{parse, parse_bytes, ErrorKind, ParseError};
-pub use run::{run_test, Placement, Report, RunConfig, RunError, Runner, Schedule};
+pub use run::{covers, run_test, Placement, Report, RunConfig, RunError, Runner, Schedule};
 pub use sc::{sc_outcomes, ScError};
 
 /// Why a litmus file could not be loaded.

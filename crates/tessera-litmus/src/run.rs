@@ -133,6 +133,12 @@ pub struct Report {
     pub exhausted: Option<bool>,
 }
 
+/// Whether `seen` of `allowed` outcomes is coverage: all of them, and at least one
+/// ([`Report::covered`]; the runs across processes count theirs the same way).
+pub fn covers(seen: usize, allowed: usize) -> bool {
+    allowed > 0 && seen == allowed
+}
+
 impl Report {
     fn new(test: &Test, config: &RunConfig, sc: BTreeSet<Outcome>) -> Self {
         Report {
@@ -176,7 +182,7 @@ impl Report {
     /// of none covers nothing.
     pub fn covered(&self) -> bool {
         let (seen, allowed) = self.coverage();
-        allowed > 0 && seen == allowed
+        covers(seen, allowed)
     }
 
     /// Completed runs.
