@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Re-creates every figure and table of docs/EVALUATION.md from real runs (about 3 minutes on
-# 2 cores). Each command is the one the document quotes. Per-point report.json folders and
-# SVGs are dropped afterwards to keep the repository small; run a command by hand to keep them.
+# Re-creates every figure and table of docs/EVALUATION.md from real runs (about 10 minutes on
+# 2 cores with OpenArena's data installed, the release build included). Each command is the one
+# the document quotes. Per-point report.json folders, SVGs and GIFs are dropped afterwards to
+# keep the repository small; run a command by hand to keep them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --release -q -p tessera-cli
@@ -45,7 +46,7 @@ tessera run boiling --size 512 --page 32 --devices 4 --partition tiles --frames 
 tessera run boiling --size 640 --page 128 --devices 2 --frames 5 --residency-png --topology pcie1-x16 --force --out $E/residency-640 $P
 uptime
 
-rm -rf $E/*/page-* $E/*/devices-* $E/*/*.svg $E/table2-*/frame.png $E/residency-*/frame.png \
+rm -rf $E/*/page-* $E/*/devices-* $E/*/*.svg $E/*/frames.gif $E/table2-*/frame.png $E/residency-*/frame.png \
     $E/residency-*/report.json $E/residency-*/stages.png
 
 # The game trace (paper 4.1.2) on the procedural scene: Fig 12, the page-size sweep, Fig 13.
@@ -58,6 +59,7 @@ tessera trace replay $T/fig12.trace --pages 4,8,16,32,64,128,256 --clear-each-fr
 tessera run quake --frames 12 --path-frames 500 --devices 2 --split left-right --page 8 --width 1024 --height 768 --initial-placement random --drop-unused --residency-png --force --out $E/quake-fig13 --png-every 0
 rm -f $E/quake-fig13/frame-*.png
 tessera run quake --frames 1 --path-frames 500 --width 512 --height 384 --page 32 --png-every 0 --force --out $E/quake-frame
+rm -f $E/quake-frame/report.json $E/quake-frame/requests.*
 # The real map (needs OpenArena's data: bash scripts/openarena.sh).
 if ls /usr/share/games/openarena/baseoa/*.pk3 >/dev/null 2>&1; then
     tessera run quake --map oa_dm1 --frames 500 --devices 2 --split left-right --page 32 --width 640 --height 480 --force --out $E/quake-oa_dm1 --trace $T/oa_dm1.trace --png-every 250
