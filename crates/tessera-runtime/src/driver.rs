@@ -1232,8 +1232,7 @@ impl DeviceContext {
             .kernel
             .footprint()
             .and_then(|fp| invocation_need(&spec.bindings, &fp))
-            .map(|(_, bytes)| bytes)
-            .filter(|&b| b > min_bytes);
+            .map(|(_, bytes)| bytes);
         RuntimeError::BudgetTooSmall {
             device: self.device,
             kernel: spec.kernel.name().to_string(),

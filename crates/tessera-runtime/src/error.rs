@@ -137,7 +137,7 @@ pub enum RuntimeError {
         budget_bytes: u64,
     },
     /// Not even one invocation's pages fit: nothing can run.
-    #[error("{device}'s budget of {budget_bytes} bytes is too small: one invocation of kernel {kernel} needs at least {pages} pages of {page_bytes} bytes ({min_bytes} bytes) resident at once{}{}", advice(*min_bytes, *budget_bytes), enough_note(*enough_bytes))]
+    #[error("{device}'s budget of {budget_bytes} bytes is too small: one invocation of kernel {kernel} needs at least {pages} pages of {page_bytes} bytes ({min_bytes} bytes) resident at once{}{}", advice(*min_bytes, *budget_bytes), enough_note(*min_bytes, *enough_bytes))]
     BudgetTooSmall {
         device: DeviceId,
         kernel: String,
@@ -148,9 +148,9 @@ pub enum RuntimeError {
         /// Those pages' bytes.
         min_bytes: u64,
         budget_bytes: u64,
-        /// Where the kernel has a footprint, and it says more than `min_bytes`: the bytes of
-        /// the most pages it names for one invocation, which are enough for any invocation of
-        /// this kernel (other kernels of the run may need more).
+        /// Where the kernel has a footprint: the bytes of the most pages it names for one
+        /// invocation, which are enough for any invocation of this kernel (other kernels of
+        /// the run may need more).
         enough_bytes: Option<u64>,
     },
     /// The home file could not be created, grown, shrunk or mapped. `io::Error` is neither
@@ -239,13 +239,19 @@ fn advice(min_bytes: u64, budget_bytes: u64) -> String {
     }
 }
 
-/// The end of `BudgetTooSmall`'s message: the footprint's bound, where there is one.
-fn enough_note(enough_bytes: Option<u64>) -> String {
+/// The end of `BudgetTooSmall`'s message: the footprint's bound where it says more than the
+/// pages asked for, and without one, that those pages are a lower bound. A stencil
+/// given the bytes its message asked for failed again asking for more, three times over, and
+/// nothing had said it might.
+fn enough_note(min_bytes: u64, enough_bytes: Option<u64>) -> String {
     match enough_bytes {
-        Some(b) => {
+        Some(b) if b > min_bytes => {
             format!(" ({b} bytes are enough for any one invocation of it, by its footprint)")
         }
-        None => String::new(),
+        Some(_) => String::new(),
+        None => " (a lower bound: an invocation shows its pages one miss at a time, and \
+                 another may need more)"
+            .to_string(),
     }
 }
 
@@ -282,13 +288,37 @@ mod tests {
             .to_string()
         };
         let over = e(10, 320);
-        assert!(over.ends_with("; give it at least 640 bytes"), "{over}");
+        assert!(
+            over.contains("; give it at least 640 bytes (a lower bound"),
+            "{over}"
+        );
         let within = e(3, 320);
         assert!(
             within.contains("3 pages of 64 bytes (192 bytes) resident at once, which this budget"),
             "{within}"
         );
-        assert!(within.ends_with("give it more than 320 bytes"), "{within}");
+        assert!(within.contains("give it more than 320 bytes"), "{within}");
+        // With a footprint the note says what is enough, and nothing where the footprint
+        // names no more than the pages already asked for.
+        let bounded = |enough: u64| {
+            RuntimeError::BudgetTooSmall {
+                device: DeviceId(0),
+                kernel: "k".into(),
+                pages: 10,
+                page_bytes: 64,
+                min_bytes: 640,
+                budget_bytes: 320,
+                enough_bytes: Some(enough),
+            }
+            .to_string()
+        };
+        let more = bounded(1024);
+        assert!(
+            more.ends_with("give it at least 640 bytes (1024 bytes are enough for any one invocation of it, by its footprint)"),
+            "{more}"
+        );
+        let same = bounded(640);
+        assert!(same.ends_with("; give it at least 640 bytes"), "{same}");
     }
 
     /// The whole chain, as `anyhow`'s `{:#}` and the CLI print it.

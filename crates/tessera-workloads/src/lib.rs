@@ -21,6 +21,19 @@ pub mod raytrace;
 pub mod stencil;
 pub mod vr;
 
+/// A device's budget as the printouts give it: bytes under a KiB, KiB under a MiB, MiB above.
+/// One unit and precision for every workload: a budget of a few pages printed as "0.000 MiB"
+/// in one workload's summary and "0 KiB" in another's.
+pub fn budget_text(bytes: u64) -> String {
+    const KIB: u64 = 1 << 10;
+    const MIB: u64 = 1 << 20;
+    match bytes {
+        b if b < KIB => format!("{b} bytes"),
+        b if b < MIB => format!("{:.1} KiB", b as f64 / KIB as f64),
+        b => format!("{:.2} MiB", b as f64 / MIB as f64),
+    }
+}
+
 /// Seconds per measured frame in a `workload`'s report.json, without what a first frame adds
 /// (a GPU compiles its kernels on their first launch): the workloads run with a warm-up report
 /// their measured frames only; the others report each frame, and the first is dropped. `None`
@@ -284,4 +297,21 @@ pub fn host_table<L: std::fmt::Display>(
     }
     // A table without its extra column ends each line in spaces.
     s.lines().map(|l| l.trim_end().to_string() + "\n").collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::budget_text;
+
+    #[test]
+    fn a_budget_prints_in_the_unit_that_shows_it() {
+        // `--budget-mib 0.00025` is 262 bytes: it had printed as "0.000 MiB" and "0 KiB".
+        assert_eq!(budget_text(262), "262 bytes");
+        assert_eq!(budget_text(1023), "1023 bytes");
+        assert_eq!(budget_text(1024), "1.0 KiB");
+        assert_eq!(budget_text(6291), "6.1 KiB");
+        assert_eq!(budget_text((1 << 20) - 1), "1024.0 KiB");
+        assert_eq!(budget_text(1 << 20), "1.00 MiB");
+        assert_eq!(budget_text(3 << 19), "1.50 MiB");
+    }
 }

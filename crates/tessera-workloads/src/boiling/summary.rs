@@ -72,8 +72,8 @@ impl Report {
         if e.evictions + e.wave_splits > 0 {
             ln!(
  s,
-            "budget {} KiB/device ({}): {} evictions ({} written back), {} refaults, {} thrashing pages ({} pins), {} wave splits",
-            r.budget_bytes / 1024,
+            "budget {}/device ({}): {} evictions ({} written back), {} refaults, {} thrashing pages ({} pins), {} wave splits",
+            crate::budget_text(r.budget_bytes),
             r.policy,
             e.evictions,
             e.write_backs,

@@ -86,8 +86,8 @@ impl HaloReport {
         let e = &r.eviction;
         if e.evictions > 0.0 {
             line(format!(
-                "budget {:.3} MiB per device, {} (thrashing {}): {:.1} evictions/step, {:.1} written home, {:.1} refaults, {:.1} thrashing pages",
-                r.budget_bytes as f64 / (1u64 << 20) as f64,
+                "budget {}/device, {} (thrashing {}): {:.1} evictions/step, {:.1} written home, {:.1} refaults, {:.1} thrashing pages",
+                crate::budget_text(r.budget_bytes),
                 r.policy.name(),
                 r.thrashing,
                 e.evictions,

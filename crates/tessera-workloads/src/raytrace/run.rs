@@ -259,7 +259,7 @@ impl Report {
             .map(|t| t.host_to_device_bytes + t.device_to_device_bytes + t.device_to_host_bytes)
             .sum();
         let mut s = format!(
-            "{} x{} ({} triangles, {} BVH nodes, scene {:.1} MiB, objects {:.1} MiB), {}x{}, {} device(s) [{}], budget {:.2} MiB/device, {}, {}\n",
+            "{} x{} ({} triangles, {} BVH nodes, scene {:.1} MiB, objects {:.1} MiB), {}x{}, {} device(s) [{}], budget {}/device, {}, {}\n",
             self.scene,
             self.instances,
             self.triangles,
@@ -270,7 +270,7 @@ impl Report {
             self.height,
             self.core.devices,
             self.core.adapter,
-            self.budget_bytes_per_device as f64 / 1048576.0,
+            crate::budget_text(self.budget_bytes_per_device),
             self.policy,
             self.core.procedure,
         );
