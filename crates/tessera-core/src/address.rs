@@ -20,8 +20,9 @@ pub struct ObjectEntry {
     pub id: ObjectId,
     pub desc: ObjectDesc,
     pub page_offset: u64,
-    /// The tag of the address space that made it, unique in the process: an entry of another system
-    /// with the same id, pages and shape names other memory, and is told apart by this.
+    /// The tag of the address space that made it ([`AddressSpace::tagged`]): an entry of
+    /// another system with the same id, pages and shape names other memory, and is told apart
+    /// by this.
     pub space: u64,
 }
 
@@ -40,7 +41,7 @@ impl ObjectEntry {
 
 #[derive(Clone, Debug)]
 pub struct AddressSpace {
-    /// Unique in the process: what its entries carry as [`ObjectEntry::space`].
+    /// What its entries carry as [`ObjectEntry::space`]; 0 unless [`AddressSpace::tagged`].
     tag: u64,
     objects: Vec<Option<ObjectEntry>>,
     /// Live objects by first page, to map a global page back to its object.
@@ -63,16 +64,22 @@ impl AddressSpace {
     }
 
     pub fn with_limit(limit: u64) -> Self {
-        // Only uniqueness matters, so no ordering with other memory is needed.
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         AddressSpace {
-            tag: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            tag: 0,
             objects: Vec::new(),
             by_offset: BTreeMap::new(),
             holes: BTreeMap::new(),
             end: 0,
             limit,
         }
+    }
+
+    /// The space with `tag`, which every entry it makes carries: its owner gives each space
+    /// a tag of its own (the runtime numbers its systems), so an entry of one is refused by
+    /// another. Core hands out none itself, to stay a deterministic function of its inputs.
+    pub fn tagged(mut self, tag: u64) -> Self {
+        self.tag = tag;
+        self
     }
 
     /// Number of global pages spanned, holes included: the length of every page table.

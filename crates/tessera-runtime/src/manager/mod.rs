@@ -283,6 +283,15 @@ pub(super) fn copied<T>(nanos: &mut u64, f: impl FnOnce() -> T) -> T {
     r
 }
 
+/// A tag no other memory manager of this process has had, for its address space: entries a
+/// system made are refused by every other (`ObjectEntry::space`). Starts at 1, so a space
+/// made outside a manager (tag 0) matches none.
+fn next_space_tag() -> u64 {
+    // Only uniqueness matters, so no ordering with other memory is needed.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Starts the memory manager of a node driving these device workers.
 pub fn spawn(
     workers: Vec<WorkerHandle>,
@@ -305,7 +314,7 @@ pub fn spawn(
         .collect::<Result<Vec<_>>>()?;
     let m = Manager {
         protocol,
-        space: AddressSpace::with_limit(PAGE_LIMIT),
+        space: AddressSpace::with_limit(PAGE_LIMIT).tagged(next_space_tag()),
         home: Arc::new(RwLock::new(home)),
         memories: workers
             .iter()
