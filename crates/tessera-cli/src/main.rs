@@ -949,23 +949,44 @@ fn cli_command() -> clap::Command {
     cmd
 }
 
+/// Prints a clap error (or the help and version clap answers with) and exits with its status.
+/// An error is written to stderr in one call: clap writes its styled pieces one call each, and
+/// under mpirun, where every rank refuses the same options, two ranks' lines interleaved
+/// ("error:error: --deferred does not apply …").
+fn exit_with(e: clap::Error) -> ExitCode {
+    use std::io::{IsTerminal, Write};
+    let code = ExitCode::from(e.exit_code().clamp(0, 255) as u8);
+    if !e.use_stderr() {
+        // Help and the version go to standard output, whose failure (`> /dev/full`) fails
+        // the command as it does every other command's output.
+        if let Err(io) = e.print() {
+            eprintln!("error: cannot write to standard output: {io}");
+            return ExitCode::from(1);
+        }
+        return code;
+    }
+    let stderr = std::io::stderr();
+    let text = if stderr.is_terminal() {
+        e.render().ansi().to_string()
+    } else {
+        e.render().to_string()
+    };
+    let _ = stderr.lock().write_all(text.as_bytes());
+    code
+}
+
 fn main() -> ExitCode {
     quiet_mesa();
     let matches = match cli_command().try_get_matches() {
         Ok(m) => m,
-        Err(e) => {
-            // Help and the version go to standard output, whose failure (`> /dev/full`) fails
-            // the command as it does every other command's output.
-            if let Err(io) = e.print() {
-                eprintln!("error: cannot write to standard output: {io}");
-                return ExitCode::from(1);
-            }
-            return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
-        }
+        Err(e) => return exit_with(e),
     };
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => return exit_with(e),
+    };
     if let Err(e) = refuse_inapplicable(&cli, &matches) {
-        e.exit();
+        return exit_with(e);
     }
     let force = cli.force;
     output::remove_partial_on_interrupt();
@@ -979,7 +1000,7 @@ fn main() -> ExitCode {
             },
             RunKind::Quake(opts) => {
                 if let Some(problem) = opts.usage_problem() {
-                    conflict(&["run", "quake"], &problem).exit();
+                    return exit_with(conflict(&["run", "quake"], &problem));
                 }
                 match &opts.trace {
                     Some(t) => output::check_on_commit("--trace", t, Some(&opts.out), &[], force),

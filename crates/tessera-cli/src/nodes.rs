@@ -240,7 +240,7 @@ pub fn litmus(files: &[std::path::PathBuf], runs: u64, k: usize) -> Result<()> {
     use tessera_mpi::litmus::FileRun;
     let tally = tessera_mpi::litmus::run_files(&mpi, files, &base, runs, 300, |file| match file {
         FileRun::Ran(report) => outln!("{report}"),
-        FileRun::Unreadable(e) => eprintln!("error: {e}"),
+        FileRun::Skipped(e) => eprintln!("error: {e}"),
     })
     .map_err(|e| match e {
         // Ranks given other command lines: a usage error, as on `run boiling`.
@@ -250,18 +250,20 @@ pub fn litmus(files: &[std::path::PathBuf], runs: u64, k: usize) -> Result<()> {
     if rank == 0 {
         outln!("{}", tally.summary());
     }
-    // Every rank ran every test and holds the same tally: rank 0 says why it failed, and the
-    // others wait for it to have said so, since mpirun ends the job at the first rank to exit
-    // non-zero, rank 0 included.
-    let Some(problems) = tally.problems() else {
-        return Ok(());
-    };
-    if rank == 0 {
-        let line = format!("error: {problems}\n");
+    // Rank 0 says why the run failed, and every rank waits for it to have said so, since
+    // mpirun ends the job at the first rank to exit non-zero, rank 0 included. Every rank
+    // waits whatever its own tally: the files skipped are the same on every rank, but only
+    // rank 0 counts the forbidden outcomes, so the others may have nothing to report.
+    let problems = tally.problems();
+    if let (0, Some(p)) = (rank, &problems) {
+        let line = format!("error: {p}\n");
         let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
     }
     mpi.barrier();
-    Err(crate::SaidByRankZero(problems).into())
+    match problems {
+        None => Ok(()),
+        Some(p) => Err(crate::SaidByRankZero(p).into()),
+    }
 }
 
 #[cfg(not(feature = "mpi"))]

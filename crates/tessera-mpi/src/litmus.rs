@@ -176,13 +176,9 @@ pub enum FilesError {
     },
 }
 
-/// How long a rank waits for the others' digests before the files run: MPI starts its
-/// processes one after another, and a rank that never starts is a lost node.
-const AGREE_WITHIN: std::time::Duration = std::time::Duration::from_secs(120);
-
 /// Every rank sends every other the digest of its run (the files' bytes, `runs`, the devices
-/// per node) and compares what it gets with its own, before any file runs. Each rank takes
-/// exactly one message from every other, so nothing of this is left for the runs after it.
+/// per node) and compares what it gets with its own, before any file runs
+/// ([`crate::node::agree`]).
 fn agree<T: crate::Transport>(
     t: &T,
     files: &[std::path::PathBuf],
@@ -200,46 +196,19 @@ fn agree<T: crate::Transport>(
             .unwrap_or_else(|_| f.display().to_string().into_bytes())
             .hash(&mut hasher);
     }
-    let h = hasher.finish();
-    let me = t.rank();
-    let fail = |error| FilesError::Agreement { rank: me, error };
-    for to in (0..t.size()).filter(|&r| r != me) {
-        t.send(to, h.to_le_bytes().to_vec()).map_err(fail)?;
-    }
-    let mut heard = vec![false; t.size()];
-    heard[me] = true;
-    let start = std::time::Instant::now();
-    while heard.iter().any(|h| !h) {
-        let left = AGREE_WITHIN.saturating_sub(start.elapsed());
-        let Some((from, bytes)) = t.recv(left).map_err(fail)? else {
-            let node = heard.iter().position(|h| !h).unwrap_or(0);
-            return Err(fail(crate::NodeError::Lost {
-                node,
-                how: format!(
-                    "it sent nothing in {} s before the first test",
-                    AGREE_WITHIN.as_secs()
-                ),
-            }));
-        };
-        if let Some(seen) = heard.get_mut(from) {
-            *seen = true;
-        }
-        if bytes[..] != h.to_le_bytes()[..] {
-            let (rank, other) = if from > me { (from, me) } else { (me, from) };
-            return Err(FilesError::Disagree { rank, other });
-        }
-    }
-    t.barrier();
-    Ok(())
+    crate::node::agree(t, hasher.finish()).map_err(|e| match e {
+        crate::node::AgreeError::Disagree { rank, other } => FilesError::Disagree { rank, other },
+        crate::node::AgreeError::Node { rank, error } => FilesError::Agreement { rank, error },
+    })
 }
 
 /// What rank 0 hears of one file of a run across processes.
 pub enum FileRun {
     /// It ran: its report as rank 0 prints it ([`LitmusReport::render`]).
     Ran(String),
-    /// It could not be loaded, and why (every rank reads the same bytes, so every rank skips
-    /// it).
-    Unreadable(String),
+    /// It could not be run, and why: it could not be loaded (every rank reads the same bytes,
+    /// so every rank skips it), or its test has more threads than the ranks have devices.
+    Skipped(String),
 }
 
 /// Runs the test of each of `files` `runs` times on the multi-node engine over `t`, with
@@ -270,12 +239,31 @@ pub fn run_files<T: crate::Transport>(
             Ok(test) => test,
             Err(e) => {
                 if t.rank() == 0 {
-                    each(FileRun::Unreadable(e.to_string()));
+                    each(FileRun::Skipped(e.to_string()));
                 }
                 tally.unreadable.push(path.display().to_string());
                 continue;
             }
         };
+        // Each thread needs a device of its own. A test with more stopped the whole suite
+        // (`run_node`'s configuration error on every rank), leaving the files after it unrun;
+        // it is skipped alike on every rank instead, as the one-process runner skips what it
+        // cannot run.
+        let devices = t.size() * base.devices_per_node;
+        if test.threads.len() > devices {
+            if t.rank() == 0 {
+                each(FileRun::Skipped(format!(
+                    "{}: {} has {} threads, more than the {devices} devices of {} processes; \
+                     give it more processes or --devices-per-node",
+                    path.display(),
+                    test.name,
+                    test.threads.len(),
+                    t.size()
+                )));
+            }
+            tally.unreadable.push(path.display().to_string());
+            continue;
+        }
         // One run per file on the same ranks (`Transport::barrier`).
         if !first {
             t.barrier();

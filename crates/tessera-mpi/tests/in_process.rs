@@ -289,7 +289,7 @@ fn a_bad_litmus_file_is_skipped_and_the_rest_run() {
                 let mut seen = Vec::new();
                 let tally = run_files(&t, &files, &base, 4, 0, |f| match f {
                     FileRun::Ran(report) => seen.push(report),
-                    FileRun::Unreadable(e) => seen.push(format!("error: {e}")),
+                    FileRun::Skipped(e) => seen.push(format!("error: {e}")),
                 })
                 .unwrap();
                 (t.rank(), tally, seen)
@@ -331,4 +331,90 @@ fn a_bad_litmus_file_is_skipped_and_the_rest_run() {
             _ => assert!(seen.is_empty(), "{seen:?}"),
         }
     }
+}
+
+/// A test with more threads than the ranks have devices is skipped on every rank alike, and
+/// the files after it run: IRIW's four threads on two ranks of one device each had stopped
+/// the whole suite with a configuration error on every rank, the files after it unrun.
+#[test]
+fn a_test_with_more_threads_than_devices_is_skipped_and_the_rest_run() {
+    use tessera_mpi::litmus::{run_files, FileRun};
+    let shipped = shipped_litmus_files();
+    let pick = |name: &str| shipped.iter().find(|f| f.ends_with(name)).unwrap().clone();
+    let files = vec![pick("SB.litmus"), pick("IRIW.litmus"), pick("MP.litmus")];
+    let handles: Vec<_> = InProcess::cluster(2)
+        .into_iter()
+        .map(|t| {
+            let files = files.clone();
+            thread::spawn(move || {
+                let base = NodeConfig {
+                    devices_per_node: 1,
+                    ..NodeConfig::default()
+                };
+                let mut skipped = Vec::new();
+                let mut ran = 0;
+                let tally = run_files(&t, &files, &base, 3, 0, |f| match f {
+                    FileRun::Ran(_) => ran += 1,
+                    FileRun::Skipped(e) => skipped.push(e),
+                })
+                .unwrap();
+                (t.rank(), tally, ran, skipped)
+            })
+        })
+        .collect();
+    for h in handles {
+        let (rank, tally, ran, skipped) = h.join().unwrap();
+        assert_eq!(tally.files, 3, "rank {rank}");
+        assert_eq!(
+            tally.unreadable.len(),
+            1,
+            "rank {rank}: {:?}",
+            tally.unreadable
+        );
+        assert!(tally.unreadable[0].ends_with("IRIW.litmus"), "rank {rank}");
+        assert!(tally.problems().is_some_and(|p| p.contains("IRIW.litmus")));
+        match rank {
+            0 => {
+                assert_eq!((ran, tally.ran, tally.passed), (2, 2, 2));
+                assert_eq!(skipped.len(), 1, "{skipped:?}");
+                assert!(
+                    skipped[0]
+                        .contains("IRIW has 4 threads, more than the 2 devices of 2 processes"),
+                    "{}",
+                    skipped[0]
+                );
+            }
+            _ => assert_eq!((ran, skipped.len()), (0, 0)),
+        }
+    }
+}
+
+/// Ranks compare what their runs are made of before one starts (`node::agree`, which
+/// tessera-node runs before an engine run): ranks with another digest all stop with the same
+/// pair of ranks named, and ranks that agree go on. A run of another `--rounds` had waited out
+/// `--lost-after` and then blamed a lost node.
+#[test]
+fn ranks_given_other_runs_disagree_before_the_run() {
+    use tessera_mpi::node::{agree, AgreeError};
+    let run = |digests: Vec<u64>| -> Vec<Result<(), (usize, usize)>> {
+        let handles: Vec<_> = InProcess::cluster(digests.len())
+            .into_iter()
+            .zip(digests)
+            .map(|(t, d)| {
+                thread::spawn(move || {
+                    agree(&t, d).map_err(|e| match e {
+                        AgreeError::Disagree { rank, other } => (rank, other),
+                        e => panic!("{e}"),
+                    })
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    };
+    assert_eq!(run(vec![7, 7, 7]), vec![Ok(()); 3]);
+    let r = run(vec![7, 7, 8]);
+    // Rank 2 disagrees with both; ranks 0 and 1 each see it.
+    assert_eq!(r[0], Err((2, 0)));
+    assert_eq!(r[1], Err((2, 1)));
+    assert!(matches!(r[2], Err((2, _))), "{r:?}");
 }

@@ -87,14 +87,18 @@ pub fn run(mib: u64) -> anyhow::Result<Vec<u64>> {
     Ok(traffic.iter().map(|t| t.evictions).collect())
 }
 
-fn main() -> anyhow::Result<()> {
-    let mib: u64 = match std::env::args().nth(1) {
+fn main() {
+    let res = match std::env::args().nth(1) {
         Some(a) => a
             .parse()
             .ok()
             .filter(|&m| (1..=1024).contains(&m))
-            .with_context(|| format!("{a}: give the buffer size in MiB, 1 to 1024"))?,
-        None => 4,
+            .with_context(|| format!("the buffer size in MiB must be 1 to 1024 (got {a})")),
+        None => Ok(4),
     };
-    run(mib).map(|_| ())
+    // As the blur example and the CLI say it: `error: …`, exit status 1.
+    if let Err(e) = res.and_then(run) {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::Parser;
 use tessera_mpi::litmus::{run_files, FileRun, FilesError};
 use tessera_mpi::mpi_transport::Mpi;
+use tessera_mpi::node::AgreeError;
 use tessera_mpi::{run_node, NodeConfig, NodeError, Transport};
 
 /// Writes one line to stderr in a single `write` call. Several ranks share mpirun's stderr, and
@@ -54,6 +55,36 @@ struct Args {
     jitter_us: u32,
 }
 
+/// A usage error every rank meets alike: rank 0 says it, and every rank waits for that at a
+/// barrier before exiting with 2 (mpirun stops the others when one exits, and had killed rank 0
+/// before its line, or let every rank print its own).
+fn refuse(mpi: &Mpi, what: impl std::fmt::Display) -> ExitCode {
+    if mpi.rank() == 0 {
+        say!("tessera-node: error: {what}");
+    }
+    mpi.barrier();
+    ExitCode::from(2)
+}
+
+/// What an engine run is made of, for the ranks to compare before it (`tessera_mpi::node::agree`).
+fn digest(args: &Args) -> u64 {
+    use std::hash::{Hash, Hasher};
+    // The standard library's hasher with its fixed keys: every rank runs the same binary.
+    let mut h = std::hash::DefaultHasher::new();
+    (
+        args.devices_per_node,
+        args.pages,
+        args.words,
+        args.rounds,
+        args.block,
+        args.lost_after.to_bits(),
+        args.kill_rank,
+        args.kill_after_round,
+    )
+        .hash(&mut h);
+    h.finish()
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     let Some(mpi) = Mpi::init() else {
@@ -62,8 +93,7 @@ fn main() -> ExitCode {
     };
     let rank = mpi.rank();
     if !(args.lost_after > 0.0 && args.lost_after.is_finite()) {
-        say!("tessera-node: --lost-after must be a positive number of seconds");
-        return ExitCode::FAILURE;
+        return refuse(&mpi, "--lost-after must be a positive number of seconds");
     }
     let cfg = NodeConfig {
         devices_per_node: args.devices_per_node,
@@ -78,6 +108,14 @@ fn main() -> ExitCode {
     };
     if !args.litmus.is_empty() {
         return litmus(&mpi, &cfg, &args);
+    }
+    match tessera_mpi::node::agree(&mpi, digest(&args)) {
+        Ok(()) => {}
+        Err(e @ AgreeError::Disagree { .. }) => return refuse(&mpi, e),
+        Err(e @ AgreeError::Node { .. }) => {
+            say!("tessera-node: {e}");
+            return ExitCode::from(3);
+        }
     }
     match run_node(&mpi, &cfg) {
         Ok(r) => {
@@ -103,6 +141,8 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
+        // The ranks agreed on their options, so each meets the same refusal before the run.
+        Err(NodeError::Config(e)) => refuse(&mpi, e),
         Err(NodeError::Stopped { node, round }) => {
             say!("tessera-node: rank {node} aborts after round {round}, as asked (--kill-rank)");
             std::process::abort();
@@ -127,7 +167,7 @@ fn litmus(mpi: &Mpi, cfg: &NodeConfig, args: &Args) -> ExitCode {
         args.jitter_us,
         |file| match file {
             FileRun::Ran(report) => print!("{report}"),
-            FileRun::Unreadable(e) => say!("tessera-node: {e}"),
+            FileRun::Skipped(e) => say!("tessera-node: {e}"),
         },
     );
     match res {
@@ -135,21 +175,23 @@ fn litmus(mpi: &Mpi, cfg: &NodeConfig, args: &Args) -> ExitCode {
             if rank == 0 {
                 println!("{}", tally.summary());
             }
-            match tally.problems() {
+            // Rank 0 says why, once. Every rank waits for it at the barrier, whatever its own
+            // tally: mpirun ends the job at the first rank to exit non-zero, and only rank 0
+            // counts the forbidden outcomes, so another rank may have nothing to report.
+            let problems = tally.problems();
+            if let (0, Some(p)) = (rank, &problems) {
+                say!("tessera-node: {p}");
+            }
+            mpi.barrier();
+            match problems {
                 None => ExitCode::SUCCESS,
-                Some(p) => {
-                    say!("tessera-node: rank {rank}: {p}");
-                    ExitCode::FAILURE
-                }
+                Some(_) => ExitCode::FAILURE,
             }
         }
         Err(e @ (FilesError::Node { .. } | FilesError::Agreement { .. })) => {
             say!("tessera-node: {e}");
             ExitCode::from(3)
         }
-        Err(e @ FilesError::Disagree { .. }) => {
-            say!("tessera-node: {e}");
-            ExitCode::from(2)
-        }
+        Err(e @ FilesError::Disagree { .. }) => refuse(mpi, e),
     }
 }
