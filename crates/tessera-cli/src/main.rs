@@ -54,9 +54,14 @@ fn is_usage(e: &(dyn std::error::Error + 'static)) -> bool {
             }
             _ => false,
         }
+        // Both follow from the process count and the options, as ClusterTooLarge's device
+        // count does: more homes than a wgpu device has memories had exited 1.
         || matches!(
             e.downcast_ref::<tessera_runtime::RuntimeError>(),
-            Some(tessera_runtime::RuntimeError::ClusterTooLarge { .. })
+            Some(
+                tessera_runtime::RuntimeError::ClusterTooLarge { .. }
+                    | tessera_runtime::RuntimeError::TooManyHomes { .. }
+            )
         )
         // The ray tracer's minimum budget follows from `--page` and `--budget-mib` alone.
         || matches!(
@@ -857,6 +862,8 @@ fn refuse_inapplicable(cli: &Cli, matches: &clap::ArgMatches) -> Result<(), clap
     let refused = [
         (given("deferred"), "--deferred does not apply with --devices-per-node: launches are never deferred across nodes"),
         (given("home_file"), "--home-file does not apply with --devices-per-node: every node would create the same file"),
+        // It had been ignored: the devices are the processes times --devices-per-node.
+        (given("devices"), "--devices does not apply with --devices-per-node: the devices are mpirun's processes times --devices-per-node"),
         (o.node.staging, "--staging on is not built across nodes (--devices-per-node)"),
         // Rank 0 writes report.json and frame.png only (docs/MPI.md).
         (given("gif_every") && o.gif_every > 0, "--gif-every is not written across nodes (--devices-per-node): rank 0 writes report.json and frame.png"),

@@ -303,6 +303,8 @@ fn options_a_command_cannot_honour_are_usage_errors() {
             "--staging on is not built across nodes",
         ),
         (&["--home-file", "h.bin"], "--home-file does not apply"),
+        // The devices are the processes times --devices-per-node: it had been ignored.
+        (&["--devices", "3"], "--devices does not apply"),
         // Rank 0 writes report.json and frame.png only: these were silently not written.
         (
             &["--residency-png"],
