@@ -43,6 +43,16 @@ impl std::error::Error for Usage {}
 /// devices over mpirun's processes than one address space holds (found only once the
 /// processes know how many they are). (A library error wrapped `transparent` by another is not
 /// in the chain, so the checks that must exit 2 are made up front as [`Usage`].)
+/// The runtime's refusals that follow from the process count and the options alone: too many
+/// devices in all, and more nodes than a wgpu device has memories for (which had exited 1).
+fn runtime_usage(e: &tessera_runtime::RuntimeError) -> bool {
+    matches!(
+        e,
+        tessera_runtime::RuntimeError::ClusterTooLarge { .. }
+            | tessera_runtime::RuntimeError::TooManyHomes { .. }
+    )
+}
+
 fn is_usage(e: &(dyn std::error::Error + 'static)) -> bool {
     e.is::<Usage>()
         || match e.downcast_ref::<tessera_model::TopologyError>() {
@@ -54,14 +64,13 @@ fn is_usage(e: &(dyn std::error::Error + 'static)) -> bool {
             }
             _ => false,
         }
-        // Both follow from the process count and the options, as ClusterTooLarge's device
-        // count does: more homes than a wgpu device has memories had exited 1.
+        || e
+            .downcast_ref::<tessera_runtime::RuntimeError>()
+            .is_some_and(runtime_usage)
+        // A wgpu node's error is transparent: its chain goes on past the runtime's error.
         || matches!(
-            e.downcast_ref::<tessera_runtime::RuntimeError>(),
-            Some(
-                tessera_runtime::RuntimeError::ClusterTooLarge { .. }
-                    | tessera_runtime::RuntimeError::TooManyHomes { .. }
-            )
+            e.downcast_ref::<tessera_wgpu::NodeError>(),
+            Some(tessera_wgpu::NodeError::Runtime(r)) if runtime_usage(r)
         )
         // The ray tracer's minimum budget follows from `--page` and `--budget-mib` alone.
         || matches!(
@@ -1082,5 +1091,32 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_usage;
+    use tessera_runtime::RuntimeError;
+
+    /// More nodes than a wgpu device has memories for follows from the process count alone:
+    /// a usage error (exit 2) whether the runtime's error reaches the CLI bare or inside a
+    /// wgpu node's error, whose transparent wording hides it from the chain.
+    #[test]
+    fn too_many_homes_is_a_usage_error_through_a_wgpu_node() {
+        let homes = || RuntimeError::TooManyHomes {
+            backend: "wgpu".into(),
+            max: 4,
+            nodes: 5,
+        };
+        let bare = anyhow::Error::new(homes()).context("node 3");
+        assert!(bare.chain().any(is_usage));
+        let wrapped =
+            anyhow::Error::new(tessera_wgpu::NodeError::Runtime(homes())).context("node 3");
+        assert!(wrapped.chain().any(is_usage));
+        let other = anyhow::Error::new(tessera_wgpu::NodeError::Runtime(RuntimeError::Config(
+            "x".into(),
+        )));
+        assert!(!other.chain().any(is_usage));
     }
 }
