@@ -264,30 +264,25 @@ fn litmus_ranks_given_other_runs_stop_before_the_first_test() {
     }
 }
 
-/// A file that cannot be loaded, between two that can, is skipped on every rank alike, as the
-/// one-process runner skips it: the files after it still run, rank 0 hands on each report
-/// with herd7's `Observation` line and why the file was skipped, and every rank's tally names
-/// the skipped file.
-#[test]
-fn a_bad_litmus_file_is_skipped_and_the_rest_run() {
+/// Runs `files` `runs` times on two in-process ranks of one device each
+/// (`litmus::run_files`). Per rank: its tally, and what it heard of each file in order, a
+/// run's report or, marked `error: `, why the file was skipped.
+fn on_two_ranks(
+    files: &[std::path::PathBuf],
+    runs: u32,
+) -> Vec<(usize, tessera_litmus::Tally, Vec<String>)> {
     use tessera_mpi::litmus::{run_files, FileRun};
-    let dir = tempfile::tempdir().unwrap();
-    let bad = dir.path().join("bad.litmus");
-    std::fs::write(&bad, "this is not a litmus test\n").unwrap();
-    let shipped = shipped_litmus_files();
-    let pick = |name: &str| shipped.iter().find(|f| f.ends_with(name)).unwrap().clone();
-    let files = vec![pick("SB.litmus"), bad.clone(), pick("MP.litmus")];
     let handles: Vec<_> = InProcess::cluster(2)
         .into_iter()
         .map(|t| {
-            let files = files.clone();
+            let files = files.to_vec();
             thread::spawn(move || {
                 let base = NodeConfig {
                     devices_per_node: 1,
                     ..NodeConfig::default()
                 };
                 let mut seen = Vec::new();
-                let tally = run_files(&t, &files, &base, 4, 0, |f| match f {
+                let tally = run_files(&t, &files, &base, runs, 0, |f| match f {
                     FileRun::Ran(report) => seen.push(report),
                     FileRun::Skipped(e) => seen.push(format!("error: {e}")),
                 })
@@ -296,8 +291,22 @@ fn a_bad_litmus_file_is_skipped_and_the_rest_run() {
             })
         })
         .collect();
-    for h in handles {
-        let (rank, tally, seen) = h.join().unwrap();
+    handles.into_iter().map(|h| h.join().unwrap()).collect()
+}
+
+/// A file that cannot be loaded, between two that can, is skipped on every rank alike, as the
+/// one-process runner skips it: the files after it still run, rank 0 hands on each report
+/// with herd7's `Observation` line and why the file was skipped, and every rank's tally names
+/// the skipped file.
+#[test]
+fn a_bad_litmus_file_is_skipped_and_the_rest_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.litmus");
+    std::fs::write(&bad, "this is not a litmus test\n").unwrap();
+    let shipped = shipped_litmus_files();
+    let pick = |name: &str| shipped.iter().find(|f| f.ends_with(name)).unwrap().clone();
+    let files = vec![pick("SB.litmus"), bad.clone(), pick("MP.litmus")];
+    for (rank, tally, seen) in on_two_ranks(&files, 4) {
         assert_eq!(tally.files, 3);
         assert_eq!(
             tally.unreadable,
@@ -338,32 +347,10 @@ fn a_bad_litmus_file_is_skipped_and_the_rest_run() {
 /// the whole suite with a configuration error on every rank, the files after it unrun.
 #[test]
 fn a_test_with_more_threads_than_devices_is_skipped_and_the_rest_run() {
-    use tessera_mpi::litmus::{run_files, FileRun};
     let shipped = shipped_litmus_files();
     let pick = |name: &str| shipped.iter().find(|f| f.ends_with(name)).unwrap().clone();
     let files = vec![pick("SB.litmus"), pick("IRIW.litmus"), pick("MP.litmus")];
-    let handles: Vec<_> = InProcess::cluster(2)
-        .into_iter()
-        .map(|t| {
-            let files = files.clone();
-            thread::spawn(move || {
-                let base = NodeConfig {
-                    devices_per_node: 1,
-                    ..NodeConfig::default()
-                };
-                let mut skipped = Vec::new();
-                let mut ran = 0;
-                let tally = run_files(&t, &files, &base, 3, 0, |f| match f {
-                    FileRun::Ran(_) => ran += 1,
-                    FileRun::Skipped(e) => skipped.push(e),
-                })
-                .unwrap();
-                (t.rank(), tally, ran, skipped)
-            })
-        })
-        .collect();
-    for h in handles {
-        let (rank, tally, ran, skipped) = h.join().unwrap();
+    for (rank, tally, seen) in on_two_ranks(&files, 3) {
         assert_eq!(tally.files, 3, "rank {rank}");
         assert_eq!(
             tally.unreadable.len(),
@@ -373,10 +360,11 @@ fn a_test_with_more_threads_than_devices_is_skipped_and_the_rest_run() {
         );
         assert!(tally.unreadable[0].ends_with("IRIW.litmus"), "rank {rank}");
         assert!(tally.problems().is_some_and(|p| p.contains("IRIW.litmus")));
+        let skipped: Vec<_> = seen.iter().filter(|s| s.starts_with("error: ")).collect();
         match rank {
             0 => {
-                assert_eq!((ran, tally.ran, tally.passed), (2, 2, 2));
-                assert_eq!(skipped.len(), 1, "{skipped:?}");
+                assert_eq!((seen.len(), tally.ran, tally.passed), (3, 2, 2), "{seen:?}");
+                assert_eq!(skipped.len(), 1, "{seen:?}");
                 assert!(
                     skipped[0]
                         .contains("IRIW has 4 threads, more than the 2 devices of 2 processes"),
@@ -384,7 +372,7 @@ fn a_test_with_more_threads_than_devices_is_skipped_and_the_rest_run() {
                     skipped[0]
                 );
             }
-            _ => assert_eq!((ran, skipped.len()), (0, 0)),
+            _ => assert!(seen.is_empty(), "{seen:?}"),
         }
     }
 }
@@ -402,14 +390,19 @@ fn ranks_given_other_runs_disagree_before_the_run() {
             .zip(digests)
             .map(|(t, d)| {
                 thread::spawn(move || {
-                    agree(&t, d).map_err(|e| match e {
+                    let r = agree(&t, d).map_err(|e| match e {
                         AgreeError::Disagree { rank, other } => (rank, other),
                         e => panic!("{e}"),
-                    })
+                    });
+                    // A rank that stops at its first disagreement must not close its end of
+                    // the in-process transport before the others have sent to it: the ranks'
+                    // ends are dropped together, after every thread has ended.
+                    (r, t)
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().unwrap()).collect()
+        let ended: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        ended.into_iter().map(|(r, _)| r).collect()
     };
     assert_eq!(run(vec![7, 7, 7]), vec![Ok(()); 3]);
     let r = run(vec![7, 7, 8]);
