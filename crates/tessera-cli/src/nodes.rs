@@ -250,17 +250,11 @@ pub fn litmus(files: &[std::path::PathBuf], runs: u64, k: usize) -> Result<()> {
     if rank == 0 {
         outln!("{}", tally.summary());
     }
-    // Rank 0 says why the run failed, and every rank waits for it to have said so, since
-    // mpirun ends the job at the first rank to exit non-zero, rank 0 included. Every rank
-    // waits whatever its own tally: the files skipped are the same on every rank, but only
-    // rank 0 counts the forbidden outcomes, so the others may have nothing to report.
-    let problems = tally.problems();
-    if let (0, Some(p)) = (rank, &problems) {
+    let said = |p: &str| {
         let line = format!("error: {p}\n");
         let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
-    }
-    mpi.barrier();
-    match problems {
+    };
+    match tessera_mpi::litmus::conclude(&mpi, &tally, said) {
         None => Ok(()),
         Some(p) => Err(crate::SaidByRankZero(p).into()),
     }

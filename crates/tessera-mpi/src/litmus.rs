@@ -202,6 +202,25 @@ fn agree<T: crate::Transport>(
     })
 }
 
+/// The end of a run over litmus files on every rank: what went wrong, if anything, handed to
+/// `say` on rank 0 alone, then a barrier every rank meets whatever its own tally. mpirun ends
+/// the job at the first rank to exit non-zero, rank 0 included, so the others wait for rank 0
+/// to have said it; and only rank 0 counts forbidden outcomes, so another rank may have
+/// nothing to report and must wait all the same. Returns this rank's problems (its exit
+/// status).
+pub fn conclude<T: crate::Transport>(
+    t: &T,
+    tally: &Tally,
+    say: impl FnOnce(&str),
+) -> Option<String> {
+    let problems = tally.problems();
+    if let (0, Some(p)) = (t.rank(), &problems) {
+        say(p);
+    }
+    t.barrier();
+    problems
+}
+
 /// What rank 0 hears of one file of a run across processes.
 pub enum FileRun {
     /// It ran: its report as rank 0 prints it ([`LitmusReport::render`]).

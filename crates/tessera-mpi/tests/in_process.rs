@@ -411,3 +411,41 @@ fn ranks_given_other_runs_disagree_before_the_run() {
     assert_eq!(r[1], Err((2, 1)));
     assert!(matches!(r[2], Err((2, _))), "{r:?}");
 }
+
+/// The end of a litmus run across processes: rank 0 alone says what went wrong, and every
+/// rank returns its own verdict after the barrier, including a rank whose tally has nothing
+/// to report (only rank 0 counts forbidden outcomes).
+#[test]
+fn rank_zero_alone_says_why_a_litmus_run_failed() {
+    let handles: Vec<_> = InProcess::cluster(3)
+        .into_iter()
+        .map(|t| {
+            thread::spawn(move || {
+                let mut tally = tessera_litmus::Tally {
+                    files: 1,
+                    ..Default::default()
+                };
+                if t.rank() == 0 {
+                    tally.failed.push("SB".into());
+                }
+                let mut said = Vec::new();
+                let verdict =
+                    tessera_mpi::litmus::conclude(&t, &tally, |p| said.push(p.to_string()));
+                (t.rank(), verdict, said)
+            })
+        })
+        .collect();
+    for h in handles {
+        let (rank, verdict, said) = h.join().unwrap();
+        match rank {
+            0 => {
+                assert!(
+                    verdict.as_ref().is_some_and(|p| p.contains("SB")),
+                    "{verdict:?}"
+                );
+                assert_eq!(said, vec![verdict.unwrap()]);
+            }
+            _ => assert_eq!((verdict, said), (None, Vec::<String>::new())),
+        }
+    }
+}

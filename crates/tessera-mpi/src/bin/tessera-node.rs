@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use tessera_mpi::litmus::{run_files, FileRun, FilesError};
+use tessera_mpi::litmus::{conclude, run_files, FileRun, FilesError};
 use tessera_mpi::mpi_transport::Mpi;
 use tessera_mpi::node::AgreeError;
 use tessera_mpi::{run_node, NodeConfig, NodeError, Transport};
@@ -175,15 +175,7 @@ fn litmus(mpi: &Mpi, cfg: &NodeConfig, args: &Args) -> ExitCode {
             if rank == 0 {
                 println!("{}", tally.summary());
             }
-            // Rank 0 says why, once. Every rank waits for it at the barrier, whatever its own
-            // tally: mpirun ends the job at the first rank to exit non-zero, and only rank 0
-            // counts the forbidden outcomes, so another rank may have nothing to report.
-            let problems = tally.problems();
-            if let (0, Some(p)) = (rank, &problems) {
-                say!("tessera-node: {p}");
-            }
-            mpi.barrier();
-            match problems {
+            match conclude(mpi, &tally, |p| say!("tessera-node: {p}")) {
                 None => ExitCode::SUCCESS,
                 Some(_) => ExitCode::FAILURE,
             }

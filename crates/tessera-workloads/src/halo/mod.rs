@@ -262,7 +262,8 @@ pub struct Measured {
     /// Device time of those steps' kernels from timestamp queries, summed over the devices;
     /// `None` where the backend has none.
     pub gpu: Option<f64>,
-    /// Per modeled step: (from, to, pages, bytes) of every page move.
+    /// The page moves over the modeled steps, summed per pair of ends (`transfers`), those
+    /// of no page left out.
     pub moves: Vec<tessera_model::Transfer>,
     pub page_requests: u64,
     /// Remote accesses over the modeled steps, per accessor and location.
