@@ -7,14 +7,6 @@ use tessera_wgpu::{AdapterChoice, SharedGpu, WgpuDevice};
 
 use crate::BackendKind;
 
-/// `TESSERA_ADAPTER` picks the wgpu adapter by a part of its name; unset, wgpu's default.
-pub fn adapter_choice() -> AdapterChoice {
-    match std::env::var("TESSERA_ADAPTER") {
-        Ok(name) if !name.is_empty() => AdapterChoice::Named(name),
-        _ => AdapterChoice::Default,
-    }
-}
-
 /// A node of `cfg.devices` devices on `kind`, and the name of the wgpu adapter they run on
 /// (none on the CPU backend): reports and plot legends name it.
 pub fn system(kind: BackendKind, cfg: &SystemConfig) -> Result<(System, Option<String>)> {
@@ -26,7 +18,7 @@ pub fn system(kind: BackendKind, cfg: &SystemConfig) -> Result<(System, Option<S
             }
             // One wgpu device for the node, so that remote objects' buffers bind on every
             // tessera device (docs/WGPU.md, "Remote pages on wgpu").
-            let gpu = SharedGpu::open(&adapter_choice())?;
+            let gpu = SharedGpu::open(&AdapterChoice::from_env())?;
             warn_cpu_adapter(&gpu);
             let devices = tessera_wgpu::devices_on(&gpu, 0..cfg.devices)?;
             let name = Some(gpu.adapter_info().name.clone());
@@ -67,7 +59,7 @@ pub fn devices() -> Result<()> {
             a.driver_info
         );
     }
-    match WgpuDevice::new(DeviceId(0), &adapter_choice()) {
+    match WgpuDevice::new(DeviceId(0), &AdapterChoice::from_env()) {
         Ok(d) => outln!(
             "--backend wgpu uses: {} (the tessera devices of a node share one wgpu device on it, each with its own memories and page table; set TESSERA_ADAPTER to choose); timestamp queries: {}",
             d.adapter_info().name,

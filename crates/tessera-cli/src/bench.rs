@@ -11,7 +11,6 @@ use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::overhead::measure;
 use tessera_workloads::boiling::unpaged::UnpagedBoiling;
 
-use crate::backend;
 use crate::run::progress;
 use crate::unpaged_gpu::GpuBoiling;
 use crate::{BackendKind, BenchOpts};
@@ -30,7 +29,7 @@ fn unpaged_side(o: &BenchOpts, params: BoilingParams, threads: usize) -> Result<
             (Box::new(frame), format!("{threads} threads"))
         }
         BackendKind::Wgpu => {
-            let mut g = GpuBoiling::new(&backend::adapter_choice(), o.size, params)?;
+            let mut g = GpuBoiling::new(&tessera_wgpu::AdapterChoice::from_env(), o.size, params)?;
             let what = format!(
                 "unpaged: the GPU twin on {} (--threads ignored)",
                 g.gpu.adapter_info().name

@@ -763,28 +763,6 @@ pub fn parse_partition() -> impl clap::builder::TypedValueParser<Value = Partiti
     one_of(&["rows", "cols", "tiles"])
 }
 
-/// Mesa's Vulkan drivers (lavapipe among them) print "error: XDG_RUNTIME_DIR is invalid or not
-/// set in the environment" on every start where it is unset, as in containers and CI jobs,
-/// though nothing is wrong and the run succeeds. Where it is unset or not a folder, this
-/// process gets a private one (mode 0700) under the temporary folder; nothing is written there.
-fn quiet_mesa() {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        if std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|d| std::path::Path::new(&d).is_dir()) {
-            return;
-        }
-        let user = std::env::var("USER").unwrap_or_else(|_| "user".into());
-        let dir = std::env::temp_dir().join(format!("tessera-runtime-{user}"));
-        if std::fs::create_dir_all(&dir).is_ok()
-            && std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).is_ok()
-        {
-            // Before any thread starts: nothing else reads the environment concurrently.
-            std::env::set_var("XDG_RUNTIME_DIR", &dir);
-        }
-    }
-}
-
 fn replay_out(o: &mut quake::ReplayOpts) -> &mut PathBuf {
     o.out.get_or_insert_with(|| PathBuf::from("out/replay"))
 }
@@ -992,7 +970,7 @@ fn exit_with(e: clap::Error) -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    quiet_mesa();
+    tessera_wgpu::quiet_mesa();
     let matches = match cli_command().try_get_matches() {
         Ok(m) => m,
         Err(e) => return exit_with(e),

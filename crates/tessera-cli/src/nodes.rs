@@ -37,9 +37,11 @@ pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling
         .deferred(false);
     let sys = match o.node.base.backend {
         BackendKind::Cpu => System::cpu_on_cluster(&cfg, link.clone())?,
-        BackendKind::Wgpu => {
-            tessera_wgpu::system_on_cluster(&cfg, &crate::backend::adapter_choice(), link.clone())?
-        }
+        BackendKind::Wgpu => tessera_wgpu::system_on_cluster(
+            &cfg,
+            &tessera_wgpu::AdapterChoice::from_env(),
+            link.clone(),
+        )?,
     };
     let bar =
         (link.rank() == 0).then(|| crate::run::progress((o.warmup + o.frames) as u64, "boiling"));

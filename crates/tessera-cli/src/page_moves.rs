@@ -36,7 +36,7 @@ use clap::Args;
 use tessera_wgpu::PlainCopies;
 use tessera_workloads::page_moves::{measure, peer_summary};
 
-use crate::{backend, BackendKind, NodeOpts};
+use crate::{BackendKind, NodeOpts};
 
 /// The largest page a buffer may have (`ObjectDesc::buffer`).
 const MAX_PAGE_KIB: u32 = 1024;
@@ -128,7 +128,10 @@ pub fn page_moves(o: &PageMovesOpts) -> Result<()> {
     );
     let plain = match o.node.backend {
         BackendKind::Cpu => None,
-        BackendKind::Wgpu => Some(PlainCopies::new(&backend::adapter_choice(), total)?),
+        BackendKind::Wgpu => Some(PlainCopies::new(
+            &tessera_wgpu::AdapterChoice::from_env(),
+            total,
+        )?),
     };
     let mut plain = plain.as_ref().map(|p| {
         move |src: &[u8], page_bytes: u64| -> Result<[f64; 3]> {

@@ -81,7 +81,7 @@ pub fn verify_field(o: &RunOpts, total: u32, got: &[f32]) -> Result<()> {
             reference.field
         }
         BackendKind::Wgpu => {
-            let choice = crate::backend::adapter_choice();
+            let choice = tessera_wgpu::AdapterChoice::from_env();
             let mut twin =
                 crate::unpaged_gpu::GpuBoiling::new(&choice, o.size, BoilingParams::default())?;
             for _ in 0..total {

@@ -14,7 +14,7 @@ pub fn field(backend: BackendKind, want: &[f32], got: &[f32], steps: u32) -> Res
     // The probe runs only where the bits differ: on lavapipe and the CPU they do not.
     let fuses_multiply_add = c.cells_differing > 0
         && matches!(backend, BackendKind::Wgpu)
-        && tessera_wgpu::SharedGpu::open(&crate::backend::adapter_choice())?
+        && tessera_wgpu::SharedGpu::open(&tessera_wgpu::AdapterChoice::from_env())?
             .fuses_multiply_add()?;
     Ok(Verification::new(
         c,

@@ -150,6 +150,45 @@ fn a_budget_refused_advises_more_than_it_had() {
     assert!(!out.exists());
 }
 
+/// A stencil refused for its budget is told how many bytes are enough for any one invocation,
+/// and given that many it runs. The message had given only the pages the invocation missed
+/// before the budget ran out, a lower bound: a run given it failed again asking for more.
+#[test]
+fn a_stencil_refused_for_its_budget_is_told_what_is_enough() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = "run stencil --size 32 --halo 2 --page 8 --devices 2 --steps 1";
+    let out = dir.path().join("tiny");
+    let err = refused(
+        &[
+            argv(line),
+            argv("--budget-mib 0.001 --out"),
+            vec![out.to_str().unwrap()],
+        ]
+        .concat(),
+        1,
+        "budget of 1048 bytes is too small",
+    );
+    // The star of radius 2: its centre, 6 × 2 neighbours and the cell written, each maybe on
+    // a page of its own, in pages of 8 × 8 four-byte cells.
+    let enough = (1 + 6 * 2 + 1) * 8 * 8 * 4;
+    assert!(
+        err.contains(&format!(
+            "({enough} bytes are enough for any one invocation of it)"
+        )),
+        "{err}"
+    );
+    assert!(!out.exists());
+    let mib = enough as f64 / (1u64 << 20) as f64;
+    let r = run_report(
+        &format!("{line} --budget-mib {mib}"),
+        &dir.path().join("enough"),
+    );
+    assert_eq!(r["budget_bytes"], enough);
+    // The warm-up step and the measured one.
+    let want = checksum(&stencil::reference::run(&stencil::initial(32), 32, 2, 2));
+    assert_eq!(r["checksum"], want.as_str());
+}
+
 /// A 3 × 3 filter's pages are smaller than the field's 8 × 8 ones. Under a budget no larger
 /// than one memory (64 MiB), the first memory made took the whole budget and the filter's
 /// pages never got a slot: "out of its memory budget", at any budget up to 64 MiB.

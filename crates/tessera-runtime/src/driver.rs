@@ -1228,11 +1228,15 @@ impl DeviceContext {
         budget_bytes: u64,
     ) -> RuntimeError {
         let min_bytes = pages * page_bytes;
+        // The footprint's pages where it has one, else the kernel's own bound on its pages,
+        // each as large as the largest page bound.
+        let largest = spec.bindings.iter().map(|b| b.slot_words * 4).max();
         let enough_bytes = spec
             .kernel
             .footprint()
             .and_then(|fp| invocation_need(&spec.bindings, &fp))
-            .map(|(_, bytes)| bytes);
+            .map(|(_, bytes)| bytes)
+            .or_else(|| Some(spec.kernel.pages_per_invocation()? * largest?));
         RuntimeError::BudgetTooSmall {
             device: self.device,
             kernel: spec.kernel.name().to_string(),

@@ -128,7 +128,7 @@ pub enum RuntimeError {
     /// A batch (with the pages its wave keeps) needs more slots than the device's budget
     /// holds even after evicting everything else. The drivers answer it by splitting the wave;
     /// it reaches the caller only through a direct request.
-    #[error("{device} cannot hold a batch of {pages} pages of {page_bytes} bytes at once: it holds {capacity} such pages besides the ones it may not evict, within its budget of {budget_bytes} bytes and what the device's memories can be (on wgpu, the adapter's largest binding and buffer)")]
+    #[error("{device} cannot hold a batch of {} of {page_bytes} bytes at once: it holds {capacity} such pages besides the ones it may not evict, within its budget of {budget_bytes} bytes and what the device's memories can be (on wgpu, the adapter's largest binding and buffer)", count(*pages, "page"))]
     OverBudget {
         device: DeviceId,
         pages: u64,
@@ -137,7 +137,7 @@ pub enum RuntimeError {
         budget_bytes: u64,
     },
     /// Not even one invocation's pages fit: nothing can run.
-    #[error("{device}'s budget of {budget_bytes} bytes is too small: one invocation of kernel {kernel} needs at least {pages} pages of {page_bytes} bytes ({min_bytes} bytes) resident at once{}{}", advice(*min_bytes, *budget_bytes), enough_note(*min_bytes, *enough_bytes))]
+    #[error("{device}'s budget of {budget_bytes} bytes is too small: one invocation of kernel {kernel} needs at least {} of {page_bytes} bytes ({min_bytes} bytes) resident at once{}{}", count(*pages, "page"), advice(*min_bytes, *budget_bytes), enough_note(*min_bytes, *enough_bytes))]
     BudgetTooSmall {
         device: DeviceId,
         kernel: String,
@@ -148,9 +148,9 @@ pub enum RuntimeError {
         /// Those pages' bytes.
         min_bytes: u64,
         budget_bytes: u64,
-        /// Where the kernel has a footprint: the bytes of the most pages it names for one
-        /// invocation, which are enough for any invocation of this kernel (other kernels of
-        /// the run may need more).
+        /// Where the kernel bounds its pages (a footprint, or `Kernel::pages_per_invocation`):
+        /// the bytes of the most pages one invocation can need, which are enough for any
+        /// invocation of this kernel (other kernels of the run may need more).
         enough_bytes: Option<u64>,
     },
     /// The home file could not be created, grown, shrunk or mapped. `io::Error` is neither
@@ -228,6 +228,14 @@ pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
 /// their bytes, the room went to pages the device could not evict or to pages of other sizes
 /// sharing the budget, and how much more is needed is not known here: saying "at least" the
 /// budget it already had would be no advice.
+/// `n` and `noun`, in the plural unless `n` is 1: "1 page", "2 pages".
+fn count(n: u64, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        _ => format!("{n} {noun}s"),
+    }
+}
+
 fn advice(min_bytes: u64, budget_bytes: u64) -> String {
     if min_bytes > budget_bytes {
         format!("; give it at least {min_bytes} bytes")
@@ -239,14 +247,15 @@ fn advice(min_bytes: u64, budget_bytes: u64) -> String {
     }
 }
 
-/// The end of `BudgetTooSmall`'s message: the footprint's bound where it says more than the
-/// pages asked for, and without one, that those pages are a lower bound. A stencil
+/// The end of `BudgetTooSmall`'s message: the kernel's bound (its footprint's, or
+/// `Kernel::pages_per_invocation`) where it says more than the pages asked for, and without
+/// one, that those pages are a lower bound. A stencil
 /// given the bytes its message asked for failed again asking for more, three times over, and
 /// nothing had said it might.
 fn enough_note(min_bytes: u64, enough_bytes: Option<u64>) -> String {
     match enough_bytes {
         Some(b) if b > min_bytes => {
-            format!(" ({b} bytes are enough for any one invocation of it, by its footprint)")
+            format!(" ({b} bytes are enough for any one invocation of it)")
         }
         Some(_) => String::new(),
         None => " (a lower bound: an invocation shows its pages one miss at a time, and \
@@ -314,11 +323,16 @@ mod tests {
         };
         let more = bounded(1024);
         assert!(
-            more.ends_with("give it at least 640 bytes (1024 bytes are enough for any one invocation of it, by its footprint)"),
+            more.ends_with(
+                "give it at least 640 bytes (1024 bytes are enough for any one invocation of it)"
+            ),
             "{more}"
         );
         let same = bounded(640);
         assert!(same.ends_with("; give it at least 640 bytes"), "{same}");
+        // One page is one page: boiling under a budget of a few bytes said "1 pages".
+        let one = e(1, 16);
+        assert!(one.contains("needs at least 1 page of 64 bytes"), "{one}");
     }
 
     /// The whole chain, as `anyhow`'s `{:#}` and the CLI print it.

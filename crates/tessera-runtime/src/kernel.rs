@@ -68,6 +68,15 @@ pub trait Kernel: Send + Sync {
         None
     }
 
+    /// At most how many pages one invocation touches, where the kernel knows it without a
+    /// footprint (a 3D stencil's star: its centre, `6 × radius` neighbours and the cell it
+    /// writes, each possibly on a page of its own). Only the message of a budget too small
+    /// uses it, to say how many bytes are enough rather than a lower bound that a run given
+    /// it may fail again on.
+    fn pages_per_invocation(&self) -> Option<u64> {
+        None
+    }
+
     /// Runs the invocations `xs × ys` over plain windows (see [`Kernel::footprint`]). Kernels
     /// with a footprint override it with their body over [`Plain`]; any `Err` makes the backend
     /// discard the tile's stores and run it again through the per-texel path.

@@ -250,6 +250,45 @@ pub enum AdapterChoice {
     Named(String),
 }
 
+impl AdapterChoice {
+    /// The adapter `TESSERA_ADAPTER` names (a part of its name, case-insensitive), or wgpu's
+    /// default where it is unset or empty: the choice the `tessera` command makes, for a
+    /// program of one's own to honour the same variable.
+    pub fn from_env() -> Self {
+        Self::from_setting(std::env::var("TESSERA_ADAPTER").ok().as_deref())
+    }
+
+    fn from_setting(value: Option<&str>) -> Self {
+        match value {
+            Some(name) if !name.trim().is_empty() => AdapterChoice::Named(name.trim().to_string()),
+            _ => AdapterChoice::Default,
+        }
+    }
+}
+
+/// Mesa's Vulkan drivers (lavapipe among them) print "error: XDG_RUNTIME_DIR is invalid or not
+/// set in the environment" on every start where it is unset, as in containers and CI jobs,
+/// though nothing is wrong and the run succeeds. Where it is unset or not a folder, this
+/// process gets a private one (mode 0700) under the temporary folder; nothing is written
+/// there. It changes the process's environment, so call it first in `main`, before any thread
+/// starts (the `tessera` command and the examples do).
+pub fn quiet_mesa() {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        if std::env::var_os("XDG_RUNTIME_DIR").is_some_and(|d| std::path::Path::new(&d).is_dir()) {
+            return;
+        }
+        let user = std::env::var("USER").unwrap_or_else(|_| "user".into());
+        let dir = std::env::temp_dir().join(format!("tessera-runtime-{user}"));
+        if std::fs::create_dir_all(&dir).is_ok()
+            && std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).is_ok()
+        {
+            std::env::set_var("XDG_RUNTIME_DIR", &dir);
+        }
+    }
+}
+
 /// The adapters wgpu finds (for `tessera devices`).
 pub fn adapters() -> Vec<wgpu::AdapterInfo> {
     pollster::block_on(instance().enumerate_adapters(wgpu::Backends::all()))
@@ -577,4 +616,25 @@ pub(crate) fn read_back_through(
     health.map_read_with(device, staging, total, |bytes| {
         split(bytes, ranges.iter().map(|r| r.2))
     })
+}
+
+#[cfg(test)]
+mod adapter_choice_tests {
+    use super::AdapterChoice;
+
+    #[test]
+    fn an_unset_or_blank_setting_is_wgpus_default_and_a_name_is_trimmed() {
+        assert!(matches!(
+            AdapterChoice::from_setting(None),
+            AdapterChoice::Default
+        ));
+        assert!(matches!(
+            AdapterChoice::from_setting(Some("  ")),
+            AdapterChoice::Default
+        ));
+        match AdapterChoice::from_setting(Some(" llvmpipe ")) {
+            AdapterChoice::Named(n) => assert_eq!(n, "llvmpipe"),
+            other => panic!("expected a name, got {other:?}"),
+        }
+    }
 }

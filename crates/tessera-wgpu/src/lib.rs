@@ -56,7 +56,7 @@ mod unpaged;
 
 pub use device::{TilePath, WgpuDevice, BOUNDS_CHECKS, MAX_MEMORIES, SPECIALIZE, TILES};
 pub use error::WgpuError;
-pub use gpu::{adapters, AdapterChoice, SharedGpu};
+pub use gpu::{adapters, quiet_mesa, AdapterChoice, SharedGpu};
 pub use node::{devices_on, system, system_on_cluster, NodeError};
 pub use plain_copy::{PlainCopies, PlainTimes};
 pub use unpaged::{UnpagedGpu, UNPAGED_MAX_OBJECTS};

@@ -72,7 +72,7 @@ pub use tessera_runtime::{
 
 /// GPUs through wgpu: Vulkan, Metal or DX12, and Mesa's lavapipe on a machine without a GPU.
 pub mod wgpu {
-    pub use tessera_wgpu::{adapters, system, AdapterChoice, WgpuError};
+    pub use tessera_wgpu::{adapters, quiet_mesa, system, AdapterChoice, WgpuError};
 }
 
 /// The crates under this facade, whole: the protocol and its model checker, the device seam a

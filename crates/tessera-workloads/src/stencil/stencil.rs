@@ -101,4 +101,8 @@ impl Kernel for Stencil {
     fn invoke(&self, inv: &mut Invocation<'_>, u: u32, v: u32) -> Result<(), Fault> {
         self.cell(inv, u, v)
     }
+    /// The star's centre and its `6 × radius` neighbours, and the cell written.
+    fn pages_per_invocation(&self) -> Option<u64> {
+        Some(6 * self.radius as u64 + 2)
+    }
 }

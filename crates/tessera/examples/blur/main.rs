@@ -81,7 +81,7 @@ pub struct Options {
 pub fn run(o: &Options) -> anyhow::Result<Vec<DeviceTraffic>> {
     let cfg = SystemConfig::new(o.devices);
     let sys = if o.wgpu {
-        tessera::wgpu::system(&cfg, &tessera::wgpu::AdapterChoice::Default)?
+        tessera::wgpu::system(&cfg, &tessera::wgpu::AdapterChoice::from_env())?
     } else {
         System::cpu(&cfg)?
     };
@@ -180,6 +180,7 @@ fn number<T: std::str::FromStr>(flag: &str, v: &str) -> anyhow::Result<T> {
 }
 
 fn main() {
+    tessera::wgpu::quiet_mesa();
     if let Err(e) = parse(std::env::args().skip(1)).and_then(|o| run(&o)) {
         eprintln!("error: {e:#}");
         std::process::exit(1);
