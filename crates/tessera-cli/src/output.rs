@@ -139,6 +139,40 @@ pub fn remove_partial_on_interrupt() {
     });
 }
 
+/// Says which partial folders beside `--out` a run that never finished left (one killed
+/// outright, by SIGKILL or the out-of-memory killer, removes nothing): hidden, they could hold
+/// gigabytes unnoticed. Only those whose process is gone from this machine are named, and
+/// none is removed: on a shared file system another machine's run may still be writing one.
+/// Where `/proc` is not there to ask, nothing is said.
+fn note_left_partials(parent: &Path, name: &str) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let prefix = format!(".{name}.partial-");
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    let mut left: Vec<(String, u32)> = entries
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter_map(|n| {
+            let pid: u32 = n.strip_prefix(&prefix)?.parse().ok()?;
+            Some((n, pid))
+        })
+        .filter(|&(_, pid)| {
+            pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists()
+        })
+        .collect();
+    left.sort();
+    for (n, pid) in left {
+        let line = format!(
+            "note: {} was left by a run that did not finish (process {pid} is gone from this \
+             machine); its results are incomplete: remove it\n",
+            parent.join(n).display()
+        );
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+    }
+}
+
 /// `out` without its `.` components, and without `a/..` where `a` does not exist: `d/.` is
 /// the folder `d` (replacing `d/.` removed what `d` held and then failed, since no folder can
 /// be renamed onto `d/.`), and `new/../x` is `x`, so no empty `new` is made for it. A folder
@@ -232,6 +266,7 @@ impl Staged {
             name.to_string_lossy(),
             std::process::id()
         ));
+        note_left_partials(&parent, &name.to_string_lossy());
         // Left by an earlier process of the same id that was killed outright.
         if partial.exists() {
             std::fs::remove_dir_all(&partial)

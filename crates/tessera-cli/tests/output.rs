@@ -475,6 +475,45 @@ fn an_interrupted_run_leaves_nothing() {
     assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
 }
 
+/// A run killed outright (SIGKILL, the out-of-memory killer) leaves its partial folder: the
+/// next run for the same `--out` names it, leaves it for the user to remove (another machine
+/// may be writing it), and writes its own results.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_partial_folder_a_killed_run_left_is_named_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    // Above the kernel's largest process id (2^22): no process has it.
+    let left = dir.path().join(".out.partial-4194399");
+    std::fs::create_dir(&left).unwrap();
+    std::fs::write(left.join("frames.gif"), b"half a GIF").unwrap();
+    // Another command's, and one whose process is alive (this test's): not named.
+    std::fs::create_dir(dir.path().join(".other.partial-4194399")).unwrap();
+    let alive = dir
+        .path()
+        .join(format!(".out.partial-{}", std::process::id()));
+    std::fs::create_dir(&alive).unwrap();
+    let out = dir.path().join("out");
+    let o = tessera(
+        &[
+            argv("run boiling --size 16 --page 8 --frames 1 --gif-every 0 --out"),
+            vec![out.to_str().unwrap()],
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!(
+            "note: {} was left by a run that did not finish (process 4194399 is gone",
+            left.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(err.matches("was left by a run").count(), 1, "{err}");
+    assert!(left.join("frames.gif").exists());
+    assert!(out.join("report.json").exists());
+}
+
 /// `--force` replaces `--out` whole, so an `--out` that is the folder the command runs in, or
 /// one above it, is refused: the files beside the user's results stay.
 #[test]
