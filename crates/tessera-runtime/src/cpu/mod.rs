@@ -83,6 +83,35 @@ const TILE_W: u32 = 64;
 const TILE_H: u32 = 64;
 const LIST_PER_TASK: usize = 1024;
 
+/// The tiles of a rectangle, in the order threads take them: whole `TILE_W × TILE_H` tiles
+/// row by row, and the last `2 × threads` of them cut into rows of `TILE_H / 4`, so that the
+/// last pieces the threads take are a quarter of a tile. A launch ends when its slowest thread
+/// does: with whole tiles to the end, one thread sat idle for up to a tile (150–240 µs at
+/// 1024²) while the other finished its last, a fixed cost of every launch that a device's band
+/// of few tiles (8 devices) pays as one of many does.
+fn tiles((x0, y0, x1, y1): (u32, u32, u32, u32), threads: usize) -> Vec<(u32, u32, u32, u32)> {
+    let whole: Vec<(u32, u32, u32, u32)> = (y0..y1)
+        .step_by(TILE_H as usize)
+        .flat_map(|ty| {
+            (x0..x1)
+                .step_by(TILE_W as usize)
+                .map(move |tx| (tx, ty, (tx + TILE_W).min(x1), (ty + TILE_H).min(y1)))
+        })
+        .collect();
+    let cut = (2 * threads).min(whole.len());
+    let (first, last) = whole.split_at(whole.len() - cut);
+    let quarter = (TILE_H / 4).max(1);
+    let mut out = first.to_vec();
+    for &(tx, ty, xe, ye) in last {
+        out.extend(
+            (ty..ye)
+                .step_by(quarter as usize)
+                .map(|y| (tx, y, xe, (y + quarter).min(ye))),
+        );
+    }
+    out
+}
+
 struct TaskResult {
     incomplete: Vec<(u32, u32)>,
     suspended: u64,
@@ -458,29 +487,40 @@ impl Device for CpuDevice {
             remote: &l.remote,
             device: self.id,
         };
+        let threads = self.pool.current_num_threads().max(1);
         let results: Vec<TaskResult> = self.pool.install(|| match &l.domain {
             Domain::Rect { x0, y0, x1, y1 } => {
                 // Tasks are tiles, walked row by row inside: a tile stays on a few pages, so
                 // the TLB hits and the page slots stream through the cache like a GPU's
                 // tiled rasterisation order.
                 let (x0, y0, x1, y1) = (*x0, *y0, *x1, *y1);
-                let tiles: Vec<(u32, u32)> = (y0..y1)
-                    .step_by(TILE_H as usize)
-                    .flat_map(|ty| (x0..x1).step_by(TILE_W as usize).map(move |tx| (tx, ty)))
-                    .collect();
-                // One tile per job: rayon splits a range further only where a thread steals,
-                // so a half it keeps runs to its end while the other thread idles; a device's
-                // band of 32 tiles (1024² on 8 devices) left a thread 0.16 ms idle a launch that way.
-                tiles
+                let tiles = tiles((x0, y0, x1, y1), threads);
+                let rank = |x: u32, y: u32| (y - y0) as u64 * (x1 - x0) as u64 + (x - x0) as u64;
+                // Each thread takes the next tile in order until none is left, so the last
+                // ones taken are the small ones `tiles` put at the end (see there).
+                let next = std::sync::atomic::AtomicUsize::new(0);
+                let mut done: Vec<(usize, TaskResult)> = (0..threads)
                     .into_par_iter()
                     .with_max_len(1)
-                    .map_init(TileBuffers::default, |bufs, (tx, ty)| {
-                        let (xe, ye) = ((tx + TILE_W).min(x1), (ty + TILE_H).min(y1));
-                        let rank =
-                            |x: u32, y: u32| (y - y0) as u64 * (x1 - x0) as u64 + (x - x0) as u64;
-                        task.guarded(rank(tx, ty), || task.run_tile(tx..xe, ty..ye, bufs, rank))
+                    .flat_map_iter(|_| {
+                        let mut bufs = TileBuffers::default();
+                        let mut mine = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(&(tx, ty, xe, ye)) = tiles.get(i) else {
+                                break;
+                            };
+                            let r = task.guarded(rank(tx, ty), || {
+                                task.run_tile(tx..xe, ty..ye, &mut bufs, rank)
+                            });
+                            mine.push((i, r));
+                        }
+                        mine
                     })
-                    .collect()
+                    .collect();
+                // In the tiles' order, as one job per tile gave them.
+                done.sort_unstable_by_key(|&(i, _)| i);
+                done.into_iter().map(|(_, r)| r).collect()
             }
             Domain::List(list) => list
                 .par_chunks(LIST_PER_TASK)
