@@ -619,3 +619,56 @@ impl Device for CpuDevice {
 /// The CPU devices' peer group ([`Device::peer_group`]). wgpu's groups count up from 0, one
 /// per wgpu device opened, and never come near it.
 const CPU_PEER_GROUP: u64 = u64::MAX;
+
+#[cfg(test)]
+mod tests {
+    use super::{tiles, TILE_H, TILE_W};
+
+    /// Every texel of the rectangle is in exactly one piece; the pieces before the last
+    /// `2 × threads` tiles are whole tiles (clipped at the rectangle's edges), and those after
+    /// are no taller than a quarter tile, rectangles of fewer tiles than that included.
+    #[test]
+    fn the_tiles_cover_the_rectangle_once_and_only_the_last_are_quarters() {
+        for &(rect, threads) in &[
+            ((0, 0, 256, 256), 2usize),
+            ((3, 5, 200, 131), 2),
+            ((0, 0, 64, 10), 4),
+            ((7, 0, 8, 1), 1),
+            ((0, 0, 1024, 128), 2),
+        ] {
+            let (x0, y0, x1, y1) = rect;
+            let got = tiles(rect, threads);
+            let mut hits = vec![0u8; ((x1 - x0) * (y1 - y0)) as usize];
+            for &(tx, ty, xe, ye) in &got {
+                assert!(
+                    tx < xe && ty < ye && xe <= x1 && ye <= y1,
+                    "{rect:?}: {got:?}"
+                );
+                for y in ty..ye {
+                    for x in tx..xe {
+                        hits[((y - y0) * (x1 - x0) + (x - x0)) as usize] += 1;
+                    }
+                }
+            }
+            assert!(
+                hits.iter().all(|&h| h == 1),
+                "{rect:?}: a texel not covered once"
+            );
+            let whole = (x1 - x0).div_ceil(TILE_W) as usize * (y1 - y0).div_ceil(TILE_H) as usize;
+            let cut = (2 * threads).min(whole);
+            let (firsts, lasts) = got.split_at(whole - cut);
+            assert!(
+                firsts
+                    .iter()
+                    .all(|&(tx, ty, xe, ye)| (xe - tx == TILE_W || xe == x1)
+                        && (ye - ty == TILE_H || ye == y1)),
+                "{rect:?}: a piece before the last {cut} tiles is not a whole tile"
+            );
+            assert!(
+                lasts.iter().all(|&(_, ty, _, ye)| ye - ty <= TILE_H / 4),
+                "{rect:?}: a piece among the last {cut} tiles is more than a quarter: {lasts:?}"
+            );
+            assert!(lasts.len() >= cut, "{rect:?}");
+        }
+    }
+}
