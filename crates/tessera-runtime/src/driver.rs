@@ -1229,7 +1229,7 @@ impl DeviceContext {
     ) -> RuntimeError {
         let min_bytes = pages * page_bytes;
         // The footprint's pages where it has one, else the kernel's own bound on its pages,
-        // each as large as the largest page bound.
+        // each counted at the size of the largest page among the bound objects.
         let largest = spec.bindings.iter().map(|b| b.slot_words * 4).max();
         let enough_bytes = spec
             .kernel

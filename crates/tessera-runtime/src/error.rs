@@ -224,10 +224,6 @@ impl PartialEq for BackendError {
 
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
 
-/// What `BudgetTooSmall` tells the user to give. Where the pages asked for fit the budget by
-/// their bytes, the room went to pages the device could not evict or to pages of other sizes
-/// sharing the budget, and how much more is needed is not known here: saying "at least" the
-/// budget it already had would be no advice.
 /// `n` and `noun`, in the plural unless `n` is 1: "1 page", "2 pages".
 fn count(n: u64, noun: &str) -> String {
     match n {
@@ -236,6 +232,10 @@ fn count(n: u64, noun: &str) -> String {
     }
 }
 
+/// What `BudgetTooSmall` tells the user to give. Where the pages asked for fit the budget by
+/// their bytes, the room went to pages the device could not evict or to pages of other sizes
+/// sharing the budget, and how much more is needed is not known here: saying "at least" the
+/// budget it already had would be no advice.
 fn advice(min_bytes: u64, budget_bytes: u64) -> String {
     if min_bytes > budget_bytes {
         format!("; give it at least {min_bytes} bytes")
@@ -249,9 +249,8 @@ fn advice(min_bytes: u64, budget_bytes: u64) -> String {
 
 /// The end of `BudgetTooSmall`'s message: the kernel's bound (its footprint's, or
 /// `Kernel::pages_per_invocation`) where it says more than the pages asked for, and without
-/// one, that those pages are a lower bound. A stencil
-/// given the bytes its message asked for failed again asking for more, three times over, and
-/// nothing had said it might.
+/// one, that those pages are a lower bound. A stencil given the bytes its message asked for
+/// failed again asking for more, three times over, and nothing had said it might.
 fn enough_note(min_bytes: u64, enough_bytes: Option<u64>) -> String {
     match enough_bytes {
         Some(b) if b > min_bytes => {
