@@ -267,12 +267,9 @@ fn split_too_fine(len: u32, what: &str, parts: usize) -> String {
     match len {
         0 => format!("the pass's domain is empty: it has 0 {what}"),
         _ => format!(
-            "cannot split {len} {} between {parts} devices: more devices than {what} (each \
+            "cannot split {} between {parts} devices: more devices than {what} (each \
              device's band is at least one)",
-            match len {
-                1 => what.trim_end_matches('s'),
-                _ => what,
-            }
+            count(len as u64, what.trim_end_matches('s'))
         ),
     }
 }
