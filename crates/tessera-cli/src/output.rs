@@ -237,10 +237,54 @@ pub fn check_out(out: &Path, force: bool) -> Result<()> {
                         out.display()
                     )));
                 }
+                // An input kept among earlier results (a trace, a topology, a pak folder)
+                // would go with them once the run succeeds.
+                if let Some((option, path)) = argument_inside(&there, std::env::args_os().skip(1)) {
+                    return Err(crate::usage(format!(
+                        "{option} {} is inside --out {}, which --force replaces whole once the run succeeds; move it out of that folder, or give another --out",
+                        path.display(),
+                        out.display()
+                    )));
+                }
             }
         }
     }
     Ok(())
+}
+
+/// The first of `args` (a command line after the program's name) that names something
+/// existing inside the folder `out` (canonical) other than `out` itself, with the option it
+/// was given to ("the argument" for a positional one). Every command's inputs are checked
+/// alike this way, whatever options name them.
+fn argument_inside(
+    out: &Path,
+    args: impl Iterator<Item = std::ffi::OsString>,
+) -> Option<(String, PathBuf)> {
+    let mut option: Option<String> = None;
+    for arg in args {
+        let text = arg.to_string_lossy().into_owned();
+        let (given_to, value) = match text.split_once('=') {
+            Some((o, v)) if o.starts_with("--") => (o.to_string(), PathBuf::from(v)),
+            _ if text.starts_with('-') => {
+                option = Some(text);
+                continue;
+            }
+            _ => (
+                option.take().unwrap_or_else(|| "the argument".into()),
+                PathBuf::from(arg),
+            ),
+        };
+        option = None;
+        if given_to == "--out" {
+            continue;
+        }
+        if let Ok(at) = value.canonicalize() {
+            if at != out && at.starts_with(out) {
+                return Some((given_to, value));
+            }
+        }
+    }
+    None
 }
 
 impl Staged {
@@ -621,5 +665,64 @@ pub(crate) mod tests {
         s.commit().unwrap();
         assert!(held_wrote().is_empty(), "said at the commit");
         assert!(out.join("report.json").exists());
+    }
+
+    /// Inputs inside `--out` are found whichever way they are given (after an option, with
+    /// `=`, positional), and `--out` itself, paths outside it and names that exist nowhere
+    /// are not.
+    #[test]
+    fn an_input_inside_out_is_found_with_its_option() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir_all(out.join("paks")).unwrap();
+        std::fs::write(out.join("t.bin"), b"x").unwrap();
+        std::fs::write(dir.path().join("outside.toml"), b"x").unwrap();
+        let canon = out.canonicalize().unwrap();
+        let p = |p: &Path| p.to_str().unwrap().to_string();
+        let find = |args: &[String]| {
+            argument_inside(&canon, args.iter().map(std::ffi::OsString::from))
+                .map(|(o, path)| (o, path.file_name().unwrap().to_string_lossy().into_owned()))
+        };
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let trace = p(&out.join("t.bin"));
+        let paks = p(&out.join("paks"));
+        let outside = p(&dir.path().join("outside.toml"));
+        let o = p(&out);
+        assert_eq!(
+            find(&args(&["trace", "replay", &trace, "--out", &o, "--force"])),
+            Some(("the argument".into(), "t.bin".into()))
+        );
+        assert_eq!(
+            find(&args(&["run", "quake", "--pak-dir", &paks, "--out", &o])),
+            Some(("--pak-dir".into(), "paks".into()))
+        );
+        assert_eq!(
+            find(&args(&["run", "boiling", &format!("--topology={trace}")])),
+            Some(("--topology".into(), "t.bin".into()))
+        );
+        assert_eq!(
+            find(&args(&[
+                "run",
+                "boiling",
+                "--topology",
+                &outside,
+                "--out",
+                &o
+            ])),
+            None
+        );
+        assert_eq!(
+            find(&args(&["run", "boiling", &format!("--out={o}/.")])),
+            None
+        );
+        assert_eq!(
+            find(&args(&[
+                "run",
+                "boiling",
+                "--topology",
+                &p(&out.join("gone.toml"))
+            ])),
+            None
+        );
     }
 }

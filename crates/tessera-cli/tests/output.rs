@@ -537,6 +537,88 @@ fn force_never_replaces_the_folder_it_runs_in() {
     }
 }
 
+/// `--force` replaces `--out` whole, so a file the command reads from inside it (a
+/// topology here; a trace or a pak folder alike) is refused before the run, and kept.
+#[test]
+fn force_never_replaces_a_folder_holding_an_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let out_s = out.to_str().unwrap();
+    let first = tessera(&[
+        "run",
+        "boiling",
+        "--size",
+        "16",
+        "--page",
+        "8",
+        "--frames",
+        "1",
+        "--gif-every",
+        "0",
+        "--devices",
+        "1",
+        "--out",
+        out_s,
+    ]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let topo = out.join("topo.toml");
+    // A topology the run would take, so that without the check it would succeed and the
+    // commit would take the file with the earlier results.
+    let toml = "[[device]]\nid = 0\n[[link]]\nfrom = \"host\"\nto = \"device0\"\nbandwidth_gb_per_s = 16\n";
+    std::fs::write(&topo, toml).unwrap();
+    let before = listing(&out);
+    let forced = tessera(&[
+        "run",
+        "boiling",
+        "--size",
+        "16",
+        "--page",
+        "8",
+        "--frames",
+        "1",
+        "--gif-every",
+        "0",
+        "--devices",
+        "1",
+        "--topology",
+        topo.to_str().unwrap(),
+        "--force",
+        "--out",
+        out_s,
+    ]);
+    assert_eq!(forced.status.code(), Some(2), "{}", stderr(&forced));
+    let err = stderr(&forced);
+    assert!(
+        err.contains("--topology") && err.contains("inside --out"),
+        "{err}"
+    );
+    assert_eq!(listing(&out), before);
+    assert_eq!(std::fs::read_to_string(&topo).unwrap(), toml);
+    // Outside --out, the same file runs.
+    let beside = dir.path().join("topo.toml");
+    std::fs::write(&beside, toml).unwrap();
+    let ok = tessera(&[
+        "run",
+        "boiling",
+        "--size",
+        "16",
+        "--page",
+        "8",
+        "--frames",
+        "1",
+        "--gif-every",
+        "0",
+        "--devices",
+        "1",
+        "--topology",
+        beside.to_str().unwrap(),
+        "--force",
+        "--out",
+        out_s,
+    ]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+}
+
 /// Left to its default, `--out` is `out/<command>`: runs gather under `out/`.
 #[test]
 fn the_default_out_is_out_slash_the_command() {
