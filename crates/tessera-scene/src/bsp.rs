@@ -87,6 +87,11 @@ impl fmt::Display for Lump {
     }
 }
 
+/// How far from the origin a map's positions may lie, in units: Quake III's maps stay within
+/// its engine's ±131,072 (`MAX_WORLD_COORD`); eight times that keeps every sum, span and
+/// centre of positions finite in `f32`.
+pub const WORLD_LIMIT: f32 = 1_048_576.0;
+
 /// Why a BSP file was refused.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum BspError {
@@ -134,6 +139,8 @@ pub enum BspError {
     Entities(#[from] crate::entities::EntitiesError),
     #[error("vertex {vertex} has a coordinate that is not finite")]
     NotFinite { vertex: usize },
+    #[error("vertex {vertex} lies outside the world: a coordinate beyond ±{WORLD_LIMIT} units")]
+    OutsideWorld { vertex: usize },
     #[error(
         "the faces expand to {vertices} vertices and {triangles} triangles, over the limit of \
          {limit} that a file of this size allows"
@@ -447,6 +454,14 @@ pub fn parse(data: &[u8]) -> Result<Bsp, BspError> {
         .position(|v| !v.pos.iter().chain(&v.uv).all(|c| c.is_finite()))
     {
         return Err(BspError::NotFinite { vertex });
+    }
+    // Finite but huge positions overflow the bounds' span and centre to infinities and NaN
+    // (a camera at NaN renders nothing and says nothing).
+    if let Some(vertex) = vertices
+        .iter()
+        .position(|v| v.pos.iter().any(|c| c.abs() > WORLD_LIMIT))
+    {
+        return Err(BspError::OutsideWorld { vertex });
     }
     let meshverts = lump(data, Lump::Meshverts, MESHVERT_LEN)?
         .chunks_exact(MESHVERT_LEN)

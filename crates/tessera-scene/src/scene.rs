@@ -181,7 +181,8 @@ impl Scene {
 
 /// `info_player_deathmatch` entities, then, while there are fewer than two, the other kinds of
 /// spawn point (`info_player_start`, the capture-the-flag team spawns), each kind whole.
-/// Entities whose origin is not three finite numbers are skipped.
+/// Entities whose origin is not three finite numbers within the world
+/// ([`crate::bsp::WORLD_LIMIT`]) are skipped.
 fn spawns(bsp: &Bsp) -> Vec<Spawn> {
     let of_class = |class: &str| -> Vec<Spawn> {
         bsp.entities
@@ -190,6 +191,9 @@ fn spawns(bsp: &Bsp) -> Vec<Spawn> {
             .filter_map(|e| {
                 let origin = floats(e.get("origin")?)?;
                 let [x, y, z] = origin[..] else { return None };
+                if origin.iter().any(|c| c.abs() > crate::bsp::WORLD_LIMIT) {
+                    return None;
+                }
                 let yaw = e
                     .get("angle")
                     .and_then(|a| a.trim().parse::<f32>().ok())
@@ -510,5 +514,10 @@ mod tests {
             + &at("team_CTF_blueplayer", 5);
         assert_eq!(xs(ctf), [1.0, 3.0, 4.0]);
         assert_eq!(xs(at("team_CTF_bluespawn", 7)), [7.0]);
+        // An origin outside the world is skipped, as one that is not finite is.
+        let far = at("info_player_deathmatch", 1)
+            + &at("info_player_deathmatch", 2_000_000)
+            + &at("info_player_deathmatch", 3);
+        assert_eq!(xs(far), [1.0, 3.0]);
     }
 }

@@ -80,6 +80,36 @@ fn a_vertex_that_is_not_finite_fails_the_load() {
     }
 }
 
+/// A finite position beyond the world's limit fails the load too: ±3e38 had overflowed the
+/// bounds' span to infinity and the orbiting camera's centre to NaN, and every renderer drew
+/// nothing without a word. A position at the limit loads.
+#[test]
+fn a_vertex_outside_the_world_fails_the_load() {
+    for (at, fails) in [
+        (3e38, true),
+        (-3e38, true),
+        (bsp::WORLD_LIMIT * 2.0, true),
+        (bsp::WORLD_LIMIT, false),
+    ] {
+        let mut scene = Scene::generated(0);
+        scene.vertices[7].pos[2] = at;
+        let got = bsp::parse(&bsp::write(&scene));
+        match fails {
+            true => assert!(
+                matches!(got, Err(BspError::OutsideWorld { vertex: 7 })),
+                "{at}: {got:?}"
+            ),
+            false => {
+                let b = got.unwrap();
+                assert!(b
+                    .vertices
+                    .iter()
+                    .all(|v| v.pos.iter().all(|c| c.is_finite())));
+            }
+        }
+    }
+}
+
 /// A map whose images are mostly absent (the maps package without the textures package) is
 /// marked, and runs warn with the count: its atlas and requests are not the map's. A few
 /// missing images (shader-script names) are not.
