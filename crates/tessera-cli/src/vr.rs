@@ -134,6 +134,24 @@ fn load_scene(o: &SceneOpts) -> Result<(Scene, Vec<Camera>, String)> {
     Ok((scene, cams, name))
 }
 
+/// The split-frame schemes cut the stereo frame into one strip per GPM: more GPMs than the
+/// frame has columns (`sfr-v`) or rows (`sfr-h`) would leave some with nothing to draw, which
+/// is refused before anything runs, as every command refuses more devices than rows or
+/// columns to split.
+fn check_strips(scheme: &str, gpms: usize, o: &SceneOpts) -> Result<()> {
+    let (along, what, side) = match scheme {
+        "sfr-v" => (2 * o.width as usize, "columns (twice --width)", "--width"),
+        "sfr-h" => (o.height as usize, "rows", "--height"),
+        _ => return Ok(()),
+    };
+    if gpms > along {
+        return Err(crate::usage(format!(
+            "--scheme {scheme} gives each GPM a strip of the stereo frame, but {gpms} GPMs are more than its {along} {what}: use at most {along} GPMs or a larger {side}"
+        )));
+    }
+    Ok(())
+}
+
 /// `--devices` of vr, read as clap reads every option (a bad one is a usage error).
 fn parse_gpms(s: &str) -> std::result::Result<usize, String> {
     match s.trim().parse::<usize>() {
@@ -175,6 +193,7 @@ fn execute(
 
 pub fn run(o: &VrOpts) -> Result<()> {
     by_name(&o.scheme).map_err(crate::usage)?;
+    check_strips(&o.scheme, o.gpms, &o.scene)?;
     let link = link_model(o.gpms, o.link_gbps)?;
     let (scene, cams, name) = load_scene(&o.scene)?;
     create_dir(&o.out)?;
@@ -215,6 +234,9 @@ pub fn run(o: &VrOpts) -> Result<()> {
 }
 
 pub fn sweep(o: &VrSweepOpts) -> Result<()> {
+    for (scheme, gpms) in sweep_plan() {
+        check_strips(&scheme, gpms, &o.scene)?;
+    }
     let (scene, cams, name) = load_scene(&o.scene)?;
     create_dir(&o.out)?;
     let points = (sweep_plan().len() * cams.len()) as u64;

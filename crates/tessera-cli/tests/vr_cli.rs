@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{argv, fails, ok, tessera};
+use common::{argv, fails, ok, stderr, tessera};
 
 use std::path::Path;
 
@@ -67,6 +67,42 @@ fn bad_input_is_a_clear_error() {
         a.extend(argv(extra));
         fails(&a, says);
     }
+}
+
+/// A split-frame scheme with more GPMs than the stereo frame has columns (`sfr-v`) or rows
+/// (`sfr-h`) is a usage error, as in every command that splits an image; as many GPMs as
+/// columns run.
+#[test]
+fn more_gpms_than_strips_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    for (size, scheme, gpms, says) in [
+        (
+            "--width 1 --height 16",
+            "sfr-v",
+            "3",
+            "more than its 2 columns",
+        ),
+        (
+            "--width 16 --height 4",
+            "sfr-h",
+            "5",
+            "more than its 4 rows",
+        ),
+    ] {
+        let mut a = argv("run vr --scene generated:1 --frames 1 --warmup 0");
+        a.extend(argv(size));
+        a.extend(["--scheme", scheme, "--devices", gpms, "--out", out]);
+        let o = tessera(&a);
+        assert_eq!(o.status.code(), Some(2), "{a:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{a:?}: {}", stderr(&o));
+        assert!(!dir.path().join("out").exists());
+    }
+    let mut a = argv("run vr --scene generated:1 --frames 1 --warmup 0 --width 1 --height 16");
+    a.extend(["--scheme", "sfr-v", "--devices", "2", "--out", out]);
+    let o = tessera(&a);
+    assert!(o.status.success(), "{}", stderr(&o));
 }
 
 /// `sweep vr` writes OO-VR's four figures: a row per scheme (Figs 15, 16), per followed scheme
