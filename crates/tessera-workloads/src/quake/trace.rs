@@ -233,6 +233,23 @@ impl Trace {
                 tessera_core::MAX_DEVICES
             )));
         }
+        let side = 1..=super::MAX_SCREEN_SIDE;
+        if !side.contains(&width) || !side.contains(&height) {
+            return Err(TraceError::Invalid(format!(
+                "screen {width}x{height} (each side 1 to {})",
+                super::MAX_SCREEN_SIDE
+            )));
+        }
+        // A recording run refuses more devices than its split has columns or rows.
+        let (along, what) = match split {
+            Split::LeftRight => (width, "columns"),
+            Split::TopBottom => (height, "rows"),
+        };
+        if devices > along {
+            return Err(TraceError::Invalid(format!(
+                "{devices} devices split a screen of {along} {what}"
+            )));
+        }
         if tessera_core::PageSize::new(page).is_err() || page < BLOCK {
             return Err(TraceError::Invalid(format!(
                 "recorded page size {page} (expected a power of two from {BLOCK} to 512)"
@@ -448,6 +465,31 @@ mod tests {
         let mut extra = bytes.clone();
         extra.push(0);
         assert!(matches!(Trace::decode(&extra), Err(TraceError::Invalid(_))));
+        // A screen no run could record: a side of 0 or over the raster's largest, or more
+        // devices than its split has columns or rows.
+        for (width, height, split) in [
+            (0, 48, Split::LeftRight),
+            (64, 0, Split::LeftRight),
+            (u32::MAX, 48, Split::LeftRight),
+            (64, super::super::MAX_SCREEN_SIDE + 1, Split::TopBottom),
+            (1, 48, Split::LeftRight),
+            (64, 1, Split::TopBottom),
+        ] {
+            let bad = Trace {
+                width,
+                height,
+                split,
+                ..sample()
+            };
+            let e = Trace::decode(&bad.encode()).unwrap_err();
+            assert!(matches!(e, TraceError::Invalid(_)), "{width}x{height}: {e}");
+        }
+        let narrow = Trace {
+            width: 2,
+            height: 1,
+            ..sample()
+        };
+        assert_eq!(Trace::decode(&narrow.encode()).unwrap(), narrow);
         // An overlong varint (0 written as 0x80 0x00) is refused: one encoding per trace.
         let mut long = Trace {
             frames: vec![vec![
