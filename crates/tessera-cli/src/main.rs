@@ -969,6 +969,19 @@ fn exit_with(e: clap::Error) -> ExitCode {
     code
 }
 
+/// The environment's on/off switches, each `on`, `off` or unset.
+fn check_switches() -> anyhow::Result<()> {
+    for name in [
+        tessera_runtime::PEER_COPY,
+        tessera_wgpu::TILES,
+        tessera_wgpu::SPECIALIZE,
+        tessera_wgpu::BOUNDS_CHECKS,
+    ] {
+        tessera_runtime::env_switch(name)?;
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     tessera_wgpu::quiet_mesa();
     let matches = match cli_command().try_get_matches() {
@@ -981,6 +994,13 @@ fn main() -> ExitCode {
     };
     if let Err(e) = refuse_inapplicable(&cli, &matches) {
         return exit_with(e);
+    }
+    // Every switch is read before any command, whichever backend it runs on: a misspelt one
+    // is refused where it would not apply too, as docs/CLI.md ("Environment") says.
+    if let Err(e) = check_switches() {
+        let line = format!("error: {e:#}\n");
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+        return ExitCode::FAILURE;
     }
     let force = cli.force;
     output::remove_partial_on_interrupt();

@@ -473,7 +473,16 @@ fn a_misspelt_switch_in_the_environment_is_refused_not_taken_as_its_opposite() {
         vec![o],
     ]
     .concat();
-    refused_switch("TESSERA_PEER_COPY", "of", &cpu, &out);
+    // On the CPU backend too, the wgpu backend's switches are read and a misspelt one
+    // refused: the same command line may be meant for either backend.
+    for var in [
+        "TESSERA_PEER_COPY",
+        "TESSERA_WGPU_TILES",
+        "TESSERA_WGPU_SPECIALIZE",
+        "TESSERA_WGPU_BOUNDS_CHECKS",
+    ] {
+        refused_switch(var, "0ff", &cpu, &out);
+    }
     if !adapter_or_skip() {
         return;
     }
