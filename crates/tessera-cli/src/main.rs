@@ -102,9 +102,25 @@ pub fn warn(warning: Option<String>) {
 }
 
 /// `--home-file PATH`: refused (exit 2, before anything runs) where PATH or the isolated
-/// model's `PATH.isolated` exists, since tessera never overwrites a home file.
+/// model's `PATH.isolated` exists, since tessera never overwrites a home file, or where its
+/// folder does not exist, as every file option's is.
 fn fresh_home_file(s: &str) -> Result<PathBuf, String> {
+    if s.is_empty() {
+        return Err(
+            "an empty path names no file; give the path of a file for tessera to create".into(),
+        );
+    }
     let path = PathBuf::from(s);
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    if !folder.is_dir() {
+        return Err(format!(
+            "its folder {} does not exist; tessera creates the file, not the folders above it",
+            folder.display()
+        ));
+    }
     let mut isolated = path.clone().into_os_string();
     isolated.push(".isolated");
     for p in [path.as_path(), std::path::Path::new(&isolated)] {

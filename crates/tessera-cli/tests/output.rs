@@ -76,6 +76,19 @@ fn a_failed_run_writes_nothing() {
             2,
         ),
         (
+            boiling(&[
+                "--home-file",
+                dir.path().join("no/such/folder/h.bin").to_str().unwrap(),
+            ]),
+            "does not exist",
+            2,
+        ),
+        (
+            boiling(&["--home-file", ""]),
+            "an empty path names no file",
+            2,
+        ),
+        (
             [
                 "run",
                 "quake",
