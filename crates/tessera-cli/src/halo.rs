@@ -184,8 +184,12 @@ impl HaloSweepOpts {
         for line in skipped {
             outln!("{line}");
         }
+        // The options leave nothing to run: a usage error, as the same point given to `run`
+        // is.
         if runnable.is_empty() {
-            bail!("no point of the sweep can run (see above)");
+            return Err(crate::usage(
+                "no point of the sweep can run (see above): give fewer --devices or a larger --size",
+            ));
         }
         let total: u64 = runnable.iter().map(|s| s.simulated_steps() as u64).sum();
         let bar = crate::run::progress(total, "sweep");

@@ -332,6 +332,11 @@ fn sweep_points_refused_at_any_device_count_are_usage_errors() {
             "sweep convolution --size 64 --split-on-pages on",
             "--split-on-pages applies to 2D partitions",
         ),
+        // Every point runs alone but none at the device counts given.
+        (
+            "sweep stencil --size 16 --page 8 --devices 3 --halo 1 --frames 1",
+            "no point of the sweep can run",
+        ),
     ] {
         let mut args = argv(line);
         args.extend(["--out", out.to_str().unwrap()]);
