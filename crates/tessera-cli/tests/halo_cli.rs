@@ -264,6 +264,15 @@ fn bad_input_is_a_clear_error_never_a_panic() {
             "run stencil --size 16 --halo 8 --devices 4",
             "larger than a device's slab",
         ),
+        // A convolution's halo is its filter's reach: the message speaks of the filter given.
+        (
+            "run convolution --size 32 --devices 4 --filter 31",
+            "a 31x31 filter's reach of 15 cells is larger than a device's slab of 8 cells along y",
+        ),
+        (
+            "run convolution --size 1 --devices 1 --filter 5",
+            "a 5x5 filter's reach of 2 cells is more than the grid's 1 cell along y (use a larger grid or a smaller filter)",
+        ),
         (
             "run stencil --size 18 --devices 4 --halo 2",
             "multiple of the device count",

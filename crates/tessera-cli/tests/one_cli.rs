@@ -493,7 +493,7 @@ fn settings_a_command_cannot_honour_are_usage_errors() {
         ("run stencil --halo 0", "halo must be at least 1"),
         (
             "run stencil --size 4 --page 2 --devices 1 --halo 100",
-            "larger than a device's slab of 4",
+            "halo 100 is more than the grid's 4 cells along z (use a larger grid or a smaller halo)",
         ),
         ("run stencil --size 513", "between 1 and 512"),
         ("run convolution --filter 1", "from 3 to 31"),

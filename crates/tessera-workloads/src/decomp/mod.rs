@@ -144,6 +144,25 @@ impl std::str::FromStr for Access {
     }
 }
 
+/// The text of a halo too large for its slabs: one device's slab is the whole grid, so the
+/// advice leaves fewer devices out there.
+fn too_large(what: String, smaller: &str, slab: u32, axis: &str, devices: usize) -> String {
+    let slab = cells(slab);
+    if devices <= 1 {
+        return format!(
+            "{what} is more than the grid's {slab} along {axis} (use a larger grid or {smaller})"
+        );
+    }
+    format!(
+        "{what} is larger than a device's slab of {slab} along {axis}: a slab's halo must come from its immediate neighbours (use fewer devices, a larger grid or {smaller})"
+    )
+}
+
+/// "1 cell", "2 cells".
+fn cells(n: u32) -> String {
+    format!("{n} cell{}", if n == 1 { "" } else { "s" })
+}
+
 /// What can be wrong with a decomposition or a workload's settings.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum DecompError {
@@ -155,11 +174,20 @@ pub enum DecompError {
         len: u32,
         devices: usize,
     },
-    #[error("halo {halo} is larger than a device's slab of {slab} cells along {axis}: a slab's halo must come from its immediate neighbours (use fewer devices, a larger grid or a smaller halo)")]
+    #[error("{}", too_large(format!("halo {halo}"), "a smaller halo", *slab, axis, *devices))]
     HaloTooLarge {
         halo: u32,
         slab: u32,
         axis: &'static str,
+        devices: usize,
+    },
+    /// [`DecompError::HaloTooLarge`] where the halo is a filter's reach (`filter / 2`).
+    #[error("{}", too_large(format!("a {filter}x{filter} filter's reach of {}", cells(filter / 2)), "a smaller filter", *slab, axis, *devices))]
+    FilterTooLarge {
+        filter: u32,
+        slab: u32,
+        axis: &'static str,
+        devices: usize,
     },
     #[error("halo must be at least 1 (got 0)")]
     ZeroHalo,
@@ -311,6 +339,7 @@ impl Grid {
                 halo,
                 slab,
                 axis: axis.name(),
+                devices,
             });
         }
         Ok(Grid {

@@ -182,7 +182,26 @@ impl Setup {
                 filter / 2
             }
         };
-        let grid = Grid::new(self.bounds().1, self.split, halo, self.devices)?;
+        let grid =
+            Grid::new(self.bounds().1, self.split, halo, self.devices).map_err(|e| {
+                match (e, self.kind) {
+                    (
+                        DecompError::HaloTooLarge {
+                            slab,
+                            axis,
+                            devices,
+                            ..
+                        },
+                        Kind::Convolution { filter, .. },
+                    ) => DecompError::FilterTooLarge {
+                        filter,
+                        slab,
+                        axis,
+                        devices,
+                    },
+                    (e, _) => e,
+                }
+            })?;
         if self.page > self.size {
             return Err(HaloError::PageLargerThanField {
                 page: self.page,
