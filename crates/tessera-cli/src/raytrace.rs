@@ -25,6 +25,10 @@ fn image_side() -> clap::builder::RangedI64ValueParser<u32> {
 fn ao_radius(s: &str) -> Result<f32, String> {
     match s.trim().parse::<f32>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        // Parsed as a positive number but past f32's range: not "not positive".
+        Ok(v) if v == f32::INFINITY && s.trim().parse::<f64>().is_ok_and(f64::is_finite) => Err(
+            format!("{s:?} is too large: a length is at most {:e}", f32::MAX),
+        ),
         _ => Err(format!("{s:?} is not a positive length")),
     }
 }

@@ -486,6 +486,7 @@ fn settings_a_command_cannot_honour_are_usage_errors() {
             "larger than the 16x16 field",
         ),
         ("run raytrace --ao-radius nan", "positive length"),
+        ("run raytrace --ao-radius 1e39", "\"1e39\" is too large"),
         ("run raytrace --ao-samples 65", "0..=64"),
         ("run raytrace --instances 0", "1..=4096"),
         ("run vr --scene generated:1 --scheme foo", "unknown scheme"),
