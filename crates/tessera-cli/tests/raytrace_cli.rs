@@ -135,6 +135,15 @@ fn bad_input_fails_clearly_and_writes_nothing() {
         &["--scene", "openarena:generated-1"],
         "vertices (lump 10): offset 2147418112",
     );
+    // A map with no surfaces is said to be one, as quake and vr say it.
+    let mut empty = Scene::generated(1);
+    empty.triangles.clear();
+    let empty = sub("empty", bsp::write(&empty));
+    fails(
+        &empty,
+        &["--scene", "openarena:generated-1"],
+        "scene openarena:generated-1 has no surfaces to draw",
+    );
     let notzip = dir.path().join("notzip");
     std::fs::create_dir_all(&notzip).unwrap();
     std::fs::write(notzip.join("pak0.pk3"), b"not a zip at all").unwrap();

@@ -129,6 +129,13 @@ impl SceneSpec {
             SceneSpec::OpenArena(map) => tessera_scene::Scene::load_map(pak_dir, map)?,
             SceneSpec::Generated(n) => tessera_scene::Scene::generated(*n),
         };
+        // Said as the rasterizing workloads say it, before a mesh with nothing in it is
+        // refused for lacking a texture.
+        if scene.triangles.is_empty() {
+            return Err(RaytraceError::Scene(format!(
+                "scene {self} has no surfaces to draw"
+            )));
+        }
         let camera = tessera_scene::CameraPath::through_spawns(&scene, 1)
             .frames
             .first()
