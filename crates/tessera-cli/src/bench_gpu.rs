@@ -96,10 +96,23 @@ fn run(exe: &Path, workload: &str, args: &[String], backend: &str, dir: &Path) -
         .output()
         .with_context(|| format!("cannot run {}", exe.display()))?;
     if !o.status.success() {
-        bail!(
-            "run {workload} --backend {backend} failed: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        );
+        // The run's own error lines, not the notes printed before them (a first launch's
+        // "compiling kernels ..."); all of its standard error where it said none.
+        let err = String::from_utf8_lossy(&o.stderr);
+        let said: Vec<&str> = err
+            .lines()
+            .filter_map(|l| l.strip_prefix("error: "))
+            .collect();
+        let why = match said.is_empty() {
+            true => err.trim().to_string(),
+            false => said.join("; "),
+        };
+        let message = format!("run {workload} --backend {backend} failed: {why}");
+        // Options the run refused are this command's options refused: a usage error.
+        if o.status.code() == Some(2) {
+            return Err(crate::usage(message));
+        }
+        bail!(message);
     }
     let path = out.join("report.json");
     let text = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;

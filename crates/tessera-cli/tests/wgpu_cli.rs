@@ -443,6 +443,25 @@ fn bench_gpu_prints_a_ratio_per_workload() {
     let twice = tessera(&["bench", "gpu", "--workloads", "stencil,stencil"]);
     assert_eq!(twice.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&twice.stderr).contains("names stencil twice"));
+    // A device count the workload's fixed size refuses: the run's usage error is this
+    // command's (exit 2), said with the run's own error line.
+    let split = tessera(&[
+        "bench",
+        "gpu",
+        "--quick",
+        "--devices",
+        "3",
+        "--workloads",
+        "stencil",
+    ]);
+    let err = String::from_utf8_lossy(&split.stderr);
+    assert_eq!(split.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(
+            "run stencil --backend cpu failed: cannot split 32 cells along z between 3 devices"
+        ),
+        "{err}"
+    );
 }
 
 /// Runs `args` with `var=value` in the environment; it must fail, naming the variable and

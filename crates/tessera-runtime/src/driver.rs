@@ -1069,6 +1069,7 @@ impl DeviceContext {
         let mut writes = Vec::new();
         let mut late = Vec::new();
         let mut left = 0;
+        let late_pages = late_pages(spec);
         'waves: while let Some((mut domain, mut held, mut retried)) = waves.pop_front() {
             // Every page this wave has asked for, sorted by page.
             let mut wave_asked: Vec<PageRequest> = Vec::new();
@@ -1123,6 +1124,19 @@ impl DeviceContext {
                         left,
                     });
                 }
+                // What degrading samples asked for waits for the end of the pass
+                // (`Kernel::late_objects`), unless nothing else stopped an invocation (an
+                // exact read of such an object faulted), when it is brought as ever.
+                let (later, now): (Vec<_>, Vec<_>) = misses
+                    .iter()
+                    .partition(|r| late_pages.iter().any(|p| p.contains(&r.page.0)));
+                let misses = match now.is_empty() {
+                    true => misses,
+                    false => {
+                        late.extend(later);
+                        now
+                    }
+                };
                 stats.relaunched += out.incomplete.len() as u64;
                 stats.suspended += out.suspended;
                 let misses = self.with_taken(&mut wave_asked, &mut taken_rounds, misses);
@@ -1702,6 +1716,16 @@ fn strongest_per_page(mut pages: Vec<PageRequest>) -> Vec<PageRequest> {
 }
 
 /// Pages a merge could not write, asked for exclusively.
+/// The global pages of the objects `spec`'s kernel serves late (`Kernel::late_objects`).
+fn late_pages(spec: &PassSpec) -> Vec<std::ops::Range<u64>> {
+    let objects = spec.kernel.late_objects();
+    spec.bindings
+        .iter()
+        .filter(|b| objects.contains(&b.id))
+        .map(|b| b.page_offset..b.pages_end)
+        .collect()
+}
+
 fn write_requests(pages: Vec<GlobalPage>) -> Vec<PageRequest> {
     pages
         .into_iter()

@@ -77,6 +77,16 @@ pub trait Kernel: Send + Sync {
         None
     }
 
+    /// Objects whose missing pages never stop an invocation: a degrading sample serves them
+    /// from a coarser level the device holds and asks for the page
+    /// (`sampler::sample_degraded`). Their pages are brought after the pass, never between
+    /// its rounds, so an invocation run again after another page's fault (a framebuffer page
+    /// two devices' strips share) samples what it sampled the first time, and the image does
+    /// not depend on which device took that page first.
+    fn late_objects(&self) -> Vec<tessera_core::ObjectId> {
+        Vec::new()
+    }
+
     /// Runs the invocations `xs × ys` over plain windows (see [`Kernel::footprint`]). Kernels
     /// with a footprint override it with their body over [`Plain`]; any `Err` makes the backend
     /// discard the tile's stores and run it again through the per-texel path.

@@ -3,7 +3,7 @@
 //! the exact frame of the unpaged rasterizer.
 
 use tessera_core::Filter;
-use tessera_runtime::{Procedure, System};
+use tessera_runtime::{Procedure, System, SystemConfig};
 use tessera_workloads::quake::render::{Filtering, Miss, RenderOptions, Renderer, DEFAULT_TAIL};
 use tessera_workloads::quake::{reference, scene, Split};
 
@@ -78,6 +78,69 @@ fn a_degrading_view_never_relaunches_and_converges_to_the_exact_frame() {
         }
         let map = r.coarse_map().unwrap().unwrap();
         assert!(map.iter().all(|&c| c == 0), "{case}");
+    }
+}
+
+/// Where two devices' strips share framebuffer pages, one device takes such a page from the
+/// other and its pixels there run again. Those pixels must sample what they sampled the first
+/// time: the atlas pages degrading samples asked for come after the pass, not with the
+/// framebuffer page. So the cold first frame, served from the replicated tail alone on every
+/// device, is the one-device cold frame whichever device took the page first; it was not when
+/// the pixels run again found the pages their first try had asked for (the image then
+/// depended on the devices' timing).
+#[test]
+fn pixels_run_again_for_a_shared_framebuffer_page_sample_what_they_sampled_before() {
+    let mesh = scene::generated();
+    let cam = scene::camera_path(40)[0];
+    // 72 columns on pages of 16, cut evenly (not on pages): the two strips of 36 share the
+    // page of columns 32 to 47.
+    let (w, h) = (72, 32);
+    let frame = |devices: usize| {
+        let cfg = SystemConfig::new(devices)
+            .threads(2)
+            .memory(1 << 22)
+            .split_on_pages(false);
+        let mut r = Renderer::new_with(
+            System::cpu(&cfg).unwrap(),
+            mesh.clone(),
+            RenderOptions {
+                width: w,
+                height: h,
+                ..opts(Split::LeftRight)
+            },
+            Some(Filtering {
+                filter: Filter::Trilinear,
+                border: 0,
+                miss: Miss::Degrade { tail: DEFAULT_TAIL },
+            }),
+        )
+        .unwrap();
+        let s = r.frame(&cam.view_proj(w as f64 / h as f64)).unwrap();
+        let d = s.degrade.clone().unwrap();
+        (d, r.framebuffer().unwrap())
+    };
+    let (alone, want) = frame(1);
+    assert_eq!(alone.relaunched, 0, "{alone:?}");
+    assert!(alone.coarse_samples > 0, "cold: {alone:?}");
+    for round in 0..3 {
+        let (d, image) = frame(2);
+        assert!(
+            d.relaunched > 0,
+            "round {round}: the shared page moved: {d:?}"
+        );
+        assert_eq!(
+            d.coarse_samples, alone.coarse_samples,
+            "round {round}: {d:?}"
+        );
+        let differ = image
+            .chunks(4)
+            .zip(want.chunks(4))
+            .filter(|(a, b)| a != b)
+            .count();
+        assert_eq!(
+            differ, 0,
+            "round {round}: pixels unlike the one-device cold frame"
+        );
     }
 }
 

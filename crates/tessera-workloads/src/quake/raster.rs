@@ -298,6 +298,13 @@ impl Kernel for Raster {
     fn invoke(&self, inv: &mut Invocation<'_>, x: u32, y: u32) -> Result<(), Fault> {
         self.pixel(inv, x, y)
     }
+    fn late_objects(&self) -> Vec<ObjectId> {
+        // Only a filtered sample degrades (`Raster::params`); the exact renderer faults.
+        match (self.filter, self.degrade) {
+            (Some(_), Some(_)) => vec![self.obj.atlas],
+            _ => Vec::new(),
+        }
+    }
     fn run_span(
         &self,
         inv: &mut Invocation<'_>,
