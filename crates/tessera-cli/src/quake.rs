@@ -509,7 +509,7 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
     if options.as_recorded(&trace, devices) {
         outln!("{}", got.compare(&trace)?);
     } else {
-        outln!("{}", not_compared(&trace));
+        outln!("{}", not_compared(&options, &trace, devices));
     }
     Ok(())
 }

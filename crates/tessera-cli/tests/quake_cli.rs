@@ -75,6 +75,14 @@ fn run_quake_writes_its_files_and_replay_matches_them() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(stdout.contains("matches the recorded run"), "{stdout}");
     assert_eq!(csv(&replay_csv), rows);
+    // At other settings the replay is not compared, and the line names what differs.
+    let o = replay(&trace, "--initial-placement home --page 8", None);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout.contains("(not compared with the recorded run, whose settings differ: page 8 (recorded: 16); initial placement at home (recorded: random (seed 1)))"),
+        "{stdout}"
+    );
     // A page-size sweep on one device (the strips merged) writes its CSV and plots.
     let sweep = dir.path().join("sweep");
     // `...` doubles, as in every list of page sizes: 4, 8 and 16.

@@ -153,22 +153,45 @@ impl Replayed {
     }
 }
 
-/// The line said of a replay at other settings than the recorded run's.
-pub fn not_compared(trace: &Trace) -> String {
+/// The line said of a replay at other settings than the recorded run's: each setting that
+/// differs, with the recorded run's.
+pub fn not_compared(options: &ReplayOptions, trace: &Trace, devices: usize) -> String {
+    let yes_no = |b: bool| if b { "on" } else { "off" };
+    let placement = |p: Option<u64>| match p {
+        Some(seed) => format!("random (seed {seed})"),
+        None => "at home".to_string(),
+    };
+    let mut differ = Vec::new();
+    if options.page != trace.page {
+        differ.push(format!("page {} (recorded: {})", options.page, trace.page));
+    }
+    if devices != trace.devices as usize {
+        differ.push(format!("{devices} device(s) (recorded: {})", trace.devices));
+    }
+    if options.clear_each_frame != trace.clear_each_frame {
+        differ.push(format!(
+            "memory cleared each frame {} (recorded: {})",
+            yes_no(options.clear_each_frame),
+            yes_no(trace.clear_each_frame)
+        ));
+    }
+    if options.drop_unused != trace.drop_unused {
+        differ.push(format!(
+            "unused pages dropped {} (recorded: {})",
+            yes_no(options.drop_unused),
+            yes_no(trace.drop_unused)
+        ));
+    }
+    if options.random_placement != trace.random_placement {
+        differ.push(format!(
+            "initial placement {} (recorded: {})",
+            placement(options.random_placement),
+            placement(trace.random_placement)
+        ));
+    }
     format!(
-        "(recorded at page {} on {} device(s){}{}: not compared at other settings)",
-        trace.page,
-        trace.devices,
-        if trace.clear_each_frame {
-            ", cleared each frame"
-        } else {
-            ""
-        },
-        if trace.drop_unused {
-            ", unused pages dropped"
-        } else {
-            ""
-        }
+        "(not compared with the recorded run, whose settings differ: {})",
+        differ.join("; ")
     )
 }
 
