@@ -1715,7 +1715,6 @@ fn strongest_per_page(mut pages: Vec<PageRequest>) -> Vec<PageRequest> {
     pages
 }
 
-/// Pages a merge could not write, asked for exclusively.
 /// The global pages of the objects `spec`'s kernel serves late (`Kernel::late_objects`).
 fn late_pages(spec: &PassSpec) -> Vec<std::ops::Range<u64>> {
     let objects = spec.kernel.late_objects();
@@ -1726,6 +1725,7 @@ fn late_pages(spec: &PassSpec) -> Vec<std::ops::Range<u64>> {
         .collect()
 }
 
+/// Pages a merge could not write, asked for exclusively.
 fn write_requests(pages: Vec<GlobalPage>) -> Vec<PageRequest> {
     pages
         .into_iter()

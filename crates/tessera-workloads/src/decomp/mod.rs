@@ -144,8 +144,8 @@ impl std::str::FromStr for Access {
     }
 }
 
-/// The text of a halo too large for its slabs: one device's slab is the whole grid, so the
-/// advice leaves fewer devices out there.
+/// The text of a halo too large for its slabs. One device's slab is the whole grid, so at one
+/// device the advice does not offer fewer devices.
 fn too_large(what: String, smaller: &str, slab: u32, axis: &str, devices: usize) -> String {
     let slab = cells(slab);
     if devices <= 1 {
