@@ -557,22 +557,13 @@ fn force_never_replaces_a_folder_holding_an_input() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     let out_s = out.to_str().unwrap();
-    let first = tessera(&[
-        "run",
-        "boiling",
-        "--size",
-        "16",
-        "--page",
-        "8",
-        "--frames",
-        "1",
-        "--gif-every",
-        "0",
-        "--devices",
-        "1",
-        "--out",
-        out_s,
-    ]);
+    let boiling = |extra: &[&str]| {
+        let mut a = argv("run boiling --size 16 --page 8 --frames 1 --gif-every 0 --devices 1");
+        a.extend_from_slice(extra);
+        a.extend(["--out", out_s]);
+        tessera(&a)
+    };
+    let first = boiling(&[]);
     assert!(first.status.success(), "{}", stderr(&first));
     let topo = out.join("topo.toml");
     // A topology the run would take, so that without the check it would succeed and the
@@ -580,25 +571,7 @@ fn force_never_replaces_a_folder_holding_an_input() {
     let toml = "[[device]]\nid = 0\n[[link]]\nfrom = \"host\"\nto = \"device0\"\nbandwidth_gb_per_s = 16\n";
     std::fs::write(&topo, toml).unwrap();
     let before = listing(&out);
-    let forced = tessera(&[
-        "run",
-        "boiling",
-        "--size",
-        "16",
-        "--page",
-        "8",
-        "--frames",
-        "1",
-        "--gif-every",
-        "0",
-        "--devices",
-        "1",
-        "--topology",
-        topo.to_str().unwrap(),
-        "--force",
-        "--out",
-        out_s,
-    ]);
+    let forced = boiling(&["--topology", topo.to_str().unwrap(), "--force"]);
     assert_eq!(forced.status.code(), Some(2), "{}", stderr(&forced));
     let err = stderr(&forced);
     assert!(
@@ -610,25 +583,7 @@ fn force_never_replaces_a_folder_holding_an_input() {
     // Outside --out, the same file runs.
     let beside = dir.path().join("topo.toml");
     std::fs::write(&beside, toml).unwrap();
-    let ok = tessera(&[
-        "run",
-        "boiling",
-        "--size",
-        "16",
-        "--page",
-        "8",
-        "--frames",
-        "1",
-        "--gif-every",
-        "0",
-        "--devices",
-        "1",
-        "--topology",
-        beside.to_str().unwrap(),
-        "--force",
-        "--out",
-        out_s,
-    ]);
+    let ok = boiling(&["--topology", beside.to_str().unwrap(), "--force"]);
     assert!(ok.status.success(), "{}", stderr(&ok));
 }
 

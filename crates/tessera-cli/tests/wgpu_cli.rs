@@ -482,6 +482,14 @@ fn refused_switch(var: &str, value: &str, args: &[&str], out: &std::path::Path) 
     assert!(!out.join("report.json").exists());
 }
 
+/// The environment's on/off switches (CLI.md, "Environment").
+const SWITCHES: [&str; 4] = [
+    "TESSERA_PEER_COPY",
+    "TESSERA_WGPU_TILES",
+    "TESSERA_WGPU_SPECIALIZE",
+    "TESSERA_WGPU_BOUNDS_CHECKS",
+];
+
 #[test]
 fn a_misspelt_switch_in_the_environment_is_refused_not_taken_as_its_opposite() {
     let dir = tempfile::tempdir().unwrap();
@@ -494,12 +502,7 @@ fn a_misspelt_switch_in_the_environment_is_refused_not_taken_as_its_opposite() {
     .concat();
     // On the CPU backend too, the wgpu backend's switches are read and a misspelt one
     // refused: the same command line may be meant for either backend.
-    for var in [
-        "TESSERA_PEER_COPY",
-        "TESSERA_WGPU_TILES",
-        "TESSERA_WGPU_SPECIALIZE",
-        "TESSERA_WGPU_BOUNDS_CHECKS",
-    ] {
+    for var in SWITCHES {
         refused_switch(var, "0ff", &cpu, &out);
     }
     if !adapter_or_skip() {
@@ -510,12 +513,7 @@ fn a_misspelt_switch_in_the_environment_is_refused_not_taken_as_its_opposite() {
         vec![o],
     ]
     .concat();
-    for var in [
-        "TESSERA_WGPU_TILES",
-        "TESSERA_WGPU_SPECIALIZE",
-        "TESSERA_WGPU_BOUNDS_CHECKS",
-        "TESSERA_PEER_COPY",
-    ] {
+    for var in SWITCHES {
         refused_switch(var, "yes", &gpu, &out);
     }
     // Both words are taken.
