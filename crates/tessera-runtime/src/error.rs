@@ -225,7 +225,7 @@ impl PartialEq for BackendError {
 pub type Result<T, E = RuntimeError> = std::result::Result<T, E>;
 
 /// `n` and `noun`, in the plural unless `n` is 1: "1 page", "2 pages".
-fn count(n: u64, noun: &str) -> String {
+pub fn count(n: u64, noun: &str) -> String {
     match n {
         1 => format!("1 {noun}"),
         _ => format!("{n} {noun}s"),

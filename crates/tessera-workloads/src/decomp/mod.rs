@@ -70,6 +70,7 @@ pub(crate) use box_kernel_params;
 pub mod halo_copy;
 pub mod runner;
 
+use tessera_runtime::error::count;
 use tessera_runtime::{Domain, PassSpec, PassStats, Procedure, Schedule, System};
 
 /// An axis of the grid; the one the slabs are cut along.
@@ -147,7 +148,7 @@ impl std::str::FromStr for Access {
 /// The text of a halo too large for its slabs. One device's slab is the whole grid, so at one
 /// device the advice does not offer fewer devices.
 fn too_large(what: String, smaller: &str, slab: u32, axis: &str, devices: usize) -> String {
-    let slab = cells(slab);
+    let slab = count(slab.into(), "cell");
     if devices <= 1 {
         return format!(
             "{what} is more than the grid's {slab} along {axis} (use a larger grid or {smaller})"
@@ -156,11 +157,6 @@ fn too_large(what: String, smaller: &str, slab: u32, axis: &str, devices: usize)
     format!(
         "{what} is larger than a device's slab of {slab} along {axis}: a slab's halo must come from its immediate neighbours (use fewer devices, a larger grid or {smaller})"
     )
-}
-
-/// "1 cell", "2 cells".
-fn cells(n: u32) -> String {
-    format!("{n} cell{}", if n == 1 { "" } else { "s" })
 }
 
 /// What can be wrong with a decomposition or a workload's settings.
@@ -182,7 +178,7 @@ pub enum DecompError {
         devices: usize,
     },
     /// [`DecompError::HaloTooLarge`] where the halo is a filter's reach (`filter / 2`).
-    #[error("{}", too_large(format!("a {filter}x{filter} filter's reach of {}", cells(filter / 2)), "a smaller filter", *slab, axis, *devices))]
+    #[error("{}", too_large(format!("a {filter}x{filter} filter's reach of {}", count((filter / 2).into(), "cell")), "a smaller filter", *slab, axis, *devices))]
     FilterTooLarge {
         filter: u32,
         slab: u32,
