@@ -288,8 +288,13 @@ pub struct DeviceContext {
     /// when the driver settles, before it runs anything again.
     skip: Arc<std::sync::atomic::AtomicBool>,
     /// When the oldest outstanding launch was queued: the wall time up to its settling is
-    /// compute time.
+    /// compute time, less the waits for the memory manager in between (`waited_since`).
     outstanding_since: Option<Instant>,
+    /// The memory manager's part of the waits since `outstanding_since`, already charged to
+    /// the request stages.
+    waited_since: f64,
+    /// The worker's time in deferred jobs, taken out of the waits for the manager.
+    clock: Arc<LaunchClock>,
     /// Stats and the first error of settles that ran outside a pass (before a job of the
     /// host's, at the end of a frame), given back by the next `run_pass` or `take_settled`.
     settled: PassStats,
@@ -302,6 +307,46 @@ struct Outstanding {
     spec: PassSpec,
     domain: Domain,
     replies: Vec<Pending<Result<Deferred>>>,
+}
+
+/// The time a device's worker has spent running this driver's deferred work. A batch the
+/// driver asks for while launches are queued waits behind them on the worker (the memory
+/// manager's jobs for the device run after what is queued there), and that part of the wait
+/// is the launches' time, which the settle already counts as compute: the driver takes it out
+/// of the wait before charging the wait to the manager. Without that, a lone device that
+/// asks for pages between deferred launches (a cold frame, a budget that evicts) had each
+/// launch counted twice, once as compute and once as the manager's time.
+#[derive(Default)]
+struct LaunchClock(std::sync::Mutex<ClockState>);
+
+#[derive(Default)]
+struct ClockState {
+    done: std::time::Duration,
+    running_since: Option<Instant>,
+}
+
+impl LaunchClock {
+    /// Runs `f`, the device work of one deferred job, on the clock.
+    fn run<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.state().running_since = Some(Instant::now());
+        let r = f();
+        let mut c = self.state();
+        if let Some(t) = c.running_since.take() {
+            c.done += t.elapsed();
+        }
+        r
+    }
+    /// The time spent in deferred jobs so far, the one running included.
+    fn busy(&self) -> std::time::Duration {
+        let c = self.state();
+        c.done
+            + c.running_since
+                .map_or_else(Default::default, |t| t.elapsed())
+    }
+    /// The lock is never held across a job, so a poisoned one still holds whole readings.
+    fn state(&self) -> std::sync::MutexGuard<'_, ClockState> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// A queue's places count up from 1 until it is reopened, which devices sharing a queue do only
@@ -359,6 +404,8 @@ impl DeviceContext {
             outstanding: Vec::new(),
             skip: Arc::default(),
             outstanding_since: None,
+            waited_since: 0.0,
+            clock: Arc::default(),
             settled: PassStats::default(),
             settle_error: None,
         }
@@ -581,7 +628,8 @@ impl DeviceContext {
             done.push((place, o.spec, o.domain, outcomes));
         }
         if let Some(t) = self.outstanding_since.take() {
-            stats.stages.compute += t.elapsed().as_secs_f64();
+            let waited = std::mem::take(&mut self.waited_since);
+            stats.stages.compute += (t.elapsed().as_secs_f64() - waited).max(0.0);
         }
         let mut first_err = None;
         let mut redo = Vec::new();
@@ -695,11 +743,12 @@ impl DeviceContext {
         let launch = self.next_launch(spec, domain.clone(), Mode::Temp);
         let compute = self.queue_job(launch);
         let skip = self.skip.clone();
+        let clock = self.clock.clone();
         let merge = self.worker.submit(move |d| {
             if skip.load(SeqCst) {
                 return Ok(Deferred::Skipped);
             }
-            match d.queue_merge()? {
+            match clock.run(|| d.queue_merge())? {
                 Queued::Ran(m) => {
                     if !m.missing.is_empty() {
                         skip.store(true, SeqCst);
@@ -719,11 +768,12 @@ impl DeviceContext {
     fn queue_job(&self, launch: Launch) -> Pending<Result<Deferred>> {
         use std::sync::atomic::Ordering::SeqCst;
         let skip = self.skip.clone();
+        let clock = self.clock.clone();
         self.worker.submit(move |d| {
             if skip.load(SeqCst) {
                 return Ok(Deferred::Skipped);
             }
-            match d.queue_launch(&launch)? {
+            match clock.run(|| d.queue_launch(&launch))? {
                 Queued::Ran(out) => {
                     if !out.incomplete.is_empty() || !out.requests.is_empty() {
                         skip.store(true, SeqCst);
@@ -906,6 +956,18 @@ impl DeviceContext {
         Ok(())
     }
 
+    /// The seconds since `t` that were not the worker running deferred work (`busy` is the
+    /// clock as it read at `t`): the memory manager's part of a wait.
+    /// While launches are outstanding the part is also kept out of their compute time.
+    fn manager_part(&mut self, t: Instant, busy: std::time::Duration) -> f64 {
+        let queued = self.clock.busy().saturating_sub(busy);
+        let s = t.elapsed().saturating_sub(queued).as_secs_f64();
+        if self.outstanding_since.is_some() {
+            self.waited_since += s;
+        }
+        s
+    }
+
     fn timed_acquire(
         &mut self,
         pages: Vec<PageRequest>,
@@ -913,9 +975,10 @@ impl DeviceContext {
         stats: &mut PassStats,
     ) -> Result<()> {
         let t = Instant::now();
+        let busy = self.clock.busy();
         let exclusive = pages.iter().any(|p| p.access == Access::Write);
         self.acquire_keeping(pages, keep)?;
-        let s = t.elapsed().as_secs_f64();
+        let s = self.manager_part(t, busy);
         if exclusive {
             stats.stages.write_requests += s;
         } else {
@@ -976,8 +1039,9 @@ impl DeviceContext {
             // What is left of the stage's work after the launch is request time, as it would
             // have been without staging.
             let t = Instant::now();
+            let busy = self.clock.busy();
             let res = reply.wait()?;
-            let s = t.elapsed().as_secs_f64();
+            let s = self.manager_part(t, busy);
             if exclusive {
                 stats.stages.write_requests += s;
             } else {

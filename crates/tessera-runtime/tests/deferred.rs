@@ -191,3 +191,81 @@ fn granted_bands_are_queued_under_a_budget_and_a_fault_redoes_what_follows_in_or
         "queued: {waits_on} blocking waits ({whole_on:?}); waited for: {waits_off} ({whole_off:?})"
     );
 }
+
+/// `c += b`, a few milliseconds a row: a launch long enough that counting it twice shows.
+struct SlowAccumulate {
+    b: tessera_core::ObjectId,
+    c: tessera_core::ObjectId,
+}
+
+const ROW_SLEEP: std::time::Duration = std::time::Duration::from_millis(5);
+
+impl tessera_runtime::Kernel for SlowAccumulate {
+    fn name(&self) -> &'static str {
+        "slow_accumulate"
+    }
+    fn invoke(
+        &self,
+        inv: &mut tessera_runtime::Invocation<'_>,
+        x: u32,
+        y: u32,
+    ) -> Result<(), tessera_runtime::Fault> {
+        let v = inv.load_f32(self.c, x, y)? + inv.load_f32(self.b, x, y)?;
+        if x == 0 {
+            std::thread::sleep(ROW_SLEEP);
+        }
+        inv.store_f32(self.c, x, y, v)
+    }
+    fn footprint(&self) -> Option<tessera_runtime::Footprint> {
+        Some(tessera_runtime::Footprint {
+            reads: vec![(self.b, 0), (self.c, 0)],
+            write: self.c,
+        })
+    }
+}
+
+/// Under a budget a lone device queues a band it was granted and asks for the next band's
+/// pages at once; the evictions that make room run on the worker behind the queued launch, so
+/// the wait for them lasts as long as the launch. That part of the wait is the launch's, which
+/// the settle counts as compute: the stages must not count it again as the memory manager's
+/// time, or the model charges every such launch twice. So a pass's stage times add up to no
+/// more than the wall time it took, where counting the launch twice would add a band's launch
+/// (8 rows of 5 ms) to them.
+#[test]
+fn a_wait_behind_a_queued_launch_is_not_counted_as_the_memory_managers() {
+    // Pages of 8 × 8 texels: a band is a page row, 4 pages of `b` and 4 of `c`; the budget
+    // holds 12, so the second band's batch evicts half of the first's.
+    let page = 8 * 8 * 4;
+    let sys = System::cpu(
+        &SystemConfig::new(1)
+            .threads(1)
+            .deferred(true)
+            .budget(12 * page),
+    )
+    .unwrap();
+    let desc = ObjectDesc::texture(W, H, TexelFormat::R32Float, 8).unwrap();
+    let b = sys.create(desc, None).unwrap();
+    let c = sys.create(desc, None).unwrap();
+    let pass = PassSpec::over(SlowAccumulate { b: b.id, c: c.id }, &[&b, &c], W, H);
+    let band = ROW_SLEEP.as_secs_f64() * 8.0;
+    for frame in 1..=2 {
+        let t = std::time::Instant::now();
+        let mut s = sys
+            .run_pass(&pass, W, H, Partition::Rows, Procedure::Relaunch)
+            .unwrap()[0];
+        s.add(&sys.settle().unwrap()[0]);
+        let wall = t.elapsed().as_secs_f64();
+        assert!(s.batches >= 2, "the bands must ask for pages: {s:?}");
+        let stages = s.stages.total();
+        assert!(
+            stages <= wall + band / 2.0,
+            "frame {frame}: the stages add up to {stages:.3} s in {wall:.3} s of wall time \
+             (a band's launch is {band:.3} s): {:?}",
+            s.stages
+        );
+    }
+    assert!(
+        sys.mm.traffic().unwrap()[0].evictions > 0,
+        "the budget must evict"
+    );
+}
