@@ -206,7 +206,9 @@ impl HaloSweepOpts {
         let path = out.join("sweep.csv");
         crate::output::write(&path, csv)?;
         wrote!("wrote {}", shown(&path));
-        write_json(&out.join("reports.json"), &reports)?;
+        let json = out.join("reports.json");
+        write_json(&json, &reports)?;
+        wrote!("wrote {}", shown(&json));
         let stem = out.join("speedup");
         halo::speedup_chart(&points, size_name, &stem)?;
         let stem = shown(&stem);

@@ -72,6 +72,15 @@ pub fn parse_protocol() -> impl clap::builder::TypedValueParser<Value = Protocol
 /// malformed, any outcome is forbidden by sequential consistency, or any run failed.
 pub fn litmus(opts: &LitmusOpts) -> anyhow::Result<()> {
     if let Some(k) = opts.devices_per_node {
+        // The engine across processes counts its runs in 32 bits.
+        if opts.runs > u32::MAX as u64 {
+            return Err(crate::Usage(format!(
+                "--runs {} is too many across processes (--devices-per-node): at most {}",
+                opts.runs,
+                u32::MAX
+            ))
+            .into());
+        }
         return crate::nodes::litmus(&opts.files, opts.runs, k);
     }
     let config = RunConfig {

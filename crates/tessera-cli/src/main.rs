@@ -187,8 +187,9 @@ use tessera_runtime::{Partition, Policy, Prefetch, Procedure, Thrashing};
 struct Cli {
     #[command(subcommand)]
     command: Command,
-    /// Replace the results already in `--out`, once the new run has succeeded. Without it a
-    /// command refuses an `--out` that holds anything.
+    /// For commands that write an `--out` folder: replace the results already there, once the
+    /// new run has succeeded. Without it such a command refuses an `--out` that holds
+    /// anything. Commands without `--out` accept it and ignore it.
     #[arg(long, global = true)]
     force: bool,
 }
@@ -871,6 +872,10 @@ fn refuse_inapplicable(cli: &Cli, matches: &clap::ArgMatches) -> Result<(), clap
         // Rank 0 writes report.json and frame.png only (docs/MPI.md).
         (given("gif_every") && o.gif_every > 0, "--gif-every is not written across nodes (--devices-per-node): rank 0 writes report.json and frame.png"),
         (o.residency_png, "--residency-png is not drawn across nodes (--devices-per-node): rank 0 writes report.json and frame.png"),
+        // A run over nodes is measured, not modeled (docs/MPI.md): the options of the model
+        // had been accepted and ignored.
+        (given("model"), "--model does not apply with --devices-per-node: a run over nodes is measured, not modeled"),
+        (given("topology") && tessera_model::PRESETS.contains(&o.node.topology.as_str()), "--topology takes a file with a [network] table with --devices-per-node (a run over nodes reads only its network, and a preset has none); name the network with --network"),
     ];
     match refused.into_iter().find(|(applies, _)| *applies) {
         Some((_, why)) => Err(conflict(&["run", "boiling"], why)),
@@ -985,6 +990,40 @@ fn exit_with(e: clap::Error) -> ExitCode {
     code
 }
 
+/// The number of processes mpirun (or another MPI launcher) started this one among, from the
+/// variables it sets: Open MPI's, else the PMI ones MPICH's and Slurm's launchers set. None
+/// outside such a launcher.
+pub(crate) fn mpi_processes() -> Option<u64> {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
+}
+
+/// Why `cli` must not run as one of several MPI processes: a command of one process would run
+/// whole on every rank, each writing the same `--out` (the ranks raced on it, and the loser was
+/// told the folder it had just seen empty "already holds results"). Only `run boiling` and
+/// `litmus` with `--devices-per-node` run across processes; `devices` and `scene` write
+/// nothing and tell each rank about its own machine.
+fn alone_under_mpirun(cli: &Cli) -> Option<String> {
+    let n = mpi_processes().filter(|&n| n > 1)?;
+    let across = match &cli.command {
+        Command::Run {
+            which: RunKind::Boiling(o),
+        } => o.cluster.devices_per_node.is_some(),
+        Command::Litmus(o) => o.devices_per_node.is_some(),
+        Command::Devices | Command::Scene { .. } => true,
+        _ => false,
+    };
+    (!across).then(|| {
+        format!(
+            "this command runs in one process, but it was started as one of {n} MPI processes, \
+             each of which would run it whole; give `run boiling` or `litmus` \
+             --devices-per-node K to run across the processes (docs/MPI.md), or run the \
+             command without mpirun"
+        )
+    })
+}
+
 /// The environment's on/off switches, each `on`, `off` or unset.
 fn check_switches() -> anyhow::Result<()> {
     for name in [
@@ -1017,6 +1056,11 @@ fn main() -> ExitCode {
         let line = format!("error: {e:#}\n");
         let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
         return ExitCode::FAILURE;
+    }
+    if let Some(problem) = alone_under_mpirun(&cli) {
+        let line = format!("error: {problem}\n");
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+        return ExitCode::from(2);
     }
     let force = cli.force;
     output::remove_partial_on_interrupt();

@@ -111,8 +111,14 @@ pub struct Staged {
 /// Removes every partial folder and exits with 130 on SIGINT (and SIGTERM): an interrupted
 /// run leaves nothing behind. Installed once, before any command starts.
 pub fn remove_partial_on_interrupt() {
+    // mpirun ends every process when one fails: the others' "interrupted" says why, or it reads
+    // as if someone had pressed Ctrl-C.
+    let why = match crate::mpi_processes() {
+        Some(n) if n > 1 => " (mpirun stops every process when one fails or is interrupted)",
+        _ => "",
+    };
     // A second install fails; the first one's handler does the same.
-    let _ = ctrlc::set_handler(|| {
+    let _ = ctrlc::set_handler(move || {
         // The process ends here without dropping its systems, whose home files
         // (`--home-file`) would have gone with them.
         tessera_runtime::remove_home_files();
@@ -123,10 +129,10 @@ pub fn remove_partial_on_interrupt() {
             remove_created(created);
         }
         let line = if partial.is_empty() {
-            "interrupted\n".to_string()
+            format!("interrupted{why}\n")
         } else {
             format!(
-                "interrupted: nothing written to {}\n",
+                "interrupted{why}: nothing written to {}\n",
                 partial
                     .iter()
                     .map(|(_, o, _)| o.display().to_string())

@@ -44,7 +44,8 @@ pub struct OversubOpts {
     pub(crate) rounds: u32,
     #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
     pub(crate) procedure: Procedure,
-    /// Devices; each gets the ratio of its share (1/devices) of the working set.
+    /// Devices. Each device's budget is the working set divided by the ratio, where the
+    /// working set is the most any one device touches (the busiest device's pages).
     #[arg(long, default_value_t = 1, value_parser = crate::parse_device_count)]
     pub(crate) devices: usize,
     /// Thrashing response for every oversubscribed configuration.

@@ -99,7 +99,7 @@ pub struct QuakeOpts {
     /// (tessera-scene's room with N × N boxes, as in `run raytrace`) or `openarena:MAP`.
     #[arg(long, value_name = "SCENE", value_parser = parse_scene, conflicts_with = "map")]
     scene: Option<QuakeScene>,
-    /// Render this Quake 3 / OpenArena map (`oa_dm1`; `tessera scene info` lists what a pak
+    /// Render this Quake 3 / OpenArena map (`oa_dm1`; `tessera scene list` lists the maps a pak
     /// set holds) along its camera path through the spawn points: `--scene openarena:NAME`.
     #[arg(long, value_name = "NAME")]
     map: Option<String>,

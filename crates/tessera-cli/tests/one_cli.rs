@@ -310,6 +310,12 @@ fn options_a_command_cannot_honour_are_usage_errors() {
             &["--residency-png"],
             "--residency-png is not drawn across nodes",
         ),
+        // A run over nodes is measured: these were accepted and had no effect.
+        (&["--model", "concurrent"], "--model does not apply"),
+        (
+            &["--topology", "pcie1-x16"],
+            "--topology takes a file with a [network] table",
+        ),
     ] {
         refused(&with(&nodes, extra), 2, needle);
     }
@@ -555,4 +561,51 @@ fn settings_a_command_cannot_honour_are_usage_errors() {
         "explicit is named twice",
     );
     assert!(listing(dir.path()).is_empty());
+}
+
+/// A command of one process started as several MPI processes ran whole on every rank: each
+/// printed its results, and the ranks raced on the one `--out` (the loser was told that the
+/// folder it had just found empty already held results). It is refused on every rank before
+/// anything is written; the commands that run across processes, and one process alone, run.
+#[test]
+fn a_command_of_one_process_is_refused_under_mpirun() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let o = out.to_str().unwrap();
+    let run = argv("run boiling --size 16 --page 8 --frames 1 --gif-every 0 --out");
+    let under = |var: &str, n: &str, args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(args)
+            .env(var, n)
+            .output()
+            .unwrap()
+    };
+    for var in ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"] {
+        let o2 = under(var, "2", &with(&run, &[o]));
+        let err = String::from_utf8_lossy(&o2.stderr);
+        assert_eq!(o2.status.code(), Some(2), "{var}: {err}");
+        assert!(err.contains("one of 2 MPI processes"), "{var}: {err}");
+        assert!(!out.exists(), "{var}: --out was written");
+    }
+    let sweep = argv("sweep stencil --size 16 --devices 1 --out");
+    let o2 = under("OMPI_COMM_WORLD_SIZE", "3", &with(&sweep, &[o]));
+    assert_eq!(o2.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o2.stderr).contains("one of 3 MPI processes"));
+    // One process of one, and the form that runs across processes, are not refused by it.
+    let alone = under("OMPI_COMM_WORLD_SIZE", "1", &with(&run, &[o]));
+    assert!(
+        alone.status.success(),
+        "{}",
+        String::from_utf8_lossy(&alone.stderr)
+    );
+    let across = under(
+        "OMPI_COMM_WORLD_SIZE",
+        "2",
+        &with(&run, &[o, "--force", "--devices-per-node", "1"]),
+    );
+    assert!(
+        !String::from_utf8_lossy(&across.stderr).contains("one of 2 MPI processes"),
+        "{}",
+        String::from_utf8_lossy(&across.stderr)
+    );
 }

@@ -180,9 +180,22 @@ fn bench_oversubscription_raytrace_checks_every_image() {
         "{stdout}"
     );
     let csv = std::fs::read_to_string(out.join("oversubscription-raytrace.csv")).unwrap();
-    // A header and one row per ratio and policy, each with its image equal.
+    // A header and one row per ratio and policy, each with its image equal and the image's
+    // checksum, the one printed for the resident image.
     assert_eq!(csv.lines().count(), 5, "{csv}");
-    assert!(csv.lines().skip(1).all(|l| l.ends_with(",true")), "{csv}");
+    assert!(
+        csv.lines()
+            .next()
+            .unwrap()
+            .ends_with(",image_equal,checksum"),
+        "{csv}"
+    );
+    let printed = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("every image equals the resident one: "))
+        .unwrap_or_else(|| panic!("no checksum printed: {stdout}"));
+    let tail = format!(",true,{printed}");
+    assert!(csv.lines().skip(1).all(|l| l.ends_with(&tail)), "{csv}");
 }
 
 /// `--filter trilinear` samples a mip chain of the atlas: it verifies against the resident

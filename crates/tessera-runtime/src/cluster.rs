@@ -808,9 +808,13 @@ fn route<T: Transport>(link: &Arc<Link>, transport: &T, out: &crossbeam_channel:
             if now.duration_since(heard[n]) >= link.cfg.lost_after {
                 link.fail_all(RuntimeError::NodeLost {
                     node: n,
+                    // A live node too busy to answer for that long is lost all the same:
+                    // the message says which limit it ran into, so a user can raise it.
                     how: format!(
-                        "silent for {:.1} s",
-                        now.duration_since(heard[n]).as_secs_f64()
+                        "silent for {:.2} s, past the {:.2} s limit after which a node counts \
+                         as lost, `--lost-after-s`",
+                        now.duration_since(heard[n]).as_secs_f64(),
+                        link.cfg.lost_after.as_secs_f64()
                     ),
                 });
                 // Keep going: replies to the others still flow until this node stops.

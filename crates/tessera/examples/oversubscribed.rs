@@ -87,14 +87,25 @@ pub fn run(mib: u64) -> anyhow::Result<Vec<u64>> {
     Ok(traffic.iter().map(|t| t.evictions).collect())
 }
 
+const USAGE: &str =
+    "usage: oversubscribed [MIB]   (the buffer's size, 1 to 1024 MiB; 4 if not given)";
+
 fn main() {
-    let res = match std::env::args().nth(1) {
-        Some(a) => a
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return;
+    }
+    let res = match args.as_slice() {
+        [_, _, ..] => Err(anyhow::anyhow!("one argument at most\n{USAGE}")),
+        [a] => a
             .parse()
             .ok()
             .filter(|&m| (1..=1024).contains(&m))
-            .with_context(|| format!("the buffer size in MiB must be 1 to 1024 (got {a})")),
-        None => Ok(4),
+            .with_context(|| {
+                format!("the buffer size in MiB must be 1 to 1024 (got {a})\n{USAGE}")
+            }),
+        [] => Ok(4),
     };
     // As the blur example and the CLI say it: `error: …`, exit status 1.
     if let Err(e) = res.and_then(run) {

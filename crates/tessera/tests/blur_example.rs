@@ -86,6 +86,16 @@ fn bad_options_are_errors_not_panics() {
     ] {
         assert!(blur::parse(args(bad)).is_err(), "{bad} was accepted");
     }
+    // An unknown option is called unknown, with or without a value after it, and its
+    // message does not take the next word for part of the option.
+    for bad in ["--bogus", "--bogus 1"] {
+        let e = blur::parse(args(bad)).err().map(|e| e.to_string());
+        assert!(
+            e.as_deref()
+                .is_some_and(|e| e.starts_with("unknown option --bogus\n")),
+            "{bad}: {e:?}"
+        );
+    }
     for bad in ["--devices 0", "--page 3", "--size 0"] {
         let o = blur::parse(args(bad)).unwrap();
         assert!(blur::run(&o).is_err(), "{bad} ran");

@@ -95,6 +95,17 @@ fn main() -> ExitCode {
     if !(args.lost_after > 0.0 && args.lost_after.is_finite()) {
         return refuse(&mpi, "--lost-after must be a positive number of seconds");
     }
+    // A rank that does not exist would never abort, and the test meant to see one lost would
+    // pass having tested nothing.
+    if let Some(k) = args.kill_rank.filter(|&k| k >= mpi.size()) {
+        return refuse(
+            &mpi,
+            format!(
+                "--kill-rank {k}: there are ranks 0 to {} only",
+                mpi.size() - 1
+            ),
+        );
+    }
     let cfg = NodeConfig {
         devices_per_node: args.devices_per_node,
         pages: args.pages,

@@ -86,8 +86,8 @@ pub struct NodeDeviceReport {
     pub device: usize,
     /// The host's work for it per measured frame, on its own node.
     pub host: HostReport,
-    /// Its stage times over the measured frames, seconds.
-    pub stage_seconds: StageTimes,
+    /// Its stage times over the measured frames, seconds: `stages`, as in every report.
+    pub stages: StageTimes,
 }
 
 /// Builds the field on `sys`, this node of the cluster behind `link`, and runs `s` on it as
@@ -156,7 +156,7 @@ pub fn run<E: From<RuntimeError>>(
             per_device.push(NodeDeviceReport {
                 device: per_device.len(),
                 host: HostReport::of(&h, o.frames),
-                stage_seconds: st,
+                stages: st,
             });
         }
     }

@@ -145,14 +145,16 @@ pub(super) fn run(
         "gpu w/f"
     )
     .unwrap();
-    let mut csv = format!("ratio,policy,budget_bytes,ms_per_frame,throughput_vs_resident,relaunched_per_frame,suspended_per_frame,evictions_per_frame,bytes_moved_per_frame,loads_per_frame,opt_loads_per_frame,opt_throughput_vs_resident_modeled,{HOST_COLUMNS},image_equal\n");
+    let mut csv = format!("ratio,policy,budget_bytes,ms_per_frame,throughput_vs_resident,relaunched_per_frame,suspended_per_frame,evictions_per_frame,bytes_moved_per_frame,loads_per_frame,opt_loads_per_frame,opt_throughput_vs_resident_modeled,{HOST_COLUMNS},image_equal,checksum\n");
     let mut mismatched = Vec::new();
     for (c, base) in configs.iter().zip(&baseline).skip(1) {
         let Some((ratio, policy)) = c.setting else {
             continue;
         };
         let t = median(c.times.clone());
-        let equal = c.subject.image()? == want;
+        let image = c.subject.image()?;
+        let equal = image == want;
+        let checksum = checksum_hex(fnv1a(image.iter().copied()));
         if !equal {
             mismatched.push(describe(c.setting));
         }
@@ -196,7 +198,7 @@ pub(super) fn run(
         .unwrap();
         writeln!(
             csv,
-            "{ratio},{},{},{:.3},{:.4},{:.1},{:.1},{:.1},{:.0},{:.1},{:.1},{:.4},{},{equal}",
+            "{ratio},{},{},{:.3},{:.4},{:.1},{:.1},{:.1},{:.0},{:.1},{:.1},{:.4},{},{equal},{checksum}",
             policy.name(),
             budget,
             t * 1e3,

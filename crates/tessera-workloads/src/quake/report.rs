@@ -46,7 +46,7 @@ pub struct QuakeReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_stage_seconds: Option<StageTimes>,
     pub per_device: Vec<QuakeDevice>,
-    /// `generated`, or `map:NAME`.
+    /// `generated`, `generated:N` or `openarena:MAP`.
     pub scene: String,
     pub width: u32,
     pub height: u32,
@@ -181,12 +181,13 @@ impl QuakeReport {
         let c = &self.core;
         let procedure = c.procedure;
         let mut s = format!(
-            "quake: {} frames {}x{} on {} device(s) ({}), split {}, page {}, {procedure}{}\n",
+            "quake: {}, {} frames {}x{} on {} device(s) [{}], split {}, page {}, {procedure}{}\n",
+            self.scene,
             c.frames,
             self.width,
             self.height,
             c.devices,
-            c.backend,
+            c.adapter,
             c.split,
             c.page_size,
             if self.clear_each_frame {

@@ -151,6 +151,9 @@ pub fn parse(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options> 
             println!("{USAGE}");
             std::process::exit(0);
         }
+        if !["--backend", "--devices", "--size", "--page", "--passes"].contains(&flag.as_str()) {
+            bail!("unknown option {flag}\n{USAGE}");
+        }
         let value = args
             .next()
             .with_context(|| format!("{flag} needs a value\n{USAGE}"))?;
@@ -163,7 +166,7 @@ pub fn parse(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options> 
             "--size" => o.size = number(&flag, &value)?,
             "--page" => o.page = number(&flag, &value)?,
             "--passes" => o.passes = number(&flag, &value)?,
-            _ => bail!("unknown option {flag} {value}\n{USAGE}"),
+            _ => bail!("unknown option {flag}\n{USAGE}"),
         }
     }
     // The plain loop keeps whole images in host memory: stay well inside it.
