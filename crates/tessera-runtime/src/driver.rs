@@ -933,7 +933,12 @@ impl DeviceContext {
             self.granted.clear();
             let t = Instant::now();
             self.mm.release(self.device);
-            self.released_s[exclusive as usize] += t.elapsed().as_secs_f64();
+            let s = t.elapsed().as_secs_f64();
+            self.released_s[exclusive as usize] += s;
+            // Charged to the requests: not also to the launches queued around it.
+            if self.outstanding_since.is_some() {
+                self.waited_since += s;
+            }
         }
     }
 

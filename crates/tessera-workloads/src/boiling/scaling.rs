@@ -180,14 +180,11 @@ pub fn table(
             "owned pages against the paper's write-home rule, same rounds (busiest link and modeled ms per frame):"
         );
         // Two header lines: each quantity over its two rules, so no heading runs into the next.
-        ln!(
-            s,
+        let over = format!(
             "{:>7}  {:^22}  {:^22}  {:^22}",
-            "",
-            "busiest link, ms",
-            "modeled, ms/frame",
-            "speed-up"
+            "", "busiest link, ms", "modeled, ms/frame", "speed-up"
         );
+        ln!(s, "{}", over.trim_end());
         ln!(
             s,
             "{:>7}  {:>12} {:>9}  {:>12} {:>9}  {:>12} {:>9}",
