@@ -933,12 +933,8 @@ impl DeviceContext {
             self.granted.clear();
             let t = Instant::now();
             self.mm.release(self.device);
-            let s = t.elapsed().as_secs_f64();
+            let s = self.waited(t.elapsed().as_secs_f64());
             self.released_s[exclusive as usize] += s;
-            // Charged to the requests: not also to the launches queued around it.
-            if self.outstanding_since.is_some() {
-                self.waited_since += s;
-            }
         }
     }
 
@@ -963,10 +959,14 @@ impl DeviceContext {
 
     /// The seconds since `t` that were not the worker running deferred work (`busy` is the
     /// clock as it read at `t`): the memory manager's part of a wait.
-    /// While launches are outstanding the part is also kept out of their compute time.
     fn manager_part(&mut self, t: Instant, busy: std::time::Duration) -> f64 {
         let queued = self.clock.busy().saturating_sub(busy);
-        let s = t.elapsed().saturating_sub(queued).as_secs_f64();
+        self.waited(t.elapsed().saturating_sub(queued).as_secs_f64())
+    }
+
+    /// `s` seconds of the manager's, charged to the request stages: while launches are
+    /// outstanding, kept out of their compute time too.
+    fn waited(&mut self, s: f64) -> f64 {
         if self.outstanding_since.is_some() {
             self.waited_since += s;
         }

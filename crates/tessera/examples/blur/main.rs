@@ -151,21 +151,21 @@ pub fn parse(mut args: impl Iterator<Item = String>) -> anyhow::Result<Options> 
             println!("{USAGE}");
             std::process::exit(0);
         }
-        if !["--backend", "--devices", "--size", "--page", "--passes"].contains(&flag.as_str()) {
-            bail!("unknown option {flag}\n{USAGE}");
-        }
-        let value = args
-            .next()
-            .with_context(|| format!("{flag} needs a value\n{USAGE}"))?;
+        // The value is taken only for a known option, so an unknown one is named alone.
+        let mut value = || {
+            args.next()
+                .with_context(|| format!("{flag} needs a value\n{USAGE}"))
+        };
         match flag.as_str() {
-            "--backend" => match value.as_str() {
-                "cpu" | "wgpu" => o.wgpu = value == "wgpu",
-                _ => bail!("--backend {value}: expected cpu or wgpu"),
+            "--backend" => match value()?.as_str() {
+                "cpu" => o.wgpu = false,
+                "wgpu" => o.wgpu = true,
+                v => bail!("--backend {v}: expected cpu or wgpu"),
             },
-            "--devices" => o.devices = number(&flag, &value)?,
-            "--size" => o.size = number(&flag, &value)?,
-            "--page" => o.page = number(&flag, &value)?,
-            "--passes" => o.passes = number(&flag, &value)?,
+            "--devices" => o.devices = number(&flag, &value()?)?,
+            "--size" => o.size = number(&flag, &value()?)?,
+            "--page" => o.page = number(&flag, &value()?)?,
+            "--passes" => o.passes = number(&flag, &value()?)?,
             _ => bail!("unknown option {flag}\n{USAGE}"),
         }
     }
