@@ -87,14 +87,15 @@ fn args(workload: &str, o: &GpuBenchOpts) -> Vec<String> {
 /// Runs `tessera run WORKLOAD ARGS --backend BACKEND --out DIR`; its report.
 fn run(exe: &Path, workload: &str, args: &[String], backend: &str, dir: &Path) -> Result<Value> {
     let out = dir.join(format!("{workload}-{backend}"));
-    let o = Command::new(exe)
-        .arg("run")
-        .arg(workload)
-        .args(args)
-        .args(["--backend", backend, "--out"])
-        .arg(&out)
-        .output()
-        .with_context(|| format!("cannot run {}", exe.display()))?;
+    let o = crate::output::child_output(
+        Command::new(exe)
+            .arg("run")
+            .arg(workload)
+            .args(args)
+            .args(["--backend", backend, "--out"])
+            .arg(&out),
+    )
+    .with_context(|| format!("cannot run {}", exe.display()))?;
     if !o.status.success() {
         // The run's own error lines, not the notes printed before them (a first launch's
         // "compiling kernels ..."); all of its standard error where it said none.
@@ -125,6 +126,7 @@ struct Scratch(PathBuf);
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+        crate::output::forget_scratch(&self.0);
     }
 }
 
@@ -140,6 +142,7 @@ pub fn gpu(o: &GpuBenchOpts) -> Result<()> {
     let exe = std::env::current_exe().context("cannot find this binary")?;
     let scratch =
         Scratch(std::env::temp_dir().join(format!("tessera-bench-gpu-{}", std::process::id())));
+    crate::output::scratch(&scratch.0);
     create_dir(&scratch.0)?;
     let bar = progress(2 * o.workloads.len() as u64, "gpu");
     let mut rows = Vec::new();

@@ -587,16 +587,16 @@ pub struct BenchOpts {
     deferred: bool,
 }
 
-/// Threads per core that `--threads` accepts.
+/// Threads per core that `--threads` accepts: the runtime's bound on the CPU devices' pool.
 ///
 /// The CPU devices' kernels are compute-bound, so past a few threads per core more threads only
 /// add switching; tens of thousands make the thread pool's start-up alone take minutes with
 /// nothing printed. Eight per core leaves room for experiments with
 /// oversubscription.
-const THREADS_PER_CORE: usize = 8;
+const THREADS_PER_CORE: usize = tessera_runtime::CPU_THREADS_PER_CORE;
 /// Accepted on any machine: a 1- or 2-core machine (CI's) can still run many threads, which is
 /// how scheduling races are shaken out.
-const THREADS_FLOOR: usize = 64;
+const THREADS_FLOOR: usize = tessera_runtime::CPU_THREADS_FLOOR;
 
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -604,7 +604,7 @@ fn cores() -> usize {
 
 /// The most threads `--threads` accepts on this machine.
 pub fn max_threads() -> usize {
-    cores().saturating_mul(THREADS_PER_CORE).max(THREADS_FLOOR)
+    tessera_runtime::max_cpu_threads()
 }
 
 /// `--page`: a page side tessera can page by, checked where the option is read so that a bad
@@ -1134,6 +1134,7 @@ fn main() -> ExitCode {
     };
     // A command that printed its results to a standard output that failed did not succeed.
     let res = res.and_then(|()| output::stdout_failure());
+    output::wait_if_interrupted();
     match res {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -26,6 +26,27 @@ static ON_COMMIT: Mutex<Vec<(PathBuf, PathBuf)>> = Mutex::new(Vec::new());
 /// does not claim files that never appear.
 static WROTE: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
+/// Held while results move into place ([`Staged::commit`]) and by the interrupt handler from
+/// its start to the process's exit: an interrupt either finds the results wholly in place or
+/// wholly in their partial folder, never half moved, and once it has begun no commit starts.
+static COMMIT: Mutex<()> = Mutex::new(());
+
+/// Set by the interrupt handler before anything else: the main thread, whatever it fails
+/// with meanwhile (its partial folder removed under it), leaves the exit to the handler.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// The `--out` folders this process has moved results into: what an interrupt that comes
+/// after the commit names.
+static COMMITTED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Folders a command made for itself outside `--out` (`bench gpu`'s scratch folder), removed
+/// on an interrupt as on any other end.
+static SCRATCH: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Processes this one started and waits for (`bench gpu`'s runs): stopped on an interrupt,
+/// which would otherwise leave them running, writing into a scratch folder being removed.
+static CHILDREN: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
 /// Set once standard output has failed: nothing more is written to it.
 static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
 /// The first failure of standard output other than its reader going away.
@@ -119,60 +140,190 @@ pub fn remove_partial_on_interrupt() {
     };
     // A second install fails; the first one's handler does the same.
     let _ = ctrlc::set_handler(move || {
+        INTERRUPTED.store(true, Ordering::SeqCst);
+        // Waits for a commit under way, and keeps any other from starting: the handler ends
+        // the process while it holds the lock.
+        let _commit = COMMIT.lock().unwrap_or_else(|e| e.into_inner());
         // The process ends here without dropping its systems, whose home files
         // (`--home-file`) would have gone with them.
         tessera_runtime::remove_home_files();
         drop_on_commit();
+        stop_children();
+        for p in SCRATCH.lock().map(|s| s.clone()).unwrap_or_default() {
+            remove_while_written(&p);
+        }
         let partial = PARTIAL.lock().map(|p| p.clone()).unwrap_or_default();
         for (p, _, created) in &partial {
-            let _ = std::fs::remove_dir_all(p);
+            remove_while_written(p);
             remove_created(created);
         }
-        let line = if partial.is_empty() {
-            format!("interrupted{why}\n")
-        } else {
+        let committed = COMMITTED.lock().map(|c| c.clone()).unwrap_or_default();
+        let line = if !partial.is_empty() {
             format!(
                 "interrupted{why}: nothing written to {}\n",
-                partial
-                    .iter()
-                    .map(|(_, o, _)| o.display().to_string())
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                list(partial.iter().map(|(_, o, _)| o))
             )
+        } else if !committed.is_empty() {
+            format!(
+                "interrupted{why}, after the results were in place in {}\n",
+                list(committed.iter())
+            )
+        } else {
+            format!("interrupted{why}\n")
         };
         let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
         std::process::exit(130);
     });
 }
 
+/// Marks `dir` for removal on an interrupt ([`forget_scratch`] when the command removes it).
+pub fn scratch(dir: &Path) {
+    if let Ok(mut s) = SCRATCH.lock() {
+        s.push(dir.to_path_buf());
+    }
+}
+
+/// `dir`, removed by its command, no longer needs removing on an interrupt.
+pub fn forget_scratch(dir: &Path) {
+    if let Ok(mut s) = SCRATCH.lock() {
+        s.retain(|d| d != dir);
+    }
+}
+
+/// Runs `cmd` to its end, as `Command::output` does, stopped by an interrupt of this process.
+pub fn child_output(cmd: &mut std::process::Command) -> std::io::Result<std::process::Output> {
+    use std::process::Stdio;
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let pid = child.id();
+    if let Ok(mut c) = CHILDREN.lock() {
+        c.push(pid);
+    }
+    let out = child.wait_with_output();
+    if let Ok(mut c) = CHILDREN.lock() {
+        c.retain(|&p| p != pid);
+    }
+    out
+}
+
+/// Asks each child run to stop as an interrupt would (it removes its own partial folder), and
+/// waits up to ten seconds for each to be gone: the main thread, waiting for it, reaps it.
+fn stop_children() {
+    let children = CHILDREN.lock().map(|c| c.clone()).unwrap_or_default();
+    #[cfg(unix)]
+    for &pid in &children {
+        if let Ok(pid) = i32::try_from(pid) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+    }
+    let start = std::time::Instant::now();
+    for pid in children {
+        let proc = Path::new("/proc").join(pid.to_string());
+        while proc.exists() && start.elapsed() < std::time::Duration::from_secs(10) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
+
+/// The paths, comma-separated, for a message.
+fn list<'a>(paths: impl Iterator<Item = &'a PathBuf>) -> String {
+    paths
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Removes a partial folder the main thread may still be writing into: renamed aside first,
+/// so the main thread's next file or folder there fails instead of appearing in a folder
+/// being emptied (which then could not be removed), then removed; what the main thread
+/// created before the rename is inside what is removed.
+fn remove_while_written(partial: &Path) {
+    let aside = partial.with_file_name(format!(
+        "{}.interrupted",
+        partial
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
+    ));
+    let gone = if std::fs::rename(partial, &aside).is_ok() {
+        aside
+    } else {
+        partial.to_path_buf()
+    };
+    // A file the main thread had open may still take bytes, never a new entry: a retry
+    // finishes what such a write left.
+    for _ in 0..3 {
+        if std::fs::remove_dir_all(&gone).is_ok() || !gone.exists() {
+            return;
+        }
+    }
+}
+
+/// Called by the main thread at its end: once an interrupt has begun, whatever the command
+/// came to (often an error from its partial folder taken away) is not its outcome; the handler
+/// removes what is left, says so and exits with 130.
+pub fn wait_if_interrupted() {
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        loop {
+            std::thread::park();
+        }
+    }
+}
+
 /// Says which partial folders beside `--out` a run that never finished left (one killed
 /// outright, by SIGKILL or the out-of-memory killer, removes nothing): hidden, they could hold
-/// gigabytes unnoticed. Only those whose process is gone from this machine are named, and
-/// none is removed: on a shared file system another machine's run may still be writing one.
+/// gigabytes unnoticed. So too the earlier results a run killed in the middle of replacing them
+/// (`--force`) had moved aside. Only those whose process is gone from this machine are named,
+/// and none is removed: on a shared file system another machine's run may still be writing one.
 /// Where `/proc` is not there to ask, nothing is said.
 fn note_left_partials(parent: &Path, name: &str) {
     if !Path::new("/proc/self").exists() {
         return;
     }
-    let prefix = format!(".{name}.partial-");
+    let partial = format!(".{name}.partial-");
+    let replaced = format!(".{name}.replaced-");
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
     };
-    let mut left: Vec<(String, u32)> = entries
+    let mut left: Vec<(String, u32, bool)> = entries
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
         .filter_map(|n| {
-            let pid: u32 = n.strip_prefix(&prefix)?.parse().ok()?;
-            Some((n, pid))
+            let (rest, earlier) = match n.strip_prefix(&partial) {
+                Some(rest) => (rest, false),
+                None => (n.strip_prefix(&replaced)?, true),
+            };
+            // An interrupted run renames its partial folder before removing it.
+            let pid: u32 = rest
+                .strip_suffix(".interrupted")
+                .unwrap_or(rest)
+                .parse()
+                .ok()?;
+            Some((n, pid, earlier))
         })
-        .filter(|&(_, pid)| {
+        .filter(|&(_, pid, _)| {
             pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists()
         })
         .collect();
     left.sort();
-    for (n, pid) in left {
+    for (n, pid, earlier) in left {
+        let what = if earlier {
+            "holds the earlier results that a run killed while replacing them had moved aside"
+        } else {
+            "was left by a run that did not finish"
+        };
+        let advice = if earlier {
+            "move back what you want to keep, then remove it"
+        } else {
+            "its results are incomplete: remove it"
+        };
         let line = format!(
-            "note: {} was left by a run that did not finish (process {pid} is gone from this \
-             machine); its results are incomplete: remove it\n",
+            "note: {} {what} (process {pid} is gone from this machine); {advice}\n",
             parent.join(n).display()
         );
         let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
@@ -202,6 +353,19 @@ fn normal(out: &Path) -> PathBuf {
 /// a folder of earlier results. Reads only, so every process of a run can ask it.
 pub fn check_out(out: &Path, force: bool) -> Result<()> {
     let out = &normal(out);
+    // The results are a folder moved into place: onto the folder the command runs in, they
+    // would leave the shell that started it in a folder that is gone.
+    let here = std::env::current_dir()
+        .ok()
+        .and_then(|d| d.canonicalize().ok());
+    if out.file_name().is_none()
+        || (out.is_dir() && here.is_some() && out.canonicalize().ok() == here)
+    {
+        return Err(crate::usage(format!(
+            "--out {} is the current folder; the results go into a folder of their own, moved into place at the end: name one (e.g. --out results)",
+            out.display()
+        )));
+    }
     // A folder cannot be made inside a file: say which, rather than the OS's "File exists".
     if let Some(file) = out
         .ancestors()
@@ -233,8 +397,8 @@ pub fn check_out(out: &Path, force: bool) -> Result<()> {
                 out.display()
             )));
         }
-        // `--force` replaces the folder whole: never the one the command runs in, or one above
-        // it, whatever else it holds (`--out .` already names no folder; `--out "$PWD"` did).
+        // `--force` replaces the folder whole: never one above the folder the command runs in,
+        // whatever else it holds.
         if earlier {
             if let (Ok(here), Ok(there)) = (std::env::current_dir(), out.canonicalize()) {
                 if here.canonicalize().unwrap_or(here).starts_with(&there) {
@@ -346,6 +510,11 @@ impl Staged {
     /// earlier results are moved aside first and removed only once the new ones are in place,
     /// so a failure here leaves them where they were.
     pub fn commit(mut self) -> Result<()> {
+        let _commit = COMMIT.lock().unwrap_or_else(|e| e.into_inner());
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            // The handler waits for this lock and removes the partial folder.
+            bail!("interrupted");
+        }
         let aside = self.partial.with_file_name(format!(
             ".{}.replaced-{}",
             self.out
@@ -387,6 +556,9 @@ impl Staged {
         }
         self.committed = true;
         forget(&self.partial);
+        if let Ok(mut c) = COMMITTED.lock() {
+            c.push(self.out.clone());
+        }
         if replaced {
             std::fs::remove_dir_all(&aside).with_context(|| {
                 format!(

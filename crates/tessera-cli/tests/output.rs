@@ -488,6 +488,68 @@ fn an_interrupted_run_leaves_nothing() {
     assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
 }
 
+/// An interrupt while `--force` replaces earlier results waits for the replacement to finish:
+/// the new results are whole in `--out`, the earlier ones gone, nothing hidden is left beside
+/// it, and the message says the results were in place. (The handler used to run beside the
+/// commit: here it left the earlier results half removed in a hidden folder.) Many earlier
+/// files make the removal long enough to be caught.
+#[cfg(unix)]
+#[test]
+fn an_interrupt_during_the_replacement_waits_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    for i in 0..40_000 {
+        std::fs::write(out.join(format!("old-{i}")), b"").unwrap();
+    }
+    let child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(["--force", "run", "boiling", "--size", "16", "--page", "8"])
+        .args([
+            "--frames",
+            "1",
+            "--gif-every",
+            "0",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    loop {
+        if listing(dir.path()).iter().any(|n| n.contains("replaced")) {
+            break;
+        }
+        assert!(
+            start.elapsed().as_secs() < 60,
+            "the earlier results were never moved aside: {:?}",
+            listing(dir.path())
+        );
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains(&format!(
+            "interrupted, after the results were in place in {}",
+            out.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(listing(dir.path()), vec!["out".to_string()]);
+    let mut new = listing(&out);
+    new.sort();
+    assert!(new.contains(&"report.json".to_string()), "{new:?}");
+    assert!(new.iter().all(|n| !n.starts_with("old-")), "{new:?}");
+}
+
 /// A run killed outright (SIGKILL, the out-of-memory killer) leaves its partial folder: the
 /// next run for the same `--out` names it, leaves it for the user to remove (another machine
 /// may be writing it), and writes its own results.
@@ -525,6 +587,37 @@ fn a_partial_folder_a_killed_run_left_is_named_and_kept() {
     assert_eq!(err.matches("was left by a run").count(), 1, "{err}");
     assert!(left.join("frames.gif").exists());
     assert!(out.join("report.json").exists());
+    // Earlier results a run killed while replacing them had moved aside, and the partial
+    // folder an interrupted run renamed before removing it: named too, and kept.
+    let aside = dir.path().join(".out.replaced-4194398");
+    std::fs::create_dir(&aside).unwrap();
+    std::fs::write(aside.join("report.json"), b"{}").unwrap();
+    let renamed = dir.path().join(".out.partial-4194397.interrupted");
+    std::fs::create_dir(&renamed).unwrap();
+    let again = tessera(
+        &[
+            argv("--force run boiling --size 16 --page 8 --frames 1 --gif-every 0 --out"),
+            vec![out.to_str().unwrap()],
+        ]
+        .concat(),
+    );
+    assert!(again.status.success(), "{}", stderr(&again));
+    let err = stderr(&again);
+    assert!(
+        err.contains(&format!(
+            "note: {} holds the earlier results that a run killed while replacing them had moved aside (process 4194398 is gone",
+            aside.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "note: {} was left by a run that did not finish (process 4194397",
+            renamed.display()
+        )),
+        "{err}"
+    );
+    assert!(aside.join("report.json").exists() && renamed.exists());
 }
 
 /// `--force` replaces `--out` whole, so an `--out` that is the folder the command runs in, or
@@ -547,6 +640,37 @@ fn force_never_replaces_the_folder_it_runs_in() {
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         assert!(stderr(&o).contains("current folder"), "{}", stderr(&o));
         assert_eq!(listing(&here), ["precious.txt"]);
+    }
+}
+
+/// The results are a folder moved into place, so `--out` never names the folder the command
+/// runs in, even empty: a usage error, and the folder is left as it was. (`--out .` was exit 1;
+/// `--out "$PWD"` replaced the folder, leaving the shell in one that was gone.)
+#[test]
+fn out_is_never_the_current_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let here = dir.path().join("work");
+    std::fs::create_dir(&here).unwrap();
+    let inode = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.modified().unwrap()).ok();
+    let before = inode(&here);
+    for out in [".".into(), here.clone(), here.join("sub/..")] {
+        let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+            .args(argv(
+                "run boiling --size 16 --page 8 --frames 1 --gif-every 0 --out",
+            ))
+            .arg(&out)
+            .current_dir(&here)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{out:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("is the current folder"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(listing(&here).is_empty(), "{:?}", listing(&here));
+        assert_eq!(listing(dir.path()), ["work"]);
+        assert_eq!(inode(&here), before);
     }
 }
 

@@ -9,6 +9,8 @@ pub enum CoreError {
     ZeroSized { width: u64, height: u64 },
     #[error("object of {texels} texels is larger than the limit of {limit} texels")]
     Oversized { texels: u64, limit: u64 },
+    #[error("a buffer of {bytes} bytes is larger than the limit of {limit} bytes")]
+    BufferOversized { bytes: u64, limit: u64 },
     #[error("page size {0} {why}", why = page_size_problem(*.0))]
     BadPageSize(u32),
     #[error("buffer page size {0} bytes is not a power of two between 4 and 1048576")]

@@ -118,8 +118,8 @@ impl ObjectDesc {
             });
         }
         if len > MAX_OBJECT_TEXELS {
-            return Err(CoreError::Oversized {
-                texels: len,
+            return Err(CoreError::BufferOversized {
+                bytes: len,
                 limit: MAX_OBJECT_TEXELS,
             });
         }
@@ -381,10 +381,10 @@ mod tests {
             ObjectDesc::buffer(0, 64),
             Err(CoreError::ZeroSized { .. })
         ));
-        assert!(matches!(
-            ObjectDesc::buffer(1 << 40, 64),
-            Err(CoreError::Oversized { .. })
-        ));
+        assert_eq!(
+            ObjectDesc::buffer(1 << 40, 64).unwrap_err().to_string(),
+            "a buffer of 1099511627776 bytes is larger than the limit of 4294967296 bytes"
+        );
         assert_eq!(
             ObjectDesc::buffer(64, 6),
             Err(CoreError::BadBufferPageSize(6))

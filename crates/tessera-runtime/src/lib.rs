@@ -51,7 +51,10 @@ pub use remote::{RemoteBacking, RemoteBindings, RemoteObject};
 pub use stats::{
     BackendCounters, DeviceMemoryUse, DeviceTraffic, HostCounters, HostReport, LinkCounters,
 };
-pub use system::{env_switch, Schedule, System, SystemConfig, PEER_COPY};
+pub use system::{
+    env_switch, max_cpu_threads, Schedule, System, SystemConfig, CPU_THREADS_FLOOR,
+    CPU_THREADS_PER_CORE, PEER_COPY,
+};
 pub use tessera_core::Policy;
 // For `kernel_params!`, whose expansion checks each name with it.
 #[doc(hidden)]

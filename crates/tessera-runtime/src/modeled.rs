@@ -3,6 +3,8 @@
 //! workload's runner charges its passes (or phases) here, so every workload is modeled alike
 //! (docs/EVALUATION.md, "Timing devices alone").
 
+use std::collections::VecDeque;
+
 use tessera_model::{Endpoint, RemoteUse, Topology, TopologyError, Transfer};
 
 use crate::driver::{PassStats, StageTimes};
@@ -38,6 +40,12 @@ pub enum ModeledError {
     Topology(#[from] TopologyError),
 }
 
+/// The frames [`Modeled::steady`] takes its medians over, the latest ones: enough for a
+/// median to pass over a machine's disturbances, and a bound on what a long run keeps (each
+/// frame's passes are a few hundred bytes, which a run of a million frames would otherwise
+/// hold to its end).
+pub const STEADY_WINDOW: u32 = 1000;
+
 /// Modeled time summed over the modeled frames' passes.
 #[derive(Clone, Debug, Default)]
 pub struct Modeled {
@@ -62,8 +70,10 @@ pub struct Modeled {
     /// device's work (modeled by `Topology::remote_pass_time`; included in
     /// `device_seconds`).
     pub remote_seconds: f64,
-    /// Every charged pass's figures, for [`Modeled::steady`].
-    pub samples: Vec<PassSample>,
+    /// The figures of every pass charged in the last [`STEADY_WINDOW`] frames marked with
+    /// [`Modeled::next_frame`], for [`Modeled::steady`]; older frames' passes are dropped as
+    /// frames begin, so a run of any length keeps a bounded record.
+    pub samples: VecDeque<PassSample>,
     /// Frames begun with [`Modeled::next_frame`].
     pub frames: u32,
     /// The position in its frame of the next pass charged.
@@ -74,6 +84,8 @@ pub struct Modeled {
 /// device's work and the memory manager's time serving it, and the rest of the pass.
 #[derive(Clone, Debug, Default)]
 pub struct PassSample {
+    /// The frame it was charged in ([`Modeled::frames`] at the time).
+    pub frame: u32,
     pub position: usize,
     pub work: Vec<f64>,
     pub manager: Vec<f64>,
@@ -107,11 +119,21 @@ impl Modeled {
     pub fn next_frame(&mut self) {
         self.frames += 1;
         self.position = 0;
+        let first = self.first_kept_frame();
+        while self.samples.front().is_some_and(|p| p.frame < first) {
+            self.samples.pop_front();
+        }
+    }
+
+    /// The earliest frame whose passes [`Modeled::steady`] still takes.
+    fn first_kept_frame(&self) -> u32 {
+        self.frames.saturating_sub(STEADY_WINDOW - 1).max(1)
     }
 
     /// One frame in the steady state, from frames that repeat the same passes over the same
     /// bands (callers mark them with [`Modeled::next_frame`]): per pass position, each device's
-    /// median work and median manager time over the frames, then the slowest device's median,
+    /// median work and median manager time over the frames (the last [`STEADY_WINDOW`] of
+    /// them), then the slowest device's median,
     /// the links' median and the manager's medians summed, as [`charge`] combines one pass.
     ///
     /// The sum over passes of the slowest device's measured work is an upward-biased estimate
@@ -134,7 +156,8 @@ impl Modeled {
             if at.is_empty() {
                 continue;
             }
-            let share = at.len() as f64 / self.frames as f64;
+            let frames = self.frames - self.first_kept_frame() + 1;
+            let share = at.len() as f64 / frames as f64;
             let devices = at.iter().map(|p| p.work.len()).max().unwrap_or(0);
             let per_device = |f: fn(&PassSample) -> &Vec<f64>| -> Vec<f64> {
                 (0..devices)
@@ -222,17 +245,22 @@ pub fn charge(
     for (a, s) in modeled.manager_per_device.iter_mut().zip(&serving) {
         *a += s;
     }
-    modeled.samples.push(PassSample {
-        position: modeled.position,
-        beyond_work: pass.device_seconds - busy.iter().copied().fold(0.0, f64::max),
-        work: busy,
-        // The concurrent model has no manager term.
-        manager: match schedule {
-            Schedule::Isolated => serving,
-            Schedule::Concurrent => Vec::new(),
-        },
-        transfer_seconds: pass.transfer_seconds,
-    });
+    // Passes outside marked frames (a runner that never calls `next_frame`) have no place in
+    // a frame, and the estimate would never use them.
+    if modeled.frames > 0 {
+        modeled.samples.push_back(PassSample {
+            frame: modeled.frames,
+            position: modeled.position,
+            beyond_work: pass.device_seconds - busy.iter().copied().fold(0.0, f64::max),
+            work: busy,
+            // The concurrent model has no manager term.
+            manager: match schedule {
+                Schedule::Isolated => serving,
+                Schedule::Concurrent => Vec::new(),
+            },
+            transfer_seconds: pass.transfer_seconds,
+        });
+    }
     modeled.position += 1;
     modeled.device_seconds += pass.device_seconds;
     modeled.transfer_seconds += pass.transfer_seconds;
@@ -542,5 +570,47 @@ mod tests {
         assert_eq!(c.manager_seconds, 0.0);
         assert_eq!(c.steady().unwrap().manager_seconds, 0.0);
         assert!((c.steady().unwrap().device_seconds - 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_steady_estimate_keeps_only_the_last_window_of_frames() {
+        let topo = Topology::preset("pcie3-x16", 2).unwrap();
+        let none = vec![DeviceTraffic::default(); 2];
+        let pass = |work: f64| {
+            let mut s = PassStats::default();
+            s.stages.compute = work;
+            [s.clone(), s]
+        };
+        let mut m = Modeled {
+            manager_per_device: vec![0.0; 2],
+            work_per_device: vec![0.0; 2],
+            ..Default::default()
+        };
+        // Passes charged outside any marked frame (the halo runners) are kept nowhere.
+        for _ in 0..10 {
+            charge(&topo, &mut m, &pass(1.0), &none, &none, Schedule::Isolated).unwrap();
+        }
+        assert!(m.samples.is_empty());
+        // A window of slow frames, then a window of fast ones, two passes a frame: over all of
+        // them the median would fall between the two (5 a pass); over the last window it is
+        // the fast frames' 1.
+        let window = STEADY_WINDOW as usize;
+        for f in 0..2 * window {
+            m.next_frame();
+            let work = if f < window { 9.0 } else { 1.0 };
+            for _ in 0..2 {
+                charge(&topo, &mut m, &pass(work), &none, &none, Schedule::Isolated).unwrap();
+            }
+        }
+        assert_eq!(m.samples.len(), 2 * window);
+        let s = m.steady().unwrap();
+        assert!((s.device_seconds - 2.0).abs() < 1e-9, "{s:?}");
+        // The summed modeled time still covers every pass charged.
+        let all = 10.0 + 2.0 * 9.0 * window as f64 + 2.0 * window as f64;
+        assert!(
+            (m.device_seconds - all).abs() < 1e-6,
+            "{}",
+            m.device_seconds
+        );
     }
 }

@@ -150,6 +150,8 @@ impl SystemConfig {
             ..Default::default()
         }
     }
+    /// Threads of the pool the CPU devices share (0: one per core; at most
+    /// [`max_cpu_threads`]).
     pub fn threads(mut self, cpu_threads: usize) -> Self {
         self.cpu_threads = cpu_threads;
         self
@@ -220,7 +222,16 @@ impl SystemConfig {
 
 type DriverJob = Box<dyn FnOnce(&mut DeviceContext) + Send>;
 
+/// A node of devices sharing one demand-paged address space: the objects created here live at
+/// home, in host memory, and each device holds the pages its kernels touch. Built by
+/// [`System::cpu`] (software devices) or a backend's constructor (`tessera_wgpu`); objects are
+/// made with [`System::create`] and its typed helpers, kernels run with
+/// [`System::run_kernel`] (or [`System::run_pass`] for a pass spelled out), results come back
+/// with [`System::read`], and [`System::free`] gives an object's memory back. Dropping the
+/// system stops its threads.
 pub struct System {
+    /// The handle to the memory manager, for what the methods here do not cover (reading
+    /// and freeing by id, traffic, eviction settings).
     pub mm: ManagerHandle,
     drivers: Arc<Vec<Sender<DriverJob>>>,
     backend: String,
@@ -533,8 +544,21 @@ impl System {
         self.counts_remote
     }
 
+    /// Creates an object at home, on no device yet, holding `data` (zeros where `None`):
+    /// its texels row by row from `y = 0`, each in its format's bytes (little-endian for
+    /// R32Float and Rgba32Float), or a buffer's bytes, which kernels address as
+    /// little-endian 32-bit words. `data` must be the object's whole size
+    /// ([`RuntimeError::DataSize`] otherwise).
     pub fn create(&self, desc: ObjectDesc, data: Option<Vec<u8>>) -> Result<ObjectEntry> {
         self.mm.create(desc, data)
+    }
+
+    /// Frees an object: every device's copy is dropped with no write-back and its pages
+    /// leave home. After it, the entry is refused wherever it is given
+    /// ([`RuntimeError::NotLive`]), and a second free is an error.
+    pub fn free(&self, object: &ObjectEntry) -> Result<()> {
+        self.mm.check_entry(object)?;
+        self.mm.free(object.id)
     }
 
     /// Creates an object reached in `mode` (docs/PROTOCOL.md, "Access modes"):
@@ -813,7 +837,7 @@ impl System {
 /// [`System::create`] and [`System::run_pass`].
 impl System {
     /// Creates a `width × height` R32Float texture in `page × page` pages, holding `data`
-    /// (row-major from the lower left) or zeros.
+    /// (row-major, row `y = 0` first: the bottom row, as textures count rows) or zeros.
     pub fn create_f32(
         &self,
         width: u32,
@@ -826,7 +850,7 @@ impl System {
         self.create(desc, bytes)
     }
 
-    /// The latest texels of an R32Float texture, row-major from the lower left.
+    /// The latest texels of an R32Float texture, row-major, row `y = 0` (the bottom) first.
     pub fn read_f32(&self, object: &ObjectEntry) -> Result<Vec<f32>> {
         self.mm.check_entry(object)?;
         let actual = match object.desc {
@@ -872,9 +896,18 @@ impl System {
     /// A pass of fewer rows than devices leaves the devices past the last row idle for that
     /// pass. A kernel over a buffer lays its words out as rows (`examples/oversubscribed`).
     /// The entries must be this system's live objects as `create` returned them
-    /// ([`RuntimeError::NotLive`] otherwise). A kernel that panics on the CPU backend fails
-    /// the pass with [`RuntimeError::KernelPanicked`]; what its invocations stored before
-    /// stays, as after any kernel error, and the next pass runs.
+    /// ([`RuntimeError::NotLive`] otherwise).
+    ///
+    /// Within one pass no invocation may read a texel that another invocation writes (the
+    /// pass's devices run at once, and a device's invocations in any order: paper 3.1): a
+    /// kernel that reads neighbours reads one object and writes another, and the next pass
+    /// swaps them (`examples/blur`). Nothing detects such a read; its values are undefined.
+    ///
+    /// A kernel that panics on the CPU backend fails the pass with
+    /// [`RuntimeError::KernelPanicked`], as an error it returns does, and the next pass runs.
+    /// Of a failed pass, the stores of launches that completed stay and the stores of the
+    /// launch that failed are dropped (each device's band may be one launch or several), so
+    /// what a failed pass leaves is unspecified: run it again from its inputs.
     pub fn run_kernel(
         &self,
         kernel: impl Kernel + 'static,
@@ -910,8 +943,31 @@ pub fn env_switch(name: &str) -> Result<Option<bool>> {
     }
 }
 
+/// Threads a core the CPU devices' pool may have at most: more only queue behind each other,
+/// and building a pool costs more the more threads it has (a pool of 1000 took seconds to
+/// start on two cores, one of 4000 more than a minute).
+pub const CPU_THREADS_PER_CORE: usize = 8;
+/// The pool may have this many threads whatever the cores, for runs that try many on a
+/// small machine.
+pub const CPU_THREADS_FLOOR: usize = 64;
+
+/// The most threads the CPU devices' pool may have on this machine:
+/// [`CPU_THREADS_PER_CORE`] a core, or [`CPU_THREADS_FLOOR`], whichever is more.
+pub fn max_cpu_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores
+        .saturating_mul(CPU_THREADS_PER_CORE)
+        .max(CPU_THREADS_FLOOR)
+}
+
 /// The rayon pool the CPU devices' kernels share.
 fn cpu_pool(threads: usize) -> Result<Arc<rayon::ThreadPool>> {
+    let max = max_cpu_threads();
+    if threads > max {
+        return Err(RuntimeError::Config(format!(
+            "{threads} CPU threads: at most {max} on this machine ({CPU_THREADS_PER_CORE} a core, or {CPU_THREADS_FLOOR}); 0 gives one a core"
+        )));
+    }
     Ok(Arc::new(
         rayon::ThreadPoolBuilder::new()
             .num_threads(threads)

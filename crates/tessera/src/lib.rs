@@ -65,9 +65,10 @@ pub use tessera_core::{
 /// Declares a kernel's parameter struct, which both twins read (see [`KernelParams`]).
 pub use tessera_runtime::kernel_params;
 pub use tessera_runtime::{
-    BackendError, Bound, DeviceTraffic, Domain, Fault, Footprint, HostCounters, Invocation, Kernel,
-    KernelParams, ParamField, Partition, PassSpec, PassStats, Plain, Prefetch, Procedure,
-    RuntimeError, ScalarKind, StageTimes, System, SystemConfig, TexelAccess, Thrashing, WgslKernel,
+    max_cpu_threads, BackendError, Bound, DeviceTraffic, Domain, Fault, Footprint, HostCounters,
+    Invocation, Kernel, KernelParams, ParamField, Partition, PassSpec, PassStats, Plain, Prefetch,
+    Procedure, RuntimeError, ScalarKind, StageTimes, System, SystemConfig, TexelAccess, Thrashing,
+    WgslKernel,
 };
 
 /// GPUs through wgpu: Vulkan, Metal or DX12, and Mesa's lavapipe on a machine without a GPU.

@@ -80,7 +80,8 @@ fn the_largest_object_id_is_an_unbound_object_not_a_panic() {
 fn an_entry_of_a_freed_object_or_changed_by_hand_is_refused_not_written_through() {
     let sys = node(1);
     let a = sys.create_f32(4, 4, 2, None).unwrap();
-    sys.mm.free(a.id).unwrap();
+    sys.free(&a).unwrap();
+    assert!(matches!(sys.free(&a), Err(RuntimeError::NotLive { .. })));
     // Made after the free, so on a's pages.
     let b = sys.create_f32(4, 4, 2, Some(&[2.0; 16])).unwrap();
     assert_eq!(
@@ -295,4 +296,20 @@ fn a_deferred_pass_that_failed_says_so_at_the_next_read() {
     // Reported once: the pass after it, and the read after that, are fine.
     sys.run_kernel(step(false), &[&a, &b], 64, 64).unwrap();
     assert_eq!(sys.read_f32(&b).unwrap(), vec![1.0; 64 * 64]);
+}
+
+/// A pool of threads far beyond the machine's cores is refused when the system is built,
+/// where it used to take seconds (minutes at thousands) to start before anything ran.
+#[test]
+fn too_many_cpu_threads_are_refused_up_front() {
+    let max = tessera::max_cpu_threads();
+    let err = System::cpu(&SystemConfig::new(1).threads(max + 1))
+        .err()
+        .expect("a pool over the bound was built");
+    assert!(matches!(err, RuntimeError::Config(_)), "{err}");
+    assert!(err.to_string().contains(&format!("at most {max}")), "{err}");
+    // Objects and a buffer too large say so in bytes.
+    let err = ObjectDesc::buffer(u64::MAX - 3, 4096).unwrap_err();
+    assert!(matches!(err, CoreError::BufferOversized { .. }), "{err}");
+    assert!(err.to_string().contains("bytes"), "{err}");
 }
