@@ -323,7 +323,10 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     }
     out!("{}", report.summary());
     outln!("wall time {wall:.2} s");
-    wrote!("wrote {}", shown(&json));
+    wrote!(
+        "wrote {} and, beside it, requests.csv, the request plots and the frames' PNGs",
+        shown(&json)
+    );
     Ok(())
 }
 
@@ -504,7 +507,10 @@ pub fn trace_replay(o: &ReplayOpts) -> Result<()> {
             page,
             options.clear_each_frame,
         )?;
-        wrote!("wrote {}", shown(&dir.join("requests.csv")));
+        wrote!(
+            "wrote {} and the request plots beside it",
+            shown(&dir.join("requests.csv"))
+        );
     }
     if options.as_recorded(&trace, devices) {
         outln!("{}", got.compare(&trace)?);
@@ -526,6 +532,9 @@ fn sweep(o: &ReplayOpts, pages: &[u32], trace: &Trace, devices: usize) -> Result
     crate::output::write(&path, &sweep.csv)?;
     let clear = settings(o, trace, trace.page).clear_each_frame;
     sweep.plots(&out, clear)?;
-    wrote!("wrote {}", shown(&path));
+    wrote!(
+        "wrote {} and the memory and request plots beside it",
+        shown(&path)
+    );
     Ok(())
 }

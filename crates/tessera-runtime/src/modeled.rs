@@ -579,7 +579,7 @@ mod tests {
         let pass = |work: f64| {
             let mut s = PassStats::default();
             s.stages.compute = work;
-            [s.clone(), s]
+            [s, s]
         };
         let mut m = Modeled {
             manager_per_device: vec![0.0; 2],
