@@ -195,14 +195,17 @@ pub fn bounds_checks() -> bool {
 }
 
 /// Compiles `code` and builds the compute pipeline of its `entry` point; a WGSL or validation
-/// error is [`WgpuError::Shader`] naming the kernel.
+/// error is [`WgpuError::Shader`] naming the kernel. `code` ends with the kernel's own WGSL,
+/// `kernel`: a place the error names there is given in that WGSL's lines too.
 pub(crate) fn compile(
     device: &wgpu::Device,
     layout: &wgpu::PipelineLayout,
     name: &str,
     code: String,
+    kernel: &str,
     entry: &str,
 ) -> Result<wgpu::ComputePipeline, WgpuError> {
+    let first = first_line_of(&code, kernel);
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let desc = wgpu::ShaderModuleDescriptor {
         label: Some(name),
@@ -234,7 +237,7 @@ pub(crate) fn compile(
     match pollster::block_on(scope.pop()) {
         Some(e) => Err(WgpuError::Shader {
             kernel: name.into(),
-            message: e.to_string(),
+            message: in_kernel_lines(&e.to_string(), first),
         }),
         None => Ok(p),
     }
@@ -636,5 +639,65 @@ mod adapter_choice_tests {
             AdapterChoice::Named(n) => assert_eq!(n, "llvmpipe"),
             other => panic!("expected a name, got {other:?}"),
         }
+    }
+}
+
+/// The line of `code` where `kernel`, its tail, begins; `None` where `code` does not end
+/// with it.
+fn first_line_of(code: &str, kernel: &str) -> Option<usize> {
+    let head = code.strip_suffix(kernel)?;
+    Some(head.matches('\n').count() + 1)
+}
+
+/// `message` with each place `wgsl:LINE:COLUMN` at or past `first` followed by where it is in
+/// the kernel's own WGSL: the module compiled is the prelude's thousand lines and then the
+/// kernel's, and a line number of the whole would send its author looking in the wrong place.
+fn in_kernel_lines(message: &str, first: Option<usize>) -> String {
+    let Some(first) = first else {
+        return message.to_string();
+    };
+    let mut out = String::with_capacity(message.len() + 64);
+    let mut rest = message;
+    while let Some(at) = rest.find("wgsl:") {
+        let after = &rest[at + 5..];
+        let line_len = after.bytes().take_while(u8::is_ascii_digit).count();
+        let column = after[line_len..]
+            .strip_prefix(':')
+            .map(|c| &c[..c.bytes().take_while(u8::is_ascii_digit).count()]);
+        let end = at + 5 + line_len + column.map_or(0, |c| 1 + c.len());
+        out.push_str(&rest[..end]);
+        if let (Ok(line), Some(column)) = (after[..line_len].parse::<usize>(), column) {
+            if line >= first && !column.is_empty() {
+                out.push_str(&format!(
+                    " (line {}, column {column} of the kernel's WGSL)",
+                    line - first + 1
+                ));
+            }
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_place_in_the_kernels_wgsl_is_given_in_its_own_lines() {
+        let kernel = "fn kernel_main() {\n  oops();\n}\n";
+        let code = format!("prelude line 1\nprelude line 2\n{kernel}");
+        let first = first_line_of(&code, kernel);
+        assert_eq!(first, Some(3));
+        let message = "error: no definition in scope for identifier: `oops`\n  ┌─ wgsl:4:3\n  \n4 │   oops();";
+        assert_eq!(
+            in_kernel_lines(message, first),
+            "error: no definition in scope for identifier: `oops`\n  ┌─ wgsl:4:3 (line 2, column 3 of the kernel's WGSL)\n  \n4 │   oops();"
+        );
+        // A place in the prelude, or a message without a place, is left as it was.
+        assert_eq!(in_kernel_lines("at wgsl:2:1", first), "at wgsl:2:1");
+        assert_eq!(in_kernel_lines("wgsl: nothing", first), "wgsl: nothing");
+        assert_eq!(first_line_of("other", kernel), None);
     }
 }

@@ -289,7 +289,14 @@ impl UnpagedGpu {
             return Ok(p.clone());
         }
         let code = abi::kernel_shader(wgsl.fields, &[crate::UNPAGED_PRELUDE, wgsl.source]);
-        let p = gpu::compile(&self.device, &self.pipeline_layout, name, code, "main")?;
+        let p = gpu::compile(
+            &self.device,
+            &self.pipeline_layout,
+            name,
+            code,
+            wgsl.source,
+            "main",
+        )?;
         self.pipelines.insert(name, p.clone());
         Ok(p)
     }

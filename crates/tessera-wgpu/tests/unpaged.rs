@@ -287,6 +287,12 @@ fn errors_are_typed() {
     };
     let e = g.run(&broken, (4, 4)).unwrap_err();
     assert!(matches!(e, WgpuError::Shader { .. }), "{e}");
+    // The error's place is given in the kernel's own lines, past the prelude's.
+    assert!(
+        e.to_string()
+            .contains("(line 1, column 34 of the kernel's WGSL)"),
+        "{e}"
+    );
     // Still usable after the errors.
     g.write_object(ObjectId(0), &[0; 64]).unwrap();
     g.finish().unwrap();

@@ -601,6 +601,7 @@ impl WgpuDevice {
             &self.pipes.kernel_pipeline_layout,
             name,
             code,
+            source,
             entry,
         )
         .map_err(|e| self.err(e))?;
