@@ -166,54 +166,74 @@ impl SystemConfig {
         self.memory_bytes = bytes;
         self
     }
+    /// Which page a full device evicts first (`SystemConfig::policy`).
     pub fn policy(mut self, policy: Policy) -> Self {
         self.policy = policy;
         self
     }
+    /// What the memory manager does about pages evicted and asked for again
+    /// (`SystemConfig::thrashing`).
     pub fn thrashing(mut self, thrashing: Thrashing) -> Self {
         self.thrashing = thrashing;
         self
     }
+    /// Pages fetched beside those asked for (`SystemConfig::prefetch`).
     pub fn prefetch(mut self, prefetch: Prefetch) -> Self {
         self.prefetch = prefetch;
         self
     }
+    /// Stages the next band's pages during the current band's launch under a budget
+    /// (`SystemConfig::staging`).
     pub fn staging(mut self, on: bool) -> Self {
         self.staging = on;
         self
     }
+    /// Relaunch asks first for the pages a kernel's footprint names
+    /// (`SystemConfig::footprint_ahead`).
     pub fn footprint_ahead(mut self, on: bool) -> Self {
         self.footprint_ahead = on;
         self
     }
+    /// Cuts the devices' bands on page boundaries where that keeps them near even
+    /// (`SystemConfig::split_on_pages`).
     pub fn split_on_pages(mut self, on: bool) -> Self {
         self.split_on_pages = on;
         self
     }
+    /// Queues launches without waiting for them where the devices allow it
+    /// (`SystemConfig::deferred`).
     pub fn deferred(mut self, on: bool) -> Self {
         self.deferred = on;
         self
     }
+    /// Runs a two-pass part whose pages the device holds in place (`SystemConfig::held_in_place`).
     pub fn held_in_place(mut self, on: bool) -> Self {
         self.held_in_place = on;
         self
     }
+    /// The coherence rule: owned pages (the default) or the paper's write-home
+    /// (`SystemConfig::coherence`).
     pub fn coherence(mut self, coherence: Coherence) -> Self {
         self.coherence = coherence;
         self
     }
+    /// Keeps home in a file at `path` instead of host memory (`SystemConfig::home_file`).
     pub fn home_file(mut self, path: Option<PathBuf>) -> Self {
         self.home_file = path;
         self
     }
+    /// Records each device's requests, for a trace (`SystemConfig::record_trace`).
     pub fn record_trace(mut self, on: bool) -> Self {
         self.record_trace = on;
         self
     }
+    /// Runs the devices one at a time, for the isolated model's timings (`SystemConfig::isolated`).
     pub fn isolated(mut self, on: bool) -> Self {
         self.isolated = on;
         self
     }
+    /// A protocol variant: a deliberately broken one, for checking that the checks catch it
+    /// (`SystemConfig::variant`).
     pub fn variant(mut self, variant: ProtocolVariant) -> Self {
         self.variant = variant;
         self
