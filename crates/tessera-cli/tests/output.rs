@@ -568,15 +568,19 @@ fn a_partial_folder_a_killed_run_left_is_named_and_kept() {
         .join(format!(".out.partial-{}", std::process::id()));
     std::fs::create_dir(&alive).unwrap();
     let out = dir.path().join("out");
-    let o = tessera(
-        &[
-            argv("run boiling --size 16 --page 8 --frames 1 --gif-every 0 --out"),
-            vec![out.to_str().unwrap()],
-        ]
-        .concat(),
-    );
-    assert!(o.status.success(), "{}", stderr(&o));
-    let err = stderr(&o);
+    let boil = |force: &'static str| {
+        let o = tessera(
+            &[
+                argv(force),
+                argv("run boiling --size 16 --page 8 --frames 1 --gif-every 0 --out"),
+                vec![out.to_str().unwrap()],
+            ]
+            .concat(),
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        stderr(&o)
+    };
+    let err = boil("");
     assert!(
         err.contains(&format!(
             "note: {} was left by a run that did not finish (process 4194399 is gone",
@@ -594,15 +598,7 @@ fn a_partial_folder_a_killed_run_left_is_named_and_kept() {
     std::fs::write(aside.join("report.json"), b"{}").unwrap();
     let renamed = dir.path().join(".out.partial-4194397.interrupted");
     std::fs::create_dir(&renamed).unwrap();
-    let again = tessera(
-        &[
-            argv("--force run boiling --size 16 --page 8 --frames 1 --gif-every 0 --out"),
-            vec![out.to_str().unwrap()],
-        ]
-        .concat(),
-    );
-    assert!(again.status.success(), "{}", stderr(&again));
-    let err = stderr(&again);
+    let err = boil("--force");
     assert!(
         err.contains(&format!(
             "note: {} holds the earlier results that a run killed while replacing them had moved aside (process 4194398 is gone",
