@@ -133,8 +133,8 @@ impl Modeled {
     /// One frame in the steady state, from frames that repeat the same passes over the same
     /// bands (callers mark them with [`Modeled::next_frame`]): per pass position, each device's
     /// median work and median manager time over the frames (the last [`STEADY_WINDOW`] of
-    /// them), then the slowest device's median,
-    /// the links' median and the manager's medians summed, as [`charge`] combines one pass.
+    /// them), then the slowest device's median, the links' median and the manager's medians
+    /// summed, as [`charge`] combines one pass.
     ///
     /// The sum over passes of the slowest device's measured work is an upward-biased estimate
     /// when each device is timed once per pass on a shared machine: the maximum of several
