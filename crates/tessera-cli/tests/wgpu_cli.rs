@@ -464,6 +464,57 @@ fn bench_gpu_prints_a_ratio_per_workload() {
     );
 }
 
+/// An interrupted `bench gpu` stops the run it started and removes its scratch folder: the
+/// run went on writing into that folder after the bench had exited, and the folder stayed.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_interrupted_bench_gpu_leaves_no_run_and_no_scratch_folder() {
+    if !adapter_or_skip() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .args(argv(
+            "bench gpu --quick --frames 2 --workloads boiling,stencil",
+        ))
+        .env("TMPDIR", tmp.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let scratch = tmp.path().join(format!("tessera-bench-gpu-{}", child.id()));
+    // Interrupted while its first run is under way: the scratch folder holds that run's
+    // partial folder.
+    let start = std::time::Instant::now();
+    while !std::fs::read_dir(&scratch).is_ok_and(|mut d| d.next().is_some()) {
+        assert!(start.elapsed().as_secs() < 120, "no run ever started");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let runs = || -> Vec<String> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .filter(|c| c.contains(scratch.to_str().unwrap()))
+            .collect()
+    };
+    assert!(!runs().is_empty(), "the bench's run was not found running");
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(
+        !scratch.exists(),
+        "{:?}",
+        std::fs::read_dir(&scratch).map(|d| d.count())
+    );
+    assert!(runs().is_empty(), "{:?}", runs());
+}
+
 /// Runs `args` with `var=value` in the environment; it must fail, naming the variable and
 /// what it takes, and write nothing into `out`.
 fn refused_switch(var: &str, value: &str, args: &[&str], out: &std::path::Path) {
