@@ -39,13 +39,15 @@ pub enum CoreError {
     MipTooWide { width: u32, height: u32, limit: u32 },
     #[error("a bordered texture must be read-only (access mode replicate-read), not {mode}: a store would have to reach every copy of its texel in the neighbours' borders")]
     BorderOnWritable { mode: &'static str },
-    #[error("texel ({x}, {y}) is outside object {object} of {width}x{height}")]
+    #[error("{}", out_of_range(*object, *x, *y, *width, *height, *buffer))]
     OutOfRange {
         object: ObjectId,
         x: u64,
         y: u64,
         width: u64,
         height: u64,
+        /// A buffer's: `x` is a word of its `width`, `y` is 0, `height` is 1.
+        buffer: bool,
     },
     #[error("unknown object id {0}")]
     UnknownObject(ObjectId),
@@ -124,5 +126,14 @@ fn page_size_problem(p: u32) -> &'static str {
         "is larger than 512, the largest page side"
     } else {
         "is not a power of two from 1 to 512 (1, 2, 4, … 512)"
+    }
+}
+
+/// [`CoreError::OutOfRange`]'s message: a texel of a texture, a word of a buffer.
+fn out_of_range(object: ObjectId, x: u64, y: u64, width: u64, height: u64, buffer: bool) -> String {
+    if buffer {
+        format!("word {x} is outside buffer {object} of {width} words")
+    } else {
+        format!("texel ({x}, {y}) is outside object {object} of {width}x{height}")
     }
 }

@@ -289,6 +289,7 @@ impl ObjectDesc {
                 y: t,
                 width: w,
                 height: h,
+                buffer: matches!(self, ObjectDesc::Buffer { .. }),
             });
         }
         Ok(())

@@ -119,7 +119,7 @@ proptest! {
             }
         }
         // Just outside the texture is refused, not wrapped.
-        let out = |x, y| Err(CoreError::OutOfRange { object: entry.id, x, y, width: w, height: h });
+        let out = |x, y| Err(CoreError::OutOfRange { object: entry.id, x, y, width: w, height: h, buffer: false });
         prop_assert_eq!(entry.global_page(w, 0), out(w, 0));
         prop_assert_eq!(entry.global_page(0, h), out(0, h));
     }

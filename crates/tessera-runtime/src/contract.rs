@@ -363,6 +363,10 @@ impl Bound {
         }
     }
 
+    /// Whether it is a buffer, addressed by word.
+    pub fn is_buffer(&self) -> bool {
+        self.format.is_none() && self.mip.is_none()
+    }
     /// Width in texels (in words for a buffer).
     pub fn width(&self) -> u64 {
         self.width

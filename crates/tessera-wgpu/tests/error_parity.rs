@@ -271,6 +271,7 @@ fn expected(o: &Objects, op: Op, mode: Mode, (x, y): (u32, u32)) -> Option<Runti
                 y: y as u64,
                 width: b.width(),
                 height: b.height(),
+                buffer: b.is_buffer(),
             },
         }
     };

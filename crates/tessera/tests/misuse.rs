@@ -169,6 +169,23 @@ fn reading_floats_from_a_buffer_says_it_is_a_buffer() {
     );
 }
 
+/// A word past a buffer's end is named as a word of a buffer, not as a texel.
+#[test]
+fn a_word_past_a_buffers_end_says_so() {
+    let sys = node(1);
+    let buf = sys
+        .create(ObjectDesc::buffer(64, 16).unwrap(), None)
+        .unwrap();
+    let id = buf.id;
+    let k = K(move |inv: &mut Invocation<'_>, _, _| inv.store_u32(id, 16, 1));
+    let err = sys.run_kernel(k, &[&buf], 1, 1).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains(&format!("word 16 is outside buffer {id} of 16 words")),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_buffer_must_be_whole_words() {
     assert!(matches!(

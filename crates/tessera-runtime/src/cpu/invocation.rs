@@ -288,6 +288,7 @@ impl<'a> Invocation<'a> {
                 y,
                 width: b.width,
                 height: b.height,
+                buffer: b.format.is_none(),
             }));
         }
         let (page, off) = b.locate(x, y);
@@ -430,6 +431,7 @@ impl<'a> Invocation<'a> {
                         y: y as u64,
                         width: b.width,
                         height: b.height,
+                        buffer: b.format.is_none(),
                     }));
                 }
                 if self.remote[bi].is_some() {
@@ -912,6 +914,7 @@ impl<'a> Invocation<'a> {
                 y: window.y as u64 + window.height as u64,
                 width: shape.width as u64,
                 height: shape.height as u64,
+                buffer: false,
             }));
         }
         Ok(())

@@ -61,6 +61,7 @@ impl WgpuDevice {
                     y: st.error_y.0 as u64,
                     width: b.width(),
                     height: b.height(),
+                    buffer: b.is_buffer(),
                 },
             },
             (abi::ERR_LEVEL, Some(b)) => {
