@@ -587,24 +587,8 @@ pub struct BenchOpts {
     deferred: bool,
 }
 
-/// Threads per core that `--threads` accepts: the runtime's bound on the CPU devices' pool.
-///
-/// The CPU devices' kernels are compute-bound, so past a few threads per core more threads only
-/// add switching; tens of thousands make the thread pool's start-up alone take minutes with
-/// nothing printed. Eight per core leaves room for experiments with
-/// oversubscription.
-const THREADS_PER_CORE: usize = tessera_runtime::CPU_THREADS_PER_CORE;
-/// Accepted on any machine: a 1- or 2-core machine (CI's) can still run many threads, which is
-/// how scheduling races are shaken out.
-const THREADS_FLOOR: usize = tessera_runtime::CPU_THREADS_FLOOR;
-
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// The most threads `--threads` accepts on this machine.
-pub fn max_threads() -> usize {
-    tessera_runtime::max_cpu_threads()
 }
 
 /// `--page`: a page side tessera can page by, checked where the option is read so that a bad
@@ -678,13 +662,15 @@ pub fn parse_device_count(s: &str) -> Result<usize, String> {
 
 pub fn parse_threads(s: &str) -> Result<usize, String> {
     let s = s.trim();
-    let max = max_threads();
+    // The runtime's own bound on the CPU devices' pool, refused here as a usage error.
+    let max = tessera_runtime::max_cpu_threads();
     let too_many = || {
         format!(
             "{s} threads is more than this machine can sensibly run: at most {max} \
-             ({THREADS_PER_CORE} per core on {} core(s), or {THREADS_FLOOR}, whichever is more); \
-             0 means one per core",
-            cores()
+             ({} per core on {} core(s), or {}, whichever is more); 0 means one per core",
+            tessera_runtime::CPU_THREADS_PER_CORE,
+            cores(),
+            tessera_runtime::CPU_THREADS_FLOOR,
         )
     };
     match s.parse::<usize>() {

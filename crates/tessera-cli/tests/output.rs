@@ -7,7 +7,9 @@
 
 mod common;
 
-use common::{argv, listing, stderr, tessera};
+#[cfg(unix)]
+use common::interrupt;
+use common::{argv, listing, stderr, tessera, wait_until};
 
 use std::process::{Command, Stdio};
 
@@ -462,27 +464,13 @@ fn an_interrupted_run_leaves_nothing() {
         .spawn()
         .unwrap();
     // Wait until the run is writing (its partial folder holds the GIF it streams).
-    let start = std::time::Instant::now();
-    loop {
-        let writing = listing(dir.path()).iter().any(|n| {
+    wait_until("the run writing", || {
+        listing(dir.path()).iter().any(|n| {
             n.contains("partial")
                 && std::fs::read_dir(dir.path().join(n)).is_ok_and(|mut d| d.next().is_some())
-        });
-        if writing {
-            break;
-        }
-        assert!(
-            start.elapsed().as_secs() < 60,
-            "the run never started writing"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let killed = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let o = child.wait_with_output().unwrap();
+        })
+    });
+    let o = interrupt(child);
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
     assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
@@ -503,37 +491,18 @@ fn an_interrupt_during_the_replacement_waits_for_it() {
         std::fs::write(out.join(format!("old-{i}")), b"").unwrap();
     }
     let child = Command::new(env!("CARGO_BIN_EXE_tessera"))
-        .args(["--force", "run", "boiling", "--size", "16", "--page", "8"])
-        .args([
-            "--frames",
-            "1",
-            "--gif-every",
-            "0",
-            "--out",
-            out.to_str().unwrap(),
-        ])
+        .args(argv(
+            "--force run boiling --size 16 --page 8 --frames 1 --gif-every 0 --out",
+        ))
+        .arg(&out)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let start = std::time::Instant::now();
-    loop {
-        if listing(dir.path()).iter().any(|n| n.contains("replaced")) {
-            break;
-        }
-        assert!(
-            start.elapsed().as_secs() < 60,
-            "the earlier results were never moved aside: {:?}",
-            listing(dir.path())
-        );
-        std::thread::sleep(std::time::Duration::from_micros(200));
-    }
-    let killed = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let o = child.wait_with_output().unwrap();
+    wait_until("moving the earlier results aside", || {
+        listing(dir.path()).iter().any(|n| n.contains("replaced"))
+    });
+    let o = interrupt(child);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(130), "{err}");
     assert!(
@@ -544,8 +513,7 @@ fn an_interrupt_during_the_replacement_waits_for_it() {
         "{err}"
     );
     assert_eq!(listing(dir.path()), vec!["out".to_string()]);
-    let mut new = listing(&out);
-    new.sort();
+    let new = listing(&out);
     assert!(new.contains(&"report.json".to_string()), "{new:?}");
     assert!(new.iter().all(|n| !n.starts_with("old-")), "{new:?}");
 }
@@ -647,8 +615,8 @@ fn out_is_never_the_current_folder() {
     let dir = tempfile::tempdir().unwrap();
     let here = dir.path().join("work");
     std::fs::create_dir(&here).unwrap();
-    let inode = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.modified().unwrap()).ok();
-    let before = inode(&here);
+    let modified = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.modified().unwrap()).ok();
+    let before = modified(&here);
     for out in [".".into(), here.clone(), here.join("sub/..")] {
         let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
             .args(argv(
@@ -666,7 +634,7 @@ fn out_is_never_the_current_folder() {
         );
         assert!(listing(&here).is_empty(), "{:?}", listing(&here));
         assert_eq!(listing(dir.path()), ["work"]);
-        assert_eq!(inode(&here), before);
+        assert_eq!(modified(&here), before);
     }
 }
 

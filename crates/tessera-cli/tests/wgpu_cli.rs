@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{adapter_or_skip, argv, ok_in, report, tessera};
+use common::{adapter_or_skip, argv, ok_in, report, tessera, wait_until};
 
 use std::process::Command;
 
@@ -485,11 +485,9 @@ fn an_interrupted_bench_gpu_leaves_no_run_and_no_scratch_folder() {
     let scratch = tmp.path().join(format!("tessera-bench-gpu-{}", child.id()));
     // Interrupted while its first run is under way: the scratch folder holds that run's
     // partial folder.
-    let start = std::time::Instant::now();
-    while !std::fs::read_dir(&scratch).is_ok_and(|mut d| d.next().is_some()) {
-        assert!(start.elapsed().as_secs() < 120, "no run ever started");
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    wait_until("the bench's first run", || {
+        std::fs::read_dir(&scratch).is_ok_and(|mut d| d.next().is_some())
+    });
     let runs = || -> Vec<String> {
         std::fs::read_dir("/proc")
             .unwrap()
@@ -499,12 +497,7 @@ fn an_interrupted_bench_gpu_leaves_no_run_and_no_scratch_folder() {
             .collect()
     };
     assert!(!runs().is_empty(), "the bench's run was not found running");
-    let killed = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let o = child.wait_with_output().unwrap();
+    let o = common::interrupt(child);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(130), "{err}");
     assert!(

@@ -963,12 +963,13 @@ pub fn env_switch(name: &str) -> Result<Option<bool>> {
     }
 }
 
-/// Threads a core the CPU devices' pool may have at most: more only queue behind each other,
-/// and building a pool costs more the more threads it has (a pool of 1000 took seconds to
-/// start on two cores, one of 4000 more than a minute).
+/// Threads a core the CPU devices' pool may have at most. The kernels are compute-bound, so
+/// more only add switching, and building a pool costs more the more threads it has (a pool of
+/// 1000 took seconds to start on two cores, one of 4000 more than a minute); eight leave room
+/// for experiments with oversubscription.
 pub const CPU_THREADS_PER_CORE: usize = 8;
-/// The pool may have this many threads whatever the cores, for runs that try many on a
-/// small machine.
+/// The pool may have this many threads whatever the cores: a 1- or 2-core machine (CI's) can
+/// still run many, which is how scheduling races are shaken out.
 pub const CPU_THREADS_FLOOR: usize = 64;
 
 /// The most threads the CPU devices' pool may have on this machine:

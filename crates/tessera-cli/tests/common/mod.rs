@@ -151,3 +151,24 @@ pub fn f64s(v: &serde_json::Value) -> Vec<f64> {
     let all = v.as_array().expect("an array").iter();
     all.map(|v| v.as_f64().expect("a number")).collect()
 }
+
+/// Waits until `ready` holds, looking every millisecond, and fails naming `what` after a
+/// minute.
+pub fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !ready() {
+        assert!(start.elapsed().as_secs() < 60, "{what} never happened");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// Sends SIGINT to `child`, as Ctrl-C would, and waits for it to end.
+#[cfg(unix)]
+pub fn interrupt(child: std::process::Child) -> Output {
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    child.wait_with_output().unwrap()
+}

@@ -288,7 +288,7 @@ impl<'a> Invocation<'a> {
                 y,
                 width: b.width,
                 height: b.height,
-                buffer: b.format.is_none(),
+                buffer: b.is_buffer(),
             }));
         }
         let (page, off) = b.locate(x, y);
@@ -431,7 +431,7 @@ impl<'a> Invocation<'a> {
                         y: y as u64,
                         width: b.width,
                         height: b.height,
-                        buffer: b.format.is_none(),
+                        buffer: b.is_buffer(),
                     }));
                 }
                 if self.remote[bi].is_some() {
