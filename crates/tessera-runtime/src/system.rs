@@ -851,6 +851,34 @@ impl System {
     }
 }
 
+/// Refuses an object that is not of the kind `format` names (`None`: a buffer), for the
+/// typed reads, whose element type follows from the kind.
+fn expect_kind(object: &ObjectEntry, format: Option<TexelFormat>) -> Result<()> {
+    let actual = match object.desc {
+        ObjectDesc::Texture { format: f, .. } => Some(f),
+        ObjectDesc::Buffer { .. } => None,
+        ObjectDesc::Mipmapped { .. } => {
+            return Err(wrong_kind(object, format, "mipmapped texture"));
+        }
+    };
+    if actual == format {
+        return Ok(());
+    }
+    Err(wrong_kind(object, format, crate::kernel::kind_name(actual)))
+}
+
+fn wrong_kind(
+    object: &ObjectEntry,
+    format: Option<TexelFormat>,
+    actual: &'static str,
+) -> RuntimeError {
+    RuntimeError::Core(CoreError::WrongKind {
+        object: object.id,
+        expected: crate::kernel::kind_name(format),
+        actual,
+    })
+}
+
 /// The short path for a program's own kernels (`crates/tessera/examples/blur`): an R32Float
 /// texture from a slice, one pass of a kernel over every device, the texture back as floats.
 /// Everything else (formats, partitions, procedures) stays reachable through
@@ -873,26 +901,34 @@ impl System {
     /// The latest texels of an R32Float texture, row-major, row `y = 0` (the bottom) first.
     pub fn read_f32(&self, object: &ObjectEntry) -> Result<Vec<f32>> {
         self.mm.check_entry(object)?;
-        let actual = match object.desc {
-            ObjectDesc::Texture {
-                format: TexelFormat::R32Float,
-                ..
-            } => None,
-            ObjectDesc::Texture { format, .. } => Some(crate::kernel::kind_name(Some(format))),
-            ObjectDesc::Buffer { .. } => Some(crate::kernel::kind_name(None)),
-            ObjectDesc::Mipmapped { .. } => Some("mipmapped texture"),
-        };
-        if let Some(actual) = actual {
-            return Err(RuntimeError::Core(CoreError::WrongKind {
-                object: object.id,
-                expected: "R32Float texture",
-                actual,
-            }));
-        }
+        expect_kind(object, Some(TexelFormat::R32Float))?;
         let bytes = self.mm.read(object.id)?;
         Ok(bytes
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect())
+    }
+
+    /// Creates a buffer of `words`, in pages of `page_bytes` (a power of two from 4 to 1 MiB):
+    /// word `i` is what [`Invocation::load_u32`](crate::Invocation::load_u32) reads at index
+    /// `i`. A buffer of floats is their bits (`f32::to_bits`), as a kernel's `load_u32`
+    /// and `f32::from_bits` read them back.
+    pub fn create_u32(&self, words: &[u32], page_bytes: u64) -> Result<ObjectEntry> {
+        let desc = ObjectDesc::buffer(words.len() as u64 * 4, page_bytes)?;
+        self.create(
+            desc,
+            Some(words.iter().flat_map(|w| w.to_le_bytes()).collect()),
+        )
+    }
+
+    /// The latest words of a buffer, by index.
+    pub fn read_u32(&self, object: &ObjectEntry) -> Result<Vec<u32>> {
+        self.mm.check_entry(object)?;
+        expect_kind(object, None)?;
+        let bytes = self.mm.read(object.id)?;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect())
     }
 

@@ -49,10 +49,7 @@ pub fn run(mib: u64) -> anyhow::Result<Vec<u64>> {
     let touched = bytes + bytes / 2;
     let sys = System::cpu(&SystemConfig::new(devices).budget(touched / 4))?;
     let values: Vec<u32> = (0..n).map(|i| i.wrapping_mul(2_654_435_761)).collect();
-    let src = sys.create(
-        ObjectDesc::buffer(bytes, PAGE)?,
-        Some(values.iter().flat_map(|v| v.to_le_bytes()).collect()),
-    )?;
+    let src = sys.create_u32(&values, PAGE)?;
     let dst = sys.create(ObjectDesc::buffer(bytes, PAGE)?, None)?;
     let stats = sys.run_kernel(
         Mirror {
@@ -64,11 +61,7 @@ pub fn run(mib: u64) -> anyhow::Result<Vec<u64>> {
         ROW,
         n / ROW,
     )?;
-    let got: Vec<u32> = sys
-        .read(&dst)?
-        .chunks_exact(4)
-        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
+    let got = sys.read_u32(&dst)?;
     let want = |i: usize| values[i].wrapping_add(values[n as usize - 1 - i]);
     if let Some(i) = (0..n as usize).find(|&i| got[i] != want(i)) {
         bail!("word {i} is {}; the plain loop says {}", got[i], want(i));

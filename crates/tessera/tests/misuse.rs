@@ -169,6 +169,44 @@ fn reading_floats_from_a_buffer_says_it_is_a_buffer() {
     );
 }
 
+/// Words in, words out, through a kernel on two devices; and the typed reads refuse the
+/// other kind of object, naming both kinds.
+#[test]
+fn a_buffer_of_words_goes_in_and_comes_out_as_words() {
+    let sys = node(2);
+    // Written by hand, not by the code under test: word i is 3i + 1.
+    let words: Vec<u32> = (0..64).map(|i| 3 * i + 1).collect();
+    let src = sys.create_u32(&words, 16).unwrap();
+    let dst = sys.create_u32(&[0; 64], 16).unwrap();
+    let (s, d) = (src.id, dst.id);
+    let k = K(move |inv: &mut Invocation<'_>, x, y| {
+        let i = y * 8 + x;
+        let v = inv.load_u32(s, i)?;
+        inv.store_u32(d, i, v * 2)
+    });
+    sys.run_kernel(k, &[&src, &dst], 8, 8).unwrap();
+    let got = sys.read_u32(&dst).unwrap();
+    assert_eq!(got.len(), 64);
+    assert_eq!(got[0], 2);
+    assert_eq!(got[63], 2 * (3 * 63 + 1));
+
+    let tex = sys.create_f32(4, 4, 2, None).unwrap();
+    let err = sys.read_u32(&tex).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("is a R32Float texture, not a buffer"),
+        "{err}"
+    );
+    assert!(matches!(
+        sys.create_u32(&[1, 2, 3], 6),
+        Err(RuntimeError::Core(CoreError::BadBufferPageSize(6)))
+    ));
+    assert!(matches!(
+        sys.create_u32(&[], 16),
+        Err(RuntimeError::Core(CoreError::ZeroSized { .. }))
+    ));
+}
+
 /// A word past a buffer's end is named as a word of a buffer, not as a texel.
 #[test]
 fn a_word_past_a_buffers_end_says_so() {
