@@ -11,7 +11,8 @@ use tessera_litmus::{run_files, FileOutcome, Placement, RunConfig, Schedule};
 
 #[derive(Args, Clone)]
 pub struct LitmusOpts {
-    /// Litmus files in herd7's C format (as in Linux's tools/memory-model/litmus-tests).
+    /// Litmus files in herd7's C format (as in Linux's tools/memory-model/litmus-tests), or
+    /// folders: a folder runs every .litmus file below it, its subfolders included.
     #[arg(required = true, value_name = "FILE")]
     files: Vec<PathBuf>,
     /// Runs per test.
@@ -71,6 +72,7 @@ pub fn parse_protocol() -> impl clap::builder::TypedValueParser<Value = Protocol
 /// Runs every file, printing each report as it completes; fails if any file is unreadable or
 /// malformed, any outcome is forbidden by sequential consistency, or any run failed.
 pub fn litmus(opts: &LitmusOpts) -> anyhow::Result<()> {
+    let files = tessera_litmus::expand_folders(&opts.files);
     if let Some(k) = opts.devices_per_node {
         // The engine across processes counts its runs in 32 bits.
         if opts.runs > u32::MAX as u64 {
@@ -81,7 +83,7 @@ pub fn litmus(opts: &LitmusOpts) -> anyhow::Result<()> {
             ))
             .into());
         }
-        return crate::nodes::litmus(&opts.files, opts.runs, k);
+        return crate::nodes::litmus(&files, opts.runs, k);
     }
     let config = RunConfig {
         runs: opts.runs,
@@ -95,7 +97,7 @@ pub fn litmus(opts: &LitmusOpts) -> anyhow::Result<()> {
         coherence: opts.coherence,
         seed: opts.seed,
     };
-    let tally = run_files(&opts.files, &config, |outcome| match outcome {
+    let tally = run_files(&files, &config, |outcome| match outcome {
         FileOutcome::Ran(report) => outln!("{}", report.render()),
         FileOutcome::Error(e) => eprintln!("error: {e}"),
     });

@@ -615,6 +615,9 @@ pub fn parse_size(s: &str) -> Result<u32, String> {
 pub fn parse_count(s: &str) -> Result<u64, String> {
     match s.trim().parse::<u64>() {
         Ok(n) if n >= 1 => Ok(n),
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => {
+            Err(format!("{s:?} is more than {}, the most counted", u64::MAX))
+        }
         _ => Err(format!("{s:?} is not a whole number of 1 or more")),
     }
 }

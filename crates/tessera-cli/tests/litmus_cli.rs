@@ -228,3 +228,37 @@ fn options_the_multi_node_engine_ignores_are_refused() {
         common::refused(&args, 2, "does not apply with --devices-per-node");
     }
 }
+
+/// A folder runs every `.litmus` file below it, its subfolders included, and nothing else;
+/// a folder with none is named as such, as an unreadable file is.
+#[test]
+fn a_folder_runs_every_litmus_file_below_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("kernel");
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::copy(shipped("SB"), dir.path().join("SB.litmus")).unwrap();
+    std::fs::copy(shipped("MP"), sub.join("MP.litmus")).unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "not a test").unwrap();
+    let o = tessera(&["litmus", "--runs", "5", &dir.path().to_string_lossy()]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    // In order of their paths: SB.litmus before kernel/MP.litmus ('S' before 'k').
+    let (mp, sb) = (out.find("Test MP ").unwrap(), out.find("Test SB ").unwrap());
+    assert!(sb < mp, "{out}");
+    assert!(
+        out.contains("Summary: 2 files, 2 passed, 0 failed"),
+        "{out}"
+    );
+
+    let empty = tempfile::tempdir().unwrap();
+    let o = tessera(&["litmus", &empty.path().to_string_lossy()]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{err}");
+    assert!(
+        err.contains(&format!(
+            "{}: cannot read the file: a folder holding no .litmus file",
+            empty.path().display()
+        )),
+        "{err}"
+    );
+}

@@ -316,7 +316,8 @@ pub enum BinOp {
     Le,
     Gt,
     Ge,
-    /// `&&` and `||` on values; loads on their right were already made (see parse/expr.rs).
+    /// `&&` and `||` on values, where the right side touches no memory; a right side that
+    /// does is lowered to a branch that skips it, as C does (parse/expr.rs, `logical`).
     LAnd,
     LOr,
 }
@@ -331,8 +332,11 @@ impl BinOp {
             BinOp::And => a & b,
             BinOp::Or => a | b,
             BinOp::Xor => a ^ b,
-            BinOp::Div => a.checked_div(b).unwrap_or(0),
-            BinOp::Rem => a.checked_rem(b).unwrap_or(0),
+            // By 0: 0. `i32::MIN / -1` wraps to `i32::MIN`, as two's complement does.
+            BinOp::Div if b == 0 => 0,
+            BinOp::Rem if b == 0 => 0,
+            BinOp::Div => a.wrapping_div(b),
+            BinOp::Rem => a.wrapping_rem(b),
             BinOp::Shl => a.wrapping_shl(b as u32),
             BinOp::Shr => a.wrapping_shr(b as u32),
             BinOp::Eq => (a == b) as i32,

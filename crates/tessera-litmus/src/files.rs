@@ -1,7 +1,7 @@
 //! A run over litmus files: each loaded and run in turn, its report handed on as it completes,
 //! and the tally that says whether the whole run passed.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::run::{run_test, Report, RunConfig};
 
@@ -73,8 +73,8 @@ impl Tally {
     /// The summary and coverage lines.
     pub fn summary(&self) -> String {
         format!(
-            "Summary: {} files, {} passed, {} failed, {} not run (unreadable, malformed or unsupported)\nCoverage: every outcome sequential consistency allows seen in {} of {} tests run",
-            self.files,
+            "Summary: {}, {} passed, {} failed, {} not run (unreadable, malformed or unsupported)\nCoverage: every outcome sequential consistency allows seen in {} of {} tests run",
+            count(self.files, "file", "files"),
             self.passed,
             self.failed.len(),
             self.unreadable.len(),
@@ -107,4 +107,39 @@ impl Tally {
 /// `n` and the noun that goes with it: "1 file", "2 files".
 fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Each path as given, but a folder becomes the `.litmus` files below it, its subfolders
+/// included, in order of their paths: `tessera litmus tests/litmus` runs the whole suite,
+/// where the shell's `tests/litmus/**/*.litmus` leaves the subfolders out unless bash's
+/// `globstar` is on. A folder with none, or a part of one that cannot be listed, stays in
+/// the list as itself, so that loading it says what is wrong and the other files still run.
+pub fn expand_folders(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for path in paths {
+        if !path.is_dir() {
+            out.push(path.clone());
+            continue;
+        }
+        let mut found = Vec::new();
+        for entry in walkdir::WalkDir::new(path).follow_links(true) {
+            match entry {
+                Ok(e) if e.file_type().is_file() && is_litmus(e.path()) => {
+                    found.push(e.into_path())
+                }
+                Ok(_) => {}
+                Err(e) => found.push(e.path().unwrap_or(path).to_path_buf()),
+            }
+        }
+        if found.is_empty() {
+            found.push(path.clone());
+        }
+        found.sort();
+        out.extend(found);
+    }
+    out
+}
+
+fn is_litmus(p: &Path) -> bool {
+    p.extension().is_some_and(|x| x == "litmus")
 }

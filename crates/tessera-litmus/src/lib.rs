@@ -25,7 +25,7 @@ pub mod sc;
 use std::path::Path;
 
 pub use ast::{Loc, Op, Outcome, Prop, Quantifier, Test, Thread};
-pub use files::{run_files, FileOutcome, Tally};
+pub use files::{expand_folders, run_files, FileOutcome, Tally};
 pub use parse::{parse, parse_bytes, ErrorKind, ParseError};
 pub use run::{covers, run_test, Placement, Report, RunConfig, RunError, Runner, Schedule};
 pub use sc::{sc_outcomes, ScError};
@@ -55,6 +55,11 @@ pub fn load(path: &Path) -> Result<Test, LoadError> {
     };
     // Read at most one byte past the bound: an endless file (`/dev/zero`) is refused, not
     // read until memory runs out.
+    if path.is_dir() {
+        return Err(io(std::io::Error::other(
+            "a folder holding no .litmus file, or one that cannot be listed",
+        )));
+    }
     let mut bytes = Vec::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))

@@ -306,8 +306,40 @@ impl Report {
         let (seen, allowed) = self.coverage();
         let _ = writeln!(
             s,
-            "Sequential consistency allows {allowed} outcomes; {seen} of them seen"
+            "Sequential consistency allows {}; {seen} of them seen",
+            plural(allowed, "outcome", "outcomes")
         );
+        // What the oracle says of the condition, beside what the runs showed: a condition
+        // never seen may still be one sequential consistency allows, not yet met.
+        let kept: Vec<&Outcome> = self.sc.iter().filter(|o| self.kept(o)).collect();
+        let holds = kept
+            .iter()
+            .filter(|o| t.holds(&t.condition.prop, o))
+            .count();
+        let _ = writeln!(
+            s,
+            "Under sequential consistency the condition holds in {holds} of them ({})",
+            crate::ast::observation_word(holds as u64, (kept.len() - holds) as u64)
+        );
+        let unseen: Vec<&&Outcome> = kept
+            .iter()
+            .filter(|o| !self.observed.contains_key(**o))
+            .collect();
+        if !unseen.is_empty() {
+            let all = t.all_locs();
+            let _ = writeln!(s, "Allowed, not seen:");
+            for o in unseen.iter().take(UNSEEN_SHOWN) {
+                let mark = if t.holds(&t.condition.prop, o) {
+                    "*>"
+                } else {
+                    ":>"
+                };
+                let _ = writeln!(s, "      {mark}{}", t.format_outcome(o, &all));
+            }
+            if unseen.len() > UNSEEN_SHOWN {
+                let _ = writeln!(s, "      and {} more", unseen.len() - UNSEEN_SHOWN);
+            }
+        }
         if self.test.filter.is_some() {
             let _ = writeln!(s, "Filtered out: {} runs", self.runs() - self.kept_runs());
         }
@@ -669,7 +701,7 @@ fn run_thread(
         if let Some(s) = env.sched {
             if !s.begin_op(t, spun, wrote) {
                 return Err(RuntimeError::KernelFailed(
-                    "the run was called off: a thread failed, or every unfinished thread waits on another".into(),
+                    format!("P{t}'s run was called off: another thread failed, or every unfinished thread waits on a lock or a grace period that only another waiting thread could end (a deadlock, such as a lock taken twice)"),
                 ));
             }
         }
@@ -1085,4 +1117,10 @@ impl Gate {
         g.1 = true;
         self.cv.notify_all();
     }
+}
+/// The allowed outcomes a report lists as not seen, at most: a wide test allows thousands.
+const UNSEEN_SHOWN: usize = 8;
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }

@@ -45,7 +45,7 @@ pub const MAX_STATES: usize = 4_000_000;
 pub const MAX_STATE_BYTES: usize = 512 << 20;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the test has too many interleavings to enumerate: more than {limit} distinct states")]
+#[error("the test has too many interleavings to enumerate: more than {limit} distinct states, the most the oracle keeps for it (at most {MAX_STATES} states, fewer where the test's states are so large that more would take over {} MiB)", MAX_STATE_BYTES >> 20)]
 pub struct TooLarge {
     pub limit: usize,
 }

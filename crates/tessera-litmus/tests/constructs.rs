@@ -102,6 +102,86 @@ fn ternary_guards_a_dereference() {
 }
 
 #[test]
+fn logical_operators_skip_their_right_side_as_c_does() {
+    // Vars f, x, v. P0's `&&` exchanges x only when it saw the flag, and its `||` never
+    // increments v. Hand-worked: r0 is 0 either way (xchg finds 0), r1 = 1; x = 1 only when
+    // P0 read f after P1's store. Running both sides would give x=1 and v=1 always.
+    let t = parse(
+        "C T\n{}\nP0(int *f, int *x, atomic_t *v) { r0 = READ_ONCE(*f) && xchg(x, 1);\n\
+         r1 = 1 || atomic_inc_return(v); }\nP1(int *f) { WRITE_ONCE(*f, 1); }\nexists (v=1)\n",
+    )
+    .unwrap();
+    let want = BTreeSet::from([
+        outcome(&[&[0, 1], &[]], &[1, 0, 0]),
+        outcome(&[&[0, 1], &[]], &[1, 1, 0]),
+    ]);
+    assert_eq!(sc_outcomes(&t).unwrap(), want);
+    runner_agrees(&t, &want);
+}
+
+#[test]
+fn logical_and_guards_a_dereference() {
+    // As `ternary_guards_a_dereference`: p starts as the number 0, which points at nothing,
+    // so `r0 && READ_ONCE(*r0)` may load only once r0 is a pointer. Vars a (a=3), p.
+    let t = parse(
+        "C T\n{ a=3; }\nP0(int **p) { r0 = READ_ONCE(*p); r1 = r0 && READ_ONCE(*r0); }\n\
+         P1(int **p, int *a) { WRITE_ONCE(*p, a); }\nexists (0:r1=1)\n",
+    )
+    .unwrap();
+    let a = tessera_litmus::ast::addr_of(0);
+    let want = BTreeSet::from([
+        outcome(&[&[0, 0], &[]], &[3, a]),
+        outcome(&[&[a, 1], &[]], &[3, a]),
+    ]);
+    assert_eq!(sc_outcomes(&t).unwrap(), want);
+}
+
+#[test]
+fn logical_operators_on_registers_alone_take_no_branch() {
+    // With nothing to skip, `&&` and `||` stay expressions: no branch for a schedule to
+    // step through, and no hidden register.
+    let t = parse(
+        "C T\n{}\nP0(int *x) { r0 = 1; r1 = r0 && 0 || r0; WRITE_ONCE(*x, r1); }\nexists (x=1)\n",
+    )
+    .unwrap();
+    let p = &t.threads[0];
+    assert!(
+        !p.ops.iter().any(|o| matches!(o, Op::Branch { .. })),
+        "{:?}",
+        p.ops
+    );
+    assert_eq!(p.regs.len(), 2, "{:?}", p.regs);
+    assert_eq!(
+        sc_outcomes(&t).unwrap(),
+        BTreeSet::from([outcome(&[&[1, 1]], &[1])])
+    );
+}
+
+#[test]
+fn every_compound_assignment_and_prefix_step_on_registers() {
+    // Hand-worked: 7/2 = 3, 7%4 = 3, 1<<3 = 8, -16>>2 = -4 (arithmetic), ++ on a register
+    // never assigned (read as 0) = 1, --3 = 2, and i32::MIN / -1 wraps to i32::MIN.
+    let t = parse(
+        "C T\n{}\nP0(int *x) { r0 = 7; r0 /= 2; r1 = 7; r1 %= 4; r2 = 1; r2 <<= 3;\n\
+         r3 = -16; r3 >>= 2; ++r4; r5 = 3; --r5; r6 = -2147483648; r6 /= -1;\n\
+         WRITE_ONCE(*x, r0); }\nexists (x=3)\n",
+    )
+    .unwrap();
+    let want = BTreeSet::from([outcome(&[&[3, 3, 8, -4, 1, 2, i32::MIN]], &[3])]);
+    assert_eq!(sc_outcomes(&t).unwrap(), want);
+}
+
+#[test]
+fn a_prefix_step_on_shared_memory_is_refused_with_the_reason() {
+    let (line, col, kind) = parse_err("C T\n{}\nP0(int *x) {\n  ++(*x);\n}\nexists (x=0)\n");
+    assert_eq!((line, col), (4, 3));
+    match kind {
+        ErrorKind::Unsupported(what) => assert!(what.contains("not atomic"), "{what}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn ternary_without_its_colon_is_a_positioned_error() {
     let (line, col, kind) = parse_err("C T\n{}\nP0(int *x) {\n  r0 = 1 ? 2;\n}\nexists (x=0)\n");
     assert_eq!((line, col), (4, 13));

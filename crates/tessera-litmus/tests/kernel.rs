@@ -398,7 +398,7 @@ fn a_dereferenced_number_is_an_error() {
 fn the_kernel_fixtures_pass_under_every_schedule() {
     let mut files = Vec::new();
     litmus_files(&kernel_dir(), &mut files);
-    assert_eq!(files.len(), 12);
+    assert_eq!(files.len(), 13);
     for schedule in [Schedule::Random, Schedule::Pct, Schedule::Exhaustive] {
         for f in &files {
             let r = run_test(&load(f).unwrap(), &config(40, schedule)).unwrap();

@@ -363,6 +363,18 @@ fn unsupported_constructs_are_named_with_their_place() {
             "unsupported: `spin_lock_irqsave` (interrupts",
         ),
         (
+            "C T\n{}\nP0(int *x) { raw_spin_unlock_irqrestore(x, 0); }\nexists (x=2)\n",
+            3,
+            14,
+            "unsupported: `raw_spin_unlock_irqrestore` (interrupts",
+        ),
+        (
+            "C T\n{}\nP0(int *x) { local_irq_disable(); }\nexists (x=2)\n",
+            3,
+            14,
+            "unsupported: `local_irq_disable` (interrupts",
+        ),
+        (
             "C T\n{}\nP0(int x) { }\nexists (x=2)\n",
             3,
             8,
@@ -654,4 +666,12 @@ fn nesting_too_deep_is_an_error_not_a_stack_overflow() {
         assert!(matches!(e.kind, ErrorKind::TooDeep(_)), "{op}: {e}");
         assert_eq!(e.line, 4, "{op}");
     }
+}
+
+#[test]
+fn a_byte_order_mark_is_skipped() {
+    let mut bytes = b"\xEF\xBB\xBF".to_vec();
+    bytes.extend_from_slice(b"C T\n{}\nP0(int *x) { WRITE_ONCE(*x, 1); }\nexists (x=1)\n");
+    let t = tessera_litmus::parse_bytes(&bytes).unwrap();
+    assert_eq!(t.name, "T");
 }

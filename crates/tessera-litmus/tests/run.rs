@@ -283,6 +283,9 @@ Positive: 0, Negative: 6
 Condition exists (0:r0=0 /\\ 1:r0=0) is NOT validated
 Observation SB Never 0 6
 Sequential consistency allows 3 outcomes; 2 of them seen
+Under sequential consistency the condition holds in 0 of them (Never)
+Allowed, not seen:
+      :>0:r0=1; 1:r0=0; x=1; y=1;
 Forbidden by sequential consistency: none
 Time SB ";
     assert!(text.starts_with(want), "{text}");

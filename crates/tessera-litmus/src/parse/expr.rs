@@ -4,8 +4,9 @@ use super::*;
 
 impl<'a> Parser<'a> {
     // Expressions, lowest precedence first, as in C. Loads are hoisted into hidden registers
-    // in the order they appear, both sides of `&&` and `||` included: under sequential
-    // consistency a load whose value is unused changes nothing but a hidden register.
+    // in the order they appear. The right side of `&&` and `||` runs only when C would run
+    // it (`logical`), since it may be a read-modify-write, take a lock or dereference a
+    // register that the left side checked.
 
     pub(super) fn expr(&mut self, b: &mut ThreadBuilder, vars: &mut Vars) -> Result<Expr> {
         let e = self.binary(b, vars, 0)?;
@@ -81,10 +82,59 @@ impl<'a> Parser<'a> {
             };
             self.chained(t.pos, links)?;
             self.bump(Mode::Code)?;
-            let r = self.binary(b, vars, level + 1)?;
-            e = Expr::Bin(*op, Box::new(e), Box::new(r));
+            e = match op {
+                BinOp::LAnd | BinOp::LOr => self.logical(b, vars, *op, e, level + 1)?,
+                _ => {
+                    let r = self.binary(b, vars, level + 1)?;
+                    Expr::Bin(*op, Box::new(e), Box::new(r))
+                }
+            };
         }
         Ok(e)
+    }
+
+    /// `l && r` or `l || r`, `l` already parsed and the operator taken. When `r` holds
+    /// memory operations they are skipped on a branch where `l` decides the value, as C
+    /// skips them, like the sides of `?:`; when it holds none it stays one expression, with
+    /// no branch for a schedule to step through.
+    fn logical(
+        &mut self,
+        b: &mut ThreadBuilder,
+        vars: &mut Vars,
+        op: BinOp,
+        l: Expr,
+        level: usize,
+    ) -> Result<Expr> {
+        let truth = |e: Expr| Expr::Bin(BinOp::Ne, Box::new(e), Box::new(Expr::Const(0)));
+        let dst = b.temp();
+        let regs = b.regs.len();
+        // The value when `l` decides it: 0 for `&&` (l is 0), 1 for `||` (l is not 0).
+        b.ops.push(Op::Local {
+            dst,
+            value: truth(l.clone()),
+        });
+        let decided = match op {
+            BinOp::LAnd => Expr::Not(Box::new(l.clone())),
+            _ => l.clone(),
+        };
+        let skip = b.branch(decided);
+        let ops = b.ops.len();
+        let r = self.binary(b, vars, level)?;
+        if b.ops.len() == ops {
+            // Nothing to skip: the branch, its register and the first value go again.
+            b.ops.truncate(ops - 2);
+            if b.regs.len() == regs {
+                b.regs.pop();
+            }
+            return Ok(Expr::Bin(op, Box::new(l), Box::new(r)));
+        }
+        b.ops.push(Op::Local {
+            dst,
+            value: truth(r),
+        });
+        let end = b.ops.len();
+        b.aim(skip, end);
+        Ok(Expr::Reg(dst))
     }
 
     pub(super) fn unary(&mut self, b: &mut ThreadBuilder, vars: &mut Vars) -> Result<Expr> {

@@ -77,6 +77,8 @@ fn err<T>(pos: Pos, kind: ErrorKind) -> Result<T> {
 
 /// Parses a litmus file's bytes; invalid UTF-8 is reported at the first bad byte.
 pub fn parse_bytes(bytes: &[u8]) -> Result<Test> {
+    // A byte-order mark, which some editors write at the start of a UTF-8 file, is no text.
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     match std::str::from_utf8(bytes) {
         Ok(s) => parse(s),
         Err(e) => {
@@ -280,12 +282,22 @@ fn unsupported_call(name: &str) -> ErrorKind {
     let why = match name {
         "call_rcu" | "call_srcu" | "kfree_rcu" => " (callbacks need function pointers)",
         "try_cmpxchg" | "atomic_try_cmpxchg" => " (it writes back through a pointer to a register)",
-        "spin_lock_irqsave" | "spin_lock_irq" | "spin_lock_bh" => {
-            " (interrupts have no meaning here)"
-        }
+        n if is_interrupt_form(n) => " (interrupts have no meaning here)",
         _ => "",
     };
     ErrorKind::Unsupported(format!("`{name}`{why} (supported: {SUPPORTED})"))
+}
+
+/// The lock forms that also mask interrupts (`spin_lock_irqsave`, `raw_spin_unlock_bh`,
+/// `read_lock_irq`, ...) and the interrupt switches themselves (`local_irq_disable`).
+fn is_interrupt_form(n: &str) -> bool {
+    let lock = ["spin_", "read_", "write_"]
+        .iter()
+        .any(|l| n.trim_start_matches("raw_").starts_with(l));
+    let masks = ["_irqsave", "_irqrestore", "_irq", "_bh"]
+        .iter()
+        .any(|m| n.ends_with(m));
+    (lock && masks) || n.starts_with("local_irq_") || n.starts_with("local_bh_")
 }
 
 fn is_type_word(w: &str) -> bool {

@@ -99,6 +99,35 @@ impl<'a> Parser<'a> {
                 self.bump(m)?;
                 self.block(b, vars)
             }
+            Tok::Punct(p @ ("++" | "--")) => {
+                // `++r;`, as `r++;`. On anything but a register C's `++` is a load and a
+                // store that another thread may come between, which the atomics spell.
+                let op = if *p == "++" { BinOp::Add } else { BinOp::Sub };
+                self.bump(m)?;
+                let n = self.peek(m)?;
+                let name = n.ident().map(str::to_string);
+                let dst = match name {
+                    Some(w) if b.register(&w).is_some() => b.register(&w).unwrap_or_default(),
+                    // A register read before any assignment, which herd7 reads as 0.
+                    Some(w) if b.param(&w).is_none() => {
+                        self.unassigned_register(b, vars, &w, n.pos)?
+                    }
+                    _ => {
+                        return err(
+                            t.pos,
+                            ErrorKind::Unsupported(format!(
+                                "operator `{p}` on anything but a register (on shared memory it \
+                                 is not atomic in C; use an atomic_t operation)"
+                            )),
+                        )
+                    }
+                };
+                self.bump(m)?;
+                let value = Expr::Bin(op, Box::new(Expr::Reg(dst)), Box::new(Expr::Const(1)));
+                b.ops.push(Op::Local { dst, value });
+                self.expect(m, ";")?;
+                Ok(())
+            }
             Tok::Punct("*") => {
                 // `*p = e;` stores; anything else starting with `*` is an expression.
                 let mut look = self.cur.clone();
@@ -107,7 +136,20 @@ impl<'a> Parser<'a> {
                 let op = look.lex(m)?;
                 let assigns = matches!(
                     op.tok,
-                    Tok::Punct("=" | "+=" | "-=" | "*=" | "|=" | "&=" | "^=" | "++" | "--")
+                    Tok::Punct(
+                        "=" | "+="
+                            | "-="
+                            | "*="
+                            | "/="
+                            | "%="
+                            | "<<="
+                            | ">>="
+                            | "|="
+                            | "&="
+                            | "^="
+                            | "++"
+                            | "--"
+                    )
                 );
                 if name.ident().is_some() && assigns {
                     self.bump(m)?;
@@ -177,6 +219,10 @@ impl<'a> Parser<'a> {
                         "+=" => Some((BinOp::Add, None)),
                         "-=" => Some((BinOp::Sub, None)),
                         "*=" => Some((BinOp::Mul, None)),
+                        "/=" => Some((BinOp::Div, None)),
+                        "%=" => Some((BinOp::Rem, None)),
+                        "<<=" => Some((BinOp::Shl, None)),
+                        ">>=" => Some((BinOp::Shr, None)),
                         "|=" => Some((BinOp::Or, None)),
                         "&=" => Some((BinOp::And, None)),
                         "^=" => Some((BinOp::Xor, None)),
@@ -363,7 +409,10 @@ impl<'a> Parser<'a> {
         let t = self.bump(m)?;
         match t.tok {
             Tok::Punct("=") => Ok(()),
-            Tok::Punct(p @ ("+=" | "-=" | "*=" | "|=" | "&=" | "^=" | "++" | "--")) => err(
+            Tok::Punct(
+                p @ ("+=" | "-=" | "*=" | "/=" | "%=" | "<<=" | ">>=" | "|=" | "&=" | "^=" | "++"
+                | "--"),
+            ) => err(
                 t.pos,
                 ErrorKind::Unsupported(format!(
                     "operator `{p}` on shared memory (it is not atomic in C; use an \
