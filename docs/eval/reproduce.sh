@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# Re-creates every figure and table of docs/EVALUATION.md from real runs (about 10 minutes on
-# 2 cores with OpenArena's data installed, the release build included). Each command is the one
-# the document quotes. Per-point report.json folders, SVGs and GIFs are dropped afterwards to
-# keep the repository small; run a command by hand to keep them.
+# Re-creates the figures and tables of docs/EVALUATION.md that come from the paper's evaluation
+# (boiling: Figures 8-11 and 13, Tables 2-3, device counts, scaling, page moves), the game
+# trace's and OO-VR's, from real runs. Each command is the one the document quotes, with
+# `--force` added and, where it says so, the paper's settings ($P below). It leaves out the
+# sections that quote their own commands beside their figures: the stencil and convolution
+# sweeps (docs/eval/stencil-z, docs/eval/convolution), the filtered game trace
+# (docs/eval/quake-oa_dm1-filter), the ray tracer's picture and Figure 13's home-placement
+# replays. About 10 minutes of runs on an idle 2-core machine by the times the document quotes
+# for the parts, the two 500-frame game traces near half of it, plus the release build; 27
+# minutes under a load average of 2 to 10. Per-point report.json folders, SVGs and GIFs are
+# dropped afterwards to keep the repository small; run a command by hand to keep them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo build --release -q -p tessera-cli
@@ -42,7 +49,7 @@ for procedure in two-pass relaunch; do
 done
 tessera bench overhead --size 512 --page 64 --frames 20 --rounds 5 | tee $E/table2-unpaged.txt
 # Figure 13's idea: where pages live.
-tessera run boiling --size 512 --page 32 --devices 4 --partition tiles --frames 5 --residency-png --topology pcie1-x16 --force --out $E/residency-512-tiles $P
+tessera run boiling --size 512 --page 32 --devices 4 --split tiles --frames 5 --residency-png --topology pcie1-x16 --force --out $E/residency-512-tiles $P
 tessera run boiling --size 640 --page 128 --devices 2 --frames 5 --residency-png --topology pcie1-x16 --force --out $E/residency-640 $P
 uptime
 
