@@ -172,6 +172,32 @@ fn every_compound_assignment_and_prefix_step_on_registers() {
 }
 
 #[test]
+fn a_condition_names_a_pointer_to_an_array_cell_as_outcomes_print_it() {
+    // r0 = a + 1 points at a[1] (cells are consecutive); the outcome prints `0:r0=a[1]`,
+    // and the condition may say the same.
+    let t = parse("C T\n{ int a[2]; }\nP0(int *a) { r0 = a + 1; }\nexists (0:r0=a[1])\n").unwrap();
+    let want = BTreeSet::from([outcome(&[&[tessera_litmus::ast::addr_of(1)]], &[0, 0])]);
+    assert_eq!(sc_outcomes(&t).unwrap(), want);
+    let o = want.first().unwrap();
+    assert!(t.holds(&t.condition.prop, o));
+    assert!(
+        t.condition_text().contains("a[1]"),
+        "{}",
+        t.condition_text()
+    );
+}
+
+#[test]
+fn a_postfix_step_on_a_parenthesised_location_is_refused_with_the_reason() {
+    let (line, col, kind) = parse_err("C T\n{}\nP0(int *x) {\n  (*x)++;\n}\nexists (x=0)\n");
+    assert_eq!((line, col), (4, 7));
+    match kind {
+        ErrorKind::Unsupported(what) => assert!(what.contains("not atomic"), "{what}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn a_prefix_step_on_shared_memory_is_refused_with_the_reason() {
     let (line, col, kind) = parse_err("C T\n{}\nP0(int *x) {\n  ++(*x);\n}\nexists (x=0)\n");
     assert_eq!((line, col), (4, 3));

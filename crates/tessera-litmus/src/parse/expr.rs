@@ -261,6 +261,10 @@ impl<'a> Parser<'a> {
         let t = self.peek(m)?;
         if let Some(name) = t.ident() {
             self.bump(m)?;
+            // `a[1]`: a pointer to an array's cell, as outcomes print it.
+            if vars.array(name).is_some() && self.peek(m)?.is("[") {
+                return Ok(addr_of(self.array_cell(m, vars, name)?));
+            }
             return match vars.find(name) {
                 Some(v) => Ok(addr_of(v)),
                 None => err(

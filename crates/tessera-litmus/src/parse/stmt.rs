@@ -276,6 +276,22 @@ impl<'a> Parser<'a> {
             }
         }
         self.expr(b, vars)?;
+        let after = self.peek(m)?;
+        if let Tok::Punct(
+            p @ ("++" | "--" | "=" | "+=" | "-=" | "*=" | "/=" | "%=" | "<<=" | ">>=" | "|=" | "&="
+            | "^="),
+        ) = after.tok
+        {
+            // `(*x)++;`, `(*x) = 1;`: an update of something that is not a register by name.
+            return err(
+                after.pos,
+                ErrorKind::Unsupported(format!(
+                    "operator `{p}` on anything but a register by name (a store is \
+                     `WRITE_ONCE(*x, e)` or `*x = e`; an update of shared memory is not atomic \
+                     in C: use an atomic_t operation)"
+                )),
+            );
+        }
         self.expect(m, ";")?;
         Ok(())
     }
