@@ -153,8 +153,9 @@ pub enum Fence {
 pub enum Addr {
     /// A shared variable named in the source.
     Var(usize),
-    /// The variable a register points at (`*r0`), known only when the operation runs.
-    Reg(usize),
+    /// The variable register `reg` points at (`*r0`), known only when the operation runs;
+    /// `pos` is where the access was written, for the error when it points at none.
+    Reg { reg: usize, pos: Pos },
     /// Element `regs[index]` of the object (an array, or a scalar as an array of one) whose
     /// first variable is `first`: `a[r0]`, `*(x + r0)`. An index outside `0..len` names
     /// nothing, even where a neighbouring variable lies: C gives a pointer no way out of its
@@ -172,7 +173,7 @@ impl Addr {
     pub fn resolve(&self, regs: &[i32], nvars: usize) -> Option<usize> {
         match self {
             Addr::Var(v) => Some(*v),
-            Addr::Reg(r) => var_of(regs[*r], nvars),
+            Addr::Reg { reg, .. } => var_of(regs[*reg], nvars),
             Addr::Elem {
                 first, len, index, ..
             } => {

@@ -741,7 +741,11 @@ fn resolve(addr: &Addr, regs: &[i32], nvars: usize, t: usize) -> Result<usize, R
             "P{t}, line {}, column {}: element {} is out of bounds of an object of {len}",
             pos.line, pos.col, regs[index]
         )),
-        _ => RuntimeError::KernelFailed(format!(
+        Addr::Reg { reg, pos } => RuntimeError::KernelFailed(format!(
+            "P{t}, line {}, column {}: dereferences {}, which is no shared variable's address",
+            pos.line, pos.col, regs[reg]
+        )),
+        Addr::Var(_) => RuntimeError::KernelFailed(format!(
             "P{t} dereferences a value that points at no shared variable"
         )),
     })

@@ -23,8 +23,13 @@ pub enum ScError {
     #[error(transparent)]
     TooLarge(#[from] TooLarge),
     /// herd7 rejects such a test too; the runner would fail the run.
-    #[error("P{thread} dereferences {value}, which points at no shared variable")]
-    BadPointer { thread: usize, value: i32 },
+    #[error("P{thread}, line {line}, column {col}: dereferences {value}, which is no shared variable's address")]
+    BadPointer {
+        thread: usize,
+        line: u32,
+        col: u32,
+        value: i32,
+    },
     /// An array index or pointer offset computed at run time fell outside its object.
     #[error("P{thread}, line {line}, column {col}: element {index} is out of bounds of an object of {len}")]
     OutOfBounds {
@@ -169,12 +174,17 @@ fn step(test: &Test, layout: &Layout, s: &mut [i32], t: usize) -> Result<(), ScE
                 index: regs[index],
                 len,
             },
-            Addr::Reg(r) => ScError::BadPointer {
+            Addr::Reg { reg, pos } => ScError::BadPointer {
                 thread: t,
-                value: regs[r],
+                line: pos.line,
+                col: pos.col,
+                value: regs[reg],
             },
+            // A variable named in the source always resolves.
             Addr::Var(v) => ScError::BadPointer {
                 thread: t,
+                line: 0,
+                col: 0,
                 value: v as i32,
             },
         })

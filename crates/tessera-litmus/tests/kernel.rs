@@ -201,7 +201,7 @@ fn pointers_in_the_initial_state_registers_and_the_condition() {
     assert!(matches!(
         ops[1],
         Op::Load {
-            addr: Addr::Reg(0),
+            addr: Addr::Reg { reg: 0, .. },
             ..
         }
     ));
@@ -384,8 +384,11 @@ fn a_dereferenced_number_is_an_error() {
             .unwrap();
     assert_eq!(
         sc_outcomes(&t),
+        // `r0` of `*r0` is on line 3 at column 50, counted by hand.
         Err(ScError::BadPointer {
             thread: 0,
+            line: 3,
+            col: 50,
             value: 0
         })
     );

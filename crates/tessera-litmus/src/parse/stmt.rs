@@ -609,7 +609,7 @@ impl<'a> Parser<'a> {
             return Ok(Addr::Var(v));
         }
         if let Some(r) = b.register(name) {
-            return Ok(Addr::Reg(r));
+            return Ok(Addr::Reg { reg: r, pos: t.pos });
         }
         err(
             t.pos,
@@ -743,7 +743,7 @@ impl<'a> Parser<'a> {
         let t = self.peek(Mode::Code)?;
         match self.addr_arg(b, vars)? {
             Addr::Var(v) => Ok(v),
-            Addr::Reg(_) | Addr::Elem { .. } => err(
+            Addr::Reg { .. } | Addr::Elem { .. } => err(
                 t.pos,
                 ErrorKind::Unsupported("an srcu_struct held in a register or an array".into()),
             ),
