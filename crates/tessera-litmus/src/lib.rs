@@ -53,13 +53,14 @@ pub fn load(path: &Path) -> Result<Test, LoadError> {
         path: name.clone(),
         source,
     };
-    // Read at most one byte past the bound: an endless file (`/dev/zero`) is refused, not
-    // read until memory runs out.
+    // A folder reaches here only when `expand_folders` found no test in it.
     if path.is_dir() {
         return Err(io(std::io::Error::other(
             "a folder holding no .litmus file, or one that cannot be listed",
         )));
     }
+    // Read at most one byte past the bound: an endless file (`/dev/zero`) is refused, not
+    // read until memory runs out.
     let mut bytes = Vec::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes))

@@ -1122,6 +1122,7 @@ impl Gate {
         self.cv.notify_all();
     }
 }
+
 /// The allowed outcomes a report lists as not seen, at most: a wide test allows thousands.
 const UNSEEN_SHOWN: usize = 8;
 
