@@ -105,7 +105,7 @@ impl Tally {
 }
 
 /// `n` and the noun that goes with it: "1 file", "2 files".
-fn count(n: usize, one: &str, many: &str) -> String {
+pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 

@@ -307,7 +307,7 @@ impl Report {
         let _ = writeln!(
             s,
             "Sequential consistency allows {}; {seen} of them seen",
-            plural(allowed, "outcome", "outcomes")
+            crate::files::count(allowed, "outcome", "outcomes")
         );
         // What the oracle says of the condition, beside what the runs showed: a condition
         // never seen may still be one sequential consistency allows, not yet met.
@@ -1125,7 +1125,3 @@ impl Gate {
 
 /// The allowed outcomes a report lists as not seen, at most: a wide test allows thousands.
 const UNSEEN_SHOWN: usize = 8;
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
