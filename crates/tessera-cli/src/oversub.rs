@@ -14,6 +14,7 @@ use clap::Args;
 use tessera_core::PageSize;
 use tessera_runtime::{Policy, Prefetch, Procedure, Thrashing};
 use tessera_workloads::oversub::{ratio_chart, run, ticks, Bench, RaytraceScene, Subject};
+use tessera_workloads::quake::atlas::Packing;
 
 use crate::output::{create_dir, shown};
 use crate::run::progress;
@@ -142,8 +143,14 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
                 Some(m) => tessera_workloads::raytrace::SceneSpec::OpenArena(m.clone()),
                 None => o.scene.clone(),
             };
-            let (scene, view, name, warning) =
-                spec.paged(&o.pak_dir, o.instances, o.page, o.width, o.height)?;
+            let (scene, view, name, warning) = spec.paged(
+                &o.pak_dir,
+                o.instances,
+                o.page,
+                Packing::Pages,
+                o.width,
+                o.height,
+            )?;
             crate::warn(warning);
             Subject::Raytrace(Box::new(RaytraceScene {
                 scene,

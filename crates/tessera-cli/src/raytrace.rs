@@ -7,6 +7,7 @@ use anyhow::Result;
 use clap::Args;
 use tessera_core::PageSize;
 use tessera_runtime::{Partition, Procedure, SystemConfig};
+use tessera_workloads::quake::atlas::Packing;
 use tessera_workloads::raytrace::render::{resident_image, RenderOptions};
 use tessera_workloads::raytrace::run::{run as render, RunSpec};
 use tessera_workloads::raytrace::{check_budget, SceneSpec};
@@ -109,8 +110,12 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
         Some(map) => SceneSpec::OpenArena(map.clone()),
         None => o.scene.clone(),
     };
+    let packing = match o.filter.filter() {
+        None => Packing::Pages,
+        Some(_) => Packing::Levels,
+    };
     let (scene, view, name, warning) =
-        spec.paged(&o.pak_dir, o.instances, o.page, o.width, o.height)?;
+        spec.paged(&o.pak_dir, o.instances, o.page, packing, o.width, o.height)?;
     crate::warn(warning);
     let cfg = o
         .node

@@ -174,7 +174,8 @@ fn bad_input_is_a_clear_error() {
 #[test]
 fn filtered_runs_equal_the_reference_on_one_or_two_devices() {
     use tessera_workloads::boiling::reference::{checksum_hex, fnv1a};
-    use tessera_workloads::quake::{atlas::Atlas, reference, scene};
+    use tessera_workloads::quake::atlas::{Atlas, Packing};
+    use tessera_workloads::quake::{reference, scene};
     let dir = tempfile::tempdir().unwrap();
     let (w, h, frames, page) = (64u32, 48u32, 3u32, 16u32);
     let run = |devices: &str, name: &str| {
@@ -186,7 +187,7 @@ fn filtered_runs_equal_the_reference_on_one_or_two_devices() {
     assert_eq!(two["checksum"], one["checksum"]);
     let mesh = scene::generated();
     let sizes: Vec<(u32, u32)> = mesh.textures.iter().map(|t| (t.width, t.height)).collect();
-    let atlas = Atlas::pack(&sizes, page).unwrap();
+    let atlas = Atlas::pack_with(&sizes, page, Packing::Levels).unwrap();
     let cam = scene::camera_path(frames)[frames as usize - 1];
     let (frame, _) = reference::render_filtered(
         &mesh,

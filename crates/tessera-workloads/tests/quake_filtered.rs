@@ -4,7 +4,7 @@
 
 use tessera_core::Filter;
 use tessera_runtime::{Procedure, System};
-use tessera_workloads::quake::atlas::Atlas;
+use tessera_workloads::quake::atlas::{Atlas, Packing};
 use tessera_workloads::quake::render::{Filtering, Miss, Renderer};
 use tessera_workloads::quake::{reference, scene, Camera, Split};
 
@@ -22,9 +22,9 @@ fn filtered_frames_equal_the_unpaged_rasterizer_on_any_device_count() {
     let cams: Vec<Camera> = scene::camera_path(40).into_iter().step_by(13).collect();
     let page = 16;
     let sizes: Vec<(u32, u32)> = mesh.textures.iter().map(|t| (t.width, t.height)).collect();
-    let atlas = Atlas::pack(&sizes, page).unwrap();
-    // 32-texel textures on 16-aligned corners halve four times: levels 0 to 4 at least.
-    assert!(atlas.mip_levels() >= 5, "{}", atlas.mip_levels());
+    let atlas = Atlas::pack_with(&sizes, page, Packing::Levels).unwrap();
+    // 32-texel textures on 32-aligned corners halve five times: levels 0 to 5 at least.
+    assert!(atlas.mip_levels() >= 6, "{}", atlas.mip_levels());
     let aspect = W as f64 / H as f64;
     for filter in [Filter::Bilinear, Filter::Trilinear] {
         let want: Vec<Vec<u8>> = cams
@@ -88,6 +88,93 @@ fn filtered_frames_equal_the_unpaged_rasterizer_on_any_device_count() {
         }
         // Distant surfaces sample coarser levels, whose pages are requested.
         assert!(coarse > 0, "{filter:?}: no request beyond level 0");
+    }
+}
+
+/// A filtered frame is a function of the scene and the view, not of the page size: each
+/// texture's levels stop where its own size says, wherever the page size puts its rectangle.
+/// With rectangles on page boundaries alone, the generated scene's frames at pages 16 and 32
+/// differed from those at 8 and 64 on this small screen, where distant texels reach coarse levels.
+#[test]
+fn filtered_frames_do_not_depend_on_the_page_size() {
+    let mesh = scene::generated();
+    let cams: Vec<Camera> = scene::camera_path(40).into_iter().step_by(13).collect();
+    let (w, h) = (48, 32);
+    let aspect = w as f64 / h as f64;
+    for filter in [Filter::Bilinear, Filter::Trilinear] {
+        let mut first: Option<Vec<Vec<u8>>> = None;
+        for page in [4, 8, 16, 32, 64] {
+            let mut r = Renderer::new_with(
+                sys(1),
+                mesh.clone(),
+                tessera_workloads::quake::render::RenderOptions {
+                    width: w,
+                    height: h,
+                    ..opts(page, Split::LeftRight, Procedure::Relaunch)
+                },
+                Some(Filtering {
+                    filter,
+                    border: 0,
+                    miss: Miss::Relaunch,
+                }),
+            )
+            .unwrap();
+            let frames: Vec<Vec<u8>> = cams
+                .iter()
+                .map(|c| {
+                    r.frame(&c.view_proj(aspect)).unwrap();
+                    r.framebuffer().unwrap()
+                })
+                .collect();
+            match &first {
+                None => first = Some(frames),
+                Some(want) => {
+                    for (f, (got, want)) in frames.iter().zip(want).enumerate() {
+                        assert!(got == want, "{filter:?}, page {page}, frame {f}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Under [`Packing::Levels`] every texture keeps the levels its own size allows at every page
+/// size; under [`Packing::Pages`] the same sizes lose levels at some page size (the case the
+/// filtered atlas avoids), and the two agree wherever the plain layout was aligned already.
+#[test]
+fn a_mipmapped_atlas_gives_each_texture_its_own_levels() {
+    use tessera_workloads::quake::atlas::window_levels;
+    let sizes = [
+        (64, 256),
+        (256, 128),
+        (48, 48),
+        (32, 32),
+        (128, 64),
+        (16, 8),
+        (24, 40),
+    ];
+    let own = |&(w, h): &(u32, u32)| (w | h).trailing_zeros();
+    let levels = |a: &Atlas| -> Vec<u32> {
+        a.rects
+            .iter()
+            .map(|r| window_levels(r.x | r.y << 16, r.w | r.h << 16).min(16))
+            .collect()
+    };
+    let want: Vec<u32> = sizes.iter().map(own).collect();
+    let mut plain_short = false;
+    for page in [1, 4, 8, 16, 32, 64, 128] {
+        let a = Atlas::pack_with(&sizes, page, Packing::Levels).unwrap();
+        assert_eq!(levels(&a), want, "page {page}");
+        plain_short |= levels(&Atlas::pack(&sizes, page).unwrap()) != want;
+    }
+    assert!(plain_short, "the plain layout kept every texture's levels");
+    // Powers of two, tallest first, land aligned already: both layouts are one.
+    let aligned = [(256, 256), (128, 128), (128, 128), (64, 64), (32, 32)];
+    for page in [8, 64] {
+        assert_eq!(
+            Atlas::pack_with(&aligned, page, Packing::Levels).unwrap(),
+            Atlas::pack(&aligned, page).unwrap()
+        );
     }
 }
 

@@ -10,6 +10,13 @@
 //!
 //! Packing is shelf packing, deterministic in the texture sizes and P alone, so a trace replay
 //! rebuilds the same layout for the page size the trace was recorded at.
+//!
+//! A mipmapped atlas ([`Packing::Levels`]) also starts each rectangle on a multiple of the
+//! texture's own alignment (the largest power of two dividing both its sides), so that its
+//! levels stop where the texture alone says ([`window_levels`]), whatever P is. With
+//! rectangles on page boundaries only, a texture whose corner fell on a multiple of 16 at
+//! P = 16 but of 64 at P = 64 halved twice more at P = 64, and a filtered frame changed with
+//! the page size.
 
 use super::QuakeError;
 
@@ -34,6 +41,22 @@ pub struct Atlas {
     owner: Vec<Option<u32>>,
 }
 
+/// Where a texture's rectangle may start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Packing {
+    /// On page boundaries: the plain atlas, sampled at level 0 only.
+    Pages,
+    /// On page boundaries and on multiples of the texture's own alignment: the mipmapped
+    /// atlas, whose texture levels then do not depend on the page size.
+    Levels,
+}
+
+/// The largest power of two dividing both sides: the corner alignment under which a texture
+/// halves as often as its size allows.
+fn own_alignment(w: u32, h: u32) -> u64 {
+    1u64 << (w | h).trailing_zeros().min(16)
+}
+
 /// The atlas side is kept within what a texture object may be.
 const MAX_ATLAS_SIDE: u64 = 1 << 16;
 
@@ -42,17 +65,30 @@ fn round_up(v: u32, p: u32) -> u64 {
 }
 
 impl Atlas {
-    /// The atlas of `textures` in pages of `page`, and its texels.
-    pub fn of(textures: &[super::TextureImage], page: u32) -> Result<(Atlas, Vec<u8>), QuakeError> {
+    /// The atlas of `textures` in pages of `page`, packed as `packing` says, and its texels.
+    pub fn of(
+        textures: &[super::TextureImage],
+        page: u32,
+        packing: Packing,
+    ) -> Result<(Atlas, Vec<u8>), QuakeError> {
         let sizes: Vec<(u32, u32)> = textures.iter().map(|t| (t.width, t.height)).collect();
-        let atlas = Atlas::pack(&sizes, page)?;
+        let atlas = Atlas::pack_with(&sizes, page, packing)?;
         let texels = atlas.texels(textures);
         Ok((atlas, texels))
     }
 
     /// Packs textures of these sizes for page side `page` (a power of two, checked by the
-    /// caller through `PageSize`).
+    /// caller through `PageSize`) into a plain atlas ([`Packing::Pages`]).
     pub fn pack(sizes: &[(u32, u32)], page: u32) -> Result<Atlas, QuakeError> {
+        Atlas::pack_with(sizes, page, Packing::Pages)
+    }
+
+    /// Packs textures of these sizes for page side `page` as `packing` says.
+    pub fn pack_with(
+        sizes: &[(u32, u32)],
+        page: u32,
+        packing: Packing,
+    ) -> Result<Atlas, QuakeError> {
         tessera_core::PageSize::new(page)?;
         if sizes.is_empty() {
             return Err(QuakeError::Mesh("no textures to pack".into()));
@@ -85,24 +121,33 @@ impl Atlas {
             };
             sizes.len()
         ];
-        let (mut x, mut y, mut shelf) = (0u64, 0u64, 0u64);
+        let align = |i: usize| match packing {
+            Packing::Pages => page as u64,
+            Packing::Levels => own_alignment(sizes[i].0, sizes[i].1).max(page as u64),
+        };
+        // A shelf starts at `y`; a rectangle in it starts at `y` rounded up to its alignment,
+        // and the next shelf starts below the lowest of them. Where every corner is already
+        // aligned, as in a set of powers of two, the layout is the plain one.
+        let (mut x, mut y, mut bottom) = (0u64, 0u64, 0u64);
         for &i in &order {
             let (pw, ph) = padded[i];
-            if x + pw > width {
-                y += shelf;
-                x = 0;
-                shelf = 0;
+            let a = align(i);
+            let mut at = x.div_ceil(a) * a;
+            if at + pw > width {
+                y = bottom;
+                at = 0;
             }
+            let top = y.div_ceil(a) * a;
             rects[i] = Rect {
-                x: x as u32,
-                y: y as u32,
+                x: at as u32,
+                y: top as u32,
                 w: sizes[i].0,
                 h: sizes[i].1,
             };
-            x += pw;
-            shelf = shelf.max(ph);
+            x = at + pw;
+            bottom = bottom.max(top + ph);
         }
-        let height = y + shelf;
+        let height = bottom;
         if width > MAX_ATLAS_SIDE || height > MAX_ATLAS_SIDE {
             return Err(QuakeError::Config(format!(
                 "the textures need a {width}x{height} atlas at page {page}; at most {MAX_ATLAS_SIDE} a side"
@@ -226,8 +271,11 @@ mod tests {
     #[test]
     fn rectangles_are_page_aligned_and_never_share_a_page() {
         let sizes = [(8, 8), (512, 256), (64, 32), (13, 7), (256, 256), (8, 128)];
-        for page in [1, 4, 8, 32, 64, 256] {
-            let a = Atlas::pack(&sizes, page).unwrap();
+        for (page, packing) in [1, 4, 8, 32, 64, 256]
+            .into_iter()
+            .flat_map(|p| [(p, Packing::Pages), (p, Packing::Levels)])
+        {
+            let a = Atlas::pack_with(&sizes, page, packing).unwrap();
             let mut seen = vec![None::<usize>; a.page_count() as usize];
             for (t, r) in a.rects.iter().enumerate() {
                 assert_eq!((r.w, r.h), sizes[t]);

@@ -25,7 +25,7 @@ use tessera_core::{
 };
 use tessera_runtime::{Bound, Domain, PassSpec, PassStats, Procedure, System};
 
-use super::atlas::Atlas;
+use super::atlas::{Atlas, Packing};
 use super::raster::{Objects, Raster, NO_ACCESS};
 use super::reference::check_screen;
 use super::setup::{setup, BUFFER_PAGE_BYTES};
@@ -209,7 +209,11 @@ impl Renderer {
     ) -> Result<Renderer, QuakeError> {
         mesh.validate()?;
         check_screen(opts.width, opts.height)?;
-        let (atlas, mut texels) = Atlas::of(&mesh.textures, opts.page)?;
+        let packing = match filtering {
+            None => Packing::Pages,
+            Some(_) => Packing::Levels,
+        };
+        let (atlas, mut texels) = Atlas::of(&mesh.textures, opts.page, packing)?;
         let (desc, atlas_mode) = match filtering {
             None => (atlas.desc()?, AccessMode::Migrate),
             Some(f) => {

@@ -149,18 +149,21 @@ impl SceneSpec {
         ))
     }
 
-    /// The scene paged with pages of side `page`, `instances` copies of it on a grid, the
-    /// view of its first camera for a `width` × `height` image, and its name.
+    /// The scene paged with pages of side `page` (its atlas packed as `packing` says),
+    /// `instances` copies of it on a grid, the view of its first camera for a `width` ×
+    /// `height` image, and its name.
+    #[allow(clippy::too_many_arguments)]
     pub fn paged(
         &self,
         pak_dir: &std::path::Path,
         instances: u32,
         page: tessera_core::PageSize,
+        packing: crate::quake::atlas::Packing,
         width: u32,
         height: u32,
     ) -> Result<(scene::PagedScene, rays::View, String, Option<String>), RaytraceError> {
         let (mesh, cam, name, warning) = self.load(pak_dir)?;
-        let scene = scene::PagedScene::build(&mesh, instances, page.get())?;
+        let scene = scene::PagedScene::build(&mesh, instances, page.get(), packing)?;
         let view = rays::View::new(
             cam.eye,
             cam.yaw,

@@ -24,7 +24,7 @@ use obvhs::triangle::Triangle as BvhTriangle;
 use obvhs::BvhBuildParams;
 
 use super::RaytraceError;
-use crate::quake::atlas::Atlas;
+use crate::quake::atlas::{Atlas, Packing};
 use crate::quake::Mesh;
 
 pub const NODE_WORDS: u32 = 8;
@@ -59,8 +59,14 @@ fn sub(a: [f32; 3], b: [f32; 3]) -> [f32; 3] {
 impl PagedScene {
     /// Builds the scene of `instances` copies of `mesh`, laid on a square grid in X and Y with
     /// a quarter of the mesh's extent between copies (copy 0 where the mesh is), its atlas
-    /// packed for page side `page`.
-    pub fn build(mesh: &Mesh, instances: u32, page: u32) -> Result<PagedScene, RaytraceError> {
+    /// packed for page side `page` as `packing` says (a filtered albedo wants
+    /// [`Packing::Levels`], so that its image does not depend on the page size).
+    pub fn build(
+        mesh: &Mesh,
+        instances: u32,
+        page: u32,
+        packing: Packing,
+    ) -> Result<PagedScene, RaytraceError> {
         mesh.validate()?;
         if instances == 0 || instances > MAX_INSTANCES {
             return Err(RaytraceError::Config(format!(
@@ -78,7 +84,7 @@ impl PagedScene {
             )));
         }
         let sizes: Vec<(u32, u32)> = mesh.textures.iter().map(|t| (t.width, t.height)).collect();
-        let atlas = Atlas::pack(&sizes, page)?;
+        let atlas = Atlas::pack_with(&sizes, page, packing)?;
         let atlas_texels = atlas.texels(&mesh.textures);
 
         let (mut lo, mut hi) = ([f32::INFINITY; 3], [f32::NEG_INFINITY; 3]);
@@ -226,7 +232,7 @@ mod tests {
     #[test]
     fn the_flattened_bvh_is_a_complete_depth_first_tree() {
         let mesh = Mesh::from(&Scene::generated(3));
-        let s = PagedScene::build(&mesh, 2, 16).unwrap();
+        let s = PagedScene::build(&mesh, 2, 16, Packing::Pages).unwrap();
         assert_eq!(s.triangle_count as usize, 2 * mesh.triangles.len());
         let n = s.node_count;
         let node = |i: u32| &s.nodes[(i * NODE_WORDS) as usize..((i + 1) * NODE_WORDS) as usize];

@@ -32,7 +32,7 @@ use super::objects::{objects_of, DrawObject};
 use super::predict::BatchFeatures;
 use super::scheme::{Composition, FrameInput, Piece, Scheme};
 use super::VrError;
-use crate::quake::atlas::Atlas;
+use crate::quake::atlas::{Atlas, Packing};
 use crate::quake::raster::{Objects, Raster, BACKGROUND, NO_ACCESS};
 use crate::quake::reference::{check_screen, PlainRaster, PLAIN};
 use crate::quake::setup::{setup, FrameSetup, BUFFER_PAGE_BYTES, TILE};
@@ -319,7 +319,7 @@ impl StereoRenderer {
                 sys.devices()
             )));
         }
-        let (atlas, texels) = Atlas::of(&mesh.textures, opts.page)?;
+        let (atlas, texels) = Atlas::of(&mesh.textures, opts.page, Packing::Pages)?;
         let atlas_obj = sys.create(atlas.desc()?, Some(texels))?;
         let screen =
             ObjectDesc::texture(opts.width, opts.height, TexelFormat::Rgba8Unorm, opts.page)?;

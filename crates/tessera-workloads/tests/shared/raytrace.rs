@@ -2,6 +2,7 @@
 //! and the lavapipe one (tessera-wgpu's `tests/raytrace_wgpu.rs`).
 
 use tessera_runtime::{Partition, Procedure, System};
+use tessera_workloads::quake::atlas::Packing;
 use tessera_workloads::raytrace::rays::View;
 use tessera_workloads::raytrace::render::RenderOptions;
 use tessera_workloads::raytrace::scene::PagedScene;
@@ -20,7 +21,7 @@ pub fn setup_paged(
     let (mesh, cam, _, _) = SceneSpec::Generated(n)
         .load(std::path::Path::new("/nonexistent"))
         .unwrap();
-    let scene = PagedScene::build(&mesh, instances, page).unwrap();
+    let scene = PagedScene::build(&mesh, instances, page, Packing::Pages).unwrap();
     let view = View::new(cam.eye, cam.yaw, cam.pitch, cam.fov_y, w as f64 / h as f64);
     let opts = RenderOptions {
         width: w,
