@@ -168,12 +168,13 @@ pub fn boiling(o: &RunOpts, k: usize, force: bool) -> Result<()> {
     crate::run::field_fits(o.size, o.page, o.partition, link.size() * k)?;
     let res = (|| -> Result<()> {
         let staged = agree(&link, o, k, force)?;
-        let (report, sim) = run_on(link.clone(), o)?;
+        let (mut report, sim) = run_on(link.clone(), o)?;
         if let Some(staged) = staged {
             outln!("{}", report.summary());
             if o.verify {
                 let total = crate::run::simulated_frames(o);
                 crate::run::verify_field(o, total, &sim.field()?)?;
+                report.verified = Some(true);
             }
             write(staged, &report, &sim, o)?;
         }

@@ -270,7 +270,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
     if let Some(cam) = cams.last().filter(|_| o.verify) {
         crate::verify::require_image(&r.reference_image(cam)?, &last_image)?;
     }
-    let report = QuakeReport::new(
+    let mut report = QuakeReport::new(
         &r,
         &rec,
         &options,
@@ -288,6 +288,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
         },
         &last_image,
     )?;
+    report.core.verified = o.verify.then_some(true);
     let requests = &report.requests;
     let json = o.out.join("report.json");
     write_json(&json, &report)?;

@@ -149,10 +149,11 @@ pub fn run(o: &RaytraceOpts) -> Result<()> {
         frames: o.frames,
     };
     let bar = progress(o.frames as u64, "raytrace");
-    let (report, image) = render(sys, o.node.backend.name(), adapter, spec, || bar.inc(1))?;
+    let (mut report, image) = render(sys, o.node.backend.name(), adapter, spec, || bar.inc(1))?;
     bar.finish_and_clear();
     if let Some(scene) = &reference_scene {
         crate::verify::require_image(&resident_image(scene, view, options)?, &image)?;
+        report.core.verified = Some(true);
     }
     // Only now, with the render done, is anything written.
     create_dir(&o.out)?;

@@ -119,7 +119,7 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
         0 => None,
         _ => Some(Animation::create(&o.out.join("frames.gif"))?),
     };
-    let (run, report) = execute(o, &topo, |sim, n| {
+    let (run, mut report) = execute(o, &topo, |sim, n| {
         if let Some(gif) = gif.as_mut().filter(|_| sampled(n, total, o.gif_every)) {
             gif.push(o.size, o.size, &sim.display_rgba()?)?;
         }
@@ -130,6 +130,7 @@ pub fn boiling(o: &RunOpts) -> Result<()> {
     out!("{}", report.summary());
     if o.verify {
         verify_field(o, total, &run.sim.field()?)?;
+        report.verified = Some(true);
     }
     let json = write_report(&report, &o.out)?;
     let png = o.out.join("frame.png");

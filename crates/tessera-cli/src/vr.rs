@@ -222,7 +222,8 @@ pub fn run(o: &VrOpts) -> Result<()> {
         width: o.scene.width,
         height: o.scene.height,
     };
-    let report = VrReport::new(&run, ran);
+    let mut report = VrReport::new(&run, ran);
+    report.core.verified = o.verify.then_some(true);
     let json = o.out.join("report.json");
     write_json(&json, &report)?;
     let png = o.out.join("stereo.png");

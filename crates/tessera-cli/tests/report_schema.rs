@@ -28,41 +28,38 @@ fn report(workload: &str, args: &[&str]) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap()
 }
 
-#[test]
-fn every_workloads_report_validates_against_the_schema() {
-    let validator = jsonschema::validator_for(&schema()).expect("the schema is a valid schema");
-    let runs: [(&str, &[&str]); 6] = [
+/// One small run of every workload.
+fn runs() -> [(&'static str, Vec<&'static str>); 6] {
+    [
         (
             "boiling",
-            &argv("--size 32 --page 8 --frames 2 --gif-every 0"),
+            argv("--size 32 --page 8 --frames 2 --gif-every 0"),
         ),
-        (
-            "quake",
-            &[
-                "--frames", "2", "--width", "64", "--height", "48", "--page", "16",
-            ],
-        ),
+        ("quake", argv("--frames 2 --width 64 --height 48 --page 16")),
         (
             "vr",
-            &argv(
-                "--generated 1 --frames 1 --warmup 0 --width 32 --height 24 --page 8 --devices 2",
-            ),
+            argv("--generated 1 --frames 1 --warmup 0 --width 32 --height 24 --page 8 --devices 2"),
         ),
         (
             "raytrace",
-            &argv("--scene generated:1 --width 32 --height 24 --frames 1 --ao-samples 1"),
+            argv("--scene generated:1 --width 32 --height 24 --frames 1 --ao-samples 1"),
         ),
         (
             "stencil",
-            &argv("--size 16 --halo 1 --devices 2 --steps 1 --page 8"),
+            argv("--size 16 --halo 1 --devices 2 --steps 1 --page 8"),
         ),
         (
             "convolution",
-            &argv("--size 64 --filter 3 --devices 2 --steps 1 --page 16"),
+            argv("--size 64 --filter 3 --devices 2 --steps 1 --page 16"),
         ),
-    ];
-    for (workload, args) in runs {
-        let r = report(workload, args);
+    ]
+}
+
+#[test]
+fn every_workloads_report_validates_against_the_schema() {
+    let validator = jsonschema::validator_for(&schema()).expect("the schema is a valid schema");
+    for (workload, args) in runs() {
+        let r = report(workload, &args);
         let errors: Vec<String> = validator
             .iter_errors(&r)
             .map(|e| format!("{}: {e}", e.instance_path))
@@ -83,6 +80,24 @@ fn every_workloads_report_validates_against_the_schema() {
             .map(|d| d["host"]["submissions_per_frame"].as_f64().unwrap())
             .sum();
         assert!(submissions > 0.0, "{workload}: no submissions counted");
+    }
+}
+
+/// `verified` says whether `--verify` ran and passed, in every workload's report: null
+/// without it, true with it (a run that fails its check writes no report).
+#[test]
+fn every_report_says_whether_it_was_verified() {
+    for (workload, mut args) in runs() {
+        assert!(
+            report(workload, &args)["verified"].is_null(),
+            "{workload} without --verify"
+        );
+        args.push("--verify");
+        assert_eq!(
+            report(workload, &args)["verified"],
+            true,
+            "{workload} with --verify"
+        );
     }
 }
 

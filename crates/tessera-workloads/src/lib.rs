@@ -184,6 +184,9 @@ pub struct ImageCore<S: serde::Serialize> {
     /// FNV-1a of the last frame's image (`checksum_kind`: "image").
     pub checksum: String,
     pub checksum_kind: &'static str,
+    /// `Some(true)` once `--verify` found the image equal to the unpaged reference's (a
+    /// difference fails the run, which then writes no report); `None` where it was not asked.
+    pub verified: Option<bool>,
     /// Every time at the top level is measured.
     pub time_kind: &'static str,
 }
@@ -217,6 +220,7 @@ impl<S: serde::Serialize> ImageCore<S> {
             split: m.split,
             checksum: checksum_hex(fnv1a(image.iter().copied())),
             checksum_kind: "image",
+            verified: None,
             time_kind: "measured",
         }
     }

@@ -53,6 +53,9 @@ pub struct NodesReport {
     /// The field's after the last frame (`checksum_kind`: "field").
     pub checksum: String,
     pub checksum_kind: &'static str,
+    /// `Some(true)` once `--verify` found the field equal to the unpaged reference's (a
+    /// difference fails the run, which then writes no report); `None` where it was not asked.
+    pub verified: Option<bool>,
     /// Always "measured": no topology model runs across nodes.
     pub time_kind: &'static str,
     /// Summed over every node's devices and the measured frames.
@@ -188,6 +191,7 @@ pub fn run<E: From<RuntimeError>>(
         split: o.partition,
         checksum: checksum_hex(field_checksum(&field)),
         checksum_kind: "field",
+        verified: None,
         time_kind: "measured",
         stages: all_stages,
         per_device,

@@ -231,6 +231,9 @@ pub struct Report {
     #[serde(rename = "checksum")]
     pub field_checksum: String,
     pub checksum_kind: &'static str,
+    /// `Some(true)` once `--verify` found the field equal to the unpaged reference's (a
+    /// difference fails the run, which then writes no report); `None` where it was not asked.
+    pub verified: Option<bool>,
     /// Per device budget, bytes: the page cache's size.
     pub budget_bytes: u64,
     pub policy: tessera_runtime::Policy,
@@ -506,6 +509,7 @@ impl Report {
             per_device,
             field_checksum,
             checksum_kind: "field",
+            verified: None,
             budget_bytes: cfg.budget_bytes,
             policy: cfg.policy,
             thrashing: cfg.thrashing,
