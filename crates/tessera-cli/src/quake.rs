@@ -528,6 +528,11 @@ fn sweep(o: &ReplayOpts, pages: &[u32], trace: &Trace, devices: usize) -> Result
     for &page in pages {
         let (got, secs) = replay_on(o, trace, page, devices)?;
         out!("{}", sweep.add(page, &got, secs));
+        // The recorded point is checked as a single replay checks it: a trace whose requests
+        // the replay does not reproduce fails the sweep before anything is written.
+        if settings(o, trace, page).as_recorded(trace, devices) {
+            outln!("{}", got.compare(trace)?);
+        }
     }
     let path = out.join("sweep.csv");
     crate::output::write(&path, &sweep.csv)?;

@@ -330,7 +330,7 @@ fn a_file_named_by_an_option_is_written_only_on_success() {
     std::fs::write(p("r/mine"), b"mine").unwrap();
     let before = listing(dir.path());
     let original = std::fs::read(p("t.bin")).unwrap();
-    let cases: [(Vec<String>, i32, &str); 7] = [
+    let cases: [(Vec<String>, i32, &str); 8] = [
         (
             vec![
                 "--force".into(),
@@ -339,6 +339,21 @@ fn a_file_named_by_an_option_is_written_only_on_success() {
                 s("wrong.bin"),
                 "--csv".into(),
                 s("old.csv"),
+            ],
+            1,
+            "the recorded run made",
+        ),
+        // A sweep through the recorded page size checks that point as a single replay does.
+        (
+            vec![
+                "--force".into(),
+                "trace".into(),
+                "replay".into(),
+                s("wrong.bin"),
+                "--pages".into(),
+                "4,8".into(),
+                "--out".into(),
+                s("r"),
             ],
             1,
             "the recorded run made",

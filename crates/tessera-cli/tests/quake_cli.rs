@@ -243,6 +243,55 @@ fn run_nearest(dir: &Path) -> serde_json::Value {
     run_report(cmd, &dir.join("nearest"))
 }
 
+/// A random start places the textures' pages, not the atlas's padding: with nothing dropped or
+/// evicted, the pages the devices hold are the textures' pages, each once, where every atlas
+/// page used to be held (the footprint then counted padding no picture showed). A replay at the
+/// recorded settings places the same pages and says so.
+#[test]
+fn a_random_start_places_texture_pages_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.trace");
+    let cmd = format!(
+        "run quake --frames 1 --devices 2 --page 16 --width 80 --height 60 --png-every 0 \
+         --initial-placement random --seed 7 --trace {}",
+        trace.display()
+    );
+    let r = run_report(&cmd, &dir.path().join("out"));
+    let (atlas, texture) = (
+        r["atlas_pages"].as_u64().unwrap(),
+        r["texture_pages"].as_u64().unwrap(),
+    );
+    assert!(atlas > texture, "the atlas has no padding: {atlas}");
+    let f = &r["texture_footprint"];
+    let n = |d: usize, k: &str| f[d][k].as_u64().unwrap();
+    // Two devices: the pages both hold are each device's shared pages.
+    assert_eq!(n(0, "shared_pages"), n(1, "shared_pages"));
+    assert_eq!(
+        n(0, "unique_pages") + n(1, "unique_pages") + n(0, "shared_pages"),
+        texture
+    );
+    let o = tessera(&["trace", "replay", trace.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(said.contains("matches the recorded run"), "{said}");
+    let held: Vec<(u64, u64)> = said
+        .lines()
+        .filter_map(|l| {
+            l.split_once("at the end ")?
+                .1
+                .split_once(" pages only it holds, ")
+        })
+        .map(|(u, s)| {
+            (
+                u.parse().unwrap(),
+                s.trim_end_matches(" shared").parse().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(held.len(), 2, "{said}");
+    assert_eq!(held[0].0 + held[1].0 + held[0].1, texture, "{said}");
+}
+
 #[test]
 fn bad_filter_options_are_usage_errors() {
     let dir = tempfile::tempdir().unwrap();

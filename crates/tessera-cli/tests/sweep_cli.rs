@@ -332,6 +332,50 @@ fn residency_pictures_colour_pages_by_device() {
     assert_eq!(p, [20, 20, 20]);
 }
 
+/// `residency.csv` is the pictures' legends as numbers, read from the node the report's
+/// counters come from. Under a budget in the isolated model the devices that ran together can
+/// end holding other pages than the devices run one at a time; the pictures were drawn from
+/// the former while the report gave the latter.
+#[test]
+fn the_residency_table_agrees_with_the_report_under_a_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    ok(&[
+        argv(
+            "run boiling --size 100 --page 16 --devices 3 --split tiles --frames 3 --warmup 1 \
+             --budget-mib 0.06 --residency-png --gif-every 0 --out",
+        ),
+        vec![out.to_str().unwrap()],
+    ]
+    .concat());
+    let report = json(&out.join("report.json"));
+    let rows = csv(&out.join("residency.csv"));
+    let get = |r: &[(String, String)], k: &str| r.iter().find(|(h, _)| h == k).unwrap().1.clone();
+    let mut alone = [0u64; 3];
+    let mut per_texture = std::collections::BTreeMap::<String, u64>::new();
+    for r in &rows {
+        let pages: u64 = get(r, "pages").parse().unwrap();
+        *per_texture.entry(get(r, "texture")).or_default() += pages;
+        if let Ok(d) = get(r, "holder").parse::<usize>() {
+            alone[d] += pages;
+        }
+    }
+    // Five textures of ceil(100 / 16)² = 49 pages, each page counted once.
+    assert_eq!(per_texture.len(), 5, "{per_texture:?}");
+    assert!(per_texture.values().all(|&n| n == 49), "{per_texture:?}");
+    for (d, &n) in alone.iter().enumerate() {
+        assert_eq!(
+            n,
+            report["per_device"][d]["memory"]["unique_pages"]
+                .as_u64()
+                .unwrap(),
+            "device {d}"
+        );
+    }
+    // The budget did bite.
+    assert!(report["eviction"]["evictions"].as_u64().unwrap() > 0);
+}
+
 #[test]
 fn a_topology_file_is_used_and_its_errors_are_clear() {
     let dir = tempfile::tempdir().unwrap();

@@ -31,27 +31,68 @@ pub fn ensure_font() {
     });
 }
 
-/// A distinct colour per series; past the palette, the colours repeat darker.
+/// The first ten series' colours (a common plotting palette).
+const PALETTE: [(u8, u8, u8); 10] = [
+    (31, 119, 180),
+    (255, 127, 14),
+    (44, 160, 44),
+    (214, 39, 40),
+    (148, 103, 189),
+    (140, 86, 75),
+    (227, 119, 194),
+    (188, 189, 34),
+    (23, 190, 207),
+    (127, 127, 127),
+];
+
+/// How many series get a colour of their own: one per device at the most devices a node has.
+pub const DISTINCT_COLOURS: usize = 64;
+
+/// Colours a residency picture gives meanings other than a device's: a shared page, a page
+/// only home holds, the background.
+const RESERVED: [(u8, u8, u8); 3] = [(20, 20, 20), (215, 215, 215), (255, 255, 255)];
+
+/// A distinct colour per series: the palette, then colours chosen one by one as far as
+/// possible from every colour before them and from [`RESERVED`], on a grid of 32 per channel;
+/// past [`DISTINCT_COLOURS`] they repeat. A darker copy of the palette, as it was, left
+/// devices 30 to 39 and 40 to 47 one colour and made the ones past 30 nearly the shared
+/// pages' black.
 pub fn colour(i: usize) -> RGBColor {
-    const P: [(u8, u8, u8); 10] = [
-        (31, 119, 180),
-        (255, 127, 14),
-        (44, 160, 44),
-        (214, 39, 40),
-        (148, 103, 189),
-        (140, 86, 75),
-        (227, 119, 194),
-        (188, 189, 34),
-        (23, 190, 207),
-        (127, 127, 127),
-    ];
-    let (r, g, b) = P[i % P.len()];
-    let k = 1u32 << (i / P.len()).min(3);
-    RGBColor(
-        (r as u32 / k) as u8,
-        (g as u32 / k) as u8,
-        (b as u32 / k) as u8,
-    )
+    static ALL: std::sync::OnceLock<Vec<(u8, u8, u8)>> = std::sync::OnceLock::new();
+    let all = ALL.get_or_init(|| {
+        let dist = |a: (u8, u8, u8), b: (u8, u8, u8)| {
+            let d = |x: u8, y: u8| (x as i32 - y as i32).pow(2);
+            d(a.0, b.0) + d(a.1, b.1) + d(a.2, b.2)
+        };
+        let grid = (0..8u8).flat_map(|r| {
+            (0..8u8).flat_map(move |g| (0..8u8).map(move |b| (r * 32, g * 32, b * 32)))
+        });
+        let candidates: Vec<(u8, u8, u8)> = grid
+            .filter(|&c| RESERVED.iter().all(|&x| dist(c, x) >= 90 * 90))
+            .collect();
+        let mut chosen = PALETTE.to_vec();
+        while chosen.len() < DISTINCT_COLOURS {
+            let nearest = |c: (u8, u8, u8)| {
+                chosen
+                    .iter()
+                    .chain(&RESERVED)
+                    .map(|&x| dist(c, x))
+                    .min()
+                    .unwrap_or(i32::MAX)
+            };
+            // The first of the farthest, in grid order: the same colours on every run.
+            let mut best = candidates[0];
+            for &c in &candidates {
+                if nearest(c) > nearest(best) {
+                    best = c;
+                }
+            }
+            chosen.push(best);
+        }
+        chosen
+    });
+    let (r, g, b) = all[i % all.len()];
+    RGBColor(r, g, b)
 }
 
 /// One line of a line chart.
@@ -411,6 +452,35 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every device of the largest node gets a colour no other device has, at least 40 apart
+    /// in RGB, and none near the colours that mean shared, home only or background; the first
+    /// ten are the palette, as every chart drew them.
+    #[test]
+    fn sixty_four_devices_get_sixty_four_colours_far_apart() {
+        let c: Vec<(i32, i32, i32)> = (0..DISTINCT_COLOURS)
+            .map(|i| {
+                let c = colour(i);
+                (c.0 as i32, c.1 as i32, c.2 as i32)
+            })
+            .collect();
+        let d = |a: (i32, i32, i32), b: (i32, i32, i32)| {
+            (((a.0 - b.0).pow(2) + (a.1 - b.1).pow(2) + (a.2 - b.2).pow(2)) as f64).sqrt()
+        };
+        for i in 0..c.len() {
+            for j in i + 1..c.len() {
+                assert!(d(c[i], c[j]) >= 40.0, "{i} {:?} and {j} {:?}", c[i], c[j]);
+            }
+            for r in RESERVED {
+                let r = (r.0 as i32, r.1 as i32, r.2 as i32);
+                assert!(d(c[i], r) >= 60.0, "{i} {:?} near {r:?}", c[i]);
+            }
+        }
+        for (i, p) in PALETTE.iter().enumerate() {
+            assert_eq!(colour(i), RGBColor(p.0, p.1, p.2));
+        }
+        assert_eq!(colour(DISTINCT_COLOURS), colour(0));
+    }
 
     #[test]
     fn tick_labels_are_short() {

@@ -16,8 +16,9 @@ const TOP: u32 = 56;
 const MARGIN: u32 = 16;
 
 /// Writes `dir/residency-<texture>.png` for every texture of `run`, after `frames` frames of
-/// a `size`² field in pages of `page`²; `split` names the partition in the subtitle. Returns
-/// the paths.
+/// a `size`² field in pages of `page`²; `split` names the partition in the subtitle; and
+/// `dir/residency.csv`, the pictures' legends as numbers (`texture,holder,pages`: a holder is
+/// a device's index, `shared` or `home`). Returns the paths.
 pub fn write_all(
     run: &Run,
     size: u32,
@@ -26,14 +27,18 @@ pub fn write_all(
     split: tessera_runtime::Partition,
     dir: &Path,
 ) -> Result<Vec<PathBuf>, PlotError> {
-    let (_, directory) = run
-        .sim
+    // The node the report's counters come from: in the isolated model its devices ran one at
+    // a time, and under a budget they can end holding other pages than the devices that ran
+    // together.
+    let sim = run.modeled_sim();
+    let (_, directory) = sim
         .sys
         .mm
         .memory()
         .map_err(|e| PlotError::Draw(e.to_string()))?;
-    let devices = run.sim.sys.devices();
+    let devices = sim.sys.devices();
     let mut out = Vec::new();
+    let mut csv = String::from("texture,holder,pages\n");
     for t in &run.textures {
         let (px, py) = t.desc.pages_xy();
         // Whole pixels per page, so every page is a clean block: about 512 pixels across.
@@ -72,6 +77,14 @@ pub fn write_all(
                     buf[i..i + 3].copy_from_slice(&[c.0, c.1, c.2]);
                 }
             }
+        }
+        for (k, n) in counts.iter().enumerate() {
+            let holder = match k {
+                k if k < devices => k.to_string(),
+                k if k == devices => "shared".into(),
+                _ => "home".into(),
+            };
+            csv.push_str(&format!("{},{holder},{n}\n", t.name));
         }
         ensure_font();
         {
@@ -128,5 +141,11 @@ pub fn write_all(
         })?;
         out.push(path);
     }
+    let path = dir.join("residency.csv");
+    std::fs::write(&path, csv).map_err(|e| PlotError::Write {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    out.push(path);
     Ok(out)
 }

@@ -608,11 +608,11 @@ impl Renderer {
         Ok(out)
     }
 
-    /// Gives every atlas page to one device chosen at random (seeded), as read copies, before
-    /// the first frame (the start of the paper's Fig 13). The requests this makes are not
-    /// counted in any frame.
+    /// Gives every page of a texture to one device chosen at random (seeded), as read copies,
+    /// before the first frame (the start of the paper's Fig 13). The requests this makes are
+    /// not counted in any frame.
     pub fn place_randomly(&mut self, seed: u64) -> Result<(), QuakeError> {
-        place_randomly(&self.sys, &self.atlas_obj, seed)
+        place_randomly(&self.sys, &self.atlas_obj, &self.atlas, seed)
     }
 
     /// Per atlas page (local, row-major from the lower left), the devices holding a copy as a
@@ -641,15 +641,28 @@ impl Renderer {
     }
 }
 
-/// Gives every page of `obj` to one device of `sys` chosen by a SplitMix64 stream from `seed`
-/// (pages in order), as read copies; the requests this makes are taken off the request log.
-/// The renderer and the trace replay place alike, so a replay reproduces a randomly placed run.
-pub fn place_randomly(sys: &System, obj: &ObjectEntry, seed: u64) -> Result<(), QuakeError> {
+/// Gives every page of `obj` that holds texels of a texture of `atlas` (every page of a
+/// coarser level) to one device of `sys` chosen by a SplitMix64 stream from `seed` (pages in
+/// order), as read copies; the requests this makes are taken off the request log. Padding
+/// pages, which no texture owns and no sample reads, stay home: placed, they were counted in
+/// a device's footprint though no picture or texture had them. Each page still draws its
+/// number from the stream, so a texture page goes where it always went. The renderer and the
+/// trace replay place alike, so a replay reproduces a randomly placed run.
+pub fn place_randomly(
+    sys: &System,
+    obj: &ObjectEntry,
+    atlas: &Atlas,
+    seed: u64,
+) -> Result<(), QuakeError> {
     let n = sys.devices();
     let mut per: Vec<Vec<PageRequest>> = vec![Vec::new(); n];
     let mut state = seed;
-    for p in obj.pages() {
+    for (local, p) in obj.pages().enumerate() {
         let d = (splitmix64(&mut state) % n as u64) as usize;
+        let local = local as u64;
+        if local < atlas.page_count() && atlas.texture_of_page(local).is_none() {
+            continue;
+        }
         per[d].push(PageRequest {
             page: GlobalPage(p),
             access: Access::Read,

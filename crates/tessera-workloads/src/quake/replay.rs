@@ -118,7 +118,7 @@ pub fn replay_all(
     let all: Vec<GlobalPage> = obj.pages().map(GlobalPage).collect();
     sys.mm.log_requests(true);
     if let Some(seed) = opts.random_placement {
-        super::render::place_randomly(sys, &obj, seed)?;
+        super::render::place_randomly(sys, &obj, &atlas, seed)?;
     }
     sys.mm.take_requests()?;
     let p = opts.page;
