@@ -353,3 +353,43 @@ fn sweep_points_refused_at_any_device_count_are_usage_errors() {
         assert!(!out.exists(), "{line} wrote {}", out.display());
     }
 }
+
+/// Remote accesses are classified per 64×64 tile of invocations whatever the thread count: a
+/// launch with remote objects runs whole tiles. Cutting a launch's last tiles into quarters
+/// for balance made the batch and spread bytes, and the modeled time, depend on `--threads`,
+/// and differ between the two mirror-image devices of a Y split.
+#[test]
+fn remote_counts_do_not_depend_on_the_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs: Vec<serde_json::Value> = [1, 2, 8]
+        .iter()
+        .map(|t| {
+            let cmd = format!(
+                "run stencil --size 32 --halo 4 --steps 1 --split y --page 8 --threads {t} \
+                 --access remote --topology gpusm-pcie3"
+            );
+            run_report(&cmd, &dir.path().join(format!("t{t}")))
+        })
+        .collect();
+    // The modeled time is a difference of two modeled step times, so it carries their
+    // rounding: equal within a part in 10⁹, where the cut tiles moved it by 75%.
+    let ms = |r: &serde_json::Value| r["modeled_remote_ms_per_step"].as_f64().unwrap();
+    for r in &runs[1..] {
+        assert_eq!(r["remote"], runs[0]["remote"]);
+        assert!(
+            (ms(r) - ms(&runs[0])).abs() <= 1e-9 * ms(&runs[0]),
+            "{} {}",
+            ms(r),
+            ms(&runs[0])
+        );
+    }
+    let links = runs[0]["remote"].as_array().unwrap();
+    assert_eq!(links.len(), 2, "{links:?}");
+    for k in [
+        "batch_mib_per_step",
+        "spread_mib_per_step",
+        "batches_per_step",
+    ] {
+        assert_eq!(links[0][k], links[1][k], "{k}: {links:?}");
+    }
+}

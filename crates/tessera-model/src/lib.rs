@@ -143,6 +143,14 @@ pub enum TopologyError {
     },
     #[error("{origin}: a topology needs at least one [[device]]")]
     NoDevices { origin: String },
+    #[error("{origin}: {count} devices; a topology has at most {max}", max = tessera_core::MAX_DEVICES)]
+    TooManyDevices { origin: String, count: usize },
+    #[error("{origin}: name = {name:?} {why}; reports name the topology by it, so a file's needs a name of its own")]
+    BadName {
+        origin: String,
+        name: String,
+        why: &'static str,
+    },
     #[error("{origin}: device{device} has no link {direction} host (every device needs links to and from host, where pages live)")]
     Unreachable {
         origin: String,
@@ -715,6 +723,14 @@ impl Topology {
     /// duplex = true              # optional, true when absent: also to -> from
     /// ```
     pub fn from_toml_str(text: &str, origin: &str) -> Result<Self> {
+        Self::from_toml_for(text, origin, None)
+    }
+
+    /// [`Topology::from_toml_str`] for a run on devices `0..used` alone (`None`: all of
+    /// them): the whole file is checked, then the other devices and their links are left
+    /// out, so that a device the run does not use changes none of its figures (the remote
+    /// model scaled to the slowest host link scaled to an unused device's).
+    fn from_toml_for(text: &str, origin: &str, used: Option<usize>) -> Result<Self> {
         let file: File = toml::from_str(text).map_err(|e| TopologyError::Parse {
             origin: origin.to_string(),
             message: e.to_string().trim_end().to_string(),
@@ -738,7 +754,10 @@ impl Topology {
             });
         }
         if count > tessera_core::MAX_DEVICES {
-            return Err(TopologyError::DeviceCount(count));
+            return Err(TopologyError::TooManyDevices {
+                origin: origin.to_string(),
+                count,
+            });
         }
         if let Some(missing) = (0..count).find(|i| !ids.contains_key(&(*i as u64))) {
             return Err(TopologyError::DeviceGap {
@@ -824,6 +843,20 @@ impl Topology {
             }
         }
         let name = file.name.unwrap_or_else(|| origin.to_string());
+        let bad_name = |why| TopologyError::BadName {
+            origin: origin.to_string(),
+            name: name.clone(),
+            why,
+        };
+        if name.trim().is_empty() {
+            return Err(bad_name("is empty"));
+        }
+        if PRESETS.contains(&name.as_str()) {
+            return Err(bad_name("is a preset's"));
+        }
+        let count = used.map_or(count, |u| u.min(count));
+        let unused = |e: Endpoint| matches!(e, Endpoint::Device(d) if d >= count);
+        links.retain(|l| !unused(l.from) && !unused(l.to));
         let mut t = Self::assemble(name, count, links);
         // Devices without a `switch` each get a switch of their own, numbered after the
         // declared ones so that none joins a declared switch by accident.
@@ -838,7 +871,9 @@ impl Topology {
                         value,
                     });
                 }
-                t.switch_of[*d.id.get_ref() as usize] = value as usize;
+                if let Some(s) = t.switch_of.get_mut(*d.id.get_ref() as usize) {
+                    *s = value as usize;
+                }
                 next = next.max(value as usize + 1);
             }
         }
@@ -847,7 +882,9 @@ impl Topology {
         for id in ids {
             let d = file.device.iter().find(|d| *d.id.get_ref() == id);
             if d.is_some_and(|d| d.switch.is_none()) {
-                t.switch_of[id as usize] = next;
+                if let Some(s) = t.switch_of.get_mut(id as usize) {
+                    *s = next;
+                }
                 next += 1;
             }
         }
@@ -951,8 +988,12 @@ impl Topology {
             path: path.display().to_string(),
             message,
         })?;
-        let topo = Topology::from_toml_str(&text, &path.display().to_string())?;
+        let origin = path.display().to_string();
+        let topo = Topology::from_toml_str(&text, &origin)?;
         topo.check_devices(devices)?;
+        if devices < topo.devices {
+            return Topology::from_toml_for(&text, &origin, Some(devices));
+        }
         Ok(topo)
     }
 
@@ -1156,19 +1197,35 @@ struct LinkDecl {
 }
 
 /// TOML keeps integers and floats apart; a bandwidth of `16` and one of `15.75` are both fine.
-#[derive(Deserialize, Clone, Copy)]
-#[serde(untagged)]
-enum Number {
-    Int(i64),
-    Float(f64),
+/// Anything else is "expected a number" (an untagged enum's error named the enum instead).
+#[derive(Clone, Copy)]
+struct Number(f64);
+
+impl<'de> Deserialize<'de> for Number {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Number;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a number")
+            }
+            fn visit_i64<E>(self, v: i64) -> std::result::Result<Number, E> {
+                Ok(Number(v as f64))
+            }
+            fn visit_u64<E>(self, v: u64) -> std::result::Result<Number, E> {
+                Ok(Number(v as f64))
+            }
+            fn visit_f64<E>(self, v: f64) -> std::result::Result<Number, E> {
+                Ok(Number(v))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 impl Number {
     fn value(self) -> f64 {
-        match self {
-            Number::Int(i) => i as f64,
-            Number::Float(f) => f,
-        }
+        self.0
     }
 }
 
@@ -1705,6 +1762,75 @@ aggregate_gb_per_s = 10
         let plain = GPUSM_FILE[..GPUSM_FILE.find("[remote]").unwrap()].to_string();
         let t2 = Topology::from_toml_str(&plain, "plain.toml").unwrap();
         assert_eq!(t2.remote_model(), RemoteModel::scaled_to(8e9));
+    }
+
+    /// A run on fewer devices than a file declares reads the file as if the others were not
+    /// there: the slow host links of two unused devices no longer scale the remote model or
+    /// appear among the links.
+    #[test]
+    fn devices_a_run_does_not_use_change_none_of_its_figures() {
+        let link = |d: usize, gb: f64| {
+            format!(
+                "[[link]]\nfrom = \"host\"\nto = \"device{d}\"\nbandwidth_gb_per_s = {gb}\nlatency_us = 5\n"
+            )
+        };
+        let file = |gbs: &[f64]| -> String {
+            let mut t = String::new();
+            for d in 0..gbs.len() {
+                t += &format!("[[device]]\nid = {d}\n");
+            }
+            for (d, &gb) in gbs.iter().enumerate() {
+                t += &link(d, gb);
+            }
+            t
+        };
+        let four = file(&[15.75, 15.75, 0.1575, 0.1575]);
+        let two = file(&[15.75, 15.75]);
+        let whole = Topology::from_toml_str(&four, "four.toml").unwrap();
+        assert_eq!(whole.remote_model(), RemoteModel::scaled_to(0.1575e9));
+        let used = Topology::from_toml_for(&four, "four.toml", Some(2)).unwrap();
+        let alone = Topology::from_toml_str(&two, "two.toml").unwrap();
+        assert_eq!(used.devices(), 2);
+        assert_eq!(used.remote_model(), alone.remote_model());
+        assert_eq!(used.remote_model(), RemoteModel::scaled_to(15.75e9));
+        assert_eq!(used.links(), alone.links());
+    }
+
+    /// A file may not call its topology by a preset's name, or by none: reports name the
+    /// topology by it, and a file called "nvlink" read as the preset.
+    #[test]
+    fn a_file_needs_a_name_of_its_own() {
+        let body = "[[device]]\nid = 0\n[[link]]\nfrom = \"host\"\nto = \"device0\"\nbandwidth_gb_per_s = 16\n";
+        for name in ["nvlink", "pcie3-x16", "", "  "] {
+            let e = err(&format!("name = {name:?}\n{body}"));
+            assert!(matches!(e, TopologyError::BadName { .. }), "{name:?}: {e}");
+        }
+        let t = Topology::from_toml_str(&format!("name = \"my-box\"\n{body}"), "f.toml").unwrap();
+        assert_eq!(t.name(), "my-box");
+    }
+
+    /// A bandwidth given as a string or a boolean is "expected a number" at its place, and a
+    /// file of 65 devices is refused naming the file.
+    #[test]
+    fn a_wrong_type_and_too_many_devices_say_so() {
+        for value in ["\"16\"", "true"] {
+            let e = err(&format!(
+                "[[device]]\nid = 0\n[[link]]\nfrom = \"host\"\nto = \"device0\"\nbandwidth_gb_per_s = {value}\n"
+            ));
+            let said = e.to_string();
+            assert!(
+                said.contains("expected a number") && said.contains("t.toml"),
+                "{said}"
+            );
+            assert!(!said.contains("untagged"), "{said}");
+        }
+        let many: String = (0..65).map(|d| format!("[[device]]\nid = {d}\n")).collect();
+        let e = err(&many);
+        assert!(
+            matches!(&e, TopologyError::TooManyDevices { count: 65, .. })
+                && e.to_string().starts_with("t.toml"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -89,7 +89,15 @@ const LIST_PER_TASK: usize = 1024;
 /// does: with whole tiles to the end, one thread sat idle for up to a tile (150–240 µs at
 /// 1024²) while the other finished its last, a fixed cost of every launch that a device's band
 /// of few tiles (8 devices) pays as one of many does.
-fn tiles((x0, y0, x1, y1): (u32, u32, u32, u32), threads: usize) -> Vec<(u32, u32, u32, u32)> {
+///
+/// With `keep_whole`, no tile is cut: a launch that touches remote objects classifies its remote
+/// accesses per task (PROTOCOL.md, "The counting rule"), and a cut that depended on the
+/// thread count made the batch and spread bytes, and so the modeled time, depend on it too.
+fn tiles(
+    (x0, y0, x1, y1): (u32, u32, u32, u32),
+    threads: usize,
+    keep_whole: bool,
+) -> Vec<(u32, u32, u32, u32)> {
     let whole: Vec<(u32, u32, u32, u32)> = (y0..y1)
         .step_by(TILE_H as usize)
         .flat_map(|ty| {
@@ -98,7 +106,11 @@ fn tiles((x0, y0, x1, y1): (u32, u32, u32, u32), threads: usize) -> Vec<(u32, u3
                 .map(move |tx| (tx, ty, (tx + TILE_W).min(x1), (ty + TILE_H).min(y1)))
         })
         .collect();
-    let cut = (2 * threads).min(whole.len());
+    let cut = if keep_whole {
+        0
+    } else {
+        (2 * threads).min(whole.len())
+    };
     let (first, last) = whole.split_at(whole.len() - cut);
     let quarter = (TILE_H / 4).max(1);
     let mut out = first.to_vec();
@@ -494,7 +506,8 @@ impl Device for CpuDevice {
                 // the TLB hits and the page slots stream through the cache like a GPU's
                 // tiled rasterisation order.
                 let (x0, y0, x1, y1) = (*x0, *y0, *x1, *y1);
-                let tiles = tiles((x0, y0, x1, y1), threads);
+                let remote = l.remote.iter().any(Option::is_some);
+                let tiles = tiles((x0, y0, x1, y1), threads, remote);
                 let rank = |x: u32, y: u32| (y - y0) as u64 * (x1 - x0) as u64 + (x - x0) as u64;
                 // Each thread takes the next tile in order until none is left, so the last
                 // ones taken are the small ones `tiles` put at the end (see there).
@@ -637,7 +650,12 @@ mod tests {
             ((0, 0, 1024, 128), 2),
         ] {
             let (x0, y0, x1, y1) = rect;
-            let got = tiles(rect, threads);
+            let got = tiles(rect, threads, false);
+            assert_eq!(
+                tiles(rect, threads, true).len(),
+                (rect.2 - rect.0).div_ceil(TILE_W) as usize
+                    * (rect.3 - rect.1).div_ceil(TILE_H) as usize
+            );
             let mut hits = vec![0u8; ((x1 - x0) * (y1 - y0)) as usize];
             for &(tx, ty, xe, ye) in &got {
                 assert!(
