@@ -194,6 +194,58 @@ fn page_size_sweep_writes_csv_plots_and_reports_that_agree() {
     same_counters(row, &json(&run_dir.join("report.json")), "tessera run");
 }
 
+/// Under a budget a sweep's CSVs say what it cost, as each point's report does: the budget,
+/// the policy, evictions, their write-backs and refaults, per point and per device.
+#[test]
+fn a_sweep_under_a_budget_carries_its_evictions() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    ok(&[
+        argv(
+            "sweep devices --size 128 --page 16 --devices 1,2 --frames 3 --warmup 1 \
+             --budget-mib 0.08 --policy clock --out",
+        ),
+        vec![out.to_str().unwrap()],
+    ]
+    .concat());
+    let rows = csv(&out.join("sweep.csv"));
+    let per_device = csv(&out.join("per_device.csv"));
+    assert_eq!(rows.len(), 2);
+    let mut evicted = 0;
+    for row in &rows {
+        let n = get(row, "devices");
+        let report = json(&out.join(format!("devices-{n}/report.json")));
+        assert_eq!(get(row, "budget_bytes"), report["budget_bytes"].to_string());
+        assert_eq!(get(row, "policy"), "clock");
+        for (col, ptr) in [
+            ("evictions", "/eviction/evictions"),
+            ("eviction_write_backs", "/eviction/write_backs"),
+            ("refaults", "/eviction/refaults"),
+            (
+                "write_backs_eviction_per_frame",
+                "/write_backs_per_frame/eviction",
+            ),
+        ] {
+            let want = report.pointer(ptr).unwrap().as_f64().unwrap();
+            assert_eq!(
+                get(row, col).parse::<f64>().unwrap(),
+                want,
+                "{n} devices: {col}"
+            );
+        }
+        evicted += get(row, "evictions").parse::<u64>().unwrap();
+        for d in per_device.iter().filter(|r| get(r, "devices") == n) {
+            let i: usize = get(d, "device").parse().unwrap();
+            assert_eq!(
+                get(d, "evictions"),
+                report["per_device"][i]["eviction"]["evictions"].to_string(),
+                "{n} devices, device {i}"
+            );
+        }
+    }
+    assert!(evicted > 0, "the budget evicted nothing");
+}
+
 #[test]
 fn modeled_time_charges_each_page_move_to_its_link() {
     let dir = tempfile::tempdir().unwrap();

@@ -98,6 +98,18 @@ pub const COLUMNS: &[Column<Report>] = &[
     }),
     ("display_seconds", |r| json(&r.stage_seconds.display)),
     ("checksum", |r| json(&r.field_checksum)),
+    // Under a budget, what it cost: appended, so the columns before keep their places.
+    ("budget_bytes", |r| json(&r.budget_bytes)),
+    ("policy", |r| json(&r.policy)),
+    ("evictions", |r| json(&r.eviction.evictions)),
+    ("eviction_write_backs", |r| json(&r.eviction.write_backs)),
+    ("refaults", |r| json(&r.eviction.refaults)),
+    ("write_backs_coherence_per_frame", |r| {
+        json(&r.write_backs_per_frame.coherence)
+    }),
+    ("write_backs_eviction_per_frame", |r| {
+        json(&r.write_backs_per_frame.eviction)
+    }),
 ];
 
 /// Per device columns, from each of the report's `per_device`.
@@ -141,6 +153,9 @@ pub const DEVICE_COLUMNS: &[Column<DeviceReport>] = &[
     ("write_requests_seconds", |d| {
         json(&d.stage_seconds.write_requests)
     }),
+    ("evictions", |d| json(&d.eviction.evictions)),
+    ("eviction_write_backs", |d| json(&d.eviction.write_backs)),
+    ("refaults", |d| json(&d.eviction.refaults)),
 ];
 
 /// A CSV cell holding `v` as report.json writes it, quoted where it needs to be.
