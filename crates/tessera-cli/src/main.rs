@@ -307,6 +307,11 @@ impl BackendKind {
 /// The largest field side accepted: five textures of 8192² floats already take 1.3 GiB.
 pub const MAX_SIZE: u32 = 8192;
 
+/// The most frames of a camera path (`run quake --frames`/`--path-frames`, `run vr`'s frames
+/// and warm-up): the path's cameras are made before the first frame, and four billion of
+/// them asked for 96 GB and aborted the process.
+pub const MAX_PATH_FRAMES: u32 = 1_000_000;
+
 /// The backend and threads of a command's node: every command that runs one flattens it.
 #[derive(Args, Clone)]
 pub struct NodeOpts {

@@ -448,7 +448,17 @@ fn argument_inside(
         if given_to == "--out" {
             continue;
         }
-        if let Ok(at) = value.canonicalize() {
+        // What the path leads to, and the entry itself with its last link not followed: a
+        // link to a pak folder elsewhere, kept inside --out, went with the folder too.
+        let entry = value
+            .file_name()
+            .filter(|_| std::fs::symlink_metadata(&value).is_ok())
+            .and_then(|name| {
+                let parent = value.parent().filter(|p| !p.as_os_str().is_empty());
+                let parent = parent.unwrap_or(Path::new("."));
+                parent.canonicalize().ok().map(|p| p.join(name))
+            });
+        for at in [value.canonicalize().ok(), entry].into_iter().flatten() {
             if at != out && at.starts_with(out) {
                 return Some((given_to, value));
             }

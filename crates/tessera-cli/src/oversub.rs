@@ -79,19 +79,19 @@ pub struct OversubOpts {
     #[arg(long, value_name = "DIR", default_value = tessera_scene::DEFAULT_PAK_DIR)]
     pub(crate) pak_dir: PathBuf,
     /// Raytrace: copies of the scene on a grid.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=tessera_workloads::raytrace::scene::MAX_INSTANCES as i64))]
     pub(crate) instances: u32,
     /// Raytrace: image width.
-    #[arg(long, default_value_t = 160, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 160, value_parser = crate::raytrace::image_side())]
     pub(crate) width: u32,
     /// Raytrace: image height.
-    #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 120, value_parser = crate::raytrace::image_side())]
     pub(crate) height: u32,
     /// Raytrace: AO rays per pixel.
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(0..=tessera_workloads::raytrace::render::MAX_AO_SAMPLES as i64))]
     pub(crate) ao_samples: u32,
     /// Raytrace: AO ray length, world units.
-    #[arg(long, default_value_t = 96.0)]
+    #[arg(long, default_value_t = 96.0, value_parser = crate::raytrace::ao_radius)]
     pub(crate) ao_radius: f32,
 }
 
@@ -135,6 +135,11 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
     if o.workload == Workload::Boiling {
         // As on `run boiling`; the harness splits the field in rows.
         crate::run::field_fits(o.size, o.page, tessera_runtime::Partition::Rows, o.devices)?;
+    } else {
+        // As on `run raytrace`: more devices than rows is a usage error before anything runs.
+        tessera_runtime::Partition::Rows
+            .regions(o.width, o.height, o.devices as u32)
+            .map_err(crate::usage)?;
     }
     let subject = match o.workload {
         Workload::Boiling => Subject::Boiling { size: o.size },

@@ -106,12 +106,12 @@ pub struct QuakeOpts {
     /// Where the map's pk3 files are (`bash scripts/openarena.sh` installs OpenArena's there).
     #[arg(long, value_name = "DIR", default_value = tessera_scene::DEFAULT_PAK_DIR)]
     pak_dir: PathBuf,
-    /// Frames to render (along the scene's camera path).
-    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Frames to render (along the scene's camera path), at most a million.
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=crate::MAX_PATH_FRAMES as i64))]
     frames: u32,
-    /// Length of the camera path in frames (the path is one loop); `--frames` renders its
-    /// first frames. The same as `--frames` when not given.
-    #[arg(long)]
+    /// Length of the camera path in frames (the path is one loop), at most a million;
+    /// `--frames` renders its first frames. The same as `--frames` when not given.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=crate::MAX_PATH_FRAMES as i64))]
     path_frames: Option<u32>,
     /// Number of devices, each rendering one strip of the screen.
     #[arg(long, default_value_t = 2, value_parser = crate::parse_device_count)]

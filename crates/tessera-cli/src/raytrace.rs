@@ -18,12 +18,12 @@ use crate::run::progress;
 use crate::{parse_partition, parse_procedure, CacheOpts, NodeOpts};
 
 /// A side of the image: 1 to the renderer's largest.
-fn image_side() -> clap::builder::RangedI64ValueParser<u32> {
+pub(crate) fn image_side() -> clap::builder::RangedI64ValueParser<u32> {
     clap::value_parser!(u32).range(1..=tessera_workloads::raytrace::render::MAX_SIDE as i64)
 }
 
 /// A positive, finite length.
-fn ao_radius(s: &str) -> Result<f32, String> {
+pub(crate) fn ao_radius(s: &str) -> Result<f32, String> {
     match s.trim().parse::<f32>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
         // Parsed as a positive number but past f32's range: not "not positive".

@@ -47,13 +47,13 @@ pub struct SceneOpts {
     /// Where the map's pk3 files are.
     #[arg(long, value_name = "DIR", default_value = tessera_scene::DEFAULT_PAK_DIR)]
     pak_dir: PathBuf,
-    /// Stereo frames measured along the camera path.
-    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Stereo frames measured along the camera path, at most a million.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=crate::MAX_PATH_FRAMES as i64))]
     frames: u32,
     /// Frames rendered first and counted nowhere: on the first, every texture page is
     /// touched for the first time (and so homed where it is used), and OO-VR's predictor is
-    /// fitted on its first batches.
-    #[arg(long, default_value_t = 1)]
+    /// fitted on its first batches. At most a million.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=crate::MAX_PATH_FRAMES as i64))]
     warmup: u32,
     /// One eye's width in pixels (the stereo frame is twice as wide).
     #[arg(long, default_value_t = 320, value_parser = screen_side())]

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{argv, fails, ok_in, refused, run_report, stderr, tessera};
+use common::{argv, fails, listing, ok_in, refused, run_report, stderr, tessera};
 
 use std::process::Command;
 
@@ -380,6 +380,32 @@ fn absurd_thread_counts_are_refused_before_any_work() {
     let o = tessera(&["run", "boiling", "--threads", "two", "--out", out]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("not a whole number of threads"));
+}
+
+/// A camera path is made before the first frame: four billion frames asked for 96 GB and
+/// aborted the process, leaving its partial folder. At most a million is a usage error.
+#[test]
+fn absurd_camera_paths_are_refused_before_any_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let out = out.to_str().unwrap();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["run", "quake", "--frames", "4000000000", "--out", out],
+        vec!["run", "quake", "--path-frames", "1000001", "--out", out],
+        vec!["run", "vr", "--frames", "4000000000", "--out", out],
+        vec!["run", "vr", "--warmup", "4294967295", "--out", out],
+        vec!["sweep", "vr", "--frames", "1000001", "--out", out],
+    ];
+    for args in &cases {
+        let o = tessera_within(args, std::time::Duration::from_secs(20));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("1..=1000000") || err.contains("0..=1000000"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
 }
 
 #[test]

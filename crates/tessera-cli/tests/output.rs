@@ -683,9 +683,26 @@ fn force_never_replaces_a_folder_holding_an_input() {
     );
     assert_eq!(listing(&out), before);
     assert_eq!(std::fs::read_to_string(&topo).unwrap(), toml);
-    // Outside --out, the same file runs.
+    // A link inside --out to a file outside goes with the folder as well: refused, and kept.
     let beside = dir.path().join("topo.toml");
     std::fs::write(&beside, toml).unwrap();
+    std::fs::remove_file(&topo).unwrap();
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(&beside, &topo).unwrap();
+        let before = listing(&out);
+        let forced = boiling(&["--topology", topo.to_str().unwrap(), "--force"]);
+        assert_eq!(forced.status.code(), Some(2), "{}", stderr(&forced));
+        assert!(
+            stderr(&forced).contains("inside --out"),
+            "{}",
+            stderr(&forced)
+        );
+        assert_eq!(listing(&out), before);
+        assert!(std::fs::symlink_metadata(&topo).is_ok());
+        std::fs::remove_file(&topo).unwrap();
+    }
+    // Outside --out, the same file runs.
     let ok = boiling(&["--topology", beside.to_str().unwrap(), "--force"]);
     assert!(ok.status.success(), "{}", stderr(&ok));
 }

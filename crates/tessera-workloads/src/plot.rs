@@ -223,12 +223,15 @@ where
                 .map_err(err)?;
             for (i, s) in c.series.iter().enumerate() {
                 let col = colour(i);
-                let pts: Vec<(f64, f64)> = s
+                let mut pts: Vec<(f64, f64)> = s
                     .points
                     .iter()
                     .copied()
                     .filter(|(x, y)| x.is_finite() && y.is_finite() && (!c.y_log || *y > 0.0))
                     .collect();
+                // A line joins its points along x, whatever order the caller's list gave
+                // (`--ratios 4,1,2` drew a zig-zag).
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
                 let w = width(i, s);
                 chart
                     .draw_series(LineSeries::new(pts.clone(), col.stroke_width(w)))
@@ -480,6 +483,42 @@ mod tests {
             assert_eq!(colour(i), RGBColor(p.0, p.1, p.2));
         }
         assert_eq!(colour(DISTINCT_COLOURS), colour(0));
+    }
+
+    /// A line joins its points in x order, whatever order the list gave them in.
+    #[test]
+    fn a_line_joins_its_points_along_x() {
+        let dir = tempfile::tempdir().unwrap();
+        let stem = dir.path().join("c");
+        let chart = LineChart {
+            title: "t",
+            x_label: "x",
+            y_label: "y",
+            x_log2: true,
+            y_log: false,
+            series: vec![Series {
+                name: "s".into(),
+                points: vec![(4.0, 1.0), (1.0, 3.0), (2.0, 2.0)],
+                secondary: false,
+            }],
+        };
+        line_chart(&stem, &chart).unwrap();
+        let svg = std::fs::read_to_string(stem.with_extension("svg")).unwrap();
+        // The series is the one polyline of three points (axes and grid lines have two).
+        let lines: Vec<Vec<f64>> = svg
+            .split("<polyline")
+            .skip(1)
+            .map(|p| {
+                let p = &p[p.find("points=\"").unwrap() + 8..];
+                p[..p.find('"').unwrap()]
+                    .split_whitespace()
+                    .map(|xy| xy.split(',').next().unwrap().parse().unwrap())
+                    .collect()
+            })
+            .filter(|xs: &Vec<f64>| xs.len() == 3)
+            .collect();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(lines[0].windows(2).all(|w| w[0] < w[1]), "{lines:?}");
     }
 
     #[test]

@@ -36,6 +36,15 @@ pub enum OversubError {
     Empty(&'static str),
     #[error("--staging on applies to boiling only (the ray kernel has no footprint)")]
     StagingWithoutFootprint,
+    /// A ratio whose budget would fall under the ray tracer's least (it used to be raised to
+    /// that least without a word, so that rows of different ratios were one run).
+    #[error("ratio {ratio}: a working set of {working_set} pages over {ratio} is under the ray tracer's least budget of {least} pages; the largest ratio this scene takes is {largest:.2}")]
+    RatioTooLarge {
+        ratio: f64,
+        working_set: u64,
+        least: u64,
+        largest: f64,
+    },
     /// A trial's frame failed; `trial` names its setting.
     #[error("{trial}")]
     Trial {

@@ -65,8 +65,19 @@ pub(super) fn run(
             .max()
             .unwrap_or(0)
     };
-    let budget_of =
-        |ratio: f64| ((ws_pages as f64 / ratio) as u64).max(MIN_BUDGET_PAGES) * page_bytes;
+    if let Some(&ratio) = b
+        .ratios
+        .iter()
+        .find(|&&r| ((ws_pages as f64 / r) as u64) < MIN_BUDGET_PAGES)
+    {
+        return Err(OversubError::RatioTooLarge {
+            ratio,
+            working_set: ws_pages,
+            least: MIN_BUDGET_PAGES,
+            largest: ws_pages as f64 / MIN_BUDGET_PAGES as f64,
+        });
+    }
+    let budget_of = |ratio: f64| (ws_pages as f64 / ratio) as u64 * page_bytes;
     let mut settings: Vec<Option<(f64, Policy)>> = vec![None];
     for &ratio in &b.ratios {
         for &p in &b.policies {
