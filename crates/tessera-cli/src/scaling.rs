@@ -87,7 +87,8 @@ pub fn scaling(o: &ScalingOpts) -> Result<()> {
     bar.finish_and_clear();
     let (out, ranges) = medians(runs);
     let (home_out, _) = medians(home_runs);
-    let Some(table) = table(&out, &ranges, &home_out, o.rounds) else {
+    let isolated = matches!(o.point.node.model, ModelKind::Isolated);
+    let Some(table) = table(&out, &ranges, &home_out, o.rounds, isolated) else {
         bail!("no device count ran");
     };
     let model = match o.point.node.model {

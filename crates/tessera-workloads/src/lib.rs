@@ -145,7 +145,7 @@ pub fn gpu_vs_cpu_table(rows: &[GpuVsCpu]) -> String {
     );
     ln!(
         s,
-        "the host's work per device and frame on the GPU (mean over the devices):"
+        "the host's work per device and frame on the GPU (mean over the devices; quake's and raytrace's over every frame run, the dropped first one too, as their reports count it):"
     );
     let host: Vec<_> = rows.iter().map(|r| (&r.workload, r.gpu_host)).collect();
     s += &host_table("workload", &host, None);
