@@ -138,16 +138,27 @@ fn load_scene(o: &SceneOpts) -> Result<(Scene, Vec<Camera>, String)> {
 /// frame has columns (`sfr-v`) or rows (`sfr-h`) would leave some with nothing to draw, which
 /// is refused before anything runs, as every command refuses more devices than rows or
 /// columns to split.
-fn check_strips(scheme: &str, gpms: usize, o: &SceneOpts) -> Result<()> {
+/// `sweep`: the check is of a point of `sweep vr`, whose schemes and GPM counts are fixed, so
+/// the advice is a larger frame alone.
+fn check_strips(scheme: &str, gpms: usize, o: &SceneOpts, sweep: bool) -> Result<()> {
     let (along, what, side) = match scheme {
         "sfr-v" => (2 * o.width as usize, "columns (twice --width)", "--width"),
         "sfr-h" => (o.height as usize, "rows", "--height"),
         _ => return Ok(()),
     };
     if gpms > along {
-        return Err(crate::usage(format!(
-            "--scheme {scheme} gives each GPM a strip of the stereo frame, but {gpms} GPMs are more than its {along} {what}: use at most {along} GPMs or a larger {side}"
-        )));
+        let least = match scheme {
+            "sfr-v" => gpms.div_ceil(2),
+            _ => gpms,
+        };
+        return Err(crate::usage(match sweep {
+            false => format!(
+                "--scheme {scheme} gives each GPM a strip of the stereo frame, but {gpms} GPMs are more than its {along} {what}: use at most {along} GPMs or a larger {side}"
+            ),
+            true => format!(
+                "sweep vr runs {scheme} on {gpms} GPMs, each a strip of the stereo frame, but its {along} {what} are fewer: give {side} {least} or more"
+            ),
+        }));
     }
     Ok(())
 }
@@ -193,7 +204,7 @@ fn execute(
 
 pub fn run(o: &VrOpts) -> Result<()> {
     by_name(&o.scheme).map_err(crate::usage)?;
-    check_strips(&o.scheme, o.gpms, &o.scene)?;
+    check_strips(&o.scheme, o.gpms, &o.scene, false)?;
     let link = link_model(o.gpms, o.link_gbps)?;
     let (scene, cams, name) = load_scene(&o.scene)?;
     create_dir(&o.out)?;
@@ -236,7 +247,7 @@ pub fn run(o: &VrOpts) -> Result<()> {
 
 pub fn sweep(o: &VrSweepOpts) -> Result<()> {
     for (scheme, gpms) in sweep_plan() {
-        check_strips(&scheme, gpms, &o.scene)?;
+        check_strips(&scheme, gpms, &o.scene, true)?;
     }
     let (scene, cams, name) = load_scene(&o.scene)?;
     create_dir(&o.out)?;

@@ -99,6 +99,20 @@ fn more_gpms_than_strips_is_a_usage_error() {
         assert!(stderr(&o).contains(says), "{a:?}: {}", stderr(&o));
         assert!(!dir.path().join("out").exists());
     }
+    // `sweep vr` takes no --scheme or --devices: its advice is a larger frame alone.
+    for (size, says) in [
+        ("--width 16 --height 3", "give --height 4 or more"),
+        ("--width 1 --height 16", "give --width 2 or more"),
+    ] {
+        let mut a = argv("sweep vr --scene generated:1 --frames 1 --warmup 0");
+        a.extend(argv(size));
+        a.extend(["--out", out]);
+        let o = tessera(&a);
+        assert_eq!(o.status.code(), Some(2), "{a:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{a:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("GPMs or a larger"), "{}", stderr(&o));
+        assert!(!dir.path().join("out").exists());
+    }
     let mut a = argv("run vr --scene generated:1 --frames 1 --warmup 0 --width 1 --height 16");
     a.extend(["--scheme", "sfr-v", "--devices", "2", "--out", out]);
     let o = tessera(&a);
