@@ -417,15 +417,17 @@ pub struct PagingOpts {
     topology: String,
     /// Keep the objects' home copies in a memory-mapped file at PATH instead of host memory,
     /// so they may exceed RAM. PATH must not exist: tessera creates it fresh, never overwrites
-    /// an existing file (the run is refused), and removes it when the run ends. The isolated
-    /// model's second node keeps its own in `PATH.isolated`, under the same rules.
+    /// an existing file (the run is refused), and removes it when the run ends. Boiling's
+    /// isolated model runs a second node, which keeps its own in `PATH.isolated`, under the
+    /// same rules.
     #[arg(long, value_name = "PATH", value_parser = fresh_home_file)]
     home_file: Option<PathBuf>,
-    /// How the modeled time is made. `isolated`: a second node runs the measured frames beside
-    /// the first (whose devices run together, for the measured wall time and the field) with
-    /// its devices one at a time, each with the whole machine; the model takes the slowest
-    /// device's work alone, the links and the memory manager's time, and the counters and
-    /// stage times come from its frames. Neither model changes the field.
+    /// How the modeled time is made. `isolated`: the measured frames also run with the devices
+    /// one at a time, each with the whole machine (boiling: on a second node beside the first,
+    /// whose devices run together for the measured wall time and the field; the stencil and
+    /// the convolution: after the measured steps, on the same node); the model takes the
+    /// slowest device's work alone, the links and the memory manager's time, and the counters
+    /// and stage times come from those frames. Neither model changes the field.
     /// `concurrent`: the older model, from the work measured while all devices shared the
     /// machine, which makes more devices look slower on a machine with few cores.
     #[arg(long, value_enum, default_value = "isolated")]

@@ -87,9 +87,10 @@ pub struct Setup {
 /// the neighbour's pages, which the neighbour rewrote last step; relaunch learns one missing
 /// page per invocation per round, so a halo reaching r pages away takes about r rounds (18
 /// launches per step at halo 16, docs/EVALUATION.md), where two-pass's request pass records
-/// every page first and one batch brings them. Explicit and remote never miss in steady
-/// state (private slabs; remote pages are never requested), so a request pass would only
-/// repeat their work.
+/// every page first and one batch brings them. Remote never misses (its pages are never
+/// requested); explicit's slabs never miss, and its halo buffers, which change owner every
+/// step, fault once per pack and unpack: a request pass would repeat all their work to save
+/// that one round.
 pub fn default_procedure(access: Access) -> Procedure {
     match access {
         Access::Migrate => Procedure::TwoPass,
