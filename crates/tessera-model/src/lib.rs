@@ -728,8 +728,9 @@ impl Topology {
 
     /// [`Topology::from_toml_str`] for a run on devices `0..used` alone (`None`: all of
     /// them): the whole file is checked, then the other devices and their links are left
-    /// out, so that a device the run does not use changes none of its figures (the remote
-    /// model scaled to the slowest host link scaled to an unused device's).
+    /// out, so that a device the run does not use changes none of its figures (without
+    /// `[remote]`, the remote model scales to the slowest host link, which was an unused
+    /// device's in a file of slow spare devices).
     fn from_toml_for(text: &str, origin: &str, used: Option<usize>) -> Result<Self> {
         let file: File = toml::from_str(text).map_err(|e| TopologyError::Parse {
             origin: origin.to_string(),
