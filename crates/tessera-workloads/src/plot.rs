@@ -53,7 +53,7 @@ pub const DISTINCT_COLOURS: usize = 64;
 const RESERVED: [(u8, u8, u8); 3] = [(20, 20, 20), (215, 215, 215), (255, 255, 255)];
 
 /// A distinct colour per series: the palette, then colours chosen one by one as far as
-/// possible from every colour before them and from [`RESERVED`], on a grid of 32 per channel;
+/// possible from every colour before them and from the reserved ones, on a grid of 32 per channel;
 /// past [`DISTINCT_COLOURS`] they repeat. A darker copy of the palette, as it was, left
 /// devices 30 to 39 and 40 to 47 one colour and made the ones past 30 nearly the shared
 /// pages' black.
