@@ -4,7 +4,8 @@ use tessera_runtime::{Procedure, System, SystemConfig};
 use tessera_scene::Scene;
 use tessera_workloads::quake::map::camera_path;
 use tessera_workloads::quake::{reference, Mesh};
-use tessera_workloads::vr::scheme::{FrameInput, SchemeError};
+use tessera_workloads::vr::render::FRAGMENT_BYTES;
+use tessera_workloads::vr::scheme::{Composition, FrameInput, SchemeError};
 use tessera_workloads::vr::{
     by_name, eyes, reference_stereo, ObjectError, StereoOptions, StereoRenderer, VrError, NAMES,
 };
@@ -64,6 +65,55 @@ fn every_scheme_composes_the_single_device_stereo_frames() {
             }
             assert_eq!(m.finish.len(), 4);
             assert!(m.passes > 0);
+        }
+    }
+}
+
+/// A GPM's pieces meet in its one framebuffer before it composes, so it sends each pixel at
+/// most once a frame, however many of its pieces drew there: on one GPM every composing
+/// scheme composes the same pixels (the scene's, whichever pieces drew them), and no GPM sends
+/// more fragments than an eye pair has pixels.
+#[test]
+fn a_gpm_sends_each_pixel_it_drew_to_composition_once() {
+    let scene = Scene::generated(2);
+    let cams: Vec<_> = camera_path(&scene, 12).into_iter().step_by(5).collect();
+    let pixels = 2 * (W * H) as u64;
+    for gpms in [1, 2] {
+        let mut one_gpm: Vec<Vec<u64>> = Vec::new();
+        for name in NAMES {
+            let mut scheme = by_name(name).unwrap();
+            if scheme.composition() == Composition::InPlace {
+                continue;
+            }
+            let mut r = renderer(&scene, gpms).unwrap();
+            let mut per_frame = Vec::new();
+            for (f, cam) in cams.iter().enumerate() {
+                let m = r.frame(cam, scheme.as_mut()).unwrap();
+                let composed: u64 = m.composed_fragments.iter().sum();
+                assert!(composed > 0, "{name} on {gpms} GPM(s), frame {f}");
+                assert!(
+                    composed <= gpms as u64 * pixels,
+                    "{name} on {gpms} GPM(s), frame {f}: {composed} fragments from {pixels}-pixel eye pairs"
+                );
+                for (from, to) in m.composition_bytes.iter().enumerate() {
+                    let sent: u64 = to.iter().sum();
+                    assert!(
+                        sent <= pixels * FRAGMENT_BYTES,
+                        "{name} on {gpms} GPM(s), frame {f}: GPM {from} sent {sent} bytes"
+                    );
+                }
+                per_frame.push(composed);
+            }
+            if gpms == 1 {
+                one_gpm.push(per_frame);
+            }
+        }
+        assert!(gpms > 1 || one_gpm.len() >= 2, "too few composing schemes");
+        for w in one_gpm.windows(2) {
+            assert_eq!(
+                w[0], w[1],
+                "composing schemes on one GPM compose different pixels"
+            );
         }
     }
 }

@@ -18,7 +18,9 @@
 //! 4. composes: a pixel takes its colour from the piece that holds the object in front there.
 //!    The kernel keeps depth inside the invocation and writes no depth buffer, so the host's
 //!    visibility from step 2 stands in for the depth comparison of the composition hardware;
-//!    the fragments, colour and depth, that a GPM would send are counted from its access map.
+//!    the fragments, colour and depth, that a GPM would send are counted from its access map,
+//!    once per pixel it drew in the frame (its pieces meet in its one framebuffer, behind its
+//!    own depth test, before it composes).
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -267,6 +269,10 @@ struct Acc {
     gpms: usize,
     m: FrameMeasure,
     filled: [Vec<u8>; 2],
+    /// Per GPM and eye, the pixels any of its pieces drew this frame: a GPM depth-tests its
+    /// pieces into its one framebuffer and sends each pixel to composition once, however
+    /// many of its pieces drew there.
+    drawn: Vec<[Vec<bool>; 2]>,
 }
 
 fn buffer(sys: &System, words: &[u32]) -> Result<ObjectEntry, VrError> {
@@ -484,6 +490,7 @@ impl StereoRenderer {
                 ..FrameMeasure::default()
             },
             filled: [vec![0; (w * h) as usize], vec![0; (w * h) as usize]],
+            drawn: vec![[vec![false; (w * h) as usize], vec![false; (w * h) as usize]]; gpms],
         };
         for eye in &mut self.composed {
             for px in eye.chunks_exact_mut(4) {
@@ -596,7 +603,8 @@ impl StereoRenderer {
                             Some((sx as u64 * g as u64 / (2 * w) as u64) as usize)
                         }
                     };
-                    if let Some(home) = home {
+                    let first = !std::mem::replace(&mut acc.drawn[p.gpm][e as usize][i], true);
+                    if let Some(home) = home.filter(|_| first) {
                         acc.m.composed_fragments[home] += 1;
                         if home != p.gpm {
                             acc.m.composition_bytes[p.gpm][home] += FRAGMENT_BYTES;
