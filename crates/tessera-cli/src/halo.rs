@@ -128,7 +128,7 @@ impl HaloRunOpts {
 #[derive(Args, Clone)]
 pub struct HaloSweepOpts {
     /// Device counts, a list such as 1,2,4,8; the first is the speed-ups' base.
-    #[arg(long, default_value = "1,2,4,8", value_parser = parse_devices)]
+    #[arg(long, allow_negative_numbers = true, default_value = "1,2,4,8", value_parser = parse_devices)]
     devices: List,
     /// Access modes, a list of explicit, migrate, remote.
     #[arg(long, default_value = "explicit,migrate", value_parser = parse_accesses)]

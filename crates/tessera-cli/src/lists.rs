@@ -33,9 +33,17 @@ pub fn parse_list_of(
             pending_dots = true;
             continue;
         }
-        let v: u32 = tok
-            .parse()
-            .map_err(|_| format!("{what} {tok:?} is not a whole number (in {s:?})"))?;
+        if tok.is_empty() {
+            return Err(if s.trim().is_empty() {
+                format!("the {what} list is empty")
+            } else {
+                format!("an empty entry in {what} list {s:?}")
+            });
+        }
+        let v: u32 = tok.parse().map_err(|_| match tok.parse::<u128>() {
+            Ok(_) => format!("{what} {tok} is too large (in {s:?})"),
+            Err(_) => format!("{what} {tok:?} is not a whole number (in {s:?})"),
+        })?;
         check(v)?;
         if pending_dots {
             let mut x = *out.last().unwrap_or(&v);
@@ -56,9 +64,6 @@ pub fn parse_list_of(
         return Err(format!(
             "`...` in {what} list {s:?} must stand between two values"
         ));
-    }
-    if out.is_empty() {
-        return Err(format!("the {what} list is empty"));
     }
     let mut sorted = out.clone();
     sorted.sort_unstable();
@@ -84,7 +89,7 @@ pub fn parse_devices(s: &str) -> Result<List, String> {
     parse_list_of(s, "device count", |d| {
         if d == 0 || d as usize > tessera_core::MAX_DEVICES {
             Err(format!(
-                "device count {d} is out of range 1..{}",
+                "device count {d} is out of range: between 1 and {}",
                 tessera_core::MAX_DEVICES
             ))
         } else {
@@ -116,7 +121,9 @@ mod tests {
             ("1024", "out of range"),
             ("0", "not a power of two"),
             ("16,16", "appears twice"),
-            ("", "not a whole number"),
+            ("", "the page size list is empty"),
+            ("16,,32", "an empty entry in page size list"),
+            ("99999999999999999999", "99999999999999999999 is too large"),
             ("sixteen", "not a whole number"),
             ("-4", "not a whole number"),
             ("...,64", "between two values"),
@@ -130,6 +137,8 @@ mod tests {
             assert!(e.contains(needle), "{s:?}: {e}");
         }
         assert!(parse_devices("0,2").unwrap_err().contains("out of range"));
-        assert!(parse_devices("65").unwrap_err().contains("out of range"));
+        assert!(parse_devices("65")
+            .unwrap_err()
+            .contains("out of range: between 1 and 64"));
     }
 }

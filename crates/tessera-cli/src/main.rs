@@ -312,6 +312,10 @@ pub const MAX_SIZE: u32 = 8192;
 /// them asked for 96 GB and aborted the process.
 pub const MAX_PATH_FRAMES: u32 = 1_000_000;
 
+/// The most boiling frames, measured or warm-up, one option takes: both together still count
+/// in 32 bits.
+pub const MAX_FRAMES: u32 = i32::MAX as u32;
+
 /// The backend and threads of a command's node: every command that runs one flattens it.
 #[derive(Args, Clone)]
 pub struct NodeOpts {
@@ -494,7 +498,7 @@ pub struct RunOpts {
     #[arg(long, default_value = "64", value_parser = crate::parse_page)]
     page: PageSize,
     /// Frames measured, after the `--warmup` frames (the field is after both).
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=crate::MAX_FRAMES as i64))]
     frames: u32,
     /// How passes get their pages.
     #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
@@ -508,7 +512,7 @@ pub struct RunOpts {
     #[command(flatten)]
     node: PagingOpts,
     /// Frames run before the measured ones; the report counts none of them.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=crate::MAX_FRAMES as i64))]
     warmup: u32,
     /// Also write residency-<texture>.png: where each page lives at the end of the run.
     #[arg(long)]

@@ -26,7 +26,7 @@ pub struct OversubOpts {
     #[arg(long, value_enum, default_value = "boiling")]
     pub(crate) workload: Workload,
     /// Working set divided by budget, comma-separated; each at least 1.
-    #[arg(long, default_value = "1,1.25,1.5,2,4", value_delimiter = ',', value_parser = parse_ratio)]
+    #[arg(long, allow_negative_numbers = true, default_value = "1,1.25,1.5,2,4", value_delimiter = ',', value_parser = parse_ratio)]
     pub(crate) ratios: Vec<f64>,
     /// Eviction policies to compare, comma-separated.
     #[arg(long, default_value = "lru,clock,fifo,random", value_delimiter = ',', value_parser = parse_policy())]
@@ -66,7 +66,8 @@ pub struct OversubOpts {
     /// device holds or was just granted is queued without waiting for its outcome.
     #[arg(long, default_value = "on", value_parser = crate::on_off(), action = clap::ArgAction::Set)]
     pub(crate) deferred: bool,
-    /// Output directory: oversubscription.csv and oversubscription.{svg,png}.
+    /// Output directory: oversubscription.csv and oversubscription.{svg,png} for boiling,
+    /// oversubscription-raytrace.csv for the ray tracer.
     #[arg(long, default_value = "out/oversubscription")]
     pub(crate) out: PathBuf,
     /// Raytrace: `openarena:MAP` or `generated[:N]`.
@@ -201,7 +202,7 @@ pub fn oversubscription(o: &OversubOpts) -> Result<()> {
             let stem = o.out.join("oversubscription");
             ratio_chart(&stem, &title, series)?;
             let stem = shown(&stem);
-            wrote!("wrote {csv}, {stem}.{{svg,png}}");
+            wrote!("wrote {csv}, {stem}.svg and {stem}.png");
         }
         None => wrote!("wrote {csv}"),
     }

@@ -4,7 +4,11 @@
 //! report of the same settings hold the same counters.
 
 use anyhow::Result;
-use indicatif::{ProgressBar, ProgressStyle};
+use std::io::{IsTerminal, Write};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 use tessera_model::Topology;
 use tessera_workloads::boiling::animation::{sampled, Animation};
 use tessera_workloads::boiling::math::BoilingParams;
@@ -17,17 +21,106 @@ use tessera_workloads::boiling::sim::PagedBoiling;
 use crate::output::{create_dir, shown, write_json, write_png};
 use crate::{BackendKind, RunOpts};
 
+/// A progress bar on a terminal; where stderr is a log file or a pipe, a line now and then
+/// (`LogLines`), so a long run left to itself still says how far it got.
 pub fn progress(len: u64, what: &str) -> ProgressBar {
-    let bar = ProgressBar::new(len);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "{prefix} [{bar:40}] {pos}/{len} {msg} ({elapsed}, eta {eta})",
+    let log = !std::io::stderr().is_terminal();
+    let template = if log {
+        "{prefix}: {pos}/{len} {msg} ({elapsed}, eta {eta})"
+    } else {
+        "{prefix} [{bar:40}] {pos}/{len} {msg} ({elapsed}, eta {eta})"
+    };
+    let bar = if log {
+        ProgressBar::with_draw_target(
+            Some(len),
+            ProgressDrawTarget::term_like_with_hz(Box::new(LogLines::new(LOG_EVERY)), 1),
         )
-        .expect("static template")
-        .progress_chars("=> "),
+    } else {
+        ProgressBar::new(len)
+    };
+    bar.set_style(
+        ProgressStyle::with_template(template)
+            .expect("static template")
+            .progress_chars("=> "),
     );
     bar.set_prefix(what.to_string());
     bar
+}
+
+/// How often a run whose stderr is not a terminal says how far it got; the first line comes
+/// after as long, so short runs print none.
+const LOG_EVERY: Duration = Duration::from_secs(30);
+
+/// Draws a progress bar as whole lines, at most one every `every`: what a log file or a CI
+/// job shows of a long run. Cursor moves and clears, which only a terminal can act on, are
+/// dropped.
+struct LogLines {
+    every: Duration,
+    /// When the last line was written (the bar's start, at first), and where lines go.
+    state: Mutex<(Instant, Box<dyn Write + Send>)>,
+}
+
+impl std::fmt::Debug for LogLines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogLines")
+            .field("every", &self.every)
+            .finish()
+    }
+}
+
+impl LogLines {
+    fn new(every: Duration) -> Self {
+        Self::to(every, Box::new(std::io::stderr()))
+    }
+    fn to(every: Duration, out: Box<dyn Write + Send>) -> Self {
+        LogLines {
+            every,
+            state: Mutex::new((Instant::now(), out)),
+        }
+    }
+    fn line(&self, s: &str) -> std::io::Result<()> {
+        if s.trim().is_empty() {
+            return Ok(());
+        }
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let (last, out) = &mut *state;
+        if last.elapsed() < self.every {
+            return Ok(());
+        }
+        *last = Instant::now();
+        writeln!(out, "{}", s.trim_end())
+    }
+}
+
+impl TermLike for LogLines {
+    fn width(&self) -> u16 {
+        200
+    }
+    fn move_cursor_up(&self, _: usize) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn move_cursor_down(&self, _: usize) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn move_cursor_right(&self, _: usize) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn move_cursor_left(&self, _: usize) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn write_line(&self, s: &str) -> std::io::Result<()> {
+        self.line(s)
+    }
+    fn write_str(&self, s: &str) -> std::io::Result<()> {
+        self.line(s)
+    }
+    fn clear_line(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.1.flush()
+    }
 }
 
 /// Runs boiling with `o` on `topo` and builds its report; shared by `run` and the sweeps.
@@ -196,4 +289,61 @@ pub fn settings(o: &RunOpts) -> Settings {
 /// The model never changes it.
 pub fn simulated_frames(o: &RunOpts) -> u32 {
     o.warmup + o.frames
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    /// A writer the test reads back.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn drawn(every: Duration) -> String {
+        let out = Shared::default();
+        let bar = ProgressBar::with_draw_target(
+            Some(3),
+            ProgressDrawTarget::term_like(Box::new(LogLines::to(every, Box::new(out.clone())))),
+        );
+        bar.set_style(ProgressStyle::with_template("{prefix}: {pos}/{len} {msg}").unwrap());
+        bar.set_prefix("sweep");
+        for k in 0..3 {
+            bar.set_message(format!("page {k}"));
+            bar.inc(1);
+            std::thread::sleep(Duration::from_millis(60));
+        }
+        bar.finish_and_clear();
+        let s = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        s
+    }
+
+    /// Where stderr is no terminal, progress comes as whole lines without cursor codes, and
+    /// none before the first interval has passed.
+    #[test]
+    fn progress_in_a_log_is_whole_lines_and_none_for_a_short_run() {
+        let every = drawn(Duration::ZERO);
+        assert!(every.lines().count() >= 2, "{every:?}");
+        for line in every.lines() {
+            let rest = line
+                .strip_prefix("sweep: ")
+                .unwrap_or_else(|| panic!("{every:?}"));
+            let (pos, msg) = rest.split_once("/3").unwrap_or_else(|| panic!("{every:?}"));
+            assert!(pos.parse::<u32>().is_ok_and(|p| p <= 3), "{every:?}");
+            assert!(msg.is_empty() || msg.starts_with(" page "), "{every:?}");
+        }
+        assert!(every.contains("sweep: 3/3 page 2\n"), "{every:?}");
+        assert!(every.ends_with('\n'), "{every:?}");
+        assert_eq!(drawn(Duration::from_secs(3600)), "");
+    }
 }

@@ -45,11 +45,11 @@ pub struct PointOpts {
     pub(crate) size: u32,
     /// Measured frames per point (in the isolated model on two nodes side by side: the
     /// devices together, and one at a time for the model).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=crate::MAX_FRAMES as i64))]
     pub(crate) frames: u32,
     /// Frames run before the measured ones at every point and counted nowhere (pages move
     /// in on the first).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(0..=crate::MAX_FRAMES as i64))]
     pub(crate) warmup: u32,
     /// How passes get their pages.
     #[arg(long, default_value = "relaunch", value_parser = parse_procedure())]
@@ -104,7 +104,7 @@ pub struct PageSweepOpts {
     devices: usize,
     /// Page sides to run, powers of two from 1 to 512: a list such as 16,32,64, where `...`
     /// keeps doubling up to the next value (1,2,...,512).
-    #[arg(long, default_value = "1,2,...,512", value_parser = parse_pages)]
+    #[arg(long, allow_negative_numbers = true, default_value = "1,2,...,512", value_parser = parse_pages)]
     pages: List,
 }
 
@@ -113,7 +113,7 @@ pub struct DeviceSweepOpts {
     #[command(flatten)]
     pub(crate) common: SweepCommon,
     /// Device counts to run, from 1 to 64: a list such as 1,2,4,8 (`...` keeps doubling).
-    #[arg(long, default_value = "1,2,4,8", value_parser = parse_devices)]
+    #[arg(long, allow_negative_numbers = true, default_value = "1,2,4,8", value_parser = parse_devices)]
     devices: List,
     /// Page side P in texels.
     #[arg(long, default_value = "64", value_parser = crate::parse_page)]
@@ -240,12 +240,13 @@ fn sweep(
     wrote.extend(figures(&c.out, &reports)?);
     out!("{}", figures::summary(&reports, what, key));
     for p in wrote {
-        let plot = if p.extension().is_some() {
-            ""
+        let plot = p.extension().is_none();
+        let p = shown(&p);
+        if plot {
+            wrote!("wrote {p}.svg and {p}.png");
         } else {
-            ".svg/.png"
-        };
-        wrote!("wrote {}{plot}", shown(&p));
+            wrote!("wrote {p}");
+        }
     }
     Ok(())
 }

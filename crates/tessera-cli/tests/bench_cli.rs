@@ -117,7 +117,7 @@ fn bad_bench_input_is_a_clear_error_never_a_panic() {
     }
     fails(
         &["bench", "page-moves", "--pages-kib", ""],
-        "not a whole number",
+        "the page size (KiB) list is empty",
     );
     // The ray tracer's options are refused as `run raytrace` refuses them: usage errors
     // (exit 2), where the bench ran the resident frame first and failed with 1.

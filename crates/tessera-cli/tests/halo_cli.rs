@@ -173,7 +173,7 @@ fn a_stencil_refused_for_its_budget_is_told_what_is_enough() {
     let enough = (1 + 6 * 2 + 1) * 8 * 8 * 4;
     assert!(
         err.contains(&format!(
-            "({enough} bytes are enough for any one invocation of it)"
+            "({enough} bytes are enough for any one invocation of it;"
         )),
         "{err}"
     );

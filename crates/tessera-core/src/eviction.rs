@@ -256,21 +256,46 @@ impl Resident {
     }
 }
 
+/// One event of a device's trace, the input of [`belady_loads`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceEvent {
+    /// A set of pages that had to be resident together (a granted batch and the pages its
+    /// wave kept).
+    Step(Vec<GlobalPage>),
+    /// The device's copy of a page was dropped by something no eviction policy chooses:
+    /// another device's write invalidated it, or its object was freed. Every policy must
+    /// load the page again before its next use.
+    Lost(GlobalPage),
+}
+
 /// Belady's OPT: the fewest page loads any policy could make serving `trace` (each step a set
-/// of pages that must be resident together) with `capacity` slots, evicting the page whose next
-/// use is farthest away. An offline bound, computed from a recorded trace; not a policy.
-/// Steps larger than `capacity` cannot be served by anyone and count every missing page.
-pub fn belady_loads(trace: &[Vec<GlobalPage>], capacity: usize) -> u64 {
-    // next_use[i][k]: the next step after i that uses trace[i][k]'s page (or usize::MAX).
+/// of pages that must be resident together, each loss a copy taken away whatever the policy)
+/// with `capacity` slots, evicting the page whose next use is farthest away. An offline bound,
+/// computed from a recorded trace; not a policy. Steps larger than `capacity` cannot be served
+/// by anyone and count every missing page.
+///
+/// A page lost before its next use has no next use as far as the copy held is concerned, so it
+/// is the first to go: Belady's rule over the trace with each page renamed at every loss (a
+/// lost copy is never used again), which keeps the rule optimal.
+pub fn belady_loads(trace: &[TraceEvent], capacity: usize) -> u64 {
+    // next_use[i][k]: the event after i whose step uses step i's k-th page with the copy it
+    // holds then (usize::MAX if the page is lost first, or never used again).
     let mut next_seen: HashMap<GlobalPage, usize> = HashMap::default();
     let mut next_use: Vec<Vec<usize>> = vec![Vec::new(); trace.len()];
     for i in (0..trace.len()).rev() {
-        next_use[i] = trace[i]
-            .iter()
-            .map(|p| next_seen.get(p).copied().unwrap_or(usize::MAX))
-            .collect();
-        for &p in &trace[i] {
-            next_seen.insert(p, i);
+        match &trace[i] {
+            TraceEvent::Step(step) => {
+                next_use[i] = step
+                    .iter()
+                    .map(|p| next_seen.get(p).copied().unwrap_or(usize::MAX))
+                    .collect();
+                for &p in step {
+                    next_seen.insert(p, i);
+                }
+            }
+            TraceEvent::Lost(p) => {
+                next_seen.insert(*p, usize::MAX);
+            }
         }
     }
     // Resident page → its next use; ordered set of (next use, page) to find the farthest.
@@ -281,7 +306,16 @@ pub fn belady_loads(trace: &[Vec<GlobalPage>], capacity: usize) -> u64 {
     let mut resident: HashMap<GlobalPage, usize> = HashMap::default();
     let mut by_next: std::collections::BTreeSet<(usize, GlobalPage)> = Default::default();
     let mut loads = 0;
-    for (i, step) in trace.iter().enumerate() {
+    for (i, event) in trace.iter().enumerate() {
+        let step = match event {
+            TraceEvent::Step(step) => step,
+            TraceEvent::Lost(p) => {
+                if let Some(next) = resident.remove(p) {
+                    by_next.remove(&(next, *p));
+                }
+                continue;
+            }
+        };
         for (k, &p) in step.iter().enumerate() {
             match resident.insert(p, next_use[i][k]) {
                 Some(old) => {
@@ -465,10 +499,17 @@ mod tests {
     }
 
     /// Brute force over every eviction choice: the least loads any policy can make.
-    fn brute(trace: &[Vec<GlobalPage>], cap: usize) -> u64 {
-        fn go(trace: &[Vec<GlobalPage>], i: usize, cap: usize, res: Vec<GlobalPage>) -> u64 {
-            let Some(step) = trace.get(i) else { return 0 };
+    fn brute(trace: &[TraceEvent], cap: usize) -> u64 {
+        fn go(trace: &[TraceEvent], i: usize, cap: usize, res: Vec<GlobalPage>) -> u64 {
+            let Some(event) = trace.get(i) else { return 0 };
             let mut res = res;
+            let step = match event {
+                TraceEvent::Step(step) => step,
+                TraceEvent::Lost(p) => {
+                    res.retain(|r| r != p);
+                    return go(trace, i + 1, cap, res);
+                }
+            };
             let mut loads = 0;
             for p in step {
                 if !res.contains(p) {
@@ -505,6 +546,24 @@ mod tests {
         go(trace, 0, cap, Vec::new())
     }
 
+    /// A copy another device's write took away is loaded again by every policy, even with
+    /// room to spare; and Belady's rule sends a page that will be lost before its next use
+    /// out first.
+    #[test]
+    fn belady_loads_a_lost_page_again_and_evicts_it_first() {
+        let step = |v: &[u64]| TraceEvent::Step(pages(v));
+        let lost = |p: u64| TraceEvent::Lost(GlobalPage(p));
+        assert_eq!(belady_loads(&[step(&[1]), step(&[1])], 4), 1);
+        assert_eq!(belady_loads(&[step(&[1]), lost(1), step(&[1])], 4), 2);
+        // Losing a page not held changes nothing.
+        assert_eq!(belady_loads(&[step(&[1]), lost(2), step(&[1])], 4), 1);
+        // With 2 slots: keeping 2 (used again, lost first) instead of 1 would cost a load
+        // more; evicting 2 loses nothing, since it is lost before its next use either way.
+        let trace = [step(&[1, 2]), step(&[3]), lost(2), step(&[1]), step(&[2])];
+        assert_eq!(belady_loads(&trace, 2), 4);
+        assert_eq!(belady_loads(&trace, 2), brute(&trace, 2));
+    }
+
     #[test]
     fn belady_matches_brute_force_on_small_traces() {
         let mut seed = 12345u64;
@@ -517,14 +576,18 @@ mod tests {
             };
             let cap = 1 + rnd(3) as usize;
             let steps = 1 + rnd(7) as usize;
-            let trace: Vec<Vec<GlobalPage>> = (0..steps)
+            // About one event in four a loss, as another device's write or a free makes.
+            let trace: Vec<TraceEvent> = (0..steps)
                 .map(|_| {
+                    if rnd(4) == 0 {
+                        return TraceEvent::Lost(GlobalPage(rnd(5)));
+                    }
                     let mut s: Vec<GlobalPage> = (0..1 + rnd(cap as u64))
                         .map(|_| GlobalPage(rnd(5)))
                         .collect();
                     s.sort();
                     s.dedup();
-                    s
+                    TraceEvent::Step(s)
                 })
                 .collect();
             assert_eq!(

@@ -253,10 +253,11 @@ fn advice(min_bytes: u64, budget_bytes: u64) -> String {
 /// failed again asking for more, three times over, and nothing had said it might.
 fn enough_note(min_bytes: u64, enough_bytes: Option<u64>) -> String {
     match enough_bytes {
-        Some(b) if b > min_bytes => {
-            format!(" ({b} bytes are enough for any one invocation of it)")
-        }
-        Some(_) => String::new(),
+        Some(b) if b > min_bytes => format!(
+            " ({b} bytes are enough for any one invocation of it; the run's other kernels may \
+             need more)"
+        ),
+        Some(_) => " (the run's other kernels may need more)".to_string(),
         None => " (a lower bound: an invocation shows its pages one miss at a time, and \
                  another may need more)"
             .to_string(),
@@ -320,12 +321,16 @@ mod tests {
         let more = bounded(1024);
         assert!(
             more.ends_with(
-                "give it at least 640 bytes (1024 bytes are enough for any one invocation of it)"
+                "give it at least 640 bytes (1024 bytes are enough for any one invocation of \
+                 it; the run's other kernels may need more)"
             ),
             "{more}"
         );
         let same = bounded(640);
-        assert!(same.ends_with("; give it at least 640 bytes"), "{same}");
+        assert!(
+            same.ends_with("; give it at least 640 bytes (the run's other kernels may need more)"),
+            "{same}"
+        );
         // One page is one page: boiling under a budget of a few bytes said "1 pages".
         let one = e(1, 16);
         assert!(one.contains("needs at least 1 page of 64 bytes"), "{one}");

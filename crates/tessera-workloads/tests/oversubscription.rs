@@ -8,6 +8,7 @@ use tessera_runtime::{Partition, Policy, Procedure, System, SystemConfig, Thrash
 use tessera_workloads::boiling::math::BoilingParams;
 use tessera_workloads::boiling::reference::ReferenceBoiling;
 use tessera_workloads::boiling::sim::PagedBoiling;
+use tessera_workloads::oversub::Loads;
 
 /// Textures the simulation keeps (field, border, diffusion, buoyancy, display).
 const TEXTURES: u64 = 5;
@@ -26,6 +27,8 @@ struct Run {
     stage_refusals: u64,
     /// Pages the memory manager copied into a device while it ran a launch.
     during_launch: u64,
+    /// Pages loaded over the run, beside Belady's OPT's over its recorded trace.
+    loads: Loads,
 }
 
 /// Every run here: a 48² field in pages of 8, for 3 frames.
@@ -70,10 +73,12 @@ fn run(t: Trial) -> Run {
     let (size, page, frames) = (SIZE, PAGE, FRAMES);
     // Each device touches its band plus a halo; give each the budget for a share of the set.
     let per_device = working_set(size, page) as f64 / devices as f64;
+    let budget = (per_device / ratio) as u64;
     let sys = System::cpu(
         &SystemConfig::new(devices)
             .threads(2)
-            .budget((per_device / ratio) as u64)
+            .budget(budget)
+            .record_trace(true)
             .memory(1 << 20)
             .policy(policy)
             .thrashing(thrashing)
@@ -94,7 +99,10 @@ fn run(t: Trial) -> Run {
         .iter()
         .map(|t| t.host_to_device_during_launch.pages)
         .sum();
+    let page_bytes = (page * page * 4) as u64;
+    let loads = Loads::of(&sim.sys, (budget / page_bytes) as usize).unwrap();
     Run {
+        loads,
         field: sim.field().unwrap().iter().map(|f| f.to_bits()).collect(),
         evictions,
         splits,
@@ -179,6 +187,36 @@ fn staging_gives_the_same_field_at_1_5x_and_4x_for_both_procedures() {
                     "{what}: {} staged, {} refused, {} pages copied during launches",
                     r.staged, r.stage_refusals, r.during_launch
                 );
+            }
+        }
+    }
+}
+
+/// Belady's OPT bounds every policy's loads from below on several devices too, where another
+/// device's write takes copies away that every policy must load again: with nothing evicted
+/// it loads what the run loaded, and under pressure no more.
+#[test]
+fn opt_is_a_lower_bound_on_several_devices() {
+    for devices in [1, 2, 3] {
+        for ratio in [0.5, 2.0] {
+            let r = run(Trial {
+                devices,
+                ratio,
+                ..Trial::default()
+            });
+            let Loads { loads, opt } = r.loads;
+            assert!(loads > 0, "{devices} device(s) at {ratio}x");
+            assert!(
+                opt <= loads,
+                "{devices} device(s) at {ratio}x: OPT {opt} > {loads}"
+            );
+            if r.evictions == 0 {
+                assert_eq!(
+                    opt, loads,
+                    "{devices} device(s) at {ratio}x, nothing evicted"
+                );
+            } else {
+                assert!(ratio > 1.0, "{devices} device(s) evicted at {ratio}x");
             }
         }
     }

@@ -135,7 +135,7 @@ impl Manager {
                 .collect();
             step.sort_unstable();
             step.dedup();
-            t[d].push(step);
+            t[d].push(TraceEvent::Step(step));
         }
         Ok(())
     }

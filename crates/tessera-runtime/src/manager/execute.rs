@@ -480,6 +480,10 @@ impl Manager {
                         ev.evicted.insert(page, t.batches);
                     } else {
                         self.traffic[device.index()].invalidations += 1;
+                        // Not the policy's choice: every policy would load it again.
+                        if let Some(t) = &mut self.trace {
+                            t[device.index()].push(TraceEvent::Lost(page));
+                        }
                     }
                     out.push(device, DeviceOp::Set(page, PageDescriptor::NOT_RESIDENT));
                 }

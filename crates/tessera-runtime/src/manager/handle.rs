@@ -23,7 +23,7 @@ pub(crate) enum Cmd {
         Sender<Result<()>>,
     ),
     Evictable(ObjectId, bool, Sender<Result<()>>),
-    Trace(Sender<Vec<Vec<Vec<GlobalPage>>>>),
+    Trace(Sender<Vec<Vec<TraceEvent>>>),
     Release(DeviceId),
     Traffic(Sender<Vec<DeviceTraffic>>),
     Holds(DeviceId, Vec<GlobalPage>, Sender<bool>),
@@ -480,10 +480,11 @@ impl ManagerHandle {
             .ask(|r| Cmd::Evictable(id, evictable, r))
             .wait()?
     }
-    /// Per device, every batch's pages together with the pages its wave kept: the sets that
-    /// had to be resident at once, in order (recorded when `ManagerConfig::record_trace`).
-    /// The input of Belady's OPT (`tessera_core::eviction::belady_loads`).
-    pub fn trace(&self) -> Result<Vec<Vec<Vec<GlobalPage>>>> {
+    /// Per device, in order, every batch's pages together with the pages its wave kept (the
+    /// sets that had to be resident at once) and every copy lost to another device's write
+    /// or a free (recorded when `ManagerConfig::record_trace`). The input of Belady's OPT
+    /// (`tessera_core::eviction::belady_loads`).
+    pub fn trace(&self) -> Result<Vec<Vec<TraceEvent>>> {
         self.inbox.ask(Cmd::Trace).wait()
     }
     /// Whether the directory lists a copy of every one of `pages` on `device`. Answered from

@@ -20,6 +20,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use tessera_core::eviction::TraceEvent;
 use tessera_core::protocol::Source;
 use tessera_core::{
     AccessMode, Action, AddressSpace, Coherence, DeviceId, DeviceMemory, DirEntry, Directory,
@@ -218,7 +219,7 @@ struct Manager {
     pinned: HashSet<ObjectId>,
     thrashing: Thrashing,
     prefetch: Prefetch,
-    trace: Option<Vec<Vec<Vec<GlobalPage>>>>,
+    trace: Option<Vec<Vec<TraceEvent>>>,
     /// Per device, the pages its batches asked for and it did not hold, while logging is on.
     request_log: Option<Vec<Vec<GlobalPage>>>,
     /// Set while an eviction's actions are carried out, so its invalidations are counted as

@@ -148,7 +148,7 @@ pub(super) fn run(
         "relaunch/f",
         "suspend/f",
         "evict/f",
-        "MiB in/f",
+        "MiB mv/f",
         "loads/f",
         "OPT ld/f",
         "OPT res.",
