@@ -108,3 +108,28 @@ fn on_wgpu_boundary_pages_move_with_no_read_back() {
         assert!(peer > 0.0, "device {d}: {owned}");
     }
 }
+
+/// The run's own output is read from the field the user sees, in either model, so the pages
+/// the host reads from their owners for it (the checksum; `--gif-every 1` adds a picture a
+/// frame) count alike under `--model isolated` and `--model concurrent`. The isolated model
+/// took its counters from the node that ran the devices one at a time, which shows nothing,
+/// and so reported none.
+#[test]
+fn the_host_reads_for_the_output_count_alike_in_either_model() {
+    let read = |model: &str, gif: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let r = run_report(
+            &format!(
+                "run boiling --devices 2 --size 128 --page 32 --frames 2 --model {model} \
+                 --gif-every {gif}"
+            ),
+            dir.path(),
+        );
+        num(&r["write_backs_per_frame"]["host_read"])
+    };
+    let (plain, gif) = (read("isolated", "0"), read("isolated", "1"));
+    assert!(plain > 0.0, "{plain}");
+    assert!(gif > plain, "{gif} with a GIF, {plain} without");
+    assert_eq!(plain, read("concurrent", "0"));
+    assert_eq!(gif, read("concurrent", "1"));
+}

@@ -117,6 +117,10 @@ pub struct Run {
     pub wall_isolated: Option<f64>,
     /// Traffic counters of [`Run::modeled_sim`] when the modeled frames began.
     pub baseline: Vec<DeviceTraffic>,
+    /// Per device, the pages the host had read from `sim`'s devices when the measured frames
+    /// began: the reads for the run's own output (the GIF, the checksum, frame.png) are
+    /// `sim`'s in either model, and count from here.
+    pub shown_reads_baseline: Vec<u64>,
     /// Per device, the host's work in the modeled frames alone (`after_frame`'s reads of
     /// the field left out).
     pub host: Vec<HostCounters>,
@@ -128,6 +132,21 @@ impl Run {
     pub fn modeled_sim(&self) -> &PagedBoiling {
         self.isolated.as_ref().unwrap_or(&self.sim)
     }
+
+    /// Per device, the pages the host has read from its copies since the measured frames
+    /// began, for the run's own output: the same in either model, since the output is read
+    /// from `sim` (the modeled node's own reads, in the isolated model, are none).
+    pub fn shown_reads(&self) -> Result<Vec<u64>, RuntimeError> {
+        Ok(host_reads(&self.sim)?
+            .iter()
+            .zip(&self.shown_reads_baseline)
+            .map(|(now, then)| now - then)
+            .collect())
+    }
+}
+
+fn host_reads(sim: &PagedBoiling) -> Result<Vec<u64>, RuntimeError> {
+    Ok(sim.sys.mm.traffic()?.iter().map(|t| t.host_reads).collect())
 }
 
 /// A run's figures, per frame: what `tessera bench scaling` sets side by side per device
@@ -240,6 +259,7 @@ pub fn run<E: From<RunError>>(
     }
     let mut modeled = fresh();
     let baseline = modeled_sim.sys.mm.traffic().map_err(RunError::from)?;
+    let shown_reads_baseline = host_reads(&sim).map_err(RunError::from)?;
     let mut per_device = vec![PassStats::default(); o.devices];
     let mut wall = 0.0;
     let mut wall_isolated = copy.as_ref().map(|_| 0.0);
@@ -289,6 +309,7 @@ pub fn run<E: From<RunError>>(
         concurrent_work_per_device,
         wall_isolated,
         baseline,
+        shown_reads_baseline,
         host,
         modeled,
     })

@@ -85,7 +85,9 @@ pub struct WriteBacks {
     pub coherence: f64,
     /// Written home because the owner's last copy was evicted.
     pub eviction: f64,
-    /// Read by the host from the owner's copy (an object read: the frame, the GIF, a checksum).
+    /// Read by the host from the owner's copy (an object read: the frame, the GIF, a
+    /// checksum), counted on the node whose field the run shows, so alike in either model;
+    /// not written home (`device_to_host` leaves them out).
     pub host_read: f64,
     /// Freeing an object never writes its pages home: the data dies with it.
     pub free: f64,
@@ -95,12 +97,14 @@ pub struct WriteBacks {
 }
 
 impl WriteBacks {
-    fn of(t: &tessera_runtime::DeviceTraffic, frames: u32) -> Self {
+    /// `host_reads`: the pages read for the run's own output ([`Run::shown_reads`]), the
+    /// same in either model.
+    fn of(t: &tessera_runtime::DeviceTraffic, host_reads: u64, frames: u32) -> Self {
         let f = frames.max(1) as f64;
         WriteBacks {
             coherence: t.coherence_write_backs as f64 / f,
             eviction: t.eviction_write_backs as f64 / f,
-            host_read: t.host_reads as f64 / f,
+            host_read: host_reads as f64 / f,
             free: 0.0,
             node: 0.0,
         }
@@ -338,6 +342,7 @@ impl Report {
             .zip(&run.baseline)
             .map(|(a, b)| a.since(b))
             .collect();
+        let shown_reads = run.shown_reads()?;
         let (memory, directory) = sys.mm.memory()?;
         let mut summary = MemorySummary::default();
         for t in &run.textures {
@@ -376,7 +381,7 @@ impl Report {
                     request_passes_skipped: passes[d].request_passes_skipped,
                     bands_launched_held: passes[d].held_bands,
                     host: HostReport::of(&run.host[d], f),
-                    write_backs_per_frame: WriteBacks::of(t, f),
+                    write_backs_per_frame: WriteBacks::of(t, shown_reads[d], f),
                     eviction: EvictionReport {
                         evictions: t.evictions,
                         write_backs: t.eviction_write_backs,
