@@ -249,13 +249,22 @@ where
             }
         }};
     }
+    // A logarithmic x axis is marked at the values run (page widths, device counts), not at
+    // powers of two alone: devices 1,3,5,7 were marked 1, 2, 4, 8, none of them run.
+    let mut keys: Vec<f64> = c
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .filter(|x| x.is_finite() && *x > 0.0)
+        .collect();
+    keys.sort_by(f64::total_cmp);
+    keys.dedup();
+    let log_x = || (x0..x1).log_scale().base(2.0).with_key_points(keys.clone());
     match (c.x_log2, c.y_log) {
         (true, true) => finish!(b
-            .build_cartesian_2d((x0..x1).log_scale().base(2.0), (y0..y1).log_scale())
+            .build_cartesian_2d(log_x(), (y0..y1).log_scale())
             .map_err(err)?),
-        (true, false) => finish!(b
-            .build_cartesian_2d((x0..x1).log_scale().base(2.0), y0..y1)
-            .map_err(err)?),
+        (true, false) => finish!(b.build_cartesian_2d(log_x(), y0..y1).map_err(err)?),
         (false, true) => finish!(b
             .build_cartesian_2d(x0..x1, (y0..y1).log_scale())
             .map_err(err)?),
@@ -519,6 +528,36 @@ mod tests {
             .collect();
         assert_eq!(lines.len(), 1, "{lines:?}");
         assert!(lines[0].windows(2).all(|w| w[0] < w[1]), "{lines:?}");
+    }
+
+    /// A logarithmic x axis is marked at the values run: device counts 3, 5, 7 were marked
+    /// only at the powers of two between them, none of them run.
+    #[test]
+    fn a_log_axis_is_marked_at_the_values_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let stem = dir.path().join("c");
+        let chart = LineChart {
+            title: "t",
+            x_label: "x",
+            y_label: "y",
+            x_log2: true,
+            y_log: false,
+            series: vec![Series {
+                name: "s".into(),
+                points: vec![(3.0, 100.0), (5.0, 200.0), (7.0, 300.0)],
+                secondary: false,
+            }],
+        };
+        line_chart(&stem, &chart).unwrap();
+        let svg = std::fs::read_to_string(stem.with_extension("svg")).unwrap();
+        let labels: Vec<&str> = svg
+            .split("</text>")
+            .filter_map(|t| t.rsplit('>').next().map(str::trim))
+            .collect();
+        for want in ["3", "5", "7"] {
+            assert!(labels.contains(&want), "{want} not in {labels:?}");
+        }
+        assert!(!labels.contains(&"4"), "{labels:?}");
     }
 
     #[test]
