@@ -36,6 +36,7 @@ fn run_stencil_in_every_version_equals_the_reference() {
         assert_eq!(r["checksum"], want.as_str(), "{access} {split}");
         assert_eq!(r["verified"], true);
         assert_eq!(r["access"], access);
+        assert!(r["filter_access"].is_null(), "{}", r["filter_access"]);
         // Two-pass by default for migrate only (docs/EVALUATION.md says why).
         let want_procedure = if access == "migrate" {
             "two-pass"
@@ -92,6 +93,8 @@ fn run_convolution_equals_the_reference() {
         );
         assert_eq!(r["checksum"], want.as_str(), "{access} {model}");
         assert_eq!(r["filter"], 7);
+        // The settings differ only here; a script needs them as a key, not in the prose.
+        assert_eq!(r["filter_access"], filter_access, "{access} {model}");
     }
 }
 

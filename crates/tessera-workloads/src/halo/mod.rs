@@ -117,25 +117,31 @@ impl Setup {
             .unwrap_or_else(|| default_procedure(self.access))
     }
 
+    /// Where the convolution's filter lives, in `--filter-access`'s word and what it means
+    /// here; none for the stencil.
+    pub fn filter_access(&self) -> Option<(&'static str, &'static str)> {
+        let Kind::Convolution { filter_mode, .. } = self.kind else {
+            return None;
+        };
+        Some(match (self.access, filter_mode) {
+            (Access::Explicit, _) => ("replicate", "a copy per device, by hand"),
+            (_, AccessMode::Remote) => ("remote", "read in host memory"),
+            (_, AccessMode::ReplicateRead) => ("remote-cached", "a read-only copy on first touch"),
+            (_, AccessMode::Migrate) => ("replicate", "demand-paged read copies"),
+        })
+    }
+
     /// The settings in words, for titles and the report's first line.
     pub fn describe(&self) -> String {
         let s = self.size;
-        let kind = match self.kind {
-            Kind::Stencil { halo } => format!("stencil {s}^3, halo {halo}"),
-            Kind::Convolution {
-                filter,
-                filter_mode,
-            } => format!(
-                "convolution {s}x{s}, filter {filter}x{filter} ({})",
-                match (self.access, filter_mode) {
-                    // In `--filter-access`'s words, with what each means.
-                    (Access::Explicit, _) => "filter-access replicate: a copy per device, by hand",
-                    (_, AccessMode::Remote) => "filter-access remote: read in host memory",
-                    (_, AccessMode::ReplicateRead) =>
-                        "filter-access remote-cached: a read-only copy on first touch",
-                    (_, AccessMode::Migrate) => "filter-access replicate: demand-paged read copies",
-                },
+        let kind = match (self.kind, self.filter_access()) {
+            (Kind::Convolution { filter, .. }, Some((word, means))) => format!(
+                "convolution {s}x{s}, filter {filter}x{filter} (filter-access {word}: {means})"
             ),
+            (Kind::Convolution { filter, .. }, None) => {
+                format!("convolution {s}x{s}, filter {filter}x{filter}")
+            }
+            (Kind::Stencil { halo }, _) => format!("stencil {s}^3, halo {halo}"),
         };
         format!(
             "{kind}, split {}, {} device(s), {} ({}), page {}",
@@ -524,6 +530,9 @@ pub struct HaloReport {
     pub halo: u32,
     /// The convolution's filter side; none for the stencil.
     pub filter: Option<u32>,
+    /// Where the convolution's filter lives, as `--filter-access` names it (`replicate`,
+    /// `remote`, `remote-cached`); none for the stencil.
+    pub filter_access: Option<&'static str>,
     pub split: &'static str,
     pub devices: usize,
     pub access: &'static str,
@@ -750,6 +759,7 @@ pub fn report(
             Kind::Convolution { filter, .. } => Some(filter),
             Kind::Stencil { .. } => None,
         },
+        filter_access: s.filter_access().map(|(word, _)| word),
         split: s.split.name(),
         devices: s.devices,
         access: s.access.name(),
