@@ -50,6 +50,12 @@ pub struct LitmusOpts {
     /// refused with it.
     #[arg(long, value_name = "K")]
     pub devices_per_node: Option<usize>,
+    /// Print JSON lines instead of litmus7's layout: one object per test as it completes
+    /// (histogram, witnesses, sequential consistency's outcomes seen and not, forbidden
+    /// outcomes, `passed`), `{"error": ...}` for a file that could not be run, and a last
+    /// `{"summary": ...}`. The exit status is the same. Not with `--devices-per-node`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The broken protocols the command line offers beside the correct one, by the names litmus
@@ -74,6 +80,14 @@ pub fn parse_protocol() -> impl clap::builder::TypedValueParser<Value = Protocol
 pub fn litmus(opts: &LitmusOpts) -> anyhow::Result<()> {
     let files = tessera_litmus::expand_folders(&opts.files);
     if let Some(k) = opts.devices_per_node {
+        if opts.json {
+            return Err(crate::Usage(
+                "--json is not offered with --devices-per-node: the runs across processes \
+                 print litmus7's layout only"
+                    .into(),
+            )
+            .into());
+        }
         // The engine across processes counts its runs in 32 bits.
         if opts.runs > u32::MAX as u64 {
             return Err(crate::Usage(format!(
@@ -97,11 +111,17 @@ pub fn litmus(opts: &LitmusOpts) -> anyhow::Result<()> {
         coherence: opts.coherence,
         seed: opts.seed,
     };
-    let tally = run_files(&files, &config, |outcome| match outcome {
-        FileOutcome::Ran(report) => outln!("{}", report.render()),
-        FileOutcome::Error(e) => eprintln!("error: {e}"),
+    let tally = run_files(&files, &config, |outcome| match (outcome, opts.json) {
+        (FileOutcome::Ran(report), false) => outln!("{}", report.render()),
+        (FileOutcome::Ran(report), true) => outln!("{}", report.json()),
+        (FileOutcome::Error(e), false) => eprintln!("error: {e}"),
+        (FileOutcome::Error(e), true) => outln!("{}", serde_json::json!({ "error": e })),
     });
-    outln!("{}", tally.summary());
+    if opts.json {
+        outln!("{}", tally.json());
+    } else {
+        outln!("{}", tally.summary());
+    }
     if let Some(problems) = tally.problems() {
         bail!("{problems}");
     }

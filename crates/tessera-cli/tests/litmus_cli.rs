@@ -262,3 +262,62 @@ fn a_folder_runs_every_litmus_file_below_it() {
         "{err}"
     );
 }
+
+/// `--json` prints a line a script can read per test and a summary last, with the verdicts
+/// the text gives and the same exit status: one passing test, one a broken protocol fails,
+/// and a file that cannot be read.
+#[test]
+fn json_lines_carry_each_verdict_and_the_summary() {
+    let missing = litmus_dir().join("no-such-test.litmus");
+    let run = |protocol: &str| {
+        let o = tessera(&[
+            "litmus",
+            "--runs",
+            "40",
+            "--json",
+            "--protocol",
+            protocol,
+            "--coherence",
+            "write-home",
+            &shipped("SB"),
+            &shipped("CoWW"),
+            &missing.to_string_lossy(),
+        ]);
+        let (out, err) = text(&o);
+        let lines: Vec<serde_json::Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l:?}\n{out}")))
+            .collect();
+        (o.status.code(), lines, err)
+    };
+    let (code, lines, err) = run("correct");
+    assert_eq!(code, Some(1), "the missing file fails the run: {err}");
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    for (l, name) in lines.iter().zip(["SB", "CoWW"]) {
+        assert_eq!(l["test"], name, "{l}");
+        assert_eq!(l["passed"], true, "{l}");
+        assert_eq!(l["runs"], 40, "{l}");
+        assert_eq!(l["forbidden"], serde_json::json!([]), "{l}");
+        let counted: u64 = l["histogram"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(counted, 40, "{l}");
+        assert_eq!(l["protocol"], "correct");
+    }
+    assert!(lines[2]["error"].as_str().unwrap().contains("no-such-test"));
+    let summary = &lines[3]["summary"];
+    assert_eq!(summary["files"], 3, "{summary}");
+    assert_eq!(summary["passed"], 2, "{summary}");
+    assert_eq!(summary["failed"], serde_json::json!([]), "{summary}");
+    assert_eq!(summary["not_run"].as_array().unwrap().len(), 1, "{summary}");
+
+    let (code, lines, _) = run("skip-write-back");
+    assert_eq!(code, Some(1));
+    let sb = &lines[0];
+    assert_eq!(sb["passed"], false, "{sb}");
+    assert!(!sb["forbidden"].as_array().unwrap().is_empty(), "{sb}");
+    assert_eq!(lines[3]["summary"]["failed"], serde_json::json!(["SB"]));
+}

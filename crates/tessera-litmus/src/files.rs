@@ -83,6 +83,21 @@ impl Tally {
         )
     }
 
+    /// The summary as one JSON object: the counts of [`Tally::summary`], with the tests
+    /// that failed and the files not run by name.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "summary": {
+                "files": self.files,
+                "passed": self.passed,
+                "failed": self.failed,
+                "not_run": self.unreadable,
+                "tests_run": self.ran,
+                "covered": self.covered,
+            }
+        })
+    }
+
     /// Why the run failed, if it did.
     pub fn problems(&self) -> Option<String> {
         let mut problems = Vec::new();

@@ -233,6 +233,79 @@ impl Report {
         self.test.observation_line(&self.observed)
     }
 
+    /// Outcomes as herd7 shows them, the condition's locations only, in their order: runs,
+    /// whether the condition holds, the outcome's text.
+    fn histogram(&self) -> Vec<(u64, bool, String)> {
+        let t = &self.test;
+        let shown = t.shown_locs();
+        let mut hist: BTreeMap<Vec<i32>, (u64, bool, String)> = BTreeMap::new();
+        for (o, n) in self.observed.iter().filter(|(o, _)| self.kept(o)) {
+            let key: Vec<i32> = shown.iter().map(|l| t.value(o, *l)).collect();
+            let e = hist.entry(key).or_insert_with(|| {
+                (
+                    0,
+                    t.holds(&t.condition.prop, o),
+                    t.format_outcome(o, &shown),
+                )
+            });
+            e.0 += n;
+        }
+        hist.into_values().collect()
+    }
+
+    /// The report as one JSON object, for scripts: what [`Report::render`] prints, with
+    /// outcomes in the same text (`:>`/`*>` histogram lines without their marks), counts as
+    /// numbers and the verdict as `passed`.
+    pub fn json(&self) -> serde_json::Value {
+        use serde_json::json;
+        let t = &self.test;
+        let all = t.all_locs();
+        let hist = self.histogram();
+        let kept: Vec<&Outcome> = self.sc.iter().filter(|o| self.kept(o)).collect();
+        let (seen, allowed) = self.coverage();
+        json!({
+            "test": t.name,
+            "kind": match t.condition.quantifier {
+                Quantifier::Exists => "Allowed",
+                Quantifier::NotExists => "Forbidden",
+                Quantifier::Forall => "Required",
+            },
+            "condition": t.condition_text(),
+            "runs": self.runs() + self.failed_runs,
+            "placement": match self.config.placement {
+                Placement::OwnPage => "own-page",
+                Placement::SamePage => "same-page",
+            },
+            "protocol": variant_name(self.config.variant),
+            "coherence": self.config.coherence.to_string(),
+            "schedule": self.config.schedule.name(),
+            "seed": self.config.seed,
+            "every_interleaving_run": self.exhausted,
+            "histogram": hist.iter().map(|(n, holds, text)| json!({
+                "outcome": text, "count": n, "condition_holds": holds,
+            })).collect::<Vec<_>>(),
+            "validated": self.validated(),
+            "positive": self.positive(),
+            "negative": self.negative(),
+            "observation": self.observation(),
+            "sc_allowed": allowed,
+            "sc_seen": seen,
+            "sc_not_seen": kept
+                .iter()
+                .filter(|o| !self.observed.contains_key(**o))
+                .map(|o| t.format_outcome(o, &all))
+                .collect::<Vec<_>>(),
+            "filtered_out": self.test.filter.is_some().then(|| self.runs() - self.kept_runs()),
+            "forbidden": self.forbidden().iter().map(|(o, n)| json!({
+                "outcome": t.format_outcome(o, &all), "count": n,
+            })).collect::<Vec<_>>(),
+            "failed_runs": self.failed_runs,
+            "first_failure": self.first_failure,
+            "seconds": self.seconds,
+            "passed": self.passed(),
+        })
+    }
+
     /// The report in litmus7's layout, plus the oracle's verdict.
     pub fn render(&self) -> String {
         let t = &self.test;
@@ -269,22 +342,9 @@ impl Report {
             }
             None => {}
         }
-        // Outcomes as herd7 shows them: the condition's locations only.
-        let shown = t.shown_locs();
-        let mut hist: BTreeMap<Vec<i32>, (u64, bool, String)> = BTreeMap::new();
-        for (o, n) in self.observed.iter().filter(|(o, _)| self.kept(o)) {
-            let key: Vec<i32> = shown.iter().map(|l| t.value(o, *l)).collect();
-            let e = hist.entry(key).or_insert_with(|| {
-                (
-                    0,
-                    t.holds(&t.condition.prop, o),
-                    t.format_outcome(o, &shown),
-                )
-            });
-            e.0 += n;
-        }
+        let hist = self.histogram();
         let _ = writeln!(s, "Histogram ({} states)", hist.len());
-        for (n, holds, text) in hist.values() {
+        for (n, holds, text) in &hist {
             let mark = if *holds { "*>" } else { ":>" };
             let _ = writeln!(s, "{n:<6}{mark}{text}");
         }
