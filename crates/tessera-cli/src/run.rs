@@ -26,7 +26,7 @@ use crate::{BackendKind, RunOpts};
 pub fn progress(len: u64, what: &str) -> ProgressBar {
     let log = !std::io::stderr().is_terminal();
     let template = if log {
-        "{prefix}: {pos}/{len} {msg} ({elapsed}, eta {eta})"
+        "{prefix}: {pos}/{len} ({elapsed_precise}, eta {eta_precise}) {msg}"
     } else {
         "{prefix} [{bar:40}] {pos}/{len} {msg} ({elapsed}, eta {eta})"
     };
@@ -44,6 +44,11 @@ pub fn progress(len: u64, what: &str) -> ProgressBar {
             .progress_chars("=> "),
     );
     bar.set_prefix(what.to_string());
+    if log {
+        // A step may take longer than the interval (a benchmark's round, a slow frame): the
+        // ticks keep the lines coming while the count stands still.
+        bar.enable_steady_tick(Duration::from_secs(5));
+    }
     bar
 }
 

@@ -116,7 +116,11 @@ impl AddressSpace {
                 self.end - n
             }
         };
-        let id = ObjectId(self.objects.len() as u32);
+        // Ids are never reused (a stale id must not name a newer object), so a run that
+        // creates and frees objects every frame spends one per object; 2^32 of them is far
+        // beyond any run, and past it this is an error, not a wrap onto live objects.
+        let id =
+            ObjectId(u32::try_from(self.objects.len()).map_err(|_| CoreError::ObjectIdsExhausted)?);
         let entry = ObjectEntry {
             id,
             desc,
@@ -172,8 +176,13 @@ impl AddressSpace {
             .then(|| (e, page.0 - e.page_offset))
     }
 
+    /// The live objects, in the order of their pages. Walks the live ones only: a run that
+    /// creates and frees buffers every frame (the game trace, OO-VR) leaves a freed slot per
+    /// object behind, and the memory manager lists the live objects on every create and free.
     pub fn live_objects(&self) -> impl Iterator<Item = &ObjectEntry> {
-        self.objects.iter().flatten()
+        self.by_offset
+            .values()
+            .filter_map(|id| self.objects[id.0 as usize].as_ref())
     }
 }
 

@@ -75,6 +75,8 @@ pub enum CoreError {
     FreeWhileDeferred { page: GlobalPage, device: DeviceId },
     #[error("the global address space is exhausted ({requested} more pages requested)")]
     AddressSpaceExhausted { requested: u64 },
+    #[error("the address space has handed out all 2^32 object ids (ids are never reused)")]
+    ObjectIdsExhausted,
     #[error("the address space holds at most {limit} pages: {in_use} are in use, and an object of {requested} more does not fit (larger pages make fewer)")]
     PageLimit {
         requested: u64,

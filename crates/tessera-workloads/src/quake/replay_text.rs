@@ -127,8 +127,8 @@ impl Replayed {
         for d in 0..devices {
             let t: u64 = self.requests.iter().map(|f| f[d]).sum();
             s += &format!(
-                "device {d}: {t} texture page requests ({:.1} per frame); at the end {} pages only it holds, {} shared\n",
-                t as f64 / frames,
+                "device {d}: {t} texture page requests ({} per frame); at the end {} pages only it holds, {} shared\n",
+                crate::plot::fmt_num(t as f64 / frames),
                 self.unique_pages[d],
                 self.shared_pages[d]
             );

@@ -198,8 +198,8 @@ impl QuakeReport {
         );
         for (d, t) in self.total_requests.iter().enumerate() {
             s += &format!(
-                "device {d}: {t} texture page requests ({:.1} per frame); holds {} atlas pages only it holds, {} shared\n",
-                self.mean_requests_per_frame[d],
+                "device {d}: {t} texture page requests ({} per frame); holds {} atlas pages only it holds, {} shared\n",
+                crate::plot::fmt_num(self.mean_requests_per_frame[d]),
                 self.texture_footprint[d].unique_pages,
                 self.texture_footprint[d].shared_pages
             );
