@@ -1850,8 +1850,8 @@ fn footprint_pages(
 }
 
 /// The most pages the footprint `fp` names for one invocation, and their bytes: those of the
-/// invocation at the last texel of each page side's first page, whose haloed reads reach into
-/// the neighbouring pages. An upper bound (a footprint may name pages a kernel does not read),
+/// invocations at the last texel of a page, whose haloed reads reach into the neighbouring
+/// pages. An upper bound (a footprint may name pages a kernel does not read),
 /// where the pages a budget ran out on are a lower bound: an invocation reveals its pages one
 /// miss at a time, so a run given only that many failed again asking for more, step after step
 /// (boiling on 8 × 8 pages: 256 bytes, then 512, 768 and on to 2,048).
@@ -1870,12 +1870,17 @@ fn invocation_need(bindings: &[Bound], fp: &crate::kernel::Footprint) -> Option<
             .map_or(0, |b| b.slot_words * 4)
     };
     let mut most: Option<(u64, u64)> = None;
+    // The last texel of a page, where a footprint reaches into the next pages: of the first
+    // page, and of later ones, since near the object's corner the footprint is clipped (at
+    // pages of one texel boiling's kernels said 5 pages were enough for one invocation and
+    // needed 9). Pages past the object's sides are clipped away and count no more.
     for s in sides {
-        let at = s - 1;
-        let pages = footprint_pages(bindings, fp, (at, at, at + 1, at + 1))?;
-        let need = (pages.len() as u64, pages.iter().map(bytes_of).sum::<u64>());
-        if most.is_none_or(|m| need.1 > m.1) {
-            most = Some(need);
+        for at in [1, 2, 4, 8, 16].map(|k| k * s - 1) {
+            let pages = footprint_pages(bindings, fp, (at, at, at + 1, at + 1))?;
+            let need = (pages.len() as u64, pages.iter().map(bytes_of).sum::<u64>());
+            if most.is_none_or(|m| need.1 > m.1) {
+                most = Some(need);
+            }
         }
     }
     most
