@@ -494,9 +494,8 @@ mod tests {
         assert_eq!(colour(DISTINCT_COLOURS), colour(0));
     }
 
-    /// A line joins its points in x order, whatever order the list gave them in.
-    #[test]
-    fn a_line_joins_its_points_along_x() {
+    /// The SVG of a chart of one series through `points`, on a base-2 logarithmic x axis.
+    fn log_x_svg(points: Vec<(f64, f64)>) -> String {
         let dir = tempfile::tempdir().unwrap();
         let stem = dir.path().join("c");
         let chart = LineChart {
@@ -507,12 +506,18 @@ mod tests {
             y_log: false,
             series: vec![Series {
                 name: "s".into(),
-                points: vec![(4.0, 1.0), (1.0, 3.0), (2.0, 2.0)],
+                points,
                 secondary: false,
             }],
         };
         line_chart(&stem, &chart).unwrap();
-        let svg = std::fs::read_to_string(stem.with_extension("svg")).unwrap();
+        std::fs::read_to_string(stem.with_extension("svg")).unwrap()
+    }
+
+    /// A line joins its points in x order, whatever order the list gave them in.
+    #[test]
+    fn a_line_joins_its_points_along_x() {
+        let svg = log_x_svg(vec![(4.0, 1.0), (1.0, 3.0), (2.0, 2.0)]);
         // The series is the one polyline of three points (axes and grid lines have two).
         let lines: Vec<Vec<f64>> = svg
             .split("<polyline")
@@ -534,22 +539,7 @@ mod tests {
     /// only at the powers of two between them, none of them run.
     #[test]
     fn a_log_axis_is_marked_at_the_values_run() {
-        let dir = tempfile::tempdir().unwrap();
-        let stem = dir.path().join("c");
-        let chart = LineChart {
-            title: "t",
-            x_label: "x",
-            y_label: "y",
-            x_log2: true,
-            y_log: false,
-            series: vec![Series {
-                name: "s".into(),
-                points: vec![(3.0, 100.0), (5.0, 200.0), (7.0, 300.0)],
-                secondary: false,
-            }],
-        };
-        line_chart(&stem, &chart).unwrap();
-        let svg = std::fs::read_to_string(stem.with_extension("svg")).unwrap();
+        let svg = log_x_svg(vec![(3.0, 100.0), (5.0, 200.0), (7.0, 300.0)]);
         let labels: Vec<&str> = svg
             .split("</text>")
             .filter_map(|t| t.rsplit('>').next().map(str::trim))
