@@ -153,7 +153,7 @@ fn check_strips(scheme: &str, gpms: usize, o: &SceneOpts, sweep: bool) -> Result
         };
         return Err(crate::usage(match sweep {
             false => format!(
-                "--scheme {scheme} gives each GPM a strip of the stereo frame, but {gpms} GPMs are more than its {along} {what}: use at most {} or a larger {side}", if along == 1 { "1 GPM".to_string() } else { format!("{along} GPMs") }
+                "--scheme {scheme} gives each GPM a strip of the stereo frame, but {gpms} GPMs are more than its {along} {what}: use at most {} or a larger {side}", tessera_runtime::error::count(along as u64, "GPM")
             ),
             true => format!(
                 "sweep vr runs {scheme} on {gpms} GPMs, each a strip of the stereo frame, but its {along} {what} are fewer: give {side} {least} or more"

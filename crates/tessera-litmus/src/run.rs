@@ -253,6 +253,23 @@ impl Report {
         hist.into_values().collect()
     }
 
+    /// herd7's word for the test's quantifier.
+    fn kind(&self) -> &'static str {
+        match self.test.condition.quantifier {
+            Quantifier::Exists => "Allowed",
+            Quantifier::NotExists => "Forbidden",
+            Quantifier::Forall => "Required",
+        }
+    }
+
+    /// The outcomes sequential consistency allows (those the filter keeps) that no run showed.
+    fn unseen(&self) -> Vec<&Outcome> {
+        self.sc
+            .iter()
+            .filter(|o| self.kept(o) && !self.observed.contains_key(*o))
+            .collect()
+    }
+
     /// The report as one JSON object, for scripts: what [`Report::render`] prints, with
     /// outcomes in the same text (`:>`/`*>` histogram lines without their marks), counts as
     /// numbers and the verdict as `passed`.
@@ -261,15 +278,10 @@ impl Report {
         let t = &self.test;
         let all = t.all_locs();
         let hist = self.histogram();
-        let kept: Vec<&Outcome> = self.sc.iter().filter(|o| self.kept(o)).collect();
         let (seen, allowed) = self.coverage();
         json!({
             "test": t.name,
-            "kind": match t.condition.quantifier {
-                Quantifier::Exists => "Allowed",
-                Quantifier::NotExists => "Forbidden",
-                Quantifier::Forall => "Required",
-            },
+            "kind": self.kind(),
             "condition": t.condition_text(),
             "runs": self.runs() + self.failed_runs,
             "placement": match self.config.placement {
@@ -290,9 +302,9 @@ impl Report {
             "observation": self.observation(),
             "sc_allowed": allowed,
             "sc_seen": seen,
-            "sc_not_seen": kept
+            "sc_not_seen": self
+                .unseen()
                 .iter()
-                .filter(|o| !self.observed.contains_key(**o))
                 .map(|o| t.format_outcome(o, &all))
                 .collect::<Vec<_>>(),
             "filtered_out": self.test.filter.is_some().then(|| self.runs() - self.kept_runs()),
@@ -311,12 +323,7 @@ impl Report {
         let t = &self.test;
         let q = t.condition.quantifier;
         let mut s = String::new();
-        let kind = match q {
-            Quantifier::Exists => "Allowed",
-            Quantifier::NotExists => "Forbidden",
-            Quantifier::Forall => "Required",
-        };
-        let _ = writeln!(s, "Test {} {kind}", t.name);
+        let _ = writeln!(s, "Test {} {}", t.name, self.kind());
         let placement = match self.config.placement {
             Placement::OwnPage => "each variable on its own page",
             Placement::SamePage => "all variables on one page",
@@ -381,10 +388,7 @@ impl Report {
             "Under sequential consistency the condition holds in {holds} of them ({})",
             crate::ast::observation_word(holds as u64, (kept.len() - holds) as u64)
         );
-        let unseen: Vec<&&Outcome> = kept
-            .iter()
-            .filter(|o| !self.observed.contains_key(**o))
-            .collect();
+        let unseen = self.unseen();
         if !unseen.is_empty() {
             let all = t.all_locs();
             let _ = writeln!(s, "Allowed, not seen:");

@@ -82,6 +82,17 @@ pub struct Setup {
     pub model: Model,
 }
 
+/// Where a convolution's filter lives, in `--filter-access`'s word, and what it means for
+/// the access version.
+fn filter_words(access: Access, filter_mode: AccessMode) -> (&'static str, &'static str) {
+    match (access, filter_mode) {
+        (Access::Explicit, _) => ("replicate", "a copy per device, by hand"),
+        (_, AccessMode::Remote) => ("remote", "read in host memory"),
+        (_, AccessMode::ReplicateRead) => ("remote-cached", "a read-only copy on first touch"),
+        (_, AccessMode::Migrate) => ("replicate", "demand-paged read copies"),
+    }
+}
+
 /// The procedure a halo run takes unless `--procedure` says otherwise: two-pass for migrate,
 /// relaunch for explicit and remote. Under migrate a device's cells next to a slab edge need
 /// the neighbour's pages, which the neighbour rewrote last step; relaunch learns one missing
@@ -120,28 +131,26 @@ impl Setup {
     /// Where the convolution's filter lives, in `--filter-access`'s word and what it means
     /// here; none for the stencil.
     pub fn filter_access(&self) -> Option<(&'static str, &'static str)> {
-        let Kind::Convolution { filter_mode, .. } = self.kind else {
-            return None;
-        };
-        Some(match (self.access, filter_mode) {
-            (Access::Explicit, _) => ("replicate", "a copy per device, by hand"),
-            (_, AccessMode::Remote) => ("remote", "read in host memory"),
-            (_, AccessMode::ReplicateRead) => ("remote-cached", "a read-only copy on first touch"),
-            (_, AccessMode::Migrate) => ("replicate", "demand-paged read copies"),
-        })
+        match self.kind {
+            Kind::Convolution { filter_mode, .. } => Some(filter_words(self.access, filter_mode)),
+            Kind::Stencil { .. } => None,
+        }
     }
 
     /// The settings in words, for titles and the report's first line.
     pub fn describe(&self) -> String {
         let s = self.size;
-        let kind = match (self.kind, self.filter_access()) {
-            (Kind::Convolution { filter, .. }, Some((word, means))) => format!(
-                "convolution {s}x{s}, filter {filter}x{filter} (filter-access {word}: {means})"
-            ),
-            (Kind::Convolution { filter, .. }, None) => {
-                format!("convolution {s}x{s}, filter {filter}x{filter}")
+        let kind = match self.kind {
+            Kind::Convolution {
+                filter,
+                filter_mode,
+            } => {
+                let (word, means) = filter_words(self.access, filter_mode);
+                format!(
+                    "convolution {s}x{s}, filter {filter}x{filter} (filter-access {word}: {means})"
+                )
             }
-            (Kind::Stencil { halo }, _) => format!("stencil {s}^3, halo {halo}"),
+            Kind::Stencil { halo } => format!("stencil {s}^3, halo {halo}"),
         };
         format!(
             "{kind}, split {}, {} device(s), {} ({}), page {}",
