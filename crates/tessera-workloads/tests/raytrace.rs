@@ -10,7 +10,7 @@ use tessera_runtime::{Partition, Policy, Procedure, System, SystemConfig};
 use tessera_workloads::raytrace::rays::View;
 use tessera_workloads::raytrace::render::{resident_image, RayRenderer, RenderOptions};
 use tessera_workloads::raytrace::scene::PagedScene;
-use tessera_workloads::raytrace::{check_budget, RaytraceError, SceneSpec};
+use tessera_workloads::raytrace::{check_budget, RaytraceError, SceneSpec, MIN_BUDGET_PAGES};
 
 const PAGE: u32 = 16;
 
@@ -52,6 +52,24 @@ fn the_image_is_not_trivial() {
     distinct.sort_unstable();
     distinct.dedup();
     assert!(distinct.len() > 20, "only {} colours", distinct.len());
+}
+
+/// At the minimum budget a ray's step fits under every policy. At pages of 4 texels (64
+/// bytes) a leaf's triangles span more pages than the 8 of the minimum, and the ray tracer
+/// made each leaf one step: under random eviction a ray resumed before a leaf and asked for
+/// 9 pages at once. A leaf's triangles are steps of their own now.
+#[test]
+fn the_minimum_budget_renders_under_every_policy_at_small_pages() {
+    let page = 4;
+    let (scene, view, opts) = setup_paged(3, 1, 17, 13, page);
+    let want = resident_image(&scene, view, opts).unwrap();
+    let budget = MIN_BUDGET_PAGES * (page * page * 4) as u64;
+    check_budget(budget, page).unwrap();
+    for policy in Policy::ALL {
+        let (img, evictions, suspended) = render(&scene, view, opts, 1, budget, policy);
+        assert!(evictions > 0 && suspended > 0, "{policy:?}");
+        assert!(img == want, "{policy:?}");
+    }
 }
 
 /// Pages each object of a resident one-device render touched, summed.
@@ -463,7 +481,8 @@ fn the_bvh_walk_finds_the_brute_force_nearest_hit() {
 }
 
 /// A ray that has made progress never starts again from the camera: with every attempt cut
-/// off after a fixed number of loads (enough for one leaf, far fewer than a ray needs), each
+/// off after a fixed number of loads (enough for one triangle, fewer than one leaf's and far
+/// fewer than a ray needs), each
 /// pixel still completes, by resuming from the state it stored, with the resident image's
 /// colour; a ray restarted from the camera would never get past the first loads. An attempt
 /// that stops before any progress (inside a leaf) stores nothing and is simply retried, as
@@ -475,8 +494,9 @@ fn rays_resume_from_their_saved_state() {
     let k = kernel(&scene, view, opts);
     let mut whole = plain(&scene, &k);
     let mut cut = plain(&scene, &k);
-    // A leaf's 8 triangles (72 loads), its node words and an AO ray's normal, with room.
-    const PER_ATTEMPT: u64 = 100;
+    // The ray's state (7 loads), an AO ray's normal (6), a node's words (8) and one triangle
+    // (9), with room; a leaf's 8 triangles alone are 72 loads.
+    const PER_ATTEMPT: u64 = 40;
     let mut most_attempts = 0;
     for y in 0..opts.height {
         for x in 0..opts.width {

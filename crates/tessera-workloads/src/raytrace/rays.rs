@@ -4,14 +4,18 @@
 //!
 //! Saved ray state ("thread state saved", patent 003): each pixel owns `STATE_WORDS` words
 //! of the state buffer: phase (with the AO sample and an in-leaf flag), the BVH node to visit
-//! next, the nearest hit's distance and triangle, the albedo and the occluded count. An
+//! next, the nearest hit's distance and triangle, the albedo, the occluded count and, inside a
+//! leaf, the leaf's next triangle. An
 //! invocation that saved them at an earlier launch (`Invocation::resumed`) loads them; any
 //! other starts at `START`, which the buffer holds until a ray suspends, so that rays that
 //! never suspend touch none of its pages. It advances the ray as far as the resident pages
 //! let it, and on a miss either (no progress) faults as usual, or (progress) stores the new
 //! state and returns `Fault::Suspend`: the runtime commits those stores and relaunches it
 //! once its pages are there, and it continues from the saved node. A ray that has made progress never starts
-//! again from the camera; a relaunch repeats at most the triangles of one leaf.
+//! again from the camera; a relaunch repeats at most one triangle. A leaf's triangles are
+//! steps of their own because a whole leaf may span more pages than a budget holds: at pages
+//! of 64 bytes a leaf's triangles took six pages, so the leaf, its node, the ray's state and
+//! the image page did not fit the ray tracer's 8-page minimum.
 //!
 //! Exactness: the walk over the threaded BVH (see `scene`) visits nodes in one fixed order
 //! whatever the suspensions, a hit replaces the nearest only when strictly nearer, and a leaf
@@ -28,10 +32,10 @@ use crate::quake::raster::lod_of;
 
 use super::scene::{LEAF_COUNT_SHIFT, NODE_WORDS, TRI_WORDS};
 
-/// Words of the state buffer per pixel (six used, padded so a page holds whole pixels).
+/// Words of the state buffer per pixel (seven used, padded so a page holds whole pixels).
 pub const STATE_WORDS: u32 = 8;
 /// Words a suspension stores.
-pub const SAVED_WORDS: usize = 6;
+pub const SAVED_WORDS: usize = 7;
 /// Phases (the state's word 0, low byte).
 pub const START: u32 = 0;
 pub const PRIMARY: u32 = 1;
@@ -264,9 +268,10 @@ impl Rays {
                     continue;
                 }
                 s[0] |= IN_LEAF;
+                s[6] = leaf & ((1 << LEAF_COUNT_SHIFT) - 1);
             }
             let first = leaf & ((1 << LEAF_COUNT_SHIFT) - 1);
-            for t in first..first + (leaf >> LEAF_COUNT_SHIFT) {
+            for t in s[6]..first + (leaf >> LEAF_COUNT_SHIFT) {
                 let t_min = if any { AO_T_MIN } else { 0.0 };
                 if let Some((h, _, _)) = self.triangle(a, r, t, t_min)? {
                     if any {
@@ -279,6 +284,7 @@ impl Rays {
                         s[3] = t;
                     }
                 }
+                s[6] = t + 1;
             }
             s[0] &= !IN_LEAF;
             s[1] = escape_of(escape, node, self.node_count);
@@ -424,7 +430,7 @@ impl Rays {
         let primary = self.primary(x, y);
         loop {
             match s[0] & 0xff {
-                START => *s = [PRIMARY, 0, f32::INFINITY.to_bits(), NONE, 0, 0],
+                START => *s = [PRIMARY, 0, f32::INFINITY.to_bits(), NONE, 0, 0, 0],
                 PRIMARY => {
                     self.walk(a, &primary, s, false, NONE)?;
                     if s[3] == NONE {

@@ -19,7 +19,7 @@ const R_SKY: u32 = 0xffb08060u;
 const R_BAD_STATE: u32 = 0xffff00ffu;
 const R_COORD_LIMIT: f32 = 16777216.0;
 
-var<private> rs: array<u32, 6>;
+var<private> rs: array<u32, 7>;
 
 struct Ray {
     o: vec3<f32>,
@@ -167,10 +167,11 @@ fn r_walk(r: Ray, any: bool, skip: u32) -> bool {
                 continue;
             }
             rs[0] |= R_IN_LEAF;
+            rs[6] = leaf & 0xffffffu;
         }
         let first = leaf & 0xffffffu;
         let last = first + (leaf >> 24u);
-        for (var t = first; t < last; t++) {
+        for (var t = rs[6]; t < last; t++) {
             var t_min = 0.0;
             if any {
                 t_min = bitcast<f32>(0x3a800000u);
@@ -190,6 +191,7 @@ fn r_walk(r: Ray, any: bool, skip: u32) -> bool {
                     rs[3] = t;
                 }
             }
+            rs[6] = t + 1u;
         }
         rs[0] &= ~R_IN_LEAF;
         rs[1] = r_escape(escape, node, end);
@@ -323,7 +325,7 @@ fn r_advance(x: u32, y: u32) -> u32 {
     loop {
         let phase = rs[0] & 0xffu;
         if phase == R_START {
-            rs = array<u32, 6>(R_PRIMARY, 0u, 0x7f800000u, R_NONE, 0u, 0u);
+            rs = array<u32, 7>(R_PRIMARY, 0u, 0x7f800000u, R_NONE, 0u, 0u, 0u);
         } else if phase == R_SHADE {
             let c = r_albedo(x, y, primary);
             if faulted() {
@@ -384,7 +386,7 @@ fn kernel_main(x: u32, y: u32) {
     let state = params.state;
     let base = (y * params.width + x) * R_STATE_WORDS;
     // Only a ray that suspended has a state other than START (zeros) to read (rays.rs).
-    for (var i = 0u; i < 6u; i++) {
+    for (var i = 0u; i < 7u; i++) {
         rs[i] = 0u;
         if resumed() {
             rs[i] = load_u32(state, base + i);
@@ -397,13 +399,13 @@ fn kernel_main(x: u32, y: u32) {
     let c = r_advance(x, y);
     if faulted() {
         var progress = false;
-        for (var i = 0u; i < 6u; i++) {
+        for (var i = 0u; i < 7u; i++) {
             if rs[i] != saved[i] {
                 progress = true;
             }
         }
         if progress && suspend() {
-            for (var i = 0u; i < 6u; i++) {
+            for (var i = 0u; i < 7u; i++) {
                 store_u32(state, base + i, rs[i]);
             }
         }
