@@ -83,7 +83,7 @@ pub struct ConvolutionSweepOpts {
     #[arg(long, default_value_t = 512)]
     size: u32,
     /// Filter sides, a list such as 3,5,7,9,11 (each odd).
-    #[arg(long, allow_negative_numbers = true, default_value = "3,5,7,9,11", value_parser = parse_filters)]
+    #[arg(long, default_value = "3,5,7,9,11", value_parser = parse_filters)]
     filter: List,
     #[arg(long, default_value = "y", value_parser = image_axis)]
     split: Axis,

@@ -110,7 +110,10 @@ impl HaloRunOpts {
         s.check().map_err(crate::usage)?;
         let topo = c.node.topology(s.devices)?;
         create_dir(out)?;
-        let bar = crate::run::progress(s.simulated_steps() as u64, s.name());
+        // Steps simulated, not --steps: the isolated model runs a measured step alone and
+        // with the others, after the warm-up and settling steps.
+        let what = format!("{} steps simulated", s.name());
+        let bar = crate::run::progress(s.simulated_steps() as u64, &what);
         let r = run_setup(&s, &c.node, &topo, self.verify, || bar.inc(1))?;
         bar.finish_and_clear();
         out!("{}", r.summary());
@@ -128,7 +131,7 @@ impl HaloRunOpts {
 #[derive(Args, Clone)]
 pub struct HaloSweepOpts {
     /// Device counts, a list such as 1,2,4,8; the first is the speed-ups' base.
-    #[arg(long, allow_negative_numbers = true, default_value = "1,2,4,8", value_parser = parse_devices)]
+    #[arg(long, default_value = "1,2,4,8", value_parser = parse_devices)]
     devices: List,
     /// Access modes, a list of explicit, migrate, remote.
     #[arg(long, default_value = "explicit,migrate", value_parser = parse_accesses)]
@@ -192,7 +195,7 @@ impl HaloSweepOpts {
             ));
         }
         let total: u64 = runnable.iter().map(|s| s.simulated_steps() as u64).sum();
-        let bar = crate::run::progress(total, "sweep");
+        let bar = crate::run::progress(total, "sweep: steps simulated");
         let mut reports = Vec::new();
         for s in &runnable {
             bar.set_message(s.describe());

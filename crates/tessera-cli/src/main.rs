@@ -353,7 +353,7 @@ pub struct CacheOpts {
     /// is an error naming the bytes of the pages it had asked for (a lower bound: pages show
     /// one miss at a time) and, for a kernel with a footprint, the bytes that are enough for
     /// any invocation of it.
-    #[arg(long, default_value = "4096", value_parser = parse_budget, allow_negative_numbers = true)]
+    #[arg(long, default_value = "4096", value_parser = parse_budget)]
     pub budget_mib: f64,
     /// Which pages a device gives up when its budget is full: lru (the patent's time stamps),
     /// clock (second chance), fifo or random.
@@ -961,7 +961,17 @@ fn cli_command() -> clap::Command {
             g.mut_subcommand(name, |c| c.mut_arg("split_on_pages", |a| a.hide(true)))
         });
     }
-    cmd
+    negative_numbers_are_values(cmd)
+}
+
+/// A negative number after an option is that option's value, refused by the option's own
+/// parser with its own message, not taken for an unknown flag ("unexpected argument '-3'").
+fn negative_numbers_are_values(cmd: clap::Command) -> clap::Command {
+    cmd.mut_args(|a| match a.get_action().takes_values() {
+        true => a.allow_negative_numbers(true),
+        false => a,
+    })
+    .mut_subcommands(negative_numbers_are_values)
 }
 
 /// Prints a clap error (or the help and version clap answers with) and exits with its status.
@@ -1077,7 +1087,13 @@ fn main() -> ExitCode {
                     return exit_with(conflict(&["run", "quake"], &problem));
                 }
                 match &opts.trace {
-                    Some(t) => output::check_on_commit("--trace", t, Some(&opts.out), &[], force),
+                    Some(t) => output::check_on_commit(
+                        "--trace",
+                        t,
+                        Some(&opts.out),
+                        &[opts.pak_dir()],
+                        force,
+                    ),
                     None => Ok(()),
                 }
                 .and_then(|()| staged(opts, force, |o| &mut o.out, quake::run_quake))

@@ -409,9 +409,19 @@ pub fn check_out(out: &Path, force: bool) -> Result<()> {
                 }
                 // An input kept among earlier results (a trace, a topology, a pak folder)
                 // would go with them once the run succeeds.
-                if let Some((option, path)) = argument_inside(&there, std::env::args_os().skip(1)) {
+                // The default pak folder too, which no argument names: `--force` must never
+                // take the game's files with it.
+                let default_pak = (
+                    "the default --pak-dir".to_string(),
+                    PathBuf::from(tessera_scene::DEFAULT_PAK_DIR),
+                );
+                let inside = argument_inside(&there, std::env::args_os().skip(1)).or_else(|| {
+                    let pak = default_pak.1.canonicalize().ok()?;
+                    pak.starts_with(&there).then_some(default_pak)
+                });
+                if let Some((option, path)) = inside {
                     return Err(crate::usage(format!(
-                        "{option} {} is inside --out {}, which --force replaces whole once the run succeeds; move it out of that folder, or give another --out",
+                        "{option} {} is inside --out {}, or is that folder, which --force replaces whole once the run succeeds; move it out of that folder, or give another --out",
                         path.display(),
                         out.display()
                     )));
@@ -423,9 +433,9 @@ pub fn check_out(out: &Path, force: bool) -> Result<()> {
 }
 
 /// The first of `args` (a command line after the program's name) that names something
-/// existing inside the folder `out` (canonical) other than `out` itself, with the option it
-/// was given to ("the argument" for a positional one). Every command's inputs are checked
-/// alike this way, whatever options name them.
+/// existing inside the folder `out` (canonical), or `out` itself (`--pak-dir pk --out pk`),
+/// with the option it was given to ("the argument" for a positional one). Every command's
+/// inputs are checked alike this way, whatever options name them.
 fn argument_inside(
     out: &Path,
     args: impl Iterator<Item = std::ffi::OsString>,
@@ -459,7 +469,7 @@ fn argument_inside(
                 parent.canonicalize().ok().map(|p| p.join(name))
             });
         for at in [value.canonicalize().ok(), entry].into_iter().flatten() {
-            if at != out && at.starts_with(out) {
+            if at.starts_with(out) {
                 return Some((given_to, value));
             }
         }
@@ -727,8 +737,8 @@ pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Checks, before a run, that `path` can take a file written on commit (`write_on_commit`):
 /// a file name whose folder exists, not a folder, not a device or anything else that is not
 /// a plain file (renaming over `/dev/null` would replace it), not one of the command's
-/// `inputs`, not inside `out`, which the commit replaces, and not a file already there
-/// unless `force`, as `--out` is refused when it holds results.
+/// `inputs` nor inside one that is a folder, not inside `out`, which the commit replaces,
+/// and not a file already there unless `force`, as `--out` is refused when it holds results.
 pub fn check_on_commit(
     option: &str,
     path: &Path,
@@ -780,6 +790,18 @@ pub fn check_on_commit(
     if let Some(Ok(out)) = out.map(|o| normal(o).canonicalize()) {
         if folder.starts_with(&out) {
             return usage(inside);
+        }
+    }
+    // A folder the command reads (a pak folder): a file written into it could replace a pk3
+    // the run reads, or be read as one by the next.
+    for input in inputs {
+        if let Some(dir) = input.canonicalize().ok().filter(|_| input.is_dir()) {
+            if folder.starts_with(&dir) {
+                return usage(&format!(
+                    "is inside {}, a folder this command reads",
+                    input.display()
+                ));
+            }
         }
     }
     Ok(())
@@ -856,8 +878,9 @@ pub(crate) mod tests {
     }
 
     /// Inputs inside `--out` are found whichever way they are given (after an option, with
-    /// `=`, positional), and `--out` itself, paths outside it and names that exist nowhere
-    /// are not.
+    /// `=`, positional), and so is an input that is the `--out` folder itself (a pak folder
+    /// given as `--out` went whole with `--force`); `--out`'s own value, paths outside it and
+    /// names that exist nowhere are not.
     #[test]
     fn an_input_inside_out_is_found_with_its_option() {
         let dir = tempfile::tempdir().unwrap();
@@ -883,6 +906,10 @@ pub(crate) mod tests {
         assert_eq!(
             find(&args(&["run", "quake", "--pak-dir", &paks, "--out", &o])),
             Some(("--pak-dir".into(), "paks".into()))
+        );
+        assert_eq!(
+            find(&args(&["run", "quake", "--pak-dir", &o, "--out", &o])),
+            Some(("--pak-dir".into(), "out".into()))
         );
         assert_eq!(
             find(&args(&["run", "boiling", &format!("--topology={trace}")])),

@@ -26,7 +26,7 @@ pub struct OversubOpts {
     #[arg(long, value_enum, default_value = "boiling")]
     pub(crate) workload: Workload,
     /// Working set divided by budget, comma-separated; each at least 1.
-    #[arg(long, allow_negative_numbers = true, default_value = "1,1.25,1.5,2,4", value_delimiter = ',', value_parser = parse_ratio)]
+    #[arg(long, default_value = "1,1.25,1.5,2,4", value_delimiter = ',', value_parser = parse_ratio)]
     pub(crate) ratios: Vec<f64>,
     /// Eviction policies to compare, comma-separated.
     #[arg(long, default_value = "lru,clock,fifo,random", value_delimiter = ',', value_parser = parse_policy())]

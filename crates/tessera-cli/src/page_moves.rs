@@ -45,7 +45,7 @@ const MAX_PAGE_KIB: u32 = 1024;
 pub struct PageMovesOpts {
     /// Page sizes in KiB, powers of two from 1 to 1024 (the runtime's largest page is 1 MiB):
     /// a list such as 4,64,1024, where `...` keeps doubling (4,8,...,1024).
-    #[arg(long, allow_negative_numbers = true, default_value = "4,16,64,256,1024", value_parser = parse_page_kib)]
+    #[arg(long, default_value = "4,16,64,256,1024", value_parser = parse_page_kib)]
     pages_kib: crate::lists::List,
     /// MiB moved per page size and direction in each round.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024))]

@@ -69,7 +69,8 @@ pub enum MissKind {
     /// Fault, bring the page, run the pixel again: every frame exact.
     Relaunch,
     /// Serve the sample from the finest resident coarser level and bring the page for a
-    /// later frame: no pixel runs twice.
+    /// later frame: no pixel runs twice for a texture page (one may where two devices'
+    /// strips share a framebuffer page).
     Degrade,
 }
 
@@ -78,8 +79,8 @@ pub enum MissKind {
 pub enum Placement {
     /// Every page starts at home only.
     Home,
-    /// Every atlas page starts as a read copy on one device chosen at random (`--seed`), the
-    /// start of the paper's Fig 13.
+    /// Every atlas page starts as a read copy on one device chosen at random (`run quake
+    /// --seed`; a replay takes the recorded seed), the start of the paper's Fig 13.
     Random,
 }
 
@@ -187,9 +188,6 @@ pub struct QuakeOpts {
 }
 
 pub fn run_quake(o: &QuakeOpts) -> Result<()> {
-    if o.clear_each_frame && o.initial_placement == Placement::Random {
-        return Err(crate::usage("--initial-placement random and --clear-each-frame do not go together: the placement would be cleared before the first frame uses it"));
-    }
     if o.trace.is_some() && o.page.get() < BLOCK {
         return Err(crate::usage(format!("--trace records {BLOCK}x{BLOCK} texel blocks: it needs --page {BLOCK} or more (got {})", o.page.get())));
     }
@@ -258,7 +256,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
             }
             if o.residency_png {
                 let path = residency_dir.join(format!("frame-{f:04}.png"));
-                write_residency(r, &path)?;
+                write_residency(r, f as u32 + 1, &path)?;
             }
             bar.set_message(format!("requests {:?}", s.requests));
             bar.inc(1);
@@ -280,6 +278,7 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
             scene: scene_name,
             frames: o.frames,
             initial_placement: value_name(o.initial_placement),
+            seed: (o.initial_placement == Placement::Random).then_some(o.seed),
             filter: value_name(o.filter),
             miss: value_name(o.miss),
             border: o.border,
@@ -332,6 +331,11 @@ pub fn run_quake(o: &QuakeOpts) -> Result<()> {
 }
 
 impl QuakeOpts {
+    /// The folder the run reads its map from.
+    pub fn pak_dir(&self) -> &Path {
+        &self.pak_dir
+    }
+
     /// What `--filter` and `--border` ask the renderer for.
     fn filtering(&self) -> Option<Filtering> {
         let filter = self.filter.filter()?;
@@ -387,9 +391,8 @@ fn write_requests_csv(path: &Path, requests: &[Vec<u64>]) -> Result<()> {
     crate::output::write_whole(path, requests_csv(requests).as_bytes())
 }
 
-/// Home only: light grey; padding pages (no texture): white; shared: near black.
-fn write_residency(r: &Renderer, path: &Path) -> Result<()> {
-    let (w, h, img) = pictures::residency_image(r)?;
+fn write_residency(r: &Renderer, frames: u32, path: &Path) -> Result<()> {
+    let (w, h, img) = pictures::residency_image(r, frames)?;
     write_png(path, w, h, &img)
 }
 
@@ -430,13 +433,13 @@ pub struct ReplayOpts {
     /// recorded count when not given.
     #[arg(long, value_parser = crate::parse_device_count)]
     devices: Option<usize>,
-    /// Empty every device's texture memory at the start of each frame (`--clear-each-frame
-    /// false`: do not); as the recorded run did when not given.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    /// Empty every device's texture memory at the start of each frame (alone or `on`;
+    /// `--clear-each-frame off`: do not); as the recorded run did when not given.
+    #[arg(long, num_args = 0..=1, default_missing_value = "on", value_name = "on|off", value_parser = crate::on_off())]
     clear_each_frame: Option<bool>,
-    /// After each frame, drop each device's pages it did not touch in that frame
-    /// (`--drop-unused false`: do not); as the recorded run did when not given.
-    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    /// After each frame, drop each device's pages it did not touch in that frame (alone or
+    /// `on`; `--drop-unused off`: do not); as the recorded run did when not given.
+    #[arg(long, num_args = 0..=1, default_missing_value = "on", value_name = "on|off", value_parser = crate::on_off())]
     drop_unused: Option<bool>,
     /// Where the atlas pages start: home, or random (with the recorded run's seed, or 1); as
     /// the recorded run did when not given.

@@ -31,7 +31,7 @@ pub struct ScalingOpts {
     page: PageSize,
     /// Device counts, from 1 to 64: a list such as 1,2,4,8 (`...` keeps doubling). The first
     /// is the base of the speed-up.
-    #[arg(long, allow_negative_numbers = true, default_value = "1,2,4,8", value_parser = parse_devices)]
+    #[arg(long, default_value = "1,2,4,8", value_parser = parse_devices)]
     devices: List,
     /// Runs of every device count, interleaved (round 1 runs every count, then round 2 ...);
     /// each count's median run by modeled time is printed, with the range. On a shared

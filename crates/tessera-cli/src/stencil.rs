@@ -54,7 +54,7 @@ pub struct StencilSweepOpts {
     #[arg(long, default_value_t = 64)]
     size: u32,
     /// Halo widths, a list such as 2,4,8,16.
-    #[arg(long, allow_negative_numbers = true, default_value = "2,4,8,16", value_parser = parse_halos)]
+    #[arg(long, default_value = "2,4,8,16", value_parser = parse_halos)]
     halo: List,
     #[arg(long, default_value = "z")]
     split: Axis,

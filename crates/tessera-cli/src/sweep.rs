@@ -104,7 +104,7 @@ pub struct PageSweepOpts {
     devices: usize,
     /// Page sides to run, powers of two from 1 to 512: a list such as 16,32,64, where `...`
     /// keeps doubling up to the next value (1,2,...,512).
-    #[arg(long, allow_negative_numbers = true, default_value = "1,2,...,512", value_parser = parse_pages)]
+    #[arg(long, default_value = "1,2,...,512", value_parser = parse_pages)]
     pages: List,
 }
 
@@ -113,7 +113,7 @@ pub struct DeviceSweepOpts {
     #[command(flatten)]
     pub(crate) common: SweepCommon,
     /// Device counts to run, from 1 to 64: a list such as 1,2,4,8 (`...` keeps doubling).
-    #[arg(long, allow_negative_numbers = true, default_value = "1,2,4,8", value_parser = parse_devices)]
+    #[arg(long, default_value = "1,2,4,8", value_parser = parse_devices)]
     devices: List,
     /// Page side P in texels.
     #[arg(long, default_value = "64", value_parser = crate::parse_page)]

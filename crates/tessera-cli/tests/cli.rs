@@ -724,7 +724,8 @@ fn enough_is_enough(size: u32, page: u32) {
         let args = argv(&line);
         tessera(&[&args[..], &[mib.as_str(), "--out", out]].concat())
     };
-    let says = |o: &std::process::Output| -> Option<(String, u64)> {
+    // The bound in MiB, as the message gives it to paste into --budget-mib.
+    let says = |o: &std::process::Output| -> Option<(String, String)> {
         let err = String::from_utf8_lossy(&o.stderr).to_string();
         let kernel = err
             .split("invocation of kernel ")
@@ -733,14 +734,18 @@ fn enough_is_enough(size: u32, page: u32) {
             .next()?;
         // The kernel's bound where it says more than the pages asked for; where it does not,
         // the pages asked for are the bound, and the message says only "at least".
-        let enough = match err.split(" (").last()?.split_once(" bytes are enough") {
-            Some((bytes, _)) => bytes,
-            None if err.contains("(the run's other kernels may need more)") => {
-                err.split("give it at least ").nth(1)?.split(' ').next()?
-            }
+        let enough = match err.split_once(" MiB, are enough") {
+            Some((before, _)) => before.rsplit(' ').next()?,
+            None if err.contains("(the run's other kernels may need more)") => err
+                .split("give it at least ")
+                .nth(1)?
+                .split(" MiB")
+                .next()?
+                .rsplit(' ')
+                .next()?,
             None => return None,
         };
-        Some((kernel.to_string(), enough.parse().ok()?))
+        Some((kernel.to_string(), enough.to_string()))
     };
     let mut budget = (page * page * 4) as f64 / (1 << 20) as f64;
     let mut kernels = Vec::new();
@@ -760,7 +765,7 @@ fn enough_is_enough(size: u32, page: u32) {
             "page {page}: {kernel} failed again with the bytes it said were enough: {kernels:?}"
         );
         kernels.push(kernel);
-        budget = enough as f64 / (1 << 20) as f64;
+        budget = enough.parse().unwrap();
     }
     assert!(
         !kernels.is_empty(),

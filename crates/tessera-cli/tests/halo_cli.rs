@@ -174,14 +174,15 @@ fn a_stencil_refused_for_its_budget_is_told_what_is_enough() {
     // The star of radius 2: its centre, 6 × 2 neighbours and the cell written, each maybe on
     // a page of its own, in pages of 8 × 8 four-byte cells.
     let enough = (1 + 6 * 2 + 1) * 8 * 8 * 4;
+    // Also in MiB, to paste into --budget-mib: 3584 / 2^20 exactly.
+    let mib = "0.00341796875";
     assert!(
         err.contains(&format!(
-            "({enough} bytes are enough for any one invocation of it;"
+            "({enough} bytes, {mib} MiB, are enough for any one invocation of it;"
         )),
         "{err}"
     );
     assert!(!out.exists());
-    let mib = enough as f64 / (1u64 << 20) as f64;
     let r = run_report(
         &format!("{line} --budget-mib {mib}"),
         &dir.path().join("enough"),

@@ -509,10 +509,6 @@ fn settings_a_command_cannot_honour_are_usage_errors() {
             "shorter than --frames 3",
         ),
         (
-            "run quake --initial-placement random --clear-each-frame",
-            "do not go together",
-        ),
-        (
             "bench oversubscription --workload raytrace --staging on",
             "boiling only",
         ),

@@ -707,6 +707,50 @@ fn force_never_replaces_a_folder_holding_an_input() {
     assert!(ok.status.success(), "{}", stderr(&ok));
 }
 
+/// A pak folder given as `--out` itself, or a `--trace` written into the pak folder, would
+/// replace the game files the run reads: `--force --pak-dir pk --out pk` had exited 0 with the
+/// pk3 gone, and `--trace pk/pak0.pk3` had overwritten a pk3. Both are refused (exit 2) before
+/// the run, and the pk3 is kept. A generated scene reads no pak, so without the checks both
+/// runs would succeed.
+#[test]
+fn force_never_replaces_the_pak_folder_or_a_pak_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let pk = dir.path().join("pk");
+    std::fs::create_dir(&pk).unwrap();
+    let pk3 = pk.join("pak0.pk3");
+    std::fs::write(&pk3, b"the game's files").unwrap();
+    let pk_s = pk.to_str().unwrap();
+    let quake = |extra: &[&str]| {
+        let mut a = argv("run quake --scene generated --frames 1 --width 32 --height 24 --force");
+        a.extend(["--pak-dir", pk_s]);
+        a.extend_from_slice(extra);
+        tessera(&a)
+    };
+    let as_out = quake(&["--out", pk_s]);
+    assert_eq!(as_out.status.code(), Some(2), "{}", stderr(&as_out));
+    assert!(
+        stderr(&as_out).contains("--pak-dir") && stderr(&as_out).contains("or is that folder"),
+        "{}",
+        stderr(&as_out)
+    );
+    let out = dir.path().join("out");
+    let trace = quake(&[
+        "--trace",
+        pk3.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(trace.status.code(), Some(2), "{}", stderr(&trace));
+    assert!(
+        stderr(&trace).contains("a folder this command reads"),
+        "{}",
+        stderr(&trace)
+    );
+    assert!(!out.exists());
+    assert_eq!(listing(&pk), ["pak0.pk3"]);
+    assert_eq!(std::fs::read(&pk3).unwrap(), b"the game's files");
+}
+
 /// Left to its default, `--out` is `out/<command>`: runs gather under `out/`.
 #[test]
 fn the_default_out_is_out_slash_the_command() {

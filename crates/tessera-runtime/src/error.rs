@@ -238,7 +238,10 @@ pub fn count(n: u64, noun: &str) -> String {
 /// budget it already had would be no advice.
 fn advice(min_bytes: u64, budget_bytes: u64) -> String {
     if min_bytes > budget_bytes {
-        format!("; give it at least {min_bytes} bytes")
+        format!(
+            "; give it at least {}",
+            advised(min_bytes).trim_end_matches(',')
+        )
     } else {
         format!(
             ", which this budget could not hold beside the pages the device could not evict \
@@ -254,14 +257,22 @@ fn advice(min_bytes: u64, budget_bytes: u64) -> String {
 fn enough_note(min_bytes: u64, enough_bytes: Option<u64>) -> String {
     match enough_bytes {
         Some(b) if b > min_bytes => format!(
-            " ({b} bytes are enough for any one invocation of it; the run's other kernels may \
-             need more)"
+            " ({} are enough for any one invocation of it; the run's other kernels may need \
+             more)",
+            advised(b)
         ),
         Some(_) => " (the run's other kernels may need more)".to_string(),
         None => " (a lower bound: an invocation shows its pages one miss at a time, and \
                  another may need more)"
             .to_string(),
     }
+}
+
+/// Bytes the user is told to give, also in MiB: the command line takes budgets in MiB
+/// (`--budget-mib`), and 576 bytes converted by hand go wrong. A byte count over 2^20 is a
+/// dyadic fraction, which `f64`'s shortest form prints exactly, ready to paste.
+fn advised(bytes: u64) -> String {
+    format!("{bytes} bytes, {} MiB,", bytes as f64 / (1u64 << 20) as f64)
 }
 
 fn split_too_fine(len: u32, what: &str, parts: usize) -> String {
@@ -295,7 +306,7 @@ mod tests {
         };
         let over = e(10, 320);
         assert!(
-            over.contains("; give it at least 640 bytes (a lower bound"),
+            over.contains("; give it at least 640 bytes, 0.0006103515625 MiB (a lower bound"),
             "{over}"
         );
         let within = e(3, 320);
@@ -321,14 +332,17 @@ mod tests {
         let more = bounded(1024);
         assert!(
             more.ends_with(
-                "give it at least 640 bytes (1024 bytes are enough for any one invocation of \
-                 it; the run's other kernels may need more)"
+                "give it at least 640 bytes, 0.0006103515625 MiB (1024 bytes, 0.0009765625 MiB, \
+                 are enough for any one invocation of it; the run's other kernels may need more)"
             ),
             "{more}"
         );
         let same = bounded(640);
         assert!(
-            same.ends_with("; give it at least 640 bytes (the run's other kernels may need more)"),
+            same.ends_with(
+                "; give it at least 640 bytes, 0.0006103515625 MiB (the run's other kernels may \
+                 need more)"
+            ),
             "{same}"
         );
         // One page is one page: boiling under a budget of a few bytes said "1 pages".

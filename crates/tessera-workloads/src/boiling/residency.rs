@@ -9,11 +9,32 @@ use plotters::prelude::*;
 use super::modeled::Run;
 use crate::plot::{colour, ensure_font, PlotError};
 
-const SHARED: RGBColor = RGBColor(20, 20, 20);
-const HOME_ONLY: RGBColor = RGBColor(215, 215, 215);
-const LEGEND_W: u32 = 230;
-const TOP: u32 = 56;
-const MARGIN: u32 = 16;
+pub(crate) const SHARED: RGBColor = RGBColor(20, 20, 20);
+pub(crate) const HOME_ONLY: RGBColor = RGBColor(215, 215, 215);
+pub(crate) const LEGEND_W: u32 = 230;
+pub(crate) const TOP: u32 = 56;
+pub(crate) const MARGIN: u32 = 16;
+
+/// A residency picture's legend from `(x, y)` down: per holder a swatch, its name and its
+/// pages.
+pub(crate) fn legend<DB: DrawingBackend>(
+    root: &DrawingArea<DB, plotters::coord::Shift>,
+    (x, y): (i32, i32),
+    entries: &[(String, RGBColor, u64)],
+) -> Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let small = ("sans-serif", 13).into_font();
+    for (i, (name, c, n)) in entries.iter().enumerate() {
+        let y = y + 24 * i as i32;
+        root.draw(&Rectangle::new([(x, y), (x + 16, y + 16)], c.filled()))?;
+        root.draw(&Rectangle::new([(x, y), (x + 16, y + 16)], BLACK))?;
+        root.draw(&Text::new(
+            format!("{name}: {n}"),
+            (x + 24, y + 1),
+            small.clone().color(&BLACK),
+        ))?;
+    }
+    Ok(())
+}
 
 /// Writes `dir/residency-<texture>.png` for every texture of `run`, after `frames` frames of
 /// a `size`² field in pages of `page`²; `split` names the partition in the subtitle; and
@@ -117,19 +138,7 @@ pub fn write_all(
                 .collect();
             entries.push(("shared (2+ devices)".into(), SHARED, counts[devices]));
             entries.push(("home only".into(), HOME_ONLY, counts[devices + 1]));
-            for (i, (name, c, n)) in entries.iter().enumerate() {
-                let y = TOP as i32 + 24 * i as i32;
-                root.draw(&Rectangle::new([(lx, y), (lx + 16, y + 16)], c.filled()))
-                    .map_err(e)?;
-                root.draw(&Rectangle::new([(lx, y), (lx + 16, y + 16)], BLACK))
-                    .map_err(e)?;
-                root.draw(&Text::new(
-                    format!("{name}: {n}"),
-                    (lx + 24, y + 1),
-                    small.clone().color(&BLACK),
-                ))
-                .map_err(e)?;
-            }
+            legend(&root, (lx, TOP as i32), &entries).map_err(e)?;
             root.present().map_err(e)?;
         }
         let path = dir.join(format!("residency-{}.png", t.name));

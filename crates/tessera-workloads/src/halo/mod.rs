@@ -31,7 +31,7 @@ pub use text::{speedup_chart, sweep_table};
 /// What can stop a halo run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum HaloError {
-    #[error("page size {page} is larger than the field's side {size} (--size)")]
+    #[error("page size {page} (--page) is larger than the field's side {size} (--size): give a page of at most {size}")]
     PageLargerThanField { page: u32, size: u32 },
     #[error(transparent)]
     Decomp(#[from] DecompError),

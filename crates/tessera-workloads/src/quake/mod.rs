@@ -212,6 +212,8 @@ pub enum QuakeError {
     #[error(transparent)]
     Trace(#[from] trace::TraceError),
     #[error(transparent)]
+    Plot(#[from] crate::plot::PlotError),
+    #[error(transparent)]
     Runtime(#[from] RuntimeError),
     #[error(transparent)]
     Core(#[from] CoreError),

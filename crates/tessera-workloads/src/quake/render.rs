@@ -62,9 +62,9 @@ pub enum Miss {
     /// The pixel faults and runs again once the page is there: every frame is exact.
     Relaunch,
     /// The sample is served from the finest resident coarser level, the page is requested and
-    /// brought after the pass, for a later frame; no pixel runs twice. The levels whose sides
-    /// are both at most `tail` texels are replicated on every device before the first frame,
-    /// so that a fallback always finds one.
+    /// brought after the pass, for a later frame; no pixel runs twice for a texture page. The
+    /// levels whose sides are both at most `tail` texels are replicated on every device before
+    /// the first frame, so that a fallback always finds one.
     Degrade { tail: u32 },
 }
 

@@ -127,7 +127,7 @@ impl Replayed {
         for d in 0..devices {
             let t: u64 = self.requests.iter().map(|f| f[d]).sum();
             s += &format!(
-                "device {d}: {t} texture page requests ({} per frame); at the end {} pages only it holds, {} shared\n",
+                "device {d}: {t} texture page requests ({} per frame); at the end it alone holds {} atlas pages, {} shared\n",
                 crate::plot::fmt_num(t as f64 / frames),
                 self.unique_pages[d],
                 self.shared_pages[d]

@@ -56,6 +56,9 @@ pub struct QuakeReport {
     pub drop_unused: bool,
     /// `home` or `random`.
     pub initial_placement: String,
+    /// The random placement's seed (`--seed`); absent with `home`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
     pub textures: usize,
     pub atlas_width: u32,
     pub atlas_height: u32,
@@ -96,6 +99,8 @@ pub struct Ran {
     pub frames: u32,
     /// `home` or `random`.
     pub initial_placement: String,
+    /// The random placement's seed; `None` with `home`.
+    pub seed: Option<u64>,
     /// The filter's name, and the border of a bordered atlas.
     pub filter: String,
     pub border: u32,
@@ -140,6 +145,7 @@ impl QuakeReport {
             clear_each_frame: o.clear_each_frame,
             drop_unused: o.drop_unused,
             initial_placement: ran.initial_placement,
+            seed: ran.seed,
             textures: ran.textures,
             atlas_width: r.atlas.width,
             atlas_height: r.atlas.height,
@@ -180,8 +186,27 @@ impl QuakeReport {
     pub fn summary(&self) -> String {
         let c = &self.core;
         let procedure = c.procedure;
+        // Every setting that changes the counts below, so that two summaries side by side
+        // say why they differ (a replay's summary names the same ones).
+        let mut settings = String::new();
+        if let Some(f) = &self.filtering {
+            settings += &format!(", filter {}", f.filter);
+            if f.border > 0 {
+                settings += &format!(" with border {}", f.border);
+            }
+            settings += &format!(", miss {}", f.miss);
+        }
+        if self.clear_each_frame {
+            settings += ", memory cleared each frame";
+        }
+        if self.drop_unused {
+            settings += ", unused pages dropped";
+        }
+        if let Some(seed) = self.seed {
+            settings += &format!(", random initial placement (seed {seed})");
+        }
         let mut s = format!(
-            "quake: {}, {} frames {}x{} on {} device(s) [{}], split {}, page {}, {procedure}{}\n",
+            "quake: {}, {} frames {}x{} on {} device(s) [{}], split {}, page {}, procedure {procedure}{settings}\n",
             self.scene,
             c.frames,
             self.width,
@@ -190,15 +215,10 @@ impl QuakeReport {
             c.adapter,
             c.split,
             c.page_size,
-            if self.clear_each_frame {
-                ", memory cleared each frame"
-            } else {
-                ""
-            }
         );
         for (d, t) in self.total_requests.iter().enumerate() {
             s += &format!(
-                "device {d}: {t} texture page requests ({} per frame); holds {} atlas pages only it holds, {} shared\n",
+                "device {d}: {t} texture page requests ({} per frame); at the end it alone holds {} atlas pages, {} shared\n",
                 crate::plot::fmt_num(self.mean_requests_per_frame[d]),
                 self.texture_footprint[d].unique_pages,
                 self.texture_footprint[d].shared_pages

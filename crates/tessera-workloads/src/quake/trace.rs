@@ -258,6 +258,11 @@ impl Trace {
         if n_textures == 0 {
             return Err(TraceError::Invalid("no textures".into()));
         }
+        // No run records zero frames (`--frames 0` is refused), and a replay of none would
+        // say it matched a run it never compared.
+        if frames == 0 {
+            return Err(TraceError::Invalid("no frames".into()));
+        }
         // Each texture takes 8 bytes: a count the file cannot hold is truncation, found
         // before anything is allocated for it.
         if (n_textures as u64) * 8 > r.left() as u64 {
@@ -490,6 +495,15 @@ mod tests {
             ..sample()
         };
         assert_eq!(Trace::decode(&narrow.encode()).unwrap(), narrow);
+        // No frames: no run records that, and a replay would compare nothing.
+        let empty = Trace {
+            frames: Vec::new(),
+            ..sample()
+        };
+        assert_eq!(
+            Trace::decode(&empty.encode()).unwrap_err(),
+            TraceError::Invalid("no frames".into())
+        );
         // An overlong varint (0 written as 0x80 0x00) is refused: one encoding per trace.
         let mut long = Trace {
             frames: vec![vec![
