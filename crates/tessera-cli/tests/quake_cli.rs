@@ -393,6 +393,21 @@ fn a_degrading_run_relaunches_nothing_and_reports_its_coarse_samples() {
     assert!(report["filtering"].get("degrade").is_none());
 }
 
+/// `--verify` under `--miss degrade` fails where a frame sampled coarser levels, and says
+/// why, so a user does not take it for a wrong page: with every frame starting cold
+/// (`--clear-each-frame`) the last frame cannot converge.
+#[test]
+fn a_degrading_frame_that_fails_verify_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let cmd = "run quake --frames 3 --page 16 --width 32 --height 32 --filter bilinear --miss degrade --clear-each-frame --path-frames 100000 --verify --out";
+    let mut args = argv(cmd);
+    args.push(out.to_str().unwrap());
+    let err = fails(&args, "pixels differ");
+    assert!(err.contains("--miss degrade serves a sample"), "{err}");
+    assert!(!out.exists());
+}
+
 /// Eight devices over a screen two pages wide: four devices write each page of the frame and
 /// of its depth in every frame. A device's relaunch used to ask only for its newest miss, so
 /// the devices took the two pages from each other round after round and the run stopped with
