@@ -166,12 +166,21 @@ fn bad_input_is_a_clear_error() {
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let bytes = std::fs::read(&good).unwrap();
-    let mut v2 = bytes.clone();
-    v2[8] = 2;
-    let f = dir.path().join("v2.trace");
-    std::fs::write(&f, &v2).unwrap();
+    let mut v3 = bytes.clone();
+    v3[8] = 3;
+    let f = dir.path().join("v3.trace");
+    std::fs::write(&f, &v3).unwrap();
     let o = tessera(&["trace", "replay", f.to_str().unwrap()]);
-    assert!(String::from_utf8_lossy(&o.stderr).contains("version 2 is not supported"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("version 3 is not supported"));
+    // A changed byte whose fields still read: the checksum finds it.
+    let mut changed = bytes.clone();
+    let last = changed.len() - 1;
+    changed[last] ^= 1;
+    let f = dir.path().join("changed.trace");
+    std::fs::write(&f, &changed).unwrap();
+    let o = tessera(&["trace", "replay", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("the trace is corrupt: its checksum"));
     let f = dir.path().join("cut.trace");
     std::fs::write(&f, &bytes[..bytes.len() - 3]).unwrap();
     let o = tessera(&["trace", "replay", f.to_str().unwrap()]);

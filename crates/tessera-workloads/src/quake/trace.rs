@@ -8,12 +8,12 @@
 //! is the number of blocks of the textures before t. Atlas rectangles are aligned to the page
 //! size, so at any page size P ≥ BLOCK a block lies inside one page.
 //!
-//! Format, version 1, all integers little-endian:
+//! Format, version 2, all integers little-endian:
 //!
 //! | bytes | field |
 //! | --- | --- |
 //! | 8 | magic `TSSRTRC\0` |
-//! | 4 | version (1) |
+//! | 4 | version (2) |
 //! | 4 | BLOCK (texels per block side) |
 //! | 4 | devices N |
 //! | 4 | frames F |
@@ -28,14 +28,21 @@
 //! | — 8 | the recording run's texture page requests for this frame and device |
 //! | — 4 | blocks n |
 //! | — varint × n | the block numbers, ascending, each as its difference from the previous (the first from 0), LEB128 |
+//! | 4 | CRC-32 (IEEE) of every byte before it |
 //!
-//! Nothing may follow the last record. Reading checks every field and returns a typed
-//! [`TraceError`]; it never panics on any input.
+//! Nothing may follow the checksum. Version 1 is the same without the checksum, and is still
+//! read. The checksum is there because a corrupt trace can be a valid one: a flipped bit in a
+//! block number may name another block of the same page, and the replay then "matches" the
+//! recording it no longer is (one byte in 30 of a recorded trace, flipped in turn, gave such
+//! a trace). Reading checks every field and returns a typed [`TraceError`]; it never panics
+//! on any input.
 
 use super::Split;
 
 pub const MAGIC: [u8; 8] = *b"TSSRTRC\0";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
+/// The checksum's bytes at the end of a version 2 trace.
+const CHECKSUM_BYTES: usize = 4;
 /// Texels per block side: the smallest page size a trace replays at.
 pub const BLOCK: u32 = 4;
 
@@ -44,8 +51,14 @@ pub const BLOCK: u32 = 4;
 pub enum TraceError {
     #[error("not a tessera trace (bad magic bytes)")]
     BadMagic,
-    #[error("trace version {found} is not supported (this tessera reads version {supported})")]
+    #[error(
+        "trace version {found} is not supported (this tessera reads versions 1 to {supported})"
+    )]
     Version { found: u32, supported: u32 },
+    #[error(
+        "the trace is corrupt: its checksum is {stored:#010x}, its bytes give {computed:#010x}"
+    )]
+    Checksum { stored: u32, computed: u32 },
     #[error("the trace is truncated: it ends inside {what} at byte {offset}")]
     Truncated { what: &'static str, offset: usize },
     #[error("invalid trace: {0}")]
@@ -170,6 +183,8 @@ impl Trace {
                 }
             }
         }
+        let sum = crc32fast::hash(&out);
+        out.extend_from_slice(&sum.to_le_bytes());
         out
     }
 
@@ -190,12 +205,41 @@ impl Trace {
         }
         r.at = 8;
         let version = r.u32("the version")?;
-        if version != VERSION {
+        if !(1..=VERSION).contains(&version) {
             return Err(TraceError::Version {
                 found: version,
                 supported: VERSION,
             });
         }
+        // Version 2 ends in its checksum, checked once the fields before it read: a field
+        // that does not says more about a cut or corrupt file than a checksum that differs.
+        let stored = match version {
+            1 => None,
+            _ => {
+                let body = bytes.len().saturating_sub(CHECKSUM_BYTES).max(r.at);
+                r.bytes = &bytes[..body];
+                bytes[body..].try_into().ok().map(u32::from_le_bytes)
+            }
+        };
+        let trace = Self::fields(&mut r)?;
+        if version > 1 {
+            let Some(stored) = stored else {
+                return Err(TraceError::Truncated {
+                    what: "the checksum",
+                    offset: bytes.len(),
+                });
+            };
+            let computed = crc32fast::hash(r.bytes);
+            if stored != computed {
+                return Err(TraceError::Checksum { stored, computed });
+            }
+        }
+        Ok(trace)
+    }
+
+    /// The fields after the version, to the end of `r`.
+    fn fields(r: &mut Reader<'_>) -> Result<Trace, TraceError> {
+        let bytes = r.bytes;
         let block = r.u32("the header")?;
         if block != BLOCK {
             return Err(TraceError::Invalid(format!(
@@ -455,12 +499,12 @@ mod tests {
             assert!(matches!(e, TraceError::Truncated { .. }), "cut {cut}: {e}");
         }
         let mut other = bytes.clone();
-        other[8] = 2;
+        other[8] = 3;
         assert_eq!(
             Trace::decode(&other).unwrap_err(),
             TraceError::Version {
-                found: 2,
-                supported: 1
+                found: 3,
+                supported: 2
             }
         );
         let mut magic = bytes.clone();
@@ -516,21 +560,50 @@ mod tests {
             ..sample()
         }
         .encode();
-        let at = long.len() - 4 - 8 - 1;
+        // Before the checksum, the last record (8 + 4 bytes, no blocks), then the varint.
+        let at = long.len() - 4 - 12 - 1;
         assert_eq!(long[at], 0);
         long[at] = 0x80;
         long.insert(at + 1, 0);
         assert!(matches!(Trace::decode(&long), Err(TraceError::Invalid(_))));
-        // Every single-byte corruption is an error or a valid trace that encodes back to the
-        // same bytes, never a panic.
+        // Every single-byte corruption is an error, never a panic, and never a trace. Without
+        // the checksum (version 1) some are valid traces that are not the one written: a
+        // request count, a block of the same page.
+        let v1 = as_version_1(&bytes);
+        let mut valid_in_v1 = 0;
         for i in 0..bytes.len() {
             for v in [0u8, 1, 0x7f, 0x80, 0xff] {
                 let mut c = bytes.clone();
+                if c[i] == v {
+                    continue;
+                }
                 c[i] = v;
-                if let Ok(t) = Trace::decode(&c) {
-                    assert_eq!(t.encode(), c, "byte {i} = {v}");
+                assert!(Trace::decode(&c).is_err(), "byte {i} = {v}");
+                if i < v1.len() && i != 8 {
+                    let mut c1 = v1.clone();
+                    c1[i] = v;
+                    if Trace::decode(&c1).is_ok_and(|t| t != sample()) {
+                        valid_in_v1 += 1;
+                        let e = Trace::decode(&c).unwrap_err();
+                        assert!(matches!(e, TraceError::Checksum { .. }), "byte {i}: {e}");
+                    }
                 }
             }
         }
+        assert!(valid_in_v1 > 0);
+    }
+
+    /// A version 2 trace's bytes as version 1 wrote them: version 1, no checksum.
+    fn as_version_1(v2: &[u8]) -> Vec<u8> {
+        let mut v1 = v2[..v2.len() - CHECKSUM_BYTES].to_vec();
+        v1[8..12].copy_from_slice(&1u32.to_le_bytes());
+        v1
+    }
+
+    /// Traces written before the checksum still replay.
+    #[test]
+    fn version_1_traces_are_still_read() {
+        let v1 = as_version_1(&sample().encode());
+        assert_eq!(Trace::decode(&v1).unwrap(), sample());
     }
 }
