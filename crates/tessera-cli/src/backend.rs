@@ -45,9 +45,10 @@ fn warn_cpu_adapter(gpu: &SharedGpu) {
 /// Lists the adapters wgpu finds, and which one `--backend wgpu` would use.
 pub fn devices() -> Result<()> {
     let all = tessera_wgpu::adapters();
+    // Without an adapter the command fails (exit 1), so that a script can ask it whether
+    // `--backend wgpu` can run before it runs anything.
     if all.is_empty() {
-        outln!("no GPU adapter found: `--backend wgpu` cannot run here (on Linux, install mesa-vulkan-drivers for lavapipe)");
-        return Ok(());
+        anyhow::bail!("no GPU adapter found: `--backend wgpu` cannot run here (on Linux, install mesa-vulkan-drivers for lavapipe)");
     }
     for (i, a) in all.iter().enumerate() {
         outln!(
@@ -69,7 +70,7 @@ pub fn devices() -> Result<()> {
                 "no (reports give wall time only)"
             }
         ),
-        Err(e) => outln!("--backend wgpu cannot open a device: {e}"),
+        Err(e) => anyhow::bail!("--backend wgpu cannot open a device: {e}"),
     }
     Ok(())
 }

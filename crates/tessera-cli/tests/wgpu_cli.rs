@@ -8,14 +8,34 @@ use common::{adapter_or_skip, argv, ok_in, report, tessera, wait_until};
 
 use std::process::Command;
 
+/// `devices` succeeds only where `--backend wgpu` can run: it lists the adapters and the one
+/// chosen, or fails (exit 1) saying why, so a script can ask it first.
 #[test]
-fn devices_lists_adapters_or_says_there_are_none() {
+fn devices_lists_adapters_or_fails_saying_there_are_none() {
     let o = tessera(&["devices"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let text = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    match adapter_or_skip() {
+        true => {
+            assert!(o.status.success(), "{err}");
+            assert!(text.contains("--backend wgpu uses:"), "{text}");
+        }
+        false => {
+            assert_eq!(o.status.code(), Some(1), "{text}");
+            assert!(err.contains("no GPU adapter found"), "{err}");
+        }
+    }
+    // An adapter asked for by a name that matches none cannot be opened.
+    let o = Command::new(env!("CARGO_BIN_EXE_tessera"))
+        .arg("devices")
+        .env("TESSERA_ADAPTER", "no such adapter")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        text.contains("--backend wgpu uses:") || text.contains("no GPU adapter found"),
-        "{text}"
+        err.contains("cannot open a device") || err.contains("no GPU adapter found"),
+        "{err}"
     );
 }
 

@@ -128,7 +128,12 @@ pub fn fails(args: &[&str], needle: &str) -> String {
 /// Whether `--backend wgpu` can run here; without an adapter the caller skips (saying so),
 /// unless `TESSERA_REQUIRE_VULKAN=1`.
 pub fn adapter_or_skip() -> bool {
-    let listing = String::from_utf8_lossy(&tessera(&["devices"]).stdout).to_string();
+    let o = tessera(&["devices"]);
+    let listing = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
     if listing.contains("--backend wgpu uses:") {
         return true;
     }
