@@ -53,12 +53,12 @@ impl Report {
         let mut s = String::new();
         ln!(
             s,
-            "boiling {s}x{s}, {} device(s) [{}], page {p}x{p}, {}, split {}, {} frames",
+            "boiling {s}x{s}, {} device(s) [{}], page {p}x{p}, {}, split {}, {}",
             r.devices,
             r.adapter,
             r.procedure,
             r.partition,
-            r.frames,
+            tessera_runtime::error::count(r.frames as u64, "frame"),
             s = r.size,
             p = r.page_size
         );

@@ -116,8 +116,8 @@ impl Replayed {
         let on = |b: bool, what: &'static str| if b { what } else { "" };
         let frames = self.requests.len().max(1) as f64;
         let mut s = format!(
-            "replay: {} frames on {devices} device(s), page {}{}{}{}, {:.2} s\n",
-            self.requests.len(),
+            "replay: {} on {devices} device(s), page {}{}{}{}, {:.2} s\n",
+            tessera_runtime::error::count(self.requests.len() as u64, "frame"),
             o.page,
             on(o.clear_each_frame, ", memory cleared each frame"),
             on(o.drop_unused, ", unused pages dropped"),

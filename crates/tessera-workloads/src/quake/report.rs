@@ -206,9 +206,9 @@ impl QuakeReport {
             settings += &format!(", random initial placement (seed {seed})");
         }
         let mut s = format!(
-            "quake: {}, {} frames {}x{} on {} device(s) [{}], split {}, page {}, procedure {procedure}{settings}\n",
+            "quake: {}, {} {}x{} on {} device(s) [{}], split {}, page {}, procedure {procedure}{settings}\n",
             self.scene,
-            c.frames,
+            tessera_runtime::error::count(c.frames as u64, "frame"),
             self.width,
             self.height,
             c.devices,
