@@ -45,8 +45,8 @@ fn run_stencil_in_every_version_equals_the_reference() {
         };
         assert_eq!(r["procedure"], want_procedure, "{access}");
         // Four devices exchange halos every step: pages cross a link, or (remote) accesses.
-        let moved = r["moved_mib_per_step"].as_f64().unwrap();
-        let remote = r["remote_mib_per_step"].as_f64().unwrap();
+        let moved = r["moved_mib_per_frame"].as_f64().unwrap();
+        let remote = r["remote_mib_per_frame"].as_f64().unwrap();
         if access == "remote" {
             assert_eq!(moved, 0.0, "a remote page is never copied");
             assert!(remote > 0.0);
@@ -61,7 +61,7 @@ fn run_stencil_in_every_version_equals_the_reference() {
                 "{d}"
             );
         }
-        assert!(r["modeled_ms_per_step"].as_f64().unwrap() > 0.0);
+        assert!(r["modeled_ms_per_frame"].as_f64().unwrap() > 0.0);
         assert_eq!(r["per_device"].as_array().unwrap().len(), 4);
     }
 }
@@ -92,7 +92,7 @@ fn run_convolution_equals_the_reference() {
             dir.path(),
         );
         assert_eq!(r["checksum"], want.as_str(), "{access} {model}");
-        assert_eq!(r["filter"], 7);
+        assert_eq!(r["filter_size"], 7);
         // The settings differ only here; a script needs them as a key, not in the prose.
         assert_eq!(r["filter_access"], filter_access, "{access} {model}");
     }
@@ -120,18 +120,18 @@ fn a_budget_reports_its_evictions() {
     assert_eq!(r["checksum"], want.as_str());
     assert_eq!(r["budget_bytes"], 10485);
     assert_eq!(r["policy"], "clock");
-    let total = r["eviction"]["evictions"].as_f64().unwrap();
-    assert!(total > 0.0, "{}", r["eviction"]);
+    let total = r["eviction_per_frame"]["evictions"].as_f64().unwrap();
+    assert!(total > 0.0, "{}", r["eviction_per_frame"]);
     let per_device: f64 = r["per_device"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| d["eviction"]["evictions"].as_f64().unwrap())
+        .map(|d| d["eviction_per_frame"]["evictions"].as_f64().unwrap())
         .sum();
     assert_eq!(per_device, total);
     let roomy = run_report(line, &dir.path().join("roomy"));
     assert_eq!(roomy["checksum"], want.as_str());
-    assert_eq!(roomy["eviction"]["evictions"], 0.0);
+    assert_eq!(roomy["eviction_per_frame"]["evictions"], 0.0);
 }
 
 /// A budget that holds the pages one invocation asked for by their bytes, but not beside the
@@ -236,8 +236,8 @@ fn sweep_stencil_writes_csv_and_plot_and_skips_impossible_points() {
         "frames",
         "warmup_frames",
         "procedure",
-        "modeled_work_ms_per_step",
-        "wall_ms_per_step_measured",
+        "modeled_work_ms_per_frame",
+        "wall_ms_per_frame_measured",
         "checksum",
     ] {
         assert!(head.contains(&key), "{key}: {head:?}");
@@ -377,7 +377,7 @@ fn remote_counts_do_not_depend_on_the_thread_count() {
         .collect();
     // The modeled time is a difference of two modeled step times, so it carries their
     // rounding: equal within a part in 10⁹, where the cut tiles moved it by 75%.
-    let ms = |r: &serde_json::Value| r["modeled_remote_ms_per_step"].as_f64().unwrap();
+    let ms = |r: &serde_json::Value| r["modeled_remote_ms_per_frame"].as_f64().unwrap();
     for r in &runs[1..] {
         assert_eq!(r["remote"], runs[0]["remote"]);
         assert!(
@@ -390,9 +390,9 @@ fn remote_counts_do_not_depend_on_the_thread_count() {
     let links = runs[0]["remote"].as_array().unwrap();
     assert_eq!(links.len(), 2, "{links:?}");
     for k in [
-        "batch_mib_per_step",
-        "spread_mib_per_step",
-        "batches_per_step",
+        "batch_mib_per_frame",
+        "spread_mib_per_frame",
+        "batches_per_frame",
     ] {
         assert_eq!(links[0][k], links[1][k], "{k}: {links:?}");
     }
@@ -409,7 +409,7 @@ fn concurrent_counts_settle_after_a_warm_up_step_per_field() {
         let cmd = format!(
             "run stencil --size 32 --halo 2 --split z --devices 2 --access migrate --page 8 {extra}"
         );
-        run_report(&cmd, &dir.path().join(name))["page_requests_per_step"]
+        run_report(&cmd, &dir.path().join(name))["page_requests_per_frame"]
             .as_f64()
             .unwrap()
     };

@@ -263,7 +263,7 @@ fn halo_runs_honour_coherence_and_deferred() {
             .unwrap()
             .iter()
             .filter(|l| l["link"].as_str().unwrap().ends_with("host"))
-            .map(|l| l["pages_per_step"].as_f64().unwrap())
+            .map(|l| l["pages_per_frame"].as_f64().unwrap())
             .sum();
         (to_host, r["checksum"].clone())
     };

@@ -373,7 +373,7 @@ fn a_degrading_run_relaunches_nothing_and_reports_its_coarse_samples() {
     let f = &report["filtering"];
     assert_eq!(f["miss"], "degrade");
     let d = &f["degrade"];
-    let relaunched = u64s(&d["relaunched"]);
+    let relaunched = u64s(&d["relaunched_invocations"]);
     assert_eq!(relaunched, vec![0, 0, 0]);
     let coarse = f64s(&d["coarse_fraction"]);
     assert_eq!(coarse.len(), 3);
@@ -388,7 +388,7 @@ fn a_degrading_run_relaunches_nothing_and_reports_its_coarse_samples() {
     let lines: Vec<&str> = csv.lines().collect();
     assert_eq!(
         lines[0],
-        "frame,samples,coarse_samples,coarse_fraction,relaunched,late_requests"
+        "frame,samples,coarse_samples,coarse_fraction,relaunched_invocations,late_requests"
     );
     assert_eq!(lines.len(), 4);
     assert!(lines[1].starts_with("0,"));

@@ -52,7 +52,7 @@ fn a_map_renders_as_the_generated_scene_at_any_budget() {
     );
     assert_eq!(map["scene"], "openarena:generated-2");
     assert_eq!(small["devices"], 2);
-    assert_eq!(small["budget_bytes_per_device"], 8192);
+    assert_eq!(small["budget_bytes"], 8192);
     let evictions: u64 = small["per_device"]
         .as_array()
         .unwrap()
@@ -220,12 +220,12 @@ fn a_filtered_render_verifies_and_reports_its_levels() {
     let nearest = run("nearest", "nearest");
     let trilinear = run("trilinear", "trilinear");
     assert_eq!(trilinear["filter"], "trilinear");
-    let levels = u64s(&trilinear["atlas_pages_by_level"]);
+    let levels = u64s(&trilinear["held_pages_by_level"]);
     assert!(
         levels.len() > 1 && levels[1..].iter().sum::<u64>() > 0,
         "{levels:?}"
     );
-    assert_eq!(nearest["atlas_pages_by_level"].as_array().unwrap().len(), 1);
+    assert_eq!(nearest["held_pages_by_level"].as_array().unwrap().len(), 1);
     assert_ne!(nearest["checksum"], trilinear["checksum"]);
 }
 
@@ -259,7 +259,7 @@ fn the_image_is_cut_on_pages_unless_told_to_cut_evenly() {
         let frames = r["per_frame"].as_array().unwrap();
         frames[1..]
             .iter()
-            .map(|f| f["relaunched"].as_u64().unwrap())
+            .map(|f| f["relaunched_invocations"].as_u64().unwrap())
             .sum()
     };
     assert_eq!(relaunched(&pages), 0, "{}", pages["per_frame"]);

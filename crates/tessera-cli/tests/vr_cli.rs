@@ -24,8 +24,8 @@ fn run_vr_writes_a_report_and_a_stereo_png() {
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["scheme"], "oo-vr");
     assert_eq!(report["devices"], 2);
-    assert_eq!(report["measured"].as_array().unwrap().len(), 2);
-    assert_eq!(report["modeled"].as_array().unwrap().len(), 2);
+    assert_eq!(report["measured_per_frame"].as_array().unwrap().len(), 2);
+    assert_eq!(report["modeled_per_frame"].as_array().unwrap().len(), 2);
     let png = image::open(out.join("stereo.png")).unwrap();
     assert_eq!((png.width(), png.height()), (64, 24));
 }

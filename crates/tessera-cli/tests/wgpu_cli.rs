@@ -196,9 +196,9 @@ fn remote_stencil_on_wgpu_equals_the_reference() {
     // wgpu does not count remote accesses: the report says so, with no figure, not zero.
     assert_eq!(r["remote_counted"], false);
     for key in [
-        "remote_mib_per_step",
+        "remote_mib_per_frame",
         "remote_batch_fraction",
-        "modeled_remote_ms_per_step",
+        "modeled_remote_ms_per_frame",
     ] {
         assert!(r[key].is_null(), "{key}: {}", r[key]);
     }

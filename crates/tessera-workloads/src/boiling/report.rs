@@ -178,9 +178,6 @@ pub struct Report {
     /// The devices as the backend describes them: `cpu (2 threads)`, or the wgpu adapter's
     /// name.
     pub adapter: String,
-    /// The wgpu adapter's name; absent on the CPU backend.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub adapter_name: Option<String>,
     pub devices: usize,
     pub size: u32,
     pub page_size: u32,
@@ -459,7 +456,6 @@ impl Report {
                 .adapter_name
                 .clone()
                 .unwrap_or_else(|| sys.backend().to_string()),
-            adapter_name: run.adapter_name.clone(),
             devices: sys.devices(),
             size,
             page_size: o.page,
@@ -531,9 +527,9 @@ impl Report {
 
     /// What ran the measured frames, for plot legends: `cpu`, or `wgpu: <adapter name>`.
     pub fn ran_on(&self) -> String {
-        match &self.adapter_name {
-            Some(name) => format!("{}: {name}", self.backend),
-            None => self.backend.to_string(),
+        match self.backend {
+            "wgpu" => format!("wgpu: {}", self.adapter),
+            other => other.to_string(),
         }
     }
 }

@@ -306,7 +306,7 @@ pub struct Measured {
     /// Per device, the host's work over the measured steps with the devices together.
     pub host: Vec<HostCounters>,
     /// Per device, what its budget's page cache did over the modeled steps.
-    pub eviction: Vec<EvictionPerStep>,
+    pub eviction: Vec<EvictionPerFrame>,
     /// The field after the warm-up and the measured steps with the devices together, and how
     /// many steps that is: the run's result. The isolated model's steps run after it on the
     /// same node, for its timing only, so neither model changes the result.
@@ -435,7 +435,7 @@ pub fn measure(
     let eviction = after
         .iter()
         .zip(&baseline)
-        .map(|(a, b)| EvictionPerStep::of(&a.since(b), s.steps))
+        .map(|(a, b)| EvictionPerFrame::of(&a.since(b), s.steps))
         .collect();
     Ok(Measured {
         run,
@@ -457,7 +457,7 @@ pub fn measure(
 /// What a device's budget did per step (`--budget-mib`, `--policy`, `--thrashing`): all zero
 /// while everything fits.
 #[derive(Serialize, Clone, Copy, Default, Debug, PartialEq)]
-pub struct EvictionPerStep {
+pub struct EvictionPerFrame {
     pub evictions: f64,
     /// Modified pages written home before they were evicted.
     pub write_backs: f64,
@@ -467,10 +467,10 @@ pub struct EvictionPerStep {
     pub thrashing_pages: f64,
 }
 
-impl EvictionPerStep {
+impl EvictionPerFrame {
     fn of(t: &tessera_runtime::DeviceTraffic, steps: u32) -> Self {
         let n = steps.max(1) as f64;
-        EvictionPerStep {
+        EvictionPerFrame {
             evictions: t.evictions as f64 / n,
             write_backs: t.eviction_write_backs as f64 / n,
             refaults: t.refaults as f64 / n,
@@ -478,7 +478,7 @@ impl EvictionPerStep {
         }
     }
 
-    fn add(&mut self, o: &EvictionPerStep) {
+    fn add(&mut self, o: &EvictionPerFrame) {
         self.evictions += o.evictions;
         self.write_backs += o.write_backs;
         self.refaults += o.refaults;
@@ -489,10 +489,10 @@ impl EvictionPerStep {
 #[derive(Serialize, Clone)]
 pub struct LinkReport {
     pub link: String,
-    pub pages_per_step: f64,
-    pub mib_per_step: f64,
+    pub pages_per_frame: f64,
+    pub mib_per_frame: f64,
     /// Modeled.
-    pub busy_ms_per_step: f64,
+    pub busy_ms_per_frame: f64,
 }
 
 /// Remote accesses (`AccessMode::Remote`) of one device to one memory, per step.
@@ -500,22 +500,22 @@ pub struct LinkReport {
 pub struct RemoteReport {
     pub from: String,
     pub to: String,
-    pub read_mib_per_step: f64,
-    pub write_mib_per_step: f64,
+    pub read_mib_per_frame: f64,
+    pub write_mib_per_frame: f64,
     /// Bytes in runs of at least 128 consecutive bytes of one page (GPU-SM's batch accesses)
     /// and the rest (spread), per the runtime's rule.
-    pub batch_mib_per_step: f64,
-    pub spread_mib_per_step: f64,
-    pub batches_per_step: f64,
+    pub batch_mib_per_frame: f64,
+    pub spread_mib_per_frame: f64,
+    pub batches_per_frame: f64,
 }
 
 #[derive(Serialize, Clone)]
 pub struct DeviceReport {
     pub device: usize,
     /// The device's own work per step (measured; alone, in the isolated model).
-    pub work_ms_per_step: f64,
+    pub work_ms_per_frame: f64,
     /// The memory manager's time serving it per step (measured).
-    pub manager_ms_per_step: f64,
+    pub manager_ms_per_frame: f64,
     /// Seconds per stage, as the report's `stages` sums them.
     #[serde(rename = "stages")]
     pub stage_seconds: StageTimes,
@@ -523,8 +523,9 @@ pub struct DeviceReport {
     pub relaunched_invocations: u64,
     /// The host's work for this device per step, over the steps run with the devices together.
     pub host: HostReport,
-    /// Its budget's evictions per modeled step.
-    pub eviction: EvictionPerStep,
+    /// Its budget's evictions per modeled step: a mean, where boiling's `eviction` is a total.
+    #[serde(rename = "eviction_per_frame")]
+    pub eviction: EvictionPerFrame,
 }
 
 /// The report of one run. Times under `modeled_*` are modeled on the topology; `wall_*` is
@@ -537,7 +538,9 @@ pub struct HaloReport {
     pub size: u32,
     /// The stencil's radius, or the filter's reach (F / 2).
     pub halo: u32,
-    /// The convolution's filter side; none for the stencil.
+    /// The convolution's filter side; none for the stencil. `filter` in other reports is a
+    /// texture sampler, so this is `filter_size`.
+    #[serde(rename = "filter_size")]
     pub filter: Option<u32>,
     /// Where the convolution's filter lives, as `--filter-access` names it (`replicate`,
     /// `remote`, `remote-cached`); none for the stencil.
@@ -559,34 +562,30 @@ pub struct HaloReport {
     pub backend_kind: &'static str,
     /// The devices as the backend describes them: `cpu (N threads)`, or the wgpu adapter's
     /// name.
-    #[serde(rename = "adapter")]
-    pub backend: String,
-    /// The wgpu adapter's name; none on the CPU backend.
-    #[serde(rename = "adapter_name")]
-    pub adapter: Option<String>,
+    pub adapter: String,
     pub topology: String,
     pub model: Model,
     /// GPU-SM Table 1's "% Remote": reads of cells another device owns, over all reads.
     pub remote_read_fraction: f64,
-    pub modeled_ms_per_step: f64,
-    pub modeled_work_ms_per_step: f64,
-    pub modeled_link_ms_per_step: f64,
-    pub modeled_manager_ms_per_step: f64,
-    pub wall_ms_per_step_measured: f64,
+    pub modeled_ms_per_frame: f64,
+    pub modeled_work_ms_per_frame: f64,
+    pub modeled_link_ms_per_frame: f64,
+    pub modeled_manager_ms_per_frame: f64,
+    pub wall_ms_per_frame_measured: f64,
     /// Device time of a measured step's kernels, summed over the devices (on one GPU, the time
     /// it was busy with them); absent where the backend has no timestamps.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub gpu_ms_per_step_measured: Option<f64>,
-    pub page_requests_per_step: f64,
-    pub moved_mib_per_step: f64,
+    pub gpu_ms_per_frame_measured: Option<f64>,
+    pub page_requests_per_frame: f64,
+    pub moved_mib_per_frame: f64,
     /// Whether the backend counted the run's remote accesses (the CPU backend does, wgpu
     /// does not). Where it did not, the three figures below are null and the modeled time
     /// leaves remote accesses out.
     pub remote_counted: bool,
-    /// What remote accesses add to the modeled step (inside `modeled_work_ms_per_step`).
-    pub modeled_remote_ms_per_step: Option<f64>,
+    /// What remote accesses add to the modeled step (inside `modeled_work_ms_per_frame`).
+    pub modeled_remote_ms_per_frame: Option<f64>,
     /// Remote bytes in all, and the batch share of them.
-    pub remote_mib_per_step: Option<f64>,
+    pub remote_mib_per_frame: Option<f64>,
     pub remote_batch_fraction: Option<f64>,
     pub remote: Vec<RemoteReport>,
     pub links: Vec<LinkReport>,
@@ -595,7 +594,8 @@ pub struct HaloReport {
     pub policy: tessera_runtime::Policy,
     pub thrashing: tessera_runtime::Thrashing,
     /// Summed over devices, per modeled step.
-    pub eviction: EvictionPerStep,
+    #[serde(rename = "eviction_per_frame")]
+    pub eviction: EvictionPerFrame,
     pub per_device: Vec<DeviceReport>,
     /// FNV-1a of the field's f32 bits, in hex (`checksum_kind`: "field").
     pub checksum: String,
@@ -727,9 +727,9 @@ pub fn report(
         .enumerate()
         .map(|(i, l)| LinkReport {
             link: format!("{}->{}", l.from, l.to),
-            pages_per_step: 0.0,
-            mib_per_step: 0.0,
-            busy_ms_per_step: m.modeled.link_seconds.get(i).copied().unwrap_or(0.0) * 1e3 / n,
+            pages_per_frame: 0.0,
+            mib_per_frame: 0.0,
+            busy_ms_per_frame: m.modeled.link_seconds.get(i).copied().unwrap_or(0.0) * 1e3 / n,
         })
         .collect();
     let mut moved = 0.0;
@@ -737,8 +737,8 @@ pub fn report(
         moved += t.bytes as f64;
         for i in topo.transfer_route(t)? {
             if let Some(l) = links.get_mut(i) {
-                l.pages_per_step += t.pages as f64 / n;
-                l.mib_per_step += t.bytes as f64 / mib / n;
+                l.pages_per_frame += t.pages as f64 / n;
+                l.mib_per_frame += t.bytes as f64 / mib / n;
             }
         }
     }
@@ -778,25 +778,24 @@ pub fn report(
         warmup: s.warmup,
         backend_kind: ran.backend_kind,
         // The adapter's own name on wgpu, as every other workload's report gives it.
-        backend: m
+        adapter: m
             .adapter_name
             .clone()
             .unwrap_or_else(|| m.run.sys.backend().to_string()),
-        adapter: m.adapter_name.clone(),
         topology: topo.name().to_string(),
         model: s.model,
         remote_read_fraction: remote as f64 / total.max(1) as f64,
-        modeled_ms_per_step: md.seconds() * 1e3 / n,
-        modeled_work_ms_per_step: md.device_seconds * 1e3 / n,
-        modeled_link_ms_per_step: md.transfer_seconds * 1e3 / n,
-        modeled_manager_ms_per_step: md.manager_seconds * 1e3 / n,
-        wall_ms_per_step_measured: m.wall * 1e3 / n,
-        gpu_ms_per_step_measured: m.gpu.map(|g| g * 1e3 / n),
-        page_requests_per_step: m.page_requests as f64 / n,
-        moved_mib_per_step: moved / mib / n,
+        modeled_ms_per_frame: md.seconds() * 1e3 / n,
+        modeled_work_ms_per_frame: md.device_seconds * 1e3 / n,
+        modeled_link_ms_per_frame: md.transfer_seconds * 1e3 / n,
+        modeled_manager_ms_per_frame: md.manager_seconds * 1e3 / n,
+        wall_ms_per_frame_measured: m.wall * 1e3 / n,
+        gpu_ms_per_frame_measured: m.gpu.map(|g| g * 1e3 / n),
+        page_requests_per_frame: m.page_requests as f64 / n,
+        moved_mib_per_frame: moved / mib / n,
         remote_counted: counted,
-        modeled_remote_ms_per_step: counted.then(|| md.remote_seconds * 1e3 / n),
-        remote_mib_per_step: counted.then(|| {
+        modeled_remote_ms_per_frame: counted.then(|| md.remote_seconds * 1e3 / n),
+        remote_mib_per_frame: counted.then(|| {
             m.remote
                 .iter()
                 // A fold from +0.0: an empty f64 sum is -0.0.
@@ -821,11 +820,11 @@ pub fn report(
             .map(|u| RemoteReport {
                 from: Endpoint::Device(u.accessor).to_string(),
                 to: u.location.to_string(),
-                read_mib_per_step: u.link.read_bytes as f64 / mib / n,
-                write_mib_per_step: u.link.write_bytes as f64 / mib / n,
-                batch_mib_per_step: u.link.batch_bytes as f64 / mib / n,
-                spread_mib_per_step: u.link.spread_bytes as f64 / mib / n,
-                batches_per_step: u.link.batches as f64 / n,
+                read_mib_per_frame: u.link.read_bytes as f64 / mib / n,
+                write_mib_per_frame: u.link.write_bytes as f64 / mib / n,
+                batch_mib_per_frame: u.link.batch_bytes as f64 / mib / n,
+                spread_mib_per_frame: u.link.spread_bytes as f64 / mib / n,
+                batches_per_frame: u.link.batches as f64 / n,
             })
             .collect(),
         links,
@@ -835,7 +834,7 @@ pub fn report(
         eviction: m
             .eviction
             .iter()
-            .fold(EvictionPerStep::default(), |mut a, e| {
+            .fold(EvictionPerFrame::default(), |mut a, e| {
                 a.add(e);
                 a
             }),
@@ -845,8 +844,9 @@ pub fn report(
             .enumerate()
             .map(|(d, p)| DeviceReport {
                 device: d,
-                work_ms_per_step: device_work(&p.stages) * 1e3 / n,
-                manager_ms_per_step: md.manager_per_device.get(d).copied().unwrap_or(0.0) * 1e3 / n,
+                work_ms_per_frame: device_work(&p.stages) * 1e3 / n,
+                manager_ms_per_frame: md.manager_per_device.get(d).copied().unwrap_or(0.0) * 1e3
+                    / n,
                 stage_seconds: p.stages,
                 launches: p.launches,
                 relaunched_invocations: p.relaunched,
@@ -890,10 +890,10 @@ pub fn points(reports: &[HaloReport]) -> Vec<Point> {
                 .find(|e| e.access == "explicit" && e.halo == r.halo && e.devices == r.devices);
             Point {
                 r: r.clone(),
-                speedup: base.modeled_ms_per_step / r.modeled_ms_per_step,
+                speedup: base.modeled_ms_per_frame / r.modeled_ms_per_frame,
                 ideal: r.devices as f64 / base.devices as f64,
                 gap_vs_explicit: explicit
-                    .map(|e| r.modeled_ms_per_step / e.modeled_ms_per_step - 1.0),
+                    .map(|e| r.modeled_ms_per_frame / e.modeled_ms_per_frame - 1.0),
             }
         })
         .collect()

@@ -56,10 +56,11 @@ impl HaloReport {
             "{} [{}{}], topology {}, {} step(s) after {} warm-up",
             r.settings,
             // `cpu (N threads)`, or `wgpu, <adapter>`.
-            r.adapter
-                .as_ref()
-                .map_or(String::new(), |_| format!("{}, ", r.backend_kind)),
-            r.backend,
+            match r.backend_kind {
+                "wgpu" => "wgpu, ",
+                _ => "",
+            },
+            r.adapter,
             r.topology,
             r.steps,
             r.warmup
@@ -70,18 +71,18 @@ impl HaloReport {
         ));
         line(format!(
             "modeled ({model}): {:.3} ms/step = work {:.3} + busiest link {:.3} + manager {:.3}",
-            r.modeled_ms_per_step,
-            r.modeled_work_ms_per_step,
-            r.modeled_link_ms_per_step,
-            r.modeled_manager_ms_per_step
+            r.modeled_ms_per_frame,
+            r.modeled_work_ms_per_frame,
+            r.modeled_link_ms_per_frame,
+            r.modeled_manager_ms_per_frame
         ));
         line(format!(
             "measured wall time, devices together on this machine: {:.3} ms/step (not a multi-GPU figure)",
-            r.wall_ms_per_step_measured
+            r.wall_ms_per_frame_measured
         ));
         line(format!(
             "page requests {:.1}/step, moved {:.3} MiB/step",
-            r.page_requests_per_step, r.moved_mib_per_step
+            r.page_requests_per_frame, r.moved_mib_per_frame
         ));
         let e = &r.eviction;
         if e.evictions > 0.0 {
@@ -105,33 +106,33 @@ impl HaloReport {
         if !r.remote.is_empty() {
             line(format!(
                 "remote accesses: {:.3} MiB/step, {:.0}% in batches; they add {:.3} ms/step to the modeled work",
-                r.remote_mib_per_step.unwrap_or_default(),
+                r.remote_mib_per_frame.unwrap_or_default(),
                 100.0 * r.remote_batch_fraction.unwrap_or_default(),
-                r.modeled_remote_ms_per_step.unwrap_or_default()
+                r.modeled_remote_ms_per_frame.unwrap_or_default()
             ));
             for r in &r.remote {
                 line(format!(
                     "  remote {}->{}: read {:.3} write {:.3} MiB/step, batch {:.3} spread {:.3} MiB/step, {:.0} batches/step",
                     r.from,
                     r.to,
-                    r.read_mib_per_step,
-                    r.write_mib_per_step,
-                    r.batch_mib_per_step,
-                    r.spread_mib_per_step,
-                    r.batches_per_step
+                    r.read_mib_per_frame,
+                    r.write_mib_per_frame,
+                    r.batch_mib_per_frame,
+                    r.spread_mib_per_frame,
+                    r.batches_per_frame
                 ));
             }
         }
-        for l in r.links.iter().filter(|l| l.pages_per_step > 0.0) {
+        for l in r.links.iter().filter(|l| l.pages_per_frame > 0.0) {
             line(format!(
                 "  link {:<18} {:>10.1} pages/step {:>10.3} MiB/step {:>9.3} ms/step busy (modeled)",
-                l.link, l.pages_per_step, l.mib_per_step, l.busy_ms_per_step
+                l.link, l.pages_per_frame, l.mib_per_frame, l.busy_ms_per_frame
             ));
         }
         for d in &r.per_device {
             line(format!(
                 "  device {}: work {:.3} ms/step, manager serving it {:.3} ms/step, {} launches, {} relaunched",
-                d.device, d.work_ms_per_step, d.manager_ms_per_step, d.launches, d.relaunched_invocations
+                d.device, d.work_ms_per_frame, d.manager_ms_per_frame, d.launches, d.relaunched_invocations
             ));
         }
         let host: Vec<_> = r.per_device.iter().map(|d| (d.device, d.host)).collect();
@@ -156,7 +157,7 @@ fn unknown(v: Option<f64>, places: usize) -> String {
 /// A sweep's table as printed and its CSV; `size_name` names the swept size (halo or filter).
 pub fn sweep_table(points: &[Point], size_name: &str) -> (String, String) {
     let mut csv = String::from(
-        "workload,backend,adapter,size,split,access,procedure,halo,filter,devices,page_size,frames,warmup_frames,modeled_ms_per_step,modeled_work_ms_per_step,modeled_link_ms_per_step,modeled_manager_ms_per_step,wall_ms_per_step_measured,speedup,ideal,gap_vs_explicit,remote_read_fraction,page_requests_per_step,moved_mib_per_step,remote_mib_per_step,remote_batch_fraction,modeled_remote_ms_per_step,checksum\n",
+        "workload,backend,adapter,size,split,access,procedure,halo,filter_size,devices,page_size,frames,warmup_frames,modeled_ms_per_frame,modeled_work_ms_per_frame,modeled_link_ms_per_frame,modeled_manager_ms_per_frame,wall_ms_per_frame_measured,speedup,ideal,gap_vs_explicit,remote_read_fraction,page_requests_per_frame,moved_mib_per_frame,remote_mib_per_frame,remote_batch_fraction,modeled_remote_ms_per_frame,checksum\n",
     );
     let mut text = format!(
         "{:>8} {:>5} {:>7} {:>11} {:>9} {:>8} {:>8} {:>8} {:>9} {:>6} {:>9} {:>8} {:>9}\n",
@@ -187,16 +188,16 @@ pub fn sweep_table(points: &[Point], size_name: &str) -> (String, String) {
             r.access,
             shown,
             r.devices,
-            r.modeled_ms_per_step,
-            r.modeled_work_ms_per_step,
-            r.modeled_link_ms_per_step,
-            r.modeled_manager_ms_per_step,
+            r.modeled_ms_per_frame,
+            r.modeled_work_ms_per_frame,
+            r.modeled_link_ms_per_frame,
+            r.modeled_manager_ms_per_frame,
             p.speedup,
             gap,
             p.ideal,
             100.0 * r.remote_read_fraction,
-            r.moved_mib_per_step,
-            r.wall_ms_per_step_measured
+            r.moved_mib_per_frame,
+            r.wall_ms_per_frame_measured
         )
         .unwrap();
         writeln!(
@@ -204,7 +205,7 @@ pub fn sweep_table(points: &[Point], size_name: &str) -> (String, String) {
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{:.6},{:.6},{:.4},{:.1},{},{:.6},{:.2},{:.6},{},{},{},{}",
             r.workload,
             r.backend_kind,
-            crate::boiling::sweep::cell(&serde_json::Value::String(r.backend.clone())),
+            crate::boiling::sweep::cell(&serde_json::Value::String(r.adapter.clone())),
             r.size,
             r.split,
             r.access,
@@ -215,20 +216,20 @@ pub fn sweep_table(points: &[Point], size_name: &str) -> (String, String) {
             r.page,
             r.steps,
             r.warmup,
-            r.modeled_ms_per_step,
-            r.modeled_work_ms_per_step,
-            r.modeled_link_ms_per_step,
-            r.modeled_manager_ms_per_step,
-            r.wall_ms_per_step_measured,
+            r.modeled_ms_per_frame,
+            r.modeled_work_ms_per_frame,
+            r.modeled_link_ms_per_frame,
+            r.modeled_manager_ms_per_frame,
+            r.wall_ms_per_frame_measured,
             p.speedup,
             p.ideal,
             p.gap_vs_explicit.map(|g| format!("{g:.4}")).unwrap_or_default(),
             r.remote_read_fraction,
-            r.page_requests_per_step,
-            r.moved_mib_per_step,
-            unknown(r.remote_mib_per_step, 6),
+            r.page_requests_per_frame,
+            r.moved_mib_per_frame,
+            unknown(r.remote_mib_per_frame, 6),
             unknown(r.remote_batch_fraction, 4),
-            unknown(r.modeled_remote_ms_per_step, 6),
+            unknown(r.modeled_remote_ms_per_frame, 6),
             r.checksum
         )
         .unwrap();

@@ -156,7 +156,7 @@ pub(super) fn run(
         "gpu w/f"
     )
     .unwrap();
-    let mut csv = format!("ratio,policy,budget_bytes,ms_per_frame,throughput_vs_resident,relaunched_per_frame,suspended_per_frame,evictions_per_frame,bytes_moved_per_frame,loads_per_frame,opt_loads_per_frame,opt_throughput_vs_resident_modeled,{HOST_COLUMNS},image_equal,checksum\n");
+    let mut csv = format!("ratio,policy,budget_bytes,wall_ms_per_frame,throughput_vs_resident,relaunched_invocations_per_frame,suspended_per_frame,evictions_per_frame,bytes_moved_per_frame,loads_per_frame,opt_loads_per_frame,opt_throughput_vs_resident_modeled,{HOST_COLUMNS},image_equal,checksum\n");
     let mut mismatched = Vec::new();
     for (c, base) in configs.iter().zip(&baseline).skip(1) {
         let Some((ratio, policy)) = c.setting else {

@@ -65,7 +65,9 @@ pub struct QuakeReport {
     pub atlas_pages: u64,
     /// Atlas pages holding texels of some texture (the rest is padding).
     pub texture_pages: u64,
-    /// Measured wall time of the whole loop (set-up, passes, read-backs, files).
+    /// Measured wall time of the whole loop (set-up, passes, read-backs, files): not the
+    /// measured frames' alone, as `wall_seconds` is elsewhere (`frame_seconds` has those).
+    #[serde(rename = "loop_wall_seconds")]
     pub wall_seconds: f64,
     /// Per frame, measured wall time of its passes alone (no pictures, no trace).
     pub frame_seconds: Vec<f64>,

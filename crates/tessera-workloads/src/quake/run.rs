@@ -264,6 +264,7 @@ pub struct DegradeFigures {
     pub coarse_fraction: Vec<f64>,
     /// Per frame, invocations run again after a fault, all devices (0 when nothing but
     /// texture pages was missing).
+    #[serde(rename = "relaunched_invocations")]
     pub relaunched: Vec<u64>,
     /// Per frame, pages asked for by pixels that completed without them, all devices.
     pub late_requests: Vec<u64>,
@@ -308,10 +309,11 @@ impl DegradeFigures {
         })
     }
 
-    /// One line per frame: `frame,samples,coarse_samples,coarse_fraction,relaunched,late_requests`.
+    /// One line per frame: `frame,samples,coarse_samples,coarse_fraction,relaunched_invocations,late_requests`.
     pub fn csv(frames: &[DegradeFrame]) -> String {
-        let mut s =
-            String::from("frame,samples,coarse_samples,coarse_fraction,relaunched,late_requests\n");
+        let mut s = String::from(
+            "frame,samples,coarse_samples,coarse_fraction,relaunched_invocations,late_requests\n",
+        );
         for (f, d) in frames.iter().enumerate() {
             s.push_str(&format!(
                 "{f},{},{},{},{},{}\n",

@@ -21,6 +21,7 @@ pub struct FrameReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_ms: Option<f64>,
     pub launches: u64,
+    #[serde(rename = "relaunched_invocations")]
     pub relaunched: u64,
     pub suspended: u64,
     pub wave_splits: u64,
@@ -169,12 +170,15 @@ pub struct Report {
     pub ao_samples: u32,
     /// Bands cut on page boundaries where they stay near even (`--split-on-pages`).
     pub split_on_pages: bool,
+    /// Each device's budget, as in every report.
+    #[serde(rename = "budget_bytes")]
     pub budget_bytes_per_device: u64,
     pub policy: String,
     /// The albedo's filter: `nearest` (a plain atlas), `bilinear` or `trilinear`.
     pub filter: &'static str,
     /// Per level of the atlas's chain (one for a plain atlas), pages some device holds at the
-    /// end of the run.
+    /// end of the run: quake's `filtering.held_pages_by_level`.
+    #[serde(rename = "held_pages_by_level")]
     pub atlas_pages_by_level: Vec<u64>,
     pub per_frame: Vec<FrameReport>,
     /// At the end of the run.

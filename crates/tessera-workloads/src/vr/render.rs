@@ -121,8 +121,10 @@ pub struct StereoOptions {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct LinkModel {
     /// Bytes per second of one direction of the link between two GPMs.
+    #[serde(rename = "bandwidth_bytes_per_second")]
     pub bandwidth: f64,
     /// Seconds per page move (and per composition transfer between two GPMs).
+    #[serde(rename = "latency_seconds")]
     pub latency: f64,
     /// Pixels per second one GPM's ROPs compose.
     pub rop_pixels_per_second: f64,
@@ -167,10 +169,13 @@ pub struct FrameMeasure {
 pub struct FrameReport {
     /// Modeled frame latency, seconds: the slowest GPM (its work, plus or overlapped with its
     /// texture link time) plus composition.
+    #[serde(rename = "latency_seconds")]
     pub latency: f64,
     /// Per GPM, texture link seconds: its busiest incoming link.
+    #[serde(rename = "texture_link_seconds")]
     pub texture_link: Vec<f64>,
     /// Composition seconds: the slowest GPM's incoming fragments plus its ROP time.
+    #[serde(rename = "composition_seconds")]
     pub composition: f64,
     pub texture_bytes: u64,
     pub composition_bytes: u64,

@@ -56,8 +56,10 @@ pub struct VrReport<'a> {
     /// Means over the frames (modeled; see docs/EVALUATION.md, "OO-VR").
     pub summary: Summary,
     /// Per frame: what was measured and counted.
+    #[serde(rename = "measured_per_frame")]
     pub measured: &'a [FrameMeasure],
-    /// Per frame: the modeled figures.
+    /// Per frame: the modeled figures (boiling's `modeled` is one object for the run).
+    #[serde(rename = "modeled_per_frame")]
     pub modeled: Vec<FrameReport>,
     pub wall_seconds: f64,
     /// Per measured frame, its wall time.

@@ -87,13 +87,18 @@ pub struct Summary {
     /// AFR keeps `gpms` frames in flight: the interval between frames is its latency / gpms.
     /// Other schemes: the latency.
     pub frame_interval_ms: f64,
+    #[serde(rename = "texture_mib_per_frame")]
     pub texture_mib: f64,
+    #[serde(rename = "composition_mib_per_frame")]
     pub composition_mib: f64,
     pub load_balance: f64,
     /// Mean relative error of OO-VR's predictions (None: nothing predicted).
     pub prediction_error: Option<f64>,
+    #[serde(rename = "batches_per_frame")]
     pub batches: f64,
+    #[serde(rename = "passes_per_frame")]
     pub passes: f64,
+    /// Over all the frames.
     pub tail_splits: usize,
 }
 
