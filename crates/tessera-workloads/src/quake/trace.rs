@@ -33,9 +33,9 @@
 //! Nothing may follow the checksum. Version 1 is the same without the checksum, and is still
 //! read. The checksum is there because a corrupt trace can be a valid one: a flipped bit in a
 //! block number may name another block of the same page, and the replay then "matches" the
-//! recording it no longer is (one byte in 30 of a recorded trace, flipped in turn, gave such
-//! a trace). Reading checks every field and returns a typed [`TraceError`]; it never panics
-//! on any input.
+//! recording it no longer is (407 of 13,000 single-byte corruptions of a recorded version 1
+//! trace replayed as a match). Reading checks every field and returns a typed [`TraceError`];
+//! it never panics on any input.
 
 use super::Split;
 
