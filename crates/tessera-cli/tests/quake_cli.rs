@@ -58,7 +58,10 @@ fn run_quake_writes_its_files_and_replay_matches_them() {
     assert_eq!(rows.len(), 12);
     // The CSV and the report say the same, and the first frame requests something.
     for &(f, d, r) in &rows {
-        assert_eq!(report["requests"][f as usize][d as usize], r);
+        assert_eq!(
+            report["texture_requests_by_frame"][f as usize][d as usize],
+            r
+        );
     }
     assert!(rows[0].2 > 0);
     // Per texture: every texture of the scene, and its requests add up to the run's.
@@ -234,7 +237,7 @@ fn filtered_runs_equal_the_reference_on_one_or_two_devices() {
     for (fr, per) in by_level.iter().enumerate() {
         let per = u64s(per);
         assert_eq!(per.len(), levels);
-        let total: u64 = u64s(&two["requests"][fr]).iter().sum();
+        let total: u64 = u64s(&two["texture_requests_by_frame"][fr]).iter().sum();
         assert_eq!(per.iter().sum::<u64>(), total, "frame {fr}");
         for (l, &r) in per.iter().enumerate() {
             assert!(

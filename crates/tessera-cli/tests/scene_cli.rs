@@ -148,11 +148,11 @@ fn run_quake_renders_a_map_from_a_pak_dir() {
         serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["scene"], "openarena:generated-2");
     assert_eq!(report["textures"], 5);
-    let total: u64 = report["total_requests"]
+    let total: u64 = report["per_device"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|v| v.as_u64().unwrap())
+        .map(|d| d["texture_requests"].as_u64().unwrap())
         .sum();
     assert!(total > 0, "a first frame must request texture pages");
 

@@ -76,11 +76,17 @@ pub struct QuakeReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frame_gpu_seconds: Option<Vec<f64>>,
     /// Per frame, per device: texture page requests.
+    #[serde(rename = "texture_requests_by_frame")]
     pub requests: Vec<Vec<u64>>,
     /// Per frame, per device: requests for the frame's buffers and the framebuffer.
+    #[serde(rename = "other_requests_by_frame")]
     pub other_requests: Vec<Vec<u64>>,
-    /// Per device, texture page requests over all frames.
+    /// Per device, texture page requests over all frames: in the report as each
+    /// `per_device[].texture_requests`.
+    #[serde(skip)]
     pub total_requests: Vec<u64>,
+    /// Per device, texture page requests per frame.
+    #[serde(rename = "mean_texture_requests_per_frame")]
     pub mean_requests_per_frame: Vec<f64>,
     pub triangles_per_frame: Vec<u32>,
     /// Per device, atlas pages it holds at the end: only it, and it and another device.
