@@ -226,6 +226,22 @@ fn a_filtered_render_verifies_and_reports_its_levels() {
         "{levels:?}"
     );
     assert_eq!(nearest["held_pages_by_level"].as_array().unwrap().len(), 1);
+    // The chain's pages per level: no level holds more pages than it has, the finest has
+    // most, and the atlas object's pages are the chain's.
+    let chain = u64s(&trilinear["pages_by_level"]);
+    assert_eq!(chain.len(), levels.len());
+    assert!(
+        chain.iter().zip(&levels).all(|(c, h)| h <= c),
+        "{chain:?} {levels:?}"
+    );
+    assert!(chain[0] >= chain[1], "{chain:?}");
+    let atlas = trilinear["residency"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == "atlas")
+        .unwrap();
+    assert_eq!(chain.iter().sum::<u64>(), atlas["pages"].as_u64().unwrap());
     assert_ne!(nearest["checksum"], trilinear["checksum"]);
 }
 

@@ -237,17 +237,25 @@ impl RayRenderer {
     /// Per level of the atlas's chain (one entry for a plain atlas), the atlas pages some
     /// device holds a copy of now.
     pub fn atlas_pages_by_level(&self) -> Result<Vec<u64>, RaytraceError> {
+        Ok(self.atlas_levels()?.1)
+    }
+
+    /// Per level of the atlas's chain (one entry for a plain atlas): its pages, and those
+    /// some device holds a copy of now.
+    pub fn atlas_levels(&self) -> Result<(Vec<u64>, Vec<u64>), RaytraceError> {
         let (_, directory) = self.sys.mm.memory()?;
         let e = self.entry("atlas");
         let layout = e.desc.mip().map(|(l, _)| l);
-        let mut out = vec![0u64; layout.map_or(1, |l| l.levels() as usize)];
+        let levels = layout.map_or(1, |l| l.levels() as usize);
+        let (mut pages, mut held) = (vec![0u64; levels], vec![0u64; levels]);
         for (local, p) in e.pages().enumerate() {
+            let l = layout.map_or(0, |l| level_of_page(&l, local as u64)) as usize;
+            pages[l] += 1;
             if directory.get(p as usize).is_some_and(|d| d.copies.0 != 0) {
-                let l = layout.map_or(0, |l| level_of_page(&l, local as u64));
-                out[l as usize] += 1;
+                held[l] += 1;
             }
         }
-        Ok(out)
+        Ok((pages, held))
     }
 
     /// Bytes of every object of a frame (the scene, the image and the ray state).

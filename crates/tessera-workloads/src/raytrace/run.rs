@@ -176,8 +176,11 @@ pub struct Report {
     pub policy: String,
     /// The albedo's filter: `nearest` (a plain atlas), `bilinear` or `trilinear`.
     pub filter: &'static str,
-    /// Per level of the atlas's chain (one for a plain atlas), pages some device holds at the
-    /// end of the run: quake's `filtering.held_pages_by_level`.
+    /// Per level of the atlas's chain (one for a plain atlas), its pages, as quake's
+    /// `filtering.pages_by_level`.
+    pub pages_by_level: Vec<u64>,
+    /// Per level, the pages some device holds at the end of the run (not a sum over
+    /// devices): quake's `filtering.held_pages_by_level`.
     #[serde(rename = "held_pages_by_level")]
     pub atlas_pages_by_level: Vec<u64>,
     pub per_frame: Vec<FrameReport>,
@@ -228,6 +231,7 @@ pub fn run(
         procedure: o.procedure,
         split: o.partition,
     };
+    let levels = r.atlas_levels()?;
     let report = Report {
         core: ImageCore::new(made, rec.per_frame.len(), &image),
         stages: rec.stages,
@@ -246,7 +250,8 @@ pub fn run(
         budget_bytes_per_device: spec.budget_bytes,
         policy: spec.policy.name().to_string(),
         filter: o.filter.map_or("nearest", |f| f.name()),
-        atlas_pages_by_level: r.atlas_pages_by_level()?,
+        pages_by_level: levels.0,
+        atlas_pages_by_level: levels.1,
         per_frame: rec.per_frame,
         residency: residency(&r)?,
     };
