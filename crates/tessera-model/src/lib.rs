@@ -267,6 +267,18 @@ pub struct RemoteUse {
     pub link: tessera_core::access::RemoteLink,
 }
 
+/// A remote access over a direct device-to-device link ([`Topology::peer_remote`]), in bytes
+/// per second.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PeerRemote {
+    /// The two devices, lower first: the link's segment.
+    pub pair: (usize, usize),
+    pub read_bw: f64,
+    pub write_bw: f64,
+    /// What the link carries in all, both directions and both devices' accesses.
+    pub aggregate_bw: f64,
+}
+
 /// The modeled time of one pass with remote accesses.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RemotePassTime {
@@ -276,9 +288,10 @@ pub struct RemotePassTime {
     pub batch: Vec<f64>,
     pub spread: Vec<f64>,
     pub device_total: Vec<f64>,
-    /// Bytes over each shared PCIe segment, and its time at the aggregate bandwidth, by
-    /// segment name (`device<N>`: the GPU's own x16 link, `switch<N>`: a switch's uplink,
-    /// `host`: host memory's link).
+    /// Bytes over each shared segment, and its time at the aggregate bandwidth, by segment
+    /// name (`device<N>`: the GPU's own x16 link, `switch<N>`: a switch's uplink, `host`: host
+    /// memory's link, `link<A>-<B>`: a direct link between two devices that carried remote
+    /// accesses, [`Topology::peer_remote`]).
     pub segments: Vec<(String, u64, f64)>,
     /// `max(slowest device_total, busiest segment)`.
     pub total: f64,
@@ -345,6 +358,10 @@ pub struct Topology {
     switch_of: Vec<usize>,
     /// Remote access bandwidths (GPU-SM §4).
     remote: RemoteModel,
+    /// Whether `remote` was scaled from the host links rather than given (a GPU-SM preset or a
+    /// file's `[remote]`): then an access between two devices joined by a direct link goes
+    /// over that link (`remote_pass_time`).
+    remote_scaled: bool,
     /// The GPU module figures of the `mcm-*` presets; `None` elsewhere.
     gpm: Option<GpmModel>,
     /// The network between nodes (`[network]` in a file); `None` when not given.
@@ -559,6 +576,7 @@ impl Topology {
         let mut t = Self::assemble(name.to_string(), devices, links);
         t.switch_of = (0..devices).map(|d| d / 2).collect();
         t.remote = model;
+        t.remote_scaled = false;
         t
     }
 
@@ -584,6 +602,7 @@ impl Topology {
             } else {
                 pcie_x16(3)
             }),
+            remote_scaled: true,
             gpm: None,
             network: None,
         }
@@ -605,6 +624,40 @@ impl Topology {
         self.remote
     }
 
+    /// How accessor `a` reaches `location` in place over a direct device-to-device link, when
+    /// the remote model was scaled from the host links and such a link joins them: the
+    /// link's bandwidths at GPU-SM's PCIe 3 efficiencies (12 of 15.75 GB/s for one GPU's
+    /// reads, writes `write_factor` of that, 18 of 15.75 for the link carrying several
+    /// transfers), the same extrapolation the scaled model makes of a host link. Reads come
+    /// over the link from `location` to `a`, writes over the one back; a link declared one
+    /// way only serves both. `None` where the GPU-SM model applies as given.
+    pub fn peer_remote(&self, a: usize, location: Endpoint) -> Option<PeerRemote> {
+        let Endpoint::Device(l) = location else {
+            return None;
+        };
+        if !self.remote_scaled || l == a {
+            return None;
+        }
+        let bw = |from: usize, to: usize| {
+            self.by_ends
+                .get(&(Endpoint::Device(from), Endpoint::Device(to)))
+                .map(|&i| self.links[i].bandwidth)
+        };
+        let (inward, outward) = match (bw(l, a), bw(a, l)) {
+            (None, None) => return None,
+            (Some(i), Some(o)) => (i, o),
+            (Some(x), None) | (None, Some(x)) => (x, x),
+        };
+        let nominal = pcie_x16(3);
+        let read_eff = GPUSM_PCIE3.read_bw / nominal;
+        Some(PeerRemote {
+            pair: (a.min(l), a.max(l)),
+            read_bw: inward * read_eff,
+            write_bw: outward * read_eff * self.remote.write_factor,
+            aggregate_bw: inward.max(outward) * GPUSM_PCIE3.aggregate_bw / nominal,
+        })
+    }
+
     /// The PCIe switch device `d` sits behind.
     pub fn switch_of(&self, d: usize) -> Option<usize> {
         self.switch_of.get(d).copied()
@@ -617,6 +670,10 @@ impl Topology {
     ///   `read_bw`, writes at `read_bw × write_factor`, each times the switch factor when the
     ///   location is a device behind another switch (host memory counts as the same switch,
     ///   GPU-SM §4). Split into batch and spread time in proportion to the bytes.
+    /// - Where the model was scaled from the host links (no GPU-SM preset, no `[remote]`), an
+    ///   access to a device joined to the accessor by a direct link goes over that link
+    ///   instead ([`Topology::peer_remote`]): a peer reads over NVLink, not through the host's
+    ///   PCIe switch. The link's own segment carries it, not the two GPUs' host links.
     /// - Spread accesses overlap the device's work (the GPU runs other warps meanwhile,
     ///   GPU-SM §4 Hypothesis 4, Fig. 7b); batch accesses do not (Fig. 7a: the overhead grows
     ///   linearly): a device takes `max(work, spread) + batch`.
@@ -646,10 +703,23 @@ impl Topology {
         let mut device_bytes = vec![0u64; n];
         let mut switch_bytes: Vec<u64> = vec![0; self.switch_of.iter().max().map_or(0, |s| s + 1)];
         let mut host_bytes = 0u64;
+        let mut peer_bytes: std::collections::BTreeMap<(usize, usize), (u64, f64)> =
+            Default::default();
         for u in uses.iter().filter(|u| !u.link.is_empty()) {
             check(Endpoint::Device(u.accessor))?;
             check(u.location)?;
             let a = u.accessor;
+            if let Some(p) = self.peer_remote(a, u.location) {
+                let secs =
+                    u.link.read_bytes as f64 / p.read_bw + u.link.write_bytes as f64 / p.write_bw;
+                let bytes = u.link.bytes();
+                let batch_share = u.link.batch_bytes as f64 / bytes as f64;
+                out.batch[a] += secs * batch_share;
+                out.spread[a] += secs * (1.0 - batch_share);
+                let e = peer_bytes.entry(p.pair).or_insert((0, p.aggregate_bw));
+                e.0 += bytes;
+                continue;
+            }
             let sa = self.switch_of[a];
             let crosses = match u.location {
                 Endpoint::Device(l) => self.switch_of[l] != sa,
@@ -696,6 +766,11 @@ impl Topology {
                     .map(|(s, &b)| seg(format!("switch{s}"), b)),
             )
             .chain(std::iter::once(seg("host".into(), host_bytes)))
+            .chain(
+                peer_bytes
+                    .into_iter()
+                    .map(|((x, y), (b, agg))| (format!("link{x}-{y}"), b, b as f64 / agg)),
+            )
             .collect();
         out.total = out
             .device_total
@@ -890,6 +965,7 @@ impl Topology {
             }
         }
         if let Some(r) = &file.remote {
+            t.remote_scaled = false;
             let m = &mut t.remote;
             let bandwidth = |v: &toml::Spanned<Number>, key| {
                 let gb = v.get_ref().value();
@@ -1304,6 +1380,72 @@ mod tests {
             spread_bytes: read + write - batch,
             batches: 0,
         }
+    }
+
+    /// Without a given remote model, a peer joined by a direct link is read over that link:
+    /// on `nvlink`, 64 GB/s at GPU-SM's PCIe 3 efficiency (12 of 15.75 GB/s, so 0.76171875 of
+    /// the link) is 48.75 GB/s, not the 12 GB/s of the host's PCIe link. A GPU-SM preset or a
+    /// file's `[remote]` keeps the given model for every access.
+    #[test]
+    fn a_peer_joined_by_a_direct_link_is_accessed_over_it() {
+        let topo = Topology::preset("nvlink", 2).unwrap();
+        let uses = [
+            // Device 0 reads 4.875e9 batch bytes on device 1: 4.875e9 / 48.75e9 = 0.1 s.
+            RemoteUse {
+                accessor: 0,
+                location: Device(1),
+                link: remote(4_875_000_000, 0, 4_875_000_000),
+            },
+            // Device 1 writes 0.443625e9 spread bytes to device 0: 48.75e9 * 0.91 =
+            // 44.3625e9 B/s, 0.01 s.
+            RemoteUse {
+                accessor: 1,
+                location: Device(0),
+                link: remote(0, 443_625_000, 0),
+            },
+            // Device 1 reads 1.2e9 spread bytes of host memory over its PCIe link: 12e9 B/s.
+            RemoteUse {
+                accessor: 1,
+                location: Host,
+                link: remote(1_200_000_000, 0, 0),
+            },
+        ];
+        let p = topo.remote_pass_time(&[0.0, 0.0], &uses).unwrap();
+        assert!(close(p.batch[0], 0.1) && close(p.spread[0], 0.0), "{p:?}");
+        assert!(close(p.spread[1], 0.01 + 0.1), "{p:?}");
+        let seg = |n: &str| p.segments.iter().find(|s| s.0 == n).cloned();
+        // The link carries both devices' peer bytes at 64e9 * 18 / 15.75 = 73.125e9 B/s;
+        // the devices' PCIe links carry only the host read.
+        let link = seg("link0-1").expect("the peer link's segment");
+        assert_eq!(link.1, 5_318_625_000);
+        assert!(close(link.2, 5.318625e9 / 73.125e9), "{p:?}");
+        assert_eq!(seg("device0").unwrap().1, 0);
+        assert_eq!(seg("device1").unwrap().1, 1_200_000_000);
+        assert!(close(p.total, 0.11), "{p:?}");
+
+        // The same read under a given model: a GPU-SM preset, or `[remote]` in a file.
+        let read = [uses[0]];
+        let gpusm = Topology::preset("gpusm-pcie3", 2).unwrap();
+        let p = gpusm.remote_pass_time(&[0.0, 0.0], &read).unwrap();
+        assert!(close(p.batch[0], 4.875e9 / 12e9), "{p:?}");
+        assert!(p.segments.iter().all(|s| !s.0.starts_with("link")), "{p:?}");
+        let file = |remote: &str| {
+            format!(
+                "[[device]]\nid = 0\n[[device]]\nid = 1\n\
+                 [[link]]\nfrom = \"host\"\nto = \"device0\"\nbandwidth_gb_per_s = 15.75\n\
+                 [[link]]\nfrom = \"host\"\nto = \"device1\"\nbandwidth_gb_per_s = 15.75\n\
+                 [[link]]\nfrom = \"device1\"\nto = \"device0\"\nbandwidth_gb_per_s = 64\n\
+                 duplex = false\n{remote}"
+            )
+        };
+        let plain = Topology::from_toml_str(&file(""), "peer.toml").unwrap();
+        let p = plain.remote_pass_time(&[0.0, 0.0], &read).unwrap();
+        assert!(close(p.batch[0], 0.1), "{p:?}");
+        let given =
+            Topology::from_toml_str(&file("[remote]\nread_gb_per_s = 6\n"), "peer.toml").unwrap();
+        let p = given.remote_pass_time(&[0.0, 0.0], &read).unwrap();
+        // Each device sits behind a switch of its own, so the read crosses them: ×0.8.
+        assert!(close(p.batch[0], 4.875e9 / (6e9 * 0.8)), "{p:?}");
     }
 
     #[test]
