@@ -153,7 +153,8 @@ pub struct QuakeOpts {
     #[arg(long, value_name = "K", default_value_t = 50)]
     png_every: u32,
     /// Write residency/frame-NNNN.png after every frame: each atlas page coloured by the
-    /// device that holds it (the paper's Fig 13).
+    /// device that holds it (the paper's Fig 13); a filtered run's coarser mip levels in a
+    /// row under level 0.
     #[arg(long)]
     residency_png: bool,
     /// After each frame, drop each device's texture pages it did not sample in that frame: a
@@ -405,8 +406,8 @@ fn write_requests_csv(path: &Path, requests: &[Vec<u64>]) -> Result<()> {
 }
 
 fn write_residency(r: &Renderer, frames: u32, path: &Path) -> Result<()> {
-    let (w, h, img) = pictures::residency_image(r, frames)?;
-    write_png(path, w, h, &img)
+    let p = pictures::residency_image(r, frames)?;
+    write_png(path, p.width, p.height, &p.rgba)
 }
 
 /// A page side to replay a trace at: a page side (`--page`'s rule) no smaller than the blocks

@@ -91,6 +91,48 @@ fn filtered_frames_equal_the_unpaged_rasterizer_on_any_device_count() {
     }
 }
 
+/// The residency picture of a mipmapped atlas shows every level: its legend counts each page
+/// of the chain once, and a device's pages at the coarser levels, which distant surfaces use,
+/// are among those it counts for the device.
+#[test]
+fn the_residency_picture_counts_every_level_of_the_chain() {
+    let mesh = scene::generated();
+    let cam = &scene::camera_path(40)[13];
+    let mut r = Renderer::new_with(
+        sys(2),
+        mesh,
+        opts(16, Split::LeftRight, Procedure::Relaunch),
+        Some(Filtering {
+            filter: Filter::Trilinear,
+            border: 1,
+            miss: Miss::Relaunch,
+        }),
+    )
+    .unwrap();
+    let s = r.frame(&cam.view_proj(W as f64 / H as f64)).unwrap();
+    assert!(s.by_level[1..].iter().sum::<u64>() > 0, "no coarse request");
+    let held = r.atlas_residency().unwrap();
+    let chain = r.mip_layout().expect("a mipmapped atlas").page_count();
+    assert_eq!(held.len() as u64, chain);
+    let picture = tessera_workloads::quake::pictures::residency_image(&r, 1).unwrap();
+    assert_eq!(
+        picture.counts.iter().sum::<u64>(),
+        chain,
+        "{:?}",
+        picture.counts
+    );
+    for d in 0..2 {
+        let alone = held.iter().filter(|&&m| m == 1 << d).count() as u64;
+        assert_eq!(picture.counts[d], alone, "device {d}: {:?}", picture.counts);
+    }
+    let shared = held.iter().filter(|m| m.count_ones() > 1).count() as u64;
+    assert_eq!(picture.counts[2], shared);
+    assert_eq!(
+        picture.rgba.len() as u64,
+        picture.width as u64 * picture.height as u64 * 4
+    );
+}
+
 /// A filtered frame is a function of the scene and the view, not of the page size: each
 /// texture's levels stop where its own size says, wherever the page size puts its rectangle.
 /// With rectangles on page boundaries alone, the generated scene's frames at pages 16 and 32
