@@ -26,15 +26,25 @@ use crate::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 /// from its signal thread) still removes them, through [`remove_home_files`].
 static CREATED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
+/// Set by [`remove_home_files`], under `CREATED`'s lock: the process is ending, and a home file
+/// created after the removal (a system still being built on another thread while the
+/// interrupt handler runs) would be left behind, so none is created any more.
+static CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn created() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    CREATED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// Removes every home file this process created and still holds. For a process about to exit
 /// without dropping its systems (an interrupt): their stores would have removed the files.
 /// Only files this process created fresh are removed, never a file that was there before.
+/// Every later [`FileHome::open`] is refused.
 pub fn remove_home_files() {
-    let paths = match CREATED.lock() {
-        Ok(mut v) => std::mem::take(&mut *v),
-        Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
-    };
-    for p in paths {
+    let mut list = created();
+    CLOSED.store(true, std::sync::atomic::Ordering::SeqCst);
+    for p in std::mem::take(&mut *list) {
         let _ = std::fs::remove_file(p);
     }
 }
@@ -169,6 +179,17 @@ impl FileHome {
     /// Creates the file at `path`, which must not exist: the home file is scratch memory, and
     /// an existing file may be someone's data, so it is refused rather than truncated.
     pub fn open(path: &Path) -> Result<Self> {
+        // Held from the creation to the file's place in the list, so that `remove_home_files`
+        // either finds the file there or has closed creation before it.
+        let mut list = created();
+        if CLOSED.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(RuntimeError::HomeFile {
+                path: path.to_path_buf(),
+                action: "create",
+                kind: std::io::ErrorKind::Interrupted,
+                message: "the process is ending (interrupted)".into(),
+            });
+        }
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -187,9 +208,7 @@ impl FileHome {
                 },
                 _ => io_error(path, "create", e),
             })?;
-        if let Ok(mut v) = CREATED.lock() {
-            v.push(path.to_path_buf());
-        }
+        list.push(path.to_path_buf());
         Ok(Self::with_file(path, file))
     }
 
@@ -370,9 +389,7 @@ impl Drop for FileHome {
         // Scratch for this node only. We created the path with `create_new`, so what we remove
         // is our own file.
         let _ = std::fs::remove_file(&self.path);
-        if let Ok(mut v) = CREATED.lock() {
-            v.retain(|p| p != &self.path);
-        }
+        created().retain(|p| p != &self.path);
     }
 }
 
