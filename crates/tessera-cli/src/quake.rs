@@ -465,7 +465,7 @@ pub struct ReplayOpts {
     /// CPU threads for the software devices (0: one per core).
     #[arg(long, default_value_t = 0, value_parser = parse_threads)]
     threads: usize,
-    /// Also write the requests per frame and device as CSV (frame,device,requests), once the
+    /// Also write the requests per frame and device as CSV (frame,device,texture_requests), once the
     /// replay has succeeded.
     #[arg(long, value_name = "FILE", conflicts_with = "pages")]
     pub(crate) csv: Option<PathBuf>,

@@ -564,7 +564,7 @@ fn bench_oversubscription_prints_its_table_and_writes_csv_and_plot() {
         // The CPU backend times its host link, so every row has a transfer bound, and the
         // frame's time over it is the row's own ratio (the columns are where they say).
         let ms: f64 = cells[col("wall_ms_per_frame")].parse().unwrap();
-        let bound: f64 = cells[col("transfer_bound_ms")].parse().unwrap();
+        let bound: f64 = cells[col("transfer_bound_ms_per_frame")].parse().unwrap();
         let vs: f64 = cells[col("time_vs_transfer_bound")].parse().unwrap();
         assert!(bound > 0.0 && bound.is_finite(), "{r}");
         assert!((ms / bound - vs).abs() <= 0.01 * vs.max(1.0), "{r}");

@@ -458,7 +458,7 @@ fn a_file_named_by_an_option_is_written_only_on_success() {
         "{said}"
     );
     let csv = std::fs::read_to_string(p("old.csv")).unwrap();
-    assert!(csv.starts_with("frame,device,requests\n"), "{csv}");
+    assert!(csv.starts_with("frame,device,texture_requests\n"), "{csv}");
 }
 
 #[cfg(unix)]

@@ -60,7 +60,11 @@ fn a_map_renders_as_the_generated_scene_at_any_budget() {
         .map(|t| t["evictions"].as_u64().unwrap())
         .sum();
     assert!(evictions > 0);
-    assert!(small["per_frame"][0]["suspended"].as_u64().unwrap() > 0);
+    assert!(small["by_frame"][0]["suspended"].as_u64().unwrap() > 0);
+    // A frame's time names its unit, seconds as in every report.
+    let wall = small["by_frame"][0]["wall_seconds"].as_f64().unwrap();
+    assert!(wall > 0.0 && wall < 60.0, "{wall}");
+    assert!(small["by_frame"][0].get("wall_ms").is_none());
     let objects: Vec<&str> = small["residency"]
         .as_array()
         .unwrap()
@@ -272,12 +276,12 @@ fn the_image_is_cut_on_pages_unless_told_to_cut_evenly() {
     assert_eq!(even["split_on_pages"], false);
     assert_eq!(pages["checksum"], even["checksum"]);
     let relaunched = |r: &serde_json::Value| -> u64 {
-        let frames = r["per_frame"].as_array().unwrap();
+        let frames = r["by_frame"].as_array().unwrap();
         frames[1..]
             .iter()
             .map(|f| f["relaunched_invocations"].as_u64().unwrap())
             .sum()
     };
-    assert_eq!(relaunched(&pages), 0, "{}", pages["per_frame"]);
-    assert!(relaunched(&even) > 0, "{}", even["per_frame"]);
+    assert_eq!(relaunched(&pages), 0, "{}", pages["by_frame"]);
+    assert!(relaunched(&even) > 0, "{}", even["by_frame"]);
 }

@@ -222,7 +222,7 @@ fn a_sweep_under_a_budget_carries_its_evictions() {
             ("eviction_write_backs", "/eviction/write_backs"),
             ("refaults", "/eviction/refaults"),
             (
-                "write_backs_eviction_per_frame",
+                "eviction_write_backs_per_frame",
                 "/write_backs_per_frame/eviction",
             ),
         ] {

@@ -22,10 +22,35 @@ fn run_vr_writes_a_report_and_a_stereo_png() {
     assert!(stdout.contains("modeled latency"), "{stdout}");
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
-    assert_eq!(report["scheme"], "oo-vr");
+    // The scheme is the core's split, given once, not again per report or per frame.
+    assert_eq!(report["split"], "oo-vr");
+    assert!(report.get("scheme").is_none(), "{report}");
     assert_eq!(report["devices"], 2);
-    assert_eq!(report["measured_per_frame"].as_array().unwrap().len(), 2);
-    assert_eq!(report["modeled_per_frame"].as_array().unwrap().len(), 2);
+    let measured = report["measured_by_frame"].as_array().unwrap();
+    assert_eq!(measured.len(), 2);
+    assert_eq!(report["modeled_by_frame"].as_array().unwrap().len(), 2);
+    // A time names its unit; a [from][to] matrix is not the modeled frame's total.
+    for m in measured {
+        assert!(m.get("scheme").is_none(), "{m}");
+        for key in ["finish_seconds", "busy_seconds"] {
+            assert_eq!(m[key].as_array().unwrap().len(), 2, "{key}: {m}");
+        }
+        let matrix = m["composition_bytes_from_to"].as_array().unwrap();
+        assert_eq!(matrix.len(), 2, "{m}");
+    }
+    for (m, f) in measured
+        .iter()
+        .zip(report["modeled_by_frame"].as_array().unwrap())
+    {
+        let sum: u64 = m["composition_bytes_from_to"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|row| row.as_array().unwrap())
+            .map(|b| b.as_u64().unwrap())
+            .sum();
+        assert_eq!(f["composition_bytes"].as_u64().unwrap(), sum, "{f}");
+    }
     let png = image::open(out.join("stereo.png")).unwrap();
     assert_eq!((png.width(), png.height()), (64, 24));
 }

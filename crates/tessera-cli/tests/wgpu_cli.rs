@@ -419,11 +419,11 @@ fn bench_gpu_prints_a_ratio_per_workload() {
         return;
     }
     let o = tessera(&argv(
-        "bench gpu --quick --frames 1 --workloads boiling,stencil,raytrace",
+        "bench gpu --quick --frames 1 --workloads boiling,stencil,convolution,raytrace",
     ));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    for w in ["boiling", "stencil", "raytrace"] {
+    for w in ["boiling", "stencil", "convolution", "raytrace"] {
         // The value of a `key=value` line.
         let value = |key: String| -> f64 {
             out.lines()

@@ -73,8 +73,11 @@ fn frame_statistic(workload: &str, r: &serde_json::Value, gpu: bool) -> Option<f
             total / r["frames"].as_f64()?
         }
         "quake" => after_first(each(&r[key("frame_seconds", "frame_gpu_seconds")], None)?),
-        "raytrace" => after_first(each(&r["per_frame"], Some(key("wall_ms", "gpu_ms")))?) * 1e-3,
-        "stencil" => {
+        "raytrace" => after_first(each(
+            &r["by_frame"],
+            Some(key("wall_seconds", "gpu_seconds")),
+        )?),
+        "stencil" | "convolution" => {
             r[key("wall_ms_per_frame_measured", "gpu_ms_per_frame_measured")].as_f64()? * 1e-3
         }
         "vr" => oversub::median(each(&r[key("frame_seconds", "frame_gpu_seconds")], None)?),
@@ -162,7 +165,7 @@ pub fn gpu_vs_cpu_table(rows: &[GpuVsCpu]) -> String {
 
 /// The version of the report schema (docs/report.schema.json): the core every workload's
 /// report.json shares, before its own section.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The schema's core (docs/report.schema.json) of a report whose checksum is an image's: the
 /// ray tracer's, the game trace's and vr's reports flatten it before their own sections.

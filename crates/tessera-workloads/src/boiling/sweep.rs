@@ -107,7 +107,7 @@ pub const COLUMNS: &[Column<Report>] = &[
     ("write_backs_coherence_per_frame", |r| {
         json(&r.write_backs_per_frame.coherence)
     }),
-    ("write_backs_eviction_per_frame", |r| {
+    ("eviction_write_backs_per_frame", |r| {
         json(&r.write_backs_per_frame.eviction)
     }),
 ];

@@ -170,7 +170,7 @@ pub(super) fn run(
     )
     .unwrap();
     let mut csv = format!(
-        "ratio,policy,prefetch,staging,budget_bytes,wall_ms_per_frame,throughput_vs_resident,evictions_per_frame,eviction_write_backs_per_frame,refaults_per_frame,thrashing_pages,wave_splits_per_frame,loads_per_frame,opt_loads_per_frame,opt_throughput_vs_resident_modeled,throughput_vs_opt_modeled,prefetched_per_frame,prefetch_hits_per_frame,request_wait_pct,staged_batches_per_frame,stage_refusals_per_frame,pages_copied_during_launch_per_frame,transfer_bound_ms,time_vs_transfer_bound,{HOST_COLUMNS},checksum\n",
+        "ratio,policy,prefetch,staging,budget_bytes,wall_ms_per_frame,throughput_vs_resident,evictions_per_frame,eviction_write_backs_per_frame,refaults_per_frame,thrashing_pages,wave_splits_per_frame,loads_per_frame,opt_loads_per_frame,opt_throughput_vs_resident_modeled,throughput_vs_opt_modeled,prefetched_per_frame,prefetch_hits_per_frame,request_wait_pct,staged_batches_per_frame,stage_refusals_per_frame,pages_copied_during_launch_per_frame,transfer_bound_ms_per_frame,time_vs_transfer_bound,{HOST_COLUMNS},checksum\n",
     );
     let mut series: Vec<Series> = b
         .policies

@@ -87,9 +87,9 @@ impl ReplayOptions {
     }
 }
 
-/// Requests per frame and device as CSV (frame,device,requests).
+/// Requests per frame and device as CSV (frame,device,texture_requests).
 pub fn requests_csv(requests: &[Vec<u64>]) -> String {
-    let mut s = String::from("frame,device,requests\n");
+    let mut s = String::from("frame,device,texture_requests\n");
     for (f, per) in requests.iter().enumerate() {
         for (d, r) in per.iter().enumerate() {
             s.push_str(&format!("{f},{d},{r}\n"));
@@ -100,7 +100,7 @@ pub fn requests_csv(requests: &[Vec<u64>]) -> String {
 
 /// `requests_by_level.csv`: frame, mip level, texture page requests of all devices.
 pub fn levels_csv(by_level: &[Vec<u64>]) -> String {
-    let mut s = String::from("frame,level,requests\n");
+    let mut s = String::from("frame,level,texture_requests\n");
     for (f, per) in by_level.iter().enumerate() {
         for (l, r) in per.iter().enumerate() {
             s.push_str(&format!("{f},{l},{r}\n"));
@@ -213,7 +213,7 @@ impl PageSweep {
         };
         PageSweep {
             csv: String::from(
-                "page_size,device,requests,requests_per_frame,unique_mib,shared_mib,seconds\n",
+                "page_size,device,texture_requests,texture_requests_per_frame,unique_mib,shared_mib,seconds\n",
             ),
             requests: (0..devices)
                 .map(|d| series(format!("device {d}")))

@@ -88,7 +88,8 @@ pub struct QuakeReport {
     /// Per device, texture page requests per frame.
     #[serde(rename = "mean_texture_requests_per_frame")]
     pub mean_requests_per_frame: Vec<f64>,
-    pub triangles_per_frame: Vec<u32>,
+    /// Per measured frame, the triangles drawn.
+    pub triangles_by_frame: Vec<u32>,
     /// Per device, atlas pages it holds at the end: only it, and it and another device.
     pub texture_footprint: Vec<Footprint>,
     /// Per texture: its pages in the atlas and the requests for them.
@@ -169,7 +170,7 @@ impl QuakeReport {
             total_requests: total,
             requests: rec.requests.clone(),
             other_requests: rec.other_requests.clone(),
-            triangles_per_frame: rec.triangles.clone(),
+            triangles_by_frame: rec.triangles.clone(),
             texture_footprint: figures.texture_footprint,
             per_texture: figures.per_texture,
             filtering: r.mip_layout().map(|m| FilterReport {

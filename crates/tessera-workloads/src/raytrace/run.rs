@@ -15,11 +15,11 @@ use crate::{ImageCore, Made};
 /// One frame's wall time and counts, summed over devices.
 #[derive(Serialize)]
 pub struct FrameReport {
-    pub wall_ms: f64,
+    pub wall_seconds: f64,
     /// Device time of the frame's kernels from timestamp queries, summed over the devices
     /// (on one GPU, the time it was busy with them); absent where the backend has none.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub gpu_ms: Option<f64>,
+    pub gpu_seconds: Option<f64>,
     pub launches: u64,
     #[serde(rename = "relaunched_invocations")]
     pub relaunched: u64,
@@ -93,8 +93,8 @@ pub fn record(
             gpu_stages.get_or_insert_with(Default::default).add(g);
         }
         out.push(FrameReport {
-            wall_ms: wall * 1e3,
-            gpu_ms: s.gpu_stages.map(|g| g.total() * 1e3),
+            wall_seconds: wall,
+            gpu_seconds: s.gpu_stages.map(|g| g.total()),
             launches: s.launches,
             relaunched: s.relaunched,
             suspended: s.suspended,
@@ -183,6 +183,8 @@ pub struct Report {
     /// devices): quake's `filtering.held_pages_by_level`.
     #[serde(rename = "held_pages_by_level")]
     pub atlas_pages_by_level: Vec<u64>,
+    /// Per measured frame, in order (quake's and vr's lists end in `_by_frame` too).
+    #[serde(rename = "by_frame")]
     pub per_frame: Vec<FrameReport>,
     /// At the end of the run.
     pub residency: Vec<ObjectReport>,
@@ -286,7 +288,7 @@ impl Report {
         if let Some(last) = last {
             s += &format!(
                 "last frame {:.1} ms (measured), {} launches, {} relaunched ({} with saved state), {} wave splits; {:.2} MiB moved over the run\n",
-                last.wall_ms,
+                last.wall_seconds * 1e3,
                 last.launches,
                 last.relaunched,
                 last.suspended,

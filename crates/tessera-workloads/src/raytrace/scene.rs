@@ -78,9 +78,14 @@ impl PagedScene {
         }
         let total = mesh.triangles.len() as u64 * instances as u64;
         if total > MAX_TRIANGLES {
+            let per = mesh.triangles.len() as u64;
+            let advice = match MAX_TRIANGLES / per {
+                0 => "one instance is already too many".to_string(),
+                most => format!("so --instances {most} or fewer for this scene"),
+            };
             return Err(RaytraceError::Scene(format!(
-                "{total} triangles ({instances} instances of {}): at most {MAX_TRIANGLES}",
-                mesh.triangles.len()
+                "{total} triangles ({instances} instances of {per}): at most {MAX_TRIANGLES}, \
+                 {advice}"
             )));
         }
         let sizes: Vec<(u32, u32)> = mesh.textures.iter().map(|t| (t.width, t.height)).collect();
@@ -267,5 +272,28 @@ mod tests {
         }
         assert_eq!(next, n);
         assert!(covered.iter().all(|&c| c == 1));
+    }
+
+    /// The refusal names the largest `--instances` the scene takes, and that count is under
+    /// the triangle limit where one more is over it.
+    #[test]
+    fn too_many_instances_names_the_most_the_scene_takes() {
+        let mut mesh = Mesh::from(&Scene::generated(3));
+        // Repeated until under MAX_INSTANCES copies reach the triangle limit: the limit is
+        // what this test refuses, not the instance cap.
+        let base = mesh.triangles.clone();
+        while mesh.triangles.len() as u64 * u64::from(MAX_INSTANCES) <= MAX_TRIANGLES * 2 {
+            mesh.triangles.extend_from_slice(&base);
+        }
+        let per = mesh.triangles.len() as u64;
+        let most = MAX_TRIANGLES / per;
+        let over = u32::try_from(most + 1).unwrap();
+        assert!(over <= MAX_INSTANCES);
+        let Err(e) = PagedScene::build(&mesh, over, 16, Packing::Pages) else {
+            panic!("one instance past the limit is refused");
+        };
+        let e = e.to_string();
+        assert!(e.contains(&format!("--instances {most} or fewer")), "{e}");
+        assert!(most * per <= MAX_TRIANGLES && (most + 1) * per > MAX_TRIANGLES);
     }
 }

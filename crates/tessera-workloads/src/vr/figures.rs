@@ -126,7 +126,7 @@ impl Figures {
     pub fn write(&self, dir: &Path) -> Result<(), PlotError> {
         let mut csv15 = String::from("scheme,latency_ms,frame_interval_ms,speedup,throughput_speedup,load_balance,prediction_error\n");
         let mut csv16 =
-            String::from("scheme,texture_mib,composition_mib,total_mib,normalized_to_baseline\n");
+            String::from("scheme,texture_mib_per_frame,composition_mib_per_frame,total_mib_per_frame,normalized_to_baseline\n");
         let (mut pts15, mut pts16) = (Vec::new(), Vec::new());
         for (i, r) in self.fig15.iter().enumerate() {
             let m = &r.summary;

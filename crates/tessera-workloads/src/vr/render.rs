@@ -133,22 +133,29 @@ pub struct LinkModel {
 /// What one frame measured: device seconds and counts, no model yet.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct FrameMeasure {
+    /// The run's scheme, which the report gives once (`split`).
+    #[serde(skip)]
     pub scheme: String,
     /// Per GPM, when its work finished (measured device seconds; waits a dispatcher imposed
     /// included).
+    #[serde(rename = "finish_seconds")]
     pub finish: Vec<f64>,
     /// Per GPM, measured device seconds of its passes.
+    #[serde(rename = "busy_seconds")]
     pub busy: Vec<f64>,
     /// Device time of the frame's kernels from timestamp queries, all GPMs (on one GPU, the
     /// time it was busy with them); absent where the backend has none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_seconds: Option<f64>,
     /// `[from][to]`: texture pages fetched by GPM `to` whose first-touch home is GPM `from`.
+    #[serde(rename = "texture_pages_from_to")]
     pub texture_pages: Vec<Vec<u64>>,
     /// Per GPM, texture pages it fetched from its own memory.
     pub local_pages: Vec<u64>,
     pub page_bytes: u64,
-    /// `[from][to]`: fragment bytes sent to compose.
+    /// `[from][to]`: fragment bytes sent to compose (the modeled frame's `composition_bytes`
+    /// is their sum).
+    #[serde(rename = "composition_bytes_from_to")]
     pub composition_bytes: Vec<Vec<u64>>,
     /// Per GPM, fragments its ROPs compose (root or distributed composition).
     pub composed_fragments: Vec<u64>,

@@ -49,6 +49,8 @@ pub struct VrReport<'a> {
     pub stages: Option<tessera_runtime::StageTimes>,
     pub per_device: Vec<VrDevice>,
     pub scene: &'a str,
+    /// The scheme, which the core gives as `split`; kept for the text summary.
+    #[serde(skip)]
     pub scheme: &'a str,
     pub width: u32,
     pub height: u32,
@@ -56,10 +58,10 @@ pub struct VrReport<'a> {
     /// Means over the frames (modeled; see docs/EVALUATION.md, "OO-VR").
     pub summary: Summary,
     /// Per frame: what was measured and counted.
-    #[serde(rename = "measured_per_frame")]
+    #[serde(rename = "measured_by_frame")]
     pub measured: &'a [FrameMeasure],
     /// Per frame: the modeled figures (boiling's `modeled` is one object for the run).
-    #[serde(rename = "modeled_per_frame")]
+    #[serde(rename = "modeled_by_frame")]
     pub modeled: Vec<FrameReport>,
     pub wall_seconds: f64,
     /// Per measured frame, its wall time.
