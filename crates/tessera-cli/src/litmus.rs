@@ -48,7 +48,7 @@ pub struct LitmusOpts {
     /// `--features mpi`). Threads then run free with random delays of up to 300 µs before each
     /// operation; `--schedule`, `--same-page`, `--protocol`, `--coherence` and `--seed` are
     /// refused with it.
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", value_parser = crate::parse_device_count)]
     pub devices_per_node: Option<usize>,
     /// Print JSON lines instead of litmus7's layout: one object per test as it completes
     /// (histogram, witnesses, sequential consistency's outcomes seen and not, forbidden

@@ -101,9 +101,10 @@ pub fn warn(warning: Option<String>) {
     }
 }
 
-/// `--home-file PATH`: refused (exit 2, before anything runs) where PATH or the isolated
-/// model's `PATH.isolated` exists, since tessera never overwrites a home file, or where its
-/// folder does not exist, as every file option's is.
+/// `--home-file PATH`: refused (exit 2, before anything runs) where PATH exists, since tessera
+/// never overwrites a home file, or where its folder does not exist, as every file option's
+/// is. Boiling's isolated model, the one user of a second file (`PATH.isolated`), checks that
+/// one before it runs ([`home_file_taken`]).
 fn fresh_home_file(s: &str) -> Result<PathBuf, String> {
     if s.is_empty() {
         return Err(
@@ -116,28 +117,37 @@ fn fresh_home_file(s: &str) -> Result<PathBuf, String> {
         _ => std::path::Path::new("."),
     };
     if !folder.is_dir() {
+        let why = match folder.exists() {
+            true => "is not a folder",
+            false => "does not exist",
+        };
         return Err(format!(
-            "its folder {} does not exist; tessera creates the file, not the folders above it",
+            "its folder {} {why}; tessera creates the file, not the folders above it",
             folder.display()
         ));
     }
-    let mut isolated = path.clone().into_os_string();
-    isolated.push(".isolated");
-    for p in [path.as_path(), std::path::Path::new(&isolated)] {
-        if p.is_dir() {
-            return Err(format!(
-                "{} is a directory; give the path of a file for tessera to create",
-                p.display()
-            ));
-        }
-        if p.symlink_metadata().is_ok() {
-            return Err(format!(
-                "{} already exists; tessera creates its home file fresh and never overwrites one: remove it or choose another path",
-                p.display()
-            ));
-        }
+    match home_file_taken(&path) {
+        Some(why) => Err(why),
+        None => Ok(path),
     }
-    Ok(path)
+}
+
+/// Why tessera cannot create its home file at `p`: a directory or any file is there already.
+pub fn home_file_taken(p: &std::path::Path) -> Option<String> {
+    if p.is_dir() {
+        return Some(format!(
+            "{} is a directory; give the path of a file for tessera to create",
+            p.display()
+        ));
+    }
+    p.symlink_metadata().is_ok().then(|| {
+        format!(
+            "{} already exists; tessera creates its home file fresh and never overwrites one \
+             (a run that was killed, not interrupted, leaves its file behind): remove it if no \
+             tessera is running with it, or choose another path",
+            p.display()
+        )
+    })
 }
 
 /// [`Usage`] from any error's text.
@@ -536,8 +546,8 @@ pub struct ClusterOpts {
     /// Run over MPI processes, one node each, with K devices per node (`--backend cpu`, or
     /// `wgpu` with each process opening its own GPU, at most 4 processes):
     /// `mpirun -np N tessera run boiling --devices-per-node K` simulates one field over N × K
-    /// devices, each node home to a share of the pages (`--devices` is then ignored; the
-    /// report is measured only). Needs a tessera built with `--features mpi` (README.md,
+    /// devices, each node home to a share of the pages (`--devices` is then refused: the
+    /// device count is N × K; the report is measured only). Needs a tessera built with `--features mpi` (README.md,
     /// "Multi-node").
     #[arg(long, value_name = "K", value_parser = parse_device_count)]
     devices_per_node: Option<usize>,
@@ -546,7 +556,8 @@ pub struct ClusterOpts {
     #[arg(long, default_value_t = 16, value_parser = parse_count)]
     home_block_pages: u64,
     /// On several nodes: a node silent for this many seconds is lost, and the others stop
-    /// with an error naming it.
+    /// with an error naming it. At least 0.1 (nodes send heartbeats every 10 ms at the most
+    /// often).
     #[arg(long, default_value_t = 10.0, value_parser = parse_lost_after)]
     lost_after_s: f64,
     /// On several nodes: the network that models the inter-node traffic's time: eth-10g,
@@ -655,15 +666,23 @@ pub fn parse_gbps(s: &str) -> Result<f64, String> {
     }
 }
 
-/// `--lost-after-s`: positive, and at most a day, which a duration holds (1e20 seconds made
-/// every rank panic converting it) and no real run waits out.
+/// `--lost-after-s`: at least [`MIN_LOST_AFTER_S`], and at most a day, which a duration holds
+/// (1e20 seconds made every rank panic converting it) and no real run waits out.
 fn parse_lost_after(s: &str) -> Result<f64, String> {
     match parse_positive(s) {
-        Ok(v) if v <= 86_400.0 => Ok(v),
-        Ok(_) => Err(format!("{s:?} seconds is more than a day")),
-        Err(e) => Err(e),
+        Ok(v) if v > 86_400.0 => Err(format!("{s:?} seconds is more than a day")),
+        Ok(v) if v < MIN_LOST_AFTER_S => Err(format!(
+            "{s:?} seconds is less than {MIN_LOST_AFTER_S}: nodes send heartbeats at most every \
+             10 ms, so a shorter silence is every node's between two of them, and each would \
+             count the others lost"
+        )),
+        r => r,
     }
 }
+
+/// The shortest `--lost-after-s`: ten of the router's shortest heartbeat intervals
+/// (tessera-runtime's `cluster`, 10 ms), so a node is called lost only after missing several.
+const MIN_LOST_AFTER_S: f64 = 0.1;
 
 /// A device count of one node: 1 to `MAX_DEVICES`, read as `--page` is.
 pub fn parse_device_count(s: &str) -> Result<usize, String> {

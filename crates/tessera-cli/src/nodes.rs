@@ -26,7 +26,7 @@ use crate::{BackendKind, RunOpts};
 /// report (rank 0's clock).
 pub fn run_on(link: Arc<Link>, o: &RunOpts) -> Result<(NodesReport, PagedBoiling)> {
     let k = link.devices_per_node();
-    let network = network(o, link.size() * k)?;
+    let network = network(o)?;
     // Every rank would create the same home file, and the runtime never stages or defers
     // across nodes; main refuses those options when given.
     let cfg = o
@@ -140,14 +140,14 @@ fn write(
     Ok(())
 }
 
-/// The network to model the traffic on: `--network`, else the topology file's, else ib-hdr.
-fn network(o: &RunOpts, devices: usize) -> Result<Network> {
+/// The network to model the traffic on: `--network`, else the topology file's `[network]`
+/// (nothing else of the file is read across nodes), else ib-hdr.
+fn network(o: &RunOpts) -> Result<Network> {
     if let Some(name) = &o.cluster.network {
         return Ok(Network::preset(name)?);
     }
-    let topo = o.node.topology(devices)?;
-    Ok(match topo.network() {
-        Some(n) => n.clone(),
+    Ok(match Network::from_topology_file(&o.node.topology)? {
+        Some(n) => n,
         None => Network::preset("ib-hdr")?,
     })
 }

@@ -274,7 +274,16 @@ pub fn run_boiling(
             .system(&o.node.config(o.devices).home_file(home))
     };
     let home = o.node.home_file.as_deref();
-    modeled::run_on_nodes(make, home, o.size, &settings(o), topo, after_frame)
+    let settings = settings(o);
+    if let (Some(path), tessera_runtime::modeled::Model::Isolated) = (home, settings.model) {
+        // The isolated model's second node keeps its home copies in a file of its own.
+        let mut second = path.as_os_str().to_owned();
+        second.push(".isolated");
+        if let Some(why) = crate::home_file_taken(std::path::Path::new(&second)) {
+            return Err(crate::usage(format!("--home-file: {why}")));
+        }
+    }
+    modeled::run_on_nodes(make, home, o.size, &settings, topo, after_frame)
 }
 
 /// The settings of `o` that the runner takes beside its nodes.

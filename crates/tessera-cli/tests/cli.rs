@@ -289,6 +289,73 @@ fn bad_home_files_are_refused_with_their_path_and_existing_files_kept() {
     assert_eq!(std::fs::read(&existing).unwrap(), b"keep me");
 }
 
+/// `PATH.isolated` is boiling's isolated model's second home file: a file there refuses that
+/// run, before anything runs, and no other, which never creates it; a folder that is a file is
+/// called what it is.
+#[test]
+fn only_the_isolated_model_is_refused_for_a_file_at_its_second_home() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("h.bin");
+    let second = dir.path().join("h.bin.isolated");
+    std::fs::write(&second, b"keep me").unwrap();
+    let h = home.to_str().unwrap();
+    let run = |extra: &[&str], out: &str| {
+        let out = dir.path().join(out);
+        let mut args = extra.to_vec();
+        args.extend(["--out", out.to_str().unwrap(), "--home-file", h]);
+        tessera(&args)
+    };
+    let small = [
+        "--size",
+        "16",
+        "--page",
+        "8",
+        "--frames",
+        "1",
+        "--devices",
+        "2",
+    ];
+    let refused = run(&[&["run", "boiling"][..], &small].concat(), "a");
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(second.to_str().unwrap()) && err.contains("already exists"),
+        "{err}"
+    );
+    assert!(!dir.path().join("a").exists());
+    for (extra, out) in [
+        (
+            [&["run", "boiling", "--model", "concurrent"][..], &small].concat(),
+            "b",
+        ),
+        (
+            argv("run stencil --size 16 --page 8 --frames 1 --devices 2"),
+            "c",
+        ),
+    ] {
+        let o = run(&extra, out);
+        assert!(
+            o.status.success(),
+            "{extra:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(!home.exists(), "{extra:?} left its home file");
+    }
+    assert_eq!(std::fs::read(&second).unwrap(), b"keep me");
+    let under_a_file = second.join("x");
+    let o = tessera(&[
+        "run",
+        "boiling",
+        "--out",
+        dir.path().join("d").to_str().unwrap(),
+        "--home-file",
+        under_a_file.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("is not a folder"), "{err}");
+}
+
 #[test]
 fn a_run_with_a_home_file_gives_the_same_field_and_removes_the_file() {
     let dir = tempfile::tempdir().unwrap();

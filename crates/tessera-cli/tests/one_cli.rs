@@ -390,6 +390,11 @@ fn bad_values_are_usage_errors_naming_the_option() {
             "run boiling --devices-per-node 1 --lost-after-s 0",
             "--lost-after-s",
         ),
+        // Shorter than a few heartbeats: every node would call the others lost.
+        (
+            "run boiling --devices-per-node 1 --lost-after-s 0.05",
+            "less than 0.1",
+        ),
         // A duration cannot hold it: every rank panicked converting it.
         (
             "run boiling --devices-per-node 1 --lost-after-s 1e20",
@@ -417,6 +422,14 @@ fn bad_values_are_usage_errors_naming_the_option() {
         ("sweep devices --frames 0", "--frames"),
         ("sweep page-size --size 9000", "--size"),
     ];
+    // As `run boiling` bounds it, before the build is asked for MPI.
+    for k in ["0", "65"] {
+        refused(
+            &["litmus", "--devices-per-node", k, "x.litmus"],
+            2,
+            "between 1 and 64",
+        );
+    }
     for (line, needle) in cases {
         let mut args = argv(line);
         if !line.starts_with("bench") || line.starts_with("bench oversubscription") {

@@ -407,6 +407,36 @@ impl Network {
         })
     }
 
+    /// The `[network]` table of the topology file `spec`, for a run over nodes, which reads
+    /// nothing else of it (docs/MPI.md): a file of a network alone needs no device, and one
+    /// with devices need not have as many as the nodes together. `None` where the file has no
+    /// such table, or `spec` is a preset (none has one).
+    pub fn from_topology_file(spec: &str) -> Result<Option<Self>> {
+        if PRESETS.contains(&spec) {
+            return Ok(None);
+        }
+        let path = std::path::Path::new(spec);
+        if !path.exists() {
+            return Err(TopologyError::UnknownPreset {
+                name: spec.to_string(),
+            });
+        }
+        let text = read_topology(path).map_err(|message| TopologyError::Read {
+            path: path.display().to_string(),
+            message,
+        })?;
+        let origin = path.display().to_string();
+        let file: File = toml::from_str(&text).map_err(|e| TopologyError::Parse {
+            origin: origin.clone(),
+            message: e.to_string().trim_end().to_string(),
+        })?;
+        let at = |span: std::ops::Range<usize>| location(&text, &origin, span.start);
+        file.network
+            .as_ref()
+            .map(|n| network_of(n, &at))
+            .transpose()
+    }
+
     /// One node's interface sending `messages` messages of `bytes` in all.
     pub fn seconds(&self, messages: u64, bytes: u64) -> f64 {
         messages as f64 * self.latency + bytes as f64 / self.bandwidth
@@ -1011,28 +1041,11 @@ impl Topology {
                 m.switch_write_factor = factor(v, "switch_write_penalty")?;
             }
         }
-        if let Some(n) = &file.network {
-            let gb = n.bandwidth_gb_per_s.get_ref().value();
-            if !bandwidth_ok(gb) {
-                return Err(TopologyError::BadBandwidth {
-                    at: at(n.bandwidth_gb_per_s.span()),
-                    value: gb,
-                });
-            }
-            let us = n.latency_us.as_ref().map_or(0.0, |v| v.get_ref().value());
-            if !latency_ok(us) {
-                let span = n.latency_us.as_ref().map_or(0..0, |v| v.span());
-                return Err(TopologyError::BadLatency {
-                    at: at(span),
-                    value: us,
-                });
-            }
-            t.network = Some(Network {
-                name: n.name.clone().unwrap_or_else(|| "network".into()),
-                bandwidth: gb * 1e9,
-                latency: us * 1e-6,
-            });
-        }
+        t.network = file
+            .network
+            .as_ref()
+            .map(|n| network_of(n, &at))
+            .transpose()?;
         Ok(t)
     }
 
@@ -1202,6 +1215,30 @@ pub const MAX_GBPS: f64 = 1e6;
 /// overflows to infinity or prints as hundreds of digits are refused.
 pub fn bandwidth_ok(gb: f64) -> bool {
     (MIN_GBPS..=MAX_GBPS).contains(&gb)
+}
+
+/// `[network]` as a [`Network`], its figures checked as a link's are.
+fn network_of(n: &NetworkDecl, at: &dyn Fn(std::ops::Range<usize>) -> Location) -> Result<Network> {
+    let gb = n.bandwidth_gb_per_s.get_ref().value();
+    if !bandwidth_ok(gb) {
+        return Err(TopologyError::BadBandwidth {
+            at: at(n.bandwidth_gb_per_s.span()),
+            value: gb,
+        });
+    }
+    let us = n.latency_us.as_ref().map_or(0.0, |v| v.get_ref().value());
+    if !latency_ok(us) {
+        let span = n.latency_us.as_ref().map_or(0..0, |v| v.span());
+        return Err(TopologyError::BadLatency {
+            at: at(span),
+            value: us,
+        });
+    }
+    Ok(Network {
+        name: n.name.clone().unwrap_or_else(|| "network".into()),
+        bandwidth: gb * 1e9,
+        latency: us * 1e-6,
+    })
 }
 
 /// A latency in microseconds: from 0 to 1e9 (about 17 minutes), for the same reasons.
