@@ -90,6 +90,7 @@ impl AddressSpace {
     /// Creates an object and gives it a range of global pages: the first hole it fits, else
     /// fresh pages at the end.
     pub fn create(&mut self, desc: ObjectDesc) -> Result<ObjectEntry> {
+        desc.validate()?;
         let n = desc.page_count();
         let hole = self
             .holes

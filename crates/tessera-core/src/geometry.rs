@@ -173,6 +173,47 @@ impl ObjectDesc {
         })
     }
 
+    /// Holds a description however it was made to what its constructor checks: the variants
+    /// are public, so a description built by hand skips [`ObjectDesc::texture`],
+    /// [`ObjectDesc::buffer`] and [`ObjectDesc::mipmapped`]. The address space checks every
+    /// object it creates so (a buffer of pages of 0 bytes had divided by zero on the memory
+    /// manager's thread, which ended the system).
+    pub fn validate(&self) -> Result<()> {
+        let remade = match *self {
+            ObjectDesc::Texture {
+                width,
+                height,
+                format,
+                page,
+            } => Self::texture(width, height, format, page.get())?,
+            ObjectDesc::Buffer { len, page_bytes } => Self::buffer(len, page_bytes)?,
+            ObjectDesc::Mipmapped {
+                layout,
+                format,
+                addressing,
+            } => {
+                let (w, h) = layout.extent(0)?;
+                let side = |v: u64| {
+                    u32::try_from(v).map_err(|_| CoreError::ZeroSized {
+                        width: w,
+                        height: h,
+                    })
+                };
+                Self::mipmapped(
+                    side(w)?,
+                    side(h)?,
+                    format,
+                    layout.page().get(),
+                    Some(layout.levels()),
+                    layout.border(),
+                    addressing,
+                )?
+            }
+        };
+        debug_assert_eq!(&remade, self);
+        Ok(())
+    }
+
     /// The chain's layout and addressing of a mipmapped texture; `None` for other objects.
     pub fn mip(&self) -> Option<(crate::MipLayout, crate::Addressing)> {
         match *self {

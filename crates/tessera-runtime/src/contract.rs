@@ -182,11 +182,13 @@ impl KernelParams for () {
 /// Declares a kernel's parameter struct and its [`KernelParams`](crate::KernelParams) field
 /// table in one place. Fields are `u32`, `i32` or `f32`; the WGSL twin reads field `f` as
 /// `params.f`, so a name WGSL reserves (`filter`, `from`, …) fails to compile here, not on
-/// the GPU. The crate using it needs no dependency of its own: the struct's `bytemuck`
-/// traits come through this crate.
+/// the GPU, and so does a raw identifier (`r#type`: WGSL has none, and the Rust keywords it
+/// would spell are WGSL's too). The crate using it needs no dependency of its own: the
+/// struct's `bytemuck` traits come through this crate, and the `tessera` crate re-exports it.
 ///
 /// ```
-/// tessera_runtime::kernel_params! {
+/// # extern crate tessera_runtime as tessera;
+/// tessera::kernel_params! {
 ///     /// What the blur reads.
 ///     pub struct BlurParams {
 ///         pub src: u32,
@@ -197,9 +199,19 @@ impl KernelParams for () {
 /// ```
 ///
 /// ```compile_fail,E0080
-/// tessera_runtime::kernel_params! {
+/// # extern crate tessera_runtime as tessera;
+/// tessera::kernel_params! {
 ///     struct Copy2 {
 ///         from: u32, // reserved in WGSL
+///     }
+/// }
+/// ```
+///
+/// ```compile_fail,E0080
+/// # extern crate tessera_runtime as tessera;
+/// tessera::kernel_params! {
+///     struct Typed {
+///         r#type: u32, // a raw identifier: WGSL would read `r#type`
 ///     }
 /// }
 /// ```
@@ -230,7 +242,11 @@ macro_rules! kernel_params {
 
         $(const _: () = assert!(
             $crate::wgsl_name_ok(stringify!($field)),
-            concat!("kernel parameter `", stringify!($field), "` is a reserved word in WGSL"),
+            concat!(
+                "kernel parameter `",
+                stringify!($field),
+                "` is a reserved word in WGSL, or a raw identifier, which WGSL has none of"
+            ),
         );)*
 
         impl $crate::KernelParams for $name {

@@ -263,7 +263,8 @@ fn enough_note(min_bytes: u64, enough_bytes: Option<u64>) -> String {
         ),
         Some(_) => " (the run's other kernels may need more)".to_string(),
         None => " (a lower bound: an invocation shows its pages one miss at a time, and \
-                 another may need more)"
+                 another may need more; a kernel whose `Kernel::pages_per_invocation` or \
+                 footprint bounds its pages is told what is enough)"
             .to_string(),
     }
 }

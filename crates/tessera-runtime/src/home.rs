@@ -40,7 +40,7 @@ fn created() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
 /// Removes every home file this process created and still holds. For a process about to exit
 /// without dropping its systems (an interrupt): their stores would have removed the files.
 /// Only files this process created fresh are removed, never a file that was there before.
-/// Every later [`FileHome::open`] is refused.
+/// A home file asked for after this is refused: the process is ending.
 pub fn remove_home_files() {
     let mut list = created();
     CLOSED.store(true, std::sync::atomic::Ordering::SeqCst);

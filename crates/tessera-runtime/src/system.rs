@@ -28,7 +28,10 @@ use crate::worker::{self, Pending, WorkerHandle};
 /// How to build a node.
 #[derive(Clone, Debug)]
 pub struct SystemConfig {
+    /// Devices of the node, 1 to [`tessera_core::MAX_DEVICES`] (64).
     pub devices: usize,
+    /// The coherence protocol: [`ProtocolVariant::Correct`] but for the model checker's and
+    /// the litmus runner's deliberately broken variants, which exist to be caught.
     pub variant: ProtocolVariant,
     /// What a read of a page another device modified does: served from the owner, which keeps
     /// it (owned pages, the default), or written home as well (the journal paper's rule).

@@ -181,12 +181,20 @@ pub const WGSL_RESERVED: &[&str] = &[
 ];
 
 /// Whether `name` may name a kernel parameter in WGSL: not a keyword or reserved word, not
-/// `_`, and not starting with `__` (WGSL reserves those). A `const fn`, so that the macro can
-/// assert it at compile time.
+/// `_`, not starting with `__` (WGSL reserves those), and not a Rust raw identifier
+/// (`r#type`, which `stringify!` gives with its `r#`: no WGSL name has a `#`). A `const fn`,
+/// so that the macro can assert it at compile time.
 pub const fn wgsl_name_ok(name: &str) -> bool {
     let b = name.as_bytes();
     if (b.len() == 1 && b[0] == b'_') || (b.len() >= 2 && b[0] == b'_' && b[1] == b'_') {
         return false;
+    }
+    let mut k = 0;
+    while k < b.len() {
+        if b[k] == b'#' {
+            return false;
+        }
+        k += 1;
     }
     let mut i = 0;
     while i < WGSL_RESERVED.len() {
@@ -218,7 +226,9 @@ mod tests {
 
     #[test]
     fn reserved_words_are_refused() {
-        for bad in ["filter", "from", "struct", "target", "_", "__x"] {
+        for bad in [
+            "filter", "from", "struct", "target", "_", "__x", "r#type", "r#src",
+        ] {
             assert!(!wgsl_name_ok(bad), "{bad}");
         }
         for good in ["src", "filter_code", "width", "_unused", "w0"] {

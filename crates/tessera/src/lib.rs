@@ -53,22 +53,36 @@
 //! # }
 //! ```
 //!
+//! ## Limits and errors
+//!
+//! A node has 1 to [`MAX_DEVICES`] devices; a launch binds at most [`MAX_BINDINGS`] objects,
+//! an invocation stores at most [`MAX_STORES`] times, and a parameter struct
+//! ([`kernel_params!`]) takes at most [`MAX_PARAMS`] words. Textures take page sides of 1 to
+//! 512 texels, powers of two ([`PageSize`]); make descriptions with [`ObjectDesc::texture`]
+//! and [`ObjectDesc::buffer`], or [`System::create_f32`]: one built from the variants is
+//! checked the same when it is created. Everything a program can get wrong is a
+//! [`RuntimeError`], never a panic: an access outside an object
+//! ([`CoreError::OutOfRange`]), a freed object, a budget ([`SystemConfig::budget_bytes`]) too
+//! small for one invocation's pages. With a budget, pages are evicted ([`Policy`]) and a
+//! kernel that faults runs again; `examples/oversubscribed` shows it.
+//!
 //! `examples/blur` is a complete program: twins for both backends, several passes over several
 //! devices, checked against a plain loop. `examples/oversubscribed` runs a buffer object through
 //! a device memory smaller than its working set.
 #![warn(missing_docs)]
 
 pub use tessera_core::{
-    AccessMode, Coherence, CoreError, DeviceId, ObjectDesc, ObjectEntry, ObjectId, PageSize,
-    Policy, TexelFormat,
+    AccessMode, Addressing, Coherence, CoreError, DeviceId, Location, MipLayout, ObjectDesc,
+    ObjectEntry, ObjectId, PageSize, Policy, ProtocolVariant, TexelFormat, MAX_DEVICES,
 };
 /// Declares a kernel's parameter struct, which both twins read (see [`KernelParams`]).
 pub use tessera_runtime::kernel_params;
 pub use tessera_runtime::{
     max_cpu_threads, BackendError, Bound, DeviceTraffic, Domain, Fault, Footprint, HostCounters,
-    Invocation, Kernel, KernelParams, ParamField, Partition, PassSpec, PassStats, Plain, Prefetch,
-    Procedure, RuntimeError, ScalarKind, StageTimes, System, SystemConfig, TexelAccess, Thrashing,
-    WgslKernel,
+    Invocation, Kernel, KernelParams, LinkCounters, Mode, ParamField, ParamScalar, Partition,
+    PassSpec, PassStats, Plain, Prefetch, Procedure, RuntimeError, ScalarKind, Schedule,
+    StageTimes, System, SystemConfig, TexelAccess, Thrashing, WgslKernel, MAX_BINDINGS, MAX_PARAMS,
+    MAX_STORES,
 };
 
 /// GPUs through wgpu: Vulkan, Metal or DX12, and Mesa's lavapipe on a machine without a GPU.

@@ -66,6 +66,9 @@ impl Manager {
         data: Option<Vec<u8>>,
         mode: AccessMode,
     ) -> Result<ObjectEntry> {
+        // Before any size is taken of it: a description built by hand is checked as its
+        // constructor would have (a bad one had panicked on this thread, ending the system).
+        desc.validate()?;
         if let Some((layout, _)) = desc.mip() {
             if layout.border() > 0 && mode != AccessMode::ReplicateRead {
                 return Err(tessera_core::CoreError::BorderOnWritable { mode: mode.name() }.into());
