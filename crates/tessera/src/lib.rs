@@ -7,7 +7,8 @@
 //! pages are evicted and the kernel relaunched.
 //!
 //! This crate is the library's chosen surface: the types a program needs to create objects, write
-//! kernels and run them on the CPU backend or on GPUs through wgpu. [`internals`] reaches the
+//! kernels and run them on the CPU backend or on GPUs through wgpu (the `wgpu` feature, on by
+//! default; without it nothing of wgpu is built). [`internals`] reaches the
 //! rest (the protocol, the model checker, the device seam) for those who build on them.
 //!
 //! ## A kernel
@@ -86,6 +87,8 @@ pub use tessera_runtime::{
 };
 
 /// GPUs through wgpu: Vulkan, Metal or DX12, and Mesa's lavapipe on a machine without a GPU.
+/// With the `wgpu` feature (on by default).
+#[cfg(feature = "wgpu")]
 pub mod wgpu {
     pub use tessera_wgpu::{adapters, quiet_mesa, system, AdapterChoice, WgpuError};
 }
@@ -96,5 +99,6 @@ pub mod wgpu {
 pub mod internals {
     pub use tessera_core as core;
     pub use tessera_runtime as runtime;
+    #[cfg(feature = "wgpu")]
     pub use tessera_wgpu as wgpu;
 }
