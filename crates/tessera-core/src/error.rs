@@ -7,6 +7,8 @@ use crate::{DeviceId, GlobalPage, ObjectId};
 pub enum CoreError {
     #[error("object size must be non-zero (got {width}x{height})")]
     ZeroSized { width: u64, height: u64 },
+    #[error("a buffer must hold at least one 32-bit word (got 0 bytes)")]
+    EmptyBuffer,
     #[error("object of {texels} texels is larger than the limit of {limit} texels")]
     Oversized { texels: u64, limit: u64 },
     #[error("a buffer of {bytes} bytes is larger than the limit of {limit} bytes")]

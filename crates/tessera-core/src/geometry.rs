@@ -112,10 +112,7 @@ impl ObjectDesc {
             return Err(CoreError::BadBufferPageSize(page_bytes));
         }
         if len == 0 {
-            return Err(CoreError::ZeroSized {
-                width: 0,
-                height: 1,
-            });
+            return Err(CoreError::EmptyBuffer);
         }
         if len > MAX_OBJECT_TEXELS {
             return Err(CoreError::BufferOversized {
@@ -421,7 +418,7 @@ mod tests {
         );
         assert!(matches!(
             ObjectDesc::buffer(0, 64),
-            Err(CoreError::ZeroSized { .. })
+            Err(CoreError::EmptyBuffer)
         ));
         assert_eq!(
             ObjectDesc::buffer(1 << 40, 64).unwrap_err().to_string(),

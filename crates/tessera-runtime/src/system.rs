@@ -294,11 +294,7 @@ impl System {
     /// A node over any backend's devices.
     pub fn with_devices(devices: Vec<Box<dyn Device>>, cfg: &SystemConfig) -> Result<Self> {
         env_switch(PEER_COPY)?;
-        if cfg.memory_bytes == 0 {
-            return Err(RuntimeError::Config(
-                "a physical memory of 0 bytes (`SystemConfig::memory`) holds no page".into(),
-            ));
-        }
+        check_sizes(cfg)?;
         let backend = devices.first().map(|d| d.describe()).unwrap_or_default();
         let counts_remote = devices.iter().all(|d| d.counts_remote());
         let memory_limits = devices.iter().map(|d| d.memory_limits()).collect();
@@ -387,6 +383,7 @@ impl System {
         cfg: &SystemConfig,
         link: Arc<Link>,
     ) -> Result<Self> {
+        check_sizes(cfg)?;
         let k = link.devices_per_node();
         let (rank, nodes) = (link.rank(), link.size());
         let all = nodes * k;
@@ -1018,6 +1015,22 @@ pub fn max_cpu_threads() -> usize {
     cores
         .saturating_mul(CPU_THREADS_PER_CORE)
         .max(CPU_THREADS_FLOOR)
+}
+
+/// A node's memory sizes that can hold no page, refused when it is built rather than at its
+/// first launch.
+fn check_sizes(cfg: &SystemConfig) -> Result<()> {
+    if cfg.memory_bytes == 0 {
+        return Err(RuntimeError::Config(
+            "a physical memory of 0 bytes (`SystemConfig::memory`) holds no page".into(),
+        ));
+    }
+    if cfg.budget_bytes == 0 {
+        return Err(RuntimeError::Config(
+            "a budget of 0 bytes per device (`SystemConfig::budget`) holds no page".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// The rayon pool the CPU devices' kernels share.

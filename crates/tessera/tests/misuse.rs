@@ -201,10 +201,12 @@ fn a_buffer_of_words_goes_in_and_comes_out_as_words() {
         sys.create_u32(&[1, 2, 3], 6),
         Err(RuntimeError::Core(CoreError::BadBufferPageSize(6)))
     ));
-    assert!(matches!(
-        sys.create_u32(&[], 16),
-        Err(RuntimeError::Core(CoreError::ZeroSized { .. }))
-    ));
+    let empty = sys.create_u32(&[], 16).err().unwrap();
+    assert!(
+        matches!(empty, RuntimeError::Core(CoreError::EmptyBuffer)),
+        "{empty}"
+    );
+    assert!(empty.to_string().contains("got 0 bytes"), "{empty}");
 }
 
 /// A word past a buffer's end is named as a word of a buffer, not as a texel.
@@ -296,6 +298,16 @@ fn a_pass_of_fewer_rows_than_devices_runs_on_as_many_devices_as_rows() {
 fn a_memory_of_no_bytes_is_refused() {
     let err = System::cpu(&SystemConfig::new(1).memory(0)).err().unwrap();
     assert!(matches!(err, RuntimeError::Config(_)), "{err}");
+}
+
+/// Refused as the node is built, as a memory of no bytes is, not at its first launch.
+#[test]
+fn a_budget_of_no_bytes_is_refused() {
+    let err = System::cpu(&SystemConfig::new(1).budget(0)).err().unwrap();
+    assert!(
+        matches!(&err, RuntimeError::Config(m) if m.contains("budget of 0 bytes")),
+        "{err}"
+    );
 }
 
 /// Reads `src` and writes `dst` one texel further on, failing at (5, 5) when `fail`; its
