@@ -305,16 +305,7 @@ fn only_the_isolated_model_is_refused_for_a_file_at_its_second_home() {
         args.extend(["--out", out.to_str().unwrap(), "--home-file", h]);
         tessera(&args)
     };
-    let small = [
-        "--size",
-        "16",
-        "--page",
-        "8",
-        "--frames",
-        "1",
-        "--devices",
-        "2",
-    ];
+    let small = argv("--size 16 --page 8 --frames 1 --devices 2");
     let refused = run(&[&["run", "boiling"][..], &small].concat(), "a");
     let err = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(refused.status.code(), Some(2), "{err}");

@@ -412,20 +412,9 @@ impl Network {
     /// with devices need not have as many as the nodes together. `None` where the file has no
     /// such table, or `spec` is a preset (none has one).
     pub fn from_topology_file(spec: &str) -> Result<Option<Self>> {
-        if PRESETS.contains(&spec) {
+        let Some((text, origin)) = topology_text(spec)? else {
             return Ok(None);
-        }
-        let path = std::path::Path::new(spec);
-        if !path.exists() {
-            return Err(TopologyError::UnknownPreset {
-                name: spec.to_string(),
-            });
-        }
-        let text = read_topology(path).map_err(|message| TopologyError::Read {
-            path: path.display().to_string(),
-            message,
-        })?;
-        let origin = path.display().to_string();
+        };
         let file: File = toml::from_str(&text).map_err(|e| TopologyError::Parse {
             origin: origin.clone(),
             message: e.to_string().trim_end().to_string(),
@@ -1064,21 +1053,9 @@ impl Topology {
     /// `--topology NAME|FILE` for a run of `devices` devices: a preset by name, else a TOML
     /// file by path.
     pub fn load(spec: &str, devices: usize) -> Result<Self> {
-        if PRESETS.contains(&spec) {
+        let Some((text, origin)) = topology_text(spec)? else {
             return Topology::preset(spec, devices);
-        }
-        let path = std::path::Path::new(spec);
-        if !path.exists() {
-            // A bare word is most likely a misspelt preset; say so rather than "no such file".
-            return Err(TopologyError::UnknownPreset {
-                name: spec.to_string(),
-            });
-        }
-        let text = read_topology(path).map_err(|message| TopologyError::Read {
-            path: path.display().to_string(),
-            message,
-        })?;
-        let origin = path.display().to_string();
+        };
         let topo = Topology::from_toml_str(&text, &origin)?;
         topo.check_devices(devices)?;
         if devices < topo.devices {
@@ -1345,6 +1322,25 @@ impl Number {
 
 /// A topology file's text, read to at most [`MAX_TOPOLOGY_BYTES`]: an endless file
 /// (`/dev/zero`) is refused, not read until memory runs out.
+/// `--topology NAME|FILE`'s file text and the name its errors give it; `None` for a preset.
+fn topology_text(spec: &str) -> Result<Option<(String, String)>> {
+    if PRESETS.contains(&spec) {
+        return Ok(None);
+    }
+    let path = std::path::Path::new(spec);
+    if !path.exists() {
+        // A bare word is most likely a misspelt preset; say so rather than "no such file".
+        return Err(TopologyError::UnknownPreset {
+            name: spec.to_string(),
+        });
+    }
+    let text = read_topology(path).map_err(|message| TopologyError::Read {
+        path: path.display().to_string(),
+        message,
+    })?;
+    Ok(Some((text, path.display().to_string())))
+}
+
 fn read_topology(path: &std::path::Path) -> std::result::Result<String, String> {
     use std::io::Read;
     let mut bytes = Vec::new();
