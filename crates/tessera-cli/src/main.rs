@@ -547,8 +547,8 @@ pub struct ClusterOpts {
     /// `wgpu` with each process opening its own GPU, at most 4 processes):
     /// `mpirun -np N tessera run boiling --devices-per-node K` simulates one field over N × K
     /// devices, each node home to a share of the pages (`--devices` is then refused: the
-    /// device count is N × K; the report is measured only). Needs a tessera built with `--features mpi` (README.md,
-    /// "Multi-node").
+    /// device count is N × K; the report is measured only). Needs a tessera built with
+    /// `--features mpi` (README.md, "Multi-node").
     #[arg(long, value_name = "K", value_parser = parse_device_count)]
     devices_per_node: Option<usize>,
     /// On several nodes: pages are dealt to the nodes' homes in blocks of this many, round

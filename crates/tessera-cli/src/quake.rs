@@ -465,8 +465,8 @@ pub struct ReplayOpts {
     /// CPU threads for the software devices (0: one per core).
     #[arg(long, default_value_t = 0, value_parser = parse_threads)]
     threads: usize,
-    /// Also write the requests per frame and device as CSV (frame,device,texture_requests), once the
-    /// replay has succeeded.
+    /// Also write the requests per frame and device as CSV (frame,device,texture_requests),
+    /// once the replay has succeeded.
     #[arg(long, value_name = "FILE", conflicts_with = "pages")]
     pub(crate) csv: Option<PathBuf>,
     /// A page-size sweep: replay once per page size (a list such as 8,16,32,64 or 4,8,...,64)

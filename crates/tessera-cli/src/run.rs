@@ -276,10 +276,7 @@ pub fn run_boiling(
     let home = o.node.home_file.as_deref();
     let settings = settings(o);
     if let (Some(path), tessera_runtime::modeled::Model::Isolated) = (home, settings.model) {
-        // The isolated model's second node keeps its home copies in a file of its own.
-        let mut second = path.as_os_str().to_owned();
-        second.push(".isolated");
-        if let Some(why) = crate::home_file_taken(std::path::Path::new(&second)) {
+        if let Some(why) = crate::home_file_taken(&modeled::isolated_home(path)) {
             return Err(crate::usage(format!("--home-file: {why}")));
         }
     }

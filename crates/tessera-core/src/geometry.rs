@@ -189,16 +189,11 @@ impl ObjectDesc {
                 format,
                 addressing,
             } => {
+                // `MipLayout::new` took level 0's sides as `u32`s, and its fields are private.
                 let (w, h) = layout.extent(0)?;
-                let side = |v: u64| {
-                    u32::try_from(v).map_err(|_| CoreError::ZeroSized {
-                        width: w,
-                        height: h,
-                    })
-                };
                 Self::mipmapped(
-                    side(w)?,
-                    side(h)?,
+                    w as u32,
+                    h as u32,
                     format,
                     layout.page().get(),
                     Some(layout.levels()),

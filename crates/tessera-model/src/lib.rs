@@ -1320,8 +1320,6 @@ impl Number {
     }
 }
 
-/// A topology file's text, read to at most [`MAX_TOPOLOGY_BYTES`]: an endless file
-/// (`/dev/zero`) is refused, not read until memory runs out.
 /// `--topology NAME|FILE`'s file text and the name its errors give it; `None` for a preset.
 fn topology_text(spec: &str) -> Result<Option<(String, String)>> {
     if PRESETS.contains(&spec) {
@@ -1341,6 +1339,8 @@ fn topology_text(spec: &str) -> Result<Option<(String, String)>> {
     Ok(Some((text, path.display().to_string())))
 }
 
+/// A topology file's text, read to at most [`MAX_TOPOLOGY_BYTES`]: an endless file
+/// (`/dev/zero`) is refused, not read until memory runs out.
 fn read_topology(path: &std::path::Path) -> std::result::Result<String, String> {
     use std::io::Read;
     let mut bytes = Vec::new();

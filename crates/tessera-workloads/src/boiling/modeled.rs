@@ -71,16 +71,18 @@ pub fn run_on_nodes<E: From<RunError>>(
     };
     let (sim, adapter_name) = build(home_file.map(Path::to_path_buf))?;
     let copy = if s.model == Model::Isolated {
-        let home = home_file.map(|p| {
-            let mut name = p.as_os_str().to_owned();
-            name.push(".isolated");
-            PathBuf::from(name)
-        });
-        Some(build(home)?.0)
+        Some(build(home_file.map(isolated_home))?.0)
     } else {
         None
     };
     run(sim, copy, adapter_name, s, topo, after_frame)
+}
+
+/// Where the isolated model's second node keeps its home copies beside `home_file`'s.
+pub fn isolated_home(home_file: &Path) -> PathBuf {
+    let mut name = home_file.as_os_str().to_owned();
+    name.push(".isolated");
+    PathBuf::from(name)
 }
 
 /// One texture of the run: its name, global page range and description.
