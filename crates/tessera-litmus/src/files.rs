@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::run::{run_test, Report, RunConfig};
+use crate::run::{count, run_test, Report, RunConfig};
 
 /// What became of one file.
 pub enum FileOutcome<'a> {
@@ -118,12 +118,6 @@ impl Tally {
         (!problems.is_empty()).then(|| problems.join("; "))
     }
 }
-
-/// `n` and the noun that goes with it: "1 file", "2 files".
-pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 /// Each path as given, but a folder becomes the `.litmus` files below it, its subfolders
 /// included, in order of their paths: `tessera litmus tests/litmus` runs the whole suite,
 /// where the shell's `tests/litmus/**/*.litmus` leaves the subfolders out unless bash's

@@ -374,7 +374,7 @@ impl Report {
         let _ = writeln!(
             s,
             "Sequential consistency allows {}; {seen} of them seen",
-            crate::files::count(allowed, "outcome", "outcomes")
+            count(allowed, "outcome", "outcomes")
         );
         // What the oracle says of the condition, beside what the runs showed: a condition
         // never seen may still be one sequential consistency allows, not yet met.
@@ -1189,3 +1189,8 @@ impl Gate {
 
 /// The allowed outcomes a report lists as not seen, at most: a wide test allows thousands.
 const UNSEEN_SHOWN: usize = 8;
+
+/// `n` and the noun that goes with it: "1 file", "2 files".
+pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}

@@ -13,6 +13,7 @@
 //! runtime's own cluster (`tessera run boiling --devices-per-node K` under mpirun, one node
 //! of the runtime per process; docs/MPI.md).
 
+pub mod agree;
 pub mod litmus;
 pub mod node;
 pub mod transport;

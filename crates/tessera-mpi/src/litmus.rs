@@ -178,7 +178,7 @@ pub enum FilesError {
 
 /// Every rank sends every other the digest of its run (the files' bytes, `runs`, the devices
 /// per node) and compares what it gets with its own, before any file runs
-/// ([`crate::node::agree`]).
+/// ([`crate::agree::agree`]).
 fn agree<T: crate::Transport>(
     t: &T,
     files: &[std::path::PathBuf],
@@ -196,9 +196,9 @@ fn agree<T: crate::Transport>(
             .unwrap_or_else(|_| f.display().to_string().into_bytes())
             .hash(&mut hasher);
     }
-    crate::node::agree(t, hasher.finish()).map_err(|e| match e {
-        crate::node::AgreeError::Disagree { rank, other } => FilesError::Disagree { rank, other },
-        crate::node::AgreeError::Node { rank, error } => FilesError::Agreement { rank, error },
+    crate::agree::agree(t, hasher.finish()).map_err(|e| match e {
+        crate::agree::AgreeError::Disagree { rank, other } => FilesError::Disagree { rank, other },
+        crate::agree::AgreeError::Node { rank, error } => FilesError::Agreement { rank, error },
     })
 }
 

@@ -377,13 +377,13 @@ fn a_test_with_more_threads_than_devices_is_skipped_and_the_rest_run() {
     }
 }
 
-/// Ranks compare what their runs are made of before one starts (`node::agree`, which
+/// Ranks compare what their runs are made of before one starts (`agree::agree`, which
 /// tessera-node runs before an engine run): ranks with another digest all stop with the same
 /// pair of ranks named, and ranks that agree go on. A run of another `--rounds` had waited out
 /// `--lost-after` and then blamed a lost node.
 #[test]
 fn ranks_given_other_runs_disagree_before_the_run() {
-    use tessera_mpi::node::{agree, AgreeError};
+    use tessera_mpi::agree::{agree, AgreeError};
     let run = |digests: Vec<u64>| -> Vec<Result<(), (usize, usize)>> {
         let handles: Vec<_> = InProcess::cluster(digests.len())
             .into_iter()

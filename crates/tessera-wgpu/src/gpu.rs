@@ -191,7 +191,7 @@ const MAP_RACE: Duration = Duration::from_micros(200);
 pub fn bounds_checks() -> bool {
     // A value other than on or off was refused when the device opened
     // (`WgpuDevice::on`), so one that appears since keeps the checks.
-    crate::device::switch(crate::device::BOUNDS_CHECKS) != Ok(Some(false))
+    crate::switches::switch(crate::switches::BOUNDS_CHECKS) != Ok(Some(false))
 }
 
 /// Compiles `code` and builds the compute pipeline of its `entry` point; a WGSL or validation

@@ -52,13 +52,15 @@ mod node;
 mod plain_copy;
 mod scratch;
 mod shape;
+mod switches;
 mod unpaged;
 
-pub use device::{TilePath, WgpuDevice, BOUNDS_CHECKS, MAX_MEMORIES, SPECIALIZE, TILES};
+pub use device::{WgpuDevice, MAX_MEMORIES};
 pub use error::WgpuError;
 pub use gpu::{adapters, quiet_mesa, AdapterChoice, SharedGpu};
 pub use node::{devices_on, system, system_on_cluster, NodeError};
 pub use plain_copy::{PlainCopies, PlainTimes};
+pub use switches::{TilePath, BOUNDS_CHECKS, SPECIALIZE, TILES};
 pub use unpaged::{UnpagedGpu, UNPAGED_MAX_OBJECTS};
 
 // Every shader is compiled after `abi::header()`, which declares what host and shaders share.

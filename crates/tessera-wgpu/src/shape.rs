@@ -119,7 +119,7 @@ impl LaunchShape {
 /// Whether pipelines are specialized to their launches' bindings: yes, unless
 /// `TESSERA_WGPU_SPECIALIZE=off` (docs/WGPU.md, "Specialized per pipeline").
 pub fn from_env() -> Result<bool, crate::WgpuError> {
-    Ok(crate::device::switch(crate::device::SPECIALIZE)?.unwrap_or(true))
+    Ok(crate::switches::switch(crate::switches::SPECIALIZE)?.unwrap_or(true))
 }
 
 #[cfg(test)]

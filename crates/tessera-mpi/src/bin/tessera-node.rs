@@ -5,9 +5,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
+use tessera_mpi::agree::AgreeError;
 use tessera_mpi::litmus::{conclude, run_files, FileRun, FilesError};
 use tessera_mpi::mpi_transport::Mpi;
-use tessera_mpi::node::AgreeError;
 use tessera_mpi::{run_node, NodeConfig, NodeError, Transport};
 
 /// Writes one line to stderr in a single `write` call. Several ranks share mpirun's stderr, and
@@ -66,7 +66,7 @@ fn refuse(mpi: &Mpi, what: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// What an engine run is made of, for the ranks to compare before it (`tessera_mpi::node::agree`).
+/// What an engine run is made of, for the ranks to compare before it (`tessera_mpi::agree::agree`).
 fn digest(args: &Args) -> u64 {
     use std::hash::{Hash, Hasher};
     // The standard library's hasher with its fixed keys: every rank runs the same binary.
@@ -120,7 +120,7 @@ fn main() -> ExitCode {
     if !args.litmus.is_empty() {
         return litmus(&mpi, &cfg, &args);
     }
-    match tessera_mpi::node::agree(&mpi, digest(&args)) {
+    match tessera_mpi::agree::agree(&mpi, digest(&args)) {
         Ok(()) => {}
         Err(e @ AgreeError::Disagree { .. }) => return refuse(&mpi, e),
         Err(e @ AgreeError::Node { .. }) => {
