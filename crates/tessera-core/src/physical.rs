@@ -25,6 +25,9 @@ pub struct PhysicalMemory {
     /// Slots never handed out yet sit above this mark, so creation costs O(1), not O(capacity).
     fresh: u32,
     allocated: Vec<u64>,
+    /// Whether the backend has been handed this memory: one reserved ahead
+    /// ([`DeviceMemory::reserve`]) is handed over with its first slot.
+    announced: bool,
 }
 
 impl PhysicalMemory {
@@ -36,7 +39,13 @@ impl PhysicalMemory {
             free: Vec::new(),
             fresh: 0,
             allocated: vec![0; (capacity as usize).div_ceil(64)],
+            announced: false,
         }
+    }
+
+    /// Whether the backend has this memory yet.
+    pub fn announced(&self) -> bool {
+        self.announced
     }
 
     pub fn used(&self) -> u32 {
@@ -57,6 +66,15 @@ impl PhysicalMemory {
     fn is_allocated(&self, slot: u32) -> bool {
         slot < self.capacity && self.allocated[slot as usize / 64] & (1 << (slot % 64)) != 0
     }
+}
+
+/// `m`, once: the first slot handed out of a memory hands the memory to the backend.
+fn announce(m: &mut PhysicalMemory) -> Option<PhysicalMemory> {
+    if m.announced {
+        return None;
+    }
+    m.announced = true;
+    Some(m.clone())
 }
 
 /// What a backend can bind of physical memories: the wgpu backend binds at most four per
@@ -242,8 +260,9 @@ impl DeviceMemory {
         slots
     }
 
-    /// Allocates a slot of `slot_bytes`. Returns the slot and, when a new physical memory had
-    /// to be created for it, that memory (the backend must allocate it before writing).
+    /// Allocates a slot of `slot_bytes`. Returns the slot and, when the slot is the first of a
+    /// physical memory the backend has not been handed yet (created now, or reserved ahead),
+    /// that memory (the backend must allocate it before writing).
     pub fn alloc(&mut self, slot_bytes: u64) -> Result<(SlotAddr, Option<PhysicalMemory>)> {
         let n = self.memories.len();
         for i in (0..n).map(|k| (self.hint + k) % n) {
@@ -253,9 +272,63 @@ impl DeviceMemory {
             }
             if let Some(slot) = m.alloc() {
                 self.hint = i;
-                return Ok((SlotAddr { memory: m.id, slot }, None));
+                return Ok((SlotAddr { memory: m.id, slot }, announce(m)));
             }
         }
+        let i = self.create(slot_bytes)?;
+        let m = &mut self.memories[i];
+        let slot = m.alloc().expect("a new memory has a free slot");
+        self.hint = i;
+        Ok((SlotAddr { memory: m.id, slot }, announce(m)))
+    }
+
+    /// Creates memories of `slot_bytes`, handing out no slot, until `slots` more slots of that
+    /// size are free or the budget (or the memory count) allows no more memory; returns the
+    /// free slots of that size gained. A request with pages of two sizes reserves one size's
+    /// memories before it counts the other's room, so that two sizes never both count the
+    /// same unreserved budget bytes, which [`DeviceMemory::room`] taken size by size does.
+    pub fn reserve(&mut self, slot_bytes: u64, slots: u64) -> u64 {
+        let mut got = 0u64;
+        while got < slots {
+            let Ok(i) = self.create(slot_bytes) else {
+                break;
+            };
+            got += self.memories[i].capacity as u64;
+        }
+        got
+    }
+
+    /// Memories so far, to be given back by [`DeviceMemory::unreserve_to`].
+    pub fn mark(&self) -> usize {
+        self.memories.len()
+    }
+
+    /// Gives back the memories reserved since `mark` that are still unannounced and empty: a
+    /// request that reserved them and then failed leaves the budget as it found it.
+    pub fn unreserve_to(&mut self, mark: usize) {
+        while self.memories.len() > mark {
+            match self.memories.last() {
+                Some(m) if !m.announced && m.used() == 0 => {
+                    self.memories.pop();
+                }
+                _ => break,
+            }
+        }
+        if self.hint >= self.memories.len() {
+            self.hint = 0;
+        }
+    }
+
+    /// Free slots of `slot_bytes` in the memories there are, reserved ones included.
+    pub fn free_slots(&self, slot_bytes: u64) -> u64 {
+        self.of_size(slot_bytes)
+            .map(|m| (m.capacity - m.used()) as u64)
+            .sum()
+    }
+
+    /// Adds an empty memory of `slot_bytes` as large as the budget and limits allow; returns
+    /// its index.
+    fn create(&mut self, slot_bytes: u64) -> Result<usize> {
         let left = self.unreserved_bytes(slot_bytes);
         let per_memory = self.new_memory_slots(slot_bytes, 0);
         let capacity = (left / slot_bytes.max(1)).min(per_memory) as u32;
@@ -266,22 +339,20 @@ impl DeviceMemory {
                 bytes: self.reserved_bytes(),
             });
         }
-        let over = CoreError::OutOfBudget {
-            device: self.device,
-            needed: slot_bytes,
-            used: self.reserved_bytes(),
-            budget: self.budget_bytes,
-        };
         if capacity == 0 {
-            return Err(over);
+            return Err(CoreError::OutOfBudget {
+                device: self.device,
+                needed: slot_bytes,
+                used: self.reserved_bytes(),
+                budget: self.budget_bytes,
+            });
         }
-        let mut m = PhysicalMemory::new(self.memories.len() as u16, slot_bytes, capacity);
-        let slot = m.alloc().ok_or(over)?;
-        let addr = SlotAddr { memory: m.id, slot };
-        let created = m.clone();
-        self.hint = self.memories.len();
-        self.memories.push(m);
-        Ok((addr, Some(created)))
+        self.memories.push(PhysicalMemory::new(
+            self.memories.len() as u16,
+            slot_bytes,
+            capacity,
+        ));
+        Ok(self.memories.len() - 1)
     }
 
     pub fn free(&mut self, at: SlotAddr) -> Result<()> {
@@ -411,5 +482,29 @@ mod tests {
         // A size whose objects are gone holds nothing back.
         d.set_demand([(64, 1 << 20)]);
         assert_eq!(d.capacity(64), 16);
+    }
+
+    #[test]
+    fn reserving_ahead_counts_the_budget_once_for_two_sizes() {
+        // 24 KiB of budget in memories of 1 KiB: taken size by size, each size's room counts
+        // every unreserved byte, so two sizes together were promised more than the budget.
+        let mut d = DeviceMemory::new(DeviceId(0), 3 * 1024, 1024);
+        assert_eq!((d.room(1024), d.room(64)), (3, 48));
+        let mark = d.mark();
+        assert_eq!(d.reserve(1024, 2), 2);
+        assert_eq!(d.room(64), 16, "what the two 1 KiB memories left");
+        assert_eq!(d.free_slots(1024), 2);
+        // A reserved memory is handed to the backend with its first slot, once.
+        let (_, m) = d.alloc(1024).unwrap();
+        assert_eq!(m.map(|m| (m.id, m.capacity)), Some((0, 1)));
+        // Given back: only what is still empty and unannounced.
+        d.unreserve_to(mark);
+        assert_eq!(d.memories().len(), 1);
+        assert!(d.memories()[0].announced());
+        assert_eq!(d.room(64), 32);
+        // More than the budget holds: as much as it does.
+        assert_eq!(d.reserve(64, 1000), 32);
+        assert_eq!(d.reserve(64, 1), 0);
+        assert!(matches!(d.alloc(1024), Err(CoreError::OutOfBudget { .. })));
     }
 }

@@ -55,8 +55,46 @@ impl Manager {
             }
         }
         let now = self.traffic[d].batches;
-        for (bytes, count, need) in sizes {
-            let room = self.memories[d].room(bytes);
+        let mark = self.memories[d].mark();
+        if let Err(e) = self.make_room_by_size(device, pages, keep, &sizes, now) {
+            self.memories[d].unreserve_to(mark);
+            return Err(e);
+        }
+        // Counted once room is made: a refused batch (retried alone after its prefetch did
+        // not fit) must not count its refaults twice.
+        self.count_refaults(device, &pages[..demanded], now);
+        // Only batches that are granted are steps of the trace: a refused one needed nothing.
+        if let Some(t) = &mut self.trace {
+            let mut step: Vec<GlobalPage> = pages[..demanded]
+                .iter()
+                .map(|r| r.page)
+                .chain(keep.iter().copied())
+                .collect();
+            step.sort_unstable();
+            step.dedup();
+            t[d].push(TraceEvent::Step(step));
+        }
+        Ok(())
+    }
+
+    /// `make_room_for`, size by size. Each size's shortfall first takes new memories from the
+    /// unreserved budget, reserved at once, so that the next size counts only what is left;
+    /// the rest is evicted from that size's own pages, since eviction frees slots, not budget.
+    fn make_room_by_size(
+        &mut self,
+        device: DeviceId,
+        pages: &[PageRequest],
+        keep: &[GlobalPage],
+        sizes: &[(u64, u64, u64)],
+        now: u64,
+    ) -> Result<()> {
+        let d = device.index();
+        for &(bytes, count, need) in sizes {
+            let free = self.memories[d].free_slots(bytes);
+            if need <= free {
+                continue;
+            }
+            let room = free + self.memories[d].reserve(bytes, need - free);
             if need <= room {
                 continue;
             }
@@ -122,20 +160,6 @@ impl Manager {
                 victims.extend(more);
             }
             self.evict(device, victims)?;
-        }
-        // Counted once room is made: a refused batch (retried alone after its prefetch did
-        // not fit) must not count its refaults twice.
-        self.count_refaults(device, &pages[..demanded], now);
-        // Only batches that are granted are steps of the trace: a refused one needed nothing.
-        if let Some(t) = &mut self.trace {
-            let mut step: Vec<GlobalPage> = pages[..demanded]
-                .iter()
-                .map(|r| r.page)
-                .chain(keep.iter().copied())
-                .collect();
-            step.sort_unstable();
-            step.dedup();
-            t[d].push(TraceEvent::Step(step));
         }
         Ok(())
     }

@@ -239,6 +239,8 @@ impl Manager {
         let ids: Vec<u16> = self.memories[device.index()]
             .memories()
             .iter()
+            // A memory reserved ahead is not on the device until its first slot is handed out.
+            .filter(|m| m.announced())
             .map(|m| m.id)
             .filter(|&m| !self.sinks.contains_key(&(device, m)))
             .collect();
