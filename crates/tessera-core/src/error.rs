@@ -23,6 +23,15 @@ pub enum CoreError {
     BufferNotWords(u64),
     #[error("mip level {level} does not exist: the chain has {levels} levels (0 to {})", levels.saturating_sub(1))]
     LevelOutOfRange { level: u32, levels: u32 },
+    #[error(
+        "a chain of {asked} mip levels was asked for: a {width}x{height} texture has 1 to {full}"
+    )]
+    LevelCount {
+        asked: u32,
+        width: u32,
+        height: u32,
+        full: u32,
+    },
     #[error("a border of {border} texels is too wide for pages of {page}: at most a quarter of the page side ({})", page / 4)]
     BorderTooWide { border: u32, page: u32 },
     #[error("texel ({s}, {t}) is outside mip level {level} of {width}x{height}")]
@@ -135,7 +144,11 @@ fn page_size_problem(p: u32) -> &'static str {
 
 /// [`CoreError::OutOfRange`]'s message: a texel of a texture, a word of a buffer.
 fn out_of_range(object: ObjectId, x: u64, y: u64, width: u64, height: u64, buffer: bool) -> String {
-    if buffer {
+    if buffer && y != 0 {
+        format!(
+            "({x}, {y}) is outside buffer {object} of {width} words: a buffer's words are at y = 0"
+        )
+    } else if buffer {
         format!("word {x} is outside buffer {object} of {width} words")
     } else {
         format!("texel ({x}, {y}) is outside object {object} of {width}x{height}")

@@ -80,9 +80,11 @@ impl MipLayout {
         let full = Self::full_levels(width, height);
         let levels = levels.unwrap_or(full);
         if levels == 0 || levels > full {
-            return Err(CoreError::LevelOutOfRange {
-                level: levels.saturating_sub(1),
-                levels: full,
+            return Err(CoreError::LevelCount {
+                asked: levels,
+                width,
+                height,
+                full,
             });
         }
         if border > page.get() / 4 {
@@ -447,8 +449,18 @@ mod tests {
         assert_eq!(MipLayout::full_levels(64, 64), 7);
         assert!(matches!(
             MipLayout::new(64, 64, 16, Some(8), 0),
-            Err(CoreError::LevelOutOfRange { levels: 7, .. })
+            Err(CoreError::LevelCount {
+                asked: 8,
+                full: 7,
+                ..
+            })
         ));
+        // None at all is not a chain either, and the message says what was asked.
+        let none = MipLayout::new(64, 64, 16, Some(0), 0).unwrap_err();
+        assert_eq!(
+            none.to_string(),
+            "a chain of 0 mip levels was asked for: a 64x64 texture has 1 to 7"
+        );
         let m = MipLayout::new(64, 64, 16, None, 1).unwrap();
         assert!(matches!(
             m.extent(7),

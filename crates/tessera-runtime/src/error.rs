@@ -99,7 +99,7 @@ pub enum RuntimeError {
         max: u16,
         nodes: usize,
     },
-    #[error("a home copy of {bytes} bytes does not fit memory")]
+    #[error("a home copy of {bytes} bytes does not fit memory: a home holds whole pages, so a texture takes its pages' bytes, many times its texels' where a side is much shorter than a page (smaller pages, or a home file, `SystemConfig::home_file`)")]
     HomeTooLarge { bytes: u64 },
     #[error("remote objects are not built across nodes: their pages live on one device")]
     RemoteAcrossNodes,

@@ -581,6 +581,15 @@ impl System {
         self.mm.free(object.id)
     }
 
+    /// Replaces an object's data from the host, between passes: `data` is its whole size, as
+    /// [`System::create`] takes it. Every device's copy is dropped with no write-back (the new
+    /// bytes replace them all) and the next pass fetches the pages anew, as after a create.
+    /// Refused for a remote object and across nodes.
+    pub fn write(&self, object: &ObjectEntry, data: Vec<u8>) -> Result<()> {
+        self.mm.check_entry(object)?;
+        self.mm.write(object.id, data)
+    }
+
     /// Creates an object reached in `mode` (docs/PROTOCOL.md, "Access modes"):
     /// [`AccessMode::Migrate`] is [`System::create`]; a [`AccessMode::ReplicateRead`] object
     /// refuses stores ([`RuntimeError::ReadOnlyObject`]); a [`AccessMode::Remote`] object's
@@ -898,6 +907,13 @@ impl System {
         self.create(desc, bytes)
     }
 
+    /// Replaces an R32Float texture's texels, as [`System::create_f32`] takes them.
+    pub fn write_f32(&self, object: &ObjectEntry, data: &[f32]) -> Result<()> {
+        self.mm.check_entry(object)?;
+        expect_kind(object, Some(TexelFormat::R32Float))?;
+        self.write(object, data.iter().flat_map(|v| v.to_le_bytes()).collect())
+    }
+
     /// The latest texels of an R32Float texture, row-major, row `y = 0` (the bottom) first.
     pub fn read_f32(&self, object: &ObjectEntry) -> Result<Vec<f32>> {
         self.mm.check_entry(object)?;
@@ -921,6 +937,13 @@ impl System {
         )
     }
 
+    /// Replaces a buffer's words, as [`System::create_u32`] takes them.
+    pub fn write_u32(&self, object: &ObjectEntry, words: &[u32]) -> Result<()> {
+        self.mm.check_entry(object)?;
+        expect_kind(object, None)?;
+        self.write(object, words.iter().flat_map(|w| w.to_le_bytes()).collect())
+    }
+
     /// The latest words of a buffer, by index.
     pub fn read_u32(&self, object: &ObjectEntry) -> Result<Vec<u32>> {
         self.mm.check_entry(object)?;
@@ -930,6 +953,61 @@ impl System {
             .chunks_exact(4)
             .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect())
+    }
+
+    /// Creates a mipmapped RGBA8 texture (`desc` from [`ObjectDesc::mipmapped`]) from its level
+    /// 0: `width × height` texels packed as `u32`, red in the low byte, row `y = 0` first. The
+    /// other levels are made by the 2 × 2 box filter and the pages' borders by `desc`'s
+    /// addressing (docs/TEXTURES.md). A chain with borders is read-only
+    /// ([`AccessMode::ReplicateRead`], as borders need); one without migrates.
+    pub fn create_mip_rgba8(&self, desc: ObjectDesc, level0: &[u32]) -> Result<ObjectEntry> {
+        desc.validate()?;
+        let Some((layout, addressing)) = desc.mip() else {
+            return Err(RuntimeError::Config(format!(
+                "create_mip_rgba8 takes a mipmapped description (ObjectDesc::mipmapped), not {desc:?}"
+            )));
+        };
+        let (w, h) = layout.extent(0)?;
+        let want = w as usize * h as usize;
+        if level0.len() != want {
+            return Err(RuntimeError::DataSize {
+                object: format!("level 0 of a {w}x{h} mipmapped texture"),
+                got: level0.len() * 4,
+                want: want * 4,
+            });
+        }
+        let chain = tessera_core::mip::chain_rgba8(&layout, level0.to_vec());
+        let data = tessera_core::mip::words_to_bytes(&tessera_core::mip::slots(
+            &layout, &chain, addressing,
+        ));
+        let mode = if layout.border() > 0 {
+            AccessMode::ReplicateRead
+        } else {
+            AccessMode::Migrate
+        };
+        self.create_with(desc, Some(data), mode)
+    }
+
+    /// One level of a mipmapped RGBA8 texture as the host holds it (its latest pages), packed
+    /// as [`System::create_mip_rgba8`] takes level 0, row `y = 0` first.
+    pub fn read_mip_rgba8(&self, object: &ObjectEntry, level: u32) -> Result<Vec<u32>> {
+        self.mm.check_entry(object)?;
+        let Some((layout, _)) = object.desc.mip() else {
+            return Err(RuntimeError::Core(CoreError::WrongKind {
+                object: object.id,
+                expected: "mipmapped texture",
+                actual: match object.desc {
+                    ObjectDesc::Buffer { .. } => "buffer",
+                    _ => "texture",
+                },
+            }));
+        };
+        let bytes = self.mm.read(object.id)?;
+        Ok(tessera_core::mip::level_from_slots(
+            &layout,
+            &tessera_core::mip::bytes_to_words(&bytes),
+            level,
+        )?)
     }
 
     /// The latest bytes of any object: what the last writer stored, wherever it lives.

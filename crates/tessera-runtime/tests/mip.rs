@@ -179,6 +179,61 @@ fn every_level_reads_back_through_the_page_table() {
     }
 }
 
+/// The host's short path: `create_mip_rgba8` from level 0 alone, every level read back by
+/// the host (`read_mip_rgba8`) and through the page table equal to the naive chain; a
+/// description that is not mipmapped, a level 0 of the wrong size and a level past the chain
+/// are typed errors.
+#[test]
+fn the_host_makes_and_reads_a_chain_from_its_level_0() {
+    let sys = system(2);
+    for border in [0, 1] {
+        let desc = ObjectDesc::mipmapped(
+            W,
+            H,
+            TexelFormat::Rgba8Unorm,
+            PAGE,
+            None,
+            border,
+            Addressing::Clamp,
+        )
+        .unwrap();
+        let levels = desc.mip().unwrap().0.levels();
+        let want = naive_chain(W, H, levels);
+        let tex = sys.create_mip_rgba8(desc, &level0(W, H)).unwrap();
+        for l in 0..levels {
+            assert_eq!(
+                sys.read_mip_rgba8(&tex, l).unwrap(),
+                want[l as usize],
+                "level {l}, border {border}"
+            );
+        }
+        let (lw, lh) = ((W >> 1).max(1), (H >> 1).max(1));
+        let (_, got) = copy_level(&sys, &tex, 1);
+        assert_eq!(
+            got[(3 * W + 2) as usize],
+            want[1][(3.min(lh - 1) * lw + 2) as usize]
+        );
+        assert!(matches!(
+            sys.read_mip_rgba8(&tex, levels),
+            Err(RuntimeError::Core(CoreError::LevelOutOfRange { .. }))
+        ));
+        assert!(matches!(
+            sys.create_mip_rgba8(desc, &level0(W, H)[1..]),
+            Err(RuntimeError::DataSize { .. })
+        ));
+    }
+    let plain = ObjectDesc::texture(W, H, TexelFormat::Rgba8Unorm, PAGE).unwrap();
+    assert!(matches!(
+        sys.create_mip_rgba8(plain, &level0(W, H)),
+        Err(RuntimeError::Config(_))
+    ));
+    let flat = sys.create_f32(8, 8, 4, None).unwrap();
+    assert!(matches!(
+        sys.read_mip_rgba8(&flat, 0),
+        Err(RuntimeError::Core(CoreError::WrongKind { .. }))
+    ));
+}
+
 /// Reads texel (x, y) of one level, from invocation (0, 0).
 struct Probe {
     tex: tessera_core::ObjectId,
@@ -346,9 +401,10 @@ fn bad_mipmapped_objects_and_accesses_are_typed_errors() {
             0,
             Addressing::Wrap
         ),
-        Err(CoreError::LevelOutOfRange {
-            level: 6,
-            levels: 6
+        Err(CoreError::LevelCount {
+            asked: 7,
+            full: 6,
+            ..
         })
     ));
     assert!(matches!(

@@ -67,14 +67,23 @@
 //! small for one invocation's pages. With a budget, pages are evicted ([`Policy`]) and a
 //! kernel that faults runs again; `examples/oversubscribed` shows it.
 //!
+//! Between passes the host reads an object ([`System::read_f32`], [`System::read`]) and
+//! replaces its data ([`System::write_f32`], [`System::write`]): the next pass on every device
+//! sees the new bytes.
+//!
+//! Mipmapped RGBA8 textures ([`ObjectDesc::mipmapped`]) are made from their level 0 by
+//! [`System::create_mip_rgba8`] and read back by level with [`System::read_mip_rgba8`]; kernels
+//! read them by level or through a [`Sampler`] (`Invocation::sample_rgba8`, docs/TEXTURES.md).
+//!
 //! `examples/blur` is a complete program: twins for both backends, several passes over several
 //! devices, checked against a plain loop. `examples/oversubscribed` runs a buffer object through
 //! a device memory smaller than its working set.
 #![warn(missing_docs)]
 
 pub use tessera_core::{
-    AccessMode, Addressing, Coherence, CoreError, DeviceId, Location, MipLayout, ObjectDesc,
-    ObjectEntry, ObjectId, PageSize, Policy, ProtocolVariant, TexelFormat, MAX_DEVICES,
+    AccessMode, Addressing, Coherence, CoreError, DeviceId, Filter, Location, MipLayout,
+    ObjectDesc, ObjectEntry, ObjectId, PageSize, Policy, ProtocolVariant, Sampler, TexelFormat,
+    Window, MAX_DEVICES,
 };
 /// Declares a kernel's parameter struct, which both twins read (see [`KernelParams`]).
 pub use tessera_runtime::kernel_params;

@@ -504,7 +504,8 @@ impl<'a> Invocation<'a> {
 
     /// Loads an R32Float texel. The object's kind is not checked (this is the hot path of
     /// every stencil, on both backends): on another object of one word a texel, a buffer or
-    /// an Rgba8Unorm texture, it reads that word's bits as an f32.
+    /// an Rgba8Unorm texture, it reads that word's bits as an f32, and on an Rgba32Float
+    /// texture its first word, the red channel (`load_rgba32f` reads all four).
     #[inline(always)]
     pub fn load_f32(&mut self, id: ObjectId, x: u32, y: u32) -> Result<f32, Fault> {
         Ok(f32::from_bits(self.load_word(id, x, y, 0)?))
@@ -512,7 +513,7 @@ impl<'a> Invocation<'a> {
 
     /// Stores an R32Float texel (buffered until the invocation completes). As with
     /// [`Invocation::load_f32`], the object's kind is not checked: on another object of one
-    /// word a texel it writes the f32's bits.
+    /// word a texel it writes the f32's bits, and on an Rgba32Float texture its red channel.
     #[inline(always)]
     pub fn store_f32(&mut self, id: ObjectId, x: u32, y: u32, v: f32) -> Result<(), Fault> {
         self.store_word(id, x, y, 0, v.to_bits())

@@ -13,6 +13,7 @@ pub(crate) enum Cmd {
     Access(ObjectId, Sender<Result<AccessMode>>),
     Remote(DeviceId, Vec<(Location, RemoteLink)>),
     Free(ObjectId, Sender<Result<()>>),
+    Write(ObjectId, Vec<u8>, Sender<Result<()>>),
     Read(ObjectId, Sender<Result<Vec<u8>>>),
     ReadMany(Vec<ObjectId>, Sender<Result<Vec<Vec<u8>>>>),
     ReadPacked(ObjectId, Sender<Result<(ObjectEntry, Vec<u8>)>>),
@@ -345,6 +346,17 @@ impl ManagerHandle {
         self.inbox.ask(|r| Cmd::Free(id, r)).wait()??;
         self.live_objects().remove(&id);
         Ok(())
+    }
+    /// Replaces the object's data with `data` (its whole size, as `create` takes it): every
+    /// device's copy is dropped and home holds the new bytes. Call between passes.
+    pub fn write(&self, id: ObjectId, data: Vec<u8>) -> Result<()> {
+        self.settle_first()?;
+        if self.cluster.is_some() {
+            return Err(RuntimeError::Config(
+                "a host write is not built across nodes, where each node is the home of part of the pages: free the object and create it again".into(),
+            ));
+        }
+        self.inbox.ask(|r| Cmd::Write(id, data, r)).wait()?
     }
     /// The object's latest data, row-major from the lower left. Call between passes.
     pub fn read(&self, id: ObjectId) -> Result<Vec<u8>> {

@@ -462,6 +462,9 @@ impl Manager {
             Cmd::Free(id, r) => {
                 let _ = r.send(self.guarded(|m| m.free(id)));
             }
+            Cmd::Write(id, data, r) => {
+                let _ = r.send(self.guarded(|m| m.write(id, data)));
+            }
             Cmd::Read(id, r) => {
                 let _ = r.send(self.guarded(|m| m.read(id)));
             }

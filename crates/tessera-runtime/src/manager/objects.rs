@@ -74,30 +74,8 @@ impl Manager {
                 return Err(tessera_core::CoreError::BorderOnWritable { mode: mode.name() }.into());
             }
         }
-        let want = host_len(&desc);
         if let Some(d) = &data {
-            if d.len() as u64 != want {
-                let object = match desc {
-                    ObjectDesc::Texture {
-                        width,
-                        height,
-                        format,
-                        ..
-                    } => format!(
-                        "a {width}x{height} {}",
-                        crate::kernel::kind_name(Some(format))
-                    ),
-                    ObjectDesc::Buffer { len, .. } => format!("a buffer of {len} bytes"),
-                    ObjectDesc::Mipmapped { format, .. } => {
-                        format!("a mipmapped {}", crate::kernel::kind_name(Some(format)))
-                    }
-                };
-                return Err(RuntimeError::DataSize {
-                    object,
-                    got: d.len(),
-                    want: want as usize,
-                });
-            }
+            check_data(&desc, d)?;
         }
         // A remote object's pages live in the shared pool, not the home store: one location,
         // no copy. Allocated first, so that an allocation that fails leaves nothing made.
@@ -199,6 +177,47 @@ impl Manager {
         }
         self.resize_tables()?;
         self.note_demand();
+        Ok(())
+    }
+
+    /// Replaces the object's data from the host, between passes: the protocol's steps are a
+    /// free of its pages and a create of them (both model-checked), so every device's copy
+    /// is dropped without a write-back, since the host's bytes replace all of them, and home
+    /// is the latest copy of every page again. Refused, changing nothing, while a device is
+    /// inside a pass holding one of its pages, as a free is.
+    pub(super) fn write(&mut self, id: ObjectId, data: Vec<u8>) -> Result<()> {
+        let e = *self.space.get(id)?;
+        check_data(&e.desc, &data)?;
+        if self.modes.get(&id) == Some(&AccessMode::Remote) {
+            return Err(RuntimeError::Config(format!(
+                "{id} is a remote object, whose pages live where it was placed: free it and create it again with the new data"
+            )));
+        }
+        let actions = self.protocol.handle(Message::Free { pages: e.pages() })?;
+        if let Err(err) = self.execute(actions) {
+            // The directory has forgotten copies some device may still map.
+            self.fail_all(err.clone());
+            return Err(err);
+        }
+        if let Err(err) = self.protocol.handle(Message::Create { pages: e.pages() }) {
+            let err = RuntimeError::from(err);
+            self.fail_all(err.clone());
+            return Err(err);
+        }
+        for p in e.pages() {
+            // A write-back still on its way would land over the new bytes.
+            self.later.forget(GlobalPage(p));
+            for ev in &mut self.evictors {
+                ev.forget(GlobalPage(p));
+            }
+        }
+        let page_bytes = e.desc.page_bytes();
+        let mut pages = vec![0u8; (e.desc.page_count() * page_bytes) as usize];
+        pack(&e.desc, &data, &mut pages);
+        let mut home = write_home(&self.home)?;
+        for (local, bytes) in pages.chunks_exact(page_bytes as usize).enumerate() {
+            home.write_page(id, local as u64, bytes)?;
+        }
         Ok(())
     }
 
@@ -312,6 +331,34 @@ impl Manager {
         }
         (out, entries.to_vec())
     }
+}
+
+/// `data` as an object of `desc` takes it: its whole size ([`RuntimeError::DataSize`]).
+fn check_data(desc: &ObjectDesc, data: &[u8]) -> Result<()> {
+    let want = host_len(desc);
+    if data.len() as u64 == want {
+        return Ok(());
+    }
+    let object = match *desc {
+        ObjectDesc::Texture {
+            width,
+            height,
+            format,
+            ..
+        } => format!(
+            "a {width}x{height} {}",
+            crate::kernel::kind_name(Some(format))
+        ),
+        ObjectDesc::Buffer { len, .. } => format!("a buffer of {len} bytes"),
+        ObjectDesc::Mipmapped { format, .. } => {
+            format!("a mipmapped {}", crate::kernel::kind_name(Some(format)))
+        }
+    };
+    Err(RuntimeError::DataSize {
+        object,
+        got: data.len(),
+        want: want as usize,
+    })
 }
 
 /// Bytes of an object's host layout: texels row-major from the lower left, tightly packed.

@@ -81,7 +81,7 @@ pub struct Options {
 pub fn run(o: &Options) -> anyhow::Result<Vec<DeviceTraffic>> {
     let cfg = SystemConfig::new(o.devices);
     let sys = if o.wgpu {
-        tessera::wgpu::system(&cfg, &tessera::wgpu::AdapterChoice::from_env())?
+        gpus(&cfg)?
     } else {
         System::cpu(&cfg)?
     };
@@ -182,7 +182,22 @@ fn number<T: std::str::FromStr>(flag: &str, v: &str) -> anyhow::Result<T> {
         .with_context(|| format!("{flag} {v}: not a number\n{USAGE}"))
 }
 
+#[cfg(feature = "wgpu")]
+fn gpus(cfg: &SystemConfig) -> anyhow::Result<System> {
+    Ok(tessera::wgpu::system(
+        cfg,
+        &tessera::wgpu::AdapterChoice::from_env(),
+    )?)
+}
+
+// A program for the CPU backend alone builds tessera without wgpu (`default-features = false`).
+#[cfg(not(feature = "wgpu"))]
+fn gpus(_: &SystemConfig) -> anyhow::Result<System> {
+    bail!("--backend wgpu: this tessera was built without its `wgpu` feature")
+}
+
 fn main() {
+    #[cfg(feature = "wgpu")]
     tessera::wgpu::quiet_mesa();
     if let Err(e) = parse(std::env::args().skip(1)).and_then(|o| run(&o)) {
         eprintln!("error: {e:#}");
