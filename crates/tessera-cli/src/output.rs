@@ -313,7 +313,7 @@ fn note_left_partials(parent: &Path, name: &str) {
     left.sort();
     for (n, pid, earlier) in left {
         let what = if earlier {
-            "holds the earlier results that a run killed while replacing them had moved aside"
+            "holds earlier results that a run moved aside to replace them, then could not remove or was killed before it did"
         } else {
             "was left by a run that did not finish"
         };
@@ -361,8 +361,32 @@ pub fn check_out(out: &Path, force: bool) -> Result<()> {
     if out.file_name().is_none()
         || (out.is_dir() && here.is_some() && out.canonicalize().ok() == here)
     {
+        let which = match out.components().next_back() {
+            Some(Component::ParentDir) => "is a folder above the current one",
+            Some(Component::RootDir | Component::Prefix(_)) => "is the root folder",
+            _ => "is the current folder",
+        };
         return Err(crate::usage(format!(
-            "--out {} is the current folder; the results go into a folder of their own, moved into place at the end: name one (e.g. --out results)",
+            "--out {} {which}; the results go into a folder of their own, moved into place at the end: name one (e.g. --out results)",
+            out.display()
+        )));
+    }
+    // The results folder is renamed onto `--out`: onto a link it would replace the link with
+    // a folder and leave the folder it names as it was.
+    if out
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink())
+    {
+        let to = std::fs::read_link(out)
+            .map(|t| t.display().to_string())
+            .unwrap_or_else(|_| "?".into());
+        let gone = if out.exists() {
+            ""
+        } else {
+            ", which does not exist"
+        };
+        return Err(crate::usage(format!(
+            "--out {} is a link (to {to}{gone}); the results are a folder moved into place, which would replace the link: give the folder itself",
             out.display()
         )));
     }
@@ -579,16 +603,19 @@ impl Staged {
         if let Ok(mut c) = COMMITTED.lock() {
             c.push(self.out.clone());
         }
+        release_wrote(true);
+        // The run succeeded and its results are in place: earlier results that cannot be
+        // removed (a folder the user may not write) are said, not a failure of the run.
         if replaced {
-            std::fs::remove_dir_all(&aside).with_context(|| {
-                format!(
-                    "the results are in {}, but the earlier ones could not be removed from {}",
+            if let Err(e) = std::fs::remove_dir_all(&aside) {
+                let line = format!(
+                    "warning: the results are in {}, but the earlier ones could not be removed from {}: {e}; remove it by hand\n",
                     self.out.display(),
                     aside.display()
-                )
-            })?;
+                );
+                let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+            }
         }
-        release_wrote(true);
         Ok(())
     }
 }

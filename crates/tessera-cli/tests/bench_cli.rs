@@ -133,6 +133,28 @@ fn bad_bench_input_is_a_clear_error_never_a_panic() {
     }
 }
 
+/// A boiling ratio whose budget holds no page names the ratio and the largest one the field
+/// takes, not the runtime's "budget of 0 bytes".
+#[test]
+fn a_boiling_ratio_under_one_page_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("o");
+    let err = fails(
+        &[
+            argv(
+                "bench oversubscription --size 32 --page 8 --frames 1 --rounds 1 --policy lru \
+                 --ratios 2,100000 --out",
+            ),
+            vec![out.to_str().unwrap()],
+        ]
+        .concat(),
+        "ratio 100000",
+    );
+    assert!(err.contains("under one page of 256 bytes"), "{err}");
+    assert!(err.contains("the largest ratio this field takes"), "{err}");
+    assert!(!out.exists());
+}
+
 /// A ratio whose budget would fall under the ray tracer's least budget is refused, naming the
 /// largest ratio the scene takes: it used to be raised to that least without a word, so that
 /// rows of ratios 40 and 100 were one run. Nothing is written.

@@ -584,7 +584,7 @@ fn a_partial_folder_a_killed_run_left_is_named_and_kept() {
     let err = boil("--force");
     assert!(
         err.contains(&format!(
-            "note: {} holds the earlier results that a run killed while replacing them had moved aside (process 4194398 is gone",
+            "note: {} holds earlier results that a run moved aside to replace them, then could not remove or was killed before it did (process 4194398 is gone",
             aside.display()
         )),
         "{err}"
@@ -651,6 +651,54 @@ fn out_is_never_the_current_folder() {
         assert_eq!(listing(dir.path()), ["work"]);
         assert_eq!(modified(&here), before);
     }
+}
+
+/// A link as `--out`, to a folder or to nothing, is refused before the run (the results folder
+/// renamed onto it had replaced the user's link with a folder, or failed at the end of the
+/// run); a folder above the current one is named as such.
+#[test]
+fn out_is_never_a_link_nor_a_folder_above() {
+    let dir = tempfile::tempdir().unwrap();
+    let here = dir.path().join("work");
+    let target = dir.path().join("target");
+    std::fs::create_dir(&here).unwrap();
+    std::fs::create_dir(&target).unwrap();
+    std::os::unix::fs::symlink(&target, here.join("live")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), here.join("dangling")).unwrap();
+    let run = |out: &str, force: bool| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_tessera"));
+        c.args(argv(
+            "run boiling --size 16 --page 8 --frames 1 --gif-every 0 --out",
+        ))
+        .arg(out)
+        .current_dir(&here);
+        if force {
+            c.arg("--force");
+        }
+        c.output().unwrap()
+    };
+    for (out, force) in [("live", false), ("live", true), ("dangling", false)] {
+        let o = run(out, force);
+        assert_eq!(o.status.code(), Some(2), "{out}: {}", stderr(&o));
+        assert!(stderr(&o).contains("is a link"), "{}", stderr(&o));
+        assert!(here
+            .join(out)
+            .symlink_metadata()
+            .unwrap()
+            .file_type()
+            .is_symlink());
+    }
+    assert!(listing(&target).is_empty());
+    let o = run("..", false);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is a folder above the current one"),
+        "{}",
+        stderr(&o)
+    );
+    let mut names = listing(&here);
+    names.sort();
+    assert_eq!(names, ["dangling", "live"]);
 }
 
 /// `--force` replaces `--out` whole, so a file the command reads from inside it (a

@@ -156,6 +156,10 @@ impl Topology {
         if PRESETS.contains(&name.as_str()) {
             return Err(bad_name("is a preset's"));
         }
+        // Printed on the terminal and in CSVs: an escape or a line break would rewrite either.
+        if name.chars().any(char::is_control) {
+            return Err(bad_name("holds a control character"));
+        }
         let count = used.map_or(count, |u| u.min(count));
         let unused = |e: Endpoint| matches!(e, Endpoint::Device(d) if d >= count);
         links.retain(|l| !unused(l.from) && !unused(l.to));

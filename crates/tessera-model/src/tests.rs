@@ -1,4 +1,3 @@
-
 use super::*;
 use Endpoint::{Device, Host};
 
@@ -611,11 +610,12 @@ fn devices_a_run_does_not_use_change_none_of_its_figures() {
 }
 
 /// A file may not call its topology by a preset's name, or by none: reports name the
-/// topology by it, and a file called "nvlink" read as the preset.
+/// topology by it, and a file called "nvlink" read as the preset. Nor by one with a control
+/// character, which the terminal and the CSVs would read as theirs.
 #[test]
 fn a_file_needs_a_name_of_its_own() {
     let body = "[[device]]\nid = 0\n[[link]]\nfrom = \"host\"\nto = \"device0\"\nbandwidth_gb_per_s = 16\n";
-    for name in ["nvlink", "pcie3-x16", "", "  "] {
+    for name in ["nvlink", "pcie3-x16", "", "  ", "two\nlines", "a\tb"] {
         let e = err(&format!("name = {name:?}\n{body}"));
         assert!(matches!(e, TopologyError::BadName { .. }), "{name:?}: {e}");
     }

@@ -59,6 +59,19 @@ pub(super) fn run(
             .max()
             .unwrap_or(0)
     };
+    let page_bytes = desc.page_bytes();
+    if let Some(&ratio) = b
+        .ratios
+        .iter()
+        .find(|&&r| ((ws as f64 / r) as u64) < page_bytes)
+    {
+        return Err(OversubError::BudgetUnderAPage {
+            ratio,
+            working_set: ws,
+            page_bytes,
+            largest: ws as f64 / page_bytes as f64,
+        });
+    }
     let mut settings: Vec<Option<Setting>> = vec![None];
     for &r in &b.ratios {
         for &p in &b.policies {

@@ -45,6 +45,14 @@ pub enum OversubError {
         least: u64,
         largest: f64,
     },
+    /// A ratio whose budget would not hold one page of boiling's textures.
+    #[error("ratio {ratio}: a working set of {working_set} bytes over {ratio} is under one page of {page_bytes} bytes; the largest ratio this field takes is below {largest:.0}")]
+    BudgetUnderAPage {
+        ratio: f64,
+        working_set: u64,
+        page_bytes: u64,
+        largest: f64,
+    },
     /// A trial's frame failed; `trial` names its setting.
     #[error("{trial}")]
     Trial {
