@@ -54,6 +54,9 @@ pub fn parse_list_of(
             }
             while x.saturating_mul(2) < v {
                 x *= 2;
+                // A value the list makes is held to what a given one is, and says where it
+                // came from: `3,...,11` makes 6, an even filter no one typed.
+                check(x).map_err(|e| format!("{e} (made by the `...` in {s:?}, which doubles)"))?;
                 out.push(x);
             }
             pending_dots = false;
@@ -112,6 +115,20 @@ mod tests {
         assert_eq!(parse_pages("8,...,64").unwrap().0, vec![8, 16, 32, 64]);
         assert_eq!(parse_devices("1,...,8").unwrap().0, vec![1, 2, 4, 8]);
         assert_eq!(parse_devices("3,5").unwrap().0, vec![3, 5]);
+    }
+
+    #[test]
+    fn a_value_the_dots_make_is_checked_as_a_given_one() {
+        let odd = |f: u32| match f % 2 {
+            1 => Ok(()),
+            _ => Err(format!("filter {f} is even")),
+        };
+        let e = parse_list_of("3,...,11", "filter size", odd).unwrap_err();
+        assert!(e.contains("filter 6 is even (made by the `...` in"), "{e}");
+        assert_eq!(
+            parse_list_of("3,5,7", "filter size", odd).unwrap().0,
+            [3, 5, 7]
+        );
     }
 
     #[test]

@@ -393,7 +393,7 @@ mod tests {
             panic!("results already in --out were not refused");
         };
         assert!(
-            format!("{err:#}").contains("already holds results"),
+            format!("{err:#}").contains("already holds files"),
             "{err:#}"
         );
         assert_eq!(std::fs::read(out.join("report.json")).unwrap(), b"earlier");

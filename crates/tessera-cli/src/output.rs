@@ -417,7 +417,7 @@ pub fn check_out(out: &Path, force: bool) -> Result<()> {
             .is_some();
         if earlier && !force {
             return Err(crate::usage(format!(
-                "--out {} already holds results; choose another folder, or pass --force to replace them when this run succeeds",
+                "--out {} already holds files (earlier results or anything else); choose another folder, or pass --force to replace the folder, whatever it holds, when this run succeeds",
                 out.display()
             )));
         }

@@ -365,7 +365,7 @@ fn devices_per_node_refuses_an_out_with_results() {
     refused(
         &with(&boiling(), &["--devices-per-node", "1", "--out", o]),
         2,
-        "already holds results",
+        "already holds files",
     );
     assert_eq!(listing(dir.path()), ["keep.txt"]);
     // With --force the check passes; this build then stops at MPI (or runs under it).
@@ -373,7 +373,7 @@ fn devices_per_node_refuses_an_out_with_results() {
         &boiling(),
         &["--devices-per-node", "1", "--force", "--out", o],
     ));
-    assert!(!stderr(&forced).contains("already holds results"));
+    assert!(!stderr(&forced).contains("already holds files"));
     assert_eq!(
         std::fs::read(dir.path().join("keep.txt")).unwrap(),
         b"earlier"

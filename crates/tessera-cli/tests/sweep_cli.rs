@@ -500,7 +500,7 @@ fn a_topology_file_is_used_and_its_errors_are_clear() {
         (vec!["--topology", &syntax], "line 1".into()),
         (
             vec!["--topology", &one],
-            "has 1 device(s), but the run uses 2".into(),
+            format!("(from {one}) has 1 device(s), but the run uses 2"),
         ),
         (
             vec!["--topology", "pcie9-x16"],

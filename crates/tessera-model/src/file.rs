@@ -256,7 +256,15 @@ impl Topology {
             return Topology::preset(spec, devices);
         };
         let topo = Topology::from_toml_str(&text, &origin)?;
-        topo.check_devices(devices)?;
+        // Named by the file too: the name inside it may say nothing of where it is.
+        topo.check_devices(devices).map_err(|e| match e {
+            TopologyError::TooFewDevices { name, has, wanted } => TopologyError::TooFewDevices {
+                name: format!("{name} (from {origin})"),
+                has,
+                wanted,
+            },
+            e => e,
+        })?;
         if devices < topo.devices {
             return Topology::from_toml_for(&text, &origin, Some(devices));
         }

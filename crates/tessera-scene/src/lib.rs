@@ -146,7 +146,7 @@ pub enum SceneError {
     EntryTooLarge { name: String, size: u64, limit: u64 },
     #[error(
         "map {map} not found (no maps/{map}.bsp in the pak set); available: {}{}",
-        available.join(", "),
+        if available.is_empty() { "none".to_string() } else { available.join(", ") },
         if *total > available.len() { format!(" … ({total} in all)") } else { String::new() }
     )]
     MapNotFound {

@@ -243,7 +243,7 @@ impl Trace {
         let block = r.u32("the header")?;
         if block != BLOCK {
             return Err(TraceError::Invalid(format!(
-                "block side {block}; version {VERSION} traces use {BLOCK}"
+                "block side {block}; traces of every version use {BLOCK}"
             )));
         }
         let devices = r.u32("the header")?;
