@@ -60,7 +60,8 @@ pub struct Modeled {
     pub link_seconds: Vec<f64>,
     /// Per device, Σ over passes of its own work (measured).
     pub work_per_device: Vec<f64>,
-    /// Per device, Σ over passes of the manager's time serving it (measured).
+    /// Per device, Σ over passes of the manager's time serving it (measured): in the
+    /// concurrent model its waits for the manager, which that model charges nowhere.
     pub manager_per_device: Vec<f64>,
     /// Σ over passes of the host's page copies made during the devices' waits for the
     /// manager (measured; isolated model only): taken out of `manager_seconds`, because the

@@ -937,6 +937,32 @@ impl System {
         )
     }
 
+    /// The latest texels of an Rgba8Unorm texture, `[r, g, b, a]`, row `y = 0` first.
+    pub fn read_rgba8(&self, object: &ObjectEntry) -> Result<Vec<[u8; 4]>> {
+        self.mm.check_entry(object)?;
+        expect_kind(object, Some(TexelFormat::Rgba8Unorm))?;
+        let bytes = self.mm.read(object.id)?;
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|b| [b[0], b[1], b[2], b[3]])
+            .collect())
+    }
+
+    /// The latest texels of an Rgba32Float texture, `[r, g, b, a]`, row `y = 0` first.
+    pub fn read_rgba32f(&self, object: &ObjectEntry) -> Result<Vec<[f32; 4]>> {
+        self.mm.check_entry(object)?;
+        expect_kind(object, Some(TexelFormat::Rgba32Float))?;
+        let bytes = self.mm.read(object.id)?;
+        Ok(bytes
+            .chunks_exact(16)
+            .map(|t| {
+                std::array::from_fn(|c| {
+                    f32::from_le_bytes([t[4 * c], t[4 * c + 1], t[4 * c + 2], t[4 * c + 3]])
+                })
+            })
+            .collect())
+    }
+
     /// Replaces a buffer's words, as [`System::create_u32`] takes them.
     pub fn write_u32(&self, object: &ObjectEntry, words: &[u32]) -> Result<()> {
         self.mm.check_entry(object)?;

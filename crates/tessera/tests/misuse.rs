@@ -6,7 +6,7 @@
 
 use tessera::{
     CoreError, Fault, Invocation, Kernel, ObjectDesc, ObjectEntry, ObjectId, RuntimeError, System,
-    SystemConfig,
+    SystemConfig, TexelFormat,
 };
 
 /// A kernel from a closure, so each case says only what its invocations do.
@@ -379,4 +379,48 @@ fn too_many_cpu_threads_are_refused_up_front() {
     let err = ObjectDesc::buffer(u64::MAX - 3, 4096).unwrap_err();
     assert!(matches!(err, CoreError::BufferOversized { .. }), "{err}");
     assert!(err.to_string().contains("bytes"), "{err}");
+}
+
+/// Every texel format has its typed read, and the host's writes between passes reach the next
+/// pass: an Rgba32Float texture doubled by a kernel, then replaced and doubled again; bytes
+/// written here by hand, not by the code under test.
+#[test]
+fn each_format_reads_back_typed_and_the_host_writes_between_passes() {
+    let sys = node(2);
+    let texels: Vec<[f32; 4]> = (0..16)
+        .map(|i| [i as f32, 0.5, -1.0, 2.0 * i as f32])
+        .collect();
+    let bytes: Vec<u8> = texels
+        .iter()
+        .flatten()
+        .flat_map(|v| v.to_le_bytes())
+        .collect();
+    let desc = ObjectDesc::texture(4, 4, TexelFormat::Rgba32Float, 2).unwrap();
+    let t = sys.create(desc, Some(bytes)).unwrap();
+    let id = t.id;
+    let k = || {
+        K(move |inv: &mut Invocation<'_>, x, y| {
+            let v = inv.load_rgba32f(id, x, y)?;
+            inv.store_rgba32f(id, x, y, v.map(|c| 2.0 * c))
+        })
+    };
+    sys.run_kernel(k(), &[&t], 4, 4).unwrap();
+    let got = sys.read_rgba32f(&t).unwrap();
+    assert_eq!(got[5], [10.0, 1.0, -2.0, 20.0]);
+    let fresh: Vec<u8> = (0..64u32).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    sys.write(&t, fresh).unwrap();
+    sys.run_kernel(k(), &[&t], 4, 4).unwrap();
+    assert_eq!(sys.read_rgba32f(&t).unwrap()[1], [8.0, 10.0, 12.0, 14.0]);
+
+    let desc = ObjectDesc::texture(2, 2, TexelFormat::Rgba8Unorm, 2).unwrap();
+    let c = sys.create(desc, Some((0u8..16).collect())).unwrap();
+    assert_eq!(sys.read_rgba8(&c).unwrap()[3], [12, 13, 14, 15]);
+    assert!(matches!(
+        sys.read_rgba32f(&c),
+        Err(RuntimeError::Core(CoreError::WrongKind { .. }))
+    ));
+    assert!(matches!(
+        sys.read_rgba8(&t),
+        Err(RuntimeError::Core(CoreError::WrongKind { .. }))
+    ));
 }

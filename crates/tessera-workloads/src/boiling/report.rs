@@ -294,7 +294,8 @@ pub struct ModeledReport {
     /// Per device, its own work summed over the modeled frames (measured; alone in the
     /// isolated model).
     pub work_seconds_per_device: Vec<f64>,
-    /// Per device, the manager's time serving it over the modeled frames (measured).
+    /// Per device, the manager's time serving it over the modeled frames (measured): in the
+    /// concurrent model its waits for the manager, which that model charges nowhere.
     pub manager_seconds_per_device: Vec<f64>,
     /// Per device, its work in the `frames` frames run with all devices together (measured):
     /// beside `work_seconds_per_device`, how much sharing the machine slowed each device.

@@ -100,15 +100,16 @@ impl Report {
                 100.0 * e.prefetch_hits as f64 / e.prefetched as f64
             );
         }
-        // The concurrent model times the devices together, their waits for the manager
-        // inside their work: it has no manager term to print as measured.
+        // The concurrent model times the devices together: their waits for the manager are
+        // left out of their work, the links' modeled time standing for the copies in them,
+        // and the model has no manager term.
         let manager = match r.modeled.model {
             tessera_runtime::modeled::Model::Isolated => format!(
                 "memory manager {:.3} s (measured; its page copies, {:.3} s, left to the links)",
                 r.modeled.manager_seconds_measured, r.modeled.manager_copy_seconds_left_out
             ),
             tessera_runtime::modeled::Model::Concurrent => {
-                "memory manager in the device work (the devices ran together)".to_string()
+                "no memory manager term (the devices ran together; their waits for it are left out of the device work, the transfers standing for its copies)".to_string()
             }
         };
         ln!(
