@@ -495,7 +495,7 @@ fn an_interrupted_bench_gpu_leaves_no_run_and_no_scratch_folder() {
     let tmp = tempfile::tempdir().unwrap();
     let child = Command::new(env!("CARGO_BIN_EXE_tessera"))
         .args(argv(
-            "bench gpu --quick --frames 2 --workloads boiling,stencil",
+            "bench gpu --quick --frames 40 --workloads boiling,stencil",
         ))
         .env("TMPDIR", tmp.path())
         .stdout(std::process::Stdio::null())
@@ -504,7 +504,7 @@ fn an_interrupted_bench_gpu_leaves_no_run_and_no_scratch_folder() {
         .unwrap();
     let scratch = tmp.path().join(format!("tessera-bench-gpu-{}", child.id()));
     // Interrupted while its first run is under way: the scratch folder holds that run's
-    // partial folder.
+    // partial folder. Enough frames that the run is still going when it is looked for.
     wait_until("the bench's first run", || {
         std::fs::read_dir(&scratch).is_ok_and(|mut d| d.next().is_some())
     });
