@@ -191,7 +191,9 @@ impl Pak {
             .index
             .keys()
             .filter_map(|k| k.strip_prefix("maps/")?.strip_suffix(".bsp"))
-            .filter(|m| !m.contains('/'))
+            // A name `--map` cannot be given as, and one that would break `scene list`'s lines
+            // (one map a line), is no map of the set.
+            .filter(|m| !m.is_empty() && !m.contains('/') && !m.chars().any(char::is_control))
             .map(str::to_string)
             .collect();
         maps.sort();
@@ -222,7 +224,13 @@ mod tests {
     #[test]
     fn later_pk3_overrides_and_lookup_ignores_case() {
         let a = write(&[("maps/One.bsp", b"a1".as_slice()), ("x.txt", b"ax")]).unwrap();
-        let b = write(&[("X.TXT", b"bx".as_slice()), ("maps/two.bsp", b"b2")]).unwrap();
+        let b = write(&[
+            ("X.TXT", b"bx".as_slice()),
+            ("maps/two.bsp", b"b2"),
+            ("maps/.bsp", b"no name"),
+            ("maps/two\nlines.bsp", b"a line break"),
+        ])
+        .unwrap();
         let mut pak = Pak::from_bytes(vec![a, b]).unwrap();
         assert_eq!(
             pak.read("x.txt").unwrap().as_deref(),
