@@ -59,7 +59,7 @@ pub enum TraceError {
         "the trace is corrupt: its checksum is {stored:#010x}, its bytes give {computed:#010x}"
     )]
     Checksum { stored: u32, computed: u32 },
-    #[error("the trace is truncated: it ends inside {what} at byte {offset}")]
+    #[error("the trace is truncated, or a count before byte {offset} is corrupt: it ends inside {what} at byte {offset}")]
     Truncated { what: &'static str, offset: usize },
     #[error("invalid trace: {0}")]
     Invalid(String),
