@@ -298,7 +298,8 @@ pub struct Bound {
 }
 
 impl Bound {
-    /// Whether both describe the same pages with the same shape.
+    /// Whether both describe the same pages with the same shape, mip chain included (a
+    /// texture relabelled a chain of one level had the same pages and sides).
     pub(crate) fn same_object(&self, other: &Bound) -> bool {
         (
             self.id,
@@ -314,8 +315,13 @@ impl Bound {
             other.pages_end,
             other.width,
             other.height,
-        ) && (self.words_per_texel, self.slot_words, self.format)
-            == (other.words_per_texel, other.slot_words, other.format)
+        ) && (self.words_per_texel, self.slot_words, self.format, self.mip)
+            == (
+                other.words_per_texel,
+                other.slot_words,
+                other.format,
+                other.mip,
+            )
     }
 
     pub fn new(e: &ObjectEntry) -> Self {

@@ -582,7 +582,8 @@ impl System {
     }
 
     /// Replaces an object's data from the host, between passes: `data` is its whole size, as
-    /// [`System::create`] takes it. Every device's copy is dropped with no write-back (the new
+    /// [`System::create`] takes it (for a mipmapped texture, its slots; from a level 0,
+    /// [`System::write_mip_rgba8`]). Every device's copy is dropped with no write-back (the new
     /// bytes replace them all) and the next pass fetches the pages anew, as after a create.
     /// Refused for a remote object and across nodes.
     pub fn write(&self, object: &ObjectEntry, data: Vec<u8>) -> Result<()> {
@@ -860,6 +861,30 @@ impl System {
     }
 }
 
+/// A mipmapped RGBA8 texture's host bytes (its slots in page order) from its level 0, and its
+/// border.
+fn mip_bytes(desc: &ObjectDesc, level0: &[u32]) -> Result<(Vec<u8>, u32)> {
+    desc.validate()?;
+    let Some((layout, addressing)) = desc.mip() else {
+        return Err(RuntimeError::Config(format!(
+            "a mipmapped description (ObjectDesc::mipmapped) is needed, not {desc:?}"
+        )));
+    };
+    let (w, h) = layout.extent(0)?;
+    let want = w as usize * h as usize;
+    if level0.len() != want {
+        return Err(RuntimeError::DataSize {
+            object: format!("level 0 of a {w}x{h} mipmapped texture"),
+            got: level0.len() * 4,
+            want: want * 4,
+        });
+    }
+    let chain = tessera_core::mip::chain_rgba8(&layout, level0.to_vec());
+    let data =
+        tessera_core::mip::words_to_bytes(&tessera_core::mip::slots(&layout, &chain, addressing));
+    Ok((data, layout.border()))
+}
+
 /// Refuses an object that is not of the kind `format` names (`None`: a buffer), for the
 /// typed reads, whose element type follows from the kind.
 fn expect_kind(object: &ObjectEntry, format: Option<TexelFormat>) -> Result<()> {
@@ -987,31 +1012,21 @@ impl System {
     /// addressing (docs/TEXTURES.md). A chain with borders is read-only
     /// ([`AccessMode::ReplicateRead`], as borders need); one without migrates.
     pub fn create_mip_rgba8(&self, desc: ObjectDesc, level0: &[u32]) -> Result<ObjectEntry> {
-        desc.validate()?;
-        let Some((layout, addressing)) = desc.mip() else {
-            return Err(RuntimeError::Config(format!(
-                "create_mip_rgba8 takes a mipmapped description (ObjectDesc::mipmapped), not {desc:?}"
-            )));
-        };
-        let (w, h) = layout.extent(0)?;
-        let want = w as usize * h as usize;
-        if level0.len() != want {
-            return Err(RuntimeError::DataSize {
-                object: format!("level 0 of a {w}x{h} mipmapped texture"),
-                got: level0.len() * 4,
-                want: want * 4,
-            });
-        }
-        let chain = tessera_core::mip::chain_rgba8(&layout, level0.to_vec());
-        let data = tessera_core::mip::words_to_bytes(&tessera_core::mip::slots(
-            &layout, &chain, addressing,
-        ));
-        let mode = if layout.border() > 0 {
+        let (data, border) = mip_bytes(&desc, level0)?;
+        let mode = if border > 0 {
             AccessMode::ReplicateRead
         } else {
             AccessMode::Migrate
         };
         self.create_with(desc, Some(data), mode)
+    }
+
+    /// Replaces a mipmapped RGBA8 texture's chain from a new level 0, packed as
+    /// [`System::create_mip_rgba8`] takes it: every level is made again.
+    pub fn write_mip_rgba8(&self, object: &ObjectEntry, level0: &[u32]) -> Result<()> {
+        self.mm.check_entry(object)?;
+        let (data, _) = mip_bytes(&object.desc, level0)?;
+        self.write(object, data)
     }
 
     /// One level of a mipmapped RGBA8 texture as the host holds it (its latest pages), packed

@@ -217,6 +217,37 @@ fn the_host_makes_and_reads_a_chain_from_its_level_0() {
             sys.read_mip_rgba8(&tex, levels),
             Err(RuntimeError::Core(CoreError::LevelOutOfRange { .. }))
         ));
+        // A new level 0 makes every level again; the old one back gives the old chain.
+        let other: Vec<u32> = level0(W, H).iter().map(|w| w ^ 0x00ff_00ff).collect();
+        sys.write_mip_rgba8(&tex, &other).unwrap();
+        assert_eq!(sys.read_mip_rgba8(&tex, 0).unwrap(), other);
+        assert_ne!(sys.read_mip_rgba8(&tex, 1).unwrap(), want[1]);
+        sys.write_mip_rgba8(&tex, &level0(W, H)).unwrap();
+        for l in 0..levels {
+            assert_eq!(sys.read_mip_rgba8(&tex, l).unwrap(), want[l as usize]);
+        }
+        // A texture relabelled as a chain of one level is not the object it names.
+        let plain = sys
+            .create(
+                ObjectDesc::texture(PAGE, PAGE, TexelFormat::Rgba8Unorm, PAGE).unwrap(),
+                Some(vec![3; (PAGE * PAGE * 4) as usize]),
+            )
+            .unwrap();
+        let mut relabelled = plain;
+        relabelled.desc = ObjectDesc::mipmapped(
+            PAGE,
+            PAGE,
+            TexelFormat::Rgba8Unorm,
+            PAGE,
+            Some(1),
+            0,
+            Addressing::Clamp,
+        )
+        .unwrap();
+        assert!(matches!(
+            sys.read_mip_rgba8(&relabelled, 0),
+            Err(RuntimeError::NotLive { .. })
+        ));
         assert!(matches!(
             sys.create_mip_rgba8(desc, &level0(W, H)[1..]),
             Err(RuntimeError::DataSize { .. })

@@ -72,7 +72,8 @@
 //! sees the new bytes.
 //!
 //! Mipmapped RGBA8 textures ([`ObjectDesc::mipmapped`]) are made from their level 0 by
-//! [`System::create_mip_rgba8`] and read back by level with [`System::read_mip_rgba8`]; kernels
+//! [`System::create_mip_rgba8`], made again from a new one by [`System::write_mip_rgba8`], and
+//! read back by level with [`System::read_mip_rgba8`]; kernels
 //! read them by level or through a [`Sampler`] (`Invocation::sample_rgba8`, docs/TEXTURES.md).
 //!
 //! `examples/blur` is a complete program: twins for both backends, several passes over several

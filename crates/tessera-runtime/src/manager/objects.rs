@@ -187,12 +187,12 @@ impl Manager {
     /// inside a pass holding one of its pages, as a free is.
     pub(super) fn write(&mut self, id: ObjectId, data: Vec<u8>) -> Result<()> {
         let e = *self.space.get(id)?;
-        check_data(&e.desc, &data)?;
         if self.modes.get(&id) == Some(&AccessMode::Remote) {
             return Err(RuntimeError::Config(format!(
                 "{id} is a remote object, whose pages live where it was placed: free it and create it again with the new data"
             )));
         }
+        check_data(&e.desc, &data)?;
         let actions = self.protocol.handle(Message::Free { pages: e.pages() })?;
         if let Err(err) = self.execute(actions) {
             // The directory has forgotten copies some device may still map.
