@@ -941,13 +941,9 @@ impl System {
 
     /// The latest texels of an R32Float texture, row-major, row `y = 0` (the bottom) first.
     pub fn read_f32(&self, object: &ObjectEntry) -> Result<Vec<f32>> {
-        self.mm.check_entry(object)?;
-        expect_kind(object, Some(TexelFormat::R32Float))?;
-        let bytes = self.mm.read(object.id)?;
-        Ok(bytes
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect())
+        self.read_as(object, Some(TexelFormat::R32Float), |w: [[u8; 4]; 1]| {
+            f32::from_le_bytes(w[0])
+        })
     }
 
     /// Creates a buffer of `words`, in pages of `page_bytes` (a power of two from 4 to 1 MiB):
@@ -964,26 +960,35 @@ impl System {
 
     /// The latest texels of an Rgba8Unorm texture, `[r, g, b, a]`, row `y = 0` first.
     pub fn read_rgba8(&self, object: &ObjectEntry) -> Result<Vec<[u8; 4]>> {
-        self.mm.check_entry(object)?;
-        expect_kind(object, Some(TexelFormat::Rgba8Unorm))?;
-        let bytes = self.mm.read(object.id)?;
-        Ok(bytes
-            .chunks_exact(4)
-            .map(|b| [b[0], b[1], b[2], b[3]])
-            .collect())
+        self.read_as(object, Some(TexelFormat::Rgba8Unorm), |w: [[u8; 4]; 1]| {
+            w[0]
+        })
     }
 
     /// The latest texels of an Rgba32Float texture, `[r, g, b, a]`, row `y = 0` first.
     pub fn read_rgba32f(&self, object: &ObjectEntry) -> Result<Vec<[f32; 4]>> {
+        self.read_as(object, Some(TexelFormat::Rgba32Float), |w: [[u8; 4]; 4]| {
+            w.map(f32::from_le_bytes)
+        })
+    }
+
+    /// The latest texels (or words) of an object of the kind `format` names, each made by
+    /// `texel` from its `N` little-endian words.
+    fn read_as<const N: usize, T>(
+        &self,
+        object: &ObjectEntry,
+        format: Option<TexelFormat>,
+        texel: impl Fn([[u8; 4]; N]) -> T,
+    ) -> Result<Vec<T>> {
         self.mm.check_entry(object)?;
-        expect_kind(object, Some(TexelFormat::Rgba32Float))?;
+        expect_kind(object, format)?;
         let bytes = self.mm.read(object.id)?;
         Ok(bytes
-            .chunks_exact(16)
+            .chunks_exact(4 * N)
             .map(|t| {
-                std::array::from_fn(|c| {
-                    f32::from_le_bytes([t[4 * c], t[4 * c + 1], t[4 * c + 2], t[4 * c + 3]])
-                })
+                texel(std::array::from_fn(|w| {
+                    std::array::from_fn(|b| t[4 * w + b])
+                }))
             })
             .collect())
     }
@@ -997,13 +1002,7 @@ impl System {
 
     /// The latest words of a buffer, by index.
     pub fn read_u32(&self, object: &ObjectEntry) -> Result<Vec<u32>> {
-        self.mm.check_entry(object)?;
-        expect_kind(object, None)?;
-        let bytes = self.mm.read(object.id)?;
-        Ok(bytes
-            .chunks_exact(4)
-            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect())
+        self.read_as(object, None, |w: [[u8; 4]; 1]| u32::from_le_bytes(w[0]))
     }
 
     /// Creates a mipmapped RGBA8 texture (`desc` from [`ObjectDesc::mipmapped`]) from its level
