@@ -222,10 +222,7 @@ impl DeviceMemory {
     /// Slots of `slot_bytes` the budget could still hand out without freeing any: free slots in
     /// memories of that size plus what new memories in the unreserved budget would hold.
     pub fn room(&self, slot_bytes: u64) -> u64 {
-        self.of_size(slot_bytes)
-            .map(|m| (m.capacity - m.used()) as u64)
-            .sum::<u64>()
-            + self.unreserved_slots(slot_bytes)
+        self.free_slots(slot_bytes) + self.unreserved_slots(slot_bytes)
     }
 
     /// Slots of `slot_bytes` the device can hold at once if every page of that size were

@@ -85,7 +85,8 @@ impl HomeStore {
         }
     }
 
-    fn object_mut(&mut self, id: ObjectId) -> Result<&mut [u8]> {
+    /// The whole home copy of `id`, to be overwritten in place.
+    pub fn object_mut(&mut self, id: ObjectId) -> Result<&mut [u8]> {
         match self {
             HomeStore::Memory(m) => m.get_mut(&id).map(Vec::as_mut_slice).ok_or(unknown(id)),
             HomeStore::File(f) => f.object_mut(id),

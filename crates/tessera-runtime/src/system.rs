@@ -936,7 +936,10 @@ impl System {
     pub fn write_f32(&self, object: &ObjectEntry, data: &[f32]) -> Result<()> {
         self.mm.check_entry(object)?;
         expect_kind(object, Some(TexelFormat::R32Float))?;
-        self.write(object, data.iter().flat_map(|v| v.to_le_bytes()).collect())
+        self.mm.write(
+            object.id,
+            data.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        )
     }
 
     /// The latest texels of an R32Float texture, row-major, row `y = 0` (the bottom) first.
@@ -997,7 +1000,10 @@ impl System {
     pub fn write_u32(&self, object: &ObjectEntry, words: &[u32]) -> Result<()> {
         self.mm.check_entry(object)?;
         expect_kind(object, None)?;
-        self.write(object, words.iter().flat_map(|w| w.to_le_bytes()).collect())
+        self.mm.write(
+            object.id,
+            words.iter().flat_map(|w| w.to_le_bytes()).collect(),
+        )
     }
 
     /// The latest words of a buffer, by index.
@@ -1025,7 +1031,7 @@ impl System {
     pub fn write_mip_rgba8(&self, object: &ObjectEntry, level0: &[u32]) -> Result<()> {
         self.mm.check_entry(object)?;
         let (data, _) = mip_bytes(&object.desc, level0)?;
-        self.write(object, data)
+        self.mm.write(object.id, data)
     }
 
     /// One level of a mipmapped RGBA8 texture as the host holds it (its latest pages), packed
@@ -1036,10 +1042,10 @@ impl System {
             return Err(RuntimeError::Core(CoreError::WrongKind {
                 object: object.id,
                 expected: "mipmapped texture",
-                actual: match object.desc {
-                    ObjectDesc::Buffer { .. } => "buffer",
-                    _ => "texture",
-                },
+                actual: crate::kernel::kind_name(match object.desc {
+                    ObjectDesc::Texture { format, .. } => Some(format),
+                    _ => None,
+                }),
             }));
         };
         let bytes = self.mm.read(object.id)?;

@@ -154,29 +154,37 @@ impl Manager {
     /// dropped, without writing modified ones home, since the data goes with the object.
     pub(super) fn free(&mut self, id: ObjectId) -> Result<()> {
         let e = *self.space.get(id)?;
-        let actions = self.protocol.handle(Message::Free { pages: e.pages() })?;
-        if let Err(err) = self.execute(actions) {
-            // The directory has forgotten copies some device may still map.
-            self.fail_all(err.clone());
-            return Err(err);
-        }
+        self.drop_copies(&e)?;
         self.space.free(id)?;
-        for p in e.pages() {
-            self.later.forget(GlobalPage(p));
-        }
         if self.modes.remove(&id) == Some(AccessMode::Remote) {
             self.remote.remove(id);
         } else {
             write_home(&self.home)?.remove(id)?;
         }
         self.pinned.remove(&id);
-        for p in e.pages() {
-            for ev in &mut self.evictors {
-                ev.forget(GlobalPage(p));
-            }
-        }
         self.resize_tables()?;
         self.note_demand();
+        Ok(())
+    }
+
+    /// The protocol's `Free` of the object's pages, carried out: every device's copy dropped
+    /// without a write-back, and what the manager keeps of the pages (write-backs on their
+    /// way home, the policies' records) forgotten. Refused, changing nothing, while a device
+    /// is inside a pass holding one of them.
+    fn drop_copies(&mut self, e: &ObjectEntry) -> Result<()> {
+        let actions = self.protocol.handle(Message::Free { pages: e.pages() })?;
+        if let Err(err) = self.execute(actions) {
+            // The directory has forgotten copies some device may still map.
+            self.fail_all(err.clone());
+            return Err(err);
+        }
+        for p in e.pages().map(GlobalPage) {
+            // A write-back still on its way would land over whatever home holds next.
+            self.later.forget(p);
+            for ev in &mut self.evictors {
+                ev.forget(p);
+            }
+        }
         Ok(())
     }
 
@@ -193,31 +201,13 @@ impl Manager {
             )));
         }
         check_data(&e.desc, &data)?;
-        let actions = self.protocol.handle(Message::Free { pages: e.pages() })?;
-        if let Err(err) = self.execute(actions) {
-            // The directory has forgotten copies some device may still map.
-            self.fail_all(err.clone());
-            return Err(err);
-        }
+        self.drop_copies(&e)?;
         if let Err(err) = self.protocol.handle(Message::Create { pages: e.pages() }) {
             let err = RuntimeError::from(err);
             self.fail_all(err.clone());
             return Err(err);
         }
-        for p in e.pages() {
-            // A write-back still on its way would land over the new bytes.
-            self.later.forget(GlobalPage(p));
-            for ev in &mut self.evictors {
-                ev.forget(GlobalPage(p));
-            }
-        }
-        let page_bytes = e.desc.page_bytes();
-        let mut pages = vec![0u8; (e.desc.page_count() * page_bytes) as usize];
-        pack(&e.desc, &data, &mut pages);
-        let mut home = write_home(&self.home)?;
-        for (local, bytes) in pages.chunks_exact(page_bytes as usize).enumerate() {
-            home.write_page(id, local as u64, bytes)?;
-        }
+        pack(&e.desc, &data, write_home(&self.home)?.object_mut(id)?);
         Ok(())
     }
 

@@ -60,11 +60,7 @@ pub(super) fn run(
             .unwrap_or(0)
     };
     let page_bytes = desc.page_bytes();
-    if let Some(&ratio) = b
-        .ratios
-        .iter()
-        .find(|&&r| ((ws as f64 / r) as u64) < page_bytes)
-    {
+    if let Some(&ratio) = b.ratios.iter().find(|&&r| budget_for(ws, r) < page_bytes) {
         return Err(OversubError::BudgetUnderAPage {
             ratio,
             working_set: ws,
@@ -86,7 +82,7 @@ pub(super) fn run(
     for setting in settings {
         let mut cfg = b.node.clone().record_trace(true).thrashing(b.thrashing);
         if let Some((ratio, policy, prefetch, staging)) = setting {
-            let budget = (ws as f64 / ratio) as u64;
+            let budget = budget_for(ws, ratio);
             // One memory of exactly the budget: capacity is the budget over the page size,
             // and a wgpu kernel binds at most four memories.
             cfg = cfg
@@ -239,7 +235,7 @@ pub(super) fn run(
         // from an empty memory, so OPT's count is a lower bound on the policy's. (Over the
         // measured frames alone OPT would start cold while the policy starts warm.)
         let all_frames = measured_frames + 1.0;
-        let budget = (ws as f64 / ratio) as u64;
+        let budget = budget_for(ws, ratio);
         let capacity = (budget / desc.page_bytes()) as usize;
         let opt_dev = Loads::opt_per_device(&c.subject.sys, capacity)?;
         let loads = Loads::with_opt(&c.subject.sys, &opt_dev)?;
@@ -364,4 +360,9 @@ pub(super) fn run(
         }),
         agreed: format!("every field checksum equals the resident run's: {want}"),
     })
+}
+
+/// The budget of a ratio: the working set's bytes over it.
+fn budget_for(working_set: u64, ratio: f64) -> u64 {
+    (working_set as f64 / ratio) as u64
 }
